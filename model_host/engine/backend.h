@@ -1,0 +1,85 @@
+// The execution-backend contract of model_host.
+//
+// The daemon owns clients, allocations and modules; a Backend only runs one
+// kernel launch to completion over a client's global-memory image.  Two
+// backends implement it: "interpreter" (the reference machine) and "model"
+// (the GPU inside the Qwen3.5 checkpoint).  Neither may fall back to the
+// other: a launch a backend cannot run fails with a CUDA error and a message
+// that names what is missing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace qgpu::engine {
+
+struct Dim3 {
+  uint32_t x = 1, y = 1, z = 1;
+  uint64_t count() const { return uint64_t(x) * y * z; }
+};
+
+// One client's device global memory as the machine sees it: a flat byte
+// image whose byte 0 is device address `base`.  __device__ and __constant__
+// variables live in it too (their addresses are in LaunchRequest::symbols).
+struct GlobalMemory {
+  uint64_t base = 0;
+  std::vector<uint8_t> bytes;
+};
+
+struct LaunchRequest {
+  std::string ptx;                          // the whole PTX module text
+  std::string kernel;                       // .entry name (mangled)
+  Dim3 grid, block;
+  uint32_t dynamic_smem = 0;                // bytes of extern __shared__
+  std::vector<uint8_t> params;              // packed as the .entry signature lays them out
+  std::map<std::string, uint64_t> symbols;  // module globals -> device address
+};
+
+struct LaunchStats {
+  uint64_t prompt_tokens = 0;     // model backend
+  uint64_t generated_tokens = 0;  // model backend
+  uint64_t steps = 0;             // machine blocks executed (EXEC count)
+  double seconds = 0;
+};
+
+struct LaunchResult {
+  int error = 0;               // a cudaError_t value; 0 is cudaSuccess
+  std::string message;         // names the limit or the missing feature
+  std::string printf_output;   // device printf output, in order
+  LaunchStats stats;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // Runs one launch to completion; `mem` is read and updated in place.
+  virtual LaunchResult launch(const LaunchRequest& req, GlobalMemory& mem) = 0;
+};
+
+// What a module declares, for the daemon: module-scope variables to allocate
+// and initialise, and each kernel's parameter layout.
+struct ModuleVar {
+  std::string name;
+  std::string space;           // "global" or "const"
+  uint64_t size = 0;
+  uint32_t align = 1;
+  std::vector<uint8_t> init;   // empty: zero-filled
+};
+struct KernelParam {
+  uint32_t offset = 0, size = 0, align = 1;
+};
+struct KernelInfo {
+  std::string name;
+  std::vector<KernelParam> params;
+  uint32_t static_smem = 0;
+};
+struct ModuleInfo {
+  std::vector<ModuleVar> vars;
+  std::vector<KernelInfo> kernels;
+};
+
+}  // namespace qgpu::engine
