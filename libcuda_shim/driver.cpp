@@ -1,0 +1,712 @@
+// libcuda.so.1: the CUDA driver API entry points NVRTC programs and the
+// runtime's users call, on the same model_host client as the runtime shim.
+//
+// One device (the machine in model_host).  Every call is synchronous, so
+// streams are accepted and ignored and synchronisation only reports errors.
+// An execution error of a kernel (illegal address, assert, launch failure)
+// is sticky, as on a GPU: every later call that needs the context returns it.
+#include <cuda.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "driver_error.h"
+#include "module_image.h"
+#include "not_supported.h"
+#include "qgpu/client.h"
+
+#define QGPU_CU_API extern "C" __attribute__((visibility("default")))
+
+struct CUctx_st {};
+
+struct CUmod_st {
+  std::vector<qgpu::proto::ModuleImage> images;  // one per PTX module of the image
+  std::map<std::string, std::unique_ptr<struct CUfunc_st>> functions;
+};
+
+struct CUfunc_st {
+  CUmod_st* module;
+  uint32_t image;  // the daemon's module id
+  qgpu::proto::KernelLayout layout;
+};
+
+namespace qgpu::driver {
+namespace {
+
+// The compute capability the machine presents (as device queries and the
+// fatbinary PTX choice in module_image.cpp do).
+constexpr int kMajor = 7, kMinor = 5;
+
+struct State {
+  std::mutex mu;
+  bool initialized = false;
+  std::unique_ptr<client::Connection> conn;
+  CUctx_st primary;
+  int primary_refs = 0;
+  std::set<CUctx_st*> contexts;  // live contexts, the primary one while retained
+  std::set<CUmod_st*> modules;
+  CUresult sticky = CUDA_SUCCESS;
+  std::string sticky_message;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+thread_local CUctx_st* current = nullptr;
+
+// Runs an entry point's body under the driver lock; a failure is printed
+// with the entry point's name and returned as a CUresult.
+template <typename Body>
+CUresult api(const char* entry, Body&& body) {
+  std::string message;
+  CUresult code;
+  try {
+    std::lock_guard<std::mutex> lock(state().mu);
+    body();
+    return CUDA_SUCCESS;
+  } catch (const DriverError& e) {
+    code = e.code;
+    message = e.what();
+  } catch (const client::Error& e) {
+    code = from_runtime_error(e.code);
+    message = e.what();
+  } catch (const std::bad_alloc&) {
+    code = CUDA_ERROR_OUT_OF_MEMORY;
+    message = "out of host memory";
+  } catch (const std::exception& e) {
+    code = CUDA_ERROR_UNKNOWN;
+    message = e.what();
+  }
+  std::fprintf(stderr, "qgpu libcuda: %s: %s\n", entry, message.c_str());
+  return code;
+}
+
+void require(bool ok, CUresult code, const std::string& message) {
+  if (!ok) throw DriverError(code, message);
+}
+
+client::Connection& device() {
+  State& s = state();
+  require(s.initialized, CUDA_ERROR_NOT_INITIALIZED, "cuInit has not been called");
+  return *s.conn;
+}
+
+void check_device(CUdevice dev) {
+  device();
+  require(dev == 0, CUDA_ERROR_INVALID_DEVICE,
+          "device " + std::to_string(dev) + " does not exist (qgpu has one device, 0)");
+}
+
+// The connection, for calls that need a current context that is still usable.
+client::Connection& context() {
+  client::Connection& c = device();
+  State& s = state();
+  require(current != nullptr && s.contexts.count(current), CUDA_ERROR_INVALID_CONTEXT,
+          "no current context (call cuCtxCreate, or cuDevicePrimaryCtxRetain and cuCtxSetCurrent)");
+  require(s.sticky == CUDA_SUCCESS, s.sticky,
+          "the context is unusable after an earlier kernel failure: " + s.sticky_message);
+  return c;
+}
+
+CUmod_st* module_of(CUmodule m) {
+  require(m && state().modules.count(m), CUDA_ERROR_INVALID_HANDLE, "not a loaded module");
+  return m;
+}
+
+CUfunc_st* function_of(CUfunction f) {
+  require(f && state().modules.count(f->module), CUDA_ERROR_INVALID_HANDLE,
+          "not a function of a loaded module");
+  return f;
+}
+
+// Loads every PTX module of an image; on failure nothing stays loaded.
+CUmod_st* load(const void* image) {
+  client::Connection& c = context();
+  auto mod = std::make_unique<CUmod_st>();
+  try {
+    for (const std::string& ptx : ptx_modules(image)) mod->images.push_back(c.load_module(ptx));
+  } catch (...) {
+    for (const proto::ModuleImage& m : mod->images) c.unload_module(m.id);
+    throw;
+  }
+  state().modules.insert(mod.get());
+  return mod.release();
+}
+
+// Packs a launch's parameters as the kernel's .entry signature lays them out.
+std::vector<uint8_t> pack_params(const CUfunc_st& f, void** params, void** extra) {
+  const auto& layout = f.layout;
+  std::vector<uint8_t> buf(layout.param_bytes());
+  const std::string count = std::to_string(layout.params.size()) + " parameter" +
+                            (layout.params.size() == 1 ? "" : "s");
+  require(!(params && extra), CUDA_ERROR_INVALID_VALUE,
+          "pass the parameters in kernelParams or in extra, not both");
+  if (params) {
+    for (size_t i = 0; i < layout.params.size(); ++i) {
+      require(params[i] != nullptr, CUDA_ERROR_INVALID_VALUE,
+              "kernelParams[" + std::to_string(i) + "] of '" + layout.name + "' is NULL");
+      std::memcpy(buf.data() + layout.params[i].offset, params[i], layout.params[i].size);
+    }
+    return buf;
+  }
+  if (extra) {
+    const void* data = nullptr;
+    size_t size = 0;
+    bool has_size = false;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        data = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        size = *static_cast<size_t*>(extra[i + 1]);
+        has_size = true;
+      } else {
+        throw DriverError(CUDA_ERROR_INVALID_VALUE, "unknown entry in extra");
+      }
+    }
+    require(data && has_size, CUDA_ERROR_INVALID_VALUE,
+            "extra needs CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE");
+    require(size == buf.size(), CUDA_ERROR_INVALID_VALUE,
+            "kernel '" + layout.name + "' takes " + count + " in " + std::to_string(buf.size()) +
+                " bytes; the launch passed " + std::to_string(size) + " bytes");
+    std::memcpy(buf.data(), data, size);
+    return buf;
+  }
+  require(layout.params.empty(), CUDA_ERROR_INVALID_VALUE,
+          "kernel '" + layout.name + "' takes " + count + "; the launch passed none");
+  return buf;
+}
+
+bool sticky_error(CUresult r) {
+  return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_ASSERT || r == CUDA_ERROR_LAUNCH_FAILED ||
+         r == CUDA_ERROR_LAUNCH_TIMEOUT;
+}
+
+}  // namespace
+}  // namespace qgpu::driver
+
+using namespace qgpu::driver;
+using qgpu::client::Connection;
+
+// ------------------------------------------------------------ initialisation
+QGPU_CU_API CUresult CUDAAPI cuInit(unsigned int flags) {
+  return api("cuInit", [&] {
+    require(flags == 0, CUDA_ERROR_INVALID_VALUE, "flags must be 0");
+    State& s = state();
+    if (s.initialized) return;
+    qgpu::client::Options o;
+    char exe[256] = {};
+    if (readlink("/proc/self/exe", exe, sizeof exe - 1) > 0) o.program = exe;
+    s.conn = Connection::open(o);
+    s.initialized = true;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  return api("cuDriverGetVersion", [&] {
+    require(version != nullptr, CUDA_ERROR_INVALID_VALUE, "version is NULL");
+    *version = CUDA_VERSION;
+  });
+}
+
+// ------------------------------------------------------------------- devices
+QGPU_CU_API CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  return api("cuDeviceGetCount", [&] {
+    require(count != nullptr, CUDA_ERROR_INVALID_VALUE, "count is NULL");
+    device();
+    *count = 1;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuDeviceGet(CUdevice* dev, int ordinal) {
+  return api("cuDeviceGet", [&] {
+    require(dev != nullptr, CUDA_ERROR_INVALID_VALUE, "device is NULL");
+    check_device(ordinal);
+    *dev = 0;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+  return api("cuDeviceGetName", [&] {
+    require(name != nullptr && len > 0, CUDA_ERROR_INVALID_VALUE, "name buffer is NULL or empty");
+    check_device(dev);
+    std::snprintf(name, size_t(len), "%s", device().device().device_name.c_str());
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  return api("cuDeviceTotalMem", [&] {
+    require(bytes != nullptr, CUDA_ERROR_INVALID_VALUE, "bytes is NULL");
+    check_device(dev);
+    *bytes = device().device().global_bytes;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdevice dev) {
+  return api("cuDeviceGetAttribute", [&] {
+    require(value != nullptr, CUDA_ERROR_INVALID_VALUE, "value is NULL");
+    require(attr > 0 && attr < CU_DEVICE_ATTRIBUTE_MAX, CUDA_ERROR_INVALID_VALUE,
+            "unknown attribute " + std::to_string(int(attr)));
+    check_device(dev);
+    const qgpu::proto::DeviceInfo& d = device().device();
+    switch (attr) {
+      case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = int(d.max_threads_per_cta); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: *value = int(d.max_block[0]); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: *value = int(d.max_block[1]); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *value = int(d.max_block[2]); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = int(d.max_grid[0]); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *value = int(d.max_grid[1]); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = int(d.max_grid[2]); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+      case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+        *value = int(d.shared_bytes_per_cta);
+        break;
+      case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = int(d.global_bytes); break;
+      case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = int(d.warp_size); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+      case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+        *value = int(d.registers * d.max_threads_per_cta);
+        break;
+      case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = int(d.max_threads_per_cta); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 1; break;
+      case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 1; break;
+      case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+      case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+        *value = 1000;  // kHz: the interpreter is slow; spin loops stay short
+        break;
+      case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 32; break;
+      case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = kMajor; break;
+      case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = kMinor; break;
+      case CU_DEVICE_ATTRIBUTE_MAX_PITCH: *value = int(d.global_bytes); break;
+      case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *value = 256; break;
+      case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
+      case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; break;
+      default: *value = 0; break;  // features the machine does not have
+    }
+  });
+}
+
+// ------------------------------------------------------------------ contexts
+QGPU_CU_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  return api("cuDevicePrimaryCtxRetain", [&] {
+    require(ctx != nullptr, CUDA_ERROR_INVALID_VALUE, "context is NULL");
+    check_device(dev);
+    State& s = state();
+    ++s.primary_refs;
+    s.contexts.insert(&s.primary);
+    *ctx = &s.primary;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return api("cuDevicePrimaryCtxRelease", [&] {
+    check_device(dev);
+    State& s = state();
+    require(s.primary_refs > 0, CUDA_ERROR_INVALID_CONTEXT, "the primary context is not retained");
+    if (--s.primary_refs == 0) {
+      s.contexts.erase(&s.primary);
+      if (current == &s.primary) current = nullptr;
+    }
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams* params,
+                                            unsigned int flags, CUdevice dev) {
+  (void)params;  // execution affinity and CIG settings do not apply to the machine
+  (void)flags;   // scheduling flags: every call is synchronous anyway
+  return api("cuCtxCreate", [&] {
+    require(ctx != nullptr, CUDA_ERROR_INVALID_VALUE, "context is NULL");
+    check_device(dev);
+    auto* c = new CUctx_st;
+    state().contexts.insert(c);
+    current = c;
+    *ctx = c;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
+  return api("cuCtxDestroy", [&] {
+    State& s = state();
+    require(ctx && ctx != &s.primary && s.contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT,
+            "not a context created by cuCtxCreate");
+    s.contexts.erase(ctx);
+    if (current == ctx) current = nullptr;
+    delete ctx;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext* ctx) {
+  return api("cuCtxGetCurrent", [&] {
+    require(ctx != nullptr, CUDA_ERROR_INVALID_VALUE, "context is NULL");
+    device();
+    *ctx = current;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  return api("cuCtxSetCurrent", [&] {
+    device();
+    require(!ctx || state().contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT, "not a live context");
+    current = ctx;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxGetDevice(CUdevice* dev) {
+  return api("cuCtxGetDevice", [&] {
+    require(dev != nullptr, CUDA_ERROR_INVALID_VALUE, "device is NULL");
+    context();
+    *dev = 0;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxSynchronize() {
+  return api("cuCtxSynchronize", [&] { context(); });
+}
+
+// -------------------------------------------------------------------- memory
+QGPU_CU_API CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* ptr, size_t bytes) {
+  return api("cuMemAlloc", [&] {
+    require(ptr != nullptr, CUDA_ERROR_INVALID_VALUE, "pointer is NULL");
+    require(bytes > 0, CUDA_ERROR_INVALID_VALUE, "size is 0");
+    *ptr = context().malloc(bytes);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr ptr) {
+  return api("cuMemFree", [&] {
+    Connection& c = context();
+    if (ptr) c.free(ptr);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  return api("cuMemGetInfo", [&] {
+    require(free_bytes && total_bytes, CUDA_ERROR_INVALID_VALUE, "free or total is NULL");
+    uint64_t f = 0, t = 0;
+    context().mem_info(&f, &t);
+    *free_bytes = f;
+    *total_bytes = t;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t bytes) {
+  return api("cuMemcpyHtoD", [&] {
+    require(src || bytes == 0, CUDA_ERROR_INVALID_VALUE, "source is NULL");
+    if (bytes) context().write(dst, src, bytes);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
+  return api("cuMemcpyDtoH", [&] {
+    require(dst || bytes == 0, CUDA_ERROR_INVALID_VALUE, "destination is NULL");
+    if (bytes) context().read(dst, src, bytes);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  return api("cuMemcpyDtoD", [&] {
+    if (bytes) context().copy(dst, src, bytes);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
+  return api("cuMemsetD8", [&] {
+    if (count) context().memset(dst, value, count);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t count) {
+  return api("cuMemsetD32", [&] {
+    require(dst % 4 == 0, CUDA_ERROR_INVALID_VALUE, "destination is not 4-byte aligned");
+    if (!count) return;
+    Connection& c = context();
+    const unsigned int byte = value & 0xff;
+    if (value == byte * 0x01010101u) {
+      c.memset(dst, uint8_t(byte), count * 4);
+    } else {
+      std::vector<unsigned int> words(count, value);
+      c.write(dst, words.data(), count * 4);
+    }
+  });
+}
+
+// ------------------------------------------------------------------- modules
+QGPU_CU_API CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  return api("cuModuleLoadData", [&] {
+    require(module != nullptr, CUDA_ERROR_INVALID_VALUE, "module is NULL");
+    *module = load(image);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image,
+                                                unsigned int num_options, CUjit_option* options,
+                                                void** values) {
+  // JIT options tune code generation for real GPUs; only the log buffers
+  // mean something here: the error log receives the failure message.
+  char* error_log = nullptr;
+  size_t error_log_size = 0;
+  for (unsigned int i = 0; options && values && i < num_options; ++i) {
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER) error_log = static_cast<char*>(values[i]);
+    if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      error_log_size = reinterpret_cast<uintptr_t>(values[i]);
+  }
+  std::string failure;
+  CUresult r = api("cuModuleLoadDataEx", [&] {
+    require(module != nullptr, CUDA_ERROR_INVALID_VALUE, "module is NULL");
+    try {
+      *module = load(image);
+    } catch (const std::exception& e) {
+      failure = e.what();
+      throw;
+    }
+  });
+  if (error_log && error_log_size > 0) std::snprintf(error_log, error_log_size, "%s", failure.c_str());
+  return r;
+}
+
+QGPU_CU_API CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
+  return api("cuModuleLoadFatBinary", [&] {
+    require(module != nullptr, CUDA_ERROR_INVALID_VALUE, "module is NULL");
+    *module = load(fatbin);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  return api("cuModuleUnload", [&] {
+    Connection& c = device();
+    CUmod_st* m = module_of(module);
+    state().modules.erase(m);
+    std::unique_ptr<CUmod_st> owned(m);
+    for (const qgpu::proto::ModuleImage& image : m->images) c.unload_module(image.id);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuModuleGetFunction(CUfunction* fn, CUmodule module, const char* name) {
+  return api("cuModuleGetFunction", [&] {
+    require(fn && name, CUDA_ERROR_INVALID_VALUE, "function or name is NULL");
+    context();
+    CUmod_st* m = module_of(module);
+    if (auto it = m->functions.find(name); it != m->functions.end()) {
+      *fn = it->second.get();
+      return;
+    }
+    std::string known;
+    for (const qgpu::proto::ModuleImage& image : m->images) {
+      for (const qgpu::proto::KernelLayout& k : image.kernels) {
+        if (k.name == name) {
+          auto f = std::make_unique<CUfunc_st>(CUfunc_st{m, image.id, k});
+          *fn = f.get();
+          m->functions.emplace(name, std::move(f));
+          return;
+        }
+        known += (known.empty() ? "" : ", ") + k.name;
+      }
+    }
+    throw DriverError(CUDA_ERROR_NOT_FOUND, std::string("the module has no kernel named '") + name +
+                                                "' (its kernels: " + (known.empty() ? "none" : known) +
+                                                "; template kernels need their lowered name)");
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* ptr, size_t* bytes, CUmodule module,
+                                                  const char* name) {
+  return api("cuModuleGetGlobal", [&] {
+    require(name != nullptr, CUDA_ERROR_INVALID_VALUE, "name is NULL");
+    context();
+    for (const qgpu::proto::ModuleImage& image : module_of(module)->images)
+      for (const qgpu::proto::ModuleImage::Var& v : image.vars)
+        if (v.name == name) {
+          if (ptr) *ptr = v.addr;
+          if (bytes) *bytes = v.size;
+          return;
+        }
+    throw DriverError(CUDA_ERROR_NOT_FOUND,
+                      std::string("the module has no __device__ or __constant__ variable named '") +
+                          name + "'");
+  });
+}
+
+// ------------------------------------------------------------------ launches
+QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                            unsigned int bz, unsigned int shared_bytes,
+                                            CUstream stream, void** params, void** extra) {
+  (void)stream;  // launches run to completion in order: every stream is the same one
+  return api("cuLaunchKernel", [&] {
+    Connection& c = context();
+    CUfunc_st* fn = function_of(f);
+    require(gx && gy && gz && bx && by && bz, CUDA_ERROR_INVALID_VALUE,
+            "grid and block dimensions must be non-zero");
+    qgpu::proto::LaunchArgs args;
+    args.module = fn->image;
+    args.kernel = fn->layout.name;
+    args.grid[0] = gx, args.grid[1] = gy, args.grid[2] = gz;
+    args.block[0] = bx, args.block[1] = by, args.block[2] = bz;
+    args.dynamic_smem = shared_bytes;
+    args.params = pack_params(*fn, params, extra);
+    qgpu::proto::LaunchOutcome out = c.launch(args);
+    if (!out.printf_output.empty()) {
+      std::fwrite(out.printf_output.data(), 1, out.printf_output.size(), stdout);
+      std::fflush(stdout);
+    }
+    if (out.error != 0) {
+      CUresult r = from_runtime_error(out.error);
+      if (sticky_error(r)) {
+        state().sticky = r;
+        state().sticky_message = out.message;
+      }
+      throw DriverError(r, "kernel '" + fn->layout.name + "': " + out.message);
+    }
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                 unsigned int gz, unsigned int bx, unsigned int by,
+                                                 unsigned int bz, unsigned int shared_bytes,
+                                                 CUstream stream, void** params, void** extra) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
+}
+
+// --------------------------------------------------------- errors, lookups
+namespace {
+
+struct ErrorName {
+  CUresult code;
+  const char* name;
+};
+// Every CUresult of cuda.h, generated at build time from the header.
+const ErrorName kErrorNames[] = {
+#include "cuda_error_names.inc"
+};
+
+const char* error_description(CUresult r) {
+  switch (r) {
+    case CUDA_SUCCESS: return "no error";
+    case CUDA_ERROR_INVALID_VALUE: return "invalid argument";
+    case CUDA_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case CUDA_ERROR_NOT_INITIALIZED: return "initialization error";
+    case CUDA_ERROR_NO_DEVICE: return "no CUDA-capable device is detected";
+    case CUDA_ERROR_INVALID_DEVICE: return "invalid device ordinal";
+    case CUDA_ERROR_INVALID_IMAGE: return "device kernel image is invalid";
+    case CUDA_ERROR_INVALID_CONTEXT: return "invalid device context";
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: return "no kernel image is available for execution on the device";
+    case CUDA_ERROR_INVALID_PTX: return "a PTX JIT compilation failed";
+    case CUDA_ERROR_INVALID_HANDLE: return "invalid resource handle";
+    case CUDA_ERROR_NOT_FOUND: return "named symbol not found";
+    case CUDA_ERROR_ILLEGAL_ADDRESS: return "an illegal memory access was encountered";
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return "too many resources requested for launch";
+    case CUDA_ERROR_LAUNCH_TIMEOUT: return "the launch timed out and was terminated";
+    case CUDA_ERROR_ASSERT: return "device-side assert triggered";
+    case CUDA_ERROR_LAUNCH_FAILED: return "unspecified launch failure";
+    case CUDA_ERROR_NOT_SUPPORTED: return "operation not supported";
+    default: return nullptr;
+  }
+}
+
+const char* error_name(CUresult r) {
+  for (const ErrorName& e : kErrorNames)
+    if (e.code == r) return e.name;
+  return nullptr;
+}
+
+// The implemented entry points, for cuGetProcAddress, by their exported names.
+struct Entry {
+  const char* name;
+  void* fn;
+};
+#define QGPU_ENTRY(f) {#f, reinterpret_cast<void*>(&f)}
+const Entry kEntries[] = {
+    QGPU_ENTRY(cuInit), QGPU_ENTRY(cuDriverGetVersion), QGPU_ENTRY(cuDeviceGetCount),
+    QGPU_ENTRY(cuDeviceGet), QGPU_ENTRY(cuDeviceGetName), QGPU_ENTRY(cuDeviceTotalMem_v2),
+    QGPU_ENTRY(cuDeviceGetAttribute), QGPU_ENTRY(cuDevicePrimaryCtxRetain),
+    QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4),
+    QGPU_ENTRY(cuCtxDestroy_v2), QGPU_ENTRY(cuCtxGetCurrent), QGPU_ENTRY(cuCtxSetCurrent),
+    QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuMemAlloc_v2),
+    QGPU_ENTRY(cuMemFree_v2), QGPU_ENTRY(cuMemGetInfo_v2), QGPU_ENTRY(cuMemcpyHtoD_v2),
+    QGPU_ENTRY(cuMemcpyDtoH_v2), QGPU_ENTRY(cuMemcpyDtoD_v2), QGPU_ENTRY(cuMemsetD8_v2),
+    QGPU_ENTRY(cuMemsetD32_v2), QGPU_ENTRY(cuModuleLoadData), QGPU_ENTRY(cuModuleLoadDataEx),
+    QGPU_ENTRY(cuModuleLoadFatBinary), QGPU_ENTRY(cuModuleUnload), QGPU_ENTRY(cuModuleGetFunction),
+    QGPU_ENTRY(cuModuleGetGlobal_v2), QGPU_ENTRY(cuLaunchKernel), QGPU_ENTRY(cuGetErrorString),
+    QGPU_ENTRY(cuGetErrorName), QGPU_ENTRY(cuGetProcAddress_v2),
+};
+#undef QGPU_ENTRY
+
+// cuGetProcAddress names entry points without their ABI suffix ("cuMemAlloc"
+// for cuMemAlloc_v2): the newest implemented version is the one returned.
+void* find_entry(const std::string& symbol) {
+  for (const char* suffix : {"_v4", "_v3", "_v2", ""})
+    for (const Entry& e : kEntries)
+      if (symbol + suffix == e.name) return e.fn;
+  return nullptr;
+}
+
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuGetErrorString(CUresult error, const char** str) {
+  if (!str) return CUDA_ERROR_INVALID_VALUE;
+  const char* name = error_name(error);
+  if (!name) {
+    *str = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const char* description = error_description(error);
+  *str = description ? description : name;
+  return CUDA_SUCCESS;
+}
+
+QGPU_CU_API CUresult CUDAAPI cuGetErrorName(CUresult error, const char** str) {
+  if (!str) return CUDA_ERROR_INVALID_VALUE;
+  *str = error_name(error);
+  return *str ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+QGPU_CU_API CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** fn, int cuda_version,
+                                                 cuuint64_t flags,
+                                                 CUdriverProcAddressQueryResult* status) {
+  (void)cuda_version;  // one version of each entry point is implemented
+  (void)flags;         // per-thread default streams are the default stream here
+  if (!symbol || !fn) return CUDA_ERROR_INVALID_VALUE;
+  *fn = find_entry(symbol);
+  if (status) *status = *fn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return *fn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+// ----------------------------------------------------------- error helpers
+namespace qgpu::driver {
+
+CUresult from_runtime_error(int e) {
+  switch (e) {
+    // Runtime and driver share these values.
+    case 0: case 1: case 2: case 3: case 46: case 100: case 200: case 218: case 400: case 500:
+    case 600: case 700: case 701: case 702: case 710: case 719: case 801: case 909: case 999:
+      return static_cast<CUresult>(e);
+    case 9: return CUDA_ERROR_INVALID_VALUE;     // cudaErrorInvalidConfiguration
+    case 13: return CUDA_ERROR_NOT_FOUND;        // cudaErrorInvalidSymbol
+    case 17: return CUDA_ERROR_INVALID_VALUE;    // cudaErrorInvalidDevicePointer
+    case 98: return CUDA_ERROR_NOT_FOUND;        // cudaErrorInvalidDeviceFunction
+    default: return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+int not_supported(const char* entry) {
+  static std::mutex mu;
+  static std::set<std::string> reported;
+  std::lock_guard<std::mutex> lock(mu);
+  if (reported.insert(entry).second)
+    std::fprintf(stderr,
+                 "qgpu libcuda: %s is not supported (qgpu's driver API covers devices, contexts, "
+                 "modules, memory and kernel launches)\n",
+                 entry);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+}  // namespace qgpu::driver

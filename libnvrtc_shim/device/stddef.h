@@ -1,0 +1,3 @@
+// size_t and ptrdiff_t come from the device runtime header.
+#pragma once
+#define offsetof(type, member) __builtin_offsetof(type, member)

@@ -1,0 +1,2 @@
+// memcpy and memset are in the built-in runtime header.
+#pragma once

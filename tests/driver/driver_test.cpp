@@ -1,0 +1,244 @@
+// libcuda.so.1 against a running model_host: devices, contexts, the image
+// formats modules load from, launches, and the errors a user sees.  The
+// tests run in order in one process (one daemon session); the sticky-error
+// test is last because it leaves the context unusable, as on a GPU.
+#include <cuda.h>
+#include <gtest/gtest.h>
+#include <nvrtc.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "cubin_container.h"
+
+namespace {
+
+constexpr const char* kSource = R"(
+__device__ int bias = 1000;
+extern "C" __global__ void scale(int* p, int k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = p[i] * k + bias;
+}
+extern "C" __global__ void guarded(const int* p) { assert(p[threadIdx.x] != 7); }
+)";
+
+std::string nvrtc_ptx(const char* source) {
+  nvrtcProgram prog;
+  EXPECT_EQ(nvrtcCreateProgram(&prog, source, "driver_test.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  EXPECT_EQ(nvrtcCompileProgram(prog, 0, nullptr), NVRTC_SUCCESS);
+  size_t size = 0;
+  nvrtcGetPTXSize(prog, &size);
+  std::string ptx(size, '\0');
+  nvrtcGetPTX(prog, ptx.data());
+  nvrtcDestroyProgram(&prog);
+  ptx.pop_back();  // the size counts the terminating NUL
+  return ptx;
+}
+
+std::vector<int> run_scale(CUmodule module, std::vector<int> data, int k) {
+  CUfunction fn;
+  EXPECT_EQ(cuModuleGetFunction(&fn, module, "scale"), CUDA_SUCCESS);
+  CUdeviceptr d;
+  size_t bytes = data.size() * sizeof(int);
+  EXPECT_EQ(cuMemAlloc(&d, bytes), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemcpyHtoD(d, data.data(), bytes), CUDA_SUCCESS);
+  int n = int(data.size());
+  void* args[] = {&d, &k, &n};
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemcpyDtoH(data.data(), d, bytes), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
+  return data;
+}
+
+TEST(Driver, NothingWorksBeforeCuInit) {
+  int count = -1;
+  EXPECT_EQ(cuDeviceGetCount(&count), CUDA_ERROR_NOT_INITIALIZED);
+  int version = 0;
+  EXPECT_EQ(cuDriverGetVersion(&version), CUDA_SUCCESS);
+  EXPECT_EQ(version, CUDA_VERSION);
+}
+
+TEST(Driver, OneDeviceDescribedHonestly) {
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  int count = 0;
+  ASSERT_EQ(cuDeviceGetCount(&count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 1);
+  CUdevice dev;
+  EXPECT_EQ(cuDeviceGet(&dev, 1), CUDA_ERROR_INVALID_DEVICE);
+  ASSERT_EQ(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+  char name[128] = {};
+  ASSERT_EQ(cuDeviceGetName(name, sizeof name, dev), CUDA_SUCCESS);
+  EXPECT_EQ(std::string(name).rfind("qgpu", 0), 0u) << name;
+  size_t total = 0;
+  ASSERT_EQ(cuDeviceTotalMem(&total, dev), CUDA_SUCCESS);
+  EXPECT_GT(total, 0u);
+  auto attr = [&](CUdevice_attribute a) {
+    int v = -1;
+    EXPECT_EQ(cuDeviceGetAttribute(&v, a, dev), CUDA_SUCCESS);
+    return v;
+  };
+  EXPECT_EQ(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE), 32);
+  EXPECT_EQ(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), 7);
+  EXPECT_EQ(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR), 5);
+  EXPECT_GE(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK), 256);
+  EXPECT_GT(attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), 0);
+  EXPECT_GT(attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE), 0);
+  int v;
+  EXPECT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, dev), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST(Driver, MemoryNeedsACurrentContext) {
+  CUdeviceptr d;
+  EXPECT_EQ(cuMemAlloc(&d, 64), CUDA_ERROR_INVALID_CONTEXT);
+  CUcontext ctx = nullptr, cur = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+  EXPECT_EQ(cur, ctx);
+  ASSERT_EQ(cuMemAlloc(&d, 256), CUDA_SUCCESS);
+  std::vector<uint32_t> back(64);
+  ASSERT_EQ(cuMemsetD32(d, 0x01020304u, 64), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(back.data(), d, 256), CUDA_SUCCESS);
+  EXPECT_EQ(back, std::vector<uint32_t>(64, 0x01020304u));
+  ASSERT_EQ(cuMemsetD8(d + 4, 0xab, 3), CUDA_SUCCESS);
+  CUdeviceptr d2;
+  ASSERT_EQ(cuMemAlloc(&d2, 256), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoD(d2, d, 256), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(back.data(), d2, 256), CUDA_SUCCESS);
+  EXPECT_EQ(back[1], 0x01ababab);
+  EXPECT_EQ(back[2], 0x01020304u);
+  EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(d2), CUDA_SUCCESS);
+}
+
+TEST(Driver, ModulesFromPtxCubinAndFatbinaryRunTheSameKernel) {
+  std::string ptx = nvrtc_ptx(kSource);
+  std::vector<int> data = {1, -2, 3, 40, 500};
+  std::vector<int> want;
+  for (int x : data) want.push_back(x * 3 + 1000);
+
+  CUmodule from_ptx;
+  ASSERT_EQ(cuModuleLoadData(&from_ptx, ptx.c_str()), CUDA_SUCCESS);
+  EXPECT_EQ(run_scale(from_ptx, data, 3), want);
+  CUdeviceptr bias;
+  size_t bias_size = 0;
+  ASSERT_EQ(cuModuleGetGlobal(&bias, &bias_size, from_ptx, "bias"), CUDA_SUCCESS);
+  EXPECT_EQ(bias_size, sizeof(int));
+  int new_bias = 7;
+  ASSERT_EQ(cuMemcpyHtoD(bias, &new_bias, sizeof new_bias), CUDA_SUCCESS);
+  EXPECT_EQ(run_scale(from_ptx, {10}, 2), std::vector<int>{27});
+  EXPECT_EQ(cuModuleUnload(from_ptx), CUDA_SUCCESS);
+
+  std::string cubin = qgpu::rtc_cubin::wrap(ptx, 75);
+  CUmodule from_cubin;
+  ASSERT_EQ(cuModuleLoadData(&from_cubin, cubin.data()), CUDA_SUCCESS);
+  EXPECT_EQ(run_scale(from_cubin, data, 3), want);
+  EXPECT_EQ(cuModuleUnload(from_cubin), CUDA_SUCCESS);
+
+  std::ifstream f(QGPU_TEST_FATBIN, std::ios::binary);
+  std::vector<char> fatbin((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(fatbin.empty());
+  CUmodule from_fatbin;
+  ASSERT_EQ(cuModuleLoadFatBinary(&from_fatbin, fatbin.data()), CUDA_SUCCESS);
+  CUfunction add_one;
+  ASSERT_EQ(cuModuleGetFunction(&add_one, from_fatbin, "add_one"), CUDA_SUCCESS);
+  CUdeviceptr d;
+  ASSERT_EQ(cuMemAlloc(&d, data.size() * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoD(d, data.data(), data.size() * sizeof(int)), CUDA_SUCCESS);
+  int n = int(data.size());
+  // Parameters through `extra`, as one packed buffer.
+  struct {
+    CUdeviceptr p;
+    int n;
+  } packed = {d, n};
+  size_t packed_size = 12;  // the .entry layout: u64 at 0, u32 at 8
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &packed_size,
+                   CU_LAUNCH_PARAM_END};
+  ASSERT_EQ(cuLaunchKernel(add_one, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, extra), CUDA_SUCCESS);
+  std::vector<int> out(data.size());
+  ASSERT_EQ(cuMemcpyDtoH(out.data(), d, out.size() * sizeof(int)), CUDA_SUCCESS);
+  for (size_t i = 0; i < data.size(); ++i) EXPECT_EQ(out[i], data[i] + 1);
+  EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
+  EXPECT_EQ(cuModuleUnload(from_fatbin), CUDA_SUCCESS);
+}
+
+TEST(Driver, BadImagesAreRejected) {
+  CUmodule m;
+  const char elf[64] = "\x7f" "ELF\x02\x01\x01";
+  EXPECT_EQ(cuModuleLoadData(&m, elf), CUDA_ERROR_INVALID_IMAGE);
+  EXPECT_EQ(cuModuleLoadData(&m, "this is not a module"), CUDA_ERROR_INVALID_IMAGE);
+  const char* bad_ptx = ".version 8.5\n.target sm_75\n.address_size 64\n.visible .entry k() { frobnicate; }\n";
+  char log[512] = {};
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(uintptr_t(sizeof log))};
+  EXPECT_EQ(cuModuleLoadDataEx(&m, bad_ptx, 2, opts, values), CUDA_ERROR_INVALID_PTX);
+  EXPECT_NE(std::string(log).find("line"), std::string::npos) << log;
+}
+
+TEST(Driver, UnknownNamesAndWrongArguments) {
+  std::string ptx = nvrtc_ptx(kSource);
+  CUmodule m;
+  ASSERT_EQ(cuModuleLoadData(&m, ptx.c_str()), CUDA_SUCCESS);
+  CUfunction fn;
+  EXPECT_EQ(cuModuleGetFunction(&fn, m, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+  CUdeviceptr p;
+  EXPECT_EQ(cuModuleGetGlobal(&p, nullptr, m, "no_such_variable"), CUDA_ERROR_NOT_FOUND);
+  ASSERT_EQ(cuModuleGetFunction(&fn, m, "scale"), CUDA_SUCCESS);
+  // No parameters for a kernel that takes three.
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+  // A parameter buffer of the wrong size (the pointer and one int: 12 of 16 bytes).
+  uint32_t two[3] = {0, 0, 0};
+  size_t two_size = sizeof two;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, two, CU_LAUNCH_PARAM_BUFFER_SIZE, &two_size,
+                   CU_LAUNCH_PARAM_END};
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, extra), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(fn, 0, 1, 1, 1, 1, 1, 0, nullptr, nullptr, extra), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+  EXPECT_EQ(cuModuleGetFunction(&fn, m, "scale"), CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST(Driver, ErrorNamesProcAddressesAndUnprovidedEntryPoints) {
+  const char* s = nullptr;
+  ASSERT_EQ(cuGetErrorName(CUDA_ERROR_INVALID_PTX, &s), CUDA_SUCCESS);
+  EXPECT_STREQ(s, "CUDA_ERROR_INVALID_PTX");
+  ASSERT_EQ(cuGetErrorName(CUDA_ERROR_ASSERT, &s), CUDA_SUCCESS);
+  EXPECT_STREQ(s, "CUDA_ERROR_ASSERT");
+  ASSERT_EQ(cuGetErrorString(CUDA_ERROR_ILLEGAL_ADDRESS, &s), CUDA_SUCCESS);
+  EXPECT_STREQ(s, "an illegal memory access was encountered");
+  EXPECT_EQ(cuGetErrorName(static_cast<CUresult>(123456), &s), CUDA_ERROR_INVALID_VALUE);
+
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult status;
+  ASSERT_EQ(cuGetProcAddress("cuMemAlloc", &fn, CUDA_VERSION, 0, &status), CUDA_SUCCESS);
+  EXPECT_EQ(fn, reinterpret_cast<void*>(&cuMemAlloc_v2));
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SUCCESS);
+  ASSERT_EQ(cuGetProcAddress("cuLaunchKernel", &fn, CUDA_VERSION, 0, &status), CUDA_SUCCESS);
+  EXPECT_EQ(fn, reinterpret_cast<void*>(&cuLaunchKernel));
+  EXPECT_EQ(cuGetProcAddress("cuNoSuchThing", &fn, CUDA_VERSION, 0, &status), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+
+  CUstream stream;
+  EXPECT_EQ(cuStreamCreate(&stream, 0), CUDA_ERROR_NOT_SUPPORTED);
+}
+
+TEST(Driver, DeviceAssertIsStickyLikeOnAGpu) {
+  std::string ptx = nvrtc_ptx(kSource);
+  CUmodule m;
+  ASSERT_EQ(cuModuleLoadData(&m, ptx.c_str()), CUDA_SUCCESS);
+  CUfunction fn;
+  ASSERT_EQ(cuModuleGetFunction(&fn, m, "guarded"), CUDA_SUCCESS);
+  std::vector<int> data = {1, 2, 7, 4};
+  CUdeviceptr d;
+  ASSERT_EQ(cuMemAlloc(&d, 16), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoD(d, data.data(), 16), CUDA_SUCCESS);
+  void* args[] = {&d};
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 4, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_ASSERT);
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_ERROR_ASSERT);
+  CUdeviceptr more;
+  EXPECT_EQ(cuMemAlloc(&more, 16), CUDA_ERROR_ASSERT);
+}
+
+}  // namespace
