@@ -62,12 +62,22 @@ class Backend {
 
 // What a module declares, for the daemon: module-scope variables to allocate
 // and initialise, and each kernel's parameter layout.
+// An address-of-symbol initializer (`__device__ int* p = &x;`): once every
+// variable has its address, the `size` bytes at `offset` in the variable hold
+// the device address of `symbol` plus `addend`.
+struct Reloc {
+  uint64_t offset = 0;
+  uint32_t size = 8;
+  std::string symbol;
+  int64_t addend = 0;
+};
 struct ModuleVar {
   std::string name;
   std::string space;           // "global" or "const"
   uint64_t size = 0;
   uint32_t align = 1;
   std::vector<uint8_t> init;   // empty: zero-filled
+  std::vector<Reloc> relocs;
 };
 struct KernelParam {
   uint32_t offset = 0, size = 0, align = 1;

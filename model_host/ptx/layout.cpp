@@ -93,6 +93,8 @@ engine::ModuleInfo module_info(const Module& m) {
     mv.align = v.align;
     mv.init = v.init;
     if (!mv.init.empty()) mv.init.resize(v.size, 0);
+    // Generic and global addresses coincide in qgpu's flat address space.
+    for (const auto& r : v.relocs) mv.relocs.push_back({r.offset, r.size, r.symbol, r.addend});
     info.vars.push_back(std::move(mv));
   }
   for (uint32_t i = 0; i < m.functions.size(); ++i) {

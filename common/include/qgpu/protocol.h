@@ -1,0 +1,169 @@
+// The wire protocol between CUDA drop-ins (clients) and model_host (the
+// daemon).  docs/protocol.md is the specification; this header is its only
+// implementation, shared by both sides.
+//
+// A message is one ZeroMQ multipart message of two or three frames:
+//   frame 0: Header (24 bytes, little-endian, fixed layout)
+//   frame 1: body (the fields of the message type, encoded by Writer)
+//   frame 2: bulk bytes (only for message types that carry memory contents)
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qgpu::proto {
+
+constexpr uint32_t kMagic = 0x57504751;  // "QGPW" read as little-endian bytes
+constexpr uint16_t kVersion = 1;
+
+// Bounds every receiver enforces before trusting a length.
+constexpr uint64_t kMaxBody = 64ull << 20;      // one body frame
+constexpr uint64_t kMaxBulk = 4ull << 20;       // one bulk frame (one chunk)
+constexpr uint64_t kMaxMessage = kMaxBody + kMaxBulk + 4096;  // whole message
+constexpr uint64_t kMaxScratch = 64ull << 20;   // per-session transport-test buffer
+
+enum class Type : uint16_t {
+  Hello = 1,         // u32 pid, str secret, str program  -> DeviceInfo
+  Bye = 2,           // -                                   -> -
+  Ping = 3,          // -                                   -> -
+  Malloc = 4,        // u64 size                            -> u64 addr
+  Free = 5,          // u64 addr                            -> -
+  Write = 6,         // u64 addr, bulk                      -> -
+  Read = 7,          // u64 addr, u64 size                  -> bulk
+  Copy = 8,          // u64 dst, u64 src, u64 size          -> -
+  Memset = 9,        // u64 addr, u32 byte, u64 size        -> -
+  MemInfo = 10,      // -                                   -> u64 free, u64 total
+  ModuleLoad = 11,   // str ptx                             -> ModuleImage
+  ModuleUnload = 12, // u32 module                          -> -
+  Launch = 13,       // LaunchArgs                          -> LaunchOutcome
+  ScratchWrite = 14, // u64 offset, bulk                    -> -
+  ScratchRead = 15,  // u64 offset, u64 size                -> bulk
+  Stats = 16,        // -                                   -> DaemonStats
+};
+const char* type_name(Type t);
+bool known_type(uint16_t t);
+
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint16_t type = 0;
+  uint32_t request = 0;  // chosen by the client, echoed in the reply
+  int32_t status = 0;    // replies: a cudaError_t value (0: success)
+  uint64_t session = 0;  // 0 only in Hello; the daemon assigns it
+};
+constexpr size_t kHeaderSize = 24;
+void encode_header(const Header& h, uint8_t out[kHeaderSize]);
+// Throws ProtocolError on a wrong size, magic or version.
+Header decode_header(const void* data, size_t size);
+
+struct ProtocolError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Appends fields to a body.
+class Writer {
+ public:
+  Writer& u32(uint32_t v) { return raw(&v, 4); }
+  Writer& i32(int32_t v) { return raw(&v, 4); }
+  Writer& u64(uint64_t v) { return raw(&v, 8); }
+  Writer& f64(double v) { return raw(&v, 8); }
+  Writer& str(std::string_view s) { u64(s.size()); return raw(s.data(), s.size()); }
+  Writer& bytes(const void* p, size_t n) { u64(n); return raw(p, n); }
+  std::vector<uint8_t>& data() { return buf_; }
+
+ private:
+  Writer& raw(const void* p, size_t n) {
+    auto* b = static_cast<const uint8_t*>(p);
+    buf_.insert(buf_.end(), b, b + n);
+    return *this;
+  }
+  std::vector<uint8_t> buf_;
+};
+
+// Reads fields from a body; every read is bounds-checked and throws
+// ProtocolError naming the field, so a malformed message never reads past
+// its frame.
+class Reader {
+ public:
+  Reader(const void* p, size_t n) : p_(static_cast<const uint8_t*>(p)), n_(n) {}
+  uint32_t u32(const char* what) { uint32_t v; raw(&v, 4, what); return v; }
+  int32_t i32(const char* what) { int32_t v; raw(&v, 4, what); return v; }
+  uint64_t u64(const char* what) { uint64_t v; raw(&v, 8, what); return v; }
+  double f64(const char* what) { double v; raw(&v, 8, what); return v; }
+  std::string str(const char* what);
+  std::vector<uint8_t> bytes(const char* what);
+  // A count of following records, each at least `min_record` bytes long.
+  uint64_t count(const char* what, size_t min_record);
+  // Throws unless every byte was consumed.
+  void finish(const char* message) const;
+
+ private:
+  void raw(void* out, size_t n, const char* what);
+  const uint8_t* p_;
+  size_t n_, pos_ = 0;
+};
+
+// ---- Message bodies with more than two fields -----------------------------
+
+struct DeviceInfo {
+  std::string backend;      // "interpreter" or "model"
+  std::string device_name;  // e.g. "qgpu (interpreter)"
+  uint32_t lanes = 0, warp_size = 0, registers = 0, rom_blocks = 0;
+  uint64_t global_base = 0;
+  uint32_t global_bytes = 0, shared_bytes_per_cta = 0, max_threads_per_cta = 0,
+           max_ctas_per_grid = 0;
+  uint32_t max_grid[3] = {0, 0, 0}, max_block[3] = {0, 0, 0};
+};
+void encode(Writer& w, const DeviceInfo& d);
+DeviceInfo decode_device_info(Reader& r);
+
+struct KernelLayout {
+  std::string name;
+  struct Param { uint32_t offset = 0, size = 0, align = 1; };
+  std::vector<Param> params;
+  uint32_t static_smem = 0;
+  uint32_t param_bytes() const;  // end of the last parameter
+};
+struct ModuleImage {
+  uint32_t id = 0;
+  struct Var { std::string name; uint64_t addr = 0, size = 0; };
+  std::vector<Var> vars;
+  std::vector<KernelLayout> kernels;
+};
+void encode(Writer& w, const ModuleImage& m);
+ModuleImage decode_module_image(Reader& r);
+
+struct LaunchArgs {
+  uint32_t module = 0;
+  std::string kernel;
+  uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  uint32_t dynamic_smem = 0;
+  std::vector<uint8_t> params;
+};
+void encode(Writer& w, const LaunchArgs& a);
+LaunchArgs decode_launch_args(Reader& r);
+
+struct LaunchCounters {
+  uint64_t launches = 0, steps = 0, prompt_tokens = 0, generated_tokens = 0;
+  double seconds = 0;
+};
+void encode(Writer& w, const LaunchCounters& c);
+LaunchCounters decode_counters(Reader& r);
+
+// A launch's reply: the kernel's own error (sticky in the client when it is
+// an execution error) travels here, not in Header::status, which reports
+// whether the request could be served at all.
+struct LaunchOutcome {
+  int32_t error = 0;
+  std::string message;
+  std::string printf_output;
+  LaunchCounters counters;  // launches == 1
+};
+void encode(Writer& w, const LaunchOutcome& o);
+LaunchOutcome decode_launch_outcome(Reader& r);
+
+}  // namespace qgpu::proto

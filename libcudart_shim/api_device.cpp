@@ -1,0 +1,291 @@
+// Device queries (the machine described honestly), synchronization,
+// streams and events (synchronous: work is done when a call returns).
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime.h"
+
+using namespace qgpu::cudart;
+
+namespace {
+
+constexpr int kClockKHz = 1000;  // what spin loops on clock64() should assume
+
+void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
+  *p = cudaDeviceProp{};
+  std::snprintf(p->name, sizeof p->name, "%s", d.device_name.c_str());
+  p->totalGlobalMem = d.global_bytes;
+  p->sharedMemPerBlock = d.shared_bytes_per_cta;
+  p->regsPerBlock = int(d.registers * d.max_threads_per_cta);
+  p->warpSize = int(d.warp_size);
+  p->memPitch = d.global_bytes;
+  p->maxThreadsPerBlock = int(d.max_threads_per_cta);
+  for (int i = 0; i < 3; ++i) {
+    p->maxThreadsDim[i] = int(d.max_block[i]);
+    p->maxGridSize[i] = int(d.max_grid[i]);
+  }
+  p->totalConstMem = d.global_bytes;  // __constant__ variables live in global memory
+  p->major = kMajor;
+  p->minor = kMinor;
+  p->textureAlignment = 512;
+  p->texturePitchAlignment = 32;
+  p->multiProcessorCount = 1;
+  p->surfaceAlignment = 512;
+  p->unifiedAddressing = 1;  // device addresses never overlap host ones
+  p->memoryBusWidth = 32;
+  p->maxThreadsPerMultiProcessor = int(d.max_threads_per_cta);
+  p->sharedMemPerMultiprocessor = d.shared_bytes_per_cta;
+  p->regsPerMultiprocessor = p->regsPerBlock;
+  p->sharedMemPerBlockOptin = d.shared_bytes_per_cta;
+  p->maxBlocksPerMultiProcessor = 1;
+  p->hostRegisterSupported = 1;
+  p->pciBusID = 0;
+  p->pciDeviceID = 0;
+}
+
+int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
+  cudaDeviceProp p;
+  fill_props(&p, d);
+  *known = true;
+  switch (a) {
+    case cudaDevAttrMaxThreadsPerBlock: return p.maxThreadsPerBlock;
+    case cudaDevAttrMaxBlockDimX: return p.maxThreadsDim[0];
+    case cudaDevAttrMaxBlockDimY: return p.maxThreadsDim[1];
+    case cudaDevAttrMaxBlockDimZ: return p.maxThreadsDim[2];
+    case cudaDevAttrMaxGridDimX: return p.maxGridSize[0];
+    case cudaDevAttrMaxGridDimY: return p.maxGridSize[1];
+    case cudaDevAttrMaxGridDimZ: return p.maxGridSize[2];
+    case cudaDevAttrMaxSharedMemoryPerBlock: return int(p.sharedMemPerBlock);
+    case cudaDevAttrTotalConstantMemory: return int(p.totalConstMem);
+    case cudaDevAttrWarpSize: return p.warpSize;
+    case cudaDevAttrMaxPitch: return int(p.memPitch);
+    case cudaDevAttrMaxRegistersPerBlock: return p.regsPerBlock;
+    case cudaDevAttrClockRate: return kClockKHz;
+    case cudaDevAttrMemoryClockRate: return kClockKHz;
+    case cudaDevAttrTextureAlignment: return int(p.textureAlignment);
+    case cudaDevAttrTexturePitchAlignment: return int(p.texturePitchAlignment);
+    case cudaDevAttrSurfaceAlignment: return int(p.surfaceAlignment);
+    case cudaDevAttrMultiProcessorCount: return p.multiProcessorCount;
+    case cudaDevAttrComputeMode: return cudaComputeModeDefault;
+    case cudaDevAttrGlobalMemoryBusWidth: return p.memoryBusWidth;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: return p.maxThreadsPerMultiProcessor;
+    case cudaDevAttrUnifiedAddressing: return p.unifiedAddressing;
+    case cudaDevAttrComputeCapabilityMajor: return p.major;
+    case cudaDevAttrComputeCapabilityMinor: return p.minor;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: return int(p.sharedMemPerMultiprocessor);
+    case cudaDevAttrMaxRegistersPerMultiprocessor: return p.regsPerMultiprocessor;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: return int(p.sharedMemPerBlockOptin);
+    case cudaDevAttrMaxBlocksPerMultiprocessor: return p.maxBlocksPerMultiProcessor;
+    case cudaDevAttrHostRegisterSupported: return 1;
+    case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 1;
+    // Capabilities the machine does not have: honest zeros.
+    case cudaDevAttrGpuOverlap: case cudaDevAttrKernelExecTimeout: case cudaDevAttrIntegrated:
+    case cudaDevAttrCanMapHostMemory: case cudaDevAttrConcurrentKernels: case cudaDevAttrEccEnabled:
+    case cudaDevAttrPciBusId: case cudaDevAttrPciDeviceId: case cudaDevAttrPciDomainId: case cudaDevAttrTccDriver:
+    case cudaDevAttrL2CacheSize: case cudaDevAttrAsyncEngineCount: case cudaDevAttrStreamPrioritiesSupported:
+    case cudaDevAttrGlobalL1CacheSupported: case cudaDevAttrLocalL1CacheSupported: case cudaDevAttrManagedMemory:
+    case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrMultiGpuBoardGroupID: case cudaDevAttrHostNativeAtomicSupported:
+    case cudaDevAttrPageableMemoryAccess: case cudaDevAttrConcurrentManagedAccess:
+    case cudaDevAttrComputePreemptionSupported: case cudaDevAttrCanUseHostPointerForRegisteredMem:
+    case cudaDevAttrCooperativeLaunch: case cudaDevAttrCanFlushRemoteWrites:
+    case cudaDevAttrPageableMemoryAccessUsesHostPageTables: case cudaDevAttrDirectManagedMemAccessFromHost:
+    case cudaDevAttrMaxPersistingL2CacheSize: case cudaDevAttrMaxAccessPolicyWindowSize:
+    case cudaDevAttrReservedSharedMemoryPerBlock: case cudaDevAttrSparseCudaArraySupported:
+    case cudaDevAttrMemoryPoolsSupported: case cudaDevAttrClusterLaunch: case cudaDevAttrIpcEventSupport:
+    case cudaDevAttrMpsEnabled:
+      return 0;
+    default:
+      *known = false;
+      return 0;
+  }
+}
+
+// Synchronization reports what the device left behind: a failed start-up,
+// the sticky error of a kernel, its printf output.
+cudaError_t sync_point() {
+  return guarded([](Runtime& rt) {
+    rt.conn();
+    return rt.synchronize();
+  });
+}
+
+struct Event {
+  std::chrono::steady_clock::time_point at{};
+  bool recorded = false;
+};
+
+}  // namespace
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (!count) return set_error(cudaErrorInvalidValue);
+  *count = 0;
+  return guarded([&](Runtime& rt) {
+    rt.conn();
+    *count = 1;
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (!device) return set_error(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  return device == 0 ? guarded([](Runtime& rt) { rt.conn(); return cudaSuccess; }) : set_error(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaInitDevice(int device, unsigned int, unsigned int) { return cudaSetDevice(device); }
+
+cudaError_t cudaChooseDevice(int* device, const cudaDeviceProp*) {
+  if (!device) return set_error(cudaErrorInvalidValue);
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int) { return cudaSuccess; }
+cudaError_t cudaGetDeviceFlags(unsigned int* flags) {
+  if (!flags) return set_error(cudaErrorInvalidValue);
+  *flags = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  if (!prop) return set_error(cudaErrorInvalidValue);
+  if (device != 0) return set_error(cudaErrorInvalidDevice);
+  return guarded([&](Runtime& rt) {
+    fill_props(prop, rt.device());
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (!value) return set_error(cudaErrorInvalidValue);
+  if (device != 0) return set_error(cudaErrorInvalidDevice);
+  return guarded([&](Runtime& rt) {
+    bool known;
+    *value = attribute(attr, rt.device(), &known);
+    return known ? cudaSuccess : set_error(cudaErrorInvalidValue);
+  });
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int, int) {
+  if (!canAccessPeer) return set_error(cudaErrorInvalidValue);
+  *canAccessPeer = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  if (leastPriority) *leastPriority = 0;
+  if (greatestPriority) *greatestPriority = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
+  if (!value) return set_error(cudaErrorInvalidValue);
+  switch (limit) {
+    case cudaLimitPrintfFifoSize: *value = 1 << 20; return cudaSuccess;
+    case cudaLimitStackSize: *value = 1024; return cudaSuccess;
+    case cudaLimitMallocHeapSize: *value = 0; return cudaSuccess;
+    default: return set_error(cudaErrorUnsupportedLimit);
+  }
+}
+cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
+cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* c) {
+  if (!c) return set_error(cudaErrorInvalidValue);
+  *c = cudaFuncCachePreferNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) { return sync_point(); }
+
+cudaError_t cudaDeviceReset(void) {
+  Runtime::get().reset();
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* v) {
+  if (!v) return set_error(cudaErrorInvalidValue);
+  *v = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* v) {
+  if (!v) return set_error(cudaErrorInvalidValue);
+  *v = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
+cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
+
+// ---- Streams: every operation is complete when its call returns. ---------
+
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  if (!s) return set_error(cudaErrorInvalidValue);
+  *s = reinterpret_cast<cudaStream_t>(new char);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete reinterpret_cast<char*>(s);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return sync_point(); }
+cudaError_t cudaStreamQuery(cudaStream_t) { return sync_point(); }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData, unsigned int) {
+  if (!callback) return set_error(cudaErrorInvalidValue);
+  callback(stream, sync_point(), userData);
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* userData) {
+  if (!fn) return set_error(cudaErrorInvalidValue);
+  sync_point();
+  fn(userData);
+  return cudaSuccess;
+}
+
+// ---- Events: record the host clock, since work completes in order. -------
+
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  if (!e) return set_error(cudaErrorInvalidValue);
+  *e = reinterpret_cast<cudaEvent_t>(new Event);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<Event*>(e);
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  if (!e) return set_error(cudaErrorInvalidResourceHandle);
+  auto* ev = reinterpret_cast<Event*>(e);
+  ev->at = std::chrono::steady_clock::now();
+  ev->recorded = true;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int) { return cudaEventRecord(e, s); }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  if (!e) return set_error(cudaErrorInvalidResourceHandle);
+  return sync_point();
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  if (!e) return set_error(cudaErrorInvalidResourceHandle);
+  return sync_point();
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end) return set_error(cudaErrorInvalidValue);
+  auto *a = reinterpret_cast<Event*>(start), *b = reinterpret_cast<Event*>(end);
+  if (!a->recorded || !b->recorded) return set_error(cudaErrorInvalidResourceHandle);
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return cudaSuccess;
+}
+
+}  // extern "C"

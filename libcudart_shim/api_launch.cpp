@@ -1,0 +1,159 @@
+// Registration of fatbinaries, kernels and variables, and kernel launches.
+#include <vector>
+
+#include "runtime.h"
+
+using namespace qgpu::cudart;
+
+namespace {
+
+struct CallConfig {
+  dim3 grid, block;
+  size_t smem;
+  cudaStream_t stream;
+};
+thread_local std::vector<CallConfig> t_configs;
+
+cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem) {
+  return guarded([&](Runtime& rt) {
+    if (!k || !rt.is_kernel(k))
+      return fail(cudaErrorInvalidDeviceFunction, "launch of a function that is not a registered kernel");
+    return rt.launch(k, grid, block, args, smem);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+void** __cudaRegisterFatBinary(void* fatCubin) {
+  return reinterpret_cast<void**>(Runtime::get().register_fatbin(fatCubin));
+}
+
+void __cudaRegisterFatBinaryEnd(void**) {}
+
+void __cudaUnregisterFatBinary(void** handle) { Runtime::get().unregister_fatbin(reinterpret_cast<Fatbin*>(handle)); }
+
+void __cudaRegisterFunction(void** handle, const char* hostFun, char*, const char* deviceName, int, uint3*, uint3*,
+                            dim3*, dim3*, int*) {
+  Runtime::get().register_kernel(reinterpret_cast<Fatbin*>(handle), hostFun, deviceName);
+}
+
+void __cudaRegisterVar(void** handle, char* hostVar, char*, const char* deviceName, int, size_t size, int, int) {
+  Runtime::get().register_variable(reinterpret_cast<Fatbin*>(handle), hostVar, deviceName, size);
+}
+
+void __cudaRegisterManagedVar(void** handle, void** hostVarPtrAddress, char*, const char* deviceName, int, size_t size,
+                              int, int) {
+  Runtime::get().register_variable(reinterpret_cast<Fatbin*>(handle), hostVarPtrAddress, deviceName, size);
+}
+
+char __cudaInitModule(void**) { return 1; }
+
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st* stream) {
+  t_configs.push_back({gridDim, blockDim, sharedMem, stream});
+  return 0;
+}
+
+cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream) {
+  if (t_configs.empty()) return set_error(cudaErrorMissingConfiguration);
+  CallConfig c = t_configs.back();
+  t_configs.pop_back();
+  *gridDim = c.grid;
+  *blockDim = c.block;
+  *sharedMem = c.smem;
+  *static_cast<cudaStream_t*>(stream) = c.stream;
+  return cudaSuccess;
+}
+
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* func) {
+  Kernel* k = Runtime::get().find_kernel(func);
+  if (!k) return set_error(cudaErrorInvalidDeviceFunction);
+  *kernel = reinterpret_cast<cudaKernel_t>(k);
+  return cudaSuccess;
+}
+
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                               cudaStream_t) {
+  return launch(reinterpret_cast<Kernel*>(kernel), gridDim, blockDim, args, sharedMem);
+}
+
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                                    cudaStream_t stream) {
+  return __cudaLaunchKernel(kernel, gridDim, blockDim, args, sharedMem, stream);
+}
+
+cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                             cudaStream_t) {
+  return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem);
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                                  cudaStream_t stream) {
+  return cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (!config) return set_error(cudaErrorInvalidValue);
+  return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes);
+}
+
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  return cudaLaunchKernelExC(config, func, args);
+}
+
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  if (!attr) return set_error(cudaErrorInvalidValue);
+  return guarded([&](Runtime& rt) {
+    Kernel* k = rt.find_kernel(func);
+    if (!k) return set_error(cudaErrorInvalidDeviceFunction);
+    ResolvedKernel rk = rt.resolve(*k);
+    const qgpu::proto::DeviceInfo& d = rt.device();
+    *attr = cudaFuncAttributes{};
+    attr->sharedSizeBytes = rk.layout->static_smem;
+    attr->maxThreadsPerBlock = int(d.max_threads_per_cta);
+    attr->numRegs = int(d.registers);
+    attr->ptxVersion = rk.module->ptx_version;
+    attr->binaryVersion = kMajor * 10 + kMinor;
+    attr->maxDynamicSharedSizeBytes = int(d.shared_bytes_per_cta - rk.layout->static_smem);
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaFuncGetParamInfo(const void* func, size_t paramIndex, size_t* paramOffset, size_t* paramSize) {
+  return guarded([&](Runtime& rt) {
+    Kernel* k = rt.find_kernel(func);
+    if (!k) return set_error(cudaErrorInvalidDeviceFunction);
+    ResolvedKernel rk = rt.resolve(*k);
+    if (paramIndex >= rk.layout->params.size()) return set_error(cudaErrorInvalidValue);
+    if (paramOffset) *paramOffset = rk.layout->params[paramIndex].offset;
+    if (paramSize) *paramSize = rk.layout->params[paramIndex].size;
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute, int) {
+  return Runtime::get().find_kernel(func) ? cudaSuccess : set_error(cudaErrorInvalidDeviceFunction);
+}
+
+cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache) {
+  return Runtime::get().find_kernel(func) ? cudaSuccess : set_error(cudaErrorInvalidDeviceFunction);
+}
+
+// Occupancy: the machine runs one CTA at a time per multiprocessor.
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* numBlocks, const void* func, int blockSize,
+                                                                   size_t, unsigned int) {
+  if (!numBlocks) return set_error(cudaErrorInvalidValue);
+  return guarded([&](Runtime& rt) {
+    if (!rt.find_kernel(func)) return set_error(cudaErrorInvalidDeviceFunction);
+    *numBlocks = blockSize > 0 && uint32_t(blockSize) <= rt.device().max_threads_per_cta ? 1 : 0;
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func, int blockSize,
+                                                          size_t dynamicSMemSize) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize, dynamicSMemSize, 0);
+}
+
+}  // extern "C"

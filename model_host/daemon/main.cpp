@@ -1,0 +1,82 @@
+// model_host: the daemon that serves CUDA drop-ins over ZeroMQ.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstring>
+#include <iostream>
+
+#include "model_host/daemon/log.h"
+#include "model_host/daemon/server.h"
+#include "model_host/engine/backends.h"
+#include "model_host/machine/api.h"
+#include "qgpu/endpoint.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace qgpu;
+  CLI::App app{"model_host: serves qgpu's CUDA drop-ins (libcudart.so.13) over ZeroMQ"};
+  daemon::ServerOptions opts;
+  std::string backend_name = engine::default_backend(), log_file;
+  app.add_option("--endpoint", opts.endpoint, "ipc:// or tcp:// endpoint (default: $QGPU_DAEMON, else ipc:// in the runtime directory)");
+  app.add_option("--backend", backend_name, "model or interpreter")->capture_default_str();
+  app.add_option("--secret", opts.secret, "shared secret clients must present (default: $QGPU_SECRET; required on tcp://)");
+  app.add_option("--log", log_file, "append the log to this file instead of stderr");
+  app.add_option("--client-timeout-ms", opts.client_timeout_ms, "free a client's session after this long without a message")
+      ->capture_default_str();
+  app.add_option("--idle-exit-s", opts.idle_exit_s, "exit after this many seconds without clients (0: never)")
+      ->capture_default_str();
+  app.add_option("--progress-s", opts.progress_s, "log running requests this often")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (!log_file.empty()) {
+      int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd < 0) throw std::runtime_error("cannot open log file " + log_file + ": " + std::strerror(errno));
+      dup2(fd, 2);
+      close(fd);
+    }
+    if (opts.endpoint.empty()) opts.endpoint = endpoint::env_or(endpoint::kDaemonEnv, endpoint::default_endpoint());
+    if (opts.secret.empty()) opts.secret = endpoint::env_or(endpoint::kSecretEnv, "");
+
+    std::unique_ptr<engine::Backend> backend = engine::make_backend(backend_name);
+    daemon::Device device;
+    device.backend = backend.get();
+    const machine::Limits& l = machine::limits();
+    proto::DeviceInfo& d = device.info;
+    d.backend = backend->name();
+    d.device_name = engine::device_name(backend_name);
+    d.lanes = l.lanes;
+    d.warp_size = l.warp_size;
+    d.registers = l.registers;
+    d.rom_blocks = l.rom_blocks;
+    d.global_base = l.global_base;
+    d.global_bytes = l.global_bytes;
+    d.shared_bytes_per_cta = l.shared_bytes_per_cta;
+    d.max_threads_per_cta = l.max_threads_per_cta;
+    d.max_ctas_per_grid = l.max_ctas_per_grid;
+    for (int i = 0; i < 3; ++i) {
+      d.max_grid[i] = l.max_grid[i];
+      d.max_block[i] = l.max_block[i];
+    }
+    if (backend_name == "interpreter")
+      daemon::log("the reference interpreter runs kernels (the model backend is not available yet)");
+
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    daemon::Server server(opts, device);
+    server.run(g_stop);
+    daemon::log("stopped");
+  } catch (const std::exception& e) {
+    std::cerr << "model_host: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,294 @@
+#include "model_host/daemon/server.h"
+
+#include <driver_types.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <random>
+#include <thread>
+
+#include "model_host/daemon/log.h"
+#include "qgpu/endpoint.h"
+
+namespace qgpu::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kRepliesEndpoint = "inproc://model_host-replies";
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::vector<zmq::message_t> reply_frames(const std::string& peer, const proto::Header& req, Reply r) {
+  proto::Header h = req;
+  h.status = r.status;
+  uint8_t hb[proto::kHeaderSize];
+  proto::encode_header(h, hb);
+  std::vector<zmq::message_t> f;
+  f.emplace_back(peer.data(), peer.size());
+  f.emplace_back(hb, sizeof hb);
+  f.emplace_back(r.body.data().data(), r.body.data().size());
+  if (r.bulk) f.push_back(std::move(*r.bulk));
+  return f;
+}
+
+}  // namespace
+
+// A session and the thread that serves its queue.
+struct Server::Worker {
+  struct Item {
+    std::string peer;
+    proto::Header header;
+    zmq::message_t body, bulk;
+    bool has_bulk = false;
+  };
+
+  Worker(zmq::context_t& ctx, uint64_t id, Device& device, std::string client, uint32_t pid)
+      : session(id, device, client), id(id), client(std::move(client)), pid(pid), last_seen(Clock::now()) {
+    thread = std::thread([this, &ctx] { loop(ctx); });
+  }
+  ~Worker() {
+    close();
+    thread.join();
+  }
+
+  // Drops what is queued; the running request, if any, completes first.
+  void close() {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      closing = true;
+      queue.clear();
+    }
+    cv.notify_all();
+  }
+
+  void push(Item it) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      queue.push_back(std::move(it));
+    }
+    cv.notify_all();
+  }
+
+  void loop(zmq::context_t& ctx) {
+    zmq::socket_t out(ctx, zmq::socket_type::push);
+    out.set(zmq::sockopt::linger, 0);
+    out.connect(kRepliesEndpoint);
+    for (;;) {
+      Item it;
+      {
+        std::unique_lock<std::mutex> g(mu);
+        cv.wait(g, [&] { return closing || !queue.empty(); });
+        if (queue.empty()) break;
+        it = std::move(queue.front());
+        queue.pop_front();
+        busy_since = Clock::now();
+        busy = true;
+      }
+      auto type = proto::Type(it.header.type);
+      Reply r;
+      if (type == proto::Type::Bye) {
+        said_bye = true;  // the session is released below, after the reply
+      } else {
+        proto::Reader rd(it.body.data(), it.body.size());
+        r = session.serve(type, rd, it.has_bulk ? &it.bulk : nullptr);
+      }
+      auto frames = reply_frames(it.peer, it.header, std::move(r));
+      for (size_t i = 0; i < frames.size(); ++i)
+        out.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      busy = false;
+      if (said_bye) break;
+    }
+    size_t live = session.live_allocations();
+    session.release_all();
+    log("session ", hex(id), " (", client, ") released", live ? ": freed " + std::to_string(live) + " allocations" : "");
+    finished = true;
+  }
+
+  Session session;
+  uint64_t id;
+  std::string client;
+  uint32_t pid;
+  Clock::time_point last_seen;
+  std::atomic<Clock::time_point> busy_since{};
+  std::atomic<bool> busy{false}, finished{false}, said_bye{false};
+  Clock::time_point last_progress{};
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Item> queue;
+  bool closing = false;
+  std::thread thread;
+};
+
+Server::Server(ServerOptions opts, Device& device) : opts_(std::move(opts)), device_(device) {
+  router_.set(zmq::sockopt::linger, 0);
+  router_.set(zmq::sockopt::maxmsgsize, int64_t(proto::kMaxMessage));
+  if (endpoint::is_tcp(opts_.endpoint) && opts_.secret.empty())
+    throw std::runtime_error("a tcp:// endpoint needs a shared secret (--secret or $QGPU_SECRET)");
+  replies_.bind(kRepliesEndpoint);
+  try {
+    router_.bind(opts_.endpoint);
+  } catch (const zmq::error_t& e) {
+    throw std::runtime_error("cannot listen on " + opts_.endpoint + ": " + e.what());
+  }
+  idle_since_ = Clock::now();
+}
+
+Server::~Server() {
+  sessions_.clear();
+  retiring_.clear();
+  std::string path = endpoint::ipc_path(opts_.endpoint);
+  if (!path.empty()) ::unlink(path.c_str());
+}
+
+void Server::run(const std::atomic<bool>& stop) {
+  log("listening on ", opts_.endpoint, " (pid ", getpid(), "); backend: ", device_.backend->name(), " (", device_.info.device_name, "), ",
+      device_.info.global_bytes, " bytes of global memory at ", hex(device_.info.global_base));
+  auto last_reap = Clock::now();
+  while (!stop) {
+    zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {replies_.handle(), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 2, std::chrono::milliseconds(100));
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;  // a signal: check `stop`
+      throw;
+    }
+    if (items[0].revents & ZMQ_POLLIN) {
+      std::vector<zmq::message_t> frames;
+      for (bool more = true; more;) {
+        zmq::message_t m;
+        (void)router_.recv(m);
+        more = m.more();
+        frames.push_back(std::move(m));
+      }
+      on_client_message(frames);
+    }
+    while (true) {
+      zmq::message_t m;
+      if (!replies_.recv(m, zmq::recv_flags::dontwait)) break;
+      bool more = m.more();
+      router_.send(m, more ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      while (more) {
+        (void)replies_.recv(m);
+        more = m.more();
+        router_.send(m, more ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+    }
+    if (Clock::now() - last_reap > std::chrono::milliseconds(250)) {
+      reap();
+      last_reap = Clock::now();
+    }
+    if (opts_.idle_exit_s > 0 && sessions_.empty() &&
+        Clock::now() - idle_since_ > std::chrono::seconds(opts_.idle_exit_s)) {
+      log("no clients for ", opts_.idle_exit_s, " s; exiting");
+      break;
+    }
+  }
+}
+
+void Server::reply(const std::string& peer, const proto::Header& req, Reply r) {
+  auto frames = reply_frames(peer, req, std::move(r));
+  for (size_t i = 0; i < frames.size(); ++i)
+    router_.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+}
+
+void Server::on_client_message(std::vector<zmq::message_t>& frames) {
+  std::string peer = frames[0].to_string();
+  if (frames.size() < 3 || frames.size() > 4) {
+    log("dropped a message of ", frames.size() - 1, " frames (expected 2 or 3)");
+    return;
+  }
+  proto::Header h;
+  try {
+    h = proto::decode_header(frames[1].data(), frames[1].size());
+  } catch (const proto::ProtocolError& e) {
+    log("dropped a message: ", e.what());
+    return;
+  }
+  if (!proto::known_type(h.type))
+    return reply(peer, h, Reply::error(cudaErrorInvalidValue, "model_host: unknown message type " + std::to_string(h.type)));
+  auto type = proto::Type(h.type);
+  bool carries_bulk = type == proto::Type::Write || type == proto::Type::ScratchWrite;
+  if ((frames.size() == 4) != carries_bulk)
+    return reply(peer, h, Reply::error(cudaErrorInvalidValue, std::string("model_host: ") + proto::type_name(type) +
+                                                                   (carries_bulk ? " needs" : " takes no") + " bulk frame"));
+  if (type == proto::Type::Hello) {
+    proto::Reader rd(frames[2].data(), frames[2].size());
+    return hello(peer, h, rd);
+  }
+  auto it = sessions_.find(h.session);
+  if (it == sessions_.end() || it->second->finished || it->second->said_bye)
+    return reply(peer, h, Reply::error(cudaErrorInvalidResourceHandle, "model_host: unknown session " + hex(h.session)));
+  Worker& w = *it->second;
+  w.last_seen = Clock::now();
+  if (type == proto::Type::Ping) return reply(peer, h, Reply{});
+  Worker::Item item{peer, h, std::move(frames[2]), {}, frames.size() == 4};
+  if (item.has_bulk) item.bulk = std::move(frames[3]);
+  w.push(std::move(item));
+}
+
+void Server::hello(const std::string& peer, const proto::Header& h, proto::Reader& body) {
+  uint32_t pid;
+  std::string secret, program;
+  try {
+    pid = body.u32("pid");
+    secret = body.str("secret");
+    program = body.str("program");
+    body.finish("Hello");
+  } catch (const proto::ProtocolError& e) {
+    return reply(peer, h, Reply::error(cudaErrorInvalidValue, std::string("model_host: malformed Hello: ") + e.what()));
+  }
+  if (!opts_.secret.empty() && secret != opts_.secret) {
+    log("refused a client (pid ", pid, "): wrong shared secret");
+    return reply(peer, h, Reply::error(cudaErrorNotPermitted, "model_host: wrong shared secret (set QGPU_SECRET)"));
+  }
+  static std::mt19937_64 rng{std::random_device{}()};
+  uint64_t id;
+  do id = rng(); while (id == 0 || sessions_.count(id));
+  std::string client = (program.empty() ? "pid " : program + ", pid ") + std::to_string(pid);
+  sessions_[id] = std::make_unique<Worker>(ctx_, id, device_, client, pid);
+  log("client connected: ", client, " (session ", hex(id), ")");
+  proto::Header rh = h;
+  rh.session = id;
+  Reply r;
+  proto::encode(r.body, device_.info);
+  reply(peer, rh, std::move(r));
+}
+
+void Server::reap() {
+  auto now = Clock::now();
+  bool local = !endpoint::is_tcp(opts_.endpoint);
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    Worker& w = *it->second;
+    std::string why;
+    if (w.finished) why = w.said_bye ? "said goodbye" : "closed";
+    else if (local && w.pid && kill(pid_t(w.pid), 0) != 0 && errno == ESRCH) why = "process exited";
+    else if (now - w.last_seen > std::chrono::milliseconds(opts_.client_timeout_ms))
+      why = "silent for " + std::to_string(opts_.client_timeout_ms) + " ms";
+    if (w.busy && now - w.busy_since.load() > std::chrono::seconds(opts_.progress_s) &&
+        now - w.last_progress > std::chrono::seconds(opts_.progress_s)) {
+      w.last_progress = now;
+      log("client ", w.client, ": request still running after ",
+          std::chrono::duration_cast<std::chrono::seconds>(now - w.busy_since.load()).count(), " s");
+    }
+    if (why.empty()) {
+      ++it;
+      continue;
+    }
+    log("client ", w.client, " ", why, w.busy ? "; its session is freed after the running request" : "");
+    w.close();
+    retiring_.push_back(std::move(it->second));
+    it = sessions_.erase(it);
+  }
+  std::erase_if(retiring_, [](const std::unique_ptr<Worker>& w) { return w->finished.load(); });
+  if (!sessions_.empty()) idle_since_ = now;
+}
+
+}  // namespace qgpu::daemon

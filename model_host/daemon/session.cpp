@@ -1,0 +1,340 @@
+#include "model_host/daemon/session.h"
+
+#include <driver_types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "model_host/daemon/log.h"
+#include "model_host/machine/api.h"
+
+namespace qgpu::daemon {
+namespace {
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+Reply Reply::error(int32_t status, const std::string& message) {
+  Reply r;
+  r.status = status;
+  r.body.str(message);
+  return r;
+}
+
+Session::Session(uint64_t id, Device& device, std::string client)
+    : id_(id),
+      device_(device),
+      client_(std::move(client)),
+      alloc_(device.info.global_base, device.info.global_bytes) {
+  mem_.base = device.info.global_base;
+  mem_.bytes.assign(device.info.global_bytes, 0);
+}
+
+void Session::release_all() {
+  alloc_.clear();
+  modules_.clear();
+  scratch_.clear();
+  scratch_.shrink_to_fit();
+  std::fill(mem_.bytes.begin(), mem_.bytes.end(), 0);
+}
+
+Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* bulk) {
+  using proto::Type;
+  try {
+    switch (type) {
+      case Type::Malloc: return malloc(r);
+      case Type::Free: return free(r);
+      case Type::Write: return write(r, bulk);
+      case Type::Read: return read(r);
+      case Type::Copy: return copy(r);
+      case Type::Memset: return memset(r);
+      case Type::MemInfo: return mem_info(r);
+      case Type::ModuleLoad: return module_load(r);
+      case Type::ModuleUnload: return module_unload(r);
+      case Type::Launch: return launch(r);
+      case Type::ScratchWrite: return scratch_write(r, bulk);
+      case Type::ScratchRead: return scratch_read(r);
+      case Type::Stats: return stats(r);
+      default:
+        return Reply::error(cudaErrorInvalidValue,
+                            std::string("model_host: ") + proto::type_name(type) + " is not a session request");
+    }
+  } catch (const proto::ProtocolError& e) {
+    return Reply::error(cudaErrorInvalidValue, std::string("model_host: malformed ") + proto::type_name(type) +
+                                                   " request: " + e.what());
+  }
+}
+
+Reply Session::malloc(proto::Reader& r) {
+  uint64_t size = r.u64("size");
+  r.finish("Malloc");
+  Reply out;
+  if (size == 0) {
+    out.body.u64(0);
+    return out;
+  }
+  auto addr = alloc_.allocate(size);
+  if (!addr)
+    return Reply::error(cudaErrorMemoryAllocation,
+                        "cudaMalloc(" + std::to_string(size) + "): the machine's global memory is " +
+                            std::to_string(alloc_.size()) + " bytes; " + std::to_string(alloc_.size() - alloc_.used()) +
+                            " are free, the largest free range is " + std::to_string(alloc_.largest_free()) + " bytes");
+  out.body.u64(*addr);
+  return out;
+}
+
+Reply Session::free(proto::Reader& r) {
+  uint64_t addr = r.u64("addr");
+  r.finish("Free");
+  if (addr != 0 && !alloc_.release(addr))
+    return Reply::error(cudaErrorInvalidValue, "cudaFree(" + hex(addr) + "): not the start of a live allocation");
+  return {};
+}
+
+Reply Session::write(proto::Reader& r, const zmq::message_t* bulk) {
+  uint64_t addr = r.u64("addr");
+  r.finish("Write");
+  if (!bulk) return Reply::error(cudaErrorInvalidValue, "model_host: Write without a bulk frame");
+  std::string bad = alloc_.check_range(addr, bulk->size());
+  if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy to device: " + bad);
+  std::memcpy(at(addr), bulk->data(), bulk->size());
+  return {};
+}
+
+Reply Session::read(proto::Reader& r) {
+  uint64_t addr = r.u64("addr"), size = r.u64("size");
+  r.finish("Read");
+  if (size > proto::kMaxBulk)
+    return Reply::error(cudaErrorInvalidValue, "model_host: Read of " + std::to_string(size) + " bytes exceeds the " +
+                                                   std::to_string(proto::kMaxBulk) + "-byte chunk limit");
+  std::string bad = alloc_.check_range(addr, size);
+  if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy from device: " + bad);
+  Reply out;
+  out.bulk.emplace(at(addr), size);
+  return out;
+}
+
+Reply Session::copy(proto::Reader& r) {
+  uint64_t dst = r.u64("dst"), src = r.u64("src"), size = r.u64("size");
+  r.finish("Copy");
+  for (auto [addr, what] : {std::pair{dst, "destination"}, std::pair{src, "source"}}) {
+    std::string bad = alloc_.check_range(addr, size);
+    if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, std::string("device copy ") + what + ": " + bad);
+  }
+  std::memmove(at(dst), at(src), size);
+  return {};
+}
+
+Reply Session::memset(proto::Reader& r) {
+  uint64_t addr = r.u64("addr");
+  uint32_t value = r.u32("value");
+  uint64_t size = r.u64("size");
+  r.finish("Memset");
+  std::string bad = alloc_.check_range(addr, size);
+  if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "cudaMemset: " + bad);
+  std::memset(at(addr), int(value & 0xff), size);
+  return {};
+}
+
+Reply Session::mem_info(proto::Reader& r) {
+  r.finish("MemInfo");
+  Reply out;
+  out.body.u64(alloc_.size() - alloc_.used()).u64(alloc_.size());
+  return out;
+}
+
+Reply Session::module_load(proto::Reader& r) {
+  std::string ptx = r.str("ptx");
+  r.finish("ModuleLoad");
+  Module m;
+  try {
+    m.info = machine::inspect_module(ptx);
+  } catch (const std::exception& e) {
+    return Reply::error(cudaErrorInvalidPtx, std::string("the PTX module does not parse: ") + e.what());
+  }
+  // Module variables live in the client's global memory, initialised now.
+  std::vector<uint64_t> placed;
+  for (const engine::ModuleVar& v : m.info.vars) {
+    auto addr = alloc_.allocate(std::max<uint64_t>(v.size, 1), v.align);
+    if (!addr) {
+      for (uint64_t a : placed) alloc_.release(a);
+      return Reply::error(cudaErrorMemoryAllocation,
+                          "module variable '" + v.name + "' (" + std::to_string(v.size) +
+                              " bytes) does not fit in the machine's " + std::to_string(alloc_.size()) +
+                              "-byte global memory (" + std::to_string(alloc_.largest_free()) + " bytes free in one range)");
+    }
+    placed.push_back(*addr);
+    std::memset(at(*addr), 0, v.size);
+    std::memcpy(at(*addr), v.init.data(), std::min<uint64_t>(v.init.size(), v.size));
+    m.symbols[v.name] = *addr;
+  }
+  // Address-of-symbol initializers, now that every variable has its address.
+  for (const engine::ModuleVar& v : m.info.vars)
+    for (const engine::Reloc& rel : v.relocs) {
+      auto target = m.symbols.find(rel.symbol);
+      std::string bad = target == m.symbols.end() ? "which the module does not define"
+                        : rel.size > 8 || rel.offset + rel.size > v.size ? "outside the variable's " + std::to_string(v.size) + " bytes"
+                                                                          : "";
+      if (!bad.empty()) {
+        for (auto& [name, addr] : m.symbols) alloc_.release(addr);
+        return Reply::error(cudaErrorInvalidPtx, "module variable '" + v.name + "' is initialised with the address of '" +
+                                                     rel.symbol + "', " + bad);
+      }
+      uint64_t value = target->second + uint64_t(rel.addend);
+      std::memcpy(at(m.symbols[v.name] + rel.offset), &value, rel.size);
+    }
+  proto::ModuleImage img;
+  img.id = next_module_++;
+  for (const engine::ModuleVar& v : m.info.vars) img.vars.push_back({v.name, m.symbols[v.name], v.size});
+  for (const engine::KernelInfo& k : m.info.kernels) {
+    proto::KernelLayout kl;
+    kl.name = k.name;
+    kl.static_smem = k.static_smem;
+    for (const engine::KernelParam& p : k.params) kl.params.push_back({p.offset, p.size, p.align});
+    img.kernels.push_back(std::move(kl));
+  }
+  m.ptx = std::move(ptx);
+  modules_[img.id] = std::move(m);
+  log("session ", hex(id_), " (", client_, "): loaded module ", img.id, " with ", img.kernels.size(), " kernels, ",
+      img.vars.size(), " variables");
+  Reply out;
+  proto::encode(out.body, img);
+  return out;
+}
+
+Reply Session::module_unload(proto::Reader& r) {
+  uint32_t id = r.u32("module");
+  r.finish("ModuleUnload");
+  auto it = modules_.find(id);
+  if (it == modules_.end()) return Reply::error(cudaErrorInvalidResourceHandle, "no module " + std::to_string(id));
+  for (auto& [name, addr] : it->second.symbols) alloc_.release(addr);
+  modules_.erase(it);
+  return {};
+}
+
+Reply Session::launch(proto::Reader& r) {
+  proto::LaunchArgs a = proto::decode_launch_args(r);
+  r.finish("Launch");
+  auto mit = modules_.find(a.module);
+  if (mit == modules_.end()) return Reply::error(cudaErrorInvalidResourceHandle, "no module " + std::to_string(a.module));
+  const Module& m = mit->second;
+  auto kit = std::find_if(m.info.kernels.begin(), m.info.kernels.end(),
+                          [&](const engine::KernelInfo& k) { return k.name == a.kernel; });
+  if (kit == m.info.kernels.end())
+    return Reply::error(cudaErrorInvalidDeviceFunction, "module " + std::to_string(a.module) + " has no kernel '" + a.kernel + "'");
+  uint32_t want = 0;
+  for (const engine::KernelParam& p : kit->params) want = std::max(want, p.offset + p.size);
+  if (a.params.size() != want)
+    return Reply::error(cudaErrorInvalidValue, "kernel '" + a.kernel + "' takes " + std::to_string(want) +
+                                                   " bytes of parameters; the launch passed " + std::to_string(a.params.size()));
+  const proto::DeviceInfo& d = device_.info;
+  uint64_t threads = uint64_t(a.block[0]) * a.block[1] * a.block[2];
+  uint64_t ctas = uint64_t(a.grid[0]) * a.grid[1] * a.grid[2];
+  for (int i = 0; i < 3; ++i)
+    if (a.grid[i] == 0 || a.block[i] == 0 || a.grid[i] > d.max_grid[i] || a.block[i] > d.max_block[i])
+      return Reply::error(cudaErrorInvalidConfiguration,
+                          "launch of '" + a.kernel + "': grid (" + std::to_string(a.grid[0]) + "," + std::to_string(a.grid[1]) + "," +
+                              std::to_string(a.grid[2]) + ") block (" + std::to_string(a.block[0]) + "," +
+                              std::to_string(a.block[1]) + "," + std::to_string(a.block[2]) +
+                              ") is outside the machine's limits");
+  if (threads > d.max_threads_per_cta)
+    return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': " + std::to_string(threads) +
+                                                           " threads per block; the machine runs at most " +
+                                                           std::to_string(d.max_threads_per_cta));
+  if (ctas > d.max_ctas_per_grid)
+    return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': " + std::to_string(ctas) +
+                                                           " blocks; the machine runs at most " +
+                                                           std::to_string(d.max_ctas_per_grid) + " per launch");
+  if (uint64_t(kit->static_smem) + a.dynamic_smem > d.shared_bytes_per_cta)
+    return Reply::error(cudaErrorInvalidValue, "launch of '" + a.kernel + "': " + std::to_string(kit->static_smem) +
+                                                   " static + " + std::to_string(a.dynamic_smem) +
+                                                   " dynamic bytes of shared memory; the machine has " +
+                                                   std::to_string(d.shared_bytes_per_cta) + " per block");
+
+  engine::LaunchRequest req;
+  req.ptx = m.ptx;
+  req.kernel = a.kernel;
+  req.grid = {a.grid[0], a.grid[1], a.grid[2]};
+  req.block = {a.block[0], a.block[1], a.block[2]};
+  req.dynamic_smem = a.dynamic_smem;
+  req.params = std::move(a.params);
+  req.symbols = m.symbols;
+
+  engine::LaunchResult res;
+  auto start = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> g(device_.run_mutex);
+    try {
+      res = device_.backend->launch(req, mem_);
+    } catch (const std::exception& e) {
+      res.error = cudaErrorUnknown;
+      res.message = std::string("the ") + device_.backend->name() + " backend failed: " + e.what();
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (mem_.bytes.size() != device_.info.global_bytes) {
+    res.error = cudaErrorUnknown;
+    res.message = "the backend resized the global memory image";
+    mem_.bytes.resize(device_.info.global_bytes);
+  }
+
+  proto::LaunchOutcome o;
+  o.error = res.error;
+  o.message = res.message;
+  o.printf_output = std::move(res.printf_output);
+  o.counters = {1, res.stats.steps, res.stats.prompt_tokens, res.stats.generated_tokens, secs};
+  {
+    std::lock_guard<std::mutex> g(device_.stats_mutex);
+    auto& t = device_.totals;
+    t.launches += 1;
+    t.steps += o.counters.steps;
+    t.prompt_tokens += o.counters.prompt_tokens;
+    t.generated_tokens += o.counters.generated_tokens;
+    t.seconds += secs;
+  }
+  log("session ", hex(id_), " (", client_, "): ", a.kernel, " grid ", ctas, " x ", threads, " threads: ",
+      res.error ? "error " + std::to_string(res.error) + " (" + res.message + ")" : std::string("ok"), ", ",
+      o.counters.steps, " steps in ", secs, " s");
+  Reply out;
+  proto::encode(out.body, o);
+  return out;
+}
+
+Reply Session::scratch_write(proto::Reader& r, const zmq::message_t* bulk) {
+  uint64_t off = r.u64("offset");
+  r.finish("ScratchWrite");
+  if (!bulk) return Reply::error(cudaErrorInvalidValue, "model_host: ScratchWrite without a bulk frame");
+  if (off > proto::kMaxScratch || bulk->size() > proto::kMaxScratch - off)
+    return Reply::error(cudaErrorInvalidValue, "scratch buffer holds at most " + std::to_string(proto::kMaxScratch) + " bytes");
+  if (scratch_.size() < off + bulk->size()) scratch_.resize(off + bulk->size());
+  std::memcpy(scratch_.data() + off, bulk->data(), bulk->size());
+  return {};
+}
+
+Reply Session::scratch_read(proto::Reader& r) {
+  uint64_t off = r.u64("offset"), size = r.u64("size");
+  r.finish("ScratchRead");
+  if (size > proto::kMaxBulk || off > scratch_.size() || size > scratch_.size() - off)
+    return Reply::error(cudaErrorInvalidValue, "scratch read of " + std::to_string(size) + " bytes at " +
+                                                   std::to_string(off) + " is outside the " +
+                                                   std::to_string(scratch_.size()) + " bytes written");
+  Reply out;
+  out.bulk.emplace(scratch_.data() + off, size);
+  return out;
+}
+
+Reply Session::stats(proto::Reader& r) {
+  r.finish("Stats");
+  Reply out;
+  std::lock_guard<std::mutex> g(device_.stats_mutex);
+  proto::encode(out.body, device_.totals);
+  return out;
+}
+
+}  // namespace qgpu::daemon

@@ -1,0 +1,82 @@
+// One client of model_host: its device memory image, allocations, loaded
+// modules and transport scratch buffer.  A session serves its requests one at
+// a time, in order, on its own worker thread (see server.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "model_host/daemon/allocator.h"
+#include "model_host/engine/backend.h"
+#include "qgpu/protocol.h"
+
+namespace qgpu::daemon {
+
+// What every session shares: the one backend (one device runs one kernel at
+// a time), the machine's limits as reported to clients, and the totals.
+struct Device {
+  engine::Backend* backend = nullptr;
+  std::mutex run_mutex;                 // serialises launches on the backend
+  proto::DeviceInfo info;
+  std::mutex stats_mutex;
+  proto::LaunchCounters totals;
+};
+
+struct Reply {
+  int32_t status = 0;  // a cudaError_t value
+  proto::Writer body;
+  std::optional<zmq::message_t> bulk;
+  static Reply error(int32_t status, const std::string& message);
+};
+
+class Session {
+ public:
+  Session(uint64_t id, Device& device, std::string client);
+
+  // Serves one request (any type but Hello and Ping, which the server
+  // answers itself).  Never throws: failures become error replies.
+  Reply serve(proto::Type type, proto::Reader& body, const zmq::message_t* bulk);
+
+  // Frees every allocation and module (the client said Bye or died).
+  void release_all();
+  size_t live_allocations() const { return alloc_.live_blocks(); }
+
+ private:
+  struct Module {
+    std::string ptx;
+    engine::ModuleInfo info;
+    std::map<std::string, uint64_t> symbols;  // module variables -> device address
+  };
+
+  Reply malloc(proto::Reader& r);
+  Reply free(proto::Reader& r);
+  Reply write(proto::Reader& r, const zmq::message_t* bulk);
+  Reply read(proto::Reader& r);
+  Reply copy(proto::Reader& r);
+  Reply memset(proto::Reader& r);
+  Reply mem_info(proto::Reader& r);
+  Reply module_load(proto::Reader& r);
+  Reply module_unload(proto::Reader& r);
+  Reply launch(proto::Reader& r);
+  Reply scratch_write(proto::Reader& r, const zmq::message_t* bulk);
+  Reply scratch_read(proto::Reader& r);
+  Reply stats(proto::Reader& r);
+
+  uint8_t* at(uint64_t addr) { return mem_.bytes.data() + (addr - mem_.base); }
+
+  uint64_t id_;
+  Device& device_;
+  std::string client_;
+  engine::GlobalMemory mem_;
+  Allocator alloc_;
+  std::map<uint32_t, Module> modules_;
+  uint32_t next_module_ = 1;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace qgpu::daemon

@@ -1,0 +1,290 @@
+// model_host through the client library: memory rules, isolation between
+// clients, module and launch errors, chunked transfers, clients that die,
+// and a bounded fuzz of the daemon's message handling.
+#include <driver_types.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+
+#include "process.h"
+#include "qgpu/client.h"
+
+namespace fs = std::filesystem;
+using qgpu::client::Connection;
+using qgpu::client::Error;
+
+namespace {
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string t = (fs::temp_directory_path() / "qgpu-daemon-test-XXXXXX").string();
+    dir_ = mkdtemp(t.data());
+    endpoint_ = "ipc://" + (dir_ / "d.sock").string();
+    log_ = dir_ / "d.log";
+    pid_ = qgpu::test::start({QGPU_MODEL_HOST_BIN, "--endpoint", endpoint_, "--log", log_.string(),
+                              "--client-timeout-ms", "2000"},
+                             {});
+  }
+  void TearDown() override {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+    fs::remove_all(dir_);
+  }
+  std::unique_ptr<Connection> connect() {
+    qgpu::client::Options o;
+    o.endpoint = endpoint_;
+    o.spawn = false;
+    o.program = "daemon_test";
+    return Connection::open(o);
+  }
+  std::string log() {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  template <class F>
+  int code_of(F&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      last_message_ = e.what();
+      return e.code;
+    }
+    return 0;
+  }
+
+  fs::path dir_, log_;
+  std::string endpoint_, last_message_;
+  pid_t pid_ = -1;
+};
+
+// A module with one kernel f(u64, u32): 12 bytes of parameters.
+const char* kPtx = R"(.version 9.0
+.target sm_75
+.address_size 64
+
+.visible .global .align 4 .b8 table[16] = {1, 0, 0, 0, 2};
+
+.visible .entry _Z1fPii(
+	.param .u64 _Z1fPii_param_0,
+	.param .u32 _Z1fPii_param_1
+)
+{
+	ret;
+}
+)";
+
+}  // namespace
+
+TEST_F(DaemonTest, MemoryRoundTripAndTheLimit) {
+  auto c = connect();
+  const auto& d = c->device();
+  EXPECT_EQ(d.warp_size, 32u);
+  EXPECT_GT(d.global_bytes, 0u);
+  EXPECT_NE(d.device_name.find("qgpu"), std::string::npos);
+  uint64_t a = c->malloc(100);
+  EXPECT_GE(a, d.global_base);
+  EXPECT_LT(a, d.global_base + d.global_bytes);
+  std::vector<uint8_t> in(100), out(100);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i * 7 + 1);
+  c->write(a, in.data(), in.size());
+  c->read(out.data(), a, out.size());
+  EXPECT_EQ(in, out);
+  c->memset(a + 10, 0xab, 5);
+  c->read(out.data(), a, out.size());
+  EXPECT_EQ(out[9], in[9]);
+  EXPECT_EQ(out[10], 0xab);
+  EXPECT_EQ(out[14], 0xab);
+  EXPECT_EQ(out[15], in[15]);
+  uint64_t free_bytes, total;
+  c->mem_info(&free_bytes, &total);
+  EXPECT_EQ(total, d.global_bytes);
+  EXPECT_EQ(free_bytes, d.global_bytes - 100);
+
+  EXPECT_EQ(code_of([&] { c->malloc(uint64_t(d.global_bytes) + 1); }), cudaErrorMemoryAllocation);
+  EXPECT_NE(last_message_.find("global memory is " + std::to_string(d.global_bytes) + " bytes"), std::string::npos)
+      << last_message_;
+  EXPECT_EQ(code_of([&] { c->write(a + 96, in.data(), 8); }), cudaErrorInvalidValue);
+  EXPECT_EQ(code_of([&] { c->read(out.data(), a + 200, 4); }), cudaErrorInvalidValue);
+  EXPECT_EQ(code_of([&] { c->copy(a, a + 50, 51); }), cudaErrorInvalidValue);
+  c->free(a);
+  EXPECT_EQ(code_of([&] { c->read(out.data(), a, 4); }), cudaErrorInvalidValue);
+  EXPECT_EQ(code_of([&] { c->free(a); }), cudaErrorInvalidValue);
+}
+
+TEST_F(DaemonTest, ClientsAreIsolated) {
+  auto c1 = connect(), c2 = connect();
+  EXPECT_NE(c1->session(), c2->session());
+  uint64_t a1 = c1->malloc(64);
+  // c2 has no allocation there...
+  uint32_t v = 0x11111111;
+  EXPECT_EQ(code_of([&] { c2->write(a1, &v, 4); }), cudaErrorInvalidValue);
+  // ...and its own allocation, even at the same address, is separate memory.
+  uint64_t a2 = c2->malloc(64);
+  uint32_t v1 = 0xaaaaaaaa, v2 = 0x55555555, back = 0;
+  c1->write(a1, &v1, 4);
+  c2->write(a2, &v2, 4);
+  c1->read(&back, a1, 4);
+  EXPECT_EQ(back, v1);
+  c2->read(&back, a2, 4);
+  EXPECT_EQ(back, v2);
+}
+
+TEST_F(DaemonTest, ModulesAndLaunchErrors) {
+  auto c = connect();
+  qgpu::proto::ModuleImage m = c->load_module(kPtx);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].name, "_Z1fPii");
+  ASSERT_EQ(m.kernels[0].params.size(), 2u);
+  EXPECT_EQ(m.kernels[0].params[1].offset, 8u);
+  EXPECT_EQ(m.kernels[0].param_bytes(), 12u);
+  ASSERT_EQ(m.vars.size(), 1u);
+  EXPECT_EQ(m.vars[0].name, "table");
+  EXPECT_EQ(m.vars[0].size, 16u);
+  uint32_t t[4];
+  c->read(t, m.vars[0].addr, 16);  // initialised at load
+  EXPECT_EQ(t[0], 1u);
+  EXPECT_EQ(t[1], 2u);
+  EXPECT_EQ(t[2], 0u);
+
+  qgpu::proto::LaunchArgs a;
+  a.module = m.id;
+  a.kernel = "_Z1fPii";
+  a.params.assign(8, 0);
+  EXPECT_EQ(code_of([&] { c->launch(a); }), cudaErrorInvalidValue);
+  EXPECT_NE(last_message_.find("takes 12 bytes"), std::string::npos) << last_message_;
+  EXPECT_NE(last_message_.find("passed 8"), std::string::npos) << last_message_;
+  a.params.assign(12, 0);
+  a.kernel = "nope";
+  EXPECT_EQ(code_of([&] { c->launch(a); }), cudaErrorInvalidDeviceFunction);
+  a.kernel = "_Z1fPii";
+  a.module = m.id + 100;
+  EXPECT_EQ(code_of([&] { c->launch(a); }), cudaErrorInvalidResourceHandle);
+  a.module = m.id;
+  a.block[0] = c->device().max_threads_per_cta + 1;
+  EXPECT_EQ(code_of([&] { c->launch(a); }), cudaErrorInvalidConfiguration);
+  a.block[0] = 1;
+  qgpu::proto::LaunchOutcome o = c->launch(a);
+  EXPECT_EQ(o.error, 0) << o.message;
+  EXPECT_EQ(o.counters.launches, 1u);
+  EXPECT_EQ(c->daemon_stats().launches, 1u);
+  EXPECT_EQ(code_of([&] { c->load_module("this is not PTX"); }), cudaErrorInvalidPtx);
+  c->unload_module(m.id);
+  EXPECT_EQ(code_of([&] { c->read(t, m.vars[0].addr, 4); }), cudaErrorInvalidValue);  // its variable is gone
+}
+
+TEST_F(DaemonTest, LargeTransfersMoveInChunks) {
+  auto c = connect();
+  std::vector<uint8_t> in(9 * 1024 * 1024 + 123), out(in.size());
+  std::mt19937 rng(7);
+  for (auto& b : in) b = uint8_t(rng());
+  c->scratch_write(0, in.data(), in.size());
+  c->scratch_read(out.data(), 0, out.size());
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(code_of([&] { c->scratch_read(out.data(), 1, in.size()); }), cudaErrorInvalidValue);
+}
+
+TEST_F(DaemonTest, ADeadClientIsFreed) {
+  pid_t child = fork();
+  if (child == 0) {
+    auto c = connect();
+    c->malloc(16);
+    c->malloc(16);
+    c->malloc(16);
+    _exit(0);  // no goodbye
+  }
+  int status;
+  waitpid(child, &status, 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::string l;
+  for (int i = 0; i < 60; ++i) {
+    l = log();
+    if (l.find("freed 3 allocations") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(l.find("pid " + std::to_string(child) + " process exited"), std::string::npos) << l;
+  EXPECT_NE(l.find("freed 3 allocations"), std::string::npos) << l;
+}
+
+TEST_F(DaemonTest, SurvivesMalformedAndOversizedMessages) {
+  // `victim` lends its session to the fuzzer, which may free its memory or
+  // say goodbye for it; `good` must not notice anything.
+  auto good = connect(), victim = connect();
+  uint64_t keep = good->malloc(32);
+  uint32_t v = 0x12345678, back = 0;
+  good->write(keep, &v, 4);
+  zmq::context_t ctx;
+  std::mt19937_64 rng(99);
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.connect(endpoint_);
+    for (int i = 0; i < 3000; ++i) {
+      int frames = int(rng() % 5);
+      for (int f = 0; f < frames; ++f) {
+        std::vector<uint8_t> b(rng() % 64);
+        for (auto& x : b) x = uint8_t(rng());
+        if (f == 0 && rng() % 4 != 0) {  // mostly well-formed headers with random contents
+          qgpu::proto::Header h;
+          h.type = uint16_t(rng() % 20);
+          h.session = rng() % 3 == 0 ? victim->session() : rng();
+          h.request = uint32_t(rng());
+          b.resize(qgpu::proto::kHeaderSize);
+          qgpu::proto::encode_header(h, b.data());
+        }
+        s.send(zmq::buffer(b), f + 1 < frames ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+      zmq::message_t m;
+      while (s.recv(m, zmq::recv_flags::dontwait)) {
+      }
+    }
+  }
+  {
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 1000);
+    s.connect(endpoint_);
+    std::vector<uint8_t> huge(qgpu::proto::kMaxMessage + 1, 0x42);
+    s.send(zmq::buffer(huge), zmq::send_flags::none);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  good->ping();
+  good->read(&back, keep, 4);
+  EXPECT_EQ(back, v);
+  auto fresh = connect();
+  EXPECT_NO_THROW(fresh->malloc(16));
+  EXPECT_EQ(kill(pid_, 0), 0);
+}
+
+// tcp:// only with a shared secret, and only clients that present it.
+TEST(DaemonTcp, RequiresASharedSecret) {
+  std::string ep = "tcp://127.0.0.1:" + std::to_string(42000 + getpid() % 20000);
+  auto r = qgpu::test::run({QGPU_MODEL_HOST_BIN, "--endpoint", ep}, {{"QGPU_SECRET", ""}}, 20);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("needs a shared secret"), std::string::npos) << r.err;
+
+  pid_t d = qgpu::test::start({QGPU_MODEL_HOST_BIN, "--endpoint", ep, "--secret", "s3cret"}, {});
+  qgpu::client::Options o;
+  o.endpoint = ep;
+  o.spawn = false;
+  o.secret = "wrong";
+  try {
+    Connection::open(o);
+    ADD_FAILURE() << "a wrong secret was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code, cudaErrorNotPermitted) << e.what();
+  }
+  o.secret = "s3cret";
+  auto c = Connection::open(o);
+  EXPECT_NO_THROW(c->malloc(16));
+  c.reset();
+  kill(d, SIGTERM);
+  waitpid(d, nullptr, 0);
+}

@@ -1,0 +1,167 @@
+// The message format of docs/protocol.md: header layout, bounds-checked
+// bodies, and a bounded fuzz of every body decoder.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "qgpu/protocol.h"
+
+using namespace qgpu::proto;
+
+TEST(Protocol, HeaderLayoutIsTheDocumentedOne) {
+  Header h;
+  h.type = uint16_t(Type::Launch);
+  h.request = 0x01020304;
+  h.status = -2;
+  h.session = 0x1122334455667788ull;
+  uint8_t b[kHeaderSize];
+  encode_header(h, b);
+  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 1, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
+                                     0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
+  EXPECT_EQ(0, memcmp(b, want, kHeaderSize));
+  Header back = decode_header(b, kHeaderSize);
+  EXPECT_EQ(back.type, h.type);
+  EXPECT_EQ(back.request, h.request);
+  EXPECT_EQ(back.status, h.status);
+  EXPECT_EQ(back.session, h.session);
+}
+
+TEST(Protocol, BadHeadersAreRejected) {
+  uint8_t b[kHeaderSize];
+  encode_header(Header{}, b);
+  EXPECT_THROW(decode_header(b, kHeaderSize - 1), ProtocolError);
+  b[0] ^= 1;
+  EXPECT_THROW(decode_header(b, kHeaderSize), ProtocolError);
+  b[0] ^= 1;
+  b[4] = 2;  // version 2
+  try {
+    decode_header(b, kHeaderSize);
+    FAIL();
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos);
+  }
+}
+
+TEST(Protocol, ReaderNeverReadsPastTheBody) {
+  Writer w;
+  w.u32(7).str("abc");
+  auto& d = w.data();
+  ASSERT_EQ(d.size(), 4u + 8u + 3u);
+  Reader ok(d.data(), d.size());
+  EXPECT_EQ(ok.u32("a"), 7u);
+  EXPECT_EQ(ok.str("s"), "abc");
+  EXPECT_NO_THROW(ok.finish("test"));
+  for (size_t cut = 0; cut < d.size(); ++cut) {
+    Reader r(d.data(), cut);
+    EXPECT_THROW({ r.u32("a"); r.str("s"); }, ProtocolError) << cut;
+  }
+  Reader extra(d.data(), d.size());
+  extra.u32("a");
+  EXPECT_THROW(extra.finish("test"), ProtocolError);
+  // A string whose length field claims more than the body holds.
+  Writer lie;
+  lie.u64(1ull << 62);
+  Reader r(lie.data().data(), lie.data().size());
+  EXPECT_THROW(r.str("s"), ProtocolError);
+  Reader c(lie.data().data(), lie.data().size());
+  EXPECT_THROW(c.count("n", 1), ProtocolError);
+}
+
+TEST(Protocol, BodiesRoundTrip) {
+  ModuleImage m;
+  m.id = 3;
+  m.vars = {{"table", 0x10000100, 64}, {"k", 0x10000200, 4}};
+  KernelLayout k;
+  k.name = "_Z1fPii";
+  k.static_smem = 128;
+  k.params = {{0, 8, 8}, {8, 4, 4}};
+  m.kernels = {k};
+  Writer w;
+  encode(w, m);
+  Reader r(w.data().data(), w.data().size());
+  ModuleImage b = decode_module_image(r);
+  r.finish("ModuleImage");
+  EXPECT_EQ(b.id, 3u);
+  ASSERT_EQ(b.vars.size(), 2u);
+  EXPECT_EQ(b.vars[1].name, "k");
+  EXPECT_EQ(b.vars[1].addr, 0x10000200u);
+  ASSERT_EQ(b.kernels.size(), 1u);
+  EXPECT_EQ(b.kernels[0].param_bytes(), 12u);
+  EXPECT_EQ(b.kernels[0].static_smem, 128u);
+
+  LaunchArgs a;
+  a.module = 3;
+  a.kernel = "_Z1fPii";
+  a.grid[0] = 2, a.block[0] = 64, a.block[1] = 2;
+  a.dynamic_smem = 256;
+  a.params = {1, 2, 3, 4, 5};
+  Writer wa;
+  encode(wa, a);
+  Reader ra(wa.data().data(), wa.data().size());
+  LaunchArgs ab = decode_launch_args(ra);
+  ra.finish("LaunchArgs");
+  EXPECT_EQ(ab.kernel, a.kernel);
+  EXPECT_EQ(ab.block[1], 2u);
+  EXPECT_EQ(ab.dynamic_smem, 256u);
+  EXPECT_EQ(ab.params, a.params);
+}
+
+// Random mutations of valid bodies: each decoder either decodes or throws
+// ProtocolError; it never crashes, hangs or allocates what was not sent.
+TEST(Protocol, DecodersSurviveFuzzedBodies) {
+  std::mt19937_64 rng(12345);
+  std::vector<std::vector<uint8_t>> seeds;
+  {
+    Writer w;
+    ModuleImage m;
+    m.vars = {{"v", 1, 2}};
+    m.kernels = {KernelLayout{"k", {{0, 4, 4}}, 0}};
+    encode(w, m);
+    seeds.push_back(w.data());
+  }
+  {
+    Writer w;
+    encode(w, LaunchArgs{1, "kernel", {1, 1, 1}, {32, 1, 1}, 0, {1, 2, 3, 4}});
+    seeds.push_back(w.data());
+  }
+  {
+    Writer w;
+    encode(w, DeviceInfo{"interpreter", "qgpu (interpreter)"});
+    seeds.push_back(w.data());
+  }
+  {
+    Writer w;
+    encode(w, LaunchOutcome{710, "assert", "hi\n", {1, 2, 3, 4, 0.5}});
+    seeds.push_back(w.data());
+  }
+  int decoded = 0, rejected = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::vector<uint8_t> b = seeds[rng() % seeds.size()];
+    int edits = 1 + int(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      switch (rng() % 4) {
+        case 0: if (!b.empty()) b[rng() % b.size()] = uint8_t(rng()); break;
+        case 1: b.resize(rng() % (b.size() + 1)); break;
+        case 2: b.insert(b.begin() + long(rng() % (b.size() + 1)), uint8_t(rng())); break;
+        case 3: if (b.size() >= 8) { uint64_t big = rng(); memcpy(b.data() + rng() % (b.size() - 7), &big, 8); } break;
+      }
+    }
+    for (int which = 0; which < 4; ++which) {
+      Reader r(b.data(), b.size());
+      try {
+        switch (which) {
+          case 0: decode_module_image(r); break;
+          case 1: decode_launch_args(r); break;
+          case 2: decode_device_info(r); break;
+          case 3: decode_launch_outcome(r); break;
+        }
+        r.finish("fuzz");
+        ++decoded;
+      } catch (const ProtocolError&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(decoded + rejected, 0);
+}

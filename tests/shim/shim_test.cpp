@@ -1,0 +1,268 @@
+// Real nvcc-built programs under libcudart.so.13 with a model_host of their
+// own: both ways of loading the drop-in, fatbinary forms, bad input, sticky
+// errors, printf, a daemon that dies mid-launch, and `qgpu run`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "elf_sections.h"
+#include "process.h"
+
+namespace fs = std::filesystem;
+using qgpu::test::run;
+
+namespace {
+
+const std::string kPrograms = QGPU_TEST_PROGRAMS;
+const std::string kSamples = QGPU_SAMPLES_DIR;
+const std::string kCudart = QGPU_CUDART_LIB;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "qgpu-shim-test-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+};
+
+// A model_host serving one test.
+class Daemon {
+ public:
+  Daemon() {
+    endpoint = "ipc://" + (dir.path / "model_host.sock").string();
+    log = dir.path / "model_host.log";
+    pid = qgpu::test::start({QGPU_MODEL_HOST_BIN, "--endpoint", endpoint, "--log", log.string(),
+                             "--client-timeout-ms", "3000"},
+                            {});
+    for (int i = 0; i < 200 && !fs::exists(dir.path / "model_host.sock"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~Daemon() { stop(SIGTERM); }
+  void stop(int sig) {
+    if (pid <= 0) return;
+    kill(pid, sig);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  std::map<std::string, std::string> preload() const { return {{"LD_PRELOAD", kCudart}, {"QGPU_DAEMON", endpoint}}; }
+  std::map<std::string, std::string> library_path() const {
+    return {{"LD_LIBRARY_PATH", fs::path(kCudart).parent_path().string()}, {"QGPU_DAEMON", endpoint}};
+  }
+  TempDir dir;
+  std::string endpoint;
+  fs::path log;
+  pid_t pid = -1;
+};
+
+std::string program(const std::string& name) { return kPrograms + "/" + name; }
+
+void expect_passed(const qgpu::test::Result& r, const std::string& what) {
+  EXPECT_FALSE(r.timed_out) << what;
+  EXPECT_EQ(r.status, 0) << what << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_NE(r.out.find("PASSED"), std::string::npos) << what << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_EQ(r.err.find("no version information"), std::string::npos) << r.err;
+}
+
+// "<key> <value>" lines as a map (other lines are ignored).
+std::map<std::string, std::string> lines_as_map(const std::string& out) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream l(line);
+    std::string k, v, rest;
+    if (l >> k >> v && !(l >> rest)) m[k] = v;
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST(Shim, PreloadRunsAProgram) {
+  Daemon d;
+  expect_passed(run({program("basic")}, d.preload()), "basic under LD_PRELOAD");
+}
+
+TEST(Shim, LibraryPathReplacesTheRealRuntime) {
+  Daemon d;
+  auto env = d.library_path();
+  env["LD_DEBUG"] = "libs";
+  auto r = run({program("basic")}, env);
+  expect_passed(r, "basic under LD_LIBRARY_PATH");
+  // Every libcudart the loader initialises is ours; the real one never loads.
+  std::string ours = fs::canonical(kCudart).string();
+  int inits = 0;
+  std::istringstream in(r.err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("calling init:") == std::string::npos || line.find("libcudart") == std::string::npos) continue;
+    ++inits;
+    std::string path = line.substr(line.find("calling init:") + 14);
+    EXPECT_EQ(fs::canonical(path).string(), ours) << line;
+  }
+  EXPECT_EQ(inits, 1);
+  EXPECT_EQ(r.err.find(fs::canonical(QGPU_REAL_CUDART).string()), std::string::npos);
+}
+
+TEST(Shim, EveryFatbinaryFormRuns) {
+  Daemon d;
+  for (const char* name : {"basic_rdc", "basic_compress_all", "basic_lz4", "basic_no_compress", "basic_two_ptx",
+                           "two_units", "two_units_rdc"})
+    expect_passed(run({program(name)}, d.preload()), name);
+}
+
+TEST(Shim, SamplesRunBothWays) {
+  if (kSamples.empty() || !fs::exists(kSamples + "/dot_product")) GTEST_SKIP() << "samples are not built";
+  Daemon d;
+  expect_passed(run({kSamples + "/dot_product"}, d.library_path()), "dot_product under LD_LIBRARY_PATH");
+  for (const char* name : {"dot_product", "dot_product_rdc", "dot_product_compress_all", "dot_product_no_compress",
+                           "two_units", "dot_product_cmake"})
+    if (fs::exists(kSamples + "/" + name)) expect_passed(run({kSamples + "/" + name}, d.preload()), name);
+}
+
+TEST(Shim, SeveralProgramsShareOneDaemon) {
+  Daemon d;
+  std::vector<qgpu::test::Result> results(4);
+  std::vector<std::thread> threads;
+  for (auto& r : results) threads.emplace_back([&] { r = run({program("basic")}, d.preload()); });
+  for (auto& t : threads) t.join();
+  for (auto& r : results) expect_passed(r, "concurrent basic");
+}
+
+TEST(Shim, BadInputGetsCudaErrors) {
+  Daemon d;
+  auto r = run({program("errors")}, d.preload());
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  auto m = lines_as_map(r.out);
+  EXPECT_EQ(m["malloc"], "cudaSuccess");
+  EXPECT_EQ(m["malloc_too_big"], "cudaErrorMemoryAllocation");
+  EXPECT_EQ(m["copy_past_end"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["read_past_end"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["memset_past_end"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["copy_never_allocated"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["free"], "cudaSuccess");
+  EXPECT_EQ(m["copy_to_freed"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["free_twice"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["launch_not_a_kernel"], "cudaErrorInvalidDeviceFunction");
+  EXPECT_EQ(m["symbol_not_registered"], "cudaErrorInvalidSymbol");
+  EXPECT_EQ(m["unsupported_call"], "cudaErrorNotSupported");
+  EXPECT_EQ(m["unsupported_again"], "cudaErrorNotSupported");
+  EXPECT_EQ(m["sync"], "cudaSuccess");  // none of these is an execution error
+  EXPECT_EQ(r.out.substr(r.out.size() - 5), "done\n");
+  // Messages name what is wrong; the missing entry point is named once.
+  EXPECT_NE(r.err.find("global memory is"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("runs past the end of the allocation"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not inside any live allocation"), std::string::npos) << r.err;
+  size_t first = r.err.find("cudaMallocArray is not supported");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("cudaMallocArray is not supported", first + 1), std::string::npos) << r.err;
+}
+
+TEST(Shim, BinaryWithoutPtxIsToldToRebuild) {
+  Daemon d;
+  auto r = run({program("basic_sass_only")}, d.preload());
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;  // the program's own failure, not a crash
+  EXPECT_NE(r.out.find("FAILED"), std::string::npos);
+  EXPECT_NE(r.err.find("rebuild with -arch=sm_75"), std::string::npos) << r.err;
+}
+
+TEST(Shim, CorruptFatbinaryFailsCleanly) {
+  Daemon d;
+  TempDir t;
+  fs::path copy = t.path / "basic_corrupt";
+  fs::copy_file(program("basic"), copy);
+  {
+    qgpu::test::ElfFile elf(copy.string());
+    auto [off, size] = elf.section(".nv_fatbin");
+    ASSERT_GT(size, 64u);
+    // Scramble the tail of the section: the compressed PTX of the program.
+    std::fstream f(copy, std::ios::in | std::ios::out | std::ios::binary);
+    for (size_t i = off + size - 200; i < off + size - 8; ++i) {
+      f.seekp(std::streamoff(i));
+      f.put(char(0xa5 ^ (i & 0xff)));
+    }
+  }
+  auto r = run({copy.string()}, d.preload());
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("unreadable"), std::string::npos) << r.err;
+}
+
+TEST(Shim, AssertIsStickyAndPrintfArrivesAtSync) {
+  Daemon d;
+  auto r = run({program("assert_printf")}, d.preload());
+  ASSERT_FALSE(r.timed_out);
+  size_t before = r.out.find("before sync"), hello = r.out.find("hello from the device: 42"),
+         sync1 = r.out.find("sync1 cudaSuccess");
+  ASSERT_NE(hello, std::string::npos) << r.out << r.err;
+  EXPECT_LT(before, hello);
+  EXPECT_LT(hello, sync1);
+  auto m = lines_as_map(r.out);
+  EXPECT_EQ(m["sync2"], "cudaErrorAssert") << r.out << r.err;
+  EXPECT_EQ(m["malloc_after"], "cudaErrorAssert");
+  EXPECT_EQ(m["last_after"], "cudaErrorAssert");
+  EXPECT_EQ(m["last_again"], "cudaErrorAssert");
+}
+
+TEST(Shim, DaemonKilledMidLaunchDoesNotHangTheProgram) {
+  Daemon d;
+  auto env = d.preload();
+  env["QGPU_HEARTBEAT_TIMEOUT_MS"] = "1500";
+  qgpu::test::Result r;
+  std::thread t([&] { r = run({program("spin"), "4000000000"}, env, 30); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  d.stop(SIGKILL);
+  t.join();
+  EXPECT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_LT(r.seconds, 15);
+  EXPECT_NE(r.out.find("sync cudaErrorUnknown"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("after cudaErrorUnknown"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("lost the model_host daemon"), std::string::npos) << r.err;
+}
+
+TEST(Shim, SpawnsModelHostWhenNoneAnswers) {
+  TempDir runtime;
+  auto r = run({program("basic")}, {{"LD_PRELOAD", kCudart},
+                                    {"QGPU_DAEMON", ""},
+                                    {"XDG_RUNTIME_DIR", runtime.path.string()},
+                                    {"QGPU_MODEL_HOST", QGPU_MODEL_HOST_BIN}});
+  expect_passed(r, "basic with a spawned daemon");
+  std::string log = slurp(runtime.path / "qgpu" / "model_host.log");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("listening on ipc://\\S+ \\(pid (\\d+)\\)"))) << log;
+  kill(pid_t(std::stol(m[1])), SIGTERM);
+}
+
+TEST(QgpuRun, StatsLineAndInterpreterNotice) {
+  auto r = run({QGPU_CLI_BIN, "run", "--stats", "--", program("basic")});
+  expect_passed(r, "qgpu run --stats");
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("qgpu stats: launches=1 steps=[1-9][0-9]* tokens: prompt=0 generated=0 \\(0\\.0 tok/s\\) "
+                        "wall=[0-9]+\\.[0-9]+ s\n")))
+      << r.out;
+  EXPECT_NE(r.err.find("interpreter backend runs"), std::string::npos) << r.err;
+}
+
+TEST(QgpuRun, ModelOnlyOptionsAreRejectedOnTheInterpreter) {
+  for (const char* flag : {"--check", "--model=/nonexistent", "--dump-tokens=/tmp/x"}) {
+    auto r = run({QGPU_CLI_BIN, "run", flag, "--", program("basic")});
+    EXPECT_NE(r.status, 0) << flag;
+    EXPECT_NE(r.err.find("needs the model backend"), std::string::npos) << flag << ": " << r.err;
+    EXPECT_EQ(r.out.find("PASSED"), std::string::npos);
+  }
+  auto r = run({QGPU_CLI_BIN, "run", "--backend", "model", "--", program("basic")});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("not available yet"), std::string::npos) << r.err;
+}

@@ -1,0 +1,162 @@
+// `qgpu run`: runs an unmodified CUDA program under qgpu's libcudart.so.13
+// with a private model_host (socket in a temporary directory).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "command.h"
+#include "qgpu/client.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunOptions {
+  std::string backend;  // empty: the daemon's default
+  bool check = false, stats = false;
+  std::string model_dir, dump_tokens, daemon_log;
+  std::vector<std::string> command;
+};
+
+fs::path self_dir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
+
+pid_t spawn(const std::vector<std::string>& args) {
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "qgpu run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void stop_daemon(pid_t pid) {
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 50; ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+int run(const RunOptions& o) {
+  if (o.command.empty()) throw std::runtime_error("no program given: qgpu run [options] -- PROGRAM ARGS...");
+  fs::path bin = self_dir();
+  fs::path model_host = bin / "model_host", cudart = bin.parent_path() / "lib" / "libcudart.so.13";
+  for (const fs::path& p : {model_host, cudart})
+    if (!fs::exists(p)) throw std::runtime_error(p.string() + " is missing; build the project first");
+
+  std::string tmpl = (fs::temp_directory_path() / "qgpu-run-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
+  fs::path dir = tmpl;
+  std::string endpoint = "ipc://" + (dir / "model_host.sock").string();
+  fs::path log = o.daemon_log.empty() ? dir / "model_host.log" : fs::path(o.daemon_log);
+
+  std::vector<std::string> dargs = {model_host.string(), "--endpoint", endpoint, "--log", log.string()};
+  if (!o.backend.empty()) dargs.insert(dargs.end(), {"--backend", o.backend});
+  pid_t daemon = spawn(dargs);
+  auto cleanup = [&] {
+    stop_daemon(daemon);
+    fs::remove_all(dir);
+  };
+
+  std::unique_ptr<qgpu::client::Connection> conn;
+  for (auto start = std::chrono::steady_clock::now(); !conn;) {
+    int status;
+    if (waitpid(daemon, &status, WNOHANG) == daemon) {
+      std::string why = read_file(log);
+      fs::remove_all(dir);
+      throw std::runtime_error("model_host did not start:\n" + why);
+    }
+    try {
+      qgpu::client::Options co;
+      co.endpoint = endpoint;
+      co.spawn = false;
+      co.connect_timeout_ms = 200;
+      co.program = "qgpu run";
+      conn = qgpu::client::Connection::open(co);
+    } catch (const qgpu::client::Error&) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+        cleanup();
+        throw std::runtime_error("model_host did not answer within 20 s");
+      }
+    }
+  }
+  const std::string backend = conn->device().backend;
+  if (backend != "model") {
+    for (auto [given, flag] : {std::pair{o.check, "--check"}, std::pair{!o.model_dir.empty(), "--model"},
+                               std::pair{!o.dump_tokens.empty(), "--dump-tokens"}})
+      if (given) {
+        conn.reset();
+        cleanup();
+        throw std::runtime_error(std::string(flag) + " needs the model backend; the " + backend + " backend runs now");
+      }
+    std::cerr << "qgpu run: the " << backend << " backend runs kernels (" << conn->device().device_name
+              << "; the model backend is not available yet)\n";
+  }
+
+  std::string preload = cudart.string();
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  setenv("QGPU_DAEMON", endpoint.c_str(), 1);
+  auto t0 = std::chrono::steady_clock::now();
+  pid_t child = spawn(o.command);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unsetenv("LD_PRELOAD");
+
+  if (o.stats) {
+    qgpu::proto::LaunchCounters c = conn->daemon_stats();
+    double tps = c.seconds > 0 ? double(c.generated_tokens) / c.seconds : 0.0;
+    std::printf("qgpu stats: launches=%llu steps=%llu tokens: prompt=%llu generated=%llu (%.1f tok/s) wall=%.3f s\n",
+                (unsigned long long)c.launches, (unsigned long long)c.steps, (unsigned long long)c.prompt_tokens,
+                (unsigned long long)c.generated_tokens, tps, wall);
+    std::fflush(stdout);
+  }
+  conn.reset();
+  cleanup();
+  if (WIFSIGNALED(status)) {
+    std::cerr << "qgpu run: " << o.command[0] << " was killed by signal " << WTERMSIG(status) << "\n";
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
+qgpu::cli::Register reg("run", [](CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand("run", "Run a CUDA program on qgpu with a private model_host");
+  sub->add_option("--backend", o->backend, "model or interpreter (default: the daemon's, now interpreter)")
+      ->check(CLI::IsMember({"model", "interpreter"}));
+  sub->add_flag("--check", o->check, "compare every model step with the interpreter (model backend)");
+  sub->add_flag("--stats", o->stats, "print launch, step and token counts at exit");
+  sub->add_option("--model", o->model_dir, "compiled checkpoint directory (model backend)");
+  sub->add_option("--dump-tokens", o->dump_tokens, "write every launch's tokens to FILE (model backend)");
+  sub->add_option("--daemon-log", o->daemon_log, "keep model_host's log in FILE");
+  sub->add_option("command", o->command, "PROGRAM ARGS...")->required();
+  sub->positionals_at_end();
+  return [o] { return run(*o); };
+});
+
+}  // namespace
