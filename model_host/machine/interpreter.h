@@ -1,0 +1,97 @@
+// The reference interpreter: the executable form of docs/isa.md.
+//
+// It runs a Program over one launch deterministically, one EXEC(b, w) at a
+// time.  `step()` exposes each EXEC (block, warp, active lanes, registers
+// written per lane, memory writes) so that the model backend can compare the
+// model's trace against it token by token.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model_host/engine/backend.h"
+#include "model_host/machine/isa.h"
+
+namespace qgpu::machine {
+
+struct RegWrite {
+  uint32_t lane;
+  uint32_t reg;
+  uint32_t value;
+};
+struct MemWrite {
+  Space space;
+  uint32_t lane;
+  uint32_t addr;  // device address (global) or offset in the space
+  uint32_t bytes;
+  uint32_t value;
+};
+
+// One EXEC(b, w).
+struct StepRecord {
+  uint32_t cta = 0, warp = 0, block = 0;
+  uint64_t mask = 0;           // lanes that executed the block
+  std::vector<RegWrite> regs;  // in (instruction, lane) order
+  std::vector<MemWrite> mem;   // in commit order
+};
+
+struct InterpStats {
+  uint64_t steps = 0;              // EXECs
+  uint64_t instructions = 0;       // block instructions executed per EXEC (warp-level)
+  uint64_t lane_instructions = 0;  // the same, counted per active lane
+};
+
+struct Fault {
+  int error = 0;  // cudaError_t
+  std::string message;
+};
+
+class Interpreter {
+ public:
+  // `mem` must outlive the interpreter; its bytes are read and written in place.
+  Interpreter(const Program& prog, const Params& p, uint32_t ctas, uint32_t threads, std::vector<uint8_t> params,
+              engine::GlobalMemory& mem);
+
+  // Runs one EXEC.  Returns false (and leaves `rec` untouched) when the
+  // launch has finished or faulted.
+  bool step(StepRecord* rec = nullptr);
+  // Runs to completion; a launch that needs more than `max_steps` EXECs
+  // faults with cudaErrorLaunchTimeout.
+  void run(uint64_t max_steps = UINT64_MAX);
+
+  bool finished() const { return finished_; }
+  const Fault& fault() const { return fault_; }
+  const InterpStats& stats() const { return stats_; }
+  const std::vector<uint8_t>& print_buffer() const { return print_; }
+  // The register file of the running CTA, for tests and tracing.
+  uint32_t reg(uint32_t thread, uint32_t r) const { return regs_[size_t(thread) * p_.regs + r]; }
+
+ private:
+  static constexpr uint32_t kExited = UINT32_MAX;
+  enum Wait : uint8_t { kRunnable, kBar, kWbar };
+
+  bool start_next_cta();
+  bool release_barriers();
+  int pick_warp() const;
+  uint32_t warp_block(uint32_t w) const;
+  uint64_t warp_mask(uint32_t w, uint32_t b) const;
+  void set_fault(int error, std::string msg);
+  uint8_t* address(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what);
+
+  const Program& prog_;
+  Params p_;
+  uint32_t ctas_, threads_, warps_;
+  std::vector<uint8_t> params_;
+  engine::GlobalMemory& mem_;
+
+  int64_t cta_ = -1;
+  std::vector<uint32_t> regs_, pc_;
+  std::vector<uint8_t> wait_, shared_, local_, print_;
+  bool finished_ = false;
+  Fault fault_;
+  InterpStats stats_;
+  std::string fault_where_;
+};
+
+}  // namespace qgpu::machine

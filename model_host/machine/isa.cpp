@@ -1,0 +1,215 @@
+// The operation table: the one definition of every machine operation's
+// semantics, and the block rules of docs/isa.md.
+#include "model_host/machine/isa.h"
+
+#include <bit>
+#include <sstream>
+#include <stdexcept>
+
+namespace qgpu::machine {
+namespace {
+
+int32_t s(uint32_t x) { return int32_t(x); }
+
+uint32_t shl(uint32_t a, uint32_t b) { return b >= 32 ? 0 : a << b; }
+uint32_t shr(uint32_t a, uint32_t b) { return b >= 32 ? 0 : a >> b; }
+uint32_t sar(uint32_t a, uint32_t b) { return uint32_t(s(a) >> (b >= 32 ? 31 : b)); }
+uint32_t brev(uint32_t a) {
+  uint32_t r = 0;
+  for (int i = 0; i < 32; ++i) r |= ((a >> i) & 1u) << (31 - i);
+  return r;
+}
+
+const OpInfo kOps[kOpCount] = {
+    {"mov", OpKind::Alu, 1, [](uint32_t a, uint32_t, uint32_t) { return a; }},
+    {"add", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a + b; }},
+    {"sub", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a - b; }},
+    {"mul", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a * b; }},
+    {"mulhu", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return uint32_t((uint64_t(a) * b) >> 32); }},
+    {"mulhs", OpKind::Alu, 2,
+     [](uint32_t a, uint32_t b, uint32_t) { return uint32_t(uint64_t(int64_t(s(a)) * s(b)) >> 32); }},
+    {"and", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a & b; }},
+    {"or", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a | b; }},
+    {"xor", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a ^ b; }},
+    {"shl", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return shl(a, b); }},
+    {"shr", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return shr(a, b); }},
+    {"sar", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return sar(a, b); }},
+    {"seq", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return uint32_t(a == b); }},
+    {"sne", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return uint32_t(a != b); }},
+    {"slt", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return uint32_t(s(a) < s(b)); }},
+    {"sle", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return uint32_t(s(a) <= s(b)); }},
+    {"sltu", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return uint32_t(a < b); }},
+    {"sleu", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return uint32_t(a <= b); }},
+    {"sel", OpKind::Alu, 3, [](uint32_t a, uint32_t b, uint32_t c) { return a != 0 ? b : c; }},
+    {"min", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return s(a) < s(b) ? a : b; }},
+    {"max", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return s(a) > s(b) ? a : b; }},
+    {"minu", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a < b ? a : b; }},
+    {"maxu", OpKind::Alu, 2, [](uint32_t a, uint32_t b, uint32_t) { return a > b ? a : b; }},
+    {"popc", OpKind::Alu, 1, [](uint32_t a, uint32_t, uint32_t) { return uint32_t(std::popcount(a)); }},
+    {"clz", OpKind::Alu, 1, [](uint32_t a, uint32_t, uint32_t) { return uint32_t(std::countl_zero(a)); }},
+    {"brev", OpKind::Alu, 1, [](uint32_t a, uint32_t, uint32_t) { return brev(a); }},
+    {"lane", OpKind::Special, 0, nullptr},
+    {"warp", OpKind::Special, 0, nullptr},
+    {"cta", OpKind::Special, 0, nullptr},
+    {"clock", OpKind::Special, 0, nullptr},
+    {"ld", OpKind::Load, 2, nullptr},
+    {"st", OpKind::Store, 3, nullptr},
+    {"atom", OpKind::Atomic, 3, nullptr},
+};
+
+const AtomInfo kAtoms[kAtomOpCount] = {
+    {"add", [](uint32_t o, uint32_t b, uint32_t) { return o + b; }},
+    {"min", [](uint32_t o, uint32_t b, uint32_t) { return s(o) < s(b) ? o : b; }},
+    {"max", [](uint32_t o, uint32_t b, uint32_t) { return s(o) > s(b) ? o : b; }},
+    {"minu", [](uint32_t o, uint32_t b, uint32_t) { return o < b ? o : b; }},
+    {"maxu", [](uint32_t o, uint32_t b, uint32_t) { return o > b ? o : b; }},
+    {"exch", [](uint32_t, uint32_t b, uint32_t) { return b; }},
+    {"cas", [](uint32_t o, uint32_t b, uint32_t c) { return o == b ? c : o; }},
+    {"and", [](uint32_t o, uint32_t b, uint32_t) { return o & b; }},
+    {"or", [](uint32_t o, uint32_t b, uint32_t) { return o | b; }},
+    {"xor", [](uint32_t o, uint32_t b, uint32_t) { return o ^ b; }},
+    {"inc", [](uint32_t o, uint32_t b, uint32_t) { return o >= b ? 0u : o + 1; }},
+    {"dec", [](uint32_t o, uint32_t b, uint32_t) { return (o == 0 || o > b) ? b : o - 1; }},
+};
+
+}  // namespace
+
+const OpInfo& op_info(Op op) { return kOps[int(op)]; }
+const AtomInfo& atom_info(AtomOp op) { return kAtoms[int(op)]; }
+
+const char* space_name(Space sp) {
+  switch (sp) {
+    case Space::Global: return "global";
+    case Space::Shared: return "shared";
+    case Space::Local: return "local";
+    case Space::Param: return "param";
+    case Space::Print: return "print";
+  }
+  return "?";
+}
+
+bool Instr::writes_reg() const { return op_info(op).kind != OpKind::Store; }
+
+uint64_t Program::instr_count() const {
+  uint64_t n = 0;
+  for (auto& b : blocks) n += b.instrs.size();
+  return n;
+}
+
+void validate(const Program& prog, const Params& p) {
+  if (prog.blocks.empty()) throw std::invalid_argument("program has no blocks");
+  if (prog.blocks.size() > p.rom_blocks)
+    throw std::invalid_argument("program needs " + std::to_string(prog.blocks.size()) + " blocks; the ROM holds " +
+                                std::to_string(p.rom_blocks));
+  auto where = [&](size_t bi, size_t ii) {
+    return "block " + std::to_string(bi) + " instruction " + std::to_string(ii) + ": ";
+  };
+  for (size_t bi = 0; bi < prog.blocks.size(); ++bi) {
+    const Block& b = prog.blocks[bi];
+    if (b.instrs.size() > p.block_instrs)
+      throw std::invalid_argument("block " + std::to_string(bi) + " has " + std::to_string(b.instrs.size()) +
+                                  " instructions; the limit is " + std::to_string(p.block_instrs));
+    bool stored = false;  // a store or atomic came earlier in this block
+    for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
+      const Instr& in = b.instrs[ii];
+      const OpInfo& info = op_info(in.op);
+      const Operand* ops[3] = {&in.a, &in.b, &in.c};
+      for (int k = 0; k < 3; ++k)
+        if (!ops[k]->imm && ops[k]->v >= p.regs)
+          throw std::invalid_argument(where(bi, ii) + "register r" + std::to_string(ops[k]->v) + " out of range");
+      if (in.writes_reg() && in.dst >= p.regs) throw std::invalid_argument(where(bi, ii) + "destination out of range");
+      if (info.kind == OpKind::Load || info.kind == OpKind::Store || info.kind == OpKind::Atomic) {
+        if (in.bytes != 1 && in.bytes != 2 && in.bytes != 4)
+          throw std::invalid_argument(where(bi, ii) + "access width must be 1, 2 or 4 bytes");
+      }
+      if (info.kind == OpKind::Load && stored)
+        throw std::invalid_argument(where(bi, ii) + "load after a store or atomic in the same block");
+      if (info.kind == OpKind::Atomic) {
+        if (stored) throw std::invalid_argument(where(bi, ii) + "atomic after a store or atomic in the same block");
+        if (in.bytes != 4) throw std::invalid_argument(where(bi, ii) + "atomics are 32-bit");
+      }
+      if (info.kind == OpKind::Store || info.kind == OpKind::Atomic) stored = true;
+      if ((info.kind == OpKind::Store || info.kind == OpKind::Atomic) && in.space == Space::Param)
+        throw std::invalid_argument(where(bi, ii) + "parameter memory is read-only");
+    }
+    const Terminator& t = b.term;
+    auto check_target = [&](uint32_t x) {
+      if (x >= prog.blocks.size())
+        throw std::invalid_argument("block " + std::to_string(bi) + ": branch target " + std::to_string(x) +
+                                    " out of range");
+    };
+    switch (t.kind) {
+      case Term::BR:
+        if (t.cond >= p.regs)
+          throw std::invalid_argument("block " + std::to_string(bi) + ": condition register out of range");
+        check_target(t.f);
+        [[fallthrough]];
+      case Term::JMP:
+      case Term::BAR:
+      case Term::WBAR: check_target(t.t); break;
+      case Term::EXIT:
+      case Term::TRAP: break;
+    }
+  }
+}
+
+std::string to_string(const Operand& o) {
+  if (!o.imm) return "r" + std::to_string(o.v);
+  std::ostringstream os;
+  if (int32_t(o.v) >= -4096 && int32_t(o.v) <= 4096)
+    os << int32_t(o.v);
+  else
+    os << "0x" << std::hex << o.v;
+  return os.str();
+}
+
+std::string to_string(const Instr& in) {
+  const OpInfo& info = op_info(in.op);
+  std::string r;
+  auto addr = [&] { return "[" + to_string(in.a) + (in.b.imm && in.b.v == 0 ? "" : "+" + to_string(in.b)) + "]"; };
+  std::string width = std::string(".") + (in.sign ? "s" : "u") + std::to_string(in.bytes * 8);
+  switch (info.kind) {
+    case OpKind::Alu:
+      r = std::string(info.name) + " r" + std::to_string(in.dst);
+      if (info.arity >= 1) r += ", " + to_string(in.a);
+      if (info.arity >= 2) r += ", " + to_string(in.b);
+      if (info.arity >= 3) r += ", " + to_string(in.c);
+      return r;
+    case OpKind::Special: return std::string(info.name) + " r" + std::to_string(in.dst);
+    case OpKind::Load:
+      return std::string("ld.") + space_name(in.space) + width + " r" + std::to_string(in.dst) + ", " + addr();
+    case OpKind::Store:
+      return std::string("st.") + space_name(in.space) + ".b" + std::to_string(in.bytes * 8) + " " + addr() + ", " +
+             to_string(in.c);
+    case OpKind::Atomic:
+      return std::string("atom.") + space_name(in.space) + "." + atom_info(in.atom).name + " r" +
+             std::to_string(in.dst) + ", [" + to_string(in.a) + "], " + to_string(in.b) + ", " + to_string(in.c);
+  }
+  return "?";
+}
+
+std::string to_string(const Terminator& t) {
+  switch (t.kind) {
+    case Term::JMP: return "jmp B" + std::to_string(t.t);
+    case Term::BR: return "br r" + std::to_string(t.cond) + ", B" + std::to_string(t.t) + ", B" + std::to_string(t.f);
+    case Term::EXIT: return "exit";
+    case Term::BAR: return "bar B" + std::to_string(t.t);
+    case Term::WBAR: return "wbar B" + std::to_string(t.t);
+    case Term::TRAP: return "trap " + std::to_string(t.code);
+  }
+  return "?";
+}
+
+std::string to_string(const Program& prog) {
+  std::ostringstream os;
+  os << "// " << prog.kernel << ": " << prog.blocks.size() << " blocks, " << prog.instr_count()
+     << " instructions, shared " << prog.shared_bytes << " B/CTA, local " << prog.local_bytes << " B/thread\n";
+  for (size_t i = 0; i < prog.blocks.size(); ++i) {
+    os << "B" << i << ":\n";
+    for (auto& in : prog.blocks[i].instrs) os << "  " << to_string(in) << "\n";
+    os << "  " << to_string(prog.blocks[i].term) << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace qgpu::machine

@@ -1,0 +1,149 @@
+// The machine: its parameters and its instruction set, defined once.
+//
+// Everything that knows what the machine is (the lowering, the reference
+// interpreter, and later the circuit compiler) reads it from here.  Changing a
+// parameter is one edit of `Params`' defaults; the lowering and the
+// interpreter take a Params so tests can run other machines (other lane
+// counts) through the same code.  docs/isa.md is the prose form of this file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qgpu::machine {
+
+struct Params {
+  uint32_t lanes = 8;          // lanes per machine warp (divides 32)
+  uint32_t regs = 32;          // 32-bit registers per lane
+  uint32_t block_instrs = 16;  // K: instructions per block, terminator excluded
+  uint32_t rom_blocks = 256;   // program ROM capacity
+  uint32_t global_base = 0x10000000;
+  uint32_t global_bytes = 16 * 1024;
+  uint32_t shared_bytes = 4 * 1024;  // per CTA
+  uint32_t local_bytes = 512;        // per thread (spills, local arrays, call frames)
+  uint32_t param_bytes = 4 * 1024;   // kernel parameter buffer
+  uint32_t print_bytes = 4 * 1024;   // device printf buffer of one launch
+  uint32_t max_threads = 256;        // per CTA
+  uint32_t max_ctas = 64;            // per grid
+
+  static constexpr uint32_t kCudaWarp = 32;  // what programs see as warpSize
+  uint32_t warps_per_group() const { return kCudaWarp / lanes; }
+};
+
+// The machine every product path uses.
+inline const Params& default_params() {
+  static const Params p{};
+  return p;
+}
+
+// ---- operations -----------------------------------------------------------
+
+enum class Op : uint8_t {
+  // clang-format off
+  // Pure 32-bit functions of up to three operands (a, b, c).
+  MOV, ADD, SUB, MUL, MULHU, MULHS, AND, OR, XOR, SHL, SHR, SAR,
+  SEQ, SNE, SLT, SLE, SLTU, SLEU, SEL, MIN, MAX, MINU, MAXU, POPC, CLZ, BREV,
+  // Special registers: lane, machine warp in the CTA, linear CTA index, and
+  // the launch's EXEC count so far (the machine's clock).
+  LANE, WARP, CTA, CLOCK,
+  // Memory: LD dst = mem[a + b]; ST mem[a + b] = c; ATOM dst = old, mem[a] = f(old, b, c).
+  LD, ST, ATOM,
+  // clang-format on
+};
+constexpr int kOpCount = int(Op::ATOM) + 1;
+
+enum class OpKind : uint8_t { Alu, Special, Load, Store, Atomic };
+
+using AluFn = uint32_t (*)(uint32_t a, uint32_t b, uint32_t c);
+
+struct OpInfo {
+  const char* name;
+  OpKind kind;
+  uint8_t arity;  // source operands read
+  AluFn fn;       // Alu only
+};
+const OpInfo& op_info(Op op);
+
+enum class Space : uint8_t { Global, Shared, Local, Param, Print };
+const char* space_name(Space s);
+
+// Atomic read-modify-write functions: new = fn(old, b, c).
+enum class AtomOp : uint8_t { ADD, MIN, MAX, MINU, MAXU, EXCH, CAS, AND, OR, XOR, INC, DEC };
+constexpr int kAtomOpCount = int(AtomOp::DEC) + 1;
+struct AtomInfo {
+  const char* name;
+  AluFn fn;  // (old, b, c) -> new
+};
+const AtomInfo& atom_info(AtomOp op);
+
+// An operand is a register of the lane or a 32-bit immediate.
+struct Operand {
+  bool imm = true;
+  uint32_t v = 0;
+  static Operand reg(uint32_t r) { return {false, r}; }
+  static Operand k(uint32_t value) { return {true, value}; }
+};
+
+struct Instr {
+  Op op = Op::MOV;
+  uint32_t dst = 0;  // written by Alu, Special, Load, Atomic
+  Operand a, b, c;
+  // Memory ops only.
+  Space space = Space::Global;
+  uint8_t bytes = 4;  // 1, 2 or 4
+  bool sign = false;  // loads: sign-extend
+  AtomOp atom = AtomOp::ADD;
+
+  bool writes_reg() const;
+};
+
+// How a block ends.  Each lane computes its own next block; see docs/isa.md.
+enum class Term : uint8_t {
+  JMP,   // next = t
+  BR,    // next = reg[cond] != 0 ? t : f
+  EXIT,  // the lane is done
+  BAR,   // wait for every live thread of the CTA, then next = t
+  WBAR,  // wait for every live thread of the 32-thread warp group, then next = t
+  TRAP,  // stop the launch with error `code`
+};
+struct Terminator {
+  Term kind = Term::EXIT;
+  uint32_t cond = 0;
+  uint32_t t = 0, f = 0;
+  uint32_t code = 0;
+};
+
+struct Block {
+  std::vector<Instr> instrs;
+  Terminator term;
+};
+
+// A kernel lowered for one launch configuration.
+struct Program {
+  std::string kernel;
+  std::vector<Block> blocks;  // block 0 is the entry
+  uint32_t shared_bytes = 0;  // per CTA, scratch included
+  uint32_t local_bytes = 0;   // per thread
+  uint32_t threads = 0;       // per CTA, as lowered for
+  uint32_t ctas = 0;
+  uint64_t instr_count() const;
+};
+
+// Checks the block rules every program must obey (block length, register
+// numbers, targets, no load or atomic after a store or atomic within a block,
+// at most one atomic per block).  Throws std::invalid_argument naming the
+// block and instruction.
+void validate(const Program& prog, const Params& p);
+
+std::string to_string(const Operand& o);
+std::string to_string(const Instr& in);
+std::string to_string(const Terminator& t);
+std::string to_string(const Program& prog);
+
+// Executes an Alu op on its operand values (the single definition of every
+// op's semantics).
+inline uint32_t eval_alu(Op op, uint32_t a, uint32_t b, uint32_t c) { return op_info(op).fn(a, b, c); }
+inline uint32_t eval_atom(AtomOp op, uint32_t old, uint32_t b, uint32_t c) { return atom_info(op).fn(old, b, c); }
+
+}  // namespace qgpu::machine

@@ -1,0 +1,1937 @@
+// Lowering PTX to machine blocks (docs/isa.md, "Lowering").
+//
+// Four passes:
+//   1. expand: every PTX instruction becomes machine operations on virtual
+//      32-bit registers (a 64-bit PTX register is a pair, a predicate holds
+//      0/1), with labels and branches; device functions are inlined, CUDA
+//      warp operations go through a per-warp scratch area in shared memory
+//      and the warp-group barrier;
+//   2. clean up: constant folding, copy propagation, dead-code elimination;
+//   3. allocate: linear scan over liveness intervals into the machine's
+//      registers, spilling to local memory through reserved scratch registers;
+//   4. form blocks: cut the straight-line code into blocks of at most K
+//      instructions that obey the memory rule (no load or atomic after a store
+//      or atomic in the same block), each ending in one control transfer.
+#include "model_host/machine/lower.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <functional>
+#include <set>
+
+#include "model_host/machine/printf.h"
+#include "model_host/ptx/layout.h"
+
+namespace qgpu::machine {
+namespace {
+
+using ptx::Type;
+
+constexpr int kErrInvalidValue = 1;
+constexpr int kErrNotSupported = 801;
+constexpr int kErrAssert = 710;
+constexpr int kErrLaunchFailure = 719;
+constexpr uint32_t kNoV = UINT32_MAX;
+constexpr uint32_t kSpillScratch = 3;  // registers reserved for reloading spilled values
+
+// A virtual instruction: a machine operation on virtual registers, or a
+// label or control transfer.
+struct VI {
+  enum Kind : uint8_t { Ins, Label, Jmp, Br, Exit, Bar, Wbar, Trap } kind = Ins;
+  Instr in;
+  uint32_t l1 = 0, l2 = 0;  // Label: its id; Jmp/Bar/Wbar: target; Br: true/false targets
+  uint32_t cond = 0;        // Br: condition vreg
+  uint32_t code = 0;        // Trap
+};
+
+// A PTX value: one or two 32-bit words.
+struct V {
+  Operand lo = Operand::k(0), hi = Operand::k(0);
+};
+
+Operand R(uint32_t v) { return Operand::reg(v); }
+Operand K(uint32_t k) { return Operand::k(k); }
+
+bool is_mem_read(const Instr& in) { return in.op == Op::LD || in.op == Op::ATOM; }
+bool is_mem_write(const Instr& in) { return in.op == Op::ST || in.op == Op::ATOM; }
+
+// Sources an instruction reads, in operand order.
+std::vector<const Operand*> sources(const Instr& in) {
+  const Operand* all[3] = {&in.a, &in.b, &in.c};
+  std::vector<const Operand*> r;
+  int n = op_info(in.op).arity;
+  for (int i = 0; i < n; ++i)
+    if (!all[i]->imm) r.push_back(all[i]);
+  return r;
+}
+
+// One inlined function body.
+struct Frame {
+  const ptx::Function* f = nullptr;
+  uint32_t findex = 0;
+  std::vector<std::array<uint32_t, 2>> regs;  // PTX register -> vregs (hi kNoV if <= 32 bits)
+  std::vector<uint32_t> labels;               // PTX label -> label id
+  std::vector<uint32_t> var_off;              // body .local/.param variable -> local offset
+  std::vector<uint32_t> param_off, ret_off;   // inlined .func: its params/rets -> local offsets
+  bool kernel = false;
+  uint32_t ret_label = 0;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ptx::Module& m, const LaunchShape& s, const Params& p) : m_(m), shape_(s), p_(p) {}
+
+  Program run(const std::string& kernel);
+
+ private:
+  [[noreturn]] void unsupported(const ptx::Instr& in, const std::string& why) {
+    throw LowerError(kErrNotSupported, "PTX line " + std::to_string(in.line) + ": `" + in.opcode + "` " + why);
+  }
+
+  // ---- emission -----------------------------------------------------------
+  uint32_t nv() { return nvregs_++; }
+  uint32_t new_label() { return nlabels_++; }
+  void emit(const Instr& in) { code_.push_back({VI::Ins, in}); }
+  uint32_t op(Op o, Operand a = K(0), Operand b = K(0), Operand c = K(0)) {
+    uint32_t d = nv();
+    opd(d, o, a, b, c);
+    return d;
+  }
+  void opd(uint32_t d, Op o, Operand a = K(0), Operand b = K(0), Operand c = K(0)) {
+    Instr in;
+    in.op = o;
+    in.dst = d;
+    in.a = a;
+    in.b = b;
+    in.c = c;
+    emit(in);
+  }
+  Operand opr(Op o, Operand a = K(0), Operand b = K(0), Operand c = K(0)) { return R(op(o, a, b, c)); }
+  uint32_t ld(Space sp, Operand addr, uint32_t off, uint32_t bytes, bool sign) {
+    Instr in;
+    in.op = Op::LD;
+    in.dst = nv();
+    in.a = addr;
+    in.b = K(off);
+    in.space = sp;
+    in.bytes = uint8_t(bytes);
+    in.sign = sign;
+    emit(in);
+    return in.dst;
+  }
+  void st(Space sp, Operand addr, uint32_t off, uint32_t bytes, Operand v) {
+    Instr in;
+    in.op = Op::ST;
+    in.a = addr;
+    in.b = K(off);
+    in.c = v;
+    in.space = sp;
+    in.bytes = uint8_t(bytes);
+    emit(in);
+  }
+  Operand atom(Space sp, AtomOp a, Operand addr, Operand b, Operand c = K(0)) {
+    Instr in;
+    in.op = Op::ATOM;
+    in.dst = nv();
+    in.a = addr;
+    in.b = b;
+    in.c = c;
+    in.space = sp;
+    in.atom = a;
+    emit(in);
+    return R(in.dst);
+  }
+  void place(uint32_t l) { code_.push_back({VI::Label, {}, l}); }
+  void exit_thread() {
+    VI v;
+    v.kind = VI::Exit;
+    code_.push_back(v);
+  }
+  void jmp(uint32_t l) { code_.push_back({VI::Jmp, {}, l}); }
+  void br(Operand c, uint32_t t, uint32_t f) {
+    if (c.imm) return jmp(c.v ? t : f);
+    code_.push_back({VI::Br, {}, t, f, c.v});
+  }
+  void barrier(VI::Kind k) {
+    uint32_t next = new_label();
+    code_.push_back({k, {}, next});
+    place(next);
+  }
+
+  // 64-bit helpers on word pairs.
+  V add64(V a, V b) {
+    Operand lo = opr(Op::ADD, a.lo, b.lo);
+    Operand c = opr(Op::SLTU, lo, a.lo);
+    return {lo, opr(Op::ADD, opr(Op::ADD, a.hi, b.hi), c)};
+  }
+  V sub64(V a, V b) {
+    Operand bw = opr(Op::SLTU, a.lo, b.lo);
+    Operand lo = opr(Op::SUB, a.lo, b.lo);
+    return {lo, opr(Op::SUB, opr(Op::SUB, a.hi, b.hi), bw)};
+  }
+  V neg64(V a) { return sub64({K(0), K(0)}, a); }
+  V mul64(V a, V b) {
+    Operand lo = opr(Op::MUL, a.lo, b.lo);
+    Operand hi = opr(Op::MULHU, a.lo, b.lo);
+    hi = opr(Op::ADD, hi, opr(Op::MUL, a.lo, b.hi));
+    hi = opr(Op::ADD, hi, opr(Op::MUL, a.hi, b.lo));
+    return {lo, hi};
+  }
+  // High 64 bits of the 128-bit product.
+  V mulhi64(V a, V b, bool sign) {
+    auto addc = [&](Operand x, Operand y, Operand& carry) {
+      Operand s = opr(Op::ADD, x, y);
+      carry = opr(Op::ADD, carry, opr(Op::SLTU, s, x));
+      return s;
+    };
+    Operand ll_hi = opr(Op::MULHU, a.lo, b.lo);
+    Operand lh_lo = opr(Op::MUL, a.lo, b.hi), lh_hi = opr(Op::MULHU, a.lo, b.hi);
+    Operand hl_lo = opr(Op::MUL, a.hi, b.lo), hl_hi = opr(Op::MULHU, a.hi, b.lo);
+    Operand hh_lo = opr(Op::MUL, a.hi, b.hi), hh_hi = opr(Op::MULHU, a.hi, b.hi);
+    Operand c1 = K(0), c2 = K(0);
+    Operand w1 = addc(ll_hi, lh_lo, c1);
+    addc(w1, hl_lo, c1);
+    Operand w2 = addc(lh_hi, hl_hi, c2);
+    w2 = addc(w2, hh_lo, c2);
+    w2 = addc(w2, c1, c2);
+    V r{w2, opr(Op::ADD, hh_hi, c2)};
+    if (sign) {  // signed high = unsigned high - (a<0 ? b : 0) - (b<0 ? a : 0)
+      Operand an = opr(Op::SLT, a.hi, K(0)), bn = opr(Op::SLT, b.hi, K(0));
+      r = sub64(r, {opr(Op::SEL, an, b.lo, K(0)), opr(Op::SEL, an, b.hi, K(0))});
+      r = sub64(r, {opr(Op::SEL, bn, a.lo, K(0)), opr(Op::SEL, bn, a.hi, K(0))});
+    }
+    return r;
+  }
+  Operand eq64(V a, V b) { return opr(Op::AND, opr(Op::SEQ, a.lo, b.lo), opr(Op::SEQ, a.hi, b.hi)); }
+  Operand lt64(V a, V b, bool sign, bool or_equal) {
+    Operand hlt = opr(sign ? Op::SLT : Op::SLTU, a.hi, b.hi);
+    Operand heq = opr(Op::SEQ, a.hi, b.hi);
+    Operand llt = opr(or_equal ? Op::SLEU : Op::SLTU, a.lo, b.lo);
+    return opr(Op::OR, hlt, opr(Op::AND, heq, llt));
+  }
+  V shl64(V a, Operand n) {
+    Operand hi = opr(Op::OR, opr(Op::SHL, a.hi, n), opr(Op::SHR, a.lo, opr(Op::SUB, K(32), n)));
+    hi = opr(Op::OR, hi, opr(Op::SHL, a.lo, opr(Op::SUB, n, K(32))));
+    return {opr(Op::SHL, a.lo, n), hi};
+  }
+  V shr64(V a, Operand n, bool sign) {
+    Operand lo = opr(Op::OR, opr(Op::SHR, a.lo, n), opr(Op::SHL, a.hi, opr(Op::SUB, K(32), n)));
+    Operand over = opr(Op::SUB, n, K(32));
+    if (sign)
+      lo = opr(Op::OR, lo, opr(Op::SEL, opr(Op::SLTU, K(31), n), opr(Op::SAR, a.hi, over), K(0)));
+    else
+      lo = opr(Op::OR, lo, opr(Op::SHR, a.hi, over));
+    return {lo, opr(sign ? Op::SAR : Op::SHR, a.hi, n)};
+  }
+
+  // Division routines (docs/isa.md, "Division"): restoring division, one
+  // quotient bit per iteration, as an inline loop.
+  std::pair<Operand, Operand> udiv32(Operand n, Operand d) {
+    uint32_t q = op(Op::MOV, K(0)), r = op(Op::MOV, K(0)), i = op(Op::MOV, K(31));
+    uint32_t loop = new_label(), done = new_label();
+    place(loop);
+    Operand carry = opr(Op::SHR, R(r), K(31));
+    Operand bit = opr(Op::AND, opr(Op::SHR, n, R(i)), K(1));
+    opd(r, Op::OR, opr(Op::SHL, R(r), K(1)), bit);
+    Operand ge = opr(Op::OR, carry, opr(Op::SLEU, d, R(r)));
+    opd(r, Op::SUB, R(r), opr(Op::SEL, ge, d, K(0)));
+    opd(q, Op::OR, R(q), opr(Op::SHL, ge, R(i)));
+    opd(i, Op::SUB, R(i), K(1));
+    br(opr(Op::SLT, K(uint32_t(-1)), R(i)), loop, done);
+    place(done);
+    return {R(q), R(r)};
+  }
+  std::pair<V, V> udiv64(V n, V d) {
+    uint32_t qlo = op(Op::MOV, K(0)), qhi = op(Op::MOV, K(0));
+    uint32_t rlo = op(Op::MOV, K(0)), rhi = op(Op::MOV, K(0)), i = op(Op::MOV, K(63));
+    uint32_t loop = new_label(), done = new_label();
+    place(loop);
+    Operand carry = opr(Op::SHR, R(rhi), K(31));
+    Operand bit =
+        opr(Op::AND, opr(Op::OR, opr(Op::SHR, n.lo, R(i)), opr(Op::SHR, n.hi, opr(Op::SUB, R(i), K(32)))), K(1));
+    opd(rhi, Op::OR, opr(Op::SHL, R(rhi), K(1)), opr(Op::SHR, R(rlo), K(31)));
+    opd(rlo, Op::OR, opr(Op::SHL, R(rlo), K(1)), bit);
+    Operand ge = opr(Op::OR, carry, lt64(d, {R(rlo), R(rhi)}, false, true));
+    V t{opr(Op::SEL, ge, d.lo, K(0)), opr(Op::SEL, ge, d.hi, K(0))};
+    V nr = sub64({R(rlo), R(rhi)}, t);
+    opd(rlo, Op::MOV, nr.lo);
+    opd(rhi, Op::MOV, nr.hi);
+    opd(qlo, Op::OR, R(qlo), opr(Op::SHL, ge, R(i)));
+    opd(qhi, Op::OR, R(qhi), opr(Op::SHL, ge, opr(Op::SUB, R(i), K(32))));
+    opd(i, Op::SUB, R(i), K(1));
+    br(opr(Op::SLT, K(uint32_t(-1)), R(i)), loop, done);
+    place(done);
+    return {{R(qlo), R(qhi)}, {R(rlo), R(rhi)}};
+  }
+  Operand neg_if32(Operand a, Operand neg) { return opr(Op::SEL, neg, opr(Op::SUB, K(0), a), a); }
+  V neg_if64(V a, Operand neg) {
+    V n = neg64(a);
+    return {opr(Op::SEL, neg, n.lo, a.lo), opr(Op::SEL, neg, n.hi, a.hi)};
+  }
+
+  // ---- the thread's coordinates ---------------------------------------------
+  // The thread's linear index in its CTA, computed once at kernel entry.
+  Operand tid_linear() { return R(tid_); }
+  // x / d and x % d for a small x (< 2^16) and a launch constant d.
+  Operand div_const(Operand x, uint32_t d) {
+    if (d == 1) return x;
+    if (std::has_single_bit(d)) return opr(Op::SHR, x, K(std::countr_zero(d)));
+    uint32_t m = uint32_t((uint64_t(1) << 32) / d + 1);  // exact for x * d < 2^32
+    return opr(Op::MULHU, x, K(m));
+  }
+  Operand rem_const(Operand x, uint32_t d) {
+    if (d == 1) return K(0);
+    if (std::has_single_bit(d)) return opr(Op::AND, x, K(d - 1));
+    return opr(Op::SUB, x, opr(Op::MUL, div_const(x, d), K(d)));
+  }
+  Operand component(Operand lin, const engine::Dim3& dim, char c) {
+    if (c == 'x') return dim.y * dim.z == 1 ? lin : rem_const(lin, dim.x);
+    if (c == 'y' && dim.z == 1) return div_const(lin, dim.x);
+    if (c == 'y') return rem_const(div_const(lin, dim.x), dim.y);
+    return div_const(lin, dim.x * dim.y);
+  }
+  static uint32_t dim_of(const engine::Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; }
+  Operand special(const ptx::Instr& in, const ptx::Operand& o);
+
+  // ---- operands -------------------------------------------------------------
+  V read(const ptx::Instr& in, const ptx::Operand& o, Type t);
+  Operand read32(const ptx::Instr& in, const ptx::Operand& o, Type t) { return read(in, o, t).lo; }
+  void write(const ptx::Operand& d, Type t, V v);
+  Operand address(const ptx::Instr& in, const ptx::Operand& o, uint32_t& off, Space& sp);
+  uint32_t symbol_address(const ptx::Instr& in, const ptx::SymRef& s, ptx::Space* space);
+  Space mem_space(const ptx::Instr& in, ptx::Space sp);
+
+  // ---- instructions ---------------------------------------------------------
+  void lower_function(Frame& fr);
+  void lower_instr(const ptx::Instr& in);
+  void lower_guarded(const ptx::Instr& in);
+  void lower_setp(const ptx::Instr& in);
+  void lower_cvt(const ptx::Instr& in);
+  void lower_divrem(const ptx::Instr& in);
+  void lower_ldst(const ptx::Instr& in);
+  void lower_atom(const ptx::Instr& in);
+  void lower_atom32(const ptx::Instr& in, Space sp, Operand addr);
+  void lower_atom64(const ptx::Instr& in, Space sp, Operand addr);
+  bool is_generic(const ptx::Instr& in, const ptx::Operand& addr_op);
+  void dispatch_generic(Operand a, const std::function<void(Space, Operand)>& access);
+  void lower_match(const ptx::Instr& in);
+  void lower_call(const ptx::Instr& in);
+  void lower_printf(const ptx::Instr& in);
+  void lower_assert(const ptx::Instr& in);
+  void append_print_record(Operand format, uint32_t bytes, const std::vector<Operand>& words);
+  std::string printf_format(const ptx::Instr& call);
+  void lower_shfl(const ptx::Instr& in);
+  void lower_vote(const ptx::Instr& in);
+  void lower_bar_red(const ptx::Instr& in);
+  uint32_t local_alloc(uint64_t size, uint32_t align);
+  Operand warp_scratch(uint32_t word);  // shared offset of this CUDA warp's scratch word
+  Operand warp_ballot(Operand bit_pred);
+
+  // ---- passes 2 and 3 -----------------------------------------------------------
+  bool rename_temp(uint32_t t, uint32_t dst);
+  void remove_dead_code();
+  void propagate_copies();
+  void fold_constants();
+  std::vector<VI> allocate();
+  Program form_blocks(const std::vector<VI>& code);
+  static void drop_unreachable(Program& prog);
+
+  const ptx::Module& m_;
+  const LaunchShape& shape_;
+  const Params& p_;
+  uint32_t kernel_ = 0;
+  ptx::SharedLayout shared_;
+  uint32_t threads_ = 0;
+  std::vector<VI> code_;
+  uint32_t nvregs_ = 0, nlabels_ = 0;
+  uint32_t local_top_ = 0;
+  uint32_t scratch_base_ = 0;  // shared offset of the scratch area
+  bool scratch_used_ = false;
+  std::vector<Frame*> frames_;
+  Operand guard_ = K(1);  // pure instructions under a guard write through SEL
+  uint32_t mark_ = 0;
+  uint32_t tid_ = 0;  // vreg: warp * L + lane     // first vreg created by the current PTX instruction
+};
+
+// The scratch area after the program's shared memory: one CTA counter word
+// (bar.red), then per 32-thread warp 32 shuffle words and one vote word.
+constexpr uint32_t kScratchShfl = 0, kScratchVote = 32, kScratchWords = 33;
+
+Operand Lowerer::warp_scratch(uint32_t word) {
+  scratch_used_ = true;
+  Operand cw = opr(Op::SHR, tid_linear(), K(5));
+  return opr(Op::ADD, opr(Op::MUL, cw, K(kScratchWords * 4)), K(scratch_base_ + 4 + word * 4));
+}
+
+Operand Lowerer::special(const ptx::Instr& in, const ptx::Operand& o) {
+  const engine::Dim3& b = shape_.block;
+  const engine::Dim3& g = shape_.grid;
+  switch (o.sreg) {
+    case ptx::SReg::Tid: return component(tid_linear(), b, o.component);
+    case ptx::SReg::Ntid: return K(dim_of(b, o.component));
+    case ptx::SReg::Ctaid: return component(opr(Op::CTA), g, o.component);
+    case ptx::SReg::Nctaid: return K(dim_of(g, o.component));
+    case ptx::SReg::Laneid: return opr(Op::AND, tid_linear(), K(31));
+    case ptx::SReg::Warpid: return opr(Op::SHR, tid_linear(), K(5));
+    case ptx::SReg::Nwarpid: return K((threads_ + 31) / 32);
+    case ptx::SReg::Smid: return K(0);
+    case ptx::SReg::Nsmid: return K(1);
+    case ptx::SReg::Gridid: return K(1);
+    case ptx::SReg::LanemaskEq: return opr(Op::SHL, K(1), opr(Op::AND, tid_linear(), K(31)));
+    case ptx::SReg::LanemaskLt: return opr(Op::SUB, opr(Op::SHL, K(1), opr(Op::AND, tid_linear(), K(31))), K(1));
+    case ptx::SReg::LanemaskLe: return opr(Op::SUB, opr(Op::SHL, K(2), opr(Op::AND, tid_linear(), K(31))), K(1));
+    case ptx::SReg::LanemaskGe:
+      return opr(Op::XOR, opr(Op::SUB, opr(Op::SHL, K(1), opr(Op::AND, tid_linear(), K(31))), K(1)), K(~0u));
+    case ptx::SReg::LanemaskGt:
+      return opr(Op::XOR, opr(Op::SUB, opr(Op::SHL, K(2), opr(Op::AND, tid_linear(), K(31))), K(1)), K(~0u));
+    case ptx::SReg::DynamicSmemSize: return K(shape_.dynamic_smem);
+    case ptx::SReg::TotalSmemSize: return K(p_.shared_bytes);
+    case ptx::SReg::Clock:
+    case ptx::SReg::Clock64:
+    case ptx::SReg::Globaltimer:
+    case ptx::SReg::GlobaltimerLo: return opr(Op::CLOCK);  // EXECs so far; the high word is 0
+    case ptx::SReg::ClockHi:
+    case ptx::SReg::GlobaltimerHi: return K(0);
+  }
+  unsupported(in, "reads a special register the machine does not have");
+}
+
+V Lowerer::read(const ptx::Instr& in, const ptx::Operand& o, Type t) {
+  const uint32_t size = ptx::type_size(t);
+  V v;
+  switch (o.kind) {
+    case ptx::Operand::Kind::Reg: {
+      auto& r = frames_.back()->regs[o.reg];
+      v.lo = R(r[0]);
+      v.hi = r[1] == kNoV ? K(0) : R(r[1]);
+      if (o.neg) v.lo = opr(Op::XOR, v.lo, K(1));
+      uint32_t rsize = ptx::type_size(frames_.back()->f->regs[o.reg].type);
+      if (size == 8 && r[1] == kNoV && ptx::is_signed(t)) v.hi = opr(Op::SAR, v.lo, K(31));
+      if (size == 1 || size == 2) {
+        uint32_t sh = 32 - 8 * size;
+        if (ptx::is_signed(t))
+          v.lo = opr(Op::SAR, opr(Op::SHL, v.lo, K(sh)), K(sh));
+        else if (rsize != size)
+          v.lo = opr(Op::AND, v.lo, K((1u << (8 * size)) - 1));
+      }
+      return v;
+    }
+    case ptx::Operand::Kind::Imm: {
+      uint64_t x = uint64_t(o.imm);
+      if (size == 1 || size == 2) {  // an immediate of a narrow type is that many bits, extended by the type
+        uint32_t bits = 8 * size;
+        x &= (1u << bits) - 1;
+        if (ptx::is_signed(t) && (x >> (bits - 1))) x |= ~uint64_t(0) << bits;
+      }
+      return {K(uint32_t(x)), K(uint32_t(x >> 32))};
+    }
+    case ptx::Operand::Kind::Sym: {
+      ptx::Space sp;
+      return {K(symbol_address(in, o.sym, &sp) + uint32_t(o.imm)), K(0)};
+    }
+    case ptx::Operand::Kind::Special: return {special(in, o), K(0)};
+    case ptx::Operand::Kind::Vector: {
+      // Packing: {a, b} of 32-bit words into 64 bits, or of 16-bit halves into 32.
+      if (o.elems.size() == 2 && size == 8)
+        return {read32(in, o.elems[0], Type::B32), read32(in, o.elems[1], Type::B32)};
+      uint32_t n = uint32_t(o.elems.size()), w = 8 * size / n;
+      if (n < 2 || w < 8 || size > 4) break;
+      Type et = w == 8 ? Type::U8 : Type::U16;
+      Operand acc = read32(in, o.elems[0], et);
+      for (uint32_t i = 1; i < n; ++i) acc = opr(Op::OR, acc, opr(Op::SHL, read32(in, o.elems[i], et), K(i * w)));
+      return {acc, K(0)};
+    }
+    case ptx::Operand::Kind::FImm: unsupported(in, "uses a floating-point operand: the machine has no floating point");
+    default: break;
+  }
+  unsupported(in, "has an operand form the lowering does not take");
+}
+
+void Lowerer::write(const ptx::Operand& d, Type t, V v) {
+  if (d.kind == ptx::Operand::Kind::Sink) return;
+  if (d.kind == ptx::Operand::Kind::Vector) {
+    // Unpacking into 32-bit words or 16/8-bit parts.
+    uint32_t n = uint32_t(d.elems.size());
+    if (n == 2 && ptx::type_size(t) == 8) {
+      write(d.elems[0], Type::B32, {v.lo, K(0)});
+      write(d.elems[1], Type::B32, {v.hi, K(0)});
+      return;
+    }
+    uint32_t w = 8 * ptx::type_size(t) / n;
+    for (uint32_t i = 0; i < n; ++i)
+      write(d.elems[i], w == 8 ? Type::B8 : Type::B16,
+            {opr(Op::AND, opr(Op::SHR, v.lo, K(i * w)), K((1u << w) - 1)), K(0)});
+    return;
+  }
+  if (d.kind != ptx::Operand::Kind::Reg) throw LowerError(kErrNotSupported, "destination is not a register");
+  auto& r = frames_.back()->regs[d.reg];
+  uint32_t rsize = ptx::type_size(frames_.back()->f->regs[d.reg].type);
+  if (frames_.back()->f->regs[d.reg].type == Type::Pred) {
+    if (v.lo.imm) v.lo = K(v.lo.v != 0);  // `mov.pred %p, -1`: predicates hold 0 or 1
+  } else if (rsize == 1 || rsize == 2) {
+    v.lo = opr(Op::AND, v.lo, K((1u << (8 * rsize)) - 1));
+  }
+  auto put = [&](uint32_t dst, Operand val) {
+    if (!guard_.imm || guard_.v != 1) {
+      opd(dst, Op::SEL, guard_, val, R(dst));
+      return;
+    }
+    if (!val.imm && val.v >= mark_ && !(v.lo.v == v.hi.v && !v.lo.imm && !v.hi.imm) && rename_temp(val.v, dst)) return;
+    opd(dst, Op::MOV, val);
+  };
+  put(r[0], v.lo);
+  if (r[1] != kNoV) put(r[1], v.hi);
+}
+
+// Makes the code of the current PTX instruction compute temporary `t`
+// directly into `dst` instead of copying it there afterwards: possible when
+// nothing after t's definition reads or writes dst.
+bool Lowerer::rename_temp(uint32_t t, uint32_t dst) {
+  size_t k = code_.size();
+  std::vector<size_t> readers;
+  while (k-- > 0) {
+    VI& vi = code_[k];
+    if (vi.kind != VI::Ins) return false;  // stay within straight-line code
+    for (auto* o : sources(vi.in)) {
+      if (o->v == dst) return false;
+      if (o->v == t) readers.push_back(k);
+    }
+    if (vi.in.writes_reg() && vi.in.dst == dst) return false;
+    if (vi.in.writes_reg() && vi.in.dst == t) break;
+  }
+  if (k == size_t(-1)) return false;
+  for (size_t r : readers) {
+    Operand* ops[3] = {&code_[r].in.a, &code_[r].in.b, &code_[r].in.c};
+    for (int i = 0; i < op_info(code_[r].in.op).arity; ++i)
+      if (!ops[i]->imm && ops[i]->v == t) ops[i]->v = dst;
+  }
+  code_[k].in.dst = dst;
+  return true;
+}
+
+// Forwards copies `mov d, s` where d and s each have one definition, s's
+// before the copy, and every use of d follows the copy: uses of d read s
+// instead, and dead-code removal drops the copy.
+void Lowerer::propagate_copies() {
+  const uint32_t none = UINT32_MAX;
+  std::vector<uint32_t> defs(nvregs_, 0), def_at(nvregs_, none), first_use(nvregs_, none);
+  for (uint32_t i = 0; i < code_.size(); ++i) {
+    const VI& v = code_[i];
+    if (v.kind == VI::Ins) {
+      for (auto* o : sources(v.in))
+        if (first_use[o->v] == none) first_use[o->v] = i;
+      if (v.in.writes_reg()) {
+        defs[v.in.dst]++;
+        def_at[v.in.dst] = i;
+      }
+    }
+    if (v.kind == VI::Br && first_use[v.cond] == none) first_use[v.cond] = i;
+  }
+  std::vector<uint32_t> repl(nvregs_, none);
+  for (uint32_t i = 0; i < code_.size(); ++i) {
+    const VI& v = code_[i];
+    if (v.kind != VI::Ins || v.in.op != Op::MOV || v.in.a.imm) continue;
+    uint32_t d = v.in.dst, src = v.in.a.v;
+    while (repl[src] != none) src = repl[src];
+    if (defs[d] == 1 && defs[src] == 1 && def_at[src] < i && (first_use[d] == none || first_use[d] > i)) repl[d] = src;
+  }
+  auto map = [&](uint32_t x) {
+    while (repl[x] != none) x = repl[x];
+    return x;
+  };
+  for (VI& v : code_) {
+    if (v.kind == VI::Ins) {
+      Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
+      for (int k = 0; k < op_info(v.in.op).arity; ++k)
+        if (!ops[k]->imm) ops[k]->v = map(ops[k]->v);
+    }
+    if (v.kind == VI::Br) v.cond = map(v.cond);
+  }
+}
+
+// Constant folding over the virtual code: a register with a single
+// definition whose operands are all immediates holds a constant, which its
+// uses take as an immediate; operations with an identity operand become
+// copies, with an absorbing one constants.  Values are computed by the machine's own operation table.
+void Lowerer::fold_constants() {
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<uint32_t> defs(nvregs_, 0);
+    for (const VI& v : code_)
+      if (v.kind == VI::Ins && v.in.writes_reg()) defs[v.in.dst]++;
+    std::vector<bool> known(nvregs_, false);
+    std::vector<uint32_t> value(nvregs_, 0);
+    for (VI& v : code_) {
+      if (v.kind != VI::Ins || op_info(v.in.op).kind != OpKind::Alu) continue;
+      Instr& in = v.in;
+      auto srcs = sources(in);
+      if (srcs.empty()) {
+        uint32_t x = eval_alu(in.op, in.a.v, in.b.v, in.c.v);
+        if (in.op != Op::MOV || in.a.v != x) changed = true;
+        in = Instr{Op::MOV, in.dst, K(x), K(0), K(0)};
+        if (defs[in.dst] == 1) {
+          known[in.dst] = true;
+          value[in.dst] = x;
+        }
+        continue;
+      }
+      // x + 0, x - 0, x | 0, x ^ 0, x << 0, x >> 0, x * 1, x & ~0: a copy of x.
+      const uint32_t b = in.b.v;
+      bool identity = in.a.imm == false && in.b.imm &&
+                      (((in.op == Op::ADD || in.op == Op::SUB || in.op == Op::OR || in.op == Op::XOR ||
+                         in.op == Op::SHL || in.op == Op::SHR || in.op == Op::SAR) &&
+                        b == 0) ||
+                       (in.op == Op::MUL && b == 1) || (in.op == Op::AND && b == ~0u));
+      // x & 0, x * 0, x | ~0: a constant.
+      bool absorbing = in.a.imm == false && in.b.imm &&
+                       (((in.op == Op::AND || in.op == Op::MUL) && b == 0) || (in.op == Op::OR && b == ~0u));
+      if (identity || absorbing) {
+        in = Instr{Op::MOV, in.dst, identity ? in.a : K(b), K(0), K(0)};
+        changed = true;
+      }
+    }
+    for (VI& v : code_) {
+      if (v.kind != VI::Ins) continue;
+      Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
+      for (int k = 0; k < op_info(v.in.op).arity; ++k)
+        if (!ops[k]->imm && known[ops[k]->v]) {
+          *ops[k] = K(value[ops[k]->v]);
+          changed = true;
+        }
+    }
+  }
+}
+
+// Removes instructions whose result nothing reads (loads included; stores
+// and atomics stay).  This is what drops the high words of 64-bit address
+// arithmetic: memory operations read only the low word of an address.
+void Lowerer::remove_dead_code() {
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<uint32_t> uses(nvregs_, 0);
+    for (const VI& v : code_) {
+      if (v.kind == VI::Ins)
+        for (auto* o : sources(v.in)) uses[o->v]++;
+      if (v.kind == VI::Br) uses[v.cond]++;
+    }
+    size_t out = 0;
+    for (size_t i = 0; i < code_.size(); ++i) {
+      const VI& v = code_[i];
+      bool dead = v.kind == VI::Ins && v.in.op != Op::ST && v.in.op != Op::ATOM && uses[v.in.dst] == 0;
+      if (dead) {
+        changed = true;
+        continue;
+      }
+      code_[out++] = v;
+    }
+    code_.resize(out);
+  }
+}
+
+uint32_t Lowerer::symbol_address(const ptx::Instr& in, const ptx::SymRef& s, ptx::Space* space) {
+  Frame& fr = *frames_.back();
+  switch (s.kind) {
+    case ptx::SymKind::ModuleVar: {
+      const ptx::Var& var = m_.vars[s.index];
+      *space = var.space;
+      if (var.space == ptx::Space::Shared) {
+        auto it = shared_.module_vars.find(s.index);
+        if (it == shared_.module_vars.end()) unsupported(in, "names a shared variable outside the kernel's layout");
+        return uint32_t(it->second);
+      }
+      auto it = shape_.symbols.find(var.name);
+      if (it == shape_.symbols.end())
+        throw LowerError(kErrInvalidValue, "PTX line " + std::to_string(in.line) + ": module variable `" + var.name +
+                                               "` has no device address");
+      return uint32_t(it->second);
+    }
+    case ptx::SymKind::Param:
+      if (fr.kernel) {
+        *space = ptx::Space::Param;
+        return uint32_t(fr.f->params[s.index].offset);
+      }
+      *space = ptx::Space::Local;
+      return fr.param_off[s.index];
+    case ptx::SymKind::Ret: *space = ptx::Space::Local; return fr.ret_off[s.index];
+    case ptx::SymKind::LocalVar: {
+      const ptx::Var& var = fr.f->vars[s.index];
+      if (var.space == ptx::Space::Shared) {
+        *space = ptx::Space::Shared;
+        auto it = shared_.function_vars.find({fr.findex, s.index});
+        if (it == shared_.function_vars.end()) unsupported(in, "names a shared variable outside the kernel's layout");
+        return uint32_t(it->second);
+      }
+      *space = ptx::Space::Local;
+      return fr.var_off[s.index];
+    }
+    case ptx::SymKind::Func: break;
+  }
+  unsupported(in, "takes the address of a function (indirect calls are not supported)");
+}
+
+Space Lowerer::mem_space(const ptx::Instr& in, ptx::Space sp) {
+  switch (sp) {
+    case ptx::Space::None:  // generic: the lowering treats generic accesses as global (docs/isa.md)
+    case ptx::Space::Global:
+    case ptx::Space::Const: return Space::Global;
+    case ptx::Space::Shared: return Space::Shared;
+    case ptx::Space::Local: return Space::Local;
+    case ptx::Space::Param: return frames_.back()->kernel ? Space::Param : Space::Local;
+    default: break;
+  }
+  unsupported(in, "uses a state space the machine does not have");
+}
+
+// The address operand [base + imm] as a machine operand plus a constant
+// offset, and the machine space it addresses: a symbol's own space (a call's
+// .param variables live in local memory), else the instruction's.
+Operand Lowerer::address(const ptx::Instr& in, const ptx::Operand& o, uint32_t& off, Space& sp) {
+  off = uint32_t(o.imm);
+  if (o.kind != ptx::Operand::Kind::Addr) unsupported(in, "has a malformed address operand");
+  sp = mem_space(in, in.space);
+  if (o.has_sym) {
+    ptx::Space symspace;
+    uint32_t a = symbol_address(in, o.sym, &symspace);
+    sp = mem_space(in, symspace);
+    return K(a);
+  }
+  if (o.reg == ptx::kNoReg) return K(0);
+  auto& r = frames_.back()->regs[o.reg];
+  return R(r[0]);  // addresses are 32-bit (docs/isa.md, "64-bit values")
+}
+
+uint32_t Lowerer::local_alloc(uint64_t size, uint32_t align) {
+  align = std::max<uint32_t>(align, 4);
+  local_top_ = (local_top_ + align - 1) / align * align;
+  uint32_t at = local_top_;
+  local_top_ += uint32_t(size);
+  return at;
+}
+
+void Lowerer::lower_function(Frame& fr) {
+  frames_.push_back(&fr);
+  const ptx::Function& f = *fr.f;
+  for (auto& r : f.regs) {
+    uint32_t lo = nv();
+    fr.regs.push_back({lo, ptx::type_size(r.type) == 8 ? nv() : kNoV});
+  }
+  for (size_t i = 0; i < f.labels.size(); ++i) fr.labels.push_back(new_label());
+  for (auto& v : f.vars) fr.var_off.push_back(v.space == ptx::Space::Shared ? 0 : local_alloc(v.size, v.align));
+  // Labels sorted by target position, placed as the body is walked.
+  std::vector<std::pair<uint32_t, uint32_t>> at;
+  for (size_t i = 0; i < f.labels.size(); ++i) at.push_back({f.labels[i].target, fr.labels[i]});
+  std::sort(at.begin(), at.end());
+  size_t li = 0;
+  for (uint32_t i = 0; i < f.body.size(); ++i) {
+    while (li < at.size() && at[li].first == i) place(at[li++].second);
+    lower_guarded(f.body[i]);
+  }
+  while (li < at.size()) place(at[li++].second);
+  if (fr.kernel)
+    exit_thread();
+  else
+    jmp(fr.ret_label);
+  frames_.pop_back();
+}
+
+// Instructions that a guard can turn into a conditional write (`sel`) of
+// their results: those whose only effect is writing registers.  Division and
+// remainder are excluded only because skipping their loop is cheaper.
+bool is_pure(ptx::Op op) {
+  switch (op) {
+    case ptx::Op::Ld:
+    case ptx::Op::Ldu:
+    case ptx::Op::St:
+    case ptx::Op::Atom:
+    case ptx::Op::Red:
+    case ptx::Op::Bra:
+    case ptx::Op::Call:
+    case ptx::Op::Ret:
+    case ptx::Op::Exit:
+    case ptx::Op::Trap:
+    case ptx::Op::Bar:
+    case ptx::Op::BarWarp:
+    case ptx::Op::Shfl:
+    case ptx::Op::Vote:
+    case ptx::Op::Activemask:
+    case ptx::Op::Match:
+    case ptx::Op::Redux:
+    case ptx::Op::Div:
+    case ptx::Op::Rem: return false;
+    default: return true;
+  }
+}
+
+void Lowerer::lower_guarded(const ptx::Instr& in) {
+  mark_ = nvregs_;
+  if (in.guard.reg == ptx::kNoReg) return lower_instr(in);
+  Operand g = R(frames_.back()->regs[in.guard.reg][0]);
+  if (in.op == ptx::Op::Bra) {
+    uint32_t next = new_label();
+    uint32_t target = frames_.back()->labels[in.ops[0].label];
+    if (in.guard.neg)
+      br(g, next, target);
+    else
+      br(g, target, next);
+    place(next);
+    return;
+  }
+  if (is_pure(in.op)) {
+    guard_ = in.guard.neg ? opr(Op::XOR, g, K(1)) : g;
+    lower_instr(in);
+    guard_ = K(1);
+    return;
+  }
+  uint32_t run = new_label(), skip = new_label();
+  if (in.guard.neg)
+    br(g, skip, run);
+  else
+    br(g, run, skip);
+  place(run);
+  lower_instr(in);
+  jmp(skip);
+  place(skip);
+}
+
+void Lowerer::lower_setp(const ptx::Instr& in) {
+  Type t = in.type;
+  if (ptx::is_float(t)) unsupported(in, "compares floating-point values: the machine has no floating point");
+  bool sign = ptx::is_signed(t);
+  bool wide = ptx::type_size(t) == 8;
+  V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+  auto lt = [&](V x, V y, bool s, bool le) -> Operand {
+    if (wide) return lt64(x, y, s, le);
+    return opr(le ? (s ? Op::SLE : Op::SLEU) : (s ? Op::SLT : Op::SLTU), x.lo, y.lo);
+  };
+  Operand r;
+  switch (in.cmp) {
+    case ptx::Cmp::Eq: r = wide ? eq64(a, b) : opr(Op::SEQ, a.lo, b.lo); break;
+    case ptx::Cmp::Ne: r = opr(Op::XOR, wide ? eq64(a, b) : opr(Op::SEQ, a.lo, b.lo), K(1)); break;
+    case ptx::Cmp::Lt: r = lt(a, b, sign, false); break;
+    case ptx::Cmp::Le: r = lt(a, b, sign, true); break;
+    case ptx::Cmp::Gt: r = lt(b, a, sign, false); break;
+    case ptx::Cmp::Ge: r = lt(b, a, sign, true); break;
+    case ptx::Cmp::Lo: r = lt(a, b, false, false); break;
+    case ptx::Cmp::Ls: r = lt(a, b, false, true); break;
+    case ptx::Cmp::Hi: r = lt(b, a, false, false); break;
+    case ptx::Cmp::Hs: r = lt(b, a, false, true); break;
+    default: unsupported(in, "uses a comparison the machine does not have");
+  }
+  if (in.bool_op != ptx::BoolOp::None) {
+    Operand c = read32(in, in.ops[3], Type::Pred);
+    Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;
+    r = opr(bo, r, c);
+  }
+  if (in.op == ptx::Op::Set) {  // set: all ones for true
+    write(in.ops[0], in.type, {opr(Op::SUB, K(0), r), K(0)});
+    return;
+  }
+  const ptx::Operand& d = in.ops[0];
+  if (d.kind == ptx::Operand::Kind::PredPair) {
+    Operand nr = opr(Op::XOR, r, K(1));
+    ptx::Operand p = d, q = d;
+    p.kind = q.kind = ptx::Operand::Kind::Reg;
+    q.reg = d.reg2;
+    write(p, Type::Pred, {r, K(0)});
+    write(q, Type::Pred, {nr, K(0)});
+    return;
+  }
+  write(d, Type::Pred, {r, K(0)});
+}
+
+void Lowerer::lower_cvt(const ptx::Instr& in) {
+  Type dt = in.type, stype = in.type2;
+  if (ptx::is_float(dt) || ptx::is_float(stype))
+    unsupported(in, "converts floating-point values: the machine has no floating point");
+  if (in.sat) unsupported(in, "saturates: the machine has no saturating conversion");
+  V v = read(in, in.ops[1], stype);
+  uint32_t ds = ptx::type_size(dt), ss = ptx::type_size(stype);
+  if (ds == 8) {
+    if (ss < 8) v.hi = ptx::is_signed(stype) ? opr(Op::SAR, v.lo, K(31)) : K(0);
+  } else {
+    v.hi = K(0);
+    if (ds < 4) {  // truncate, then extend as the destination type says
+      uint32_t sh = 32 - 8 * ds;
+      v.lo = ptx::is_signed(dt) ? opr(Op::SAR, opr(Op::SHL, v.lo, K(sh)), K(sh))
+                                : opr(Op::AND, v.lo, K((1u << (8 * ds)) - 1));
+    }
+  }
+  write(in.ops[0], dt, v);
+}
+
+void Lowerer::lower_divrem(const ptx::Instr& in) {
+  Type t = in.type;
+  bool sign = ptx::is_signed(t), rem = in.op == ptx::Op::Rem;
+  if (ptx::is_float(t)) unsupported(in, "divides floating-point values: the machine has no floating point");
+  V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+  if (ptx::type_size(t) == 8) {
+    Operand na = sign ? opr(Op::SLT, a.hi, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.hi, K(0)) : K(0);
+    V ua = sign ? neg_if64(a, na) : a, ub = sign ? neg_if64(b, nb) : b;
+    auto [q, r] = udiv64(ua, ub);
+    V res = rem ? r : q;
+    if (sign) {
+      Operand neg = rem ? na : opr(Op::XOR, na, nb);
+      res = neg_if64(res, neg);
+    }
+    write(in.ops[0], t, res);
+    return;
+  }
+  Operand na = sign ? opr(Op::SLT, a.lo, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.lo, K(0)) : K(0);
+  Operand ua = sign ? neg_if32(a.lo, na) : a.lo, ub = sign ? neg_if32(b.lo, nb) : b.lo;
+  auto [q, r] = udiv32(ua, ub);
+  Operand res = rem ? r : q;
+  if (sign) res = neg_if32(res, rem ? na : opr(Op::XOR, na, nb));
+  write(in.ops[0], t, {res, K(0)});
+}
+
+void Lowerer::lower_ldst(const ptx::Instr& in) {
+  bool load = in.op == ptx::Op::Ld || in.op == ptx::Op::Ldu;
+  const ptx::Operand& addr_op = load ? in.ops[1] : in.ops[0];
+  const ptx::Operand& val = load ? in.ops[0] : in.ops[1];
+  if (ptx::is_float(in.type) && ptx::type_size(in.type) != 4 && ptx::type_size(in.type) != 8)
+    unsupported(in, "moves a floating-point type the machine does not have");
+  uint32_t off;
+  Space space;
+  Operand addr = address(in, addr_op, off, space);
+  uint32_t es = ptx::type_size(in.type);
+  if (es > 8) unsupported(in, "moves a 128-bit value");
+  std::vector<const ptx::Operand*> elems;
+  if (val.kind == ptx::Operand::Kind::Vector)
+    for (auto& e : val.elems) elems.push_back(&e);
+  else
+    elems.push_back(&val);
+  auto access = [&](Space sp, Operand base) {
+    for (size_t i = 0; i < elems.size(); ++i) {
+      uint32_t o = off + uint32_t(i) * es;
+      if (load) {
+        if (elems[i]->kind == ptx::Operand::Kind::Sink) continue;
+        V v;
+        if (es == 8) {
+          v.lo = R(ld(sp, base, o, 4, false));
+          v.hi = R(ld(sp, base, o + 4, 4, false));
+        } else {
+          v.lo = R(ld(sp, base, o, es, ptx::is_signed(in.type)));
+          uint32_t rs = elems[i]->kind == ptx::Operand::Kind::Reg
+                            ? ptx::type_size(frames_.back()->f->regs[elems[i]->reg].type)
+                            : 4;
+          if (rs == 8) v.hi = ptx::is_signed(in.type) ? opr(Op::SAR, v.lo, K(31)) : K(0);
+        }
+        write(*elems[i], in.type, v);
+      } else {
+        V v = read(in, *elems[i], es == 8 ? Type::B64 : Type::B32);
+        if (es == 8) {
+          st(sp, base, o, 4, v.lo);
+          st(sp, base, o + 4, 4, v.hi);
+        } else {
+          st(sp, base, o, es, v.lo);
+        }
+      }
+    }
+  };
+  if (is_generic(in, addr_op))
+    dispatch_generic(addr, access);
+  else
+    access(space, addr);
+}
+
+bool Lowerer::is_generic(const ptx::Instr& in, const ptx::Operand& addr_op) {
+  return in.space == ptx::Space::None && !addr_op.has_sym && addr_op.reg != ptx::kNoReg;
+}
+
+// A generic address is global at or above global_base, else local or shared
+// by its window (docs/isa.md, 8): one branch picks the access.
+void Lowerer::dispatch_generic(Operand a, const std::function<void(Space, Operand)>& access) {
+  uint32_t global = new_label(), window = new_label(), local = new_label(), shared = new_label(), done = new_label();
+  br(opr(Op::SLEU, K(p_.global_base), a), global, window);
+  place(window);
+  br(opr(Op::SLEU, K(kLocalWindow), a), local, shared);
+  place(local);
+  access(Space::Local, opr(Op::SUB, a, K(kLocalWindow)));
+  jmp(done);
+  place(shared);
+  access(Space::Shared, opr(Op::SUB, a, K(kSharedWindow)));
+  jmp(done);
+  place(global);
+  access(Space::Global, a);
+  place(done);
+}
+
+void Lowerer::lower_atom(const ptx::Instr& in) {
+  bool red = in.op == ptx::Op::Red;
+  if ((ptx::type_size(in.type) != 4 && ptx::type_size(in.type) != 8) || ptx::is_float(in.type))
+    unsupported(in, "is a " + std::string(ptx::type_name(in.type)) + " atomic: the machine's atomics are integer");
+  const ptx::Operand& addr_op = red ? in.ops[0] : in.ops[1];
+  uint32_t off;
+  Space space;
+  Operand addr = address(in, addr_op, off, space);
+  if (off) addr = opr(Op::ADD, addr, K(off));
+  if (space != Space::Global && space != Space::Shared)
+    unsupported(in, "is an atomic outside global and shared memory");
+  auto access = [&](Space sp, Operand base) {
+    if (ptx::type_size(in.type) == 8) return lower_atom64(in, sp, base);
+    lower_atom32(in, sp, base);
+  };
+  if (is_generic(in, addr_op))
+    dispatch_generic(addr, access);
+  else
+    access(space, addr);
+}
+
+void Lowerer::lower_atom32(const ptx::Instr& in, Space sp, Operand base) {
+  bool red = in.op == ptx::Op::Red;
+  bool sign = ptx::is_signed(in.type);
+  AtomOp a;
+  switch (in.atom) {
+    case ptx::AtomOp::Add: a = AtomOp::ADD; break;
+    case ptx::AtomOp::Min: a = sign ? AtomOp::MIN : AtomOp::MINU; break;
+    case ptx::AtomOp::Max: a = sign ? AtomOp::MAX : AtomOp::MAXU; break;
+    case ptx::AtomOp::Exch: a = AtomOp::EXCH; break;
+    case ptx::AtomOp::Cas: a = AtomOp::CAS; break;
+    case ptx::AtomOp::And: a = AtomOp::AND; break;
+    case ptx::AtomOp::Or: a = AtomOp::OR; break;
+    case ptx::AtomOp::Xor: a = AtomOp::XOR; break;
+    case ptx::AtomOp::Inc: a = AtomOp::INC; break;
+    case ptx::AtomOp::Dec: a = AtomOp::DEC; break;
+    default: unsupported(in, "is an atomic operation the machine does not have");
+  }
+  size_t first = red ? 1 : 2;
+  Operand b = read32(in, in.ops[first], in.type);
+  Operand c = a == AtomOp::CAS ? read32(in, in.ops[first + 1], in.type) : K(0);
+  Operand old = atom(sp, a, base, b, c);
+  if (!red) write(in.ops[0], in.type, {old, K(0)});
+}
+
+// 64-bit atomics from 32-bit ones.  A warp runs without interruption until it
+// exits or waits at a barrier (docs/isa.md, "Schedule"), so consecutive blocks
+// of one warp are atomic with respect to other warps; within the warp, each
+// 32-bit atomic serves its lanes in lane order.  add/exch/and/or/xor act word
+// by word (add carries into the high word per lane); cas/min/max serialise
+// the lanes, one read-modify-write block per lane.
+void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
+  bool red = in.op == ptx::Op::Red;
+  size_t first = red ? 1 : 2;
+  V b = read(in, in.ops[first], in.type);
+  Operand hi_addr = opr(Op::ADD, addr, K(4));
+  V old;
+  switch (in.atom) {
+    case ptx::AtomOp::Add: {
+      old.lo = atom(sp, AtomOp::ADD, addr, b.lo);
+      Operand carry = opr(Op::SLTU, opr(Op::ADD, old.lo, b.lo), old.lo);
+      old.hi = atom(sp, AtomOp::ADD, hi_addr, opr(Op::ADD, b.hi, carry));
+      break;
+    }
+    case ptx::AtomOp::Exch:
+    case ptx::AtomOp::And:
+    case ptx::AtomOp::Or:
+    case ptx::AtomOp::Xor: {
+      AtomOp f = in.atom == ptx::AtomOp::Exch  ? AtomOp::EXCH
+                 : in.atom == ptx::AtomOp::And ? AtomOp::AND
+                 : in.atom == ptx::AtomOp::Or  ? AtomOp::OR
+                                               : AtomOp::XOR;
+      old.lo = atom(sp, f, addr, b.lo);
+      old.hi = atom(sp, f, hi_addr, b.hi);
+      break;
+    }
+    case ptx::AtomOp::Cas:
+    case ptx::AtomOp::Min:
+    case ptx::AtomOp::Max: {
+      V c = in.atom == ptx::AtomOp::Cas ? read(in, in.ops[first + 1], in.type) : V{};
+      uint32_t i = op(Op::MOV, K(0));
+      uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
+      place(loop);
+      br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
+      place(mine);
+      V o{R(ld(sp, addr, 0, 4, false)), R(ld(sp, hi_addr, 0, 4, false))};
+      V nw;
+      if (in.atom == ptx::AtomOp::Cas) {
+        Operand eq = eq64(o, b);
+        nw = {opr(Op::SEL, eq, c.lo, o.lo), opr(Op::SEL, eq, c.hi, o.hi)};
+      } else {
+        Operand lt = lt64(b, o, ptx::is_signed(in.type), false);
+        Operand take_b = in.atom == ptx::AtomOp::Min ? lt : lt64(o, b, ptx::is_signed(in.type), false);
+        nw = {opr(Op::SEL, take_b, b.lo, o.lo), opr(Op::SEL, take_b, b.hi, o.hi)};
+      }
+      st(sp, addr, 0, 4, nw.lo);
+      st(sp, hi_addr, 0, 4, nw.hi);
+      place(next);
+      opd(i, Op::ADD, R(i), K(1));
+      br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
+      place(done);
+      old = o;
+      break;
+    }
+    default: unsupported(in, "is a 64-bit atomic operation the machine does not have");
+  }
+  if (!red) write(in.ops[0], in.type, old);
+}
+
+// match.any.sync.b32 d, a, membermask: the lanes of the 32-thread warp whose a equals this thread's.
+void Lowerer::lower_match(const ptx::Instr& in) {
+  if (in.match != ptx::MatchMode::Any || ptx::type_size(in.type) != 4)
+    unsupported(in, "is a match form the lowering does not take (match.any.b32 only)");
+  Operand a = read32(in, in.ops[1], Type::B32);
+  Operand present = warp_ballot(K(1));
+  Operand area = warp_scratch(kScratchShfl);
+  st(Space::Shared, opr(Op::ADD, area, opr(Op::SHL, opr(Op::AND, tid_linear(), K(31)), K(2))), 0, 4, a);
+  barrier(VI::Wbar);
+  Operand acc = K(0);
+  for (uint32_t j = 0; j < 32; ++j) {
+    Operand w = R(ld(Space::Shared, area, 4 * j, 4, false));
+    acc = opr(Op::OR, acc, opr(Op::SHL, opr(Op::SEQ, w, a), K(j)));
+  }
+  barrier(VI::Wbar);
+  write(in.ops[0], Type::B32, {opr(Op::AND, acc, present), K(0)});
+}
+
+void Lowerer::lower_call(const ptx::Instr& in) {
+  const ptx::Operand& callee = in.ops[1];
+  if (callee.kind != ptx::Operand::Kind::Sym || callee.sym.kind != ptx::SymKind::Func)
+    unsupported(in, "is an indirect call: the machine inlines device functions and has no indirect calls");
+  const ptx::Function& f = m_.functions[callee.sym.index];
+  if (f.name == "__assertfail") return lower_assert(in);
+  if (f.name == "vprintf") return lower_printf(in);
+  if (!f.has_body) unsupported(in, "calls `" + f.name + "`, which has no body the machine can run");
+  for (auto* fr : frames_)
+    if (fr->findex == callee.sym.index) unsupported(in, "is a recursive call: device functions are inlined");
+  Frame fr;
+  fr.f = &f;
+  fr.findex = callee.sym.index;
+  fr.ret_label = new_label();
+  const ptx::Operand& rets = in.ops[0];
+  const ptx::Operand& args = in.ops[2];
+  // Call-site parameters are local variables of the caller; the callee's
+  // parameters and return values alias them.
+  auto slot = [&](const ptx::Operand& o) -> uint32_t {
+    if (o.kind != ptx::Operand::Kind::Sym) unsupported(in, "passes an argument that is not a .param variable");
+    ptx::Space sp;
+    return symbol_address(in, o.sym, &sp);
+  };
+  for (size_t i = 0; i < f.params.size(); ++i)
+    fr.param_off.push_back(i < args.elems.size() ? slot(args.elems[i])
+                                                 : local_alloc(f.params[i].size, f.params[i].align));
+  for (size_t i = 0; i < f.rets.size(); ++i)
+    fr.ret_off.push_back(i < rets.elems.size() ? slot(rets.elems[i]) : local_alloc(f.rets[i].size, f.rets[i].align));
+  uint32_t ret = fr.ret_label;
+  lower_function(fr);
+  place(ret);
+}
+
+// The format string of a vprintf call, found statically: the value stored
+// into the call's first argument is the address of a module string (through
+// mov and cvta).
+std::string Lowerer::printf_format(const ptx::Instr& call) {
+  const ptx::Function& f = *frames_.back()->f;
+  size_t at = size_t(&call - f.body.data());
+  const ptx::Operand& arg = call.ops[2].elems.at(0);
+  auto fail = [&]() -> std::string { unsupported(call, "passes a printf format the lowering cannot find statically"); };
+  uint32_t reg = ptx::kNoReg;
+  for (size_t j = at; j-- > 0;) {
+    const ptx::Instr& s = f.body[j];
+    if (s.op == ptx::Op::St && s.ops[0].has_sym && s.ops[0].sym.kind == arg.sym.kind &&
+        s.ops[0].sym.index == arg.sym.index) {
+      if (s.ops[1].kind != ptx::Operand::Kind::Reg) return fail();
+      reg = s.ops[1].reg;
+      at = j;
+      break;
+    }
+  }
+  while (reg != ptx::kNoReg) {
+    size_t j = at;
+    while (j-- > 0 && !(f.body[j].ops.size() > 1 && f.body[j].ops[0].kind == ptx::Operand::Kind::Reg &&
+                        f.body[j].ops[0].reg == reg)) {
+    }
+    if (j == size_t(-1)) return fail();
+    const ptx::Instr& d = f.body[j];
+    if (d.op != ptx::Op::Mov && d.op != ptx::Op::Cvta) return fail();
+    const ptx::Operand& src = d.ops[1];
+    if (src.kind == ptx::Operand::Kind::Sym && src.sym.kind == ptx::SymKind::ModuleVar) {
+      const auto& init = m_.vars[src.sym.index].init;
+      std::string str(init.begin(), init.end());
+      return str.substr(0, str.find('\0'));
+    }
+    if (src.kind != ptx::Operand::Kind::Reg) return fail();
+    reg = src.reg;
+    at = j;
+  }
+  return fail();
+}
+
+// vprintf(format, args): append a record to the print space (printf.h).
+void Lowerer::lower_printf(const ptx::Instr& in) {
+  const ptx::Operand& args = in.ops[2];
+  if (args.elems.size() != 2) unsupported(in, "calls vprintf with an unexpected argument list");
+  uint32_t n;
+  try {
+    n = printf_arg_bytes(printf_format(in));
+  } catch (const std::invalid_argument& e) {
+    unsupported(in, std::string("has a printf format the machine cannot format: ") + e.what());
+  }
+  ptx::Space sp;
+  uint32_t fmt_slot = symbol_address(in, args.elems[0].sym, &sp);
+  uint32_t arg_slot = symbol_address(in, args.elems[1].sym, &sp);
+  Operand fmt = R(ld(Space::Local, K(fmt_slot), 0, 4, false));
+  Operand argp = opr(Op::SUB, R(ld(Space::Local, K(arg_slot), 0, 4, false)), K(kLocalWindow));
+  std::vector<Operand> vals;
+  for (uint32_t i = 0; i < (n + 3) / 4; ++i) vals.push_back(R(ld(Space::Local, argp, 4 * i, 4, false)));
+  append_print_record(fmt, n, vals);
+}
+
+// __assertfail(message, file, line, function, size): a print record that the
+// backend formats as CUDA's assertion message, then trap 710.
+void Lowerer::lower_assert(const ptx::Instr& in) {
+  const ptx::Operand& args = in.ops[2];
+  if (args.elems.size() < 4) unsupported(in, "calls __assertfail with an unexpected argument list");
+  std::vector<Operand> words;
+  for (int i = 0; i < 4; ++i) {
+    ptx::Space sp;
+    words.push_back(R(ld(Space::Local, K(symbol_address(in, args.elems[i].sym, &sp)), 0, 4, false)));
+  }
+  for (char c : {'x', 'y', 'z'}) words.push_back(component(opr(Op::CTA), shape_.grid, c));
+  for (char c : {'x', 'y', 'z'}) words.push_back(component(tid_linear(), shape_.block, c));
+  append_print_record(K(kAssertRecord), uint32_t(4 * words.size()), words);
+  code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(kErrAssert)});
+  place(new_label());
+}
+
+// Appends [format][bytes][words...] to the print space, or nothing when it is full.
+void Lowerer::append_print_record(Operand format, uint32_t bytes, const std::vector<Operand>& words) {
+  const uint32_t rec = 8 + 4 * uint32_t(words.size());
+  Operand off = atom(Space::Print, AtomOp::ADD, K(0), K(rec));
+  uint32_t write = new_label(), skip = new_label();
+  br(opr(Op::SLEU, opr(Op::ADD, off, K(4 + rec)), K(p_.print_bytes)), write, skip);
+  place(write);
+  Operand at = opr(Op::ADD, off, K(4));
+  st(Space::Print, at, 0, 4, format);
+  st(Space::Print, at, 4, 4, K(bytes));
+  for (size_t i = 0; i < words.size(); ++i) st(Space::Print, at, 8 + 4 * uint32_t(i), 4, words[i]);
+  place(skip);
+}
+
+// Bit i of the result: the predicate of CUDA lane i, over the converged
+// threads of this thread's 32-thread warp.  The first wbar gathers them
+// before anyone sets a bit (threads of another branch may wait at another
+// wbar meanwhile); each thread sets and, after everyone has read, clears only
+// its own bit, so back-to-back votes need no reset phase (docs/isa.md, 7).
+Operand Lowerer::warp_ballot(Operand pred) {
+  Operand me = opr(Op::SHL, K(1), opr(Op::AND, tid_linear(), K(31)));
+  Operand bit = opr(Op::SEL, pred, me, K(0));
+  Operand addr = warp_scratch(kScratchVote);
+  barrier(VI::Wbar);
+  atom(Space::Shared, AtomOp::OR, addr, bit);
+  barrier(VI::Wbar);
+  Operand v = R(ld(Space::Shared, addr, 0, 4, false));
+  barrier(VI::Wbar);
+  atom(Space::Shared, AtomOp::AND, addr, opr(Op::XOR, bit, K(~0u)));
+  return v;
+}
+
+void Lowerer::lower_vote(const ptx::Instr& in) {
+  if (in.op == ptx::Op::Activemask) {
+    write(in.ops[0], Type::B32, {warp_ballot(K(1)), K(0)});
+    return;
+  }
+  Operand p = read32(in, in.ops[1], Type::Pred);
+  Operand member = in.ops.size() > 2 ? read32(in, in.ops[2], Type::B32) : K(~0u);
+  switch (in.vote) {
+    case ptx::VoteMode::Ballot: write(in.ops[0], Type::B32, {opr(Op::AND, warp_ballot(p), member), K(0)}); return;
+    case ptx::VoteMode::Any: write(in.ops[0], Type::Pred, {opr(Op::SNE, warp_ballot(p), K(0)), K(0)}); return;
+    case ptx::VoteMode::All:
+      write(in.ops[0], Type::Pred, {opr(Op::SEQ, warp_ballot(opr(Op::XOR, p, K(1))), K(0)), K(0)});
+      return;
+    case ptx::VoteMode::Uni: {
+      Operand yes = warp_ballot(p), no = warp_ballot(opr(Op::XOR, p, K(1)));
+      write(in.ops[0], Type::Pred, {opr(Op::OR, opr(Op::SEQ, yes, K(0)), opr(Op::SEQ, no, K(0))), K(0)});
+      return;
+    }
+    default: unsupported(in, "is a vote mode the machine does not have");
+  }
+}
+
+void Lowerer::lower_shfl(const ptx::Instr& in) {
+  // shfl.sync.mode.b32 d[|p], a, b, c, membermask
+  const ptx::Operand& d = in.ops[0];
+  Operand a = read32(in, in.ops[1], Type::B32);
+  Operand b = opr(Op::AND, read32(in, in.ops[2], Type::B32), K(31));
+  Operand c = read32(in, in.ops[3], Type::B32);
+  Operand lane = opr(Op::AND, tid_linear(), K(31));
+  Operand cval = opr(Op::AND, c, K(31));
+  Operand segmask = opr(Op::AND, opr(Op::SHR, c, K(8)), K(31));
+  Operand notseg = opr(Op::XOR, segmask, K(~0u));
+  Operand minlane = opr(Op::AND, lane, segmask);
+  Operand maxlane = opr(Op::OR, minlane, opr(Op::AND, cval, notseg));
+  Operand j, ok;
+  switch (in.shfl) {
+    case ptx::ShflMode::Up:
+      j = opr(Op::SUB, lane, b);
+      ok = opr(Op::SLE, maxlane, j);
+      break;
+    case ptx::ShflMode::Down:
+      j = opr(Op::ADD, lane, b);
+      ok = opr(Op::SLE, j, maxlane);
+      break;
+    case ptx::ShflMode::Bfly:
+      j = opr(Op::XOR, lane, b);
+      ok = opr(Op::SLE, j, maxlane);
+      break;
+    case ptx::ShflMode::Idx:
+      j = opr(Op::OR, minlane, opr(Op::AND, b, notseg));
+      ok = opr(Op::SLE, j, maxlane);
+      break;
+    default: unsupported(in, "is a shuffle mode the machine does not have");
+  }
+  Operand src = opr(Op::SEL, ok, j, lane);
+  Operand area = warp_scratch(kScratchShfl);
+  st(Space::Shared, opr(Op::ADD, area, opr(Op::SHL, lane, K(2))), 0, 4, a);
+  barrier(VI::Wbar);
+  Operand v = R(ld(Space::Shared, opr(Op::ADD, area, opr(Op::SHL, src, K(2))), 0, 4, false));
+  barrier(VI::Wbar);
+  if (d.kind == ptx::Operand::Kind::PredPair) {
+    ptx::Operand dv = d, dp = d;
+    dv.kind = dp.kind = ptx::Operand::Kind::Reg;
+    dp.reg = d.reg2;
+    write(dv, Type::B32, {v, K(0)});
+    write(dp, Type::Pred, {ok, K(0)});
+  } else {
+    write(d, Type::B32, {v, K(0)});
+  }
+}
+
+// bar.red.{popc,and,or}: every thread adds its contribution to a CTA counter,
+// waits, reads, waits, and takes its contribution back out.
+void Lowerer::lower_bar_red(const ptx::Instr& in) {
+  scratch_used_ = true;
+  const ptx::Operand& pop = in.ops.back();
+  Operand p = read32(in, pop, Type::Pred);
+  if (in.atom != ptx::AtomOp::Popc) p = in.atom == ptx::AtomOp::And ? opr(Op::XOR, p, K(1)) : p;
+  Operand a = K(scratch_base_);
+  atom(Space::Shared, AtomOp::ADD, a, p);
+  barrier(VI::Bar);
+  Operand n = R(ld(Space::Shared, a, 0, 4, false));
+  barrier(VI::Bar);
+  atom(Space::Shared, AtomOp::ADD, a, opr(Op::SUB, K(0), p));
+  Operand r = in.atom == ptx::AtomOp::Popc  ? n
+              : in.atom == ptx::AtomOp::And ? opr(Op::SEQ, n, K(0))
+                                            : opr(Op::SNE, n, K(0));
+  write(in.ops[0], in.atom == ptx::AtomOp::Popc ? Type::U32 : Type::Pred, {r, K(0)});
+}
+
+void Lowerer::lower_instr(const ptx::Instr& in) {
+  using PO = ptx::Op;
+  Type t = in.type;
+  const uint32_t size = ptx::type_size(t);
+  const bool wide = size == 8;
+  const bool sign = ptx::is_signed(t);
+  if (ptx::is_float(t) && in.op != PO::Ld && in.op != PO::St && in.op != PO::Mov && in.op != PO::Ldu)
+    unsupported(in, "is a floating-point operation: the machine has no floating point");
+  auto bin32 = [&](Op o) {
+    V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+    if (wide)
+      write(in.ops[0], t, {opr(o, a.lo, b.lo), opr(o, a.hi, b.hi)});
+    else
+      write(in.ops[0], t, {opr(o, a.lo, b.lo), K(0)});
+  };
+  switch (in.op) {
+    case PO::Mov: {
+      if (in.ops[1].kind == ptx::Operand::Kind::Sym && in.ops[1].sym.kind == ptx::SymKind::Func)
+        unsupported(in, "takes the address of a function (indirect calls are not supported)");
+      write(in.ops[0], t, read(in, in.ops[1], t));
+      return;
+    }
+    case PO::Add:
+    case PO::Sub: {
+      if (in.sat || in.cc) unsupported(in, "uses a carry or saturation form the lowering does not take");
+      V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+      bool add = in.op == PO::Add;
+      if (wide)
+        write(in.ops[0], t, add ? add64(a, b) : sub64(a, b));
+      else
+        write(in.ops[0], t, {opr(add ? Op::ADD : Op::SUB, a.lo, b.lo), K(0)});
+      return;
+    }
+    case PO::Mul:
+    case PO::Mad: {
+      V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+      V r;
+      Type rt = t;
+      if (in.mul == ptx::MulMode::Wide) {
+        if (size == 2) {
+          r.lo = opr(Op::MUL, a.lo, b.lo);
+          rt = sign ? Type::S32 : Type::U32;
+        } else if (size == 4) {
+          r = {opr(Op::MUL, a.lo, b.lo), opr(sign ? Op::MULHS : Op::MULHU, a.lo, b.lo)};
+          rt = sign ? Type::S64 : Type::U64;
+        } else {
+          unsupported(in, "is a 64x64 wide multiply");
+        }
+      } else if (in.mul == ptx::MulMode::Hi) {
+        if (wide)
+          r = mulhi64(a, b, sign);
+        else if (size == 4)
+          r.lo = opr(sign ? Op::MULHS : Op::MULHU, a.lo, b.lo);
+        else
+          r.lo = opr(Op::SHR, opr(Op::MUL, a.lo, b.lo), K(16));
+      } else {
+        if (wide)
+          r = mul64(a, b);
+        else
+          r.lo = opr(Op::MUL, a.lo, b.lo);
+      }
+      if (in.op == PO::Mad) {
+        if (in.sat || in.cc) unsupported(in, "uses a carry or saturation form the lowering does not take");
+        V c = read(in, in.ops[3], rt);
+        r = ptx::type_size(rt) == 8 ? add64(r, c) : V{opr(Op::ADD, r.lo, c.lo), K(0)};
+      }
+      write(in.ops[0], rt, r);
+      return;
+    }
+    case PO::Div:
+    case PO::Rem: lower_divrem(in); return;
+    case PO::Abs:
+    case PO::Neg: {
+      V a = read(in, in.ops[1], t);
+      if (wide) {
+        Operand n = in.op == PO::Neg ? K(1) : opr(Op::SLT, a.hi, K(0));
+        write(in.ops[0], t, neg_if64(a, n));
+      } else {
+        Operand n = in.op == PO::Neg ? K(1) : opr(Op::SLT, a.lo, K(0));
+        write(in.ops[0], t, {neg_if32(a.lo, n), K(0)});
+      }
+      return;
+    }
+    case PO::Min:
+    case PO::Max: {
+      V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+      bool mn = in.op == PO::Min;
+      if (wide) {
+        Operand lt = lt64(a, b, sign, false);
+        Operand take_a = mn ? lt : opr(Op::XOR, lt, K(1));
+        write(in.ops[0], t, {opr(Op::SEL, take_a, a.lo, b.lo), opr(Op::SEL, take_a, a.hi, b.hi)});
+      } else {
+        Op o = mn ? (sign ? Op::MIN : Op::MINU) : (sign ? Op::MAX : Op::MAXU);
+        write(in.ops[0], t, {opr(o, a.lo, b.lo), K(0)});
+      }
+      return;
+    }
+    case PO::Popc:
+    case PO::Clz:
+    case PO::Brev: {
+      V a = read(in, in.ops[1], t);
+      if (in.op == PO::Popc)
+        write(in.ops[0], Type::U32,
+              {wide ? opr(Op::ADD, opr(Op::POPC, a.lo), opr(Op::POPC, a.hi)) : opr(Op::POPC, a.lo), K(0)});
+      else if (in.op == PO::Clz)
+        write(
+            in.ops[0], Type::U32,
+            {wide ? opr(Op::SEL, opr(Op::SEQ, a.hi, K(0)), opr(Op::ADD, opr(Op::CLZ, a.lo), K(32)), opr(Op::CLZ, a.hi))
+                  : opr(Op::CLZ, a.lo),
+             K(0)});
+      else
+        write(in.ops[0], t, wide ? V{opr(Op::BREV, a.hi), opr(Op::BREV, a.lo)} : V{opr(Op::BREV, a.lo), K(0)});
+      return;
+    }
+    case PO::Bfind: {
+      if (wide) unsupported(in, "is a 64-bit bfind");
+      Operand a = read32(in, in.ops[1], t);
+      Operand x = sign ? opr(Op::SEL, opr(Op::SLT, a, K(0)), opr(Op::XOR, a, K(~0u)), a) : a;
+      Operand clz = opr(Op::CLZ, x);
+      Operand r = in.shiftamt ? opr(Op::SEL, opr(Op::SEQ, x, K(0)), K(~0u), clz) : opr(Op::SUB, K(31), clz);
+      write(in.ops[0], Type::U32, {r, K(0)});
+      return;
+    }
+    case PO::Bfe: {
+      if (wide) unsupported(in, "is a 64-bit bfe");
+      Operand a = read32(in, in.ops[1], t);
+      Operand pos = opr(Op::AND, read32(in, in.ops[2], Type::U32), K(0xff));
+      Operand len = opr(Op::AND, read32(in, in.ops[3], Type::U32), K(0xff));
+      Operand r;
+      if (sign) {
+        Operand top = opr(Op::MINU, opr(Op::ADD, pos, len), K(32));
+        Operand x = opr(Op::SHL, a, opr(Op::SUB, K(32), top));
+        r = opr(Op::SAR, x, opr(Op::ADD, opr(Op::SUB, K(32), top), pos));
+        r = opr(Op::SEL, opr(Op::SEQ, len, K(0)), K(0), r);
+      } else {
+        r = opr(Op::AND, opr(Op::SHR, a, pos), opr(Op::SUB, opr(Op::SHL, K(1), len), K(1)));
+      }
+      write(in.ops[0], t, {r, K(0)});
+      return;
+    }
+    case PO::Bfi: {
+      if (wide) unsupported(in, "is a 64-bit bfi");
+      Operand f = read32(in, in.ops[1], t), b = read32(in, in.ops[2], t);
+      Operand pos = opr(Op::AND, read32(in, in.ops[3], Type::U32), K(0xff));
+      Operand len = opr(Op::AND, read32(in, in.ops[4], Type::U32), K(0xff));
+      Operand mask = opr(Op::SHL, opr(Op::SUB, opr(Op::SHL, K(1), len), K(1)), pos);
+      Operand r = opr(Op::OR, opr(Op::AND, b, opr(Op::XOR, mask, K(~0u))), opr(Op::AND, opr(Op::SHL, f, pos), mask));
+      write(in.ops[0], t, {r, K(0)});
+      return;
+    }
+    case PO::Prmt: {
+      if (in.prmt != ptx::PrmtMode::None) unsupported(in, "is a prmt mode the lowering does not take");
+      Operand a = read32(in, in.ops[1], Type::B32), b = read32(in, in.ops[2], Type::B32);
+      Operand c = read32(in, in.ops[3], Type::B32);
+      Operand r = K(0);
+      for (uint32_t i = 0; i < 4; ++i) {
+        // Selector nibble i: bits 0-2 pick one of the 8 bytes of {b, a}, bit 3 replicates its sign.
+        Operand byte;
+        if (c.imm) {
+          uint32_t s = (c.v >> (4 * i)) & 7, msb = (c.v >> (4 * i + 3)) & 1;
+          byte = opr(Op::AND, opr(Op::SHR, s < 4 ? a : b, K((s & 3) * 8)), K(0xff));
+          if (msb) byte = opr(Op::AND, opr(Op::SUB, K(0), opr(Op::SHR, byte, K(7))), K(0xff));
+        } else {
+          Operand nib = opr(Op::SHR, c, K(4 * i));
+          Operand src = opr(Op::SEL, opr(Op::AND, nib, K(4)), b, a);
+          byte = opr(Op::AND, opr(Op::SHR, src, opr(Op::SHL, opr(Op::AND, nib, K(3)), K(3))), K(0xff));
+          Operand sign = opr(Op::AND, opr(Op::SUB, K(0), opr(Op::SHR, byte, K(7))), K(0xff));
+          byte = opr(Op::SEL, opr(Op::AND, nib, K(8)), sign, byte);
+        }
+        r = opr(Op::OR, r, opr(Op::SHL, byte, K(8 * i)));
+      }
+      write(in.ops[0], Type::B32, {r, K(0)});
+      return;
+    }
+    case PO::Shf: {
+      Operand a = read32(in, in.ops[1], Type::B32), b = read32(in, in.ops[2], Type::B32);
+      Operand c = read32(in, in.ops[3], Type::U32);
+      Operand n = in.shf_mode == ptx::ShfMode::Clamp ? opr(Op::MINU, c, K(32)) : opr(Op::AND, c, K(31));
+      Operand r = in.shf_dir == ptx::ShfDir::L
+                      ? opr(Op::OR, opr(Op::SHL, b, n), opr(Op::SHR, a, opr(Op::SUB, K(32), n)))
+                      : opr(Op::OR, opr(Op::SHR, a, n), opr(Op::SHL, b, opr(Op::SUB, K(32), n)));
+      write(in.ops[0], Type::B32, {r, K(0)});
+      return;
+    }
+    case PO::Shl:
+    case PO::Shr: {
+      V a = read(in, in.ops[1], t);
+      Operand n = read32(in, in.ops[2], Type::U32);
+      if (wide) {
+        write(in.ops[0], t, in.op == PO::Shl ? shl64(a, n) : shr64(a, n, sign));
+      } else {
+        Op o = in.op == PO::Shl ? Op::SHL : sign ? Op::SAR : Op::SHR;
+        write(in.ops[0], t, {opr(o, a.lo, n), K(0)});
+      }
+      return;
+    }
+    case PO::And: bin32(Op::AND); return;
+    case PO::Or: bin32(Op::OR); return;
+    case PO::Xor: bin32(Op::XOR); return;
+    case PO::Not: {
+      V a = read(in, in.ops[1], t);
+      uint32_t ones = t == Type::Pred ? 1u : ~0u;
+      write(in.ops[0], t, {opr(Op::XOR, a.lo, K(ones)), wide ? opr(Op::XOR, a.hi, K(ones)) : K(0)});
+      return;
+    }
+    case PO::Cnot: {
+      V a = read(in, in.ops[1], t);
+      write(in.ops[0], t, {opr(Op::SEQ, wide ? opr(Op::OR, a.lo, a.hi) : a.lo, K(0)), K(0)});
+      return;
+    }
+    case PO::Cvt: lower_cvt(in); return;
+    case PO::Cvta: {
+      V a = read(in, in.ops[1], t);
+      uint32_t window = in.space == ptx::Space::Shared  ? kSharedWindow
+                        : in.space == ptx::Space::Local ? kLocalWindow
+                                                        : 0;
+      if (window) a.lo = opr(in.to ? Op::SUB : Op::ADD, a.lo, K(window));
+      write(in.ops[0], t, {a.lo, K(0)});
+      return;
+    }
+    case PO::Selp: {
+      V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+      Operand c = read32(in, in.ops[3], Type::Pred);
+      write(in.ops[0], t, {opr(Op::SEL, c, a.lo, b.lo), wide ? opr(Op::SEL, c, a.hi, b.hi) : K(0)});
+      return;
+    }
+    case PO::Slct: {
+      if (ptx::is_float(in.type2)) unsupported(in, "selects on a floating-point value");
+      V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+      Operand c = opr(Op::SLE, K(0), read32(in, in.ops[3], Type::S32));
+      write(in.ops[0], t, {opr(Op::SEL, c, a.lo, b.lo), wide ? opr(Op::SEL, c, a.hi, b.hi) : K(0)});
+      return;
+    }
+    case PO::Setp:
+    case PO::Set: lower_setp(in); return;
+    case PO::Ld:
+    case PO::Ldu:
+    case PO::St: lower_ldst(in); return;
+    case PO::Atom:
+    case PO::Red: lower_atom(in); return;
+    case PO::Bra: jmp(frames_.back()->labels[in.ops[0].label]); return;
+    case PO::Ret:
+      if (frames_.back()->kernel)
+        exit_thread();
+      else
+        jmp(frames_.back()->ret_label);
+      place(new_label());
+      return;
+    case PO::Exit:
+      exit_thread();
+      place(new_label());
+      return;
+    case PO::Trap:
+      code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(kErrLaunchFailure)});
+      place(new_label());
+      return;
+    case PO::Call: lower_call(in); return;
+    case PO::Bar:
+      if (in.bar == ptx::BarKind::Red) return lower_bar_red(in);
+      if (in.bar == ptx::BarKind::Arrive) unsupported(in, "is bar.arrive: the machine's barriers wait");
+      barrier(VI::Bar);
+      return;
+    case PO::BarWarp: barrier(VI::Wbar); return;
+    case PO::Membar:
+    case PO::Fence:
+    case PO::Prefetch:
+    case PO::Nanosleep: return;  // one thread at a time: memory is always coherent
+    case PO::Shfl: lower_shfl(in); return;
+    case PO::Vote:
+    case PO::Activemask: lower_vote(in); return;
+    case PO::Match: lower_match(in); return;
+    default: break;
+  }
+  unsupported(in, "is not supported by the machine");
+}
+
+// ---- pass 2: register allocation -------------------------------------------------
+
+std::vector<VI> Lowerer::allocate() {
+  const uint32_t n = uint32_t(code_.size());
+  const uint32_t allocatable = p_.regs - kSpillScratch;
+  // Basic blocks of the virtual code.
+  std::vector<uint32_t> label_pos(nlabels_, UINT32_MAX);
+  for (uint32_t i = 0; i < n; ++i)
+    if (code_[i].kind == VI::Label) label_pos[code_[i].l1] = i;
+  std::vector<uint32_t> starts;
+  for (uint32_t i = 0; i < n; ++i) {
+    bool leader = i == 0 || code_[i].kind == VI::Label;
+    if (i > 0) {
+      auto k = code_[i - 1].kind;
+      leader |= k == VI::Jmp || k == VI::Br || k == VI::Exit || k == VI::Trap || k == VI::Bar || k == VI::Wbar;
+    }
+    if (leader) starts.push_back(i);
+  }
+  const uint32_t nb = uint32_t(starts.size());
+  std::vector<uint32_t> block_of(n);
+  for (uint32_t b = 0; b < nb; ++b)
+    for (uint32_t i = starts[b]; i < (b + 1 < nb ? starts[b + 1] : n); ++i) block_of[i] = b;
+  auto end_of = [&](uint32_t b) { return b + 1 < nb ? starts[b + 1] : n; };
+  std::vector<std::vector<uint32_t>> succ(nb);
+  for (uint32_t b = 0; b < nb; ++b) {
+    uint32_t last = end_of(b) - 1;
+    const VI& v = code_[last];
+    auto to = [&](uint32_t l) {
+      if (label_pos[l] != UINT32_MAX) succ[b].push_back(block_of[label_pos[l]]);
+    };
+    switch (v.kind) {
+      case VI::Jmp:
+      case VI::Bar:
+      case VI::Wbar: to(v.l1); break;
+      case VI::Br:
+        to(v.l1);
+        to(v.l2);
+        break;
+      case VI::Exit:
+      case VI::Trap: break;
+      default:
+        if (b + 1 < nb) succ[b].push_back(b + 1);
+    }
+  }
+  auto uses = [&](const VI& v, std::vector<uint32_t>& out) {
+    out.clear();
+    if (v.kind == VI::Ins)
+      for (auto* o : sources(v.in)) out.push_back(o->v);
+    if (v.kind == VI::Br) out.push_back(v.cond);
+  };
+  auto def = [&](const VI& v) -> uint32_t { return v.kind == VI::Ins && v.in.writes_reg() ? v.in.dst : kNoV; };
+  // Liveness (live-in sets per basic block), iterated to a fixed point.
+  std::vector<std::set<uint32_t>> live_in(nb);
+  std::vector<uint32_t> tmp;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t b = nb; b-- > 0;) {
+      std::set<uint32_t> live;
+      for (uint32_t s : succ[b]) live.insert(live_in[s].begin(), live_in[s].end());
+      for (uint32_t i = end_of(b); i-- > starts[b];) {
+        uint32_t d = def(code_[i]);
+        if (d != kNoV) live.erase(d);
+        uses(code_[i], tmp);
+        live.insert(tmp.begin(), tmp.end());
+      }
+      if (live != live_in[b]) {
+        live_in[b] = std::move(live);
+        changed = true;
+      }
+    }
+  }
+  // Intervals [first, last] of positions where each vreg is live or touched.
+  std::vector<uint32_t> first(nvregs_, UINT32_MAX), last(nvregs_, 0);
+  auto touch = [&](uint32_t v, uint32_t i) {
+    first[v] = std::min(first[v], i);
+    last[v] = std::max(last[v], i);
+  };
+  for (uint32_t b = 0; b < nb; ++b) {
+    std::set<uint32_t> live;
+    for (uint32_t s : succ[b]) live.insert(live_in[s].begin(), live_in[s].end());
+    for (uint32_t i = end_of(b); i-- > starts[b];) {
+      for (uint32_t v : live) touch(v, i);
+      uint32_t d = def(code_[i]);
+      if (d != kNoV) {
+        touch(d, i);
+        live.erase(d);
+      }
+      uses(code_[i], tmp);
+      for (uint32_t v : tmp) {
+        touch(v, i);
+        live.insert(v);
+      }
+    }
+    for (uint32_t v : live) touch(v, starts[b]);
+  }
+  // Linear scan.
+  std::vector<uint32_t> order;
+  for (uint32_t v = 0; v < nvregs_; ++v)
+    if (first[v] != UINT32_MAX) order.push_back(v);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return first[a] < first[b]; });
+  std::vector<uint32_t> where(nvregs_, kNoV), spill(nvregs_, kNoV);
+  std::vector<uint32_t> active;  // vregs holding a register
+  std::vector<uint32_t> free_regs;
+  for (uint32_t r = allocatable; r-- > 0;) free_regs.push_back(r);
+  for (uint32_t v : order) {
+    for (size_t k = 0; k < active.size();) {
+      if (last[active[k]] < first[v]) {
+        free_regs.push_back(where[active[k]]);
+        active[k] = active.back();
+        active.pop_back();
+      } else {
+        ++k;
+      }
+    }
+    if (!free_regs.empty()) {
+      where[v] = free_regs.back();
+      free_regs.pop_back();
+      active.push_back(v);
+      continue;
+    }
+    auto far =
+        std::max_element(active.begin(), active.end(), [&](uint32_t a, uint32_t b) { return last[a] < last[b]; });
+    if (last[*far] > last[v]) {
+      where[v] = where[*far];
+      spill[*far] = local_alloc(4, 4);
+      where[*far] = kNoV;
+      *far = v;
+    } else {
+      spill[v] = local_alloc(4, 4);
+    }
+  }
+  // Rewrite with machine registers; spilled values go through the scratch registers.
+  std::vector<VI> out;
+  out.reserve(code_.size());
+  const uint32_t scratch0 = allocatable;
+  for (const VI& v0 : code_) {
+    VI v = v0;
+    std::vector<std::pair<uint32_t, uint32_t>> reloaded;  // vreg -> scratch
+    auto map_use = [&](uint32_t vr) -> uint32_t {
+      if (spill[vr] == kNoV) return where[vr];
+      for (auto& [x, s] : reloaded)
+        if (x == vr) return s;
+      uint32_t s = scratch0 + uint32_t(reloaded.size());
+      Instr l;
+      l.op = Op::LD;
+      l.dst = s;
+      l.a = K(spill[vr]);
+      l.b = K(0);
+      l.space = Space::Local;
+      out.push_back({VI::Ins, l});
+      reloaded.push_back({vr, s});
+      return s;
+    };
+    if (v.kind == VI::Ins) {
+      Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
+      int arity = op_info(v.in.op).arity;
+      for (int k = 0; k < arity; ++k)
+        if (!ops[k]->imm) ops[k]->v = map_use(ops[k]->v);
+      if (v.in.writes_reg()) {
+        uint32_t d = v.in.dst;
+        if (spill[d] != kNoV) {
+          v.in.dst = scratch0;
+          out.push_back(v);
+          Instr s;
+          s.op = Op::ST;
+          s.a = K(spill[d]);
+          s.b = K(0);
+          s.c = R(scratch0);
+          s.space = Space::Local;
+          out.push_back({VI::Ins, s});
+          continue;
+        }
+        v.in.dst = where[d] == kNoV ? scratch0 : where[d];  // a dead definition
+      }
+    } else if (v.kind == VI::Br) {
+      v.cond = map_use(v.cond);
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// ---- pass 3: blocks ---------------------------------------------------------------
+
+Program Lowerer::form_blocks(const std::vector<VI>& code) {
+  Program prog;
+  // Terminator targets are label ids until every block exists; a fall-through
+  // into the next block is recorded as that block's index directly.
+  std::vector<uint32_t> label_block(nlabels_, UINT32_MAX);
+  std::vector<bool> by_label;  // per block: t/f are label ids
+  bool open = false, stored = false;
+  auto start = [&]() {
+    prog.blocks.emplace_back();
+    by_label.push_back(false);
+    open = true;
+    stored = false;
+  };
+  auto fall_through = [&]() {
+    prog.blocks.back().term = {Term::JMP, 0, uint32_t(prog.blocks.size()), 0, 0};
+    start();
+  };
+  start();
+  for (const VI& v : code) {
+    if (v.kind == VI::Label) {
+      if (!open)
+        start();
+      else if (!prog.blocks.back().instrs.empty())
+        fall_through();
+      label_block[v.l1] = uint32_t(prog.blocks.size() - 1);
+      continue;
+    }
+    if (!open) start();  // code after a transfer that no label reaches
+    Block& blk = prog.blocks.back();
+    if (v.kind == VI::Ins) {
+      if (blk.instrs.size() >= p_.block_instrs || (stored && is_mem_read(v.in))) fall_through();
+      prog.blocks.back().instrs.push_back(v.in);
+      stored |= is_mem_write(v.in);
+      continue;
+    }
+    Terminator t;
+    switch (v.kind) {
+      case VI::Jmp: t = {Term::JMP, 0, v.l1, 0, 0}; break;
+      case VI::Br: t = {Term::BR, v.cond, v.l1, v.l2, 0}; break;
+      case VI::Exit: t = {Term::EXIT, 0, 0, 0, 0}; break;
+      case VI::Bar: t = {Term::BAR, 0, v.l1, 0, 0}; break;
+      case VI::Wbar: t = {Term::WBAR, 0, v.l1, 0, 0}; break;
+      case VI::Trap: t = {Term::TRAP, 0, 0, 0, v.code}; break;
+      default: break;
+    }
+    blk.term = t;
+    by_label.back() = true;
+    open = false;
+  }
+  if (open) prog.blocks.back().term = {Term::EXIT, 0, 0, 0, 0};
+  for (size_t b = 0; b < prog.blocks.size(); ++b) {
+    if (!by_label[b]) continue;
+    Terminator& t = prog.blocks[b].term;
+    if (t.kind == Term::JMP || t.kind == Term::BR || t.kind == Term::BAR || t.kind == Term::WBAR)
+      t.t = label_block[t.t];
+    if (t.kind == Term::BR) t.f = label_block[t.f];
+  }
+  drop_unreachable(prog);
+  return prog;
+}
+
+// Removes blocks no path from B0 reaches (code after a return, say) and
+// renumbers the rest, keeping their order.
+void Lowerer::drop_unreachable(Program& prog) {
+  const size_t n = prog.blocks.size();
+  std::vector<bool> seen(n, false);
+  std::vector<uint32_t> work = {0};
+  seen[0] = true;
+  while (!work.empty()) {
+    const Terminator& t = prog.blocks[work.back()].term;
+    work.pop_back();
+    auto visit = [&](uint32_t b) {
+      if (!seen[b]) {
+        seen[b] = true;
+        work.push_back(b);
+      }
+    };
+    if (t.kind == Term::JMP || t.kind == Term::BR || t.kind == Term::BAR || t.kind == Term::WBAR) visit(t.t);
+    if (t.kind == Term::BR) visit(t.f);
+  }
+  std::vector<uint32_t> index(n);
+  std::vector<Block> kept;
+  for (size_t b = 0; b < n; ++b)
+    if (seen[b]) {
+      index[b] = uint32_t(kept.size());
+      kept.push_back(std::move(prog.blocks[b]));
+    }
+  for (Block& b : kept) {
+    b.term.t = index[b.term.t];
+    if (b.term.kind == Term::BR) b.term.f = index[b.term.f];
+  }
+  prog.blocks = std::move(kept);
+}
+
+Program Lowerer::run(const std::string& kernel) {
+  auto idx = m_.function_index(kernel);
+  if (!idx || !m_.functions[*idx].is_entry || !m_.functions[*idx].has_body)
+    throw LowerError(kErrInvalidValue, "no kernel named `" + kernel + "` in the module");
+  kernel_ = *idx;
+  const engine::Dim3& b = shape_.block;
+  const engine::Dim3& g = shape_.grid;
+  uint64_t threads = b.count(), ctas = g.count();
+  if (threads == 0 || threads > p_.max_threads)
+    throw LowerError(kErrInvalidValue, "launch of " + kernel + " with " + std::to_string(threads) +
+                                           " threads per block: the machine runs at most " +
+                                           std::to_string(p_.max_threads));
+  if (ctas == 0 || ctas > p_.max_ctas)
+    throw LowerError(kErrInvalidValue, "launch of " + kernel + " with " + std::to_string(ctas) +
+                                           " blocks: the machine runs at most " + std::to_string(p_.max_ctas) +
+                                           " blocks per grid");
+  threads_ = uint32_t(threads);
+  shared_ = ptx::shared_layout(m_, kernel_);
+  // Shared memory: the program's own, then dynamic, then the scratch area.
+  uint32_t own = std::max<uint32_t>(shared_.static_size, shared_.dynamic_offset + shape_.dynamic_smem);
+  scratch_base_ = (own + 3) / 4 * 4;
+  Frame top;
+  top.f = &m_.functions[kernel_];
+  top.findex = kernel_;
+  top.kernel = true;
+  tid_ = op(Op::ADD, opr(Op::MUL, opr(Op::WARP), K(p_.lanes)), opr(Op::LANE));
+  lower_function(top);
+
+  for (int round = 0; round < 3; ++round) {
+    fold_constants();
+    propagate_copies();
+  }
+  remove_dead_code();
+  std::vector<VI> code = allocate();
+  uint32_t cuda_warps = (threads_ + 31) / 32;
+  uint32_t total = scratch_base_ + (scratch_used_ ? (cuda_warps * kScratchWords + 1) * 4 : 0);
+  if (total > p_.shared_bytes)
+    throw LowerError(kErrInvalidValue, "kernel " + kernel + " needs " + std::to_string(total) +
+                                           " bytes of shared memory per block; the machine has " +
+                                           std::to_string(p_.shared_bytes));
+  if (local_top_ > p_.local_bytes)
+    throw LowerError(kErrInvalidValue,
+                     "kernel " + kernel + " needs " + std::to_string(local_top_) +
+                         " bytes of local memory per thread (variables and spilled registers); the machine has " +
+                         std::to_string(p_.local_bytes));
+  Program prog = form_blocks(code);
+  prog.kernel = kernel;
+  prog.shared_bytes = total;
+  prog.local_bytes = local_top_;
+  prog.threads = threads_;
+  prog.ctas = uint32_t(ctas);
+  if (prog.blocks.size() > p_.rom_blocks)
+    throw LowerError(kErrNotSupported, "kernel " + kernel + " lowers to " + std::to_string(prog.blocks.size()) +
+                                           " blocks; the machine's ROM holds " + std::to_string(p_.rom_blocks));
+  validate(prog, p_);
+  return prog;
+}
+
+}  // namespace
+
+Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p) {
+  return Lowerer(m, shape, p).run(kernel);
+}
+
+}  // namespace qgpu::machine

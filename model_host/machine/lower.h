@@ -1,0 +1,41 @@
+// Lowering: one PTX kernel, specialised for one launch configuration, to a
+// machine Program (docs/isa.md, "Lowering").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "model_host/engine/backend.h"
+#include "model_host/machine/isa.h"
+#include "model_host/ptx/ir.h"
+
+namespace qgpu::machine {
+
+// What the lowering specialises on.
+struct LaunchShape {
+  engine::Dim3 grid, block;
+  uint32_t dynamic_smem = 0;
+  std::map<std::string, uint64_t> symbols;  // module variables -> device address
+};
+
+// A kernel the machine cannot run.  `error` is the cudaError_t the launch
+// fails with: cudaErrorInvalidValue (1) for a launch beyond the machine's
+// limits, cudaErrorNotSupported (801) for an operation it does not have.
+class LowerError : public std::runtime_error {
+ public:
+  LowerError(int error, const std::string& msg) : std::runtime_error(msg), error_(error) {}
+  int error() const { return error_; }
+
+ private:
+  int error_;
+};
+
+// Generic addresses of the shared and local windows (docs/isa.md, "Memory").
+inline constexpr uint32_t kSharedWindow = 0x01000000;
+inline constexpr uint32_t kLocalWindow = 0x02000000;
+
+Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p);
+
+}  // namespace qgpu::machine

@@ -1,0 +1,297 @@
+// The interpreter's execution model on hand-written programs: divergence and
+// reconvergence (minimum next block), block-level memory semantics, atomics
+// in lane order, barriers, faults, and the step-by-step record.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "model_host/machine/interpreter.h"
+
+namespace qgpu::machine {
+namespace {
+
+Operand r(uint32_t x) { return Operand::reg(x); }
+Operand k(uint32_t x) { return Operand::k(x); }
+Instr alu(Op op, uint32_t d, Operand a, Operand b = k(0), Operand c = k(0)) {
+  Instr in;
+  in.op = op;
+  in.dst = d;
+  in.a = a;
+  in.b = b;
+  in.c = c;
+  return in;
+}
+Instr special(Op op, uint32_t d) { return alu(op, d, k(0)); }
+Instr mem(Op op, Space sp, uint32_t d, Operand a, Operand b, Operand c = k(0), uint8_t bytes = 4) {
+  Instr in = alu(op, d, a, b, c);
+  in.space = sp;
+  in.bytes = bytes;
+  return in;
+}
+Instr atom(AtomOp f, Space sp, uint32_t d, Operand a, Operand b) {
+  Instr in = mem(Op::ATOM, sp, d, a, b);
+  in.atom = f;
+  return in;
+}
+Terminator jmp(uint32_t t) { return {Term::JMP, 0, t, 0, 0}; }
+Terminator br(uint32_t c, uint32_t t, uint32_t f) { return {Term::BR, c, t, f, 0}; }
+Terminator term(Term kind, uint32_t t = 0, uint32_t code = 0) { return {kind, 0, t, 0, code}; }
+
+Params small(uint32_t lanes) {
+  Params p;
+  p.lanes = lanes;
+  return p;
+}
+
+engine::GlobalMemory memory(uint32_t bytes = 256) {
+  engine::GlobalMemory m;
+  m.base = default_params().global_base;
+  m.bytes.assign(bytes, 0);
+  return m;
+}
+uint32_t word(const engine::GlobalMemory& m, uint32_t i) {
+  uint32_t v;
+  std::memcpy(&v, &m.bytes[4 * i], 4);
+  return v;
+}
+
+// global[tid] = value, where tid = warp * L + lane.
+Block store_tid_value(uint32_t lanes, Operand value, Terminator t) {
+  Block b;
+  b.instrs = {special(Op::WARP, 0),
+              special(Op::LANE, 1),
+              alu(Op::MUL, 0, r(0), k(lanes)),
+              alu(Op::ADD, 0, r(0), r(1)),
+              alu(Op::SHL, 0, r(0), k(2)),
+              mem(Op::ST, Space::Global, 0, r(0), k(default_params().global_base), value)};
+  b.term = t;
+  return b;
+}
+
+TEST(MachineInterp, DivergentLanesRunLowestBlockFirstAndReconverge) {
+  // B0: odd lanes -> B2, even -> B1; B1 and B2 write different values; B3 joins.
+  Program prog;
+  Block b0;
+  b0.instrs = {special(Op::LANE, 1), alu(Op::AND, 2, r(1), k(1))};
+  b0.term = br(2, 2, 1);
+  prog.blocks = {b0, store_tid_value(4, k(10), jmp(3)), store_tid_value(4, k(20), jmp(3)),
+                 Block{{alu(Op::ADD, 5, r(1), k(100))}, term(Term::EXIT)}};
+  auto m = memory();
+  Interpreter in(prog, small(4), 1, 4, {}, m);
+  StepRecord s;
+  std::vector<std::pair<uint32_t, uint64_t>> trace;
+  while (in.step(&s)) trace.push_back({s.block, s.mask});
+  std::vector<std::pair<uint32_t, uint64_t>> want = {{0, 0xF}, {1, 0x5}, {2, 0xA}, {3, 0xF}};
+  EXPECT_EQ(trace, want);
+  EXPECT_EQ(in.fault().error, 0);
+  for (uint32_t t = 0; t < 4; ++t) EXPECT_EQ(word(m, t), t % 2 ? 20u : 10u);
+  EXPECT_EQ(in.stats().steps, 4u);
+}
+
+TEST(MachineInterp, LoopLanesRunUntilTheyLeave) {
+  // Each lane loops lane+1 times adding 1 to r3; the loop block precedes the exit.
+  Program prog;
+  prog.blocks = {Block{{special(Op::LANE, 1), alu(Op::MOV, 3, k(0))}, jmp(1)},
+                 Block{{alu(Op::ADD, 3, r(3), k(1)), alu(Op::SLEU, 4, r(3), r(1))}, br(4, 1, 2)},
+                 store_tid_value(8, r(3), term(Term::EXIT))};
+  auto m = memory();
+  Interpreter in(prog, small(8), 1, 8, {}, m);
+  in.run();
+  ASSERT_EQ(in.fault().error, 0);
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(word(m, t), t + 1);
+  // 1 entry + 8 loop iterations (lanes drop out one by one) + 1 exit block.
+  EXPECT_EQ(in.stats().steps, 10u);
+}
+
+TEST(MachineInterp, LoadsSeeBlockStartAndStoresCommitInInstructionLaneOrder) {
+  const uint32_t g = default_params().global_base;
+  Program prog;
+  Block b;
+  b.instrs = {special(Op::LANE, 1),
+              mem(Op::LD, Space::Global, 2, k(g), k(0)),        // every lane reads word 0 (initially 5)
+              mem(Op::ST, Space::Global, 0, k(g), k(0), r(1)),  // every lane writes its lane: lane 3 wins
+              mem(Op::ST, Space::Global, 0, k(g), k(4), r(2)),  // word 1 = the old word 0
+              mem(Op::ST, Space::Global, 0, k(g), k(8), k(1)),
+              mem(Op::ST, Space::Global, 0, k(g), k(8), k(2))};  // later instruction wins
+  b.term = term(Term::EXIT);
+  prog.blocks = {b};
+  auto m = memory();
+  m.bytes[0] = 5;
+  Interpreter in(prog, small(4), 1, 4, {}, m);
+  StepRecord s;
+  ASSERT_TRUE(in.step(&s));
+  EXPECT_EQ(word(m, 0), 3u);
+  EXPECT_EQ(word(m, 1), 5u);
+  EXPECT_EQ(word(m, 2), 2u);
+  // Memory writes reported in commit order, registers per lane.
+  ASSERT_EQ(s.mem.size(), 16u);
+  EXPECT_EQ(s.mem[0].lane, 0u);
+  EXPECT_EQ(s.mem[3].value, 3u);
+  EXPECT_EQ(s.regs.size(), 8u);  // two register-writing instructions x 4 lanes
+  EXPECT_EQ(s.regs[5].reg, 2u);
+  EXPECT_EQ(s.regs[5].value, 5u);
+}
+
+TEST(MachineInterp, AtomicsReturnOldValuesInLaneOrder) {
+  const uint32_t g = default_params().global_base;
+  Program prog;
+  prog.blocks = {Block{{atom(AtomOp::ADD, Space::Global, 2, k(g + 252), k(3))}, jmp(1)},
+                 store_tid_value(8, r(2), term(Term::EXIT))};
+  auto m = memory();
+  Interpreter in(prog, small(8), 2, 16, {}, m);  // 2 CTAs of 2 warps
+  in.run();
+  ASSERT_EQ(in.fault().error, 0);
+  // CTA 1 overwrites CTA 0's outputs, and its old values continue the count.
+  for (uint32_t t = 0; t < 16; ++t) EXPECT_EQ(word(m, t), 3 * (16 + t));
+  EXPECT_EQ(word(m, 63), 3u * 32);
+}
+
+TEST(MachineInterp, CtaBarrierOrdersSharedMemory) {
+  // Warp 1 writes shared[0] = 42 before the barrier; warp 0 reads it after.
+  Program prog;
+  prog.blocks = {
+      Block{{special(Op::WARP, 1), alu(Op::SEQ, 2, r(1), k(1))}, br(2, 1, 2)},
+      Block{{mem(Op::ST, Space::Shared, 0, k(0), k(0), k(42))}, jmp(2)},
+      Block{{}, term(Term::BAR, 3)},
+      Block{{mem(Op::LD, Space::Shared, 3, k(0), k(0))}, jmp(4)},
+      store_tid_value(4, r(3), term(Term::EXIT)),
+  };
+  prog.shared_bytes = 16;
+  auto m = memory();
+  Interpreter in(prog, small(4), 1, 8, {}, m);
+  in.run();
+  ASSERT_EQ(in.fault().error, 0) << in.fault().message;
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(word(m, t), 42u);
+}
+
+TEST(MachineInterp, WarpBarrierSpansTheMachineWarpsOfOneCudaWarp) {
+  // L = 4: machine warps 0..7 are CUDA warp 0, 8..15 CUDA warp 1.  Each
+  // thread writes its id to shared, waits at WBAR, reads its neighbour's
+  // (tid ^ 16) within the 32-thread group.
+  Program prog;
+  Block b0;
+  b0.instrs = {special(Op::WARP, 0),        special(Op::LANE, 1),
+               alu(Op::MUL, 0, r(0), k(4)), alu(Op::ADD, 0, r(0), r(1)),
+               alu(Op::SHL, 4, r(0), k(2)), mem(Op::ST, Space::Shared, 0, r(4), k(0), r(0))};
+  b0.term = term(Term::WBAR, 1);
+  Block b1;
+  b1.instrs = {alu(Op::XOR, 5, r(0), k(16)), alu(Op::SHL, 5, r(5), k(2)), mem(Op::LD, Space::Shared, 6, r(5), k(0))};
+  b1.term = jmp(2);
+  prog.blocks = {b0, b1, store_tid_value(4, r(6), term(Term::EXIT))};
+  prog.shared_bytes = 256;
+  auto m = memory();
+  Interpreter in(prog, small(4), 1, 64, {}, m);
+  in.run();
+  ASSERT_EQ(in.fault().error, 0) << in.fault().message;
+  for (uint32_t t = 0; t < 64; ++t) EXPECT_EQ(word(m, t), t ^ 16);
+}
+
+TEST(MachineInterp, SpecialRegisters) {
+  Program prog;
+  Block b;
+  b.instrs = {special(Op::LANE, 1),        special(Op::WARP, 2),         special(Op::CTA, 3),
+              alu(Op::SHL, 2, r(2), k(8)), alu(Op::SHL, 3, r(3), k(16)), alu(Op::OR, 7, r(1), r(2)),
+              alu(Op::OR, 7, r(7), r(3))};
+  b.term = jmp(1);
+  prog.blocks = {b, store_tid_value(8, r(7), term(Term::EXIT))};
+  auto m = memory();
+  Interpreter in(prog, small(8), 3, 16, {}, m);
+  in.run();
+  for (uint32_t t = 0; t < 16; ++t) EXPECT_EQ(word(m, t), (t % 8) | ((t / 8) << 8) | (2u << 16));
+}
+
+TEST(MachineInterp, ClockCountsTheLaunchsSteps) {
+  Program prog;
+  prog.blocks = {Block{{special(Op::CLOCK, 1)}, jmp(1)},
+                 store_tid_value(4, r(2), term(Term::EXIT))};
+  prog.blocks[1].instrs.insert(prog.blocks[1].instrs.begin(),
+                               {special(Op::CLOCK, 2), alu(Op::MUL, 1, r(1), k(100)), alu(Op::ADD, 2, r(2), r(1))});
+  auto m = memory();
+  Interpreter in(prog, small(4), 1, 8, {}, m);
+  in.run();
+  // Warp 0 runs at steps 0 and 1, warp 1 at steps 2 and 3.
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(word(m, t), t < 4 ? 1u : 203u);
+}
+
+TEST(MachineInterp, Faults) {
+  const uint32_t g = default_params().global_base;
+  auto run = [&](Instr i) {
+    Program prog;
+    prog.blocks = {Block{{i}, term(Term::EXIT)}};
+    auto m = memory(64);
+    Interpreter in(prog, small(4), 1, 4, {}, m);
+    in.run();
+    return in.fault();
+  };
+  EXPECT_EQ(run(mem(Op::LD, Space::Global, 1, k(g), k(64))).error, 700);
+  EXPECT_EQ(run(mem(Op::LD, Space::Global, 1, k(g - 4), k(0))).error, 700);
+  EXPECT_EQ(run(mem(Op::LD, Space::Global, 1, k(g), k(2))).error, 716);
+  EXPECT_EQ(run(mem(Op::ST, Space::Shared, 0, k(0), k(0), k(1))).error, 700);  // no shared memory declared
+  EXPECT_EQ(run(mem(Op::LD, Space::Global, 1, k(g), k(60))).error, 0);
+  Fault f = run(mem(Op::LD, Space::Param, 1, k(0), k(0)));
+  EXPECT_EQ(f.error, 700);
+  EXPECT_NE(f.message.find("param"), std::string::npos) << f.message;
+
+  Program trap;
+  trap.blocks = {Block{{}, term(Term::TRAP, 0, 710)}};
+  auto m = memory();
+  Interpreter in(trap, small(4), 1, 4, {}, m);
+  in.run();
+  EXPECT_EQ(in.fault().error, 710);
+}
+
+TEST(MachineInterp, StepLimitFaultsWithATimeout) {
+  // Each lane runs 3 loop blocks plus entry and exit: 5 steps.
+  auto run = [](uint64_t limit) {
+    Program prog;
+    prog.blocks = {Block{{alu(Op::MOV, 1, k(0))}, jmp(1)},
+                   Block{{alu(Op::ADD, 1, r(1), k(1)), alu(Op::SLTU, 2, r(1), k(3))}, br(2, 1, 2)},
+                   Block{{}, term(Term::EXIT)}};
+    auto m = memory();
+    Interpreter in(prog, small(4), 1, 4, {}, m);
+    in.run(limit);
+    return in.fault().error;
+  };
+  EXPECT_EQ(run(5), 0);
+  EXPECT_EQ(run(4), 702);
+}
+
+TEST(MachineInterp, ValidateEnforcesTheBlockRules) {
+  const Params p = small(8);
+  const uint32_t g = p.global_base;
+  auto check = [&](std::vector<Instr> is) {
+    Program prog;
+    prog.blocks = {Block{is, term(Term::EXIT)}};
+    validate(prog, p);
+  };
+  EXPECT_NO_THROW(check({mem(Op::LD, Space::Global, 1, k(g), k(0)), mem(Op::ST, Space::Global, 0, k(g), k(0), k(1))}));
+  EXPECT_THROW(check({mem(Op::ST, Space::Global, 0, k(g), k(0), k(1)), mem(Op::LD, Space::Global, 1, k(g), k(0))}),
+               std::invalid_argument);
+  EXPECT_THROW(
+      check({atom(AtomOp::ADD, Space::Global, 1, k(g), k(1)), atom(AtomOp::ADD, Space::Global, 2, k(g), k(1))}),
+      std::invalid_argument);
+  EXPECT_THROW(check({alu(Op::ADD, 32, k(1), k(1))}), std::invalid_argument);
+  EXPECT_THROW(check({mem(Op::ST, Space::Param, 0, k(0), k(0), k(1))}), std::invalid_argument);
+  EXPECT_THROW(check(std::vector<Instr>(p.block_instrs + 1, alu(Op::ADD, 1, k(1), k(1)))), std::invalid_argument);
+  Program bad;
+  bad.blocks = {Block{{}, jmp(5)}};
+  EXPECT_THROW(validate(bad, p), std::invalid_argument);
+}
+
+TEST(MachineInterp, ExitedLanesAndPartialWarps) {
+  // 6 threads on L = 4: the second warp has two lanes past the CTA.
+  Program prog;
+  prog.blocks = {store_tid_value(4, k(7), term(Term::EXIT))};
+  auto m = memory();
+  Interpreter in(prog, small(4), 1, 6, {}, m);
+  StepRecord s;
+  ASSERT_TRUE(in.step(&s));
+  EXPECT_EQ(s.mask, 0xFu);
+  ASSERT_TRUE(in.step(&s));
+  EXPECT_EQ(s.mask, 0x3u);
+  EXPECT_FALSE(in.step(&s));
+  for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(word(m, t), t < 6 ? 7u : 0u);
+}
+
+}  // namespace
+}  // namespace qgpu::machine

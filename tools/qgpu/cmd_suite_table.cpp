@@ -1,0 +1,108 @@
+// qgpu suite-table DIR [--no-run] [--block N]
+// The kernel suite as the machine sees it: for every sample in DIR (a samples
+// build directory: manifest.txt, the programs, ptx/<name>*.ptx), the machine
+// instructions and blocks of its kernels (lowered for one block of N threads,
+// since the lowering specialises per launch), and, unless --no-run, the
+// sample run under qgpu with the interpreter backend: its launches,
+// interpreter steps and verdict (the PASSED/FAILED line it prints).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+
+#include "command.h"
+#include "model_host/machine/image.h"
+#include "model_host/machine/lower.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using namespace qgpu::machine;
+
+struct Row {
+  std::string name;
+  int kernels = 0, lowered = 0;
+  uint64_t instructions = 0, blocks = 0;
+  std::string launches = "-", steps = "-", result = "-", note;
+};
+
+void lower_sample(const fs::path& dir, Row& row, uint32_t block) {
+  std::vector<fs::path> files;
+  for (auto& e : fs::directory_iterator(dir / "ptx")) {
+    std::string f = e.path().filename().string();
+    if (f == row.name + ".ptx" || (f.starts_with(row.name + ".") && f.ends_with(".ptx"))) files.push_back(e.path());
+  }
+  for (auto& f : files) {
+    ModuleImage img = load_module(ptx_of_file(f.string()), default_params());
+    for (auto& fn : img.module.functions) {
+      if (!fn.is_entry || !fn.has_body) continue;
+      ++row.kernels;
+      try {
+        Program p = lower(img.module, fn.name, {{1, 1, 1}, {block, 1, 1}, 0, img.symbols}, default_params());
+        ++row.lowered;
+        row.instructions += p.instr_count();
+        row.blocks += p.blocks.size();
+      } catch (const LowerError& e) {
+        if (row.note.empty()) row.note = e.what();
+      }
+    }
+  }
+}
+
+void run_sample(const fs::path& dir, Row& row) {
+  std::string self = fs::read_symlink("/proc/self/exe").string();
+  std::string cmd = "'" + self + "' run --backend interpreter --stats -- '" + (dir / row.name).string() + "' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return;
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  std::smatch m;
+  if (std::regex_search(out, m, std::regex("launches=(\\d+) steps=(\\d+)"))) {
+    row.launches = m[1];
+    row.steps = m[2];
+  }
+  row.result = out.find("PASSED") != std::string::npos   ? "PASSED"
+               : out.find("FAILED") != std::string::npos ? "FAILED"
+                                                         : "no verdict";
+}
+
+qgpu::cli::Register reg("suite-table", [](CLI::App& app) {
+  auto* sub = app.add_subcommand("suite-table", "Per-sample table: machine instructions, blocks, interpreter steps");
+  auto dir = std::make_shared<std::string>();
+  auto no_run = std::make_shared<bool>(false);
+  auto block = std::make_shared<uint32_t>(128);
+  sub->add_option("dir", *dir, "samples build directory (manifest.txt, programs, ptx/)")->required();
+  sub->add_flag("--no-run", *no_run, "only lower the kernels; do not run the samples");
+  sub->add_option("--block", *block, "threads per block the kernels are lowered for");
+  return [dir, no_run, block]() {
+    fs::path d = *dir;
+    std::ifstream manifest(d / "manifest.txt");
+    if (!manifest)
+      throw std::runtime_error((d / "manifest.txt").string() + " not found: is this a samples build directory?");
+    std::cout
+        << "| sample | kernels (lowered) | machine instructions | blocks | launches | interpreter steps | result |\n"
+        << "| --- | --- | --- | --- | --- | --- | --- |\n";
+    std::vector<std::string> notes;
+    for (std::string name; std::getline(manifest, name);) {
+      if (name.empty()) continue;
+      Row row;
+      row.name = name;
+      lower_sample(d, row, *block);
+      if (!*no_run) run_sample(d, row);
+      std::cout << "| " << row.name << " | " << row.kernels << " (" << row.lowered << ") | " << row.instructions
+                << " | " << row.blocks << " | " << row.launches << " | " << row.steps << " | " << row.result << " |\n";
+      if (!row.note.empty()) notes.push_back(row.name + ": " + row.note);
+    }
+    for (auto& n : notes) std::cout << "\n- " << n;
+    if (!notes.empty()) std::cout << "\n";
+    return 0;
+  };
+});
+
+}  // namespace
