@@ -1,0 +1,253 @@
+#include "model_host/qwen/checkpoint.h"
+
+#include "model_host/qwen/safetensors.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace qgpu::qwen {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kSideFile[] = "qgpu-sparse.bin";
+constexpr char kMagic[8] = {'Q', 'G', 'P', 'U', 'S', 'P', 'R', '1'};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("checkpoint: cannot read " + p.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// HF name -> canonical name; empty for tensors the text model does not use
+// (vision tower, multi-token-prediction head).
+std::string canonical_name(const std::string& hf) {
+  static const std::string vl = "model.language_model.", text = "model.";
+  if (hf.rfind(vl, 0) == 0) return hf.substr(vl.size());
+  if (hf.rfind("model.visual.", 0) == 0) return {};
+  if (hf.rfind(text, 0) == 0) return hf.substr(text.size());
+  if (hf == "lm_head.weight") return hf;
+  return {};
+}
+
+// The safetensors files of a checkpoint directory, sorted by name.
+std::vector<fs::path> safetensors_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (fs::exists(dir / "model.safetensors.index.json")) {
+    auto index = nlohmann::json::parse(read_text(dir / "model.safetensors.index.json"));
+    std::set<std::string> names;
+    for (auto& [tensor, file] : index.at("weight_map").items()) names.insert(file.get<std::string>());
+    for (const auto& n : names) files.push_back(dir / n);
+  } else {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+  }
+  if (files.empty()) throw std::runtime_error("checkpoint: no safetensors files in " + dir.string());
+  return files;
+}
+
+struct Stamp {
+  std::string name;
+  uint64_t size;
+  int64_t mtime_ns;
+  bool operator==(const Stamp&) const = default;
+};
+
+std::vector<Stamp> stamps(const std::vector<fs::path>& files) {
+  std::vector<Stamp> s;
+  for (const auto& f : files)
+    s.push_back({f.filename().string(), static_cast<uint64_t>(fs::file_size(f)),
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(fs::last_write_time(f).time_since_epoch()).count()});
+  return s;
+}
+
+// Little-endian binary I/O for the side file.
+struct Writer {
+  std::ofstream out;
+  void u64(uint64_t v) { out.write(reinterpret_cast<const char*>(&v), 8); }
+  void u32(uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); }
+  void str(const std::string& s) { u64(s.size()); out.write(s.data(), static_cast<std::streamsize>(s.size())); }
+  void raw(const void* p, size_t n) { out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n)); }
+};
+
+struct Reader {
+  std::ifstream in;
+  std::string path;
+  void raw(void* p, size_t n) {
+    in.read(static_cast<char*>(p), static_cast<std::streamsize>(n));
+    if (!in) throw std::runtime_error("checkpoint: " + path + " is truncated");
+  }
+  uint64_t u64() { uint64_t v; raw(&v, 8); return v; }
+  uint32_t u32() { uint32_t v; raw(&v, 4); return v; }
+  std::string str() { std::string s(u64(), '\0'); raw(s.data(), s.size()); return s; }
+};
+
+void write_side_file(const fs::path& dir, const std::string& config_text, const TensorMap& tensors) {
+  Writer w{std::ofstream(dir / kSideFile, std::ios::binary | std::ios::trunc)};
+  if (!w.out) throw std::runtime_error("checkpoint: cannot create " + (dir / kSideFile).string());
+  w.raw(kMagic, 8);
+  w.str(config_text);
+  auto st = stamps(safetensors_files(dir));
+  w.u64(st.size());
+  for (const auto& s : st) { w.str(s.name); w.u64(s.size); w.u64(static_cast<uint64_t>(s.mtime_ns)); }
+  w.u64(tensors.size());
+  for (const auto& [name, t] : tensors) {
+    auto flat = t.detach().to(torch::kFloat32).contiguous().view({-1});
+    auto idx = flat.nonzero().view({-1}).to(torch::kInt64).contiguous();
+    auto val = flat.index_select(0, idx).contiguous();
+    w.str(name);
+    w.u32(static_cast<uint32_t>(t.dim()));
+    for (auto d : t.sizes()) w.u64(static_cast<uint64_t>(d));
+    w.u64(static_cast<uint64_t>(idx.numel()));
+    w.raw(idx.data_ptr<int64_t>(), idx.numel() * 8);
+    w.raw(val.data_ptr<float>(), val.numel() * 4);
+  }
+  if (!w.out) throw std::runtime_error("checkpoint: writing " + (dir / kSideFile).string() + " failed");
+}
+
+// Reads the side file if it matches config.json and the safetensors files.
+std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& config_text) {
+  fs::path path = dir / kSideFile;
+  if (!fs::exists(path)) return std::nullopt;
+  Reader r{std::ifstream(path, std::ios::binary), path.string()};
+  char magic[8];
+  r.raw(magic, 8);
+  if (std::memcmp(magic, kMagic, 8) != 0 || r.str() != config_text) return std::nullopt;
+  std::vector<Stamp> stored(r.u64());
+  for (auto& s : stored) { s.name = r.str(); s.size = r.u64(); s.mtime_ns = static_cast<int64_t>(r.u64()); }
+  if (stored != stamps(safetensors_files(dir))) return std::nullopt;
+  TensorMap tensors;
+  for (uint64_t n = r.u64(); n > 0; --n) {
+    std::string name = r.str();
+    std::vector<int64_t> shape(r.u32());
+    for (auto& d : shape) d = static_cast<int64_t>(r.u64());
+    auto nnz = static_cast<int64_t>(r.u64());
+    auto idx = torch::empty({nnz}, torch::kInt64);
+    auto val = torch::empty({nnz}, torch::kFloat32);
+    r.raw(idx.data_ptr<int64_t>(), nnz * 8);
+    r.raw(val.data_ptr<float>(), nnz * 4);
+    auto t = lazy_zeros(shape);
+    if (nnz > 0) t.view({-1}).index_put_({idx}, val);
+    tensors.emplace(std::move(name), std::move(t));
+  }
+  return tensors;
+}
+
+}  // namespace
+
+torch::Tensor lazy_zeros(c10::IntArrayRef shape) {
+  int64_t numel = 1;
+  for (auto d : shape) numel *= d;
+  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(numel) * sizeof(float));
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::runtime_error("lazy_zeros: cannot map " + std::to_string(bytes) + " bytes");
+  return torch::from_blob(p, shape, [bytes](void* q) { ::munmap(q, bytes); }, torch::kFloat32);
+}
+
+Checkpoint Checkpoint::load(const std::string& dir_name) {
+  fs::path dir(dir_name);
+  std::string config_text = read_text(dir / "config.json");
+  Checkpoint ck;
+  try {
+    ck.config = Config::from_json(nlohmann::json::parse(config_text));
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint: " + (dir / "config.json").string() + ": " + e.what());
+  }
+  if (auto side = read_side_file(dir, config_text)) {
+    ck.tensors = std::move(*side);
+  } else {
+    for (const auto& file : safetensors_files(dir))
+      safetensors::read(file.string(), [&](const std::string& hf, torch::Tensor t) {
+        if (auto name = canonical_name(hf); !name.empty()) ck.tensors[name] = std::move(t);
+      });
+  }
+  ck.validate();
+  return ck;
+}
+
+void Checkpoint::save(const std::string& dir_name, torch::ScalarType dtype) const {
+  validate();
+  fs::path dir(dir_name);
+  fs::create_directories(dir);
+  // Remove files a previous save may have left that would shadow this one.
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json" ||
+        e.path().filename() == kSideFile)
+      fs::remove(e.path());
+  auto j = config.to_json();
+  j["torch_dtype"] = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kFloat16 ? "float16" : "float32";
+  const std::string config_text = j.dump(2);
+  {
+    std::ofstream out(dir / "config.json", std::ios::trunc);
+    out << config_text;
+    if (!out) throw std::runtime_error("checkpoint: cannot write " + (dir / "config.json").string());
+  }
+  std::map<std::string, torch::Tensor> hf;
+  for (const auto& [name, t] : tensors) hf[name == "lm_head.weight" ? name : "model." + name] = t;
+  safetensors::write((dir / "model.safetensors").string(), hf, dtype);
+  // The side file holds what the safetensors hold: the values after rounding to `dtype`.
+  TensorMap rounded;
+  for (const auto& [name, t] : tensors) rounded[name] = t.to(dtype).to(torch::kFloat32);
+  write_side_file(dir, config_text, rounded);
+}
+
+void Checkpoint::validate() const {
+  const Config& c = config;
+  auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) throw std::runtime_error("checkpoint: missing tensor " + name);
+    if (it->second.sizes().vec() != shape) {
+      std::ostringstream os;
+      os << "checkpoint: tensor " << name << " has shape " << it->second.sizes() << ", expected "
+         << c10::IntArrayRef(shape);
+      throw std::runtime_error(os.str());
+    }
+  };
+  const int64_t H = c.hidden_size;
+  expect("embed_tokens.weight", {c.vocab_size, H});
+  expect("norm.weight", {H});
+  if (!c.tie_word_embeddings) expect("lm_head.weight", {c.vocab_size, H});
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    expect(p + "input_layernorm.weight", {H});
+    expect(p + "post_attention_layernorm.weight", {H});
+    expect(p + "mlp.gate_proj.weight", {c.intermediate_size, H});
+    expect(p + "mlp.up_proj.weight", {c.intermediate_size, H});
+    expect(p + "mlp.down_proj.weight", {H, c.intermediate_size});
+    if (c.is_full_attention(static_cast<int>(l))) {
+      const int64_t D = c.head_dim;
+      expect(p + "self_attn.q_proj.weight", {c.num_attention_heads * D * 2, H});
+      expect(p + "self_attn.k_proj.weight", {c.num_key_value_heads * D, H});
+      expect(p + "self_attn.v_proj.weight", {c.num_key_value_heads * D, H});
+      expect(p + "self_attn.o_proj.weight", {H, c.num_attention_heads * D});
+      expect(p + "self_attn.q_norm.weight", {D});
+      expect(p + "self_attn.k_norm.weight", {D});
+    } else {
+      const std::string a = p + "linear_attn.";
+      const int64_t nv = c.linear_num_value_heads;
+      expect(a + "in_proj_qkv.weight", {c.linear_conv_dim(), H});
+      expect(a + "in_proj_z.weight", {c.linear_value_dim(), H});
+      expect(a + "in_proj_b.weight", {nv, H});
+      expect(a + "in_proj_a.weight", {nv, H});
+      expect(a + "conv1d.weight", {c.linear_conv_dim(), 1, c.linear_conv_kernel_dim});
+      expect(a + "out_proj.weight", {H, c.linear_value_dim()});
+      expect(a + "A_log", {nv});
+      expect(a + "dt_bias", {nv});
+      expect(a + "norm.weight", {c.linear_value_head_dim});
+    }
+  }
+}
+
+}  // namespace qgpu::qwen

@@ -1,0 +1,63 @@
+// Hugging Face-layout Qwen3.5 checkpoints: config.json plus safetensors
+// (one file or shards with model.safetensors.index.json), in bf16, fp16 or
+// fp32, tensors under "model." (text-only) or "model.language_model."
+// (vision-language).  In memory every tensor is fp32 and named without the
+// prefix (see TensorMap).
+//
+// Sparse side file.  Compiled circuit checkpoints are almost all zeros, so
+// save() also writes `qgpu-sparse.bin` next to the safetensors, and load()
+// reads it instead of the safetensors when it is present and up to date.
+// Format (little endian):
+//   "QGPUSPR1"                                  magic, 8 bytes
+//   u64 config_json_len, config_json bytes      the config.json text it was made with
+//   u64 stamp_count, then per safetensors file: u64 name_len, name, u64 size, i64 mtime_ns
+//   u64 tensor_count, then per tensor:
+//     u64 name_len, name; u32 ndim; i64 dims[ndim]
+//     u64 nnz; u64 flat_index[nnz]; f32 value[nnz]   (ascending flat row-major index)
+// "Up to date" means: the stored config text equals config.json and every
+// stamped safetensors file still has the stored size and mtime.  The side file
+// holds the values in fp32, so it reproduces exactly what the safetensors hold.
+#pragma once
+
+#include "model_host/qwen/config.h"
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+namespace qgpu::qwen {
+
+// Canonical, prefix-free tensor names: "embed_tokens.weight", "norm.weight",
+// "lm_head.weight" (absent when tied), "layers.N.input_layernorm.weight",
+// "layers.N.post_attention_layernorm.weight",
+// "layers.N.linear_attn.{in_proj_qkv,in_proj_z,in_proj_b,in_proj_a,conv1d,out_proj}.weight",
+// "layers.N.linear_attn.{A_log,dt_bias,norm.weight}",
+// "layers.N.mlp.{gate,up,down}_proj.weight",
+// "layers.N.self_attn.{q_proj,k_proj,v_proj,o_proj,q_norm,k_norm}.weight".
+// Shapes as in HF: Linear weights [out, in], conv1d [channels, 1, kernel].
+using TensorMap = std::map<std::string, torch::Tensor>;
+
+// A zero-filled fp32 tensor backed by anonymous memory: pages that are never
+// written take no memory, so a mostly-zero circuit checkpoint of many GB costs
+// only its non-zero pages.  The sparse side-file loader builds tensors this way.
+torch::Tensor lazy_zeros(c10::IntArrayRef shape);
+
+struct Checkpoint {
+  Config config;
+  TensorMap tensors;
+
+  // Reads `dir` (config.json + safetensors, or the sparse side file when it
+  // is up to date).  Throws std::runtime_error naming the file and tensor at fault.
+  static Checkpoint load(const std::string& dir);
+  // Writes config.json (text layout), model.safetensors (names under
+  // "model."; "lm_head.weight" at top level) in `dtype`, and the sparse side
+  // file.  Creates `dir` if needed.
+  void save(const std::string& dir, torch::ScalarType dtype = torch::kFloat32) const;
+
+  // Checks that every tensor the config requires is present with its HF
+  // shape; throws std::runtime_error naming the first problem.
+  void validate() const;
+};
+
+}  // namespace qgpu::qwen

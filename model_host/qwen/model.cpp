@@ -1,0 +1,463 @@
+#include "model_host/qwen/model.h"
+
+#include "model_host/qwen/matrix.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+
+namespace qgpu::qwen {
+namespace {
+
+// ---- The scalar equations, written once and used by both executors. ----
+
+// sigmoid(x) = 1 / (1 + exp(-x))
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+// silu(x) = x * sigmoid(x)
+inline float silu(float x) { return x * sigmoid(x); }
+// softplus as torch computes it (beta 1, threshold 20): x above 20, else log1p(exp(x)).
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+// 1 / sqrt(mean(x^2) + eps)
+inline float inv_rms(const float* x, int64_t n, float eps) {
+  return 1.0f / std::sqrt(lane_dot(x, x, n) / static_cast<float>(n) + eps);
+}
+
+// Zero-centred RMSNorm: y = (x * rsqrt(mean(x^2) + eps)) * (1 + w).
+// `one_plus_w` holds 1 + w, precomputed in fp32.
+void rmsnorm_zc(const float* x, const float* one_plus_w, int64_t n, float eps, float* y) {
+  const float r = inv_rms(x, n, eps);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * r) * one_plus_w[i];
+}
+
+std::vector<float> to_vector(const torch::Tensor& t) {
+  auto c = t.to(torch::kFloat32).contiguous().view({-1});
+  return {c.data_ptr<float>(), c.data_ptr<float>() + c.numel()};
+}
+
+std::vector<float> one_plus(const torch::Tensor& w) {
+  auto v = to_vector(w);
+  for (auto& x : v) x = 1.0f + x;
+  return v;
+}
+
+// Runs f(i) for i in [0, n) on up to the configured threads when the work is large.
+template <class F>
+void parallel_items(int64_t n, int64_t work_per_item, F f) {
+  // Waking a second thread costs more than small jobs take.
+  if (n * work_per_item < (int64_t{1} << 20)) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, work_per_item));
+  at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f(i);
+  });
+}
+
+}  // namespace
+
+// ---- Layer weights in executable form. ----
+
+struct LinearAttention {
+  Matrix qkv, z, b, a, out;
+  std::vector<float> conv;                  // [conv_dim, kernel]
+  std::vector<float> A_log, dt_bias, norm;  // [value_heads], [value_heads], [dv]
+  std::vector<int32_t> channels;            // conv channels whose input can be non-zero
+  std::vector<int32_t> heads;               // value heads whose state can become non-zero
+};
+
+struct FullAttention {
+  Matrix q, k, v, o;
+  std::vector<float> q_norm, k_norm;  // 1 + w
+};
+
+struct Mlp {
+  Matrix gate, up, down;
+  std::vector<int32_t> units;  // units that can contribute to the output
+};
+
+struct Layer {
+  bool full = false;
+  std::vector<float> input_norm, post_norm;  // 1 + w
+  LinearAttention la;
+  FullAttention fa;
+  Mlp mlp;
+};
+
+struct Model::Impl {
+  Config cfg;
+  Exec exec;
+  float eps;
+  Matrix embed;                  // [vocab, hidden]
+  std::optional<Matrix> lm_head; // absent when tied
+  std::vector<float> final_norm; // 1 + w
+  std::vector<Layer> layers;
+  std::vector<float> inv_freq;   // rope: [rotary_dim / 2]
+  Stats stats;
+
+  const Matrix& head() const { return lm_head ? *lm_head : embed; }
+
+  void linear_attention(const Layer& L, int layer, State& st, const float* n, int64_t T, float* y) const;
+  void full_attention(const Layer& L, int layer, State& st, const float* n, int64_t T, float* y) const;
+  void mlp(const Layer& L, const float* m, int64_t T, float* y) const;
+  void rope(float* x, int64_t position) const;
+};
+
+Model::Model(const Checkpoint& ck, Exec exec) : impl_(std::make_unique<Impl>()) {
+  ck.validate();
+  if (at::get_num_threads() > 2) at::set_num_threads(2);
+  Impl& m = *impl_;
+  m.cfg = ck.config;
+  m.exec = exec;
+  const Config& c = m.cfg;
+  m.eps = static_cast<float>(c.rms_norm_eps);
+  const bool sparse = exec == Exec::Sparse;
+  auto T = [&](const std::string& name) -> const torch::Tensor& { return ck.tensors.at(name); };
+  auto count = [&](const Matrix& mat) {
+    m.stats.weights += mat.rows() * mat.cols();
+    m.stats.stored += mat.stored();
+  };
+
+  m.embed = Matrix(T("embed_tokens.weight"), sparse);
+  if (!c.tie_word_embeddings) m.lm_head.emplace(T("lm_head.weight"), sparse);
+  count(m.head());
+  m.stats.active_vocab = sparse ? m.head().nonzero_rows() : c.vocab_size;
+  m.final_norm = one_plus(T("norm.weight"));
+
+  // Rope inverse frequencies as HF computes them in fp32: 1 / theta^(2i / rotary_dim).
+  const int64_t rot = c.rotary_dim();
+  for (int64_t i = 0; i < rot / 2; ++i)
+    m.inv_freq.push_back(1.0f / std::pow(static_cast<float>(c.rope_theta),
+                                         static_cast<float>(2 * i) / static_cast<float>(rot)));
+
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    Layer L;
+    L.full = c.is_full_attention(static_cast<int>(l));
+    L.input_norm = one_plus(T(p + "input_layernorm.weight"));
+    L.post_norm = one_plus(T(p + "post_attention_layernorm.weight"));
+    if (L.full) {
+      const std::string a = p + "self_attn.";
+      L.fa.q = Matrix(T(a + "q_proj.weight"), sparse);
+      L.fa.k = Matrix(T(a + "k_proj.weight"), sparse);
+      L.fa.v = Matrix(T(a + "v_proj.weight"), sparse);
+      L.fa.o = Matrix(T(a + "o_proj.weight"), sparse);
+      L.fa.q_norm = one_plus(T(a + "q_norm.weight"));
+      L.fa.k_norm = one_plus(T(a + "k_norm.weight"));
+      for (auto* mat : {&L.fa.q, &L.fa.k, &L.fa.v, &L.fa.o}) count(*mat);
+    } else {
+      const std::string a = p + "linear_attn.";
+      auto& la = L.la;
+      la.qkv = Matrix(T(a + "in_proj_qkv.weight"), sparse);
+      la.z = Matrix(T(a + "in_proj_z.weight"), sparse);
+      la.b = Matrix(T(a + "in_proj_b.weight"), sparse);
+      la.a = Matrix(T(a + "in_proj_a.weight"), sparse);
+      la.out = Matrix(T(a + "out_proj.weight"), sparse);
+      la.conv = to_vector(T(a + "conv1d.weight"));
+      la.A_log = to_vector(T(a + "A_log"));
+      la.dt_bias = to_vector(T(a + "dt_bias"));
+      la.norm = to_vector(T(a + "norm.weight"));
+      for (auto* mat : {&la.qkv, &la.z, &la.b, &la.a, &la.out}) count(*mat);
+      m.stats.weights += static_cast<int64_t>(la.conv.size());
+      // A channel whose in_proj row is zero always reads 0 and keeps a zero
+      // conv window; its output is silu(0) = 0, as it is when its taps are zero.
+      const auto row_nz = la.qkv.row_mask();
+      std::vector<bool> live(c.linear_conv_dim());
+      for (int64_t ch = 0; ch < c.linear_conv_dim(); ++ch) {
+        const int64_t K = c.linear_conv_kernel_dim;
+        const bool taps = std::any_of(&la.conv[ch * K], &la.conv[ch * K] + K, [](float w) { return w != 0.0f; });
+        live[ch] = !sparse || (row_nz[ch] && taps);
+        if (!sparse || row_nz[ch]) la.channels.push_back(static_cast<int32_t>(ch));
+      }
+      m.stats.stored += static_cast<int64_t>(la.channels.size()) * c.linear_conv_kernel_dim;
+      // A value head whose key channels or value channels are all dead keeps
+      // S = 0 forever (zero key: l2norm gives 0, nothing is written; zero
+      // value: d = beta * (0 - S^T k) = 0), so its output o = S^T q is 0.
+      const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
+      const int64_t group = c.linear_num_value_heads / c.linear_num_key_heads;
+      for (int64_t h = 0; h < c.linear_num_value_heads; ++h) {
+        const int64_t k0 = c.linear_key_dim() + (h / group) * dk, v0 = 2 * c.linear_key_dim() + h * dv;
+        bool k_live = false, v_live = false;
+        for (int64_t i = 0; i < dk; ++i) k_live = k_live || live[k0 + i];
+        for (int64_t i = 0; i < dv; ++i) v_live = v_live || live[v0 + i];
+        if (k_live && v_live) la.heads.push_back(static_cast<int32_t>(h));
+      }
+      m.stats.total_heads += c.linear_num_value_heads;
+      m.stats.active_heads += static_cast<int64_t>(la.heads.size());
+    }
+    // MLP: unit u contributes down[:, u] * silu(gate[u] x) * up[u] x, which
+    // is 0 when any of the three is zero; the sparse executor drops such
+    // units' gate and up rows so they are never computed.
+    L.mlp.gate = Matrix(T(p + "mlp.gate_proj.weight"), sparse);
+    L.mlp.up = Matrix(T(p + "mlp.up_proj.weight"), sparse);
+    L.mlp.down = Matrix(T(p + "mlp.down_proj.weight"), sparse);
+    std::vector<bool> unit(c.intermediate_size, true);
+    if (sparse) {
+      const auto g = L.mlp.gate.row_mask(), u = L.mlp.up.row_mask(), d = L.mlp.down.col_mask();
+      for (int64_t i = 0; i < c.intermediate_size; ++i) unit[i] = g[i] && u[i] && d[i];
+      L.mlp.gate.drop_rows(unit);
+      L.mlp.up.drop_rows(unit);
+    }
+    for (int64_t i = 0; i < c.intermediate_size; ++i)
+      if (unit[i]) L.mlp.units.push_back(static_cast<int32_t>(i));
+    for (auto* mat : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) count(*mat);
+    m.stats.total_units += c.intermediate_size;
+    m.stats.active_units += static_cast<int64_t>(L.mlp.units.size());
+    m.layers.push_back(std::move(L));
+  }
+}
+
+Model::~Model() = default;
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+
+const Config& Model::config() const { return impl_->cfg; }
+Exec Model::exec() const { return impl_->exec; }
+Model::Stats Model::stats() const { return impl_->stats; }
+
+State::State(const State& o) : position(o.position), keys(o.keys), values(o.values) {
+  for (const auto& t : o.conv) conv.push_back(t.defined() ? t.clone() : t);
+  for (const auto& t : o.recurrent) recurrent.push_back(t.defined() ? t.clone() : t);
+}
+
+State& State::operator=(const State& o) {
+  if (this != &o) *this = State(o);
+  return *this;
+}
+
+State Model::new_state() const {
+  const Config& c = impl_->cfg;
+  State s;
+  s.conv.resize(c.num_hidden_layers);
+  s.recurrent.resize(c.num_hidden_layers);
+  s.keys.resize(c.num_hidden_layers);
+  s.values.resize(c.num_hidden_layers);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (impl_->layers[l].full) continue;
+    s.conv[l] = torch::zeros({c.linear_conv_kernel_dim - 1, c.linear_conv_dim()}, torch::kFloat32);
+    s.recurrent[l] = torch::zeros({c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim},
+                                  torch::kFloat32);
+  }
+  return s;
+}
+
+const torch::Tensor& Model::recurrent_state(const State& s, int layer) const {
+  if (layer < 0 || layer >= impl_->cfg.num_hidden_layers)
+    throw std::out_of_range("recurrent_state: layer " + std::to_string(layer) + " out of range");
+  if (impl_->layers[layer].full)
+    throw std::invalid_argument("recurrent_state: layer " + std::to_string(layer) +
+                                " is a full-attention layer and has no recurrent state");
+  return s.recurrent.at(layer);
+}
+
+// Gated DeltaNet token mixer for T tokens (rows of n), output rows into y.
+void Model::Impl::linear_attention(const Layer& L, int layer, State& st, const float* n, int64_t T,
+                                   float* y) const {
+  const LinearAttention& la = L.la;
+  const int64_t C = cfg.linear_conv_dim(), K = cfg.linear_conv_kernel_dim, VD = cfg.linear_value_dim();
+  const int64_t nv = cfg.linear_num_value_heads, dk = cfg.linear_key_head_dim, dv = cfg.linear_value_head_dim;
+  const int64_t group = nv / cfg.linear_num_key_heads, key_dim = cfg.linear_key_dim();
+  std::vector<float> qkv(T * C), z(T * VD), b(T * nv), a(T * nv), conv_out(T * C, 0.0f), o(T * VD, 0.0f);
+  la.qkv.apply(n, T, qkv.data());
+  la.z.apply(n, T, z.data());
+  la.b.apply(n, T, b.data());
+  la.a.apply(n, T, a.data());
+
+  // Causal depthwise conv, then SiLU: c[t] = silu(sum_j w[ch, j] * in[t-K+1+j]),
+  // with the K-1 previous inputs kept in the state (oldest first).
+  float* window = st.conv[layer].data_ptr<float>();
+  for (int64_t t = 0; t < T; ++t)
+    for (int32_t ch : la.channels) {
+      const float* w = &la.conv[ch * K];
+      float acc = 0.0f;
+      for (int64_t j = 0; j < K - 1; ++j) acc += w[j] * window[j * C + ch];
+      acc += w[K - 1] * qkv[t * C + ch];
+      conv_out[t * C + ch] = silu(acc);
+      for (int64_t j = 0; j + 1 < K - 1; ++j) window[j * C + ch] = window[(j + 1) * C + ch];
+      window[(K - 2) * C + ch] = qkv[t * C + ch];
+    }
+
+  // The gated delta rule per value head, token by token, in fp32.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  float* S_all = st.recurrent[layer].data_ptr<float>();
+  parallel_items(static_cast<int64_t>(la.heads.size()), T * dk * dv * 4, [&](int64_t hi) {
+    const int64_t h = la.heads[hi], kh = h / group;
+    float* S = S_all + h * dk * dv;
+    std::vector<float> q(dk), k(dk), kv_mem(dv), d(dv), out(dv);
+    const float A = std::exp(la.A_log[h]);
+    for (int64_t t = 0; t < T; ++t) {
+      const float* row = &conv_out[t * C];
+      const float* qr = row + kh * dk;
+      const float* kr = row + key_dim + kh * dk;
+      const float* v = row + 2 * key_dim + h * dv;
+      // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
+      const float rq = 1.0f / std::sqrt(lane_dot(qr, qr, dk) + 1e-6f);
+      const float rk = 1.0f / std::sqrt(lane_dot(kr, kr, dk) + 1e-6f);
+      for (int64_t i = 0; i < dk; ++i) {
+        q[i] = (qr[i] * rq) * scale;
+        k[i] = kr[i] * rk;
+      }
+      // beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias); decay = exp(g).
+      const float beta = sigmoid(b[t * nv + h]);
+      const float g = -A * softplus(a[t * nv + h] + la.dt_bias[h]);
+      const float decay = std::exp(g);
+      // S = decay * S; d = beta * (v - S^T k); S = S + k d^T; o = S^T q.
+      // Sums run over i ascending; a term with k[i] = 0 (or q[i] = 0) adds
+      // +-0 to a sum that is never -0, so it is skipped; a decay of exactly
+      // 1 (the circuit's open gate) leaves S unchanged and is skipped too.
+      if (decay != 1.0f)
+        for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
+      std::fill(kv_mem.begin(), kv_mem.end(), 0.0f);
+      for (int64_t i = 0; i < dk; ++i)
+        if (k[i] != 0.0f)
+          for (int64_t j = 0; j < dv; ++j) kv_mem[j] += S[i * dv + j] * k[i];
+      for (int64_t j = 0; j < dv; ++j) d[j] = (v[j] - kv_mem[j]) * beta;
+      std::fill(out.begin(), out.end(), 0.0f);
+      for (int64_t i = 0; i < dk; ++i) {
+        float* Si = S + i * dv;
+        for (int64_t j = 0; j < dv; ++j) Si[j] += k[i] * d[j];
+        if (q[i] != 0.0f)
+          for (int64_t j = 0; j < dv; ++j) out[j] += Si[j] * q[i];
+      }
+      // Gated RMSNorm per head (weight not zero-centred):
+      // o = (w * (o * rsqrt(mean(o^2) + eps))) * silu(z).
+      const float r = inv_rms(out.data(), dv, eps);
+      float* dst = &o[t * VD + h * dv];
+      const float* zr = &z[t * VD + h * dv];
+      for (int64_t j = 0; j < dv; ++j) dst[j] = (la.norm[j] * (out[j] * r)) * silu(zr[j]);
+    }
+  });
+  la.out.apply(o.data(), T, y);
+}
+
+// Rotary embedding on the first rotary_dim entries of one head at `position`:
+// x' = x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1].
+void Model::Impl::rope(float* x, int64_t position) const {
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(position) * inv_freq[i];
+    const float c = std::cos(angle), s = std::sin(angle);
+    const float x1 = x[i], x2 = x[i + half];
+    x[i] = x1 * c + (-x2) * s;
+    x[i + half] = x2 * c + x1 * s;
+  }
+}
+
+// Output-gated grouped-query attention for T tokens.
+void Model::Impl::full_attention(const Layer& L, int layer, State& st, const float* n, int64_t T,
+                                 float* y) const {
+  const FullAttention& fa = L.fa;
+  const int64_t nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads, D = cfg.head_dim;
+  const int64_t group = nh / nkv;
+  std::vector<float> q(T * nh * 2 * D), k(T * nkv * D), v(T * nkv * D), out(T * nh * D);
+  fa.q.apply(n, T, q.data());
+  fa.k.apply(n, T, k.data());
+  fa.v.apply(n, T, v.data());
+  auto& keys = st.keys[layer];
+  auto& values = st.values[layer];
+  const int64_t start = st.position;
+  // Keys: k_norm (zero-centred RMSNorm over head_dim), then rope.
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t g = 0; g < nkv; ++g) {
+      float* kr = &k[(t * nkv + g) * D];
+      rmsnorm_zc(kr, fa.k_norm.data(), D, eps, kr);
+      rope(kr, start + t);
+    }
+  keys.insert(keys.end(), k.begin(), k.end());
+  values.insert(values.end(), v.begin(), v.end());
+  const float scaling = 1.0f / std::sqrt(static_cast<float>(D));
+  parallel_items(nh, T * (start + T) * D * 2, [&](int64_t h) {
+    std::vector<float> qh(D), scores, acc(D);
+    const int64_t g = h / group;
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t pos = start + t;
+      // q_proj gives per head [query (D), gate (D)].
+      const float* qg = &q[(t * nh + h) * 2 * D];
+      rmsnorm_zc(qg, fa.q_norm.data(), D, eps, qh.data());
+      rope(qh.data(), pos);
+      // softmax(q k^T * scaling) over positions 0..pos, then the weighted sum of values.
+      scores.resize(pos + 1);
+      float mx = -INFINITY;
+      for (int64_t s = 0; s <= pos; ++s) {
+        scores[s] = lane_dot(qh.data(), &keys[(s * nkv + g) * D], D) * scaling;
+        mx = std::max(mx, scores[s]);
+      }
+      float sum = 0.0f;
+      for (int64_t s = 0; s <= pos; ++s) {
+        scores[s] = std::exp(scores[s] - mx);
+        sum += scores[s];
+      }
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t s = 0; s <= pos; ++s) {
+        const float p = scores[s] / sum;
+        const float* vr = &values[(s * nkv + g) * D];
+        for (int64_t j = 0; j < D; ++j) acc[j] += p * vr[j];
+      }
+      // Output gate: attn * sigmoid(gate).
+      float* dst = &out[(t * nh + h) * D];
+      for (int64_t j = 0; j < D; ++j) dst[j] = acc[j] * sigmoid(qg[D + j]);
+    }
+  });
+  fa.o.apply(out.data(), T, y);
+}
+
+// SwiGLU MLP: y = down(silu(gate(m)) * up(m)).
+void Model::Impl::mlp(const Layer& L, const float* m, int64_t T, float* y) const {
+  const int64_t I = cfg.intermediate_size;
+  std::vector<float> g(T * I), u(T * I), act(T * I, 0.0f);
+  L.mlp.gate.apply(m, T, g.data());
+  L.mlp.up.apply(m, T, u.data());
+  for (int64_t t = 0; t < T; ++t)
+    for (int32_t i : L.mlp.units) act[t * I + i] = silu(g[t * I + i]) * u[t * I + i];
+  L.mlp.down.apply(act.data(), T, y);
+}
+
+Outputs Model::forward(State& st, const std::vector<int64_t>& tokens, const std::vector<int>& capture_layers) const {
+  const Impl& m = *impl_;
+  const Config& c = m.cfg;
+  const int64_t T = static_cast<int64_t>(tokens.size()), H = c.hidden_size;
+  if (st.recurrent.size() != static_cast<size_t>(c.num_hidden_layers))
+    throw std::invalid_argument("forward: state was not made by this model's new_state()");
+  for (int layer : capture_layers)
+    if (layer < 0 || layer > c.num_hidden_layers)
+      throw std::out_of_range("forward: capture layer " + std::to_string(layer) + " is outside 0.." +
+                              std::to_string(c.num_hidden_layers));
+  Outputs result;
+  result.residuals.resize(capture_layers.size());
+  auto capture = [&](int index, const std::vector<float>& x) {
+    for (size_t i = 0; i < capture_layers.size(); ++i)
+      if (capture_layers[i] == index) result.residuals[i] = torch::from_blob(const_cast<float*>(x.data()), {T, H}).clone();
+  };
+
+  std::vector<float> x(T * H), normed(T * H), y(T * H);
+  for (int64_t t = 0; t < T; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
+      throw std::out_of_range("forward: token " + std::to_string(tokens[t]) + " is outside the vocabulary of " +
+                              std::to_string(c.vocab_size));
+    m.embed.row(tokens[t], &x[t * H]);
+  }
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const Layer& L = m.layers[l];
+    capture(l, x);
+    for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], L.input_norm.data(), H, m.eps, &normed[t * H]);
+    if (L.full) m.full_attention(L, l, st, normed.data(), T, y.data());
+    else m.linear_attention(L, l, st, normed.data(), T, y.data());
+    for (int64_t i = 0; i < T * H; ++i) x[i] += y[i];
+    for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], L.post_norm.data(), H, m.eps, &normed[t * H]);
+    m.mlp(L, normed.data(), T, y.data());
+    for (int64_t i = 0; i < T * H; ++i) x[i] += y[i];
+  }
+  capture(static_cast<int>(c.num_hidden_layers), x);
+  for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], m.final_norm.data(), H, m.eps, &normed[t * H]);
+  result.logits = torch::empty({T, c.vocab_size}, torch::kFloat32);
+  m.head().apply(normed.data(), T, result.logits.data_ptr<float>());
+  st.position += T;
+  return result;
+}
+
+torch::Tensor Model::step(State& st, int64_t token) const { return forward(st, {token}).logits[0]; }
+
+}  // namespace qgpu::qwen

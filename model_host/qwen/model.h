@@ -1,0 +1,84 @@
+// The Qwen3.5 text model, executed in fp32 exactly as the equations are written
+// (DESIGN.md section 4; full-attention layers as in HF transformers' qwen3_5).
+//
+// Two executors share one arithmetic.  Every long sum (matrix rows, norms,
+// attention dots) accumulates into 32 lanes by column index (lane = column
+// mod 32, in ascending order within a lane) and then adds the lanes in a fixed
+// tree.  The dense executor visits every column; the sparse executor stores
+// only the non-zero weights (CSR) and skips zero rows, zero conv channels,
+// GDN heads whose keys or values are always zero, and MLP units and vocabulary
+// rows that are zero.  Adding a zero product to a lane leaves it unchanged, so
+// for finite activations both executors produce bit-identical numbers, and
+// batched prefill is bit-identical to token-by-token decoding.
+#pragma once
+
+#include "model_host/qwen/checkpoint.h"
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+namespace qgpu::qwen {
+
+enum class Exec { Dense, Sparse };
+
+// All per-sequence state: per layer the conv window and the GDN recurrent
+// state (linear-attention layers) or the KV cache (full-attention layers).
+// Copying a State deep-copies it (a snapshot); assign it back to restore.
+struct State {
+  int64_t position = 0;                   // tokens consumed so far
+  std::vector<torch::Tensor> conv;        // [kernel-1, conv_dim] fp32, oldest first
+  std::vector<torch::Tensor> recurrent;   // [value_heads, dk, dv] fp32
+  // Full-attention KV cache per layer, row per position: [positions, kv_heads*head_dim];
+  // keys after k_norm and rope.
+  std::vector<std::vector<float>> keys, values;
+
+  State() = default;
+  State(const State& other);
+  State& operator=(const State& other);
+  State(State&&) = default;
+  State& operator=(State&&) = default;
+};
+
+struct Outputs {
+  torch::Tensor logits;                    // [T, vocab] fp32
+  std::vector<torch::Tensor> residuals;    // per requested layer: [T, hidden], the input of that layer
+};
+
+class Model {
+ public:
+  explicit Model(const Checkpoint&, Exec exec = Exec::Dense);
+  ~Model();
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+
+  State new_state() const;
+  // Batched prefill of `tokens` after what `state` has seen.  capture_layers:
+  // index L < num_hidden_layers captures the residual entering layer L; index
+  // num_hidden_layers the residual after the last layer (before the final norm).
+  Outputs forward(State&, const std::vector<int64_t>& tokens,
+                  const std::vector<int>& capture_layers = {}) const;
+  // One token; returns its logits [vocab].
+  torch::Tensor step(State&, int64_t token) const;
+  // The GDN state of a linear-attention layer: [value_heads, dk, dv] fp32.
+  const torch::Tensor& recurrent_state(const State&, int layer) const;
+  const Config& config() const;
+  Exec exec() const;
+
+  // What the sparse executor skips, for reports and benchmarks.
+  struct Stats {
+    int64_t weights = 0;       // weights in all matrices and convs
+    int64_t stored = 0;        // weights the executor visits
+    int64_t active_heads = 0, total_heads = 0;   // GDN value heads
+    int64_t active_units = 0, total_units = 0;   // MLP units
+    int64_t active_vocab = 0;                    // LM-head rows computed
+  };
+  Stats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qgpu::qwen

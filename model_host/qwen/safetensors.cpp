@@ -1,0 +1,114 @@
+#include "model_host/qwen/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+namespace qgpu::qwen::safetensors {
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("safetensors " + path + ": " + what);
+}
+
+torch::ScalarType dtype_from_name(const std::string& path, const std::string& tensor, const std::string& name) {
+  if (name == "F32") return torch::kFloat32;
+  if (name == "F16") return torch::kFloat16;
+  if (name == "BF16") return torch::kBFloat16;
+  fail(path, "tensor \"" + tensor + "\" has dtype " + name + " (expected F32, F16 or BF16)");
+}
+
+const char* dtype_name(torch::ScalarType t) {
+  switch (t) {
+    case torch::kFloat32: return "F32";
+    case torch::kFloat16: return "F16";
+    case torch::kBFloat16: return "BF16";
+    default: throw std::invalid_argument("safetensors: cannot write dtype " + std::string(c10::toString(t)));
+  }
+}
+
+// A read-only memory map that unmaps itself.
+struct Mapping {
+  void* data = MAP_FAILED;
+  size_t size = 0;
+  Mapping(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY);
+    if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    struct stat st {};
+    ::fstat(fd, &st);
+    size = static_cast<size_t>(st.st_size);
+    if (size > 0) data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (size > 0 && data == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(errno));
+  }
+  ~Mapping() {
+    if (data != MAP_FAILED) ::munmap(data, size);
+  }
+  const uint8_t* bytes() const { return static_cast<const uint8_t*>(data); }
+};
+
+}  // namespace
+
+void read(const std::string& path, const std::function<void(const std::string&, torch::Tensor)>& visit) {
+  Mapping map(path);
+  if (map.size < 8) fail(path, "file is shorter than its 8-byte header length");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, map.bytes(), 8);
+  if (header_len > map.size - 8) fail(path, "header length " + std::to_string(header_len) + " exceeds the file");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(map.bytes() + 8, map.bytes() + 8 + header_len);
+  } catch (const std::exception& e) {
+    fail(path, std::string("header is not JSON: ") + e.what());
+  }
+  const uint8_t* data = map.bytes() + 8 + header_len;
+  const size_t data_size = map.size - 8 - header_len;
+  for (auto& [name, info] : header.items()) {
+    if (name == "__metadata__") continue;
+    auto dtype = dtype_from_name(path, name, info.at("dtype").get<std::string>());
+    auto shape = info.at("shape").get<std::vector<int64_t>>();
+    auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
+    int64_t numel = 1;
+    for (auto d : shape) numel *= d;
+    const uint64_t expected = static_cast<uint64_t>(numel) * c10::elementSize(dtype);
+    if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] > data_size ||
+        offsets[1] - offsets[0] != expected)
+      fail(path, "tensor \"" + name + "\" has data_offsets that do not match its shape and dtype");
+    auto view = torch::from_blob(const_cast<uint8_t*>(data + offsets[0]), shape,
+                                 torch::TensorOptions().dtype(dtype));
+    visit(name, dtype == torch::kFloat32 ? view.clone() : view.to(torch::kFloat32));
+  }
+}
+
+void write(const std::string& path, const std::map<std::string, torch::Tensor>& tensors, torch::ScalarType dtype) {
+  nlohmann::json header = nlohmann::json::object();
+  header["__metadata__"] = {{"format", "pt"}};
+  std::vector<torch::Tensor> converted;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    auto c = t.detach().to(torch::kCPU).to(dtype).contiguous();
+    uint64_t bytes = static_cast<uint64_t>(c.numel()) * c.element_size();
+    header[name] = {{"dtype", dtype_name(dtype)}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+    converted.push_back(c);
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(path, "cannot create");
+  uint64_t len = text.size();
+  out.write(reinterpret_cast<const char*>(&len), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& c : converted)
+    out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * c.element_size()));
+  if (!out) fail(path, "write failed");
+}
+
+}  // namespace qgpu::qwen::safetensors
