@@ -1,0 +1,425 @@
+#include "model_host/circuit/compiler.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace qgpu::circuit {
+
+namespace {
+
+constexpr int kNever = INT_MAX;
+constexpr int kAnchor = 0;   // residual dimension of the anchor
+
+// Depth slots: the embedding is -1, layer L's token mixer 2L, its MLP 2L+1.
+int attn_slot(int layer) { return 2 * layer; }
+int mlp_slot(int layer) { return 2 * layer + 1; }
+// First layer whose MLP (or token mixer) comes after slot r.
+int first_mlp_layer_after(int r) { return r < 0 ? 0 : r / 2 + (r % 2); }
+int first_attn_layer_after(int r) { return r < 0 ? 0 : r / 2 + 1; }
+
+[[noreturn]] void budget_error(const std::string& msg) { throw std::runtime_error("circuit: " + msg); }
+
+// How a memory op's parts are laid into heads: slices of at most one head's
+// channels, repeated for every group of 128 rows.
+struct HeadPlan {
+  std::vector<std::vector<int>> slices;   // part indices per slice
+  std::vector<std::vector<int>> offset;   // channel offset of each part in its slice
+  int groups = 1;
+  int heads() const { return groups * static_cast<int>(slices.size()); }
+};
+
+HeadPlan plan_heads(const Program& p, const MemoryOp& op, int head_dim) {
+  HeadPlan plan;
+  plan.groups = (op.rows + head_dim - 1) / head_dim;
+  int used = head_dim;
+  for (size_t i = 0; i < op.parts.size(); ++i) {
+    int size = p.info(op.parts[i].data).size;
+    if (used + size > head_dim) {
+      plan.slices.emplace_back();
+      plan.offset.emplace_back();
+      used = 0;
+    }
+    plan.slices.back().push_back(static_cast<int>(i));
+    plan.offset.back().push_back(used);
+    used += size;
+  }
+  return plan;
+}
+
+// An MLP step in placed form: weights on residual dimensions.
+struct PlacedStep {
+  std::vector<std::pair<int, float>> gate;   // dim -> coefficient of F (anchor carries the bias)
+  float bias = 0;
+  std::vector<std::pair<int, float>> down;   // dim -> output when the step fires
+};
+
+}  // namespace
+
+int Compiled::capture_index(ValueId v) const {
+  const int r = ready_.at(v);
+  const int layer = r < 0 ? 0 : r / 2 + 1;          // first layer boundary after slot r
+  if (layer > num_layers()) return -1;
+  const int boundary = attn_slot(layer);            // the residual entering `layer`
+  return cleared_.at(v) >= boundary ? layer : -1;
+}
+
+int Compiled::decode(ValueId v, const float* residual, float tol) const {
+  int slot = -1;
+  const auto& d = dims_.at(v);
+  for (size_t i = 0; i < d.size(); ++i) {
+    float x = residual[d[i]];
+    if (std::fabs(x - 1.f) <= tol) {
+      if (slot >= 0) return -1;
+      slot = static_cast<int>(i);
+    } else if (std::fabs(x) > tol) {
+      return -1;
+    }
+  }
+  return slot;
+}
+
+std::string Compiled::report() const {
+  const auto& c = checkpoint_.config;
+  std::ostringstream os;
+  os << "layer  units/" << c.intermediate_size << "  heads/" << c.linear_num_value_heads << "  dims(attn,mlp)/"
+     << c.hidden_size << "  mlp-ops  memories  clears\n";
+  int units = 0, heads = 0, peak = 0;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const LayerUse& u = layers_[l];
+    char line[160];
+    std::snprintf(line, sizeof line, "%5zu  %10d  %8d  %8d,%-6d  %7d  %8d  %6d\n", l, u.units, u.heads, u.dims_attn,
+                  u.dims_mlp, u.mlp_ops, u.memory_ops, u.clears);
+    os << line;
+    units += u.units;
+    heads += u.heads;
+    peak = std::max({peak, u.dims_attn, u.dims_mlp});
+  }
+  os << "total  " << units << " units, " << heads << " heads, peak " << peak << " dims, " << layers_.size()
+     << " layers\n";
+  return os.str();
+}
+
+Compiled compile(const Program& program, const Options& options) {
+  const auto& values = program.values();
+  const auto& ops = program.ops();
+  const int nvalues = static_cast<int>(values.size());
+
+  int64_t vocab = options.vocab_size ? options.vocab_size
+                                     : options.token_base + static_cast<int64_t>(program.tokens().size());
+  if (vocab < options.token_base + static_cast<int64_t>(program.tokens().size()))
+    throw std::invalid_argument("circuit: vocabulary too small for the circuit tokens");
+  qwen::Config cfg = qwen::Config::qwen35_2b(1, vocab);
+  const int H = static_cast<int>(cfg.hidden_size);
+  const int units_cap = static_cast<int>(cfg.intermediate_size);
+  const int heads_cap = static_cast<int>(cfg.linear_num_value_heads);
+  const int head_dim = static_cast<int>(cfg.linear_value_head_dim);
+  if (cfg.linear_num_key_heads != cfg.linear_num_value_heads || cfg.linear_key_head_dim != head_dim)
+    throw std::logic_error("circuit: memories need as many key heads as value heads, of equal size");
+
+  // The output head: each output token must be told apart by its output slots.
+  {
+    std::map<std::vector<int>, int> seen;
+    const auto& fields = program.fields();
+    for (size_t t = 0; t < program.tokens().size(); ++t) {
+      std::vector<int> key;
+      for (auto [f, v] : program.output_head())
+        key.push_back(program.tokens()[t].slots[std::find(fields.begin(), fields.end(), f) - fields.begin()]);
+      if (program.output_head().empty()) break;
+      auto [it, fresh] = seen.emplace(key, static_cast<int>(t));
+      if (!fresh)
+        throw std::invalid_argument("circuit: tokens '" + program.tokens()[it->second].name + "' and '" +
+                                    program.tokens()[t].name + "' look the same to the output head");
+    }
+  }
+
+  // ---- Placement: each op at the first layer after its inputs with room.
+  std::vector<int> ready(nvalues, -1), op_layer(ops.size(), -1);
+  std::vector<HeadPlan> plans(ops.size());
+  std::vector<int> units(1, 2), heads(1, 0);   // every layer reserves its bias pair
+  auto grow = [&](int layer) {
+    while (static_cast<int>(units.size()) <= layer) {
+      units.push_back(2);
+      heads.push_back(0);
+    }
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    int r = -1;
+    for (ValueId v : program.inputs_of(ops[i])) r = std::max(r, ready[v]);
+    if (const auto* m = std::get_if<MlpOp>(&ops[i])) {
+      const int need = 2 * static_cast<int>(m->steps.size());
+      if (need > units_cap - 2)
+        budget_error("op '" + values[m->out].name + "' needs " + std::to_string(need) + " units, a layer has " +
+                     std::to_string(units_cap - 2));
+      int l = first_mlp_layer_after(r);
+      for (grow(l); units[l] + need > units_cap; grow(++l)) {}
+      units[l] += need;
+      op_layer[i] = l;
+      ready[m->out] = mlp_slot(l);
+    } else {
+      const auto& mem = std::get<MemoryOp>(ops[i]);
+      plans[i] = plan_heads(program, mem, head_dim);
+      const int need = plans[i].heads();
+      if (need > heads_cap)
+        budget_error("memory '" + mem.name + "' needs " + std::to_string(need) + " heads, a layer has " +
+                     std::to_string(heads_cap));
+      int l = first_attn_layer_after(r);
+      for (grow(l); heads[l] + need > heads_cap; grow(++l)) {}
+      heads[l] += need;
+      op_layer[i] = l;
+      for (ValueId v : mem.outs) ready[v] = attn_slot(l);
+    }
+  }
+  int last_op_layer = 0;
+  for (int l : op_layer) last_op_layer = std::max(last_op_layer, l);
+
+  // The output head's copies go into the last layer's MLP, after everything.
+  const auto& out_head = program.output_head();
+  int out_layer = -1, out_units = 0;
+  if (!out_head.empty()) {
+    int r = -1;
+    for (auto [f, v] : out_head) {
+      r = std::max({r, ready[v], ready[f]});
+      out_units += 2 * (values[f].size + values[v].size);
+    }
+    out_layer = std::max(last_op_layer, first_mlp_layer_after(r));
+    for (grow(out_layer); units[out_layer] + out_units > units_cap; grow(++out_layer)) {}
+    units[out_layer] += out_units;
+  }
+  const int L = std::max({static_cast<int>(units.size()), options.min_layers, out_layer + 1, 1});
+  grow(L - 1);
+
+  // ---- Lifetimes and clears.
+  std::vector<int> last_use(nvalues, -2);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const int slot = std::holds_alternative<MlpOp>(ops[i]) ? mlp_slot(op_layer[i]) : attn_slot(op_layer[i]);
+    for (ValueId v : program.inputs_of(ops[i])) last_use[v] = std::max(last_use[v], slot);
+  }
+  std::vector<int> cleared(nvalues, kNever);
+  std::vector<bool> pinned(nvalues, false);
+  for (ValueId v : program.kept()) pinned[v] = true;
+  for (auto [f, v] : out_head) pinned[f] = pinned[v] = true;
+  std::vector<std::vector<ValueId>> clears(L);
+  if (options.reuse_dims) {
+    for (ValueId v = 0; v < nvalues; ++v) {
+      if (pinned[v]) continue;
+      int l = last_use[v] >= 0 ? last_use[v] / 2 : first_mlp_layer_after(ready[v]);
+      const int need = 2 * values[v].size;
+      while (l < L - 1 && units[l] + need > units_cap) ++l;
+      if (l >= L - 1) continue;   // clearing in the last layer frees nothing
+      units[l] += need;
+      clears[l].push_back(v);
+      cleared[v] = mlp_slot(l);
+    }
+  }
+
+  // ---- Residual dimensions: interval allocation by production slot.
+  Compiled out;
+  out.dims_.assign(nvalues, {});
+  std::vector<int> order(nvalues);
+  for (int v = 0; v < nvalues; ++v) order[v] = v;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ready[a] < ready[b]; });
+  std::vector<int> busy_until(H, -2);   // slot of the clear of the dimension's last occupant
+  busy_until[kAnchor] = kNever;
+  for (ValueId v : order) {
+    for (int d = 0; d < H && static_cast<int>(out.dims_[v].size()) < values[v].size; ++d)
+      if (busy_until[d] < ready[v]) out.dims_[v].push_back(d);
+    if (static_cast<int>(out.dims_[v].size()) < values[v].size)
+      budget_error("residual full: no " + std::to_string(values[v].size) + " free dimensions for '" +
+                   values[v].name + "' at depth slot " + std::to_string(ready[v]));
+    for (int d : out.dims_[v]) busy_until[d] = cleared[v];
+  }
+
+  // Live values (each a one-hot of energy 1) entering depth slot p.
+  auto live = [&](int p, bool count_dims) {
+    int n = 0;
+    for (ValueId v = 0; v < nvalues; ++v)
+      if (ready[v] < p && p <= cleared[v]) n += count_dims ? values[v].size : 1;
+    return n;
+  };
+  auto norm_weight = [&](int p) {   // (1 + w) that makes the normalised input equal the residual
+    return static_cast<float>(std::sqrt((1.0 + live(p, false)) / H + cfg.rms_norm_eps) - 1.0);
+  };
+
+  // ---- Emission.
+  cfg.num_hidden_layers = L;
+  cfg.layer_types.assign(L, "linear_attention");
+  qwen::TensorMap& T = out.checkpoint_.tensors;
+  out.checkpoint_.config = cfg;
+  out.ready_ = ready;
+  out.cleared_ = cleared;
+  out.token_base_ = options.token_base;
+  const int64_t Q = cfg.linear_key_dim(), V = cfg.linear_value_dim(), conv = cfg.linear_conv_dim();
+  auto zeros = [](std::initializer_list<int64_t> shape) { return torch::zeros(shape, torch::kFloat32); };
+  auto dim_of = [&](ValueId v, int slot) { return out.dims_[v][slot]; };
+  out.layers_.assign(L, {});
+
+  std::vector<std::vector<size_t>> ops_in(L);
+  for (size_t i = 0; i < ops.size(); ++i) ops_in[op_layer[i]].push_back(i);
+
+  for (int l = 0; l < L; ++l) {
+    LayerUse& use = out.layers_[l];
+    use.dims_attn = 1 + live(attn_slot(l), true);
+    use.dims_mlp = 1 + live(mlp_slot(l), true);
+    use.units = units[l];
+    use.heads = heads[l];
+    use.clears = static_cast<int>(clears[l].size());
+    for (size_t i : ops_in[l]) ++(std::holds_alternative<MlpOp>(ops[i]) ? use.mlp_ops : use.memory_ops);
+  }
+  if (!options.weights) return out;
+
+  for (int l = 0; l < L; ++l) {
+    const std::string pre = "layers." + std::to_string(l) + ".";
+    T[pre + "input_layernorm.weight"] = torch::full({H}, norm_weight(attn_slot(l)));
+    T[pre + "post_attention_layernorm.weight"] = torch::full({H}, norm_weight(mlp_slot(l)));
+
+    // Token mixer.
+    auto qkv = zeros({conv, H}), z = zeros({V, H}), b = zeros({heads_cap, H}), a = zeros({heads_cap, H});
+    auto conv_w = zeros({conv, 1, 4}), out_proj = zeros({H, V});
+    auto qkv_a = qkv.accessor<float, 2>(), z_a = z.accessor<float, 2>(), b_a = b.accessor<float, 2>(),
+         a_a = a.accessor<float, 2>(), o_a = out_proj.accessor<float, 2>();
+    auto c_a = conv_w.accessor<float, 3>();
+    for (int64_t ch = 0; ch < 2 * Q; ++ch) c_a[ch][0][3] = 1.f;   // q and k: the current token only
+    int head = 0;
+    for (size_t i : ops_in[l]) {
+      const auto* mem = std::get_if<MemoryOp>(&ops[i]);
+      if (!mem) continue;
+      const HeadPlan& plan = plans[i];
+      for (int g = 0; g < plan.groups; ++g) {
+        for (size_t s = 0; s < plan.slices.size(); ++s, ++head) {
+          const int64_t h0 = static_cast<int64_t>(head) * head_dim;
+          // Rows of this group: key and query channel = row - 128 g.
+          auto address = [&](const Operand& o, int64_t base) {
+            if (o.is_value()) {
+              for (int slot = 0; slot < values[o.v].size; ++slot) {
+                if (slot / head_dim != g) continue;
+                qkv_a[base + h0 + slot % head_dim][dim_of(o.v, slot)] = kSlotGain;
+                qkv_a[base + h0 + slot % head_dim][kAnchor] = -kSlotOffset;
+              }
+            } else if (o.constant / head_dim == g) {
+              qkv_a[base + h0 + o.constant % head_dim][kAnchor] = kStoredLevel;
+            }
+          };
+          address(mem->read_addr, 0);
+          address(mem->write_addr, Q);
+          if (mem->write_enable.is_value()) {
+            b_a[head][dim_of(mem->write_enable.v, 1)] = kBetaGain;
+            b_a[head][dim_of(mem->write_enable.v, 0)] = -kBetaGain;
+          } else {
+            b_a[head][kAnchor] = mem->write_enable.constant ? kBetaGain : -kBetaGain;
+          }
+          if (mem->reset.is_value()) a_a[head][dim_of(mem->reset.v, 1)] = kResetGain;
+          else if (mem->reset.constant) a_a[head][kAnchor] = kResetGain;
+          // Values: each part one-hot, through conv tap 3 - age.  A read row
+          // holds one active channel per part at kStoredLevel; q = e / sqrt(dk).
+          const int parts_here = static_cast<int>(plan.slices[s].size());
+          const double o_active = kStoredLevel / std::sqrt(static_cast<double>(head_dim));
+          const double normed = o_active / std::sqrt(parts_here * o_active * o_active / head_dim + cfg.rms_norm_eps);
+          const float back = static_cast<float>(1.0 / (normed * kZGain));
+          for (size_t k = 0; k < plan.slices[s].size(); ++k) {
+            const auto& part = mem->parts[plan.slices[s][k]];
+            const ValueId outv = mem->outs[plan.slices[s][k]];
+            for (int slot = 0; slot < values[part.data].size; ++slot) {
+              const int64_t ch = h0 + plan.offset[s][k] + slot;
+              qkv_a[2 * Q + ch][dim_of(part.data, slot)] = kSlotGain;
+              qkv_a[2 * Q + ch][kAnchor] = -kSlotOffset;
+              c_a[2 * Q + ch][0][3 - part.age] = 1.f;
+              z_a[ch][kAnchor] = kZGain;
+              o_a[dim_of(outv, slot)][ch] = back;
+            }
+          }
+        }
+      }
+    }
+    if (head != heads[l]) throw std::logic_error("circuit: head accounting out of step with placement");
+    T[pre + "linear_attn.in_proj_qkv.weight"] = qkv;
+    T[pre + "linear_attn.in_proj_z.weight"] = z;
+    T[pre + "linear_attn.in_proj_b.weight"] = b;
+    T[pre + "linear_attn.in_proj_a.weight"] = a;
+    T[pre + "linear_attn.conv1d.weight"] = conv_w;
+    T[pre + "linear_attn.out_proj.weight"] = out_proj;
+    T[pre + "linear_attn.A_log"] = zeros({heads_cap});
+    T[pre + "linear_attn.dt_bias"] = torch::full({heads_cap}, kDtBias);
+    T[pre + "linear_attn.norm.weight"] = torch::ones({head_dim});
+
+    // MLP: the bias pair (base slots), then the steps of each op, clears, output copies.
+    std::vector<PlacedStep> steps;
+    PlacedStep bias_pair;
+    bias_pair.bias = 1;   // always fires on circuit tokens
+    for (size_t i : ops_in[l]) {
+      const auto* m = std::get_if<MlpOp>(&ops[i]);
+      if (!m) continue;
+      bias_pair.down.push_back({dim_of(m->out, m->base), 1.f});
+      for (const Step& s : m->steps) {
+        PlacedStep p;
+        for (const Term& t : s.form) p.gate.push_back({dim_of(t.v, t.slot), static_cast<float>(t.coef)});
+        p.bias = static_cast<float>(s.bias);
+        p.down = {{dim_of(m->out, s.to), 1.f}, {dim_of(m->out, s.from), -1.f}};
+        steps.push_back(std::move(p));
+      }
+    }
+    for (ValueId v : clears[l]) {
+      for (int slot = 0; slot < values[v].size; ++slot)
+        steps.push_back({{{dim_of(v, slot), 1.f}}, 0.f, {{dim_of(v, slot), -1.f}}});
+    }
+    if (l == out_layer) {
+      for (auto [f, v] : out_head) {
+        for (int slot = 0; slot < values[f].size; ++slot)   // remove the input token's own code
+          steps.push_back({{{dim_of(f, slot), 1.f}}, 0.f, {{dim_of(f, slot), -1.f}}});
+        for (int slot = 0; slot < values[v].size; ++slot)
+          steps.push_back({{{dim_of(v, slot), 1.f}}, 0.f, {{dim_of(f, slot), 1.f}}});
+      }
+    }
+    steps.push_back(std::move(bias_pair));
+    if (2 * static_cast<int>(steps.size()) != units[l])
+      throw std::logic_error("circuit: unit accounting out of step with placement");
+    auto gate = zeros({units_cap, H}), up = zeros({units_cap, H}), down = zeros({H, units_cap});
+    auto g_a = gate.accessor<float, 2>(), u_a = up.accessor<float, 2>(), d_a = down.accessor<float, 2>();
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const PlacedStep& s = steps[k];
+      const int64_t ua = 2 * k, ub = 2 * k + 1;
+      for (auto [d, c] : s.gate) {
+        g_a[ua][d] += kStepGain * c;
+        g_a[ub][d] += kStepGain * c;
+      }
+      g_a[ua][kAnchor] += kStepGain * s.bias - kStepOffLo;
+      g_a[ub][kAnchor] += kStepGain * s.bias - kStepOffHi;
+      u_a[ua][kAnchor] = 1.f;
+      u_a[ub][kAnchor] = 1.f;
+      for (auto [d, c] : s.down) {
+        d_a[d][ua] += c / kStepLevel;
+        d_a[d][ub] -= c / kStepLevel;
+      }
+    }
+    T[pre + "mlp.gate_proj.weight"] = gate;
+    T[pre + "mlp.up_proj.weight"] = up;
+    T[pre + "mlp.down_proj.weight"] = down;
+  }
+
+  // Embedding: the anchor and one slot per field.
+  auto embed = zeros({vocab, H});
+  auto e_a = embed.accessor<float, 2>();
+  const auto& fields = program.fields();
+  for (size_t t = 0; t < program.tokens().size(); ++t) {
+    const int64_t row = options.token_base + static_cast<int64_t>(t);
+    e_a[row][kAnchor] = 1.f;
+    for (size_t f = 0; f < fields.size(); ++f) e_a[row][dim_of(fields[f], program.tokens()[t].slots[f])] = 1.f;
+  }
+  T["embed_tokens.weight"] = embed;
+  // Final norm: only the output fields reach the tied LM head.
+  auto final_norm = torch::full({H}, -1.f);
+  if (!out_head.empty()) {
+    const double energy = 1.0 + live(kNever - 1, false);
+    const float w = static_cast<float>(kLogitScale * std::sqrt(energy / H + cfg.rms_norm_eps) - 1.0);
+    for (auto [f, v] : out_head)
+      for (int d : out.dims_[f]) final_norm[d] = w;
+  }
+  T["norm.weight"] = final_norm;
+
+  return out;
+}
+
+}  // namespace qgpu::circuit

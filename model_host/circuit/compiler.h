@@ -1,0 +1,94 @@
+// The circuit compiler: schedules a Program into Qwen3.5 linear-attention
+// layers, allocates residual dimensions, and emits the weights.
+//
+// Numbers (every one exact in bf16; docs/circuit.md explains each):
+//  - Residual codes: the anchor dimension holds 1 on every circuit token, every
+//    live value holds exactly one slot at 1.  The energy sum(x^2) at each norm is
+//    therefore a compile-time integer E, and each norm weight (1 + w) is set to
+//    sqrt(E / hidden + eps), so the normalised input equals the residual.
+//  - A step (form F = sum of terms + bias, integer on valid inputs) is two units
+//    with gates 256F - 96 and 256F - 160 and up = anchor; their difference is
+//    exactly 0 for F <= 0 (both gates <= -96, where SiLU returns 0) and 64 for
+//    F >= 1 (both gates >= 96, where SiLU is the identity); down scales by 1/64.
+//    Decision margin: F may be off by 0.3 and the step still saturates.
+//  - Memories: every key, query and value channel is silu(256 x - 128) of one
+//    slot x: exactly 0 for x <= 0.15 (SiLU underflows below -89), the identity
+//    above 0.85, so keys are exact one-hots after l2norm and stored rows hold
+//    only 0 and ~128 (every overwrite exact, Sterbenz).  beta from b = +-128
+//    (sigmoid exactly 1 or 0), decay from A_log = 0 and dt_bias = -30 (exp(g)
+//    exactly 1), reset from a = +160 (exp(g) exactly 0), z gain 32.
+//  - Output: the final norm is zero outside the output fields; the right token
+//    scores kLogitScale per output field, every other at least kLogitScale less.
+#pragma once
+
+#include "model_host/circuit/ir.h"
+#include "model_host/qwen/checkpoint.h"
+
+#include <string>
+#include <vector>
+
+namespace qgpu::circuit {
+
+inline constexpr float kStepGain = 256.f;
+inline constexpr float kStepOffLo = 96.f, kStepOffHi = 160.f;   // gate offsets of a step's two units
+inline constexpr float kStepLevel = kStepOffHi - kStepOffLo;    // output of a step that fires
+inline constexpr float kSlotGain = 256.f, kSlotOffset = 128.f;        // memory channel pre-activations
+inline constexpr float kStoredLevel = kSlotGain - kSlotOffset;        // a stored active channel
+inline constexpr float kZGain = 32.f;
+inline constexpr float kBetaGain = 128.f, kResetGain = 160.f, kDtBias = -30.f;
+inline constexpr float kLogitScale = 16.f;
+
+struct Options {
+  int64_t token_base = 0;     // vocabulary id of circuit token 0; ids below it embed to zero
+  int64_t vocab_size = 0;     // 0: token_base + number of circuit tokens
+  bool reuse_dims = true;     // clear dead values so their dimensions can be reused
+  int min_layers = 0;         // pad with empty layers up to this depth
+  bool weights = true;        // false: place and allocate only (budget planning)
+};
+
+// What one layer uses of its budget.
+struct LayerUse {
+  int units = 0;        // MLP units, of intermediate_size
+  int heads = 0;        // GDN heads, of linear_num_value_heads
+  int dims_attn = 0;    // residual dimensions live at the attention input
+  int dims_mlp = 0;     // ... at the MLP input
+  int mlp_ops = 0, memory_ops = 0, clears = 0;
+};
+
+class Compiled {
+ public:
+  const qwen::Checkpoint& checkpoint() const { return checkpoint_; }
+  // Moves the weights out (the rest of Compiled stays usable for decoding).
+  qwen::Checkpoint take_checkpoint() { return std::move(checkpoint_); }
+  const std::vector<LayerUse>& layers() const { return layers_; }
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  // The budget table: one line per layer and the totals.
+  std::string report() const;
+
+  // Vocabulary id of circuit token t.
+  int64_t token_id(int t) const { return token_base_ + t; }
+  // The residual capture index (Model::forward's capture_layers) at which
+  // value v can be read, or -1 when it is never in a layer-boundary residual.
+  int capture_index(ValueId v) const;
+  // Reads value v from one captured residual row [hidden]: its slot, or -1
+  // when the dimensions do not hold a one-hot within `tol`.
+  int decode(ValueId v, const float* residual, float tol = 1e-3f) const;
+  const std::vector<int>& dims(ValueId v) const { return dims_.at(v); }
+  // Per value, the depth slot that produces it (-1 embedding, 2L layer L's
+  // token mixer, 2L + 1 its MLP): what Evaluator needs to know.
+  const std::vector<int>& depths() const { return ready_; }
+
+ private:
+  friend Compiled compile(const Program&, const Options&);
+  qwen::Checkpoint checkpoint_;
+  std::vector<LayerUse> layers_;
+  std::vector<std::vector<int>> dims_;   // per value
+  std::vector<int> ready_, cleared_;     // per value: depth slot produced, slot cleared (INT_MAX: never)
+  int64_t token_base_ = 0;
+};
+
+// Throws std::invalid_argument (bad program) or std::runtime_error (a budget
+// exceeded), naming the value, op or layer at fault.
+Compiled compile(const Program& program, const Options& options = {});
+
+}  // namespace qgpu::circuit

@@ -1,0 +1,165 @@
+#include "model_host/circuit/evaluator.h"
+
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+namespace qgpu::circuit {
+
+Evaluator::Evaluator(const Program& program, std::vector<int> depth) : program_(program), depth_(std::move(depth)) {
+  if (!depth_.empty() && depth_.size() != program.values().size())
+    throw std::invalid_argument("circuit: evaluator depths do not match the program");
+  for (size_t i = 0; i < program.ops().size(); ++i) order_.push_back(i);
+  if (!depth_.empty())
+    std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return op_depth(a) < op_depth(b); });
+  const auto& fields = program.fields();
+  for (size_t t = 0; t < program.tokens().size(); ++t) {
+    std::vector<int> key;
+    for (auto [f, v] : program.output_head()) {
+      size_t i = 0;
+      while (fields[i] != f) ++i;
+      key.push_back(program.tokens()[t].slots[i]);
+    }
+    output_tokens_.emplace(key, static_cast<int>(t));   // the first token with these slots
+  }
+}
+
+void Evaluator::reset() {
+  history_.clear();
+  current_.clear();
+  stores_.clear();
+}
+
+int Evaluator::operand(const Operand& o, const std::vector<int>& vals) const {
+  return o.is_value() ? vals[o.v] : o.constant;
+}
+
+int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
+  const int size = program_.info(op.out).size;
+  std::vector<int> code(size, 0);
+  code[op.base] = 1;
+  for (const Step& s : op.steps) {
+    int form = s.bias;
+    for (const Term& t : s.form) {
+      if (vals[t.v] == kUndefined) return kUndefined;
+      if (vals[t.v] == t.slot) form += t.coef;
+    }
+    if (form >= 1) {
+      --code[s.from];
+      ++code[s.to];
+    }
+  }
+  int slot = -1;
+  for (int i = 0; i < size; ++i) {
+    if (code[i] == 0) continue;
+    if (code[i] != 1 || slot >= 0)
+      throw std::logic_error("circuit: op '" + program_.info(op.out).name + "' does not produce a one-hot");
+    slot = i;
+  }
+  if (slot < 0) throw std::logic_error("circuit: op '" + program_.info(op.out).name + "' produces no slot");
+  return slot;
+}
+
+void Evaluator::eval_memory(size_t op_index, const MemoryOp& op, std::vector<int>& vals) {
+  Store& store = stores_[op_index];
+  if (store.rows.empty()) store.rows.assign(op.rows, {});
+  const int reset = operand(op.reset, vals);
+  const int we = operand(op.write_enable, vals);
+  const int waddr = operand(op.write_addr, vals);
+  if (reset == kUndefined || we == kUndefined || (we == 1 && waddr == kUndefined)) {
+    // The whole store is unknown from here on.
+    store.rows.assign(op.rows, std::vector<int>(op.parts.size(), kUndefined));
+  } else {
+    if (reset == 1) store.rows.assign(op.rows, {});
+    if (we == 1) {
+      std::vector<int> record;
+      for (const auto& p : op.parts) {
+        if (p.age == 0) {
+          record.push_back(vals[p.data]);
+        } else if (static_cast<int>(history_.size()) >= p.age) {
+          record.push_back(history_[history_.size() - p.age][p.data]);
+        } else {
+          record.push_back(kUndefined);   // before the sequence start
+        }
+      }
+      // The read-back norm couples a record's parts: one unknown part makes
+      // the whole row unknown.
+      if (std::find(record.begin(), record.end(), kUndefined) != record.end())
+        record.assign(record.size(), kUndefined);
+      store.rows[waddr] = std::move(record);
+    }
+  }
+  const int raddr = operand(op.read_addr, vals);
+  for (size_t i = 0; i < op.outs.size(); ++i) {
+    const bool known = raddr != kUndefined && !store.rows[raddr].empty();
+    vals[op.outs[i]] = known ? store.rows[raddr][i] : kUndefined;
+  }
+}
+
+void Evaluator::advance() {
+  if (!current_.empty()) {
+    history_.push_back(std::move(current_));
+    if (history_.size() > 3) history_.pop_front();
+  }
+  current_.assign(program_.values().size(), kUndefined);
+}
+
+void Evaluator::blank() { advance(); }
+
+const std::vector<int>& Evaluator::step(int token) {
+  if (token < 0 || token >= static_cast<int>(program_.tokens().size()))
+    throw std::out_of_range("circuit: token " + std::to_string(token) + " is not a circuit token");
+  advance();
+  const auto& fields = program_.fields();
+  for (size_t i = 0; i < fields.size(); ++i) current_[fields[i]] = program_.tokens()[token].slots[i];
+  const auto& ops = program_.ops();
+  int poisoned_after = INT_MAX;   // depth of the first undefined value on this token
+  for (size_t i : order_) {
+    const bool poisoned = !depth_.empty() && op_depth(i) > poisoned_after;
+    if (const auto* m = std::get_if<MlpOp>(&ops[i])) {
+      current_[m->out] = poisoned ? kUndefined : eval_mlp(*m, current_);
+      if (current_[m->out] == kUndefined) poisoned_after = std::min(poisoned_after, op_depth(i));
+    } else {
+      const auto& mem = std::get<MemoryOp>(ops[i]);
+      if (poisoned) poison_memory(i, mem, current_);
+      else eval_memory(i, mem, current_);
+      for (ValueId v : mem.outs)
+        if (current_[v] == kUndefined) poisoned_after = std::min(poisoned_after, op_depth(i));
+    }
+  }
+  return current_;
+}
+
+int Evaluator::op_depth(size_t op_index) const {
+  const Op& op = program_.ops()[op_index];
+  const ValueId out = std::holds_alternative<MlpOp>(op) ? std::get<MlpOp>(op).out : std::get<MemoryOp>(op).outs[0];
+  return depth_[out];
+}
+
+void Evaluator::poison_memory(size_t op_index, const MemoryOp& op, std::vector<int>& vals) {
+  Store& store = stores_[op_index];
+  if (store.rows.empty()) store.rows.assign(op.rows, {});
+  const int reset = operand(op.reset, vals), we = operand(op.write_enable, vals), waddr = operand(op.write_addr, vals);
+  const std::vector<int> unknown(op.parts.size(), kUndefined);
+  if (reset == 0 && we == 0) {
+    // Nothing is written.
+  } else if (reset == 0 && we == 1 && waddr != kUndefined) {
+    store.rows[waddr] = unknown;
+  } else {
+    store.rows.assign(op.rows, unknown);
+  }
+  for (ValueId v : op.outs) vals[v] = kUndefined;
+}
+
+int Evaluator::emitted() const {
+  std::vector<int> key;
+  for (auto [f, v] : program_.output_head()) {
+    if (current_.empty() || current_[v] == kUndefined) return -1;
+    key.push_back(current_[v]);
+  }
+  auto it = output_tokens_.find(key);
+  return it == output_tokens_.end() ? -1 : it->second;
+}
+
+}  // namespace qgpu::circuit

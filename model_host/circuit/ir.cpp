@@ -1,0 +1,210 @@
+#include "model_host/circuit/ir.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+namespace qgpu::circuit {
+
+namespace {
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument("circuit: " + msg); }
+}  // namespace
+
+ValueId Program::new_value(const std::string& name, int size, int producer) {
+  if (size < 1) fail("value '" + name + "' needs at least one slot");
+  values_.push_back({name, size, producer});
+  return static_cast<ValueId>(values_.size() - 1);
+}
+
+const ValueInfo& Program::info(ValueId v) const {
+  check_value(v, "value");
+  return values_[v];
+}
+
+void Program::check_value(ValueId v, const char* what) const {
+  if (v < 0 || v >= static_cast<ValueId>(values_.size()))
+    fail(std::string(what) + ": no value with id " + std::to_string(v));
+}
+
+void Program::check_operand(const Operand& o, int size, const char* what) const {
+  if (o.is_value()) {
+    check_value(o.v, what);
+    if (values_[o.v].size > size)
+      fail(std::string(what) + " '" + values_[o.v].name + "' has " +
+           std::to_string(values_[o.v].size) + " slots, more than " + std::to_string(size));
+  } else if (o.constant < 0 || o.constant >= size) {
+    fail(std::string(what) + ": constant slot " + std::to_string(o.constant) + " outside [0, " +
+         std::to_string(size) + ")");
+  }
+}
+
+ValueId Program::field(const std::string& name, int size) {
+  if (!tokens_.empty()) fail("field '" + name + "' declared after the first token");
+  ValueId v = new_value(name, size, -1);
+  fields_.push_back(v);
+  return v;
+}
+
+int Program::token(const std::string& name, const std::vector<std::pair<ValueId, int>>& slots) {
+  Token t{name, std::vector<int>(fields_.size(), -1)};
+  for (auto [f, s] : slots) {
+    auto it = std::find(fields_.begin(), fields_.end(), f);
+    if (it == fields_.end()) fail("token '" + name + "': value " + std::to_string(f) + " is not a field");
+    if (s < 0 || s >= values_[f].size)
+      fail("token '" + name + "': slot " + std::to_string(s) + " outside field '" + values_[f].name + "'");
+    t.slots[it - fields_.begin()] = s;
+  }
+  for (size_t i = 0; i < fields_.size(); ++i)
+    if (t.slots[i] < 0) fail("token '" + name + "' sets no slot of field '" + values_[fields_[i]].name + "'");
+  tokens_.push_back(std::move(t));
+  return static_cast<int>(tokens_.size() - 1);
+}
+
+ValueId Program::mlp(const std::string& name, int size, int base, std::vector<Step> steps) {
+  if (base < 0 || base >= size) fail("op '" + name + "': base slot outside the value");
+  for (const Step& s : steps) {
+    if (s.from < 0 || s.from >= size || s.to < 0 || s.to >= size || s.from == s.to)
+      fail("op '" + name + "': a step moves between invalid slots");
+    for (const Term& t : s.form) {
+      check_value(t.v, ("op '" + name + "'").c_str());
+      if (t.slot < 0 || t.slot >= values_[t.v].size) fail("op '" + name + "': term slot outside its value");
+    }
+  }
+  ValueId out = new_value(name, size, static_cast<int>(ops_.size()));
+  ops_.push_back(MlpOp{out, base, std::move(steps)});
+  return out;
+}
+
+std::pair<int, int> Program::form_range(const std::vector<Term>& terms) const {
+  // Each value holds exactly one slot: its contribution ranges over the sums
+  // of the coefficients given to each of its slots (0 for slots not named).
+  std::map<ValueId, std::vector<int>> per_slot;
+  for (const Term& t : terms) {
+    auto& v = per_slot[t.v];
+    if (v.empty()) v.assign(values_.at(t.v).size, 0);
+    v.at(t.slot) += t.coef;
+  }
+  int lo = 0, hi = 0;
+  for (auto& [v, coefs] : per_slot) {
+    lo += *std::min_element(coefs.begin(), coefs.end());
+    hi += *std::max_element(coefs.begin(), coefs.end());
+  }
+  return {lo, hi};
+}
+
+ValueId Program::ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
+                        const std::function<int(int)>& f) {
+  auto [lo, hi] = form_range(terms);
+  lo += bias;
+  hi += bias;
+  auto at = [&](int s) {
+    int r = f(s);
+    if (r < 0 || r >= size)
+      fail("ladder '" + name + "' maps " + std::to_string(s) + " to slot " + std::to_string(r) +
+           " outside [0, " + std::to_string(size) + ")");
+    return r;
+  };
+  std::vector<Step> steps;
+  int prev = at(lo);
+  for (int s = lo + 1; s <= hi; ++s) {
+    int cur = at(s);
+    // Fires iff form + bias >= s, i.e. form + (bias - s + 1) >= 1.
+    if (cur != prev) steps.push_back({terms, bias - s + 1, prev, cur});
+    prev = cur;
+  }
+  return mlp(name, size, at(lo), std::move(steps));
+}
+
+ValueId Program::lookup(const std::string& name, int size, const std::vector<ValueId>& inputs,
+                        const std::function<int(const std::vector<int>&)>& f) {
+  if (inputs.empty()) fail("lookup '" + name + "' has no inputs");
+  size_t combos = 1;
+  for (ValueId v : inputs) {
+    check_value(v, ("lookup '" + name + "'").c_str());
+    combos *= values_[v].size;
+  }
+  if (combos > (1u << 20)) fail("lookup '" + name + "' has more than 2^20 input combinations");
+  std::vector<int> result(combos), idx(inputs.size(), 0), count(size, 0);
+  for (size_t c = 0; c < combos; ++c) {
+    size_t rest = c;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      idx[i] = static_cast<int>(rest % values_[inputs[i]].size);
+      rest /= values_[inputs[i]].size;
+    }
+    int r = f(idx);
+    if (r < 0 || r >= size) fail("lookup '" + name + "' returns slot " + std::to_string(r) + " outside the value");
+    result[c] = r;
+    ++count[r];
+  }
+  int base = static_cast<int>(std::max_element(count.begin(), count.end()) - count.begin());
+  std::vector<Step> steps;
+  for (size_t c = 0; c < combos; ++c) {
+    if (result[c] == base) continue;
+    Step s;
+    size_t rest = c;
+    for (ValueId v : inputs) {
+      s.form.push_back({v, static_cast<int>(rest % values_[v].size), 1});
+      rest /= values_[v].size;
+    }
+    s.bias = 1 - static_cast<int>(inputs.size());   // all k literals hold
+    s.from = base;
+    s.to = result[c];
+    steps.push_back(std::move(s));
+  }
+  return mlp(name, size, base, std::move(steps));
+}
+
+std::vector<ValueId> Program::memory(MemoryOp op) {
+  if (op.rows < 1) fail("memory '" + op.name + "' needs at least one row");
+  if (op.parts.empty()) fail("memory '" + op.name + "' stores nothing");
+  check_operand(op.write_addr, op.rows, "write address");
+  check_operand(op.read_addr, op.rows, "read address");
+  check_operand(op.write_enable, 2, "write enable");
+  check_operand(op.reset, 2, "reset");
+  for (const auto& p : op.parts) {
+    check_value(p.data, "memory data");
+    if (p.age < 0 || p.age > 3) fail("memory '" + op.name + "': a part is " + std::to_string(p.age) +
+                                     " tokens back; the conv reaches 3");
+    if (values_[p.data].size > 128) fail("memory '" + op.name + "': a part wider than one head (128)");
+  }
+  op.outs.clear();
+  int producer = static_cast<int>(ops_.size());
+  for (size_t i = 0; i < op.parts.size(); ++i)
+    op.outs.push_back(new_value(op.name + ".read" + std::to_string(i), values_[op.parts[i].data].size, producer));
+  std::vector<ValueId> outs = op.outs;
+  ops_.push_back(std::move(op));
+  return outs;
+}
+
+void Program::keep(ValueId v) {
+  check_value(v, "keep");
+  if (std::find(kept_.begin(), kept_.end(), v) == kept_.end()) kept_.push_back(v);
+}
+
+void Program::output(const std::vector<std::pair<ValueId, ValueId>>& field_to_value) {
+  for (auto [f, v] : field_to_value) {
+    if (std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fail("output: value is not a field");
+    check_value(v, "output");
+    if (values_[v].size != values_[f].size)
+      fail("output: value '" + values_[v].name + "' and field '" + values_[f].name + "' differ in size");
+  }
+  output_ = field_to_value;
+}
+
+std::vector<ValueId> Program::inputs_of(const Op& op) const {
+  std::vector<ValueId> in;
+  if (const auto* m = std::get_if<MlpOp>(&op)) {
+    for (const Step& s : m->steps)
+      for (const Term& t : s.form) in.push_back(t.v);
+  } else {
+    const auto& mem = std::get<MemoryOp>(op);
+    for (const Operand* o : {&mem.write_addr, &mem.write_enable, &mem.read_addr, &mem.reset})
+      if (o->is_value()) in.push_back(o->v);
+    for (const auto& p : mem.parts) in.push_back(p.data);
+  }
+  std::sort(in.begin(), in.end());
+  in.erase(std::unique(in.begin(), in.end()), in.end());
+  return in;
+}
+
+}  // namespace qgpu::circuit

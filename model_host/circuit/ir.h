@@ -1,0 +1,151 @@
+// The circuit IR: a declared computation over circuit tokens, before it is
+// placed into layers.
+//
+// Every quantity is a categorical *value*: a one-hot code over `size` slots
+// of the residual stream (a flag or a bit is a value of size 2, a nibble of
+// size 16).  One-hot codes have constant energy, which is what keeps the
+// residual's RMS a compile-time constant (docs/circuit.md).  Values come from
+//   - embedding fields: each circuit token sets one slot of every field;
+//   - MLP ops: a base slot plus *steps*, each "if an integer linear form of
+//     input slots is >= 1, move the output from one slot to another"; every
+//     integer primitive (tables, ladders, carries, select, logic) lowers to
+//     steps, and a step is two SwiGLU units;
+//   - memory ops: a store of rows in Gated DeltaNet heads, written with a
+//     one-hot key and read back with a one-hot query.
+// Integers wider than one value are vectors of values (see words.h).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace qgpu::circuit {
+
+using ValueId = int;
+
+struct ValueInfo {
+  std::string name;
+  int size = 0;        // number of slots
+  int producer = -1;   // index into Program::ops(), or -1 for an embedding field
+};
+
+// One term of an integer linear form: contributes `coef` when value `v`
+// holds slot `slot`.
+struct Term {
+  ValueId v;
+  int slot;
+  int coef = 1;
+};
+
+// If sum(terms) + bias >= 1, the output's one-hot moves: +1 on slot `to`,
+// -1 on slot `from`.  On valid inputs the forms are integers, so the step
+// is decided at least 1/2 away from its threshold (see compiler.h).
+struct Step {
+  std::vector<Term> form;
+  int bias = 0;
+  int from = 0, to = 0;
+};
+
+// An MLP operation: out = e[base] + sum of the steps that fire.  The steps
+// must keep the result a one-hot for every input (checked by the evaluator).
+struct MlpOp {
+  ValueId out;
+  int base = 0;
+  std::vector<Step> steps;
+};
+
+// A memory address, write enable or reset: either a value or a constant slot.
+struct Operand {
+  ValueId v = -1;
+  int constant = 0;
+  static Operand value(ValueId id) { return {id, 0}; }
+  static Operand fixed(int slot) { return {-1, slot}; }
+  bool is_value() const { return v >= 0; }
+};
+
+// A row store in GDN heads.  Per token, in this order (the GDN equations):
+// a reset (slot 1 of `reset`) empties the store; if `write_enable` holds slot
+// 1, row `write_addr` becomes the record made of `parts`, each part taken from
+// the token `age` positions back (0 = this token; up to 3, through the causal
+// conv); then each output reads its part from row `read_addr`.  Each head
+// holds 128 channels of one row slice and 128 rows; wider records use several
+// heads, more rows use several head groups (rows 128g..128g+127 in group g).
+struct MemoryOp {
+  std::string name;
+  int rows = 0;
+  Operand write_addr, write_enable, read_addr;
+  Operand reset = Operand::fixed(0);
+  struct Part {
+    ValueId data;
+    int age = 0;
+  };
+  std::vector<Part> parts;
+  std::vector<ValueId> outs;   // one per part, same sizes
+};
+
+using Op = std::variant<MlpOp, MemoryOp>;
+
+struct Token {
+  std::string name;
+  std::vector<int> slots;      // one per embedding field, in field order
+};
+
+// Builds a program.  Builder methods check their arguments and throw
+// std::invalid_argument naming what is wrong.
+class Program {
+ public:
+  // Embedding fields must all be declared before the first token.
+  ValueId field(const std::string& name, int size);
+  // A circuit token: the slot of every embedding field (by field id).
+  int token(const std::string& name, const std::vector<std::pair<ValueId, int>>& slots);
+
+  // Low-level MLP op.
+  ValueId mlp(const std::string& name, int size, int base, std::vector<Step> steps);
+
+  // out = f(s) for the integer form s = sum(terms) + bias; f maps every
+  // reachable s into [0, size).  One step per change of f along s.
+  ValueId ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
+                 const std::function<int(int)>& f);
+  // out = f(x1, ..., xk) over every combination of input slots; one step per
+  // combination whose result differs from the most common one.
+  ValueId lookup(const std::string& name, int size, const std::vector<ValueId>& inputs,
+                 const std::function<int(const std::vector<int>&)>& f);
+
+  // Returns the outputs, one per part.
+  std::vector<ValueId> memory(MemoryOp op);
+
+  // Keeps a value in the residual until the last layer (so it can be read
+  // from the final residual); values that nothing uses are otherwise freed.
+  void keep(ValueId v);
+  // The LM head: the token whose slots in these embedding fields equal the
+  // given computed values wins the argmax.
+  void output(const std::vector<std::pair<ValueId, ValueId>>& field_to_value);
+
+  const std::vector<ValueInfo>& values() const { return values_; }
+  const ValueInfo& info(ValueId v) const;
+  const std::vector<Op>& ops() const { return ops_; }
+  const std::vector<ValueId>& fields() const { return fields_; }
+  const std::vector<Token>& tokens() const { return tokens_; }
+  const std::vector<ValueId>& kept() const { return kept_; }
+  const std::vector<std::pair<ValueId, ValueId>>& output_head() const { return output_; }
+  // Values an op reads (for an MLP op, the values in its forms).
+  std::vector<ValueId> inputs_of(const Op& op) const;
+  // Range [lo, hi] that sum(terms) can take on valid inputs.
+  std::pair<int, int> form_range(const std::vector<Term>& terms) const;
+
+ private:
+  ValueId new_value(const std::string& name, int size, int producer);
+  void check_value(ValueId v, const char* what) const;
+  void check_operand(const Operand& o, int size, const char* what) const;
+
+  std::vector<ValueInfo> values_;
+  std::vector<Op> ops_;
+  std::vector<ValueId> fields_;
+  std::vector<Token> tokens_;
+  std::vector<ValueId> kept_;
+  std::vector<std::pair<ValueId, ValueId>> output_;
+};
+
+}  // namespace qgpu::circuit

@@ -1,0 +1,207 @@
+// GDN row memories over long random runs, the output head, tokens outside the
+// circuit, perturbed norms, bf16 weights, and the cross-check of both
+// executors against the Python reference.
+#include "bench.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <unistd.h>
+
+namespace circuit_test {
+namespace {
+
+// Tokens W(a, d) write nibble d at address a (and the high address bit d & 1
+// for the 256-row store), R(a, d) read, V(d) is what the model answers, X resets.
+struct MemoryBench {
+  enum Kind { W = 0, R = 1, V = 2, X = 3 };
+  Program p;
+  ValueId kind, addr, data, ram, big;
+  std::vector<ValueId> record;
+  int v_tokens = 0, x_token = 0;
+
+  MemoryBench() {
+    kind = p.field("kind", 4);
+    addr = p.field("addr", 128);
+    data = p.field("data", 16);
+    for (int k : {W, R})
+      for (int a = 0; a < 128; ++a)
+        for (int d = 0; d < 16; ++d)
+          p.token(std::string(k == W ? "W" : "R") + std::to_string(a) + "," + std::to_string(d),
+                  {{kind, k}, {addr, a}, {data, d}});
+    v_tokens = static_cast<int>(p.tokens().size());
+    for (int d = 0; d < 16; ++d) p.token("V" + std::to_string(d), {{kind, V}, {addr, 0}, {data, d}});
+    x_token = p.token("X", {{kind, X}, {addr, 0}, {data, 0}});
+
+    ValueId we = apply(p, "write", 2, kind, [](int k) { return k == W; });
+    ValueId reset = apply(p, "reset", 2, kind, [](int k) { return k == X; });
+    std::vector<Term> wide;
+    for (int a = 1; a < 128; ++a) wide.push_back({addr, a, a});
+    for (int d = 1; d < 16; d += 2) wide.push_back({data, d, 128});
+    ValueId addr256 = p.ladder("addr256", 256, wide, 0, [](int s) { return s; });
+
+    auto store = [&](const std::string& name, int rows, ValueId address, std::vector<MemoryOp::Part> parts) {
+      MemoryOp m;
+      m.name = name;
+      m.rows = rows;
+      m.write_addr = m.read_addr = Operand::value(address);
+      m.write_enable = Operand::value(we);
+      m.reset = Operand::value(reset);
+      m.parts = std::move(parts);
+      return p.memory(m);
+    };
+    ram = store("ram", 128, addr, {{data, 0}})[0];
+    // A record assembled by the conv from this token and the three before it.
+    record = store("record", 128, addr, {{data, 3}, {data, 2}, {data, 1}, {data, 0}});
+    big = store("big", 256, addr256, {{data, 0}})[0];
+    p.output({{kind, p.mlp("kind=V", 4, V, {})}, {addr, p.mlp("addr=0", 128, 0, {})}, {data, ram}});
+    for (ValueId v : observed()) p.keep(v);
+  }
+
+  std::vector<ValueId> observed() const {
+    std::vector<ValueId> v{ram, big};
+    v.insert(v.end(), record.begin(), record.end());
+    return v;
+  }
+  int w(int a, int d) const { return a * 16 + d; }
+  int r(int a, int d) const { return 2048 + a * 16 + d; }
+
+  // Random traffic: writes and reads to a small or the whole address space,
+  // answers, rare resets; `blank` is the share of tokens outside the circuit.
+  std::vector<int> traffic(size_t n, uint32_t seed, double blank = 0) const {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<int> t;
+    while (t.size() < n) {
+      const double x = u(rng);
+      const int a = static_cast<int>(rng() % (u(rng) < 0.5 ? 16 : 128)), d = static_cast<int>(rng() % 16);
+      if (x < blank) t.push_back(-1);
+      else if (x < 0.5) t.push_back(w(a, d));
+      else if (x < 0.95) t.push_back(r(a, d));
+      else if (x < 0.9995) t.push_back(v_tokens + d);
+      else t.push_back(x_token);
+    }
+    return t;
+  }
+};
+
+void expect_exact(const MemoryBench& b, const Comparison& r, const std::vector<int>& tokens, const Compiled& c,
+                  int64_t min_reads) {
+  const char* names[] = {"ram", "big", "record0", "record1", "record2", "record3"};
+  for (size_t k = 0; k < r.compared.size(); ++k) {
+    EXPECT_EQ(r.mismatched[k], 0) << names[k];
+    EXPECT_GE(r.compared[k], min_reads) << names[k];
+  }
+  int64_t answers = 0, wrong = 0;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    if (r.expected_emitted[t] < 0) continue;
+    ++answers;
+    if (r.emitted[t] != c.token_id(r.expected_emitted[t])) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0) << "argmax differs from the evaluator's answer";
+  EXPECT_GE(answers, min_reads);
+  (void)b;
+}
+
+TEST(CircuitMemory, HundredThousandRandomWritesAndReads) {
+  MemoryBench b;
+  Compiled c = compile(b.p);
+  std::cout << c.report();
+  qgpu::qwen::Model model(c.take_checkpoint(), qgpu::qwen::Exec::Sparse);
+  auto tokens = b.traffic(scaled(100'000), 11);
+  Comparison r = compare(b.p, c, model, tokens, b.observed(), true);
+  expect_exact(b, r, tokens, c, static_cast<int64_t>(tokens.size() / 4));
+}
+
+TEST(CircuitMemory, TokensOutsideTheCircuitAddExactlyZero) {
+  MemoryBench b;
+  Options o;
+  o.token_base = 1;   // vocabulary id 0 embeds to zero
+  Compiled c = compile(b.p, o);
+  qgpu::qwen::Model model(c.take_checkpoint(), qgpu::qwen::Exec::Sparse);
+  auto tokens = b.traffic(scaled(6000), 12, 0.1);
+  // Every residual of a zero token, entering every layer and after the last, is exactly zero.
+  std::vector<int64_t> ids;
+  for (int t : tokens) ids.push_back(t < 0 ? 0 : c.token_id(t));
+  std::vector<int> all;
+  for (int l = 0; l <= c.num_layers(); ++l) all.push_back(l);
+  auto state = model.new_state();
+  auto out = model.forward(state, ids, all);
+  int64_t blanks = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != 0) continue;
+    ++blanks;
+    for (const auto& res : out.residuals) ASSERT_EQ(res[i].abs().max().item<float>(), 0.f) << "token " << i;
+  }
+  EXPECT_GT(blanks, static_cast<int64_t>(tokens.size() / 20));
+  // And the circuit tokens around them still compute exactly.
+  Comparison r = compare(b.p, c, model, tokens, b.observed(), true);
+  expect_exact(b, r, tokens, c, static_cast<int64_t>(tokens.size() / 8));
+}
+
+// Every norm weight scaled by a random factor within 1 +- 1e-4 (hundreds of
+// ulps, far more than a GPU's rsqrt error): every decision still holds.
+TEST(CircuitMemory, DecisionsHoldUnderNormNoise) {
+  MemoryBench b;
+  Compiled c = compile(b.p);
+  auto ck = c.take_checkpoint();
+  torch::manual_seed(3);
+  for (auto& [name, t] : ck.tensors) {
+    if (name.find("norm") == std::string::npos) continue;
+    t = ((1 + t) * (1 + 1e-4 * (2 * torch::rand_like(t) - 1))) - 1;
+  }
+  qgpu::qwen::Model model(ck, qgpu::qwen::Exec::Sparse);
+  auto tokens = b.traffic(scaled(20'000), 13);
+  Comparison r = compare(b.p, c, model, tokens, b.observed(), true);
+  expect_exact(b, r, tokens, c, static_cast<int64_t>(tokens.size() / 5));
+}
+
+// A compiled circuit through the dense and the sparse executor and through
+// the independent Python reference: the same answers, bit-identical between
+// the executors, and the same GDN states.
+TEST(CircuitMemory, DenseSparseAndPythonReferenceAgree) {
+  MemoryBench b;
+  Compiled c = compile(b.p);
+  auto tokens = b.traffic(24, 14);
+  std::vector<int64_t> ids;
+  for (int t : tokens) ids.push_back(c.token_id(t));
+  const std::string dir = testing::TempDir() + "/circuit_ref_" + std::to_string(::getpid());
+  c.checkpoint().save(dir);
+  qgpu::qwen::Model dense(c.checkpoint(), qgpu::qwen::Exec::Dense), sparse(c.checkpoint(), qgpu::qwen::Exec::Sparse);
+  auto sd = dense.new_state(), ss = sparse.new_state();
+  auto od = dense.forward(sd, ids), os = sparse.forward(ss, ids);
+  EXPECT_TRUE(torch::equal(od.logits, os.logits));
+
+  std::string join;
+  for (auto id : ids) join += std::to_string(id) + " ";
+  const std::string out = dir + ".expected";
+  const std::string cmd = "/usr/bin/python3 " CIRCUIT_REFERENCE_PY " run " + dir + " --tokens \"" + join +
+                          "\" --out " + out;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  const auto& cfg = c.checkpoint().config;
+  std::ifstream in(out, std::ios::binary);
+  auto logits = torch::empty({static_cast<int64_t>(ids.size()), cfg.vocab_size});
+  in.read(static_cast<char*>(logits.data_ptr()), logits.numel() * 4);
+  std::vector<torch::Tensor> states;
+  for (size_t t = 0; t < ids.size() * cfg.num_hidden_layers; ++t) {
+    auto s = torch::empty({cfg.linear_num_value_heads, cfg.linear_key_head_dim, cfg.linear_value_head_dim});
+    in.read(static_cast<char*>(s.data_ptr()), s.numel() * 4);
+    states.push_back(s);
+  }
+  ASSERT_TRUE(in.good());
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(out);
+  EXPECT_TRUE(torch::equal(logits.argmax(1), od.logits.argmax(1)));
+  EXPECT_LT((logits - od.logits).abs().max().item<float>(), 1e-3f);
+  // After the last token: the states the runtime holds equal the reference's.
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) {
+    const auto& ref = states[(ids.size() - 1) * cfg.num_hidden_layers + l];
+    EXPECT_LT((ref - dense.recurrent_state(sd, l)).abs().max().item<float>(), 1e-4f) << "layer " << l;
+    EXPECT_TRUE(torch::equal(dense.recurrent_state(sd, l), sparse.recurrent_state(ss, l))) << "layer " << l;
+  }
+}
+
+}  // namespace
+}  // namespace circuit_test
