@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   daemon::ServerOptions opts;
   std::string backend_name = engine::default_backend(), log_file;
   app.add_option("--endpoint", opts.endpoint, "ipc:// or tcp:// endpoint (default: $QGPU_DAEMON, else ipc:// in the runtime directory)");
-  app.add_option("--backend", backend_name, "model or interpreter")->capture_default_str();
+  app.add_option("--backend", backend_name, "model, interpreter, or ptx-reference (cross-checks)")->capture_default_str();
   app.add_option("--secret", opts.secret, "shared secret clients must present (default: $QGPU_SECRET; required on tcp://)");
   app.add_option("--log", log_file, "append the log to this file instead of stderr");
   app.add_option("--client-timeout-ms", opts.client_timeout_ms, "free a client's session after this long without a message")

@@ -873,6 +873,10 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
     if (sign) {
       Operand neg = rem ? na : opr(Op::XOR, na, nb);
       res = neg_if64(res, neg);
+      if (!rem) {  // a signed quotient by zero is -1 whatever the dividend's sign
+        Operand z = opr(Op::SEQ, opr(Op::OR, b.lo, b.hi), K(0));
+        res = {opr(Op::SEL, z, K(0xFFFFFFFFu), res.lo), opr(Op::SEL, z, K(0xFFFFFFFFu), res.hi)};
+      }
     }
     write(in.ops[0], t, res);
     return;
@@ -882,6 +886,7 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
   auto [q, r] = udiv32(ua, ub);
   Operand res = rem ? r : q;
   if (sign) res = neg_if32(res, rem ? na : opr(Op::XOR, na, nb));
+  if (sign && !rem) res = opr(Op::SEL, opr(Op::SEQ, b.lo, K(0)), K(0xFFFFFFFFu), res);  // x / 0 == -1
   write(in.ops[0], t, {res, K(0)});
 }
 

@@ -10,8 +10,9 @@ namespace qgpu::qwen {
 namespace {
 
 constexpr int kLanes = 32;
-// Rows with at most this many non-zeros take the occupied-lanes path.
-constexpr int kShortRow = 8;
+// Rows with at most this many non-zeros are summed by their merge plan
+// (its slot numbers must fit a Merge's uint8_t).
+constexpr int kShortRow = 32;
 // Work (multiply-adds) below which a product runs on the calling thread.
 constexpr int64_t kParallelGrain = 1 << 18;
 
@@ -42,49 +43,6 @@ float lane_dot(const float* w, const float* x, int64_t n) {
     for (int j = 0; j < kLanes; ++j) acc[j] += w[i + j] * x[i + j];
   for (; i < n; ++i) acc[i % kLanes] += w[i] * x[i];
   return reduce_lanes(acc);
-}
-
-float lane_dot_sparse(const int32_t* cols, const float* vals, int64_t nnz, const float* x) {
-  if (nnz > kShortRow) {
-    float acc[kLanes] = {};
-    for (int64_t k = 0; k < nnz; ++k) acc[cols[k] & (kLanes - 1)] += vals[k] * x[cols[k]];
-    return reduce_lanes(acc);
-  }
-  // Short rows: keep only the occupied lanes and replay the same tree on
-  // them.  An empty lane is +0 (a lane never holds -0: it starts at +0 and
-  // a sum is -0 only when both terms are), so skipping "lane += +0" and
-  // replacing "+0 + v" by v changes nothing.
-  int lane[kShortRow];
-  float sum[kShortRow];
-  int m = 0;
-  for (int64_t k = 0; k < nnz; ++k) {
-    const int l = cols[k] & (kLanes - 1);
-    const float p = vals[k] * x[cols[k]];
-    int i = 0;
-    while (i < m && lane[i] != l) ++i;
-    if (i == m) {
-      lane[m] = l;
-      sum[m++] = 0.0f + p;
-    } else {
-      sum[i] += p;
-    }
-  }
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int i = 0; i < m; ++i) {
-      if (lane[i] < width) continue;
-      const int target = lane[i] - width;
-      int j = 0;
-      while (j < m && lane[j] != target) ++j;
-      if (j == m) {
-        lane[i] = target;
-      } else {
-        sum[j] += sum[i];
-        lane[i] = lane[--m];
-        sum[i] = sum[m];
-        --i;
-      }
-    }
-  return m == 0 ? 0.0f : sum[0];
 }
 
 Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
@@ -119,6 +77,58 @@ Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
   }
   sparse_ = true;
   dense_ = torch::Tensor();
+  plan_merges();
+}
+
+// A short row's plan replays the lane scheme on its own products only.  The
+// lane scheme adds, per lane, 0 + q_0 + q_1 + ... over all the lane's columns,
+// then lane j + lane j+width down the tree.  A lane is never -0 (it starts at
+// +0, and a sum is -0 only when both terms are), so the zero-weight products
+// (+-0) it skips and the tree additions with an empty (+0) lane change
+// nothing.  Dropping the leading "0 +" of a lane can only turn a +0 into -0,
+// and a sum whose terms differ from the dense ones only in the sign of zeros
+// differs from the dense sum only in the sign of a zero; the final "+ 0.0f"
+// makes that sign + as in the dense sum.  Since x + y == y + x exactly, a
+// merge may keep the sum in either slot: it keeps the lower, so the whole
+// sum ends in slot 0.
+void Matrix::plan_merges() {
+  merge_.assign(col_.size(), Merge{0, 0});
+  for (size_t k = 0; k < active_rows_.size(); ++k) {
+    const int64_t b = row_ptr_[k], n = row_ptr_[k + 1] - b;
+    if (n > kShortRow) continue;
+    Merge* out = &merge_[b];
+    // slot[l]: the slot that holds lane l's running sum, or -1 while it is empty.
+    int slot[kLanes];
+    std::fill(slot, slot + kLanes, -1);
+    auto merge = [&](int& into, int from) {
+      if (into < 0) {
+        into = from;
+        return;
+      }
+      *out++ = Merge{static_cast<uint8_t>(std::min(into, from)), static_cast<uint8_t>(std::max(into, from))};
+      into = std::min(into, from);
+    };
+    for (int64_t i = 0; i < n; ++i) merge(slot[col_[b + i] & (kLanes - 1)], static_cast<int>(i));
+    for (int width = kLanes / 2; width >= 1; width /= 2)
+      for (int j = 0; j < width; ++j)
+        if (slot[j + width] >= 0) merge(slot[j], slot[j + width]);
+  }
+}
+
+float Matrix::row_dot(int64_t k, const float* x) const {
+  const int64_t b = row_ptr_[k], n = row_ptr_[k + 1] - b;
+  const int32_t* cols = &col_[b];
+  const float* vals = &val_[b];
+  if (n > kShortRow) {
+    float acc[kLanes] = {};
+    for (int64_t i = 0; i < n; ++i) acc[cols[i] & (kLanes - 1)] += vals[i] * x[cols[i]];
+    return reduce_lanes(acc);
+  }
+  float sum[kShortRow];
+  for (int64_t i = 0; i < n; ++i) sum[i] = vals[i] * x[cols[i]];
+  const Merge* merges = &merge_[b];
+  for (int64_t i = 0; i + 1 < n; ++i) sum[merges[i].into] += sum[merges[i].from];
+  return sum[0] + 0.0f;
 }
 
 std::vector<bool> Matrix::row_mask() const {
@@ -160,6 +170,7 @@ void Matrix::drop_rows(const std::vector<bool>& keep) {
   row_ptr_ = std::move(ptr);
   col_ = std::move(cols);
   val_ = std::move(vals);
+  plan_merges();
 }
 
 void Matrix::apply(const float* x, int64_t T, float* y) const {
@@ -171,8 +182,8 @@ void Matrix::apply(const float* x, int64_t T, float* y) const {
   at::parallel_for(0, n_rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       if (sparse_) {
-        const int64_t o = active_rows_[r], b = row_ptr_[r], n = row_ptr_[r + 1] - b;
-        for (int64_t t = 0; t < T; ++t) y[t * out_ + o] = lane_dot_sparse(&col_[b], &val_[b], n, x + t * in_);
+        const int64_t o = active_rows_[r];
+        for (int64_t t = 0; t < T; ++t) y[t * out_ + o] = row_dot(r, x + t * in_);
       } else {
         const float* w = dense_.data_ptr<float>() + r * in_;
         for (int64_t t = 0; t < T; ++t) y[t * out_ + r] = lane_dot(w, x + t * in_, in_);

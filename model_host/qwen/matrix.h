@@ -5,7 +5,9 @@
 // tree (lane j += lane j+16, then j+8, 4, 2, 1).  A dense matrix visits every
 // column; a sparse (CSR) matrix visits only its non-zero weights.  Since
 // adding a zero product leaves a lane unchanged, both give bit-identical sums
-// for finite inputs.  Everything here is fp32 and never fused into FMAs.
+// for finite inputs.  A short sparse row goes further and adds only its own
+// products, in the order the lane tree would combine them (see Merge).
+// Everything here is fp32 and never fused into FMAs.
 #pragma once
 
 #include <torch/torch.h>
@@ -17,8 +19,6 @@ namespace qgpu::qwen {
 
 // sum_i w[i] * x[i] in the lane scheme.
 float lane_dot(const float* w, const float* x, int64_t n);
-// The same sum over the listed (ascending) columns only.
-float lane_dot_sparse(const int32_t* cols, const float* vals, int64_t nnz, const float* x);
 
 // A Linear weight [out, in] (no bias), stored dense or as CSR of its non-zeros.
 class Matrix {
@@ -49,6 +49,17 @@ class Matrix {
   bool is_sparse() const { return sparse_; }
 
  private:
+  // One addition of a short row's sum: slot[into] += slot[from], where slot k
+  // starts as the row's k-th product (into < from, so the sum ends in slot 0).
+  struct Merge {
+    uint8_t into, from;
+  };
+
+  // Plans merge_ for the short rows of the CSR storage.
+  void plan_merges();
+  // Active row k (an index into active_rows_) times x.
+  float row_dot(int64_t k, const float* x) const;
+
   int64_t out_ = 0, in_ = 0;
   bool sparse_ = false;
   torch::Tensor dense_;               // [out, in] fp32 contiguous (dense storage)
@@ -56,6 +67,9 @@ class Matrix {
   std::vector<int64_t> row_ptr_;      // CSR: per active row, offset into col_/val_ (size+1)
   std::vector<int32_t> col_;
   std::vector<float> val_;
+  // CSR, indexed like col_: a short row's merges, in order, at the first
+  // nnz - 1 of its entries (long rows use the 32 lanes and leave theirs unset).
+  std::vector<Merge> merge_;
 };
 
 }  // namespace qgpu::qwen

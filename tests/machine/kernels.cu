@@ -35,6 +35,10 @@ __global__ void arith32(int op, int* out) {
     case 17: r = __funnelshift_l(a, b, 13) ^ __funnelshift_r(a, b, 45) ^ __funnelshift_lc(a, b, ub); break;
     case 18: r = abs(a) + (~a & b) + (a | b) - (a ^ b); break;
     case 19: r = (a > 0 ? a : b) * 2 + (ua > ub ? 1 : 0); break;
+    case 20: r = a / b; break;  // unguarded: division by zero included
+    case 21: r = a % b; break;
+    case 22: r = ua / ub; break;
+    case 23: r = ua % ub; break;
   }
   out[t] = r;
 }
@@ -63,6 +67,9 @@ __global__ void arith64(int op, long long* out) {
     case 14: r = __popcll(a) | (__clzll(b) << 8); break;
     case 15: r = __brevll(a) ^ b; break;
     case 16: r = (long long)(int)a * (long long)(int)b + (long long)((unsigned long long)(unsigned)a * (unsigned)b); break;
+    case 17: r = a / (b & 0xff00000000LL); break;  // unguarded: division by zero included
+    case 18: r = a % (b & 0xff00000000LL); break;
+    case 19: r = ua / (ub & 0xff00000000ULL); break;
   }
   out[t] = r;
 }

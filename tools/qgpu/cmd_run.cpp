@@ -118,6 +118,11 @@ int run(const RunOptions& o) {
   std::string preload = cudart.string();
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
+  // The other drop-ins (libnvrtc.so.13, libcuda.so.1) sit beside libcudart:
+  // programs that compile kernels at run time find ours first.
+  std::string libpath = cudart.parent_path().string();
+  if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) libpath += std::string(":") + old;
+  setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
   setenv("QGPU_DAEMON", endpoint.c_str(), 1);
   auto t0 = std::chrono::steady_clock::now();
   pid_t child = spawn(o.command);
@@ -147,8 +152,8 @@ int run(const RunOptions& o) {
 qgpu::cli::Register reg("run", [](CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "Run a CUDA program on qgpu with a private model_host");
-  sub->add_option("--backend", o->backend, "model or interpreter (default: the daemon's, now interpreter)")
-      ->check(CLI::IsMember({"model", "interpreter"}));
+  sub->add_option("--backend", o->backend, "model or interpreter (default: the daemon's, now interpreter); ptx-reference runs the PTX itself on the PTX-level interpreter, for cross-checks")
+      ->check(CLI::IsMember({"model", "interpreter", "ptx-reference"}));
   sub->add_flag("--check", o->check, "compare every model step with the interpreter (model backend)");
   sub->add_flag("--stats", o->stats, "print launch, step and token counts at exit");
   sub->add_option("--model", o->model_dir, "compiled checkpoint directory (model backend)");

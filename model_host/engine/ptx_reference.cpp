@@ -1,0 +1,52 @@
+// The "ptx-reference" backend: runs kernels directly on their PTX with the
+// PTX-level interpreter, with CUDA's 32-thread warps and no lowering.  It is a
+// cross-check for the machine (tests run every sample on it and on the
+// machine interpreter and compare the outputs), never a product path: the
+// daemon uses it only when asked for it by name.
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+#include "model_host/engine/backends.h"
+#include "model_host/ptx/parse.h"
+#include "model_host/ptx/ptx_interp.h"
+
+namespace qgpu::engine {
+namespace {
+
+class PtxReferenceBackend : public Backend {
+ public:
+  std::string name() const override { return "ptx-reference"; }
+
+  LaunchResult launch(const LaunchRequest& req, GlobalMemory& mem) override {
+    LaunchResult r;
+    const ptx::Module* module = nullptr;
+    try {
+      module = &parsed(req.ptx);
+    } catch (const std::exception& e) {
+      r.error = 218;  // cudaErrorInvalidPtx
+      r.message = e.what();
+      return r;
+    }
+    return ptx::run(*module, req.kernel, req.grid, req.block, req.dynamic_smem, req.params, req.symbols, mem);
+  }
+
+ private:
+  const ptx::Module& parsed(const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t key = std::hash<std::string>{}(text);
+    auto it = cache_.find(key);
+    if (it == cache_.end() || it->second.first != text)
+      it = cache_.insert_or_assign(key, std::make_pair(text, ptx::parse(text))).first;
+    return it->second.second;
+  }
+
+  std::mutex mu_;
+  std::unordered_map<size_t, std::pair<std::string, ptx::Module>> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_ptx_reference_backend() { return std::make_unique<PtxReferenceBackend>(); }
+
+}  // namespace qgpu::engine
