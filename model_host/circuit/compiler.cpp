@@ -24,12 +24,22 @@ int first_attn_layer_after(int r) { return r < 0 ? 0 : r / 2 + 1; }
 [[noreturn]] void budget_error(const std::string& msg) { throw std::runtime_error("circuit: " + msg); }
 
 // How a memory op's parts are laid into heads: slices of at most one head's
-// channels, repeated for every group of 128 rows.
+// channels, repeated for every group of 128 rows; groups placed in layers.
 struct HeadPlan {
+  // Consecutive groups in one layer, their heads from `head` on.
+  struct Piece {
+    int layer, head, group0, groups;
+  };
   std::vector<std::vector<int>> slices;   // part indices per slice
   std::vector<std::vector<int>> offset;   // channel offset of each part in its slice
   int groups = 1;
-  int heads() const { return groups * static_cast<int>(slices.size()); }
+  std::vector<Piece> pieces;              // in layer order
+  // The outs hold slot 0 from the MLP before the first layer (or the
+  // embedding) on, and a read row moves them: a zero-default store, or a
+  // store whose groups write the outs in several layers.
+  bool preset = false;
+  int per_group() const { return static_cast<int>(slices.size()); }
+  int heads() const { return groups * per_group(); }
 };
 
 HeadPlan plan_heads(const Program& p, const MemoryOp& op, int head_dim) {
@@ -50,6 +60,44 @@ HeadPlan plan_heads(const Program& p, const MemoryOp& op, int head_dim) {
   return plan;
 }
 
+// Weights of the key (or query) channels of one head of group g (rows
+// g * head_dim.., channels from `base` on) into `w`.  The channel of row r is
+// silu(256 s - (256 n - 128)), where n is the number of values the address
+// bits draw from and s the sum of the slots of those values that agree with
+// r's bits: s = n (all agree) gives 128, any other s at most -128, which SiLU
+// turns into exactly 0.  Rows whose constant bits differ from the address's,
+// or that no slot combination names, get no weights (their channel is 0).
+void address_weights(const Program& p, const std::vector<AddrBit>& bits, int rows, int g, int head_dim,
+                     const std::vector<std::vector<int>>& dims, torch::TensorAccessor<float, 2> w, int64_t base) {
+  std::vector<ValueId> involved;
+  for (const AddrBit& b : bits)
+    if (b.is_value() && std::find(involved.begin(), involved.end(), b.v) == involved.end()) involved.push_back(b.v);
+  const int n = static_cast<int>(bits.size());
+  std::vector<std::pair<ValueId, int>> agree;   // (value, slot) for the row at hand
+  for (int c = 0; c < head_dim; ++c) {
+    const int64_t r = static_cast<int64_t>(g) * head_dim + c;
+    if (r >= rows || (r >> n) != 0) break;
+    bool named = true;
+    for (int i = 0; i < n && named; ++i)
+      named = bits[i].is_value() || bits[i].bit == ((r >> i) & 1);
+    agree.clear();
+    for (size_t k = 0; k < involved.size() && named; ++k) {
+      const ValueId v = involved[k];
+      const size_t before = agree.size();
+      for (int s = 0; s < p.info(v).size; ++s) {
+        bool ok = true;
+        for (int i = 0; i < n && ok; ++i)
+          ok = bits[i].v != v || ((s >> bits[i].bit) & 1) == ((r >> i) & 1);
+        if (ok) agree.push_back({v, s});
+      }
+      named = agree.size() > before;
+    }
+    if (!named) continue;
+    for (auto [v, s] : agree) w[base + c][dims[v][s]] = kSlotGain;
+    w[base + c][kAnchor] = kStoredLevel - kSlotGain * static_cast<float>(involved.size());
+  }
+}
+
 // An MLP step in placed form: weights on residual dimensions.
 struct PlacedStep {
   std::vector<std::pair<int, float>> gate;   // dim -> coefficient of F (anchor carries the bias)
@@ -58,6 +106,46 @@ struct PlacedStep {
 };
 
 }  // namespace
+
+std::vector<int> MemoryLayout::read(int row, const std::function<torch::Tensor(int)>& state, float tol) const {
+  if (row < 0 || row >= rows)
+    throw std::out_of_range("circuit: memory '" + name + "' has no row " + std::to_string(row));
+  std::vector<int> slots;
+  for (const Part& part : parts) {
+    const Head& h = head(row / group_rows, part.slice);
+    const torch::Tensor S = state(h.layer).contiguous();
+    if (S.dim() != 3 || S.size(0) <= h.head || S.size(1) != group_rows || S.size(2) < part.channel + part.size)
+      throw std::invalid_argument("circuit: memory '" + name + "': the state of layer " + std::to_string(h.layer) +
+                                  " does not have the compiled head shape");
+    const float* ch = S.data_ptr<float>() + (h.head * S.size(1) + row % group_rows) * S.size(2) + part.channel;
+    int slot = -1, hot = 0;
+    bool clean = true;
+    for (int x = 0; x < part.size; ++x) {
+      const float y = ch[x] / kStoredLevel;
+      if (std::fabs(y - 1.f) <= tol) {
+        slot = x;
+        ++hot;
+      } else if (std::fabs(y) > tol) {
+        clean = false;
+      }
+    }
+    if (!clean || hot > 1) slots.push_back(-1);
+    else if (hot == 0) slots.push_back(zero_default ? 0 : -1);
+    else slots.push_back(slot);
+  }
+  return slots;
+}
+
+const MemoryLayout& Compiled::memory_layout(const std::string& name) const {
+  const MemoryLayout* found = nullptr;
+  for (const MemoryLayout& m : memories_) {
+    if (m.name != name) continue;
+    if (found) throw std::invalid_argument("circuit: two memories are named '" + name + "'");
+    found = &m;
+  }
+  if (!found) throw std::out_of_range("circuit: no memory named '" + name + "'");
+  return *found;
+}
 
 int Compiled::capture_index(ValueId v) const {
   const int r = ready_.at(v);
@@ -137,7 +225,9 @@ Compiled compile(const Program& program, const Options& options) {
   }
 
   // ---- Placement: each op at the first layer after its inputs with room.
-  std::vector<int> ready(nvalues, -1), op_layer(ops.size(), -1);
+  // ready: the depth slot that produces a value; born: from when it occupies
+  // its dimensions (earlier than ready only for the outs of preset memories).
+  std::vector<int> ready(nvalues, -1), born(nvalues, -1), op_layer(ops.size(), -1);
   std::vector<HeadPlan> plans(ops.size());
   std::vector<int> units(1, 2), heads(1, 0);   // every layer reserves its bias pair
   auto grow = [&](int layer) {
@@ -158,19 +248,38 @@ Compiled compile(const Program& program, const Options& options) {
       for (grow(l); units[l] + need > units_cap; grow(++l)) {}
       units[l] += need;
       op_layer[i] = l;
-      ready[m->out] = mlp_slot(l);
+      ready[m->out] = born[m->out] = mlp_slot(l);
     } else {
       const auto& mem = std::get<MemoryOp>(ops[i]);
-      plans[i] = plan_heads(program, mem, head_dim);
-      const int need = plans[i].heads();
-      if (need > heads_cap)
-        budget_error("memory '" + mem.name + "' needs " + std::to_string(need) + " heads, a layer has " +
-                     std::to_string(heads_cap));
+      HeadPlan& plan = plans[i];
+      plan = plan_heads(program, mem, head_dim);
+      if (plan.per_group() > heads_cap)
+        budget_error("memory '" + mem.name + "' needs " + std::to_string(plan.per_group()) + " heads per group of " +
+                     std::to_string(head_dim) + " rows, a layer has " + std::to_string(heads_cap));
       int l = first_attn_layer_after(r);
-      for (grow(l); heads[l] + need > heads_cap; grow(++l)) {}
-      heads[l] += need;
-      op_layer[i] = l;
-      for (ValueId v : mem.outs) ready[v] = attn_slot(l);
+      if (plan.heads() <= heads_cap) {
+        // The whole store in the first layer with room for it.
+        for (grow(l); heads[l] + plan.heads() > heads_cap; grow(++l)) {}
+        plan.pieces.push_back({l, heads[l], 0, plan.groups});
+        heads[l] += plan.heads();
+      } else {
+        // More heads than a layer has: as many whole groups per layer as fit.
+        for (int g = 0; g < plan.groups; ++l) {
+          grow(l);
+          const int fit = std::min((heads_cap - heads[l]) / plan.per_group(), plan.groups - g);
+          if (fit == 0) continue;
+          plan.pieces.push_back({l, heads[l], g, fit});
+          heads[l] += fit * plan.per_group();
+          g += fit;
+        }
+      }
+      plan.preset = mem.zero_default || plan.pieces.size() > 1;
+      const int first = plan.pieces.front().layer;
+      op_layer[i] = plan.pieces.back().layer;
+      for (ValueId v : mem.outs) {
+        ready[v] = attn_slot(op_layer[i]);
+        born[v] = !plan.preset ? ready[v] : first == 0 ? -1 : mlp_slot(first - 1);
+      }
     }
   }
   int last_op_layer = 0;
@@ -221,15 +330,27 @@ Compiled compile(const Program& program, const Options& options) {
   out.dims_.assign(nvalues, {});
   std::vector<int> order(nvalues);
   for (int v = 0; v < nvalues; ++v) order[v] = v;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ready[a] < ready[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return born[a] < born[b]; });
   std::vector<int> busy_until(H, -2);   // slot of the clear of the dimension's last occupant
   busy_until[kAnchor] = kNever;
   for (ValueId v : order) {
     for (int d = 0; d < H && static_cast<int>(out.dims_[v].size()) < values[v].size; ++d)
-      if (busy_until[d] < ready[v]) out.dims_[v].push_back(d);
-    if (static_cast<int>(out.dims_[v].size()) < values[v].size)
+      if (busy_until[d] < born[v]) out.dims_[v].push_back(d);
+    if (static_cast<int>(out.dims_[v].size()) < values[v].size) {
+      // Name what fills the residual there, largest groups first (by name prefix).
+      std::map<std::string, int> groups;
+      for (ValueId u = 0; u < nvalues; ++u)
+        if (!out.dims_[u].empty() && born[u] < born[v] + 1 && born[v] <= cleared[u])
+          groups[values[u].name.substr(0, values[u].name.find('.'))] += values[u].size;
+      std::vector<std::pair<int, std::string>> by_size;
+      for (const auto& [name, n] : groups) by_size.push_back({n, name});
+      std::sort(by_size.rbegin(), by_size.rend());
+      std::string live_list;
+      for (size_t i = 0; i < by_size.size() && i < 40; ++i)
+        live_list += (i ? ", " : "") + by_size[i].second + " " + std::to_string(by_size[i].first);
       budget_error("residual full: no " + std::to_string(values[v].size) + " free dimensions for '" +
-                   values[v].name + "' at depth slot " + std::to_string(ready[v]));
+                   values[v].name + "' at depth slot " + std::to_string(born[v]) + "; live: " + live_list);
+    }
     for (int d : out.dims_[v]) busy_until[d] = cleared[v];
   }
 
@@ -237,7 +358,7 @@ Compiled compile(const Program& program, const Options& options) {
   auto live = [&](int p, bool count_dims) {
     int n = 0;
     for (ValueId v = 0; v < nvalues; ++v)
-      if (ready[v] < p && p <= cleared[v]) n += count_dims ? values[v].size : 1;
+      if (born[v] < p && p <= cleared[v]) n += count_dims ? values[v].size : 1;
     return n;
   };
   auto norm_weight = [&](int p) {   // (1 + w) that makes the normalised input equal the residual
@@ -253,12 +374,47 @@ Compiled compile(const Program& program, const Options& options) {
   out.cleared_ = cleared;
   out.token_base_ = options.token_base;
   const int64_t Q = cfg.linear_key_dim(), V = cfg.linear_value_dim(), conv = cfg.linear_conv_dim();
-  auto zeros = [](std::initializer_list<int64_t> shape) { return torch::zeros(shape, torch::kFloat32); };
+  // Mostly-zero tensors on lazily zero-filled memory: untouched pages cost nothing.
+  auto zeros = [](std::initializer_list<int64_t> shape) { return qwen::lazy_zeros(shape); };
   auto dim_of = [&](ValueId v, int slot) { return out.dims_[v][slot]; };
   out.layers_.assign(L, {});
 
+  // Per layer: its MLP ops, its memory pieces (op, piece index), and the
+  // outs of the preset memories whose first layer it is.
   std::vector<std::vector<size_t>> ops_in(L);
-  for (size_t i = 0; i < ops.size(); ++i) ops_in[op_layer[i]].push_back(i);
+  std::vector<std::vector<std::pair<size_t, size_t>>> pieces_in(L);
+  std::vector<std::vector<ValueId>> presets(L);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::holds_alternative<MlpOp>(ops[i])) {
+      ops_in[op_layer[i]].push_back(i);
+      continue;
+    }
+    for (size_t k = 0; k < plans[i].pieces.size(); ++k) pieces_in[plans[i].pieces[k].layer].push_back({i, k});
+    if (plans[i].preset)
+      for (ValueId v : std::get<MemoryOp>(ops[i]).outs) presets[plans[i].pieces.front().layer].push_back(v);
+  }
+
+  // Memory layouts.
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto* mem = std::get_if<MemoryOp>(&ops[i]);
+    if (!mem) continue;
+    const HeadPlan& plan = plans[i];
+    MemoryLayout m;
+    m.name = mem->name;
+    m.rows = mem->rows;
+    m.zero_default = mem->zero_default;
+    m.group_rows = head_dim;
+    m.groups = plan.groups;
+    m.slices = plan.per_group();
+    for (const auto& piece : plan.pieces)
+      for (int h = 0; h < piece.groups * m.slices; ++h) m.heads.push_back({piece.layer, piece.head + h});
+    m.parts.resize(mem->parts.size());
+    for (size_t s = 0; s < plan.slices.size(); ++s)
+      for (size_t k = 0; k < plan.slices[s].size(); ++k)
+        m.parts[plan.slices[s][k]] = {static_cast<int>(s), plan.offset[s][k],
+                                      values[mem->parts[plan.slices[s][k]].data].size};
+    out.memories_.push_back(std::move(m));
+  }
 
   for (int l = 0; l < L; ++l) {
     LayerUse& use = out.layers_[l];
@@ -267,7 +423,8 @@ Compiled compile(const Program& program, const Options& options) {
     use.units = units[l];
     use.heads = heads[l];
     use.clears = static_cast<int>(clears[l].size());
-    for (size_t i : ops_in[l]) ++(std::holds_alternative<MlpOp>(ops[i]) ? use.mlp_ops : use.memory_ops);
+    use.mlp_ops = static_cast<int>(ops_in[l].size());
+    use.memory_ops = static_cast<int>(pieces_in[l].size());
   }
   if (!options.weights) return out;
 
@@ -283,28 +440,17 @@ Compiled compile(const Program& program, const Options& options) {
          a_a = a.accessor<float, 2>(), o_a = out_proj.accessor<float, 2>();
     auto c_a = conv_w.accessor<float, 3>();
     for (int64_t ch = 0; ch < 2 * Q; ++ch) c_a[ch][0][3] = 1.f;   // q and k: the current token only
-    int head = 0;
-    for (size_t i : ops_in[l]) {
-      const auto* mem = std::get_if<MemoryOp>(&ops[i]);
-      if (!mem) continue;
+    int used_heads = 0;
+    for (auto [i, pk] : pieces_in[l]) {
+      const auto* mem = &std::get<MemoryOp>(ops[i]);
       const HeadPlan& plan = plans[i];
-      for (int g = 0; g < plan.groups; ++g) {
-        for (size_t s = 0; s < plan.slices.size(); ++s, ++head) {
+      const HeadPlan::Piece& piece = plan.pieces[pk];
+      int head = piece.head;
+      for (int g = piece.group0; g < piece.group0 + piece.groups; ++g) {
+        for (size_t s = 0; s < plan.slices.size(); ++s, ++head, ++used_heads) {
           const int64_t h0 = static_cast<int64_t>(head) * head_dim;
-          // Rows of this group: key and query channel = row - 128 g.
-          auto address = [&](const Operand& o, int64_t base) {
-            if (o.is_value()) {
-              for (int slot = 0; slot < values[o.v].size; ++slot) {
-                if (slot / head_dim != g) continue;
-                qkv_a[base + h0 + slot % head_dim][dim_of(o.v, slot)] = kSlotGain;
-                qkv_a[base + h0 + slot % head_dim][kAnchor] = -kSlotOffset;
-              }
-            } else if (o.constant / head_dim == g) {
-              qkv_a[base + h0 + o.constant % head_dim][kAnchor] = kStoredLevel;
-            }
-          };
-          address(mem->read_addr, 0);
-          address(mem->write_addr, Q);
+          address_weights(program, mem->read_addr.bits, mem->rows, g, head_dim, out.dims_, qkv_a, h0);
+          address_weights(program, mem->write_addr.bits, mem->rows, g, head_dim, out.dims_, qkv_a, Q + h0);
           if (mem->write_enable.is_value()) {
             b_a[head][dim_of(mem->write_enable.v, 1)] = kBetaGain;
             b_a[head][dim_of(mem->write_enable.v, 0)] = -kBetaGain;
@@ -328,13 +474,18 @@ Compiled compile(const Program& program, const Options& options) {
               qkv_a[2 * Q + ch][kAnchor] = -kSlotOffset;
               c_a[2 * Q + ch][0][3 - part.age] = 1.f;
               z_a[ch][kAnchor] = kZGain;
-              o_a[dim_of(outv, slot)][ch] = back;
+              if (!plan.preset) {
+                o_a[dim_of(outv, slot)][ch] = back;
+              } else if (slot > 0) {   // moves the preset slot 0 to `slot`
+                o_a[dim_of(outv, slot)][ch] = back;
+                o_a[dim_of(outv, 0)][ch] = -back;
+              }
             }
           }
         }
       }
     }
-    if (head != heads[l]) throw std::logic_error("circuit: head accounting out of step with placement");
+    if (used_heads != heads[l]) throw std::logic_error("circuit: head accounting out of step with placement");
     T[pre + "linear_attn.in_proj_qkv.weight"] = qkv;
     T[pre + "linear_attn.in_proj_z.weight"] = z;
     T[pre + "linear_attn.in_proj_b.weight"] = b;
@@ -349,9 +500,10 @@ Compiled compile(const Program& program, const Options& options) {
     std::vector<PlacedStep> steps;
     PlacedStep bias_pair;
     bias_pair.bias = 1;   // always fires on circuit tokens
+    if (l + 1 < L)
+      for (ValueId v : presets[l + 1]) bias_pair.down.push_back({dim_of(v, 0), 1.f});
     for (size_t i : ops_in[l]) {
-      const auto* m = std::get_if<MlpOp>(&ops[i]);
-      if (!m) continue;
+      const auto* m = &std::get<MlpOp>(ops[i]);
       bias_pair.down.push_back({dim_of(m->out, m->base), 1.f});
       for (const Step& s : m->steps) {
         PlacedStep p;
@@ -399,7 +551,7 @@ Compiled compile(const Program& program, const Options& options) {
     T[pre + "mlp.down_proj.weight"] = down;
   }
 
-  // Embedding: the anchor and one slot per field.
+  // Embedding: the anchor, one slot per field, the presets of layer 0.
   auto embed = zeros({vocab, H});
   auto e_a = embed.accessor<float, 2>();
   const auto& fields = program.fields();
@@ -407,6 +559,7 @@ Compiled compile(const Program& program, const Options& options) {
     const int64_t row = options.token_base + static_cast<int64_t>(t);
     e_a[row][kAnchor] = 1.f;
     for (size_t f = 0; f < fields.size(); ++f) e_a[row][dim_of(fields[f], program.tokens()[t].slots[f])] = 1.f;
+    for (ValueId v : presets[0]) e_a[row][dim_of(v, 0)] = 1.f;   // preset memories in layer 0
   }
   T["embed_tokens.weight"] = embed;
   // Final norm: only the output fields reach the tied LM head.

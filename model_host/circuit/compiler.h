@@ -11,10 +11,14 @@
 //    exactly 0 for F <= 0 (both gates <= -96, where SiLU returns 0) and 64 for
 //    F >= 1 (both gates >= 96, where SiLU is the identity); down scales by 1/64.
 //    Decision margin: F may be off by 0.3 and the step still saturates.
-//  - Memories: every key, query and value channel is silu(256 x - 128) of one
-//    slot x: exactly 0 for x <= 0.15 (SiLU underflows below -89), the identity
-//    above 0.85, so keys are exact one-hots after l2norm and stored rows hold
-//    only 0 and ~128 (every overwrite exact, Sterbenz).  beta from b = +-128
+//  - Memories: every value channel is silu(256 x - 128) of one slot x: exactly
+//    0 for x <= 0.15 (SiLU underflows below -89), the identity above 0.85; the
+//    key or query channel of a row is silu(256 s - (256 n - 128)), s the sum of
+//    the slots of the n address values that agree with the row's bits: 128
+//    when all n agree, exactly 0 otherwise.  Keys are exact one-hots after
+//    l2norm and stored rows hold only 0 and ~128 (every overwrite exact,
+//    Sterbenz).  Zero-default stores (and stores spanning layers) read into
+//    outputs that the layer before set to slot 0: a read row moves them.  beta from b = +-128
 //    (sigmoid exactly 1 or 0), decay from A_log = 0 and dt_bias = -30 (exp(g)
 //    exactly 1), reset from a = +160 (exp(g) exactly 0), z gain 32.
 //  - Output: the final norm is zero outside the output fields; the right token
@@ -24,6 +28,7 @@
 #include "model_host/circuit/ir.h"
 #include "model_host/qwen/checkpoint.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,6 +60,34 @@ struct LayerUse {
   int mlp_ops = 0, memory_ops = 0, clears = 0;
 };
 
+// Where a memory lives in the compiled layers, for reading its rows back from
+// the GDN states (Model::recurrent_state(state, layer) is S[head, row, channel]).
+// Row r is row r % group_rows of the heads of group r / group_rows; slot x of
+// part k is channel parts[k].channel + x of head(group, parts[k].slice).  A
+// written row holds, per part, one channel at kStoredLevel and the others at
+// 0; a row never written (or emptied by a reset) is all zero.
+struct MemoryLayout {
+  struct Head {
+    int layer = 0, head = 0;
+  };
+  struct Part {
+    int slice = 0, channel = 0, size = 0;
+  };
+  std::string name;
+  int rows = 0;
+  bool zero_default = false;
+  int group_rows = 0;          // rows per head group (the key head dimension)
+  int groups = 0, slices = 0;  // heads: groups x slices
+  std::vector<Head> heads;     // [group * slices + slice]; a group's heads share a layer
+  std::vector<Part> parts;     // per part of the record
+  const Head& head(int group, int slice) const { return heads.at(group * slices + slice); }
+  // Row `row` read from the GDN states (state(layer) = Model::recurrent_state
+  // of that layer): per part its slot; for an all-zero part, 0 with
+  // zero_default and -1 otherwise; -1 where the channels are not a one-hot of
+  // kStoredLevel within `tol` relative.
+  std::vector<int> read(int row, const std::function<torch::Tensor(int layer)>& state, float tol = 1e-3f) const;
+};
+
 class Compiled {
  public:
   const qwen::Checkpoint& checkpoint() const { return checkpoint_; }
@@ -75,8 +108,13 @@ class Compiled {
   int decode(ValueId v, const float* residual, float tol = 1e-3f) const;
   const std::vector<int>& dims(ValueId v) const { return dims_.at(v); }
   // Per value, the depth slot that produces it (-1 embedding, 2L layer L's
-  // token mixer, 2L + 1 its MLP): what Evaluator needs to know.
+  // token mixer, 2L + 1 its MLP): what Evaluator needs to know.  A memory
+  // spanning layers produces its reads in its last layer's token mixer.
   const std::vector<int>& depths() const { return ready_; }
+  // The layout of the memory declared with this name; throws
+  // std::out_of_range when there is none, std::invalid_argument when two
+  // memories share the name.
+  const MemoryLayout& memory_layout(const std::string& name) const;
 
  private:
   friend Compiled compile(const Program&, const Options&);
@@ -84,6 +122,7 @@ class Compiled {
   std::vector<LayerUse> layers_;
   std::vector<std::vector<int>> dims_;   // per value
   std::vector<int> ready_, cleared_;     // per value: depth slot produced, slot cleared (INT_MAX: never)
+  std::vector<MemoryLayout> memories_;   // in program order
   int64_t token_base_ = 0;
 };
 

@@ -35,6 +35,16 @@ int Evaluator::operand(const Operand& o, const std::vector<int>& vals) const {
   return o.is_value() ? vals[o.v] : o.constant;
 }
 
+int Evaluator::row(const Address& a, const std::vector<int>& vals) const {
+  int r = 0;
+  for (size_t i = 0; i < a.bits.size(); ++i) {
+    const AddrBit& b = a.bits[i];
+    if (b.is_value() && vals[b.v] == kUndefined) return kUndefined;
+    r |= (b.is_value() ? (vals[b.v] >> b.bit) & 1 : b.bit) << i;
+  }
+  return r;
+}
+
 int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
   const int size = program_.info(op.out).size;
   std::vector<int> code(size, 0);
@@ -66,7 +76,7 @@ void Evaluator::eval_memory(size_t op_index, const MemoryOp& op, std::vector<int
   if (store.rows.empty()) store.rows.assign(op.rows, {});
   const int reset = operand(op.reset, vals);
   const int we = operand(op.write_enable, vals);
-  const int waddr = operand(op.write_addr, vals);
+  const int waddr = row(op.write_addr, vals);
   if (reset == kUndefined || we == kUndefined || (we == 1 && waddr == kUndefined)) {
     // The whole store is unknown from here on.
     store.rows.assign(op.rows, std::vector<int>(op.parts.size(), kUndefined));
@@ -84,16 +94,23 @@ void Evaluator::eval_memory(size_t op_index, const MemoryOp& op, std::vector<int
         }
       }
       // The read-back norm couples a record's parts: one unknown part makes
-      // the whole row unknown.
-      if (std::find(record.begin(), record.end(), kUndefined) != record.end())
+      // the whole row unknown.  A record made only of parts from before the
+      // sequence start is all zero in the model (the conv window starts at
+      // zero): with zero_default it reads as a row never written.
+      bool before_start = true;
+      for (const auto& p : op.parts) before_start = before_start && static_cast<int>(history_.size()) < p.age;
+      if (op.zero_default && before_start)
+        record.clear();
+      else if (std::find(record.begin(), record.end(), kUndefined) != record.end())
         record.assign(record.size(), kUndefined);
       store.rows[waddr] = std::move(record);
     }
   }
-  const int raddr = operand(op.read_addr, vals);
+  const int raddr = row(op.read_addr, vals);
   for (size_t i = 0; i < op.outs.size(); ++i) {
-    const bool known = raddr != kUndefined && !store.rows[raddr].empty();
-    vals[op.outs[i]] = known ? store.rows[raddr][i] : kUndefined;
+    if (raddr == kUndefined) vals[op.outs[i]] = kUndefined;
+    else if (!store.rows[raddr].empty()) vals[op.outs[i]] = store.rows[raddr][i];
+    else vals[op.outs[i]] = op.zero_default ? 0 : kUndefined;   // never written, or reset since
   }
 }
 
@@ -119,13 +136,13 @@ const std::vector<int>& Evaluator::step(int token) {
     const bool poisoned = !depth_.empty() && op_depth(i) > poisoned_after;
     if (const auto* m = std::get_if<MlpOp>(&ops[i])) {
       current_[m->out] = poisoned ? kUndefined : eval_mlp(*m, current_);
-      if (current_[m->out] == kUndefined) poisoned_after = std::min(poisoned_after, op_depth(i));
+      if (current_[m->out] == kUndefined && !depth_.empty()) poisoned_after = std::min(poisoned_after, op_depth(i));
     } else {
       const auto& mem = std::get<MemoryOp>(ops[i]);
       if (poisoned) poison_memory(i, mem, current_);
       else eval_memory(i, mem, current_);
       for (ValueId v : mem.outs)
-        if (current_[v] == kUndefined) poisoned_after = std::min(poisoned_after, op_depth(i));
+        if (current_[v] == kUndefined && !depth_.empty()) poisoned_after = std::min(poisoned_after, op_depth(i));
     }
   }
   return current_;
@@ -140,7 +157,7 @@ int Evaluator::op_depth(size_t op_index) const {
 void Evaluator::poison_memory(size_t op_index, const MemoryOp& op, std::vector<int>& vals) {
   Store& store = stores_[op_index];
   if (store.rows.empty()) store.rows.assign(op.rows, {});
-  const int reset = operand(op.reset, vals), we = operand(op.write_enable, vals), waddr = operand(op.write_addr, vals);
+  const int reset = operand(op.reset, vals), we = operand(op.write_enable, vals), waddr = row(op.write_addr, vals);
   const std::vector<int> unknown(op.parts.size(), kUndefined);
   if (reset == 0 && we == 0) {
     // Nothing is written.

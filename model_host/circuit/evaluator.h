@@ -10,8 +10,9 @@
 namespace qgpu::circuit {
 
 // A slot of a value on one token, or kUndefined: the value depends on a
-// memory row never written (or written from tokens before the sequence
-// start); the compiled model promises nothing about such values.
+// memory row never written (unless the memory reads such rows as zero) or
+// written from tokens before the sequence start; the compiled model promises
+// nothing about such values.
 inline constexpr int kUndefined = -1;
 
 class Evaluator {
@@ -42,6 +43,7 @@ class Evaluator {
   };
   void advance();
   int operand(const Operand& o, const std::vector<int>& vals) const;
+  int row(const Address& a, const std::vector<int>& vals) const;   // or kUndefined
   int eval_mlp(const MlpOp& op, const std::vector<int>& vals) const;
   void eval_memory(size_t op_index, const MemoryOp& op, std::vector<int>& vals);
   void poison_memory(size_t op_index, const MemoryOp& op, std::vector<int>& vals);

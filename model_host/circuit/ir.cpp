@@ -1,6 +1,8 @@
 #include "model_host/circuit/ir.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 
@@ -154,11 +156,45 @@ ValueId Program::lookup(const std::string& name, int size, const std::vector<Val
   return mlp(name, size, base, std::move(steps));
 }
 
+void Program::resolve_address(Address& a, int rows, const std::string& what) const {
+  // Bits needed for row numbers 0..max.
+  auto width = [](int max) { return max > 0 ? static_cast<int>(std::bit_width(static_cast<unsigned>(max))) : 0; };
+  if (a.whole) {
+    const Operand o = *a.whole;
+    check_operand(o, rows, what.c_str());
+    a.bits.clear();
+    if (o.is_value()) {
+      for (int i = 0; i < width(values_[o.v].size - 1); ++i) a.bits.push_back({o.v, i});
+    } else {
+      for (int i = 0; i < width(rows - 1); ++i) a.bits.push_back(AddrBit::fixed((o.constant >> i) & 1));
+    }
+    a.whole.reset();
+    return;
+  }
+  if (a.bits.size() > 30) fail(what + " has " + std::to_string(a.bits.size()) + " bits");
+  int64_t reach = 0;   // the highest row the bits can name
+  for (size_t i = 0; i < a.bits.size(); ++i) {
+    const AddrBit& b = a.bits[i];
+    const std::string which = what + " bit " + std::to_string(i);
+    if (b.is_value()) {
+      check_value(b.v, which.c_str());
+      if (b.bit < 0 || b.bit > 30 || (1 << b.bit) >= values_[b.v].size)
+        fail(which + ": bit " + std::to_string(b.bit) + " of '" + values_[b.v].name + "' (" +
+             std::to_string(values_[b.v].size) + " slots) is always 0");
+    } else if (b.bit != 0 && b.bit != 1) {
+      fail(which + ": a constant bit is 0 or 1, not " + std::to_string(b.bit));
+    }
+    if (b.is_value() || b.bit) reach += int64_t{1} << i;
+  }
+  if (reach >= rows)
+    fail(what + " reaches row " + std::to_string(reach) + ", the store has " + std::to_string(rows) + " rows");
+}
+
 std::vector<ValueId> Program::memory(MemoryOp op) {
   if (op.rows < 1) fail("memory '" + op.name + "' needs at least one row");
   if (op.parts.empty()) fail("memory '" + op.name + "' stores nothing");
-  check_operand(op.write_addr, op.rows, "write address");
-  check_operand(op.read_addr, op.rows, "read address");
+  resolve_address(op.write_addr, op.rows, "memory '" + op.name + "': write address");
+  resolve_address(op.read_addr, op.rows, "memory '" + op.name + "': read address");
   check_operand(op.write_enable, 2, "write enable");
   check_operand(op.reset, 2, "reset");
   for (const auto& p : op.parts) {
@@ -174,6 +210,12 @@ std::vector<ValueId> Program::memory(MemoryOp op) {
   std::vector<ValueId> outs = op.outs;
   ops_.push_back(std::move(op));
   return outs;
+}
+
+void Program::wait_for(size_t from, ValueId dep) {
+  check_value(dep, "wait_for");
+  for (size_t i = from; i < ops_.size(); ++i)
+    if (auto* m = std::get_if<MlpOp>(&ops_[i]); m && !m->steps.empty()) m->steps[0].form.push_back({dep, 0, 0});
 }
 
 void Program::keep(ValueId v) {
@@ -198,8 +240,11 @@ std::vector<ValueId> Program::inputs_of(const Op& op) const {
       for (const Term& t : s.form) in.push_back(t.v);
   } else {
     const auto& mem = std::get<MemoryOp>(op);
-    for (const Operand* o : {&mem.write_addr, &mem.write_enable, &mem.read_addr, &mem.reset})
+    for (const Operand* o : {&mem.write_enable, &mem.reset})
       if (o->is_value()) in.push_back(o->v);
+    for (const Address* a : {&mem.write_addr, &mem.read_addr})
+      for (const AddrBit& b : a->bits)
+        if (b.is_value()) in.push_back(b.v);
     for (const auto& p : mem.parts) in.push_back(p.data);
   }
   std::sort(in.begin(), in.end());

@@ -56,7 +56,8 @@ struct MlpOp {
   std::vector<Step> steps;
 };
 
-// A memory address, write enable or reset: either a value or a constant slot.
+// A write enable or reset, or a memory address in its whole-value form:
+// either a value or a constant slot.
 struct Operand {
   ValueId v = -1;
   int constant = 0;
@@ -65,18 +66,45 @@ struct Operand {
   bool is_value() const { return v >= 0; }
 };
 
+// One bit of a row address: bit `bit` of value v's slot index, or, for
+// v < 0 (AddrBit::fixed), the constant bit `bit` (0 or 1).
+struct AddrBit {
+  ValueId v = -1;
+  int bit = 0;
+  static AddrBit fixed(int b) { return {-1, b}; }
+  bool is_value() const { return v >= 0; }
+};
+
+// A row address: row = sum of bit i << i over `bits` (least significant
+// first), the bits drawn from any values (an 8192-row register file is
+// addressed by 5 bits of a register value and 8 bits of a thread value).
+// Constructed from an Operand, the row is a value's slot (or a constant);
+// Program::memory turns that form into the bits of the slot index, so the
+// compiler and the evaluator see bits only.
+struct Address {
+  Address(Operand o) : whole(o) {}
+  Address(std::vector<AddrBit> b) : bits(std::move(b)) {}
+  std::vector<AddrBit> bits;
+  std::optional<Operand> whole;   // the Operand form, until Program::memory expands it
+};
+
 // A row store in GDN heads.  Per token, in this order (the GDN equations):
 // a reset (slot 1 of `reset`) empties the store; if `write_enable` holds slot
 // 1, row `write_addr` becomes the record made of `parts`, each part taken from
 // the token `age` positions back (0 = this token; up to 3, through the causal
 // conv); then each output reads its part from row `read_addr`.  Each head
 // holds 128 channels of one row slice and 128 rows; wider records use several
-// heads, more rows use several head groups (rows 128g..128g+127 in group g).
+// heads (slices), more rows several head groups (rows 128g..128g+127 in group
+// g); a store with more heads than a layer has spans consecutive layers, whole
+// groups per layer.  A row never written (or emptied by a reset) reads as
+// undefined, or with `zero_default` as slot 0 in every part.
 struct MemoryOp {
   std::string name;
   int rows = 0;
-  Operand write_addr, write_enable, read_addr;
+  Address write_addr = Operand::fixed(0), read_addr = Operand::fixed(0);
+  Operand write_enable;
   Operand reset = Operand::fixed(0);
+  bool zero_default = false;
   struct Part {
     ValueId data;
     int age = 0;
@@ -119,6 +147,11 @@ class Program {
   // Keeps a value in the residual until the last layer (so it can be read
   // from the final residual); values that nothing uses are otherwise freed.
   void keep(ValueId v);
+  // Orders the schedule: every MLP op added since op index `from` (see
+  // ops().size()) also waits for value `dep`, through a zero-weight term.
+  // Placing work after a wide computation instead of beside it keeps the
+  // residual from holding both at once.
+  void wait_for(size_t from, ValueId dep);
   // The LM head: the token whose slots in these embedding fields equal the
   // given computed values wins the argmax.
   void output(const std::vector<std::pair<ValueId, ValueId>>& field_to_value);
@@ -139,6 +172,7 @@ class Program {
   ValueId new_value(const std::string& name, int size, int producer);
   void check_value(ValueId v, const char* what) const;
   void check_operand(const Operand& o, int size, const char* what) const;
+  void resolve_address(Address& a, int rows, const std::string& what) const;
 
   std::vector<ValueInfo> values_;
   std::vector<Op> ops_;

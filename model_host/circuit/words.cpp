@@ -90,6 +90,15 @@ uint64_t value_of(const std::vector<int>& digits, int bits) {
   return x;
 }
 
+std::vector<AddrBit> address_bits(const Word& w, int first, int count) {
+  if (first < 0 || count < 0 || first + count > w.width())
+    fail("address bits [" + std::to_string(first) + ", " + std::to_string(first + count) + ") outside a word of " +
+         std::to_string(w.width()) + " bits");
+  std::vector<AddrBit> bits;
+  for (int i = first; i < first + count; ++i) bits.push_back({w.digits[i / w.bits], i % w.bits});
+  return bits;
+}
+
 ValueId apply(Program& p, const std::string& name, int size, ValueId in, const std::function<int(int)>& f) {
   const int n = p.info(in).size;
   int changes = 0;

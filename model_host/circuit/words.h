@@ -26,6 +26,10 @@ std::vector<int> digits_of(uint64_t x, int width, int bits);
 // The integer a vector of digit slots stands for.
 uint64_t value_of(const std::vector<int>& digits, int bits);
 
+// Bits [first, first + count) of a word as memory address bits (least
+// significant first): bit i of the word is bit i % bits of digit i / bits.
+std::vector<AddrBit> address_bits(const Word& w, int first, int count);
+
 // out = f(in) for a single value; picks the cheaper of a ladder (steps where f
 // changes along the slots) and a table (steps where f differs from its most
 // common result).  One MLP layer.

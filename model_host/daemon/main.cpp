@@ -5,9 +5,11 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <iostream>
 
+#include "model_host/daemon/deferred_backend.h"
 #include "model_host/daemon/log.h"
 #include "model_host/daemon/server.h"
 #include "model_host/engine/backends.h"
@@ -25,7 +27,19 @@ int main(int argc, char** argv) {
   daemon::ServerOptions opts;
   std::string backend_name = engine::default_backend(), log_file;
   app.add_option("--endpoint", opts.endpoint, "ipc:// or tcp:// endpoint (default: $QGPU_DAEMON, else ipc:// in the runtime directory)");
-  app.add_option("--backend", backend_name, "model, interpreter, or ptx-reference (cross-checks)")->capture_default_str();
+  engine::BackendOptions bopts;
+  app.add_option("--backend", backend_name,
+                 "model, interpreter, or interpreter-model / ptx-reference (cross-checks); default: $QGPU_BACKEND, else model")
+      ->capture_default_str();
+  app.add_option("--model", bopts.model_dir,
+                 "compiled GPU model directory (default: $QGPU_MODEL_DIR, else the cache, built there on first use)");
+  app.add_flag("--check", bopts.model.check, "compare every generated token and the memory with the reference interpreter");
+  app.add_option("--dump-tokens", bopts.model.dump_tokens, "append each launch's prompt and generated token ids to FILE");
+  app.add_option("--max-tokens", bopts.model.max_tokens, "generated tokens per launch before cudaErrorLaunchTimeout")
+      ->capture_default_str();
+  app.add_flag("--dense", bopts.model.dense, "run the dense executor instead of the sparse one (same numbers, slower)");
+  app.add_option("--perturb", bopts.model.perturb, "change one weight after loading, NAME:INDEX:VALUE (negative tests)")
+      ->group("Testing");
   app.add_option("--secret", opts.secret, "shared secret clients must present (default: $QGPU_SECRET; required on tcp://)");
   app.add_option("--log", log_file, "append the log to this file instead of stderr");
   app.add_option("--client-timeout-ms", opts.client_timeout_ms, "free a client's session after this long without a message")
@@ -45,7 +59,30 @@ int main(int argc, char** argv) {
     if (opts.endpoint.empty()) opts.endpoint = endpoint::env_or(endpoint::kDaemonEnv, endpoint::default_endpoint());
     if (opts.secret.empty()) opts.secret = endpoint::env_or(endpoint::kSecretEnv, "");
 
-    std::unique_ptr<engine::Backend> backend = engine::make_backend(backend_name);
+    std::unique_ptr<engine::Backend> backend;
+    if (backend_name == "model") {
+      bopts.progress = [](const std::string& line) { daemon::log(line); };
+      // Loading (or building) the model takes a while: serve clients meanwhile.
+      backend = std::make_unique<daemon::DeferredBackend>(backend_name, [bopts] {
+        const auto t0 = std::chrono::steady_clock::now();
+        daemon::log("loading the model", bopts.model_dir.empty() ? " from the cache" : " from " + bopts.model_dir,
+                    bopts.model.check ? " (--check: the reference interpreter checks every token)" : "");
+        try {
+          auto b = engine::make_backend("model", bopts);
+          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          daemon::log("the model is ready (", secs, " s)");
+          return b;
+        } catch (const std::exception& e) {
+          daemon::log("the model backend could not start: ", e.what());
+          throw;
+        }
+      });
+    } else {
+      if (!bopts.model_dir.empty() || bopts.model.check || !bopts.model.dump_tokens.empty() || bopts.model.dense ||
+          !bopts.model.perturb.empty() || app.count("--max-tokens") > 0)
+        throw std::runtime_error("--model, --check, --dump-tokens, --max-tokens, --dense and --perturb need --backend model");
+      backend = engine::make_backend(backend_name);
+    }
     daemon::Device device;
     device.backend = backend.get();
     const machine::Limits& l = machine::limits();
@@ -65,9 +102,6 @@ int main(int argc, char** argv) {
       d.max_grid[i] = l.max_grid[i];
       d.max_block[i] = l.max_block[i];
     }
-    if (backend_name == "interpreter")
-      daemon::log("the reference interpreter runs kernels (the model backend is not available yet)");
-
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);

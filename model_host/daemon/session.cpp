@@ -236,13 +236,20 @@ Reply Session::launch(proto::Reader& r) {
   const proto::DeviceInfo& d = device_.info;
   uint64_t threads = uint64_t(a.block[0]) * a.block[1] * a.block[2];
   uint64_t ctas = uint64_t(a.grid[0]) * a.grid[1] * a.grid[2];
-  for (int i = 0; i < 3; ++i)
-    if (a.grid[i] == 0 || a.block[i] == 0 || a.grid[i] > d.max_grid[i] || a.block[i] > d.max_block[i])
-      return Reply::error(cudaErrorInvalidConfiguration,
-                          "launch of '" + a.kernel + "': grid (" + std::to_string(a.grid[0]) + "," + std::to_string(a.grid[1]) + "," +
-                              std::to_string(a.grid[2]) + ") block (" + std::to_string(a.block[0]) + "," +
-                              std::to_string(a.block[1]) + "," + std::to_string(a.block[2]) +
-                              ") is outside the machine's limits");
+  auto dims = [](const auto& v) {
+    return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
+  };
+  for (int i = 0; i < 3; ++i) {
+    if (a.grid[i] == 0 || a.block[i] == 0)
+      return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': grid " + dims(a.grid) +
+                                                             " block " + dims(a.block) + " has a zero dimension");
+    if (a.block[i] > d.max_block[i])
+      return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': block " + dims(a.block) +
+                                                             "; the machine's blocks are at most " + dims(d.max_block));
+    if (a.grid[i] > d.max_grid[i])
+      return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': grid " + dims(a.grid) +
+                                                             "; the machine's grids are at most " + dims(d.max_grid));
+  }
   if (threads > d.max_threads_per_cta)
     return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': " + std::to_string(threads) +
                                                            " threads per block; the machine runs at most " +
@@ -277,7 +284,10 @@ Reply Session::launch(proto::Reader& r) {
       res.message = std::string("the ") + device_.backend->name() + " backend failed: " + e.what();
     }
   }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The backend's own time when it reports one: it leaves out waiting for
+  // the device and for a model that is still loading.
+  double secs = res.stats.seconds > 0 ? res.stats.seconds
+                                      : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (mem_.bytes.size() != device_.info.global_bytes) {
     res.error = cudaErrorUnknown;
     res.message = "the backend resized the global memory image";

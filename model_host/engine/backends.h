@@ -1,14 +1,18 @@
-// Backend selection by name.  "model" is the GPU inside the Qwen3.5
-// checkpoint (not built yet); "interpreter" is the reference machine and the
-// default until the model backend exists.  "ptx-reference" runs the PTX
-// itself on the PTX-level interpreter, for tests that cross-check the machine.
+// Backend selection by name.  "model" (the default) is the GPU inside the
+// compiled Qwen3.5 checkpoint; "interpreter" is the reference machine.
+// "interpreter-model" is the interpreter running the model's machine (one
+// lane, one instruction per block, the model lowering).  "ptx-reference" runs
+// the PTX itself on the PTX-level interpreter, for tests that cross-check the
+// machine.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "model_host/engine/backend.h"
+#include "model_host/gpu/backend.h"
 
 namespace qgpu::engine {
 
@@ -16,12 +20,23 @@ struct BackendUnavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The backend used when none is named.
+// What the model backend is made from.  The other backends take no options.
+struct BackendOptions {
+  // The compiled checkpoint (gpu/build_model.h); empty: the model cache,
+  // built there on first use.
+  std::string model_dir;
+  gpu::ModelOptions model;
+  // Receives the progress of a first-use build.
+  std::function<void(const std::string&)> progress;
+};
+
+// The backend used when none is named: $QGPU_BACKEND when set, else "model".
 std::string default_backend();
 
 // Creates the named backend; throws BackendUnavailable naming what is
-// missing (an unknown name, or a backend this build does not have yet).
-std::unique_ptr<Backend> make_backend(const std::string& name);
+// missing (an unknown name, a backend this build does not have), or
+// std::runtime_error when the model cannot be loaded.
+std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});
 
 std::unique_ptr<Backend> make_ptx_reference_backend();
 

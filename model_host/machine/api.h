@@ -33,9 +33,16 @@ const Limits& limits();
 // Throws std::runtime_error naming the line on malformed PTX.
 engine::ModuleInfo inspect_module(const std::string& ptx);
 
+// Which machine the interpreter backend runs: the default machine
+// (backend "interpreter"), or the model's machine (model_params(), lowered
+// with LowerOptions::for_model; backend "interpreter-model"), which runs
+// exactly the programs and schedule the model backend runs, on the
+// interpreter.
+enum class MachineKind { Default, Model };
+
 // The reference machine.  Lowers the kernel (cached per module), runs it
 // deterministically, and fails a launch it cannot run with a CUDA error whose
 // message names the instruction or limit.
-std::unique_ptr<engine::Backend> make_interpreter_backend();
+std::unique_ptr<engine::Backend> make_interpreter_backend(MachineKind machine = MachineKind::Default);
 
 }  // namespace qgpu::machine

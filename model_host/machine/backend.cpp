@@ -22,7 +22,10 @@ constexpr uint64_t kMaxSteps = 200'000'000;  // EXECs before a launch times out
 // lowering specialises on block and grid shape and on symbol addresses.
 class InterpreterBackend : public engine::Backend {
  public:
-  std::string name() const override { return "interpreter"; }
+  explicit InterpreterBackend(MachineKind machine)
+      : model_(machine == MachineKind::Model), params_(model_ ? model_params() : default_params()) {}
+
+  std::string name() const override { return model_ ? "interpreter-model" : "interpreter"; }
 
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
     engine::LaunchResult res;
@@ -39,14 +42,17 @@ class InterpreterBackend : public engine::Backend {
       res.message = e.what();
       return res;
     }
-    const Params& p = default_params();
-    if (req.params.size() > p.param_bytes) {
+    if (req.params.size() > params_.param_bytes) {
       res.error = kErrInvalidValue;
       res.message = "kernel " + req.kernel + " has " + std::to_string(req.params.size()) +
-                    " bytes of parameters; the machine takes at most " + std::to_string(p.param_bytes);
+                    " bytes of parameters; the machine takes at most " + std::to_string(params_.param_bytes);
       return res;
     }
-    Interpreter interp(*prog, p, prog->ctas, prog->threads, req.params, mem);
+    // The model's parameter memory holds whole words: a widened byte load of
+    // the last parameter reads the word around it.
+    std::vector<uint8_t> params = req.params;
+    if (model_) params.resize((params.size() + 3) / 4 * 4);
+    Interpreter interp(*prog, params_, prog->ctas, prog->threads, std::move(params), mem);
     interp.run(kMaxSteps);
     res.error = interp.fault().error;
     res.message = interp.fault().message;
@@ -70,11 +76,13 @@ class InterpreterBackend : public engine::Backend {
     auto& mod = modules_[req.ptx];
     if (!mod) mod = std::make_shared<ptx::Module>(ptx::parse(req.ptx));
     LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols};
-    auto prog = std::make_shared<const Program>(lower(*mod, req.kernel, shape, default_params()));
+    auto prog = std::make_shared<const Program>(lower(*mod, req.kernel, shape, params_, {.for_model = model_}));
     programs_[key] = prog;
     return prog;
   }
 
+  const bool model_;
+  const Params& params_;
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<ptx::Module>> modules_;
   std::unordered_map<std::string, std::shared_ptr<const Program>> programs_;
@@ -105,6 +113,8 @@ const Limits& limits() {
 
 engine::ModuleInfo inspect_module(const std::string& ptx_text) { return ptx::module_info(ptx::parse(ptx_text)); }
 
-std::unique_ptr<engine::Backend> make_interpreter_backend() { return std::make_unique<InterpreterBackend>(); }
+std::unique_ptr<engine::Backend> make_interpreter_backend(MachineKind machine) {
+  return std::make_unique<InterpreterBackend>(machine);
+}
 
 }  // namespace qgpu::machine

@@ -53,8 +53,9 @@ class Interpreter {
   Interpreter(const Program& prog, const Params& p, uint32_t ctas, uint32_t threads, std::vector<uint8_t> params,
               engine::GlobalMemory& mem);
 
-  // Runs one EXEC.  Returns false (and leaves `rec` untouched) when the
-  // launch has finished or faulted.
+  // Runs one EXEC.  Returns false when none is left (the launch has ended or
+  // faulted before; `rec` untouched), or when this EXEC faults: then `rec`
+  // names the CTA, warp and block that faulted, and fault() the error.
   bool step(StepRecord* rec = nullptr);
   // Runs to completion; a launch that needs more than `max_steps` EXECs
   // faults with cudaErrorLaunchTimeout.
@@ -64,6 +65,8 @@ class Interpreter {
   const Fault& fault() const { return fault_; }
   const InterpStats& stats() const { return stats_; }
   const std::vector<uint8_t>& print_buffer() const { return print_; }
+  // The running CTA's linear index, -1 before the first step.
+  int64_t cta() const { return cta_; }
   // The register file of the running CTA, for tests and tracing.
   uint32_t reg(uint32_t thread, uint32_t r) const { return regs_[size_t(thread) * p_.regs + r]; }
 

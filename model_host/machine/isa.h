@@ -37,6 +37,26 @@ inline const Params& default_params() {
   return p;
 }
 
+// The machine the model backend runs (docs/tokens.md): one lane per machine
+// warp and one instruction per block, so that every step the model takes is
+// one instruction of one thread, and memories sized to the GDN heads the
+// compiled checkpoint spends on them.  The lowering and the interpreter run
+// it like any other Params; `--check` compares the model against them.
+inline const Params& model_params() {
+  static const Params p = [] {
+    Params m;
+    m.lanes = 1;
+    m.block_instrs = 1;
+    m.rom_blocks = 1024;
+    m.shared_bytes = 4 * 1024;
+    m.local_bytes = 64;
+    m.param_bytes = 1024;
+    m.print_bytes = 1024;
+    return m;
+  }();
+  return p;
+}
+
 // ---- operations -----------------------------------------------------------
 
 enum class Op : uint8_t {

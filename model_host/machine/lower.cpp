@@ -5,7 +5,8 @@
 //      32-bit registers (a 64-bit PTX register is a pair, a predicate holds
 //      0/1), with labels and branches; device functions are inlined, CUDA
 //      warp operations go through a per-warp scratch area in shared memory
-//      and the warp-group barrier;
+//      and the warp-group barrier; for the model's machine, the operations
+//      its circuit does not have are then rewritten into ones it has;
 //   2. clean up: constant folding, copy propagation, dead-code elimination;
 //   3. allocate: linear scan over liveness intervals into the machine's
 //      registers, spilling to local memory through reserved scratch registers;
@@ -80,7 +81,8 @@ struct Frame {
 
 class Lowerer {
  public:
-  Lowerer(const ptx::Module& m, const LaunchShape& s, const Params& p) : m_(m), shape_(s), p_(p) {}
+  Lowerer(const ptx::Module& m, const LaunchShape& s, const Params& p, const LowerOptions& o)
+      : m_(m), shape_(s), p_(p), opts_(o) {}
 
   Program run(const std::string& kernel);
 
@@ -328,6 +330,14 @@ class Lowerer {
   Operand warp_scratch(uint32_t word);  // shared offset of this CUDA warp's scratch word
   Operand warp_ballot(Operand bit_pred);
 
+  // ---- the model's machine (pass 1, continued) ------------------------------------
+  void expand_for_model();
+  void expand_atomic(const Instr& in);
+  void expand_narrow_load(const Instr& in);
+  void expand_narrow_store(const Instr& in);
+  void expand_mulhi(const Instr& in);
+  Operand word_offset(const Instr& in, Operand& addr);
+
   // ---- passes 2 and 3 -----------------------------------------------------------
   bool rename_temp(uint32_t t, uint32_t dst);
   void remove_dead_code();
@@ -340,6 +350,7 @@ class Lowerer {
   const ptx::Module& m_;
   const LaunchShape& shape_;
   const Params& p_;
+  const LowerOptions& opts_;
   uint32_t kernel_ = 0;
   ptx::SharedLayout shared_;
   uint32_t threads_ = 0;
@@ -563,6 +574,8 @@ void Lowerer::fold_constants() {
     std::vector<bool> known(nvregs_, false);
     std::vector<uint32_t> value(nvregs_, 0);
     for (VI& v : code_) {
+      if (v.kind == VI::Ins && v.in.op == Op::LANE && p_.lanes == 1)
+        v.in = Instr{Op::MOV, v.in.dst, K(0), K(0), K(0)};  // the only lane of a one-lane warp
       if (v.kind != VI::Ins || op_info(v.in.op).kind != OpKind::Alu) continue;
       Instr& in = v.in;
       auto srcs = sources(in);
@@ -1012,7 +1025,8 @@ void Lowerer::lower_atom32(const ptx::Instr& in, Space sp, Operand base) {
 // of one warp are atomic with respect to other warps; within the warp, each
 // 32-bit atomic serves its lanes in lane order.  add/exch/and/or/xor act word
 // by word (add carries into the high word per lane); cas/min/max serialise
-// the lanes, one read-modify-write block per lane.
+// the lanes, one read-modify-write block per lane (on a one-lane machine,
+// just the read-modify-write).
 void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
   bool red = in.op == ptx::Op::Red;
   size_t first = red ? 1 : 2;
@@ -1042,28 +1056,35 @@ void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
     case ptx::AtomOp::Min:
     case ptx::AtomOp::Max: {
       V c = in.atom == ptx::AtomOp::Cas ? read(in, in.ops[first + 1], in.type) : V{};
+      auto read_modify_write = [&] {
+        V o{R(ld(sp, addr, 0, 4, false)), R(ld(sp, hi_addr, 0, 4, false))};
+        V nw;
+        if (in.atom == ptx::AtomOp::Cas) {
+          Operand eq = eq64(o, b);
+          nw = {opr(Op::SEL, eq, c.lo, o.lo), opr(Op::SEL, eq, c.hi, o.hi)};
+        } else {
+          Operand lt = lt64(b, o, ptx::is_signed(in.type), false);
+          Operand take_b = in.atom == ptx::AtomOp::Min ? lt : lt64(o, b, ptx::is_signed(in.type), false);
+          nw = {opr(Op::SEL, take_b, b.lo, o.lo), opr(Op::SEL, take_b, b.hi, o.hi)};
+        }
+        st(sp, addr, 0, 4, nw.lo);
+        st(sp, hi_addr, 0, 4, nw.hi);
+        return o;
+      };
+      if (p_.lanes == 1) {
+        old = read_modify_write();
+        break;
+      }
       uint32_t i = op(Op::MOV, K(0));
       uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
       place(loop);
       br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
       place(mine);
-      V o{R(ld(sp, addr, 0, 4, false)), R(ld(sp, hi_addr, 0, 4, false))};
-      V nw;
-      if (in.atom == ptx::AtomOp::Cas) {
-        Operand eq = eq64(o, b);
-        nw = {opr(Op::SEL, eq, c.lo, o.lo), opr(Op::SEL, eq, c.hi, o.hi)};
-      } else {
-        Operand lt = lt64(b, o, ptx::is_signed(in.type), false);
-        Operand take_b = in.atom == ptx::AtomOp::Min ? lt : lt64(o, b, ptx::is_signed(in.type), false);
-        nw = {opr(Op::SEL, take_b, b.lo, o.lo), opr(Op::SEL, take_b, b.hi, o.hi)};
-      }
-      st(sp, addr, 0, 4, nw.lo);
-      st(sp, hi_addr, 0, 4, nw.hi);
+      old = read_modify_write();
       place(next);
       opd(i, Op::ADD, R(i), K(1));
       br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
       place(done);
-      old = o;
       break;
     }
     default: unsupported(in, "is a 64-bit atomic operation the machine does not have");
@@ -1597,6 +1618,116 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
   unsupported(in, "is not supported by the machine");
 }
 
+// ---- the model's machine ------------------------------------------------------------
+//
+// The model's circuit (docs/tokens.md) has 32-bit loads and stores and every
+// ALU operation but mulhu/mulhs; it runs one instruction of one thread per
+// step, and a thread runs until it exits or waits.  So a read-modify-write
+// spread over consecutive instructions of one thread is atomic, and the
+// operations it lacks become sequences of operations it has.  Each rewrite
+// computes into fresh virtual registers and writes the original destination
+// last, so sources that name the destination read its old value; copy
+// propagation then removes the final `mov`.
+
+void Lowerer::expand_for_model() {
+  std::vector<VI> code = std::move(code_);
+  code_.clear();
+  for (const VI& v : code) {
+    const Instr& in = v.in;
+    if (v.kind != VI::Ins)
+      code_.push_back(v);
+    else if (in.op == Op::ATOM)
+      expand_atomic(in);
+    else if (in.op == Op::LD && in.bytes < 4)
+      expand_narrow_load(in);
+    else if (in.op == Op::ST && in.bytes < 4)
+      expand_narrow_store(in);
+    else if (in.op == Op::MULHU || in.op == Op::MULHS)
+      expand_mulhi(in);
+    else
+      code_.push_back(v);
+  }
+}
+
+// atom dst, [a], b, c: dst = old = ld [a]; st [a], F(old, b, c).
+void Lowerer::expand_atomic(const Instr& in) {
+  Operand old = R(ld(in.space, in.a, 0, 4, false));
+  Operand b = in.b, c = in.c, nw;
+  switch (in.atom) {
+    case AtomOp::ADD: nw = opr(Op::ADD, old, b); break;
+    case AtomOp::MIN: nw = opr(Op::MIN, old, b); break;
+    case AtomOp::MAX: nw = opr(Op::MAX, old, b); break;
+    case AtomOp::MINU: nw = opr(Op::MINU, old, b); break;
+    case AtomOp::MAXU: nw = opr(Op::MAXU, old, b); break;
+    case AtomOp::EXCH: nw = b; break;
+    case AtomOp::CAS: nw = opr(Op::SEL, opr(Op::SEQ, old, b), c, old); break;
+    case AtomOp::AND: nw = opr(Op::AND, old, b); break;
+    case AtomOp::OR: nw = opr(Op::OR, old, b); break;
+    case AtomOp::XOR: nw = opr(Op::XOR, old, b); break;
+    case AtomOp::INC: nw = opr(Op::SEL, opr(Op::SLEU, b, old), K(0), opr(Op::ADD, old, K(1))); break;
+    case AtomOp::DEC:
+      nw = opr(Op::SEL, opr(Op::OR, opr(Op::SEQ, old, K(0)), opr(Op::SLTU, b, old)), b, opr(Op::SUB, old, K(1)));
+      break;
+  }
+  st(in.space, in.a, 0, 4, nw);
+  opd(in.dst, Op::MOV, old);
+}
+
+// The 1- or 2-byte access at a + b lies in the aligned word at addr - within:
+// `addr` is set to a + b, and the result is `within`, the access's byte offset
+// in that word.  A halfword at an odd address keeps its odd word address, so
+// the word access faults as misaligned, as the halfword access would.
+Operand Lowerer::word_offset(const Instr& in, Operand& addr) {
+  addr = opr(Op::ADD, in.a, in.b);
+  return opr(Op::AND, addr, K(4 - in.bytes));
+}
+
+// ld.{u,s}{8,16} dst, [a + b]: the word, shifted down (zero-extended) or
+// shifted to the top and back (sign-extended).
+void Lowerer::expand_narrow_load(const Instr& in) {
+  Operand addr;
+  Operand within = word_offset(in, addr);
+  Operand word = R(ld(in.space, opr(Op::SUB, addr, within), 0, 4, false));
+  Operand shift = opr(Op::SHL, within, K(3));
+  const uint32_t bits = 8 * in.bytes;
+  Operand v = in.sign ? opr(Op::SAR, opr(Op::SHL, word, opr(Op::SUB, K(32 - bits), shift)), K(32 - bits))
+                      : opr(Op::AND, opr(Op::SHR, word, shift), K((1u << bits) - 1));
+  opd(in.dst, Op::MOV, v);
+}
+
+// st.b{8,16} [a + b], c: the word with the access's bits replaced by c's,
+// word ^ ((word ^ (c << shift)) & mask).
+void Lowerer::expand_narrow_store(const Instr& in) {
+  Operand addr;
+  Operand within = word_offset(in, addr);
+  Operand at = opr(Op::SUB, addr, within);
+  Operand word = R(ld(in.space, at, 0, 4, false));
+  Operand shift = opr(Op::SHL, within, K(3));
+  Operand mask = opr(Op::SHL, K((1u << (8 * in.bytes)) - 1), shift);
+  Operand diff = opr(Op::AND, opr(Op::XOR, word, opr(Op::SHL, in.c, shift)), mask);
+  st(in.space, at, 0, 4, opr(Op::XOR, word, diff));
+}
+
+// mulhu from the four 16x16-bit partial products, each exact in 32 bits
+// (a = ah:al, b = bh:bl), summed column by column with the carries kept:
+//   t = ah*bl + (al*bl >> 16)            (< 2^32)
+//   m = al*bh + (t & 0xffff)             (< 2^32)
+//   mulhu = ah*bh + (t >> 16) + (m >> 16)
+// mulhs(a, b) = mulhu(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0).
+void Lowerer::expand_mulhi(const Instr& in) {
+  Operand a = in.a, b = in.b;
+  Operand al = opr(Op::AND, a, K(0xffff)), ah = opr(Op::SHR, a, K(16));
+  Operand bl = opr(Op::AND, b, K(0xffff)), bh = opr(Op::SHR, b, K(16));
+  Operand t = opr(Op::ADD, opr(Op::MUL, ah, bl), opr(Op::SHR, opr(Op::MUL, al, bl), K(16)));
+  Operand m = opr(Op::ADD, opr(Op::MUL, al, bh), opr(Op::AND, t, K(0xffff)));
+  Operand hi = opr(Op::ADD, opr(Op::ADD, opr(Op::MUL, ah, bh), opr(Op::SHR, t, K(16))), opr(Op::SHR, m, K(16)));
+  if (in.op == Op::MULHS) {
+    hi = opr(Op::SUB, hi, opr(Op::AND, opr(Op::SAR, a, K(31)), b));
+    hi = opr(Op::SUB, hi, opr(Op::AND, opr(Op::SAR, b, K(31)), a));
+  }
+  opd(in.dst, Op::MOV, hi);
+}
+
 // ---- pass 2: register allocation -------------------------------------------------
 
 std::vector<VI> Lowerer::allocate() {
@@ -1826,7 +1957,11 @@ Program Lowerer::form_blocks(const std::vector<VI>& code) {
       case VI::Trap: t = {Term::TRAP, 0, 0, 0, v.code}; break;
       default: break;
     }
-    blk.term = t;
+    // On the model's machine a store's block does not end in `br`
+    // (docs/tokens.md, section 1): the branch gets a block of its own.
+    if (opts_.for_model && t.kind == Term::BR && !blk.instrs.empty() && !blk.instrs.back().writes_reg())
+      fall_through();
+    prog.blocks.back().term = t;
     by_label.back() = true;
     open = false;
   }
@@ -1902,6 +2037,7 @@ Program Lowerer::run(const std::string& kernel) {
   top.kernel = true;
   tid_ = op(Op::ADD, opr(Op::MUL, opr(Op::WARP), K(p_.lanes)), opr(Op::LANE));
   lower_function(top);
+  if (opts_.for_model) expand_for_model();
 
   for (int round = 0; round < 3; ++round) {
     fold_constants();
@@ -1909,6 +2045,7 @@ Program Lowerer::run(const std::string& kernel) {
   }
   remove_dead_code();
   std::vector<VI> code = allocate();
+  local_top_ = (local_top_ + 3) / 4 * 4;  // whole words: a byte access may be widened to its word
   uint32_t cuda_warps = (threads_ + 31) / 32;
   uint32_t total = scratch_base_ + (scratch_used_ ? (cuda_warps * kScratchWords + 1) * 4 : 0);
   if (total > p_.shared_bytes)
@@ -1935,8 +2072,53 @@ Program Lowerer::run(const std::string& kernel) {
 
 }  // namespace
 
-Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p) {
-  return Lowerer(m, shape, p).run(kernel);
+Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,
+              const LowerOptions& opts) {
+  // Widened accesses and expanded atomics are atomic only when nothing runs
+  // between a thread's consecutive instructions: one lane per warp.
+  if (opts.for_model && p.lanes != 1)
+    throw std::invalid_argument("lowering for the model needs a one-lane machine; Params::lanes is " +
+                                std::to_string(p.lanes));
+  return Lowerer(m, shape, p, opts).run(kernel);
+}
+
+std::optional<std::string> model_unsupported(const Program& prog) {
+  const Params& p = model_params();
+  if (prog.blocks.size() > p.rom_blocks)
+    return "kernel " + prog.kernel + " has " + std::to_string(prog.blocks.size()) + " blocks; the model's ROM holds " +
+           std::to_string(p.rom_blocks);
+  try {
+    validate(prog, p);
+  } catch (const std::invalid_argument& e) {
+    return std::string("not a program of the model's machine: ") + e.what();
+  }
+  for (size_t b = 0; b < prog.blocks.size(); ++b) {
+    const Block& blk = prog.blocks[b];
+    auto at = [&](const std::string& text, const std::string& why) {
+      return "block B" + std::to_string(b) + ": `" + text + "`: " + why;
+    };
+    for (const Instr& in : blk.instrs) {
+      std::string why;
+      switch (in.op) {
+        case Op::CLOCK: why = "the clock is not in the model's circuit yet"; break;
+        case Op::MULHU:
+        case Op::MULHS: why = "high multiplies are not in the model's circuit yet"; break;
+        case Op::ATOM: why = "atomics are not in the model's circuit (the model lowering expands them)"; break;
+        case Op::LD:
+        case Op::ST:
+          if (in.bytes != 4) why = "the model's circuit accesses memory in 32-bit words (the model lowering widens this)";
+          break;
+        default: break;
+      }
+      if (!why.empty()) return at(to_string(in), why);
+    }
+    if (blk.term.kind == Term::WBAR)
+      return at(to_string(blk.term), "warp-level operation (shuffle, vote, __syncwarp): not in the model's circuit yet");
+    if (blk.term.kind == Term::BR && !blk.instrs.empty() && !blk.instrs.back().writes_reg())
+      return at(to_string(blk.instrs.back()) + "; " + to_string(blk.term),
+                "a store's block ends in a branch (the model lowering splits it)");
+  }
+  return std::nullopt;
 }
 
 }  // namespace qgpu::machine

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +37,21 @@ class LowerError : public std::runtime_error {
 inline constexpr uint32_t kSharedWindow = 0x01000000;
 inline constexpr uint32_t kLocalWindow = 0x02000000;
 
-Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p);
+// What the lowering produces beyond the block rules of docs/isa.md.
+struct LowerOptions {
+  // The model's machine (docs/tokens.md; Params::lanes must be 1): atomics
+  // become a load, ALU operations and a store, 8/16-bit accesses become
+  // 32-bit ones, mulhu/mulhs become 16-bit partial products, and a block
+  // whose instruction is a store does not end in `br`.
+  bool for_model = false;
+};
+
+Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,
+              const LowerOptions& opts = {});
+
+// The first thing in `prog` that the model's circuit does not execute
+// (docs/tokens.md, section 1), named with its block and instruction, or
+// nothing when the model can run the program.
+std::optional<std::string> model_unsupported(const Program& prog);
 
 }  // namespace qgpu::machine

@@ -41,8 +41,9 @@ std::string canonical_name(const std::string& hf) {
   return {};
 }
 
-// The safetensors files of a checkpoint directory, sorted by name.
-std::vector<fs::path> safetensors_files(const fs::path& dir) {
+// The safetensors files of a checkpoint directory, sorted by name; none for
+// a compact checkpoint.
+std::vector<fs::path> present_safetensors(const fs::path& dir) {
   std::vector<fs::path> files;
   if (fs::exists(dir / "model.safetensors.index.json")) {
     auto index = nlohmann::json::parse(read_text(dir / "model.safetensors.index.json"));
@@ -54,7 +55,14 @@ std::vector<fs::path> safetensors_files(const fs::path& dir) {
       if (e.path().extension() == ".safetensors") files.push_back(e.path());
     std::sort(files.begin(), files.end());
   }
-  if (files.empty()) throw std::runtime_error("checkpoint: no safetensors files in " + dir.string());
+  return files;
+}
+
+std::vector<fs::path> safetensors_files(const fs::path& dir) {
+  auto files = present_safetensors(dir);
+  if (files.empty())
+    throw std::runtime_error("checkpoint: no safetensors files in " + dir.string() + ", and no " + kSideFile +
+                             " that matches its config.json");
   return files;
 }
 
@@ -99,7 +107,7 @@ void write_side_file(const fs::path& dir, const std::string& config_text, const 
   if (!w.out) throw std::runtime_error("checkpoint: cannot create " + (dir / kSideFile).string());
   w.raw(kMagic, 8);
   w.str(config_text);
-  auto st = stamps(safetensors_files(dir));
+  auto st = stamps(present_safetensors(dir));
   w.u64(st.size());
   for (const auto& s : st) { w.str(s.name); w.u64(s.size); w.u64(static_cast<uint64_t>(s.mtime_ns)); }
   w.u64(tensors.size());
@@ -127,7 +135,7 @@ std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& 
   if (std::memcmp(magic, kMagic, 8) != 0 || r.str() != config_text) return std::nullopt;
   std::vector<Stamp> stored(r.u64());
   for (auto& s : stored) { s.name = r.str(); s.size = r.u64(); s.mtime_ns = static_cast<int64_t>(r.u64()); }
-  if (stored != stamps(safetensors_files(dir))) return std::nullopt;
+  if (stored != stamps(present_safetensors(dir))) return std::nullopt;
   TensorMap tensors;
   for (uint64_t n = r.u64(); n > 0; --n) {
     std::string name = r.str();
@@ -143,6 +151,24 @@ std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& 
     tensors.emplace(std::move(name), std::move(t));
   }
   return tensors;
+}
+
+// Validates `ck`, creates `dir`, removes the files a previous save may have
+// left that would shadow this one, and writes config.json; returns its text.
+std::string begin_save(const Checkpoint& ck, const fs::path& dir, torch::ScalarType dtype) {
+  ck.validate();
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json" ||
+        e.path().filename() == kSideFile)
+      fs::remove(e.path());
+  auto j = ck.config.to_json();
+  j["torch_dtype"] = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kFloat16 ? "float16" : "float32";
+  std::string config_text = j.dump(2);
+  std::ofstream out(dir / "config.json", std::ios::trunc);
+  out << config_text;
+  if (!out) throw std::runtime_error("checkpoint: cannot write " + (dir / "config.json").string());
+  return config_text;
 }
 
 }  // namespace
@@ -178,22 +204,8 @@ Checkpoint Checkpoint::load(const std::string& dir_name) {
 }
 
 void Checkpoint::save(const std::string& dir_name, torch::ScalarType dtype) const {
-  validate();
   fs::path dir(dir_name);
-  fs::create_directories(dir);
-  // Remove files a previous save may have left that would shadow this one.
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json" ||
-        e.path().filename() == kSideFile)
-      fs::remove(e.path());
-  auto j = config.to_json();
-  j["torch_dtype"] = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kFloat16 ? "float16" : "float32";
-  const std::string config_text = j.dump(2);
-  {
-    std::ofstream out(dir / "config.json", std::ios::trunc);
-    out << config_text;
-    if (!out) throw std::runtime_error("checkpoint: cannot write " + (dir / "config.json").string());
-  }
+  const std::string config_text = begin_save(*this, dir, dtype);
   std::map<std::string, torch::Tensor> hf;
   for (const auto& [name, t] : tensors) hf[name == "lm_head.weight" ? name : "model." + name] = t;
   safetensors::write((dir / "model.safetensors").string(), hf, dtype);
@@ -201,6 +213,11 @@ void Checkpoint::save(const std::string& dir_name, torch::ScalarType dtype) cons
   TensorMap rounded;
   for (const auto& [name, t] : tensors) rounded[name] = t.to(dtype).to(torch::kFloat32);
   write_side_file(dir, config_text, rounded);
+}
+
+void Checkpoint::save_compact(const std::string& dir_name) const {
+  fs::path dir(dir_name);
+  write_side_file(dir, begin_save(*this, dir, torch::kFloat32), tensors);
 }
 
 void Checkpoint::validate() const {

@@ -17,6 +17,13 @@
 // "Up to date" means: the stored config text equals config.json and every
 // stamped safetensors file still has the stored size and mtime.  The side file
 // holds the values in fp32, so it reproduces exactly what the safetensors hold.
+//
+// Compact form.  save_compact() writes config.json and the side file only,
+// with an empty stamp list: no safetensors at all, so a circuit checkpoint of
+// many GB of zeros costs only its non-zero values on disk.  load() accepts such
+// a directory: with no safetensors files present, a side file whose stamp list
+// is empty and whose config text matches is up to date.  Its bytes depend only
+// on the checkpoint (no file times), so equal checkpoints give equal files.
 #pragma once
 
 #include "model_host/qwen/config.h"
@@ -54,6 +61,9 @@ struct Checkpoint {
   // "model."; "lm_head.weight" at top level) in `dtype`, and the sparse side
   // file.  Creates `dir` if needed.
   void save(const std::string& dir, torch::ScalarType dtype = torch::kFloat32) const;
+  // Writes the compact form (config.json, fp32, and the side file; see above)
+  // and removes safetensors a previous save() left in `dir`.
+  void save_compact(const std::string& dir) const;
 
   // Checks that every tensor the config requires is present with its HF
   // shape; throws std::runtime_error naming the first problem.

@@ -2,24 +2,45 @@
 
 #include <ATen/Parallel.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace qgpu::qwen {
 namespace {
 
 constexpr int kLanes = 32;
-// Rows with at most this many non-zeros are summed by their merge plan
-// (its slot numbers must fit a Merge's uint8_t).
-constexpr int kShortRow = 32;
-// Work (multiply-adds) below which a product runs on the calling thread.
+// Work (multiply-adds) below which a dense product runs on the calling thread.
 constexpr int64_t kParallelGrain = 1 << 18;
+// Stored rows per argmax block.
+constexpr int64_t kBlockRows = 64;
 
 inline float reduce_lanes(float* acc) {
   for (int width = kLanes / 2; width >= 1; width /= 2)
     for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
   return acc[0];
+}
+
+// The lane scheme's sum of n >= 1 products given in ascending column order:
+// lane(i) is product i's lane, product(i) its value.  One product p ends as
+// 0 + p in its lane and then meets only +0 lanes in the tree: p + 0.  Two
+// products p, q meet once (in their lane or in the tree), each first made
+// p + 0 by its lane's start or by a +0 lane: (p + 0) + (q + 0), whatever their
+// lanes, since x + y == y + x exactly and no operand is -0.  More are added
+// lane by lane as the scheme says.
+template <class Lane, class Product>
+inline float lane_sum(int64_t n, Lane lane, Product product) {
+  if (n == 1) return product(0) + 0.0f;
+  if (n == 2) return (product(0) + 0.0f) + (product(1) + 0.0f);
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < n; ++i) acc[lane(i)] += product(i);
+  return reduce_lanes(acc);
 }
 
 // True when every entry is +0 or -0 (bit patterns without the sign are all zero).
@@ -31,6 +52,71 @@ bool all_zero(const float* p, int64_t n) {
     any |= bits << 1;
   }
   return any == 0;
+}
+
+// Whether [begin, end) lies within private anonymous mappings of this
+// process (/proc/self/maps: private, no device or inode, and no name other
+// than the heap's or a named anonymous region's).
+bool private_anonymous(uintptr_t begin, uintptr_t end) {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps) return false;
+  char line[512];
+  uintptr_t covered = begin;
+  while (covered < end && std::fgets(line, sizeof line, maps)) {
+    unsigned long lo = 0, hi = 0, inode = 0;
+    char perms[8] = {}, dev[16] = {}, name[256] = {};
+    int fields = std::sscanf(line, "%lx-%lx %7s %*s %15s %lu %255s", &lo, &hi, perms, dev, &inode, name);
+    if (fields < 5 || hi <= covered) continue;
+    if (lo > covered) break;  // a hole
+    const bool anonymous = perms[3] == 'p' && inode == 0 && std::strcmp(dev, "00:00") == 0 &&
+                           (fields == 5 || std::strcmp(name, "[heap]") == 0 || std::strncmp(name, "[anon:", 6) == 0);
+    if (!anonymous) break;
+    covered = hi;
+  }
+  std::fclose(maps);
+  return covered >= end;
+}
+
+// Per page of the pages that [data, data + bytes) overlaps: false when the
+// page is known to read as zero without reading it, true when it may hold
+// anything.  A page of a private anonymous mapping that is neither present
+// nor swapped out (/proc/self/pagemap) has never been written since it was
+// mapped (or was discarded), so it reads as zero; lazy_zeros memory is
+// such a mapping.  (A userfaultfd region would break this; the runtime
+// registers none.)  When pagemap cannot be read every page may hold anything.
+std::vector<bool> written_pages(const void* data, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data) / page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(data) + bytes + page - 1) / page;
+  std::vector<bool> written(last - first, true);
+  if (bytes == 0 || !private_anonymous(first * page, last * page)) return written;
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return written;
+  constexpr uint64_t kPresentOrSwapped = uint64_t{3} << 62;
+  std::vector<uint64_t> entries(std::min<uintptr_t>(last - first, 1 << 16));
+  std::vector<bool> found(last - first);
+  bool ok = true;
+  for (uintptr_t p = first; ok && p < last;) {
+    const size_t n = std::min<uintptr_t>(entries.size(), last - p);
+    const ssize_t got = ::pread(fd, entries.data(), n * 8, static_cast<off_t>(p * 8));
+    ok = got == static_cast<ssize_t>(n * 8);
+    for (size_t i = 0; ok && i < n; ++i) found[p - first + i] = (entries[i] & kPresentOrSwapped) != 0;
+    p += n;
+  }
+  ::close(fd);
+  if (ok) written = std::move(found);
+  return written;
+}
+
+inline bool isnan_(float v) { return v != v; }
+
+// Whether (v, r) comes before (best, best_row) in torch::argmax's order:
+// larger first, a NaN before any number, the lower index among equals.
+inline bool before(float v, int64_t r, float best, int64_t best_row) {
+  if (best_row < 0) return true;
+  if (isnan_(best)) return isnan_(v) && r < best_row;
+  if (isnan_(v)) return true;
+  return v > best || (v == best && r < best_row);
 }
 
 }  // namespace
@@ -45,6 +131,35 @@ float lane_dot(const float* w, const float* x, int64_t n) {
   return reduce_lanes(acc);
 }
 
+// ---- Support ----
+
+void Support::clear() {
+  cols_.clear();
+  ends_.clear();
+}
+
+void Support::add_nonzero(const float* x, int64_t begin, int64_t end) {
+  const size_t at = cols_.size();
+  cols_.resize(at + static_cast<size_t>(end - begin));
+  int32_t* out = cols_.data() + at;
+  int64_t n = 0;
+  for (int64_t c = begin; c < end; ++c) {
+    out[n] = static_cast<int32_t>(c);
+    n += x[c] != 0.0f;  // true for NaN
+  }
+  cols_.resize(at + static_cast<size_t>(n));
+}
+
+void Support::scan(const float* x, int64_t T, int64_t n) {
+  clear();
+  for (int64_t t = 0; t < T; ++t) {
+    add_nonzero(x + t * n, 0, n);
+    end_vector();
+  }
+}
+
+// ---- Matrix ----
+
 Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
   if (weight.dim() != 2) throw std::invalid_argument("Matrix: weight must be 2-D");
   auto w = weight.to(torch::kFloat32).contiguous();
@@ -52,83 +167,256 @@ Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
   in_ = w.size(1);
   dense_ = w;
   if (!sparse) return;
-  // One pass: skip all-zero rows quickly, gather the non-zeros of the others.
+  if (out_ >= std::numeric_limits<int32_t>::max() || in_ >= std::numeric_limits<int32_t>::max())
+    throw std::length_error("Matrix: " + std::to_string(out_) + " x " + std::to_string(in_) +
+                            " is too large for sparse storage");
+  // One pass: skip rows on never-written pages and all-zero rows quickly,
+  // gather the non-zeros of the others; stop once half are non-zero.
   const float* p = w.data_ptr<float>();
-  row_ptr_.push_back(0);
-  for (int64_t r = 0; r < out_; ++r) {
+  const auto written = written_pages(p, static_cast<size_t>(out_ * in_) * sizeof(float));
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first_page = reinterpret_cast<uintptr_t>(p) / page;
+  row_ptr_.assign(out_ + 1, 0);
+  for (int64_t r = 0; r < out_ && static_cast<int64_t>(by_row_.size()) * 2 < out_ * in_; ++r) {
+    row_ptr_[r] = static_cast<int64_t>(by_row_.size());
     const float* row = p + r * in_;
+    const uintptr_t p0 = reinterpret_cast<uintptr_t>(row) / page - first_page;
+    const uintptr_t p1 = (reinterpret_cast<uintptr_t>(row + in_) + page - 1) / page - first_page;
+    if (std::find(written.begin() + p0, written.begin() + p1, true) == written.begin() + p1) continue;
     if (all_zero(row, in_)) continue;
     for (int64_t c = 0; c < in_; ++c)
-      if (row[c] != 0.0f) {
-        col_.push_back(static_cast<int32_t>(c));
-        val_.push_back(row[c]);
-      }
-    active_rows_.push_back(static_cast<int32_t>(r));
-    row_ptr_.push_back(static_cast<int64_t>(col_.size()));
-    if (static_cast<int64_t>(col_.size()) * 2 >= out_ * in_) break;
+      if (row[c] != 0.0f) by_row_.push_back({static_cast<int32_t>(c), row[c]});
   }
   // Mostly non-zero: dense storage is faster and gives the same numbers.
-  if (static_cast<int64_t>(col_.size()) * 2 >= out_ * in_) {
-    active_rows_ = {};
+  if (static_cast<int64_t>(by_row_.size()) * 2 >= out_ * in_) {
     row_ptr_ = {};
-    col_ = {};
-    val_ = {};
+    by_row_ = {};
     return;
   }
+  row_ptr_[out_] = static_cast<int64_t>(by_row_.size());
   sparse_ = true;
   dense_ = torch::Tensor();
-  plan_merges();
+  derive_indexes();
 }
 
-// A short row's plan replays the lane scheme on its own products only.  The
-// lane scheme adds, per lane, 0 + q_0 + q_1 + ... over all the lane's columns,
-// then lane j + lane j+width down the tree.  A lane is never -0 (it starts at
-// +0, and a sum is -0 only when both terms are), so the zero-weight products
-// (+-0) it skips and the tree additions with an empty (+0) lane change
-// nothing.  Dropping the leading "0 +" of a lane can only turn a +0 into -0,
-// and a sum whose terms differ from the dense ones only in the sign of zeros
-// differs from the dense sum only in the sign of a zero; the final "+ 0.0f"
-// makes that sign + as in the dense sum.  Since x + y == y + x exactly, a
-// merge may keep the sum in either slot: it keeps the lower, so the whole
-// sum ends in slot 0.
-void Matrix::plan_merges() {
-  merge_.assign(col_.size(), Merge{0, 0});
-  for (size_t k = 0; k < active_rows_.size(); ++k) {
-    const int64_t b = row_ptr_[k], n = row_ptr_[k + 1] - b;
-    if (n > kShortRow) continue;
-    Merge* out = &merge_[b];
-    // slot[l]: the slot that holds lane l's running sum, or -1 while it is empty.
-    int slot[kLanes];
-    std::fill(slot, slot + kLanes, -1);
-    auto merge = [&](int& into, int from) {
-      if (into < 0) {
-        into = from;
-        return;
+void Matrix::derive_indexes() {
+  finite_ = std::all_of(by_row_.begin(), by_row_.end(), [](const Entry& e) { return std::isfinite(e.w); });
+  active_rows_.clear();
+  first_zero_row_ = -1;
+  for (int64_t r = 0; r < out_; ++r) {
+    if (row_ptr_[r + 1] > row_ptr_[r]) active_rows_.push_back(static_cast<int32_t>(r));
+    else if (first_zero_row_ < 0) first_zero_row_ = r;
+  }
+  col_ptr_.assign(in_ + 1, 0);
+  for (const Entry& e : by_row_) ++col_ptr_[e.index + 1];
+  for (int64_t c = 0; c < in_; ++c) col_ptr_[c + 1] += col_ptr_[c];
+  by_col_.resize(by_row_.size());
+  std::vector<int64_t> fill(col_ptr_.begin(), col_ptr_.end() - 1);
+  for (int32_t r : active_rows_)
+    for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) by_col_[fill[by_row_[i].index]++] = {r, by_row_[i].w};
+  const bool argmax_ready = !block_slack_.empty();
+  block_col_ptr_ = {};
+  block_ranges_ = {};
+  block_slack_ = {};
+  if (argmax_ready) prepare_argmax();
+}
+
+void Matrix::prepare_argmax() {
+  if (!sparse_ || !finite_) return;
+  const int64_t n_rows = static_cast<int64_t>(active_rows_.size());
+  const int64_t n_blocks = (n_rows + kBlockRows - 1) / kBlockRows;
+  // Per block, per column it uses: the range of its weights and how many rows have one.
+  std::vector<float> lo(in_), hi(in_);
+  std::vector<int32_t> rows_with(in_, 0), used;
+  std::vector<std::pair<int32_t, BlockRange>> ranges;  // (column, range)
+  block_slack_.assign(n_blocks, 0.0);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t k0 = b * kBlockRows, k1 = std::min(n_rows, k0 + kBlockRows);
+    int64_t longest = 0;
+    for (int64_t k = k0; k < k1; ++k) {
+      const int64_t r = active_rows_[k];
+      longest = std::max(longest, row_ptr_[r + 1] - row_ptr_[r]);
+      for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) {
+        const auto [c, w] = by_row_[i];
+        if (rows_with[c]++ == 0) {
+          used.push_back(c);
+          lo[c] = hi[c] = w;
+        }
+        lo[c] = std::min(lo[c], w);
+        hi[c] = std::max(hi[c], w);
       }
-      *out++ = Merge{static_cast<uint8_t>(std::min(into, from)), static_cast<uint8_t>(std::max(into, from))};
-      into = std::min(into, from);
-    };
-    for (int64_t i = 0; i < n; ++i) merge(slot[col_[b + i] & (kLanes - 1)], static_cast<int>(i));
-    for (int width = kLanes / 2; width >= 1; width /= 2)
-      for (int j = 0; j < width; ++j)
-        if (slot[j + width] >= 0) merge(slot[j], slot[j + width]);
+    }
+    for (int32_t c : used) {
+      if (rows_with[c] < k1 - k0) {  // a row without this column has weight 0 there
+        lo[c] = std::min(lo[c], 0.0f);
+        hi[c] = std::max(hi[c], 0.0f);
+      }
+      ranges.push_back({c, BlockRange{static_cast<int32_t>(b), lo[c], hi[c]}});
+      rows_with[c] = 0;
+    }
+    // A row's fp32 value differs from its exact sum by at most
+    // gamma_m * sum |w x| with m <= (its products) + 6 roundings on any path
+    // (product, lane additions, five tree levels); the bound's own double
+    // sums add at most (columns used) * 2^-53 of the same.  2^-23 per
+    // operation covers both with room.
+    block_slack_[b] = static_cast<double>(longest + 6 + static_cast<int64_t>(used.size()) + 2) * 0x1p-23;
+    used.clear();
+  }
+  block_col_ptr_.assign(in_ + 1, 0);
+  for (const auto& [c, r] : ranges) ++block_col_ptr_[c + 1];
+  for (int64_t c = 0; c < in_; ++c) block_col_ptr_[c + 1] += block_col_ptr_[c];
+  block_ranges_.resize(ranges.size());
+  std::vector<int64_t> fill(block_col_ptr_.begin(), block_col_ptr_.end() - 1);
+  for (const auto& [c, r] : ranges) block_ranges_[fill[c]++] = r;
+}
+
+float Matrix::row_dot(int64_t r, const float* x) const {
+  const Entry* e = &by_row_[row_ptr_[r]];
+  return lane_sum(
+      row_ptr_[r + 1] - row_ptr_[r], [&](int64_t i) { return e[i].index & (kLanes - 1); },
+      [&](int64_t i) { return e[i].w * x[e[i].index]; });
+}
+
+// Visits only the products of non-zero weights with the listed columns,
+// column by column, so a row receives its products in ascending column
+// order.  A row that receives one or two, p and q, has the value
+// (p + 0) + (q + 0) in either order (see lane_sum), which is accumulated in
+// y directly (y starts at +0, and +0 + (p + 0) is p + 0).  A row that
+// receives more is summed from its staged products in the lane scheme, or
+// over all its weights when it received more than the scratch keeps.
+// Weights that are not all finite visit every weight (inf * 0 is NaN, not a
+// zero product).
+void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s) const {
+  std::fill(y, y + out_, 0.0f);
+  if (!finite_) {
+    for (int32_t r : active_rows_) y[r] = row_dot(r, x);
+    return;
+  }
+  if (static_cast<int64_t>(s.rows.size()) < out_) s.rows.resize(out_, Scratch::Row{});
+  if (++s.call == 0) {  // the stamps wrapped around: forget them all
+    for (auto& row : s.rows) row.stamp = 0;
+    s.call = 1;
+  }
+  const uint32_t call = s.call;
+  Scratch::Row* rows = s.rows.data();
+  // Branch-free: whether a row has received 0, 1, 2 or more products is data,
+  // not control flow.  Past the slots, the last slot is overwritten (such a
+  // row is summed over its weights), and past two products y gains +0 (such
+  // a row is summed again below).
+  if (static_cast<int64_t>(s.many.size()) < out_) s.many.resize(out_);
+  int32_t* many = s.many.data();
+  int64_t n_many = 0;
+  for (const int32_t* c = nz; c != nz_end; ++c) {
+    const float xc = x[*c];
+    const uint8_t lane = static_cast<uint8_t>(*c & (kLanes - 1));
+    for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e) {
+      Scratch::Row& row = rows[e->index];
+      const uint32_t n = row.stamp == call ? row.count : 0;
+      row.stamp = call;
+      row.count = n + 1;
+      const float p = e->w * xc;
+      const uint32_t slot = std::min<uint32_t>(n, Scratch::kSlots - 1);
+      row.product[slot] = p;
+      row.lane[slot] = lane;
+      y[e->index] += n < 2 ? p + 0.0f : 0.0f;
+      many[n_many] = e->index;
+      n_many += n == 2;
+    }
+  }
+  for (int64_t k = 0; k < n_many; ++k) {
+    const int32_t r = many[k];
+    const Scratch::Row& row = rows[r];
+    y[r] = row.count > Scratch::kSlots
+               ? row_dot(r, x)
+               : lane_sum(
+                     row.count, [&](int64_t i) { return row.lane[i]; }, [&](int64_t i) { return row.product[i]; });
   }
 }
 
-float Matrix::row_dot(int64_t k, const float* x) const {
-  const int64_t b = row_ptr_[k], n = row_ptr_[k + 1] - b;
-  const int32_t* cols = &col_[b];
-  const float* vals = &val_[b];
-  if (n > kShortRow) {
-    float acc[kLanes] = {};
-    for (int64_t i = 0; i < n; ++i) acc[cols[i] & (kLanes - 1)] += vals[i] * x[cols[i]];
-    return reduce_lanes(acc);
+void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch) const {
+  const int64_t T = support.vectors();
+  if (sparse_) {
+    for (int64_t t = 0; t < T; ++t) apply_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch);
+    return;
   }
-  float sum[kShortRow];
-  for (int64_t i = 0; i < n; ++i) sum[i] = vals[i] * x[cols[i]];
-  const Merge* merges = &merge_[b];
-  for (int64_t i = 0; i + 1 < n; ++i) sum[merges[i].into] += sum[merges[i].from];
-  return sum[0] + 0.0f;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, in_ * T));
+  const float* w = dense_.data_ptr<float>();
+  at::parallel_for(0, out_, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t t = 0; t < T; ++t) y[t * out_ + r] = lane_dot(w + r * in_, x + t * in_, in_);
+  });
+}
+
+void Matrix::fold_rows(int64_t k0, int64_t k1, const float* x, float& best, int64_t& best_row) const {
+  for (int64_t k = k0; k < k1; ++k) {
+    const int64_t r = active_rows_[k];
+    const float v = row_dot(r, x);
+    if (before(v, r, best, best_row)) {
+      best = v;
+      best_row = r;
+    }
+  }
+}
+
+// The blocks' bounds: a row's exact sum is at most sum over the listed
+// columns c of max(lo_c x_c, hi_c x_c), since its weight at c lies in
+// [lo_c, hi_c]; its fp32 value exceeds the exact sum by at most slack *
+// sum max(|lo_c|, |hi_c|) |x_c| (see prepare_argmax), plus 1e-37 for
+// products that underflow.  A block whose bound is below a value already
+// found holds no row that torch::argmax could pick.  Non-finite inputs, and
+// blocks whose magnitudes could overflow, are computed in full.
+int64_t Matrix::argmax(const float* x, const Support& support, int64_t t, Scratch& s) const {
+  const float* xt = x + t * in_;
+  float best = 0.0f;
+  int64_t best_row = -1;
+  if (!sparse_) {
+    const float* w = dense_.data_ptr<float>();
+    for (int64_t r = 0; r < out_; ++r) {
+      const float v = lane_dot(w + r * in_, xt, in_);
+      if (before(v, r, best, best_row)) {
+        best = v;
+        best_row = r;
+      }
+    }
+    return best_row;
+  }
+  const int32_t *nz = support.begin(t), *nz_end = support.end(t);
+  const int64_t n_rows = static_cast<int64_t>(active_rows_.size());
+  const int64_t n_blocks = static_cast<int64_t>(block_slack_.size());
+  const bool finite_x = std::all_of(nz, nz_end, [&](int32_t c) { return std::isfinite(xt[c]); });
+  if (n_blocks == 0 || !finite_x) {
+    fold_rows(0, n_rows, xt, best, best_row);
+  } else {
+    s.high.assign(n_blocks, 0.0);
+    s.size.assign(n_blocks, 0.0);
+    double* high = s.high.data();
+    double* size = s.size.data();
+    for (const int32_t* c = nz; c != nz_end; ++c) {
+      const double xc = xt[*c];
+      for (int64_t e = block_col_ptr_[*c]; e < block_col_ptr_[*c + 1]; ++e) {
+        const BlockRange& r = block_ranges_[e];
+        const double a = r.lo * xc, b = r.hi * xc;
+        high[r.block] += std::max(a, b);
+        size[r.block] += std::max(std::fabs(a), std::fabs(b));
+      }
+    }
+    int64_t first = 0;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      high[b] = size[b] < 0x1p100 ? high[b] + size[b] * block_slack_[b] + 1e-37
+                                  : std::numeric_limits<double>::infinity();
+      if (high[b] > high[first]) first = b;
+    }
+    // The most promising block first, so that its value prunes the others.
+    auto fold_block = [&](int64_t b) {
+      fold_rows(b * kBlockRows, std::min(n_rows, (b + 1) * kBlockRows), xt, best, best_row);
+    };
+    fold_block(first);
+    for (int64_t b = 0; b < n_blocks; ++b)
+      if (b != first && !(high[b] < static_cast<double>(best) && !isnan_(best))) fold_block(b);
+  }
+  // Rows without weights are +0; the first of them stands for all.
+  if (first_zero_row_ >= 0 && before(0.0f, first_zero_row_, best, best_row)) best_row = first_zero_row_;
+  return best_row;
 }
 
 std::vector<bool> Matrix::row_mask() const {
@@ -144,7 +432,7 @@ std::vector<bool> Matrix::row_mask() const {
 std::vector<bool> Matrix::col_mask() const {
   std::vector<bool> mask(in_, false);
   if (sparse_) {
-    for (int32_t c : col_) mask[c] = true;
+    for (int64_t c = 0; c < in_; ++c) mask[c] = col_ptr_[c + 1] > col_ptr_[c];
   } else {
     const float* p = dense_.data_ptr<float>();
     for (int64_t i = 0; i < out_ * in_; ++i)
@@ -155,41 +443,16 @@ std::vector<bool> Matrix::col_mask() const {
 
 void Matrix::drop_rows(const std::vector<bool>& keep) {
   if (!sparse_) return;
-  std::vector<int32_t> rows;
-  std::vector<int64_t> ptr{0};
-  std::vector<int32_t> cols;
-  std::vector<float> vals;
-  for (size_t k = 0; k < active_rows_.size(); ++k) {
-    if (!keep.at(active_rows_[k])) continue;
-    rows.push_back(active_rows_[k]);
-    cols.insert(cols.end(), col_.begin() + row_ptr_[k], col_.begin() + row_ptr_[k + 1]);
-    vals.insert(vals.end(), val_.begin() + row_ptr_[k], val_.begin() + row_ptr_[k + 1]);
-    ptr.push_back(static_cast<int64_t>(cols.size()));
+  std::vector<int64_t> ptr(out_ + 1, 0);
+  std::vector<Entry> entries;
+  for (int64_t r = 0; r < out_; ++r) {
+    ptr[r] = static_cast<int64_t>(entries.size());
+    if (keep.at(r)) entries.insert(entries.end(), by_row_.begin() + row_ptr_[r], by_row_.begin() + row_ptr_[r + 1]);
   }
-  active_rows_ = std::move(rows);
+  ptr[out_] = static_cast<int64_t>(entries.size());
   row_ptr_ = std::move(ptr);
-  col_ = std::move(cols);
-  val_ = std::move(vals);
-  plan_merges();
-}
-
-void Matrix::apply(const float* x, int64_t T, float* y) const {
-  std::fill(y, y + T * out_, 0.0f);
-  const int64_t n_rows = sparse_ ? static_cast<int64_t>(active_rows_.size()) : out_;
-  if (n_rows == 0) return;
-  const int64_t work_per_row = std::max<int64_t>(1, stored() / n_rows * T);
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / work_per_row);
-  at::parallel_for(0, n_rows, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      if (sparse_) {
-        const int64_t o = active_rows_[r];
-        for (int64_t t = 0; t < T; ++t) y[t * out_ + o] = row_dot(r, x + t * in_);
-      } else {
-        const float* w = dense_.data_ptr<float>() + r * in_;
-        for (int64_t t = 0; t < T; ++t) y[t * out_ + r] = lane_dot(w, x + t * in_, in_);
-      }
-    }
-  });
+  by_row_ = std::move(entries);
+  derive_indexes();
 }
 
 void Matrix::row(int64_t r, float* dst) const {
@@ -198,13 +461,10 @@ void Matrix::row(int64_t r, float* dst) const {
     return;
   }
   std::fill(dst, dst + in_, 0.0f);
-  auto it = std::lower_bound(active_rows_.begin(), active_rows_.end(), static_cast<int32_t>(r));
-  if (it == active_rows_.end() || *it != r) return;
-  const size_t k = static_cast<size_t>(it - active_rows_.begin());
-  for (int64_t i = row_ptr_[k]; i < row_ptr_[k + 1]; ++i) dst[col_[i]] = val_[i];
+  for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) dst[by_row_[i].index] = by_row_[i].w;
 }
 
-int64_t Matrix::stored() const { return sparse_ ? static_cast<int64_t>(val_.size()) : out_ * in_; }
+int64_t Matrix::stored() const { return sparse_ ? static_cast<int64_t>(by_row_.size()) : out_ * in_; }
 
 int64_t Matrix::nonzero_rows() const {
   auto mask = row_mask();

@@ -3,11 +3,11 @@
 // A sum of n products is accumulated in 32 lanes, lane = column mod 32,
 // columns ascending within a lane, and the lanes are then added in a fixed
 // tree (lane j += lane j+16, then j+8, 4, 2, 1).  A dense matrix visits every
-// column; a sparse (CSR) matrix visits only its non-zero weights.  Since
-// adding a zero product leaves a lane unchanged, both give bit-identical sums
-// for finite inputs.  A short sparse row goes further and adds only its own
-// products, in the order the lane tree would combine them (see Merge).
-// Everything here is fp32 and never fused into FMAs.
+// column; a sparse matrix visits only the products of its non-zero weights
+// with the non-zero entries of the input.  A lane starts at +0 and is never
+// -0 (a sum is -0 only when both terms are), so adding a zero product (+-0,
+// for finite weights and inputs) leaves it unchanged: both give bit-identical
+// sums.  Everything here is fp32 and never fused into FMAs.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,17 +20,75 @@ namespace qgpu::qwen {
 // sum_i w[i] * x[i] in the lane scheme.
 float lane_dot(const float* w, const float* x, int64_t n);
 
-// A Linear weight [out, in] (no bias), stored dense or as CSR of its non-zeros.
+// Where T activation vectors may be non-zero: per vector, columns in
+// ascending order.  A sparse product visits only these columns, so a column
+// that is listed but holds +-0 costs time and changes nothing, while an
+// unlisted column must hold +-0.  Reused across calls: no allocation once it
+// has grown to its largest size.
+class Support {
+ public:
+  // Every column of the T rows of x[T, n] that is not +-0 (NaNs included).
+  void scan(const float* x, int64_t T, int64_t n);
+  // Building vector by vector: clear(), then per vector its columns (add or
+  // add_nonzero, ascending) and end_vector().
+  void clear();
+  void add(int32_t col) { cols_.push_back(col); }
+  // The columns in [begin, end) where x (the vector's full row) is not +-0.
+  void add_nonzero(const float* x, int64_t begin, int64_t end);
+  void end_vector() { ends_.push_back(static_cast<int64_t>(cols_.size())); }
+
+  int64_t vectors() const { return static_cast<int64_t>(ends_.size()); }
+  const int32_t* begin(int64_t t) const { return cols_.data() + (t == 0 ? 0 : ends_[t - 1]); }
+  const int32_t* end(int64_t t) const { return cols_.data() + ends_[t]; }
+
+ private:
+  std::vector<int32_t> cols_;
+  std::vector<int64_t> ends_;  // per vector, one past its last column in cols_
+};
+
+// A Linear weight [out, in] (no bias), stored dense or sparse (its non-zeros
+// by row and by column).
 class Matrix {
  public:
+  // Working memory of the sparse products.  One per thread that runs them;
+  // it grows to the largest matrix it serves and is then reused.
+  class Scratch {
+    friend class Matrix;
+    static constexpr int kSlots = 8;
+    // Per output row, the products it received in this call: a row whose
+    // stamp is not the current call's has none; the first kSlots are kept.
+    struct Row {
+      uint32_t stamp, count;
+      float product[kSlots];
+      uint8_t lane[kSlots];
+    };
+    std::vector<Row> rows;
+    uint32_t call = 0;
+    std::vector<int32_t> many;       // rows that received three products or more
+    std::vector<double> high, size;  // argmax: per block of rows, bound terms
+  };
+
   Matrix() = default;
-  // `sparse` selects CSR unless the matrix is mostly non-zero (then dense
-  // storage is faster and gives the same numbers).
+  // `sparse` selects sparse storage unless the matrix is mostly non-zero
+  // (then dense storage is faster and gives the same numbers).  Pages of a
+  // private anonymous mapping that were never written (lazy_zeros) are known
+  // to be zero without reading them, so a mostly-zero checkpoint of many GB
+  // costs only its written pages.
   Matrix(const torch::Tensor& weight, bool sparse);
 
-  // y[t, :] = W x[t, :] for t < T; x is [T, in], y is [T, out], both row-major.
-  // Rows without stored weights are written as 0.
-  void apply(const float* x, int64_t T, float* y) const;
+  // y[t, :] = W x[t, :] for the T vectors of `support` (every row of y[T,
+  // out] is written, rows without stored weights as +0); x is [T, in].
+  void apply(const float* x, const Support& support, float* y, Scratch& scratch) const;
+  // The first index of the largest entry of W x for vector `t` of `support`,
+  // exactly as torch::argmax gives it for apply()'s output (a NaN counts as
+  // larger than any number, so the first NaN wins).  Computes only the rows
+  // that can be the largest when prepare_argmax() has been called.
+  int64_t argmax(const float* x, const Support& support, int64_t t, Scratch& scratch) const;
+  // Indexes the sparse rows in blocks with per-column weight ranges, from
+  // which argmax() bounds a block's largest entry and skips blocks that
+  // cannot hold the maximum.
+  void prepare_argmax();
+
   // Writes row `r` densely into dst[in].
   void row(int64_t r, float* dst) const;
   // Which rows / columns hold a non-zero weight.
@@ -42,34 +100,50 @@ class Matrix {
 
   int64_t rows() const { return out_; }
   int64_t cols() const { return in_; }
-  // Weights the product visits (all of them when dense).
+  // Weights a product may visit (all of them when dense).
   int64_t stored() const;
   // Rows with at least one non-zero weight.
   int64_t nonzero_rows() const;
   bool is_sparse() const { return sparse_; }
 
  private:
-  // One addition of a short row's sum: slot[into] += slot[from], where slot k
-  // starts as the row's k-th product (into < from, so the sum ends in slot 0).
-  struct Merge {
-    uint8_t into, from;
+  // A stored weight: its column in the row-major index, its row in the column-major one.
+  struct Entry {
+    int32_t index;
+    float w;
   };
-
-  // Plans merge_ for the short rows of the CSR storage.
-  void plan_merges();
-  // Active row k (an index into active_rows_) times x.
-  float row_dot(int64_t k, const float* x) const;
+  // Sparse storage: the row-major index is the source; the column-major
+  // index, the list of rows that hold weights and the argmax blocks are derived.
+  void derive_indexes();
+  // Row r times x, over all its weights.
+  float row_dot(int64_t r, const float* x) const;
+  // One vector through the sparse storage; y[out] is fully written.
+  void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s) const;
+  // The first-index maximum of stored rows [k0, k1) (indices into
+  // active_rows_) of W x folded into (best, best_row).
+  void fold_rows(int64_t k0, int64_t k1, const float* x, float& best, int64_t& best_row) const;
 
   int64_t out_ = 0, in_ = 0;
   bool sparse_ = false;
-  torch::Tensor dense_;               // [out, in] fp32 contiguous (dense storage)
-  std::vector<int32_t> active_rows_;  // CSR: rows with non-zeros, ascending
-  std::vector<int64_t> row_ptr_;      // CSR: per active row, offset into col_/val_ (size+1)
-  std::vector<int32_t> col_;
-  std::vector<float> val_;
-  // CSR, indexed like col_: a short row's merges, in order, at the first
-  // nnz - 1 of its entries (long rows use the 32 lanes and leave theirs unset).
-  std::vector<Merge> merge_;
+  bool finite_ = true;                 // all weights finite: zero inputs may be skipped
+  torch::Tensor dense_;                // [out, in] fp32 contiguous (dense storage)
+  std::vector<int64_t> row_ptr_;       // per row (all out_), its range in by_row_
+  std::vector<Entry> by_row_;          // index = column, ascending within a row
+  std::vector<int64_t> col_ptr_;       // per column, its range in by_col_
+  std::vector<Entry> by_col_;          // index = row
+  std::vector<int32_t> active_rows_;   // rows holding weights, ascending
+  int64_t first_zero_row_ = -1;        // first row without weights (its entry is +0), or -1
+  // argmax blocks of kBlockRows consecutive active rows (see
+  // prepare_argmax): per column the blocks that use it with the range of its
+  // weights in the block (0 included when a row of the block lacks it), and
+  // per block a relative rounding allowance.
+  struct BlockRange {
+    int32_t block;
+    float lo, hi;
+  };
+  std::vector<int64_t> block_col_ptr_;
+  std::vector<BlockRange> block_ranges_;
+  std::vector<double> block_slack_;
 };
 
 }  // namespace qgpu::qwen

@@ -6,18 +6,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <chrono>
 #include <optional>
 #include <stdexcept>
 
 namespace qgpu::qwen {
+double TT[16]; long TN[16];
+static double tcpu() { return __builtin_ia32_rdtsc() * 1e-9; }
+struct TScope { int i; double t0 = tcpu(); TScope(int j) : i(j) {} TScope(const TScope&) = delete; ~TScope() { TT[i] += tcpu() - t0; TN[i]++; } };
+struct TPrint { ~TPrint() { const char* n[] = {"qkv","zba","conv","heads","out","gate","up","act","down","head","norms","embed","argmax","fill", "osup", "x"}; for (int i = 0; i < 16; ++i) if (TN[i]) fprintf(stderr, "%-8s %.3f Gcyc  %ld calls  %.2f kcyc/call\n", n[i], TT[i], TN[i], 1e6*TT[i]/TN[i]); } } tprint;
 namespace {
 
 // ---- The scalar equations, written once and used by both executors. ----
 
-// sigmoid(x) = 1 / (1 + exp(-x))
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-// silu(x) = x * sigmoid(x)
-inline float silu(float x) { return x * sigmoid(x); }
+// sigmoid(x) = 1 / (1 + exp(-x)).  Where the result is a constant it is
+// returned without the exp: for x > 20, exp(-x) < 2^-28 and 1 + exp(-x)
+// rounds to 1; for x < -90, exp(-x) > 3e38 overflows to inf and 1 / inf is 0.
+inline float sigmoid(float x) {
+  if (x > 20.0f) return 1.0f;
+  if (x < -90.0f) return 0.0f;
+  return 1.0f / (1.0f + std::exp(-x));
+}
+// silu(x) = x * sigmoid(x); silu(+-0) = +-0 * 0.5 = +-0 without the exp.
+inline float silu(float x) { return x == 0.0f ? x : x * sigmoid(x); }
 // softplus as torch computes it (beta 1, threshold 20): x above 20, else log1p(exp(x)).
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 // 1 / sqrt(mean(x^2) + eps)
@@ -43,6 +55,12 @@ std::vector<float> one_plus(const torch::Tensor& w) {
   return v;
 }
 
+// Makes `v` hold at least n elements (contents unspecified).
+inline float* grow(std::vector<float>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(n);
+  return v.data();
+}
+
 // Runs f(i) for i in [0, n) on up to the configured threads when the work is large.
 template <class F>
 void parallel_items(int64_t n, int64_t work_per_item, F f) {
@@ -65,8 +83,9 @@ struct LinearAttention {
   Matrix qkv, z, b, a, out;
   std::vector<float> conv;                  // [conv_dim, kernel]
   std::vector<float> A_log, dt_bias, norm;  // [value_heads], [value_heads], [dv]
-  std::vector<int32_t> channels;            // conv channels whose input can be non-zero
+  std::vector<int32_t> channels;            // conv channels whose input can be non-zero (their window moves)
   std::vector<int32_t> heads;               // value heads whose state can become non-zero
+  std::vector<int32_t> read;                // conv channels those heads read (their output is computed)
 };
 
 struct FullAttention {
@@ -87,6 +106,53 @@ struct Layer {
   Mlp mlp;
 };
 
+// Working memory of one forward pass: buffers sized for the largest batch
+// seen so far, the support of the current product's input, and per-thread
+// vectors of the GDN heads.  Pooled by the model, so that concurrent calls
+// each get their own and a call allocates nothing once the buffers have grown.
+struct Workspace {
+  std::vector<float> x, normed, y;                  // [T, hidden]
+  std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
+  std::vector<float> q, k, v, attn;                 // full attention
+  std::vector<float> gate, up, act;                 // MLP
+  std::vector<std::vector<float>> per_thread;       // GDN heads: q, k, kv_mem, d, out per thread
+  Support support;
+  Matrix::Scratch scratch;
+};
+
+class WorkspacePool {
+ public:
+  // A workspace for the caller's exclusive use, returned on destruction.
+  class Lease {
+   public:
+    Lease(WorkspacePool& pool, std::unique_ptr<Workspace> ws) : pool_(pool), ws_(std::move(ws)) {}
+    ~Lease() { pool_.put(std::move(ws_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Workspace& operator*() const { return *ws_; }
+
+   private:
+    WorkspacePool& pool_;
+    std::unique_ptr<Workspace> ws_;
+  };
+
+  Lease get() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (free_.empty()) return Lease(*this, std::make_unique<Workspace>());
+    auto ws = std::move(free_.back());
+    free_.pop_back();
+    return Lease(*this, std::move(ws));
+  }
+
+ private:
+  void put(std::unique_ptr<Workspace> ws) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(std::move(ws));
+  }
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Workspace>> free_;
+};
+
 struct Model::Impl {
   Config cfg;
   Exec exec;
@@ -97,12 +163,18 @@ struct Model::Impl {
   std::vector<Layer> layers;
   std::vector<float> inv_freq;   // rope: [rotary_dim / 2]
   Stats stats;
+  mutable WorkspacePool workspaces;
 
   const Matrix& head() const { return lm_head ? *lm_head : embed; }
 
-  void linear_attention(const Layer& L, int layer, State& st, const float* n, int64_t T, float* y) const;
-  void full_attention(const Layer& L, int layer, State& st, const float* n, int64_t T, float* y) const;
-  void mlp(const Layer& L, const float* m, int64_t T, float* y) const;
+  // Runs `tokens` through the layers after what `st` has seen and leaves the
+  // final-normed hidden states in ws.normed [T, hidden] (and, with
+  // `capture`, the requested residuals in `out`).
+  void body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers, Outputs* out,
+            Workspace& ws) const;
+  void linear_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const;
+  void full_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const;
+  void mlp(const Layer& L, int64_t T, Workspace& ws) const;
   void rope(float* x, int64_t position) const;
 };
 
@@ -172,7 +244,6 @@ Model::Model(const Checkpoint& ck, Exec exec) : impl_(std::make_unique<Impl>()) 
         live[ch] = !sparse || (row_nz[ch] && taps);
         if (!sparse || row_nz[ch]) la.channels.push_back(static_cast<int32_t>(ch));
       }
-      m.stats.stored += static_cast<int64_t>(la.channels.size()) * c.linear_conv_kernel_dim;
       // A value head whose key channels or value channels are all dead keeps
       // S = 0 forever (zero key: l2norm gives 0, nothing is written; zero
       // value: d = beta * (0 - S^T k) = 0), so its output o = S^T q is 0.
@@ -185,6 +256,16 @@ Model::Model(const Checkpoint& ck, Exec exec) : impl_(std::make_unique<Impl>()) 
         for (int64_t i = 0; i < dv; ++i) v_live = v_live || live[v0 + i];
         if (k_live && v_live) la.heads.push_back(static_cast<int32_t>(h));
       }
+      // The conv outputs the live heads read: their query and key channels and their value channels.
+      std::vector<bool> read(c.linear_conv_dim(), false);
+      for (int32_t h : la.heads) {
+        const int64_t kh = h / group;
+        for (int64_t i = 0; i < dk; ++i) read[kh * dk + i] = read[c.linear_key_dim() + kh * dk + i] = true;
+        for (int64_t i = 0; i < dv; ++i) read[2 * c.linear_key_dim() + h * dv + i] = true;
+      }
+      for (int64_t ch = 0; ch < c.linear_conv_dim(); ++ch)
+        if (read[ch]) la.read.push_back(static_cast<int32_t>(ch));
+      m.stats.stored += static_cast<int64_t>(la.read.size()) * c.linear_conv_kernel_dim;
       m.stats.total_heads += c.linear_num_value_heads;
       m.stats.active_heads += static_cast<int64_t>(la.heads.size());
     }
@@ -208,6 +289,7 @@ Model::Model(const Checkpoint& ck, Exec exec) : impl_(std::make_unique<Impl>()) 
     m.stats.active_units += static_cast<int64_t>(L.mlp.units.size());
     m.layers.push_back(std::move(L));
   }
+  if (sparse) (m.lm_head ? *m.lm_head : m.embed).prepare_argmax();
 }
 
 Model::~Model() = default;
@@ -253,40 +335,56 @@ const torch::Tensor& Model::recurrent_state(const State& s, int layer) const {
   return s.recurrent.at(layer);
 }
 
-// Gated DeltaNet token mixer for T tokens (rows of n), output rows into y.
-void Model::Impl::linear_attention(const Layer& L, int layer, State& st, const float* n, int64_t T,
-                                   float* y) const {
+// Gated DeltaNet token mixer for the T rows of ws.normed (whose support is
+// ws.support); output rows into ws.y.
+void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const {
   const LinearAttention& la = L.la;
   const int64_t C = cfg.linear_conv_dim(), K = cfg.linear_conv_kernel_dim, VD = cfg.linear_value_dim();
   const int64_t nv = cfg.linear_num_value_heads, dk = cfg.linear_key_head_dim, dv = cfg.linear_value_head_dim;
   const int64_t group = nv / cfg.linear_num_key_heads, key_dim = cfg.linear_key_dim();
-  std::vector<float> qkv(T * C), z(T * VD), b(T * nv), a(T * nv), conv_out(T * C, 0.0f), o(T * VD, 0.0f);
-  la.qkv.apply(n, T, qkv.data());
-  la.z.apply(n, T, z.data());
-  la.b.apply(n, T, b.data());
-  la.a.apply(n, T, a.data());
+  const float* n = ws.normed.data();
+  float* qkv = grow(ws.qkv, T * C);
+  float* z = grow(ws.z, T * VD);
+  float* b = grow(ws.b, T * nv);
+  float* a = grow(ws.a, T * nv);
+  float* conv_out = grow(ws.conv_out, T * C);
+  // Only live heads write o; the rest must read as zero.
+  float* o = grow(ws.o, T * VD);
+  std::fill(o, o + T * VD, 0.0f);
+{ TScope _ts{0}; la.qkv.apply(n, ws.support, qkv, ws.scratch); }
+  { TScope _ts{1}; la.z.apply(n, ws.support, z, ws.scratch);
+  la.b.apply(n, ws.support, b, ws.scratch);
+  la.a.apply(n, ws.support, a, ws.scratch); }
+  std::optional<TScope> _conv; _conv.emplace(2);
 
   // Causal depthwise conv, then SiLU: c[t] = silu(sum_j w[ch, j] * in[t-K+1+j]),
-  // with the K-1 previous inputs kept in the state (oldest first).
+  // with the K-1 previous inputs kept in the state (oldest first).  Outputs
+  // are computed for the channels the live heads read; the window moves for
+  // every channel whose input can be non-zero.
   float* window = st.conv[layer].data_ptr<float>();
-  for (int64_t t = 0; t < T; ++t)
-    for (int32_t ch : la.channels) {
+  for (int64_t t = 0; t < T; ++t) {
+    for (int32_t ch : la.read) {
       const float* w = &la.conv[ch * K];
       float acc = 0.0f;
       for (int64_t j = 0; j < K - 1; ++j) acc += w[j] * window[j * C + ch];
       acc += w[K - 1] * qkv[t * C + ch];
       conv_out[t * C + ch] = silu(acc);
+    }
+    for (int32_t ch : la.channels) {
       for (int64_t j = 0; j + 1 < K - 1; ++j) window[j * C + ch] = window[(j + 1) * C + ch];
       window[(K - 2) * C + ch] = qkv[t * C + ch];
     }
+  }
 
-  // The gated delta rule per value head, token by token, in fp32.
+  _conv.reset(); std::optional<TScope> _h; _h.emplace(3);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
   float* S_all = st.recurrent[layer].data_ptr<float>();
+  ws.per_thread.resize(std::max<size_t>(ws.per_thread.size(), static_cast<size_t>(at::get_num_threads())));
   parallel_items(static_cast<int64_t>(la.heads.size()), T * dk * dv * 4, [&](int64_t hi) {
     const int64_t h = la.heads[hi], kh = h / group;
     float* S = S_all + h * dk * dv;
-    std::vector<float> q(dk), k(dk), kv_mem(dv), d(dv), out(dv);
+    float* q = grow(ws.per_thread[at::get_thread_num()], 2 * dk + 3 * dv);
+    float *k = q + dk, *kv_mem = k + dk, *d = kv_mem + dv, *out = d + dv;
     const float A = std::exp(la.A_log[h]);
     for (int64_t t = 0; t < T; ++t) {
       const float* row = &conv_out[t * C];
@@ -306,31 +404,49 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, const f
       const float decay = std::exp(g);
       // S = decay * S; d = beta * (v - S^T k); S = S + k d^T; o = S^T q.
       // Sums run over i ascending; a term with k[i] = 0 (or q[i] = 0) adds
-      // +-0 to a sum that is never -0, so it is skipped; a decay of exactly
-      // 1 (the circuit's open gate) leaves S unchanged and is skipped too.
+      // +-0 to a value that is never changed by it (at most the sign of a
+      // zero), so it is skipped: a row of S with k[i] = 0 is not touched, and
+      // a head whose key and query are zero on this token (a circuit memory
+      // not addressed by it) costs nothing.  A decay of exactly 1 (the
+      // circuit's open gate) leaves S unchanged and is skipped too.
       if (decay != 1.0f)
         for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
-      std::fill(kv_mem.begin(), kv_mem.end(), 0.0f);
+      std::fill(kv_mem, kv_mem + dv, 0.0f);
+      bool any_k = false;
       for (int64_t i = 0; i < dk; ++i)
-        if (k[i] != 0.0f)
+        if (k[i] != 0.0f) {
+          any_k = true;
           for (int64_t j = 0; j < dv; ++j) kv_mem[j] += S[i * dv + j] * k[i];
-      for (int64_t j = 0; j < dv; ++j) d[j] = (v[j] - kv_mem[j]) * beta;
-      std::fill(out.begin(), out.end(), 0.0f);
-      for (int64_t i = 0; i < dk; ++i) {
-        float* Si = S + i * dv;
-        for (int64_t j = 0; j < dv; ++j) Si[j] += k[i] * d[j];
-        if (q[i] != 0.0f)
-          for (int64_t j = 0; j < dv; ++j) out[j] += Si[j] * q[i];
+        }
+      if (any_k) {
+        for (int64_t j = 0; j < dv; ++j) d[j] = (v[j] - kv_mem[j]) * beta;
+        for (int64_t i = 0; i < dk; ++i)
+          if (k[i] != 0.0f) {
+            float* Si = S + i * dv;
+            for (int64_t j = 0; j < dv; ++j) Si[j] += k[i] * d[j];
+          }
       }
+      std::fill(out, out + dv, 0.0f);
+      for (int64_t i = 0; i < dk; ++i)
+        if (q[i] != 0.0f) {
+          const float* Si = S + i * dv;
+          for (int64_t j = 0; j < dv; ++j) out[j] += Si[j] * q[i];
+        }
       // Gated RMSNorm per head (weight not zero-centred):
       // o = (w * (o * rsqrt(mean(o^2) + eps))) * silu(z).
-      const float r = inv_rms(out.data(), dv, eps);
+      const float r = inv_rms(out, dv, eps);
       float* dst = &o[t * VD + h * dv];
       const float* zr = &z[t * VD + h * dv];
       for (int64_t j = 0; j < dv; ++j) dst[j] = (la.norm[j] * (out[j] * r)) * silu(zr[j]);
     }
   });
-  la.out.apply(o.data(), T, y);
+  _h.reset(); std::optional<TScope> _os; _os.emplace(14);
+  ws.support.clear();
+  for (int64_t t = 0; t < T; ++t) {
+    for (int32_t h : la.heads) ws.support.add_nonzero(o + t * VD, h * dv, (h + 1) * dv);
+    ws.support.end_vector();
+  }
+  _os.reset(); { TScope _ts{4}; la.out.apply(o, ws.support, ws.y.data(), ws.scratch); }
 }
 
 // Rotary embedding on the first rotary_dim entries of one head at `position`:
@@ -346,16 +462,20 @@ void Model::Impl::rope(float* x, int64_t position) const {
   }
 }
 
-// Output-gated grouped-query attention for T tokens.
-void Model::Impl::full_attention(const Layer& L, int layer, State& st, const float* n, int64_t T,
-                                 float* y) const {
+// Output-gated grouped-query attention for the T rows of ws.normed (support
+// ws.support); output rows into ws.y.
+void Model::Impl::full_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const {
   const FullAttention& fa = L.fa;
   const int64_t nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads, D = cfg.head_dim;
   const int64_t group = nh / nkv;
-  std::vector<float> q(T * nh * 2 * D), k(T * nkv * D), v(T * nkv * D), out(T * nh * D);
-  fa.q.apply(n, T, q.data());
-  fa.k.apply(n, T, k.data());
-  fa.v.apply(n, T, v.data());
+  const float* n = ws.normed.data();
+  float* q = grow(ws.q, T * nh * 2 * D);
+  float* k = grow(ws.k, T * nkv * D);
+  float* v = grow(ws.v, T * nkv * D);
+  float* out = grow(ws.attn, T * nh * D);
+  fa.q.apply(n, ws.support, q, ws.scratch);
+  fa.k.apply(n, ws.support, k, ws.scratch);
+  fa.v.apply(n, ws.support, v, ws.scratch);
   auto& keys = st.keys[layer];
   auto& values = st.values[layer];
   const int64_t start = st.position;
@@ -366,23 +486,24 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, const flo
       rmsnorm_zc(kr, fa.k_norm.data(), D, eps, kr);
       rope(kr, start + t);
     }
-  keys.insert(keys.end(), k.begin(), k.end());
-  values.insert(values.end(), v.begin(), v.end());
+  keys.insert(keys.end(), k, k + T * nkv * D);
+  values.insert(values.end(), v, v + T * nkv * D);
   const float scaling = 1.0f / std::sqrt(static_cast<float>(D));
+  ws.per_thread.resize(std::max<size_t>(ws.per_thread.size(), static_cast<size_t>(at::get_num_threads())));
   parallel_items(nh, T * (start + T) * D * 2, [&](int64_t h) {
-    std::vector<float> qh(D), scores, acc(D);
+    float* qh = grow(ws.per_thread[at::get_thread_num()], 2 * D + start + T);
+    float *acc = qh + D, *scores = acc + D;
     const int64_t g = h / group;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = start + t;
       // q_proj gives per head [query (D), gate (D)].
       const float* qg = &q[(t * nh + h) * 2 * D];
-      rmsnorm_zc(qg, fa.q_norm.data(), D, eps, qh.data());
-      rope(qh.data(), pos);
+      rmsnorm_zc(qg, fa.q_norm.data(), D, eps, qh);
+      rope(qh, pos);
       // softmax(q k^T * scaling) over positions 0..pos, then the weighted sum of values.
-      scores.resize(pos + 1);
       float mx = -INFINITY;
       for (int64_t s = 0; s <= pos; ++s) {
-        scores[s] = lane_dot(qh.data(), &keys[(s * nkv + g) * D], D) * scaling;
+        scores[s] = lane_dot(qh, &keys[(s * nkv + g) * D], D) * scaling;
         mx = std::max(mx, scores[s]);
       }
       float sum = 0.0f;
@@ -390,7 +511,7 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, const flo
         scores[s] = std::exp(scores[s] - mx);
         sum += scores[s];
       }
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(acc, acc + D, 0.0f);
       for (int64_t s = 0; s <= pos; ++s) {
         const float p = scores[s] / sum;
         const float* vr = &values[(s * nkv + g) * D];
@@ -401,63 +522,108 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, const flo
       for (int64_t j = 0; j < D; ++j) dst[j] = acc[j] * sigmoid(qg[D + j]);
     }
   });
-  fa.o.apply(out.data(), T, y);
+  ws.support.scan(out, T, nh * D);
+  fa.o.apply(out, ws.support, ws.y.data(), ws.scratch);
 }
 
-// SwiGLU MLP: y = down(silu(gate(m)) * up(m)).
-void Model::Impl::mlp(const Layer& L, const float* m, int64_t T, float* y) const {
+// SwiGLU MLP on the T rows of ws.normed: ws.y = down(silu(gate(m)) * up(m)).
+void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   const int64_t I = cfg.intermediate_size;
-  std::vector<float> g(T * I), u(T * I), act(T * I, 0.0f);
-  L.mlp.gate.apply(m, T, g.data());
-  L.mlp.up.apply(m, T, u.data());
+  const float* m = ws.normed.data();
+  float* g = grow(ws.gate, T * I);
+  float* u = grow(ws.up, T * I);
+  // Only units write act; the rest must read as zero.
+  float* act = grow(ws.act, T * I);
+  std::fill(act, act + T * I, 0.0f);
+{ TScope _ts{5}; L.mlp.gate.apply(m, ws.support, g, ws.scratch); }
+{ TScope _ts{6}; L.mlp.up.apply(m, ws.support, u, ws.scratch); }
+  std::optional<TScope> _act; _act.emplace(7);
+  ws.support.clear();
+  for (int64_t t = 0; t < T; ++t) {
+    for (int32_t i : L.mlp.units) {
+      const float v = silu(g[t * I + i]) * u[t * I + i];
+      act[t * I + i] = v;
+      if (v != 0.0f || v != v) ws.support.add(i);
+    }
+    ws.support.end_vector();
+  }
+{ TScope _ts{8}; L.mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch); }
+}
+
+void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers,
+                       Outputs* result, Workspace& ws) const {
+  const int64_t H = cfg.hidden_size;
+  if (st.recurrent.size() != static_cast<size_t>(cfg.num_hidden_layers))
+    throw std::invalid_argument("forward: state was not made by this model's new_state()");
+  for (int layer : capture_layers)
+    if (layer < 0 || layer > cfg.num_hidden_layers)
+      throw std::out_of_range("forward: capture layer " + std::to_string(layer) + " is outside 0.." +
+                              std::to_string(cfg.num_hidden_layers));
   for (int64_t t = 0; t < T; ++t)
-    for (int32_t i : L.mlp.units) act[t * I + i] = silu(g[t * I + i]) * u[t * I + i];
-  L.mlp.down.apply(act.data(), T, y);
+    if (tokens[t] < 0 || tokens[t] >= cfg.vocab_size)
+      throw std::out_of_range("forward: token " + std::to_string(tokens[t]) + " is outside the vocabulary of " +
+                              std::to_string(cfg.vocab_size));
+  float* x = grow(ws.x, T * H);
+  float* normed = grow(ws.normed, T * H);
+  float* y = grow(ws.y, T * H);
+  auto capture = [&](int index) {
+    for (size_t i = 0; i < capture_layers.size(); ++i)
+      if (capture_layers[i] == index) result->residuals[i] = torch::from_blob(x, {T, H}).clone();
+  };
+  // rms-normalise every row of x with weight (1 + w) into ws.normed and find its support.
+  auto norm = [&](const std::vector<float>& one_plus_w) { TScope _ts{10};
+    for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], one_plus_w.data(), H, eps, &normed[t * H]);
+    ws.support.scan(normed, T, H);
+  };
+
+  for (int64_t t = 0; t < T; ++t) embed.row(tokens[t], &x[t * H]);
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) {
+    const Layer& L = layers[l];
+    capture(l);
+    norm(L.input_norm);
+    if (L.full) full_attention(L, l, st, T, ws);
+    else linear_attention(L, l, st, T, ws);
+    { TScope _ts{15}; for (int64_t i = 0; i < T * H; ++i) x[i] += y[i]; }
+    norm(L.post_norm);
+    mlp(L, T, ws);
+    { TScope _ts{15}; for (int64_t i = 0; i < T * H; ++i) x[i] += y[i]; }
+  }
+  capture(static_cast<int>(cfg.num_hidden_layers));
+  norm(final_norm);
+  st.position += T;
 }
 
 Outputs Model::forward(State& st, const std::vector<int64_t>& tokens, const std::vector<int>& capture_layers) const {
   const Impl& m = *impl_;
-  const Config& c = m.cfg;
-  const int64_t T = static_cast<int64_t>(tokens.size()), H = c.hidden_size;
-  if (st.recurrent.size() != static_cast<size_t>(c.num_hidden_layers))
-    throw std::invalid_argument("forward: state was not made by this model's new_state()");
-  for (int layer : capture_layers)
-    if (layer < 0 || layer > c.num_hidden_layers)
-      throw std::out_of_range("forward: capture layer " + std::to_string(layer) + " is outside 0.." +
-                              std::to_string(c.num_hidden_layers));
+  auto lease = m.workspaces.get();
+  Workspace& ws = *lease;
+  const int64_t T = static_cast<int64_t>(tokens.size());
   Outputs result;
   result.residuals.resize(capture_layers.size());
-  auto capture = [&](int index, const std::vector<float>& x) {
-    for (size_t i = 0; i < capture_layers.size(); ++i)
-      if (capture_layers[i] == index) result.residuals[i] = torch::from_blob(const_cast<float*>(x.data()), {T, H}).clone();
-  };
-
-  std::vector<float> x(T * H), normed(T * H), y(T * H);
-  for (int64_t t = 0; t < T; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
-      throw std::out_of_range("forward: token " + std::to_string(tokens[t]) + " is outside the vocabulary of " +
-                              std::to_string(c.vocab_size));
-    m.embed.row(tokens[t], &x[t * H]);
-  }
-  for (int l = 0; l < c.num_hidden_layers; ++l) {
-    const Layer& L = m.layers[l];
-    capture(l, x);
-    for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], L.input_norm.data(), H, m.eps, &normed[t * H]);
-    if (L.full) m.full_attention(L, l, st, normed.data(), T, y.data());
-    else m.linear_attention(L, l, st, normed.data(), T, y.data());
-    for (int64_t i = 0; i < T * H; ++i) x[i] += y[i];
-    for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], L.post_norm.data(), H, m.eps, &normed[t * H]);
-    m.mlp(L, normed.data(), T, y.data());
-    for (int64_t i = 0; i < T * H; ++i) x[i] += y[i];
-  }
-  capture(static_cast<int>(c.num_hidden_layers), x);
-  for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], m.final_norm.data(), H, m.eps, &normed[t * H]);
-  result.logits = torch::empty({T, c.vocab_size}, torch::kFloat32);
-  m.head().apply(normed.data(), T, result.logits.data_ptr<float>());
-  st.position += T;
+  m.body(st, tokens.data(), T, capture_layers, &result, ws);
+  result.logits = torch::empty({T, m.cfg.vocab_size}, torch::kFloat32);
+  m.head().apply(ws.normed.data(), ws.support, result.logits.data_ptr<float>(), ws.scratch);
   return result;
 }
 
 torch::Tensor Model::step(State& st, int64_t token) const { return forward(st, {token}).logits[0]; }
+
+int64_t Model::forward_argmax(State& st, const std::vector<int64_t>& tokens) const {
+  if (tokens.empty()) throw std::invalid_argument("forward_argmax: no tokens");
+  const Impl& m = *impl_;
+  auto lease = m.workspaces.get();
+  Workspace& ws = *lease;
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  m.body(st, tokens.data(), T, {}, nullptr, ws);
+  return m.head().argmax(ws.normed.data(), ws.support, T - 1, ws.scratch);
+}
+
+int64_t Model::step_argmax(State& st, int64_t token) const {
+  const Impl& m = *impl_;
+  auto lease = m.workspaces.get();
+  Workspace& ws = *lease;
+  m.body(st, &token, 1, {}, nullptr, ws);
+TScope _ts{12}; return m.head().argmax(ws.normed.data(), ws.support, 0, ws.scratch);
+}
 
 }  // namespace qgpu::qwen

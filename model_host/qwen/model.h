@@ -5,11 +5,15 @@
 // attention dots) accumulates into 32 lanes by column index (lane = column
 // mod 32, in ascending order within a lane) and then adds the lanes in a fixed
 // tree.  The dense executor visits every column; the sparse executor stores
-// only the non-zero weights (CSR) and skips zero rows, zero conv channels,
-// GDN heads whose keys or values are always zero, and MLP units and vocabulary
-// rows that are zero.  Adding a zero product to a lane leaves it unchanged, so
-// for finite activations both executors produce bit-identical numbers, and
-// batched prefill is bit-identical to token-by-token decoding.
+// only the non-zero weights and visits only their products with non-zero
+// activations, and skips zero rows, zero conv channels, GDN heads whose keys
+// or values are always zero, and MLP units and vocabulary rows that are zero.
+// Adding a zero product to a lane leaves it unchanged, so for finite
+// activations both executors produce bit-identical numbers, and batched
+// prefill is bit-identical to token-by-token decoding.
+//
+// A Model is immutable once built; its methods may run concurrently on
+// different States (each call takes working memory from a pool).
 #pragma once
 
 #include "model_host/qwen/checkpoint.h"
@@ -61,6 +65,13 @@ class Model {
                   const std::vector<int>& capture_layers = {}) const;
   // One token; returns its logits [vocab].
   torch::Tensor step(State&, int64_t token) const;
+  // Greedy decoding without the [vocab] logits: like forward() / step(), but
+  // returns only the index torch::argmax gives for the last token's logits
+  // (the first index of the largest logit; a NaN counts as the largest).
+  // The sparse executor computes only the vocabulary rows that can hold the
+  // maximum (see Matrix::argmax).
+  int64_t forward_argmax(State&, const std::vector<int64_t>& tokens) const;
+  int64_t step_argmax(State&, int64_t token) const;
   // The GDN state of a linear-attention layer: [value_heads, dk, dv] fp32.
   const torch::Tensor& recurrent_state(const State&, int layer) const;
   const Config& config() const;

@@ -72,10 +72,11 @@ struct Comparison {
 
 // Runs `tokens` (circuit token indices, or -1 for the token below token_base)
 // through the evaluator and the model (batched prefill in chunks), decoding
-// each observed value from the final residual.
+// each observed value from the final residual.  With `final_state`, the
+// model's state after the last token is moved there.
 inline Comparison compare(const Program& p, const Compiled& c, const qgpu::qwen::Model& model,
                           const std::vector<int>& tokens, const std::vector<ValueId>& observed, bool argmax = false,
-                          float tol = 1e-3f) {
+                          float tol = 1e-3f, qgpu::qwen::State* final_state = nullptr) {
   Comparison r;
   r.compared.assign(observed.size(), 0);
   r.mismatched.assign(observed.size(), 0);
@@ -120,6 +121,7 @@ inline Comparison compare(const Program& p, const Compiled& c, const qgpu::qwen:
       for (int64_t i = 0; i < am.size(0); ++i) r.emitted.push_back(am[i].item<int64_t>());
     }
   }
+  if (final_state) *final_state = std::move(state);
   return r;
 }
 

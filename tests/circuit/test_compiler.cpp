@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace circuit_test {
 namespace {
 
@@ -57,6 +59,162 @@ TEST(CircuitIr, ErrorsNameTheFault) {
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
   }
+}
+
+// Bit addresses (bits of two values, reversed bit order, a constant top bit)
+// and zero-default reads in the evaluator, against arrays indexed by hand.
+TEST(CircuitIr, AddressBitsAndZeroDefaultInTheEvaluator) {
+  enum { Write, Read, Reset };
+  Program p;
+  ValueId op = p.field("op", 3), a = p.field("a", 4), b = p.field("b", 8), d = p.field("d", 16);
+  for (int o = 0; o < 3; ++o)
+    for (int x = 0; x < 4; ++x)
+      for (int y = 0; y < 8; ++y)
+        for (int z = 0; z < 16; ++z) p.token("t", {{op, o}, {a, x}, {b, y}, {d, z}});
+  auto token = [](int o, int x, int y, int z) { return ((o * 4 + x) * 8 + y) * 16 + z; };
+  const ValueId we = p.lookup("we", 2, {op}, [](const std::vector<int>& v) { return v[0] == Write; });
+  const ValueId reset = p.lookup("reset", 2, {op}, [](const std::vector<int>& v) { return v[0] == Reset; });
+  // Write row 16 + 8 (a >> 1) + b, read row 16 + 8 (a >> 1) + reverse3(b).
+  auto store = [&](const std::string& name, bool zero_default) {
+    MemoryOp m;
+    m.name = name;
+    m.rows = 32;
+    m.zero_default = zero_default;
+    m.write_addr = std::vector<AddrBit>{{b, 0}, {b, 1}, {b, 2}, {a, 1}, AddrBit::fixed(1)};
+    m.read_addr = std::vector<AddrBit>{{b, 2}, {b, 1}, {b, 0}, {a, 1}, AddrBit::fixed(1)};
+    m.write_enable = Operand::value(we);
+    m.reset = Operand::value(reset);
+    m.parts = {{d, 0}};
+    return p.memory(m)[0];
+  };
+  const ValueId zero = store("zero", true), undef = store("undef", false);
+  Evaluator ev(p);
+  std::vector<int> rows(32, -1);   // -1: never written since the last reset
+  std::mt19937 rng(1);
+  int empty_reads = 0, full_reads = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const int o = i % 500 == 499 ? Reset : static_cast<int>(rng() % 2);
+    const int x = static_cast<int>(rng() % 4), y = static_cast<int>(rng() % 8), z = static_cast<int>(rng() % 16);
+    if (o == Reset) rows.assign(32, -1);
+    if (o == Write) rows[16 + 8 * (x >> 1) + y] = z;
+    const int rev = ((y & 1) << 2) | (y & 2) | (y >> 2);
+    const int want = rows[16 + 8 * (x >> 1) + rev];
+    const auto& v = ev.step(token(o, x, y, z));
+    ASSERT_EQ(v[zero], want < 0 ? 0 : want) << "token " << i;
+    ASSERT_EQ(v[undef], want < 0 ? kUndefined : want) << "token " << i;
+    ++(want < 0 ? empty_reads : full_reads);
+  }
+  EXPECT_GT(empty_reads, 100);
+  EXPECT_GT(full_reads, 1000);
+}
+
+TEST(CircuitIr, AddressErrorsNameTheFault) {
+  Program p;
+  ValueId x = p.field("x", 16), big = p.field("big", 300);
+  p.token("t", {{x, 0}, {big, 0}});
+  auto memory = [&](int rows, std::vector<AddrBit> bits) {
+    MemoryOp m;
+    m.name = "m";
+    m.rows = rows;
+    m.write_addr = m.read_addr = std::move(bits);
+    m.write_enable = Operand::fixed(1);
+    m.parts = {{x, 0}};
+    return p.memory(m);
+  };
+  auto message = [&](int rows, std::vector<AddrBit> bits) {
+    try {
+      memory(rows, std::move(bits));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(32, {{x, 4}}).find("bit 4 of 'x' (16 slots) is always 0"), std::string::npos);
+  EXPECT_NE(message(32, {{x, 0}, AddrBit::fixed(2)}).find("constant bit is 0 or 1"), std::string::npos);
+  EXPECT_NE(message(2048, {{x, 0}, {x, 1}, {x, 2}, {x, 3}, {big, 0}, {big, 1}, {big, 2}, {big, 3}, {big, 4},
+                           {big, 5}, {big, 6}, {big, 7}})
+                .find("reaches row 4095, the store has 2048 rows"),
+            std::string::npos);
+  // Bits 0..8 of a 300-slot value name rows up to 511, although slot 299 is its last.
+  EXPECT_NE(message(300, {{big, 0}, {big, 1}, {big, 2}, {big, 3}, {big, 4}, {big, 5}, {big, 6}, {big, 7}, {big, 8}})
+                .find("reaches row 511"),
+            std::string::npos);
+  EXPECT_EQ(memory(512, {{big, 0}, {big, 1}, {big, 2}, {big, 3}, {big, 4}, {big, 5}, {big, 6}, {big, 7}, {big, 8}})
+                .size(),
+            1u);
+}
+
+// Stores wider than a layer take as many whole row groups per layer as fit;
+// the layout names every head, and the layout query names what is missing.
+TEST(CircuitScheduler, WideStoresSpanLayersByWholeGroups) {
+  Program p;
+  ValueId x = p.field("x", 16), t = p.field("t", 256), r = p.field("r", 32);
+  p.token("tok", {{x, 0}, {t, 0}, {r, 0}});
+  auto bits = [](ValueId v, int n) {
+    std::vector<AddrBit> b;
+    for (int i = 0; i < n; ++i) b.push_back({v, i});
+    return b;
+  };
+  auto cat = [](std::vector<AddrBit> a, const std::vector<AddrBit>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  auto memory = [&](const std::string& name, int rows, std::vector<AddrBit> address, int parts) {
+    MemoryOp m;
+    m.name = name;
+    m.rows = rows;
+    m.write_addr = m.read_addr = std::move(address);
+    m.write_enable = Operand::fixed(1);
+    for (int i = 0; i < parts; ++i) m.parts.push_back({x, 0});
+    p.memory(m);
+  };
+  memory("first", 512, cat(bits(t, 8), bits(r, 1)), 1);    // 4 groups x 1 slice
+  memory("wide", 4096, cat(bits(t, 8), bits(r, 4)), 8);    // 32 groups x 1 slice (8 x 16 channels)
+  memory("regs", 8192, cat(bits(r, 5), bits(t, 8)), 12);   // 64 groups x 2 slices (192 channels)
+  Options plan;
+  plan.weights = false;
+  Compiled c = compile(p, plan);
+
+  using Head = std::pair<int, int>;
+  auto heads_of = [&](const std::string& name) {
+    std::vector<Head> h;
+    for (const auto& x : c.memory_layout(name).heads) h.push_back({x.layer, x.head});
+    return h;
+  };
+  // Expected: heads taken in order, a group never split across layers.
+  std::vector<int> used(16, 0);
+  auto expect = [&](int groups, int slices) {
+    std::vector<Head> h;
+    int layer = 0;
+    for (int g = 0; g < groups; ++g) {
+      while (used[layer] + slices > 16) ++layer;
+      for (int s = 0; s < slices; ++s) h.push_back({layer, used[layer]++});
+    }
+    return h;
+  };
+  EXPECT_EQ(heads_of("first"), expect(4, 1));
+  EXPECT_EQ(heads_of("wide"), expect(32, 1));
+  EXPECT_EQ(heads_of("regs"), expect(64, 2));
+  // 4 + 32 + 128 heads: 10 full layers and 4 heads in the last (2 groups of 2 slices).
+  ASSERT_EQ(c.num_layers(), 11);
+  for (int l = 0; l < 10; ++l) EXPECT_EQ(c.layers()[l].heads, 16) << "layer " << l;
+  EXPECT_EQ(c.layers()[10].heads, 4);
+  EXPECT_EQ(c.memory_layout("wide").heads[12].layer, 1);   // groups 0..11 fill layer 0 after `first`
+  EXPECT_EQ(c.memory_layout("wide").heads[0].head, 4);
+
+  const MemoryLayout& regs = c.memory_layout("regs");
+  EXPECT_EQ(regs.groups, 64);
+  EXPECT_EQ(regs.slices, 2);
+  EXPECT_EQ(regs.group_rows, 128);
+  ASSERT_EQ(regs.parts.size(), 12u);
+  for (int k = 0; k < 12; ++k) {
+    EXPECT_EQ(regs.parts[k].slice, k / 8);
+    EXPECT_EQ(regs.parts[k].channel, 16 * (k % 8));
+    EXPECT_EQ(regs.parts[k].size, 16);
+  }
+  EXPECT_THROW(c.memory_layout("nothing"), std::out_of_range);
+  memory("first", 1, {}, 1);
+  EXPECT_THROW(compile(p, plan).memory_layout("first"), std::invalid_argument);
 }
 
 TEST(CircuitScheduler, BudgetsAreEnforced) {

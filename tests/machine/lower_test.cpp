@@ -1,7 +1,7 @@
 // The lowering, checked end to end: kernels compiled by nvcc run on the
-// machine interpreter (lowered for L = 4, 8 and 32 lanes) and on the
-// PTX-level interpreter; every output byte, the error and the printf output
-// must agree.
+// machine interpreter (lowered for L = 4, 8 and 32 lanes, and for the model's
+// machine) and on the PTX-level interpreter; every output byte, the error and
+// the printf output must agree.
 #include "model_host/machine/lower.h"
 
 #include <gtest/gtest.h>
@@ -101,12 +101,28 @@ void collect(const Prepared& p, Outcome& o) {
                            p.img.mem.bytes.begin() + (addr - p.img.mem.base) + n);
 }
 
-Outcome run_machine(const Launch& l, uint32_t lanes) {
+// A machine to lower for: the default machine with `lanes` lanes, or (lanes
+// 0) the model's machine with the model lowering.
+struct Machine {
+  uint32_t lanes;
+  Params params() const {
+    Params p = lanes ? default_params() : model_params();
+    if (lanes) p.lanes = lanes;
+    return p;
+  }
+  std::string name() const { return lanes ? std::to_string(lanes) + " lanes" : "the model's machine"; }
+};
+const std::vector<Machine> kMachines = {{4}, {8}, {32}, {0}};
+const std::vector<Machine> kDefaultMachines = {{4}, {8}, {32}};
+
+Outcome run_machine(const Launch& l, const Machine& m) {
   Prepared p = prepare(l);
-  Params params = default_params();
-  params.lanes = lanes;
+  Params params = m.params();
+  // The model's parameter memory is word-granular (the interpreter backend pads the same way).
+  p.params.resize((p.params.size() + 3) / 4 * 4);
   Outcome o;
-  Program prog = lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, params);
+  Program prog =
+      lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, params, {.for_model = m.lanes == 0});
   Interpreter in(prog, params, prog.ctas, prog.threads, p.params, p.img.mem);
   in.run(50'000'000);
   o.error = in.fault().error;
@@ -128,12 +144,12 @@ Outcome run_reference(const Launch& l) {
   return o;
 }
 
-void cross_check(const Launch& l) {
+void cross_check(const Launch& l, const std::vector<Machine>& machines = kMachines) {
   Outcome ref = run_reference(l);
   ASSERT_EQ(ref.error, 0) << l.kernel << ": reference failed: " << ref.message;
-  for (uint32_t lanes : {4u, 8u, 32u}) {
-    SCOPED_TRACE(l.kernel + " on " + std::to_string(lanes) + " lanes");
-    Outcome got = run_machine(l, lanes);
+  for (const Machine& m : machines) {
+    SCOPED_TRACE(l.kernel + " on " + m.name());
+    Outcome got = run_machine(l, m);
     ASSERT_EQ(got.error, 0) << got.message;
     EXPECT_EQ(got.printf_output, ref.printf_output);
     ASSERT_EQ(got.buffers.size(), ref.buffers.size());
@@ -144,6 +160,19 @@ void cross_check(const Launch& l) {
         std::memcpy(&r, &ref.buffers[b][i], std::min<size_t>(4, ref.buffers[b].size() - i));
         ASSERT_EQ(g, r) << "buffer " << b << " word " << i / 4;
       }
+  }
+}
+
+// A kernel beyond the model's machine: the model lowering refuses it with
+// `error` and a message containing `words`.
+void expect_beyond_model(const Launch& l, int error, const std::string& words) {
+  Prepared p = prepare(l);
+  try {
+    lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, model_params(), {.for_model = true});
+    ADD_FAILURE() << l.kernel << ": the model lowering accepted it";
+  } catch (const LowerError& e) {
+    EXPECT_EQ(e.error(), error);
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
   }
 }
 
@@ -219,7 +248,9 @@ TEST(MachineLowering, WarpOperationsInDivergentCode) {
 }
 
 TEST(MachineLowering, GenericPointersIntoEverySpace) {
-  cross_check({"_Z16generic_pointersPKiPi", {1, 1, 1}, {64, 1, 1}, {buffer(ramp(64, 9, 4)), zeros(192 * 4)}});
+  Launch l{"_Z16generic_pointersPKiPi", {1, 1, 1}, {64, 1, 1}, {buffer(ramp(64, 9, 4)), zeros(192 * 4)}};
+  cross_check(l, kDefaultMachines);
+  expect_beyond_model(l, 1, "bytes of local memory per thread");
 }
 
 TEST(MachineLowering, BlockVotes) {
@@ -248,7 +279,9 @@ TEST(MachineLowering, StructAndManyParametersWithDeviceFunctions) {
 }
 
 TEST(MachineLowering, RegisterPressureSpillsAndLocalArrays) {
-  cross_check({"_Z8pressurePKiPi", {1, 1, 1}, {48, 1, 1}, {buffer(ramp(48, 5, 9)), zeros(48 * 4)}});
+  Launch l{"_Z8pressurePKiPi", {1, 1, 1}, {48, 1, 1}, {buffer(ramp(48, 5, 9)), zeros(48 * 4)}};
+  cross_check(l, kDefaultMachines);
+  expect_beyond_model(l, 1, "bytes of local memory per thread");
 }
 
 TEST(MachineLowering, DevicePrintf) {
@@ -260,8 +293,9 @@ TEST(MachineLowering, DevicePrintf) {
 TEST(MachineLowering, FailedAssertTrapsWithCudasMessage) {
   std::vector<int> in(32, 7);
   in[16 + 5] = 99;  // block 1, thread 5
-  for (uint32_t lanes : {4u, 8u, 32u}) {
-    Outcome o = run_machine({"_Z12check_assertPKi", {2, 1, 1}, {16, 1, 1}, {buffer(in)}}, lanes);
+  for (const Machine& m : kMachines) {
+    SCOPED_TRACE(m.name());
+    Outcome o = run_machine({"_Z12check_assertPKi", {2, 1, 1}, {16, 1, 1}, {buffer(in)}}, m);
     EXPECT_EQ(o.error, 710) << o.message;
     EXPECT_NE(o.printf_output.find("kernels.cu:"), std::string::npos) << o.printf_output;
     EXPECT_NE(o.printf_output.find("block: [1,0,0], thread: [5,0,0] Assertion `in[blockIdx.x * blockDim.x + "

@@ -38,8 +38,11 @@ TEST(QwenMatrix, SparseEqualsDenseBitForBitOnShortRows) {
       }
     Matrix sparse(w, true), dense(w, false);
     std::vector<float> ys(T * out), yd(T * out);
-    sparse.apply(x.data_ptr<float>(), T, ys.data());
-    dense.apply(x.data_ptr<float>(), T, yd.data());
+    qgpu::qwen::Support support;
+    support.scan(x.data_ptr<float>(), T, in);
+    Matrix::Scratch scratch;
+    sparse.apply(x.data_ptr<float>(), support, ys.data(), scratch);
+    dense.apply(x.data_ptr<float>(), support, yd.data(), scratch);
     for (int64_t i = 0; i < T * out; ++i, ++checked)
       ASSERT_EQ(std::memcmp(&ys[i], &yd[i], 4), 0) << "trial " << trial << " output " << i << ": " << ys[i]
                                                     << " vs " << yd[i];
@@ -47,7 +50,7 @@ TEST(QwenMatrix, SparseEqualsDenseBitForBitOnShortRows) {
       std::vector<bool> keep(out);
       for (int64_t r = 0; r < out; ++r) keep[r] = rng() % 2;
       sparse.drop_rows(keep);
-      sparse.apply(x.data_ptr<float>(), T, ys.data());
+      sparse.apply(x.data_ptr<float>(), support, ys.data(), scratch);
       for (int64_t t = 0; t < T; ++t)
         for (int64_t r = 0; r < out; ++r, ++checked) {
           float e = keep[r] ? yd[t * out + r] : 0.0f;

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Runs one sample under the shim twice: on the machine's reference interpreter
-# (lowered code) and on the PTX-level reference interpreter (the PTX itself).
-# Both runs must succeed and print PASSED, and their outputs must be equal.
+# cross_check.sh QGPU PROGRAM [BACKEND]
+# Runs one sample under the shim twice: on BACKEND (default: interpreter, the
+# machine's reference interpreter running lowered code; interpreter-model runs
+# the model's machine) and on the PTX-level reference interpreter
+# (ptx-reference: the PTX itself).  Both runs must succeed and print PASSED,
+# and their outputs must be equal.
 set -u
-qgpu=$1 program=$2
+qgpu=$1 program=$2 machine=${3:-interpreter}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
-for backend in interpreter ptx-reference; do
+for backend in "$machine" ptx-reference; do
   "$qgpu" run --backend "$backend" -- "$program" >"$out/$backend" 2>"$out/$backend.err"
   rc=$?
   if [ $rc -ne 0 ] || ! grep -qx PASSED "$out/$backend"; then
@@ -16,9 +19,9 @@ for backend in interpreter ptx-reference; do
     status=1
   fi
 done
-cat "$out/interpreter"
-if [ $status -eq 0 ] && ! diff -u "$out/ptx-reference" "$out/interpreter" >"$out/diff"; then
-  echo "cross_check: the machine and the PTX-level reference disagree:"
+cat "$out/$machine"
+if [ $status -eq 0 ] && ! diff -u "$out/ptx-reference" "$out/$machine" >"$out/diff"; then
+  echo "cross_check: the $machine backend and the PTX-level reference disagree:"
   cat "$out/diff"
   status=1
 fi

@@ -1,5 +1,7 @@
-// qgpu compile FILE.ptx|FILE.cu [--kernel NAME] [--block X,Y,Z] [--grid X,Y,Z] [--lanes L]
-// Lowers kernels for one launch configuration and prints their machine blocks.
+// qgpu compile FILE.ptx|FILE.cu [--kernel NAME] [--block X,Y,Z] [--grid X,Y,Z] [--lanes L] [--machine model]
+// Lowers kernels for one launch configuration and prints their machine
+// blocks; with --machine model, for the model's machine (docs/tokens.md),
+// followed by whether the model's circuit can run the program.
 #include <iostream>
 
 #include "cmd_machine.h"
@@ -12,17 +14,29 @@ qgpu::cli::Register reg("compile", [](CLI::App& app) {
   auto* sub =
       app.add_subcommand("compile", "Lower a kernel (.ptx, or .cu through nvcc) to machine blocks and print them");
   auto opt = std::make_shared<qgpu::machine::cli::LaunchOptions>();
+  auto machine = std::make_shared<std::string>("default");
   qgpu::machine::cli::add_launch_options(sub, *opt);
-  return [opt]() {
+  sub->add_option("--machine", *machine, "default, or model: the model's machine and its lowering")
+      ->check(CLI::IsMember({"default", "model"}))
+      ->capture_default_str();
+  return [opt, machine]() {
     using namespace qgpu::machine;
-    Params p = opt->params();
+    const bool model = *machine == "model";
+    if (model && opt->lanes) throw std::invalid_argument("--lanes and --machine model exclude each other");
+    Params p = model ? model_params() : opt->params();
     ModuleImage img = load_module(ptx_of_file(opt->file), p);
     LaunchShape shape{opt->grid_dim(), opt->block_dim(), opt->dynamic_smem, img.symbols};
     int rc = 0;
     for (auto& f : img.module.functions) {
       if (!f.is_entry || !f.has_body || (!opt->kernel.empty() && f.name != opt->kernel)) continue;
       try {
-        std::cout << to_string(lower(img.module, f.name, shape, p)) << "\n";
+        Program prog = lower(img.module, f.name, shape, p, {.for_model = model});
+        std::cout << to_string(prog);
+        if (model) {
+          auto why = model_unsupported(prog);
+          std::cout << "// model circuit: " << (why ? *why : "yes") << "\n";
+        }
+        std::cout << "\n";
       } catch (const LowerError& e) {
         std::cout << "// " << f.name << ": not lowered: " << e.what() << "\n\n";
         rc = 1;

@@ -1,5 +1,7 @@
 // `qgpu run`: runs an unmodified CUDA program under qgpu's libcudart.so.13
-// with a private model_host (socket in a temporary directory).
+// with a private model_host (socket in a temporary directory).  With the
+// model backend (the default) the compiled GPU model comes from --model, or
+// from the cache, which is built here on first use with its progress shown.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "command.h"
+#include "model_host/gpu/build_model.h"
 #include "qgpu/client.h"
 
 namespace fs = std::filesystem;
@@ -20,11 +23,37 @@ namespace fs = std::filesystem;
 namespace {
 
 struct RunOptions {
-  std::string backend;  // empty: the daemon's default
+  std::string backend = "model";
   bool check = false, stats = false;
   std::string model_dir, dump_tokens, daemon_log;
+  uint64_t max_tokens = 0;  // 0: the daemon's default
   std::vector<std::string> command;
 };
+
+// model_host's arguments for the chosen backend; with the model backend,
+// makes sure the model exists first.
+std::vector<std::string> backend_args(const RunOptions& o) {
+  std::vector<std::string> args = {"--backend", o.backend};
+  if (o.backend != "model") {
+    for (auto [given, flag] : {std::pair{o.check, "--check"}, std::pair{!o.model_dir.empty(), "--model"},
+                               std::pair{!o.dump_tokens.empty(), "--dump-tokens"}, std::pair{o.max_tokens > 0, "--max-tokens"}})
+      if (given) throw std::runtime_error(std::string(flag) + " needs the model backend; --backend " + o.backend + " was given");
+    return args;
+  }
+  std::string dir = o.model_dir;
+  if (dir.empty()) {
+    dir = qgpu::gpu::default_model_dir();
+    qgpu::gpu::ensure_model(dir, [](const std::string& line) { std::cerr << "qgpu run: " << line << std::endl; });
+  } else if (!qgpu::gpu::model_complete(dir, qgpu::gpu::ModelFormat::Compact)) {
+    throw std::runtime_error("--model " + dir + " holds no complete compiled GPU model; write one with `qgpu build-model --out " +
+                             dir + "`");
+  }
+  args.insert(args.end(), {"--model", fs::absolute(dir).string()});
+  if (o.check) args.push_back("--check");
+  if (!o.dump_tokens.empty()) args.insert(args.end(), {"--dump-tokens", fs::absolute(o.dump_tokens).string()});
+  if (o.max_tokens > 0) args.insert(args.end(), {"--max-tokens", std::to_string(o.max_tokens)});
+  return args;
+}
 
 fs::path self_dir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
 
@@ -66,6 +95,8 @@ int run(const RunOptions& o) {
   for (const fs::path& p : {model_host, cudart})
     if (!fs::exists(p)) throw std::runtime_error(p.string() + " is missing; build the project first");
 
+  const std::vector<std::string> bargs = backend_args(o);
+
   std::string tmpl = (fs::temp_directory_path() / "qgpu-run-XXXXXX").string();
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a temporary directory");
   fs::path dir = tmpl;
@@ -73,7 +104,7 @@ int run(const RunOptions& o) {
   fs::path log = o.daemon_log.empty() ? dir / "model_host.log" : fs::path(o.daemon_log);
 
   std::vector<std::string> dargs = {model_host.string(), "--endpoint", endpoint, "--log", log.string()};
-  if (!o.backend.empty()) dargs.insert(dargs.end(), {"--backend", o.backend});
+  dargs.insert(dargs.end(), bargs.begin(), bargs.end());
   pid_t daemon = spawn(dargs);
   auto cleanup = [&] {
     stop_daemon(daemon);
@@ -102,18 +133,9 @@ int run(const RunOptions& o) {
       }
     }
   }
-  const std::string backend = conn->device().backend;
-  if (backend != "model") {
-    for (auto [given, flag] : {std::pair{o.check, "--check"}, std::pair{!o.model_dir.empty(), "--model"},
-                               std::pair{!o.dump_tokens.empty(), "--dump-tokens"}})
-      if (given) {
-        conn.reset();
-        cleanup();
-        throw std::runtime_error(std::string(flag) + " needs the model backend; the " + backend + " backend runs now");
-      }
-    std::cerr << "qgpu run: the " << backend << " backend runs kernels (" << conn->device().device_name
-              << "; the model backend is not available yet)\n";
-  }
+  if (o.backend != "model")
+    std::cerr << "qgpu run: the " << o.backend << " backend runs kernels (" << conn->device().device_name
+              << "), not the model\n";
 
   std::string preload = cudart.string();
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
@@ -152,12 +174,20 @@ int run(const RunOptions& o) {
 qgpu::cli::Register reg("run", [](CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* sub = app.add_subcommand("run", "Run a CUDA program on qgpu with a private model_host");
-  sub->add_option("--backend", o->backend, "model or interpreter (default: the daemon's, now interpreter); ptx-reference runs the PTX itself on the PTX-level interpreter, for cross-checks")
-      ->check(CLI::IsMember({"model", "interpreter", "ptx-reference"}));
-  sub->add_flag("--check", o->check, "compare every model step with the interpreter (model backend)");
-  sub->add_flag("--stats", o->stats, "print launch, step and token counts at exit");
-  sub->add_option("--model", o->model_dir, "compiled checkpoint directory (model backend)");
-  sub->add_option("--dump-tokens", o->dump_tokens, "write every launch's tokens to FILE (model backend)");
+  sub->add_option("--backend", o->backend,
+                  "model (the GPU inside the compiled checkpoint) or interpreter (the reference machine); "
+                  "interpreter-model and ptx-reference for cross-checks")
+      ->check(CLI::IsMember({"model", "interpreter", "interpreter-model", "ptx-reference"}))
+      ->capture_default_str();
+  sub->add_flag("--check", o->check,
+                "compare every generated token, and the memory after each launch, with the reference interpreter; "
+                "the first divergence fails the launch with a report (model backend)");
+  sub->add_flag("--stats", o->stats, "print launch, step and token counts (prompt, generated, tokens/s) at exit");
+  sub->add_option("--model", o->model_dir,
+                  "compiled GPU model directory (model backend; default: $QGPU_MODEL_DIR, else the cache, built on first use)");
+  sub->add_option("--dump-tokens", o->dump_tokens,
+                  "append one line per launch to FILE: the prompt ids, ' | ', the generated ids (model backend)");
+  sub->add_option("--max-tokens", o->max_tokens, "generated tokens per launch before cudaErrorLaunchTimeout (model backend)");
   sub->add_option("--daemon-log", o->daemon_log, "keep model_host's log in FILE");
   sub->add_option("command", o->command, "PROGRAM ARGS...")->required();
   sub->positionals_at_end();

@@ -1,10 +1,14 @@
-// qgpu suite-table DIR [--no-run] [--block N]
+// qgpu suite-table DIR [--no-run] [--block N] [--machine model]
 // The kernel suite as the machine sees it: for every sample in DIR (a samples
 // build directory: manifest.txt, the programs, ptx/<name>*.ptx), the machine
 // instructions and blocks of its kernels (lowered for one block of N threads,
 // since the lowering specialises per launch), and, unless --no-run, the
 // sample run under qgpu with the interpreter backend: its launches,
 // interpreter steps and verdict (the PASSED/FAILED line it prints).
+// With --machine model, the kernels are lowered for the model's machine, the
+// samples run on it (backend interpreter-model), and a column says whether
+// the model's circuit can run every kernel, or names the first thing it
+// cannot.
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,34 +32,41 @@ struct Row {
   int kernels = 0, lowered = 0;
   uint64_t instructions = 0, blocks = 0;
   std::string launches = "-", steps = "-", result = "-", note;
+  std::string model_circuit = "yes";  // --machine model: "yes", or why not
 };
 
-void lower_sample(const fs::path& dir, Row& row, uint32_t block) {
+void lower_sample(const fs::path& dir, Row& row, uint32_t block, bool model) {
+  const Params& params = model ? model_params() : default_params();
   std::vector<fs::path> files;
   for (auto& e : fs::directory_iterator(dir / "ptx")) {
     std::string f = e.path().filename().string();
     if (f == row.name + ".ptx" || (f.starts_with(row.name + ".") && f.ends_with(".ptx"))) files.push_back(e.path());
   }
   for (auto& f : files) {
-    ModuleImage img = load_module(ptx_of_file(f.string()), default_params());
+    ModuleImage img = load_module(ptx_of_file(f.string()), params);
     for (auto& fn : img.module.functions) {
       if (!fn.is_entry || !fn.has_body) continue;
       ++row.kernels;
       try {
-        Program p = lower(img.module, fn.name, {{1, 1, 1}, {block, 1, 1}, 0, img.symbols}, default_params());
+        Program p =
+            lower(img.module, fn.name, {{1, 1, 1}, {block, 1, 1}, 0, img.symbols}, params, {.for_model = model});
         ++row.lowered;
         row.instructions += p.instr_count();
         row.blocks += p.blocks.size();
+        if (auto why = model ? model_unsupported(p) : std::nullopt; why && row.model_circuit == "yes")
+          row.model_circuit = *why;
       } catch (const LowerError& e) {
         if (row.note.empty()) row.note = e.what();
+        if (row.model_circuit == "yes") row.model_circuit = "a kernel is not lowered (see the note)";
       }
     }
   }
 }
 
-void run_sample(const fs::path& dir, Row& row) {
+void run_sample(const fs::path& dir, Row& row, const std::string& backend) {
   std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::string cmd = "'" + self + "' run --backend interpreter --stats -- '" + (dir / row.name).string() + "' 2>&1";
+  std::string cmd =
+      "'" + self + "' run --backend " + backend + " --stats -- '" + (dir / row.name).string() + "' 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return;
   std::string out;
@@ -77,26 +88,32 @@ qgpu::cli::Register reg("suite-table", [](CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto no_run = std::make_shared<bool>(false);
   auto block = std::make_shared<uint32_t>(128);
+  auto machine = std::make_shared<std::string>("default");
   sub->add_option("dir", *dir, "samples build directory (manifest.txt, programs, ptx/)")->required();
   sub->add_flag("--no-run", *no_run, "only lower the kernels; do not run the samples");
   sub->add_option("--block", *block, "threads per block the kernels are lowered for");
-  return [dir, no_run, block]() {
+  sub->add_option("--machine", *machine, "default, or model: the model's machine, its lowering and its circuit")
+      ->check(CLI::IsMember({"default", "model"}))
+      ->capture_default_str();
+  return [dir, no_run, block, machine]() {
+    const bool model = *machine == "model";
     fs::path d = *dir;
     std::ifstream manifest(d / "manifest.txt");
     if (!manifest)
       throw std::runtime_error((d / "manifest.txt").string() + " not found: is this a samples build directory?");
-    std::cout
-        << "| sample | kernels (lowered) | machine instructions | blocks | launches | interpreter steps | result |\n"
-        << "| --- | --- | --- | --- | --- | --- | --- |\n";
+    std::cout << "| sample | kernels (lowered) | machine instructions | blocks | launches | interpreter steps | result |"
+              << (model ? " model circuit |\n" : "\n")
+              << "| --- | --- | --- | --- | --- | --- | --- |" << (model ? " --- |\n" : "\n");
     std::vector<std::string> notes;
     for (std::string name; std::getline(manifest, name);) {
       if (name.empty()) continue;
       Row row;
       row.name = name;
-      lower_sample(d, row, *block);
-      if (!*no_run) run_sample(d, row);
+      lower_sample(d, row, *block, model);
+      if (!*no_run) run_sample(d, row, model ? "interpreter-model" : "interpreter");
       std::cout << "| " << row.name << " | " << row.kernels << " (" << row.lowered << ") | " << row.instructions
-                << " | " << row.blocks << " | " << row.launches << " | " << row.steps << " | " << row.result << " |\n";
+                << " | " << row.blocks << " | " << row.launches << " | " << row.steps << " | " << row.result << " |"
+                << (model ? " " + row.model_circuit + " |\n" : "\n");
       if (!row.note.empty()) notes.push_back(row.name + ": " + row.note);
     }
     for (auto& n : notes) std::cout << "\n- " << n;

@@ -1,0 +1,319 @@
+#include "model_host/gpu/backend.h"
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+
+#include "model_host/gpu/build_model.h"
+#include "model_host/gpu/prompt.h"
+#include "model_host/gpu/trace.h"
+#include "model_host/gpu/vocab.h"
+#include "model_host/machine/lower.h"
+#include "model_host/machine/printf.h"
+#include "model_host/ptx/parse.h"
+#include "model_host/qwen/model.h"
+
+namespace qgpu::gpu {
+namespace {
+
+// cudaError_t values (driver_types.h).
+constexpr int kErrInvalidValue = 1;
+constexpr int kErrIllegalAddress = 700;
+constexpr int kErrLaunchTimeout = 702;
+constexpr int kErrMisaligned = 716;
+constexpr int kErrInvalidPtx = 218;
+constexpr int kErrNotSupported = 801;
+constexpr int kErrUnknown = 999;
+
+std::string hex_word(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", v);
+  return b;
+}
+
+std::vector<uint8_t> to_bytes(const std::vector<uint32_t>& words) {
+  std::vector<uint8_t> b(words.size() * 4);
+  std::memcpy(b.data(), words.data(), b.size());
+  return b;
+}
+
+// Where the model's trace stands, as its own records say: the last CTA,
+// WARP and EXEC tokens name the thread and block that a TRAP, FAULT or
+// divergence belongs to.
+struct TracePosition {
+  std::optional<uint32_t> cta, thread, block;
+
+  void see(int64_t id) {
+    auto t = decode_token(id);
+    if (!t) return;
+    if (t->kind == Kind::CTA) cta = t->payload;
+    if (t->kind == Kind::WARP) thread = t->payload;
+    if (t->kind == Kind::EXEC) block = t->payload;
+  }
+  std::string describe(const machine::Program& prog) const {
+    std::string s;
+    if (block) {
+      s += "block " + std::to_string(*block);
+      if (*block < prog.blocks.size()) {
+        const machine::Block& b = prog.blocks[*block];
+        s += " (";
+        for (const auto& in : b.instrs) s += machine::to_string(in) + "; ";
+        s += machine::to_string(b.term) + ")";
+      }
+    }
+    if (thread) s += std::string(s.empty() ? "" : ", ") + "thread " + std::to_string(*thread);
+    if (cta) s += std::string(s.empty() ? "" : ", ") + "CTA " + std::to_string(*cta);
+    return s.empty() ? "before the first CTA" : s;
+  }
+};
+
+// The first word where two images differ, as a report line; empty when equal.
+std::string first_difference(const std::string& what, uint64_t base, const std::vector<uint8_t>& model,
+                             const std::vector<uint8_t>& reference) {
+  const size_t n = std::min(model.size(), reference.size());
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t m = 0, r = 0;
+    std::memcpy(&m, model.data() + i, std::min<size_t>(4, n - i));
+    std::memcpy(&r, reference.data() + i, std::min<size_t>(4, n - i));
+    if (m != r) {
+      char addr[24];
+      std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(base + i));
+      return what + " word at " + addr + ": the model holds " + hex_word(m) + ", the reference " + hex_word(r);
+    }
+  }
+  return model.size() == reference.size() ? "" : what + " sizes differ";
+}
+
+// One weight changed after loading (ModelOptions::perturb).
+struct Perturbation {
+  std::string tensor;
+  int64_t index = 0;
+  float value = 0;
+};
+
+Perturbation parse_perturbation(const std::string& spec) {
+  const size_t a = spec.find(':'), b = spec.rfind(':');
+  if (a == std::string::npos || a == b)
+    throw std::invalid_argument("perturbation '" + spec + "' is not NAME:INDEX:VALUE");
+  Perturbation p;
+  p.tensor = spec.substr(0, a);
+  try {
+    size_t used = 0;
+    p.index = std::stoll(spec.substr(a + 1, b - a - 1), &used);
+    if (used != b - a - 1) throw std::invalid_argument("index");
+    p.value = std::stof(spec.substr(b + 1), &used);
+    if (used != spec.size() - b - 1) throw std::invalid_argument("value");
+  } catch (const std::exception&) {
+    throw std::invalid_argument("perturbation '" + spec + "': INDEX must be an integer and VALUE a number");
+  }
+  return p;
+}
+
+// Why a launch stopped early: a cudaError_t and the message that names why.
+struct LaunchFailure {
+  int error;
+  std::string message;
+};
+
+// What the greedy loop produced: the generated tokens (ending in END unless
+// `failure`), the state they left, and where the trace stood.
+struct Decoded {
+  qwen::State state;
+  std::vector<int64_t> generated;
+  TracePosition pos;
+  std::optional<LaunchFailure> failure;
+};
+
+class ModelBackend : public engine::Backend {
+ public:
+  ModelBackend(LoadedModel loaded, ModelOptions opts)
+      : layout_(std::move(loaded.layout)),
+        model_(loaded.checkpoint, opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse),
+        opts_(std::move(opts)),
+        end_(token_id(Kind::END)) {}
+
+  std::string name() const override { return "model"; }
+
+  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    engine::LaunchResult res;
+    try {
+      run(req, mem, res);
+    } catch (const LaunchFailure& f) {
+      res.error = f.error;
+      res.message = f.message;
+    }
+    res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  }
+
+ private:
+  // One launch; throws LaunchFailure.
+  void run(const engine::LaunchRequest& req, engine::GlobalMemory& mem, engine::LaunchResult& res) const {
+    const machine::Program prog = lower_for_model(req);
+    std::vector<int64_t> prompt;
+    try {
+      prompt = encode_prompt(prog, prog.threads, prog.ctas, req.params, mem);
+    } catch (const std::invalid_argument& e) {
+      throw LaunchFailure{kErrInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what()};
+    }
+    std::optional<TraceOracle> oracle;
+    try {
+      if (opts_.check) oracle.emplace(prog, prog.threads, prog.ctas, req.params, mem);
+    } catch (const std::invalid_argument& e) {
+      throw LaunchFailure{kErrNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
+    }
+
+    Decoded d = decode(prompt, oracle ? &*oracle : nullptr, prog);
+    res.stats.prompt_tokens = prompt.size();
+    res.stats.generated_tokens = d.generated.size();
+    for (int64_t id : d.generated)
+      if (auto t = decode_token(id); t && t->kind == Kind::EXEC) ++res.stats.steps;
+    if (!opts_.dump_tokens.empty()) dump(prompt, d.generated);
+    // Memory as the model left it, after END and after a timeout (as a real
+    // GPU's partial writes stay); a divergent or garbled trace leaves the
+    // client's memory untouched.
+    if (d.failure && d.failure->error != kErrLaunchTimeout) throw *d.failure;
+    read_back(d.state, req.kernel, mem, res, d.failure ? nullptr : oracle ? &*oracle : nullptr);
+    if (d.failure) throw *d.failure;
+
+    // The kernel's own end: a TRAP or FAULT record just before END.
+    const auto last = d.generated.size() >= 2 ? decode_token(d.generated[d.generated.size() - 2]) : std::nullopt;
+    if (last && last->kind == Kind::TRAP)
+      throw LaunchFailure{int(last->payload), "kernel " + req.kernel + " trapped with code " +
+                                                  std::to_string(last->payload) + " in " + d.pos.describe(prog)};
+    if (last && last->kind == Kind::FAULT) {
+      const bool misaligned = last->payload == uint32_t(Fault::Misaligned);
+      throw LaunchFailure{misaligned ? kErrMisaligned : kErrIllegalAddress,
+                          std::string(misaligned ? "misaligned" : "out-of-range") + " memory access by kernel " +
+                              req.kernel + " in " + d.pos.describe(prog)};
+    }
+  }
+
+  // The kernel lowered for the model's machine; refused (LaunchFailure) when
+  // the model cannot hold it.
+  static machine::Program lower_for_model(const engine::LaunchRequest& req) {
+    const machine::Params& p = machine::model_params();
+    machine::Program prog;
+    try {
+      const ptx::Module mod = ptx::parse(req.ptx);
+      machine::LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols};
+      prog = machine::lower(mod, req.kernel, shape, p, machine::LowerOptions{.for_model = true});
+    } catch (const machine::LowerError& e) {
+      throw LaunchFailure{e.error(), e.what()};
+    } catch (const ptx::ParseError& e) {
+      throw LaunchFailure{kErrInvalidPtx, e.what()};
+    }
+    if (auto missing = machine::model_unsupported(prog))
+      throw LaunchFailure{kErrNotSupported, "the model's GPU cannot run kernel " + req.kernel + ": " + *missing};
+    if (req.params.size() > p.param_bytes)
+      throw LaunchFailure{kErrInvalidValue, "kernel " + req.kernel + " has " + std::to_string(req.params.size()) +
+                                                " bytes of parameters; the model's GPU takes at most " +
+                                                std::to_string(p.param_bytes)};
+    return prog;
+  }
+
+  // Prefill, then the plain greedy loop: append the argmax, feed it back,
+  // stop at END.  With an oracle, every token is compared as it comes.
+  Decoded decode(const std::vector<int64_t>& prompt, TraceOracle* oracle, const machine::Program& prog) const {
+    Decoded d{model_.new_state(), {}, {}, {}};
+    for (int64_t token = prefill(d.state, prompt);; token = model_.step(d.state, token).argmax().item<int64_t>()) {
+      d.generated.push_back(token);
+      d.pos.see(token);
+      const size_t at = d.generated.size() - 1;
+      if (oracle) {
+        const int64_t expected = oracle->next();
+        if (token != expected) {
+          d.failure = LaunchFailure{kErrUnknown, "--check: the model diverged from the reference interpreter at generated token " +
+                                                     std::to_string(at) + " (sequence position " +
+                                                     std::to_string(prompt.size() + at) + "): expected " +
+                                                     token_name(expected) + ", the model wrote " + token_name(token) +
+                                                     "\n" + oracle->context()};
+          return d;
+        }
+      }
+      if (!decode_token(token)) {
+        d.failure = LaunchFailure{kErrUnknown, "the model wrote token id " + std::to_string(token) +
+                                                   ", outside the circuit vocabulary, at generated token " +
+                                                   std::to_string(at) + " (" + d.pos.describe(prog) + ")"};
+        return d;
+      }
+      if (token == end_) return d;
+      if (d.generated.size() >= opts_.max_tokens) {
+        d.failure = LaunchFailure{kErrLaunchTimeout, "kernel " + prog.kernel + " ran " +
+                                                         std::to_string(d.generated.size()) +
+                                                         " generated tokens without END (the limit is " +
+                                                         std::to_string(opts_.max_tokens) + ")"};
+        return d;
+      }
+    }
+  }
+
+  // Batched prefill of the prompt; returns the argmax after its last token.
+  // Model::forward returns logits for every token it is given, so the prompt
+  // goes in chunks that bound that buffer (the numbers do not depend on the
+  // chunking: batched and token-by-token forward passes are bit-identical).
+  int64_t prefill(qwen::State& state, const std::vector<int64_t>& prompt) const {
+    constexpr size_t kChunk = 64;
+    torch::Tensor logits;
+    for (size_t i = 0; i < prompt.size(); i += kChunk) {
+      const auto first = prompt.begin() + std::ptrdiff_t(i);
+      logits = model_.forward(state, {first, first + std::ptrdiff_t(std::min(kChunk, prompt.size() - i))}).logits;
+    }
+    return logits[logits.size(0) - 1].argmax().item<int64_t>();
+  }
+
+  // Global memory and the printf space from the model's state into the
+  // client's image and the launch's printf output; with an oracle, both must
+  // equal the reference interpreter's.
+  void read_back(const qwen::State& state, const std::string& kernel, engine::GlobalMemory& mem,
+                 engine::LaunchResult& res, const TraceOracle* oracle) const {
+    std::vector<uint8_t> print;
+    try {
+      const auto global = read_words(layout_, model_, state, "global", uint32_t(mem.bytes.size() / 4));
+      std::memcpy(mem.bytes.data(), global.data(), global.size() * 4);
+      print = to_bytes(read_words(layout_, model_, state, "print", machine::model_params().print_bytes / 4));
+      res.printf_output = machine::format_prints(print, mem);
+    } catch (const std::exception& e) {
+      throw LaunchFailure{kErrUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
+    }
+    if (!oracle) return;
+    std::string diff = first_difference("global memory", mem.base, mem.bytes, oracle->memory().bytes);
+    if (diff.empty()) diff = first_difference("printf space", 0, print, oracle->print_buffer());
+    if (!diff.empty())
+      throw LaunchFailure{kErrUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};
+  }
+
+  void dump(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) const {
+    std::ofstream out(opts_.dump_tokens, std::ios::app);
+    out << dump_line(prompt, generated) << "\n";
+    if (!out) throw LaunchFailure{kErrUnknown, "cannot append to the token dump " + opts_.dump_tokens};
+  }
+
+  Layout layout_;
+  qwen::Model model_;
+  ModelOptions opts_;
+  int64_t end_;
+};
+
+}  // namespace
+
+std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
+  LoadedModel loaded = load_model(dir);
+  for (const std::string& spec : options.perturb) {
+    const Perturbation p = parse_perturbation(spec);
+    auto it = loaded.checkpoint.tensors.find(p.tensor);
+    if (it == loaded.checkpoint.tensors.end())
+      throw std::runtime_error("perturbation: the checkpoint in " + dir + " has no tensor " + p.tensor);
+    torch::Tensor flat = it->second.view({-1});
+    if (p.index < 0 || p.index >= flat.numel())
+      throw std::runtime_error("perturbation: index " + std::to_string(p.index) + " is outside " + p.tensor + " (" +
+                               std::to_string(flat.numel()) + " weights)");
+    flat[p.index].fill_(p.value);
+  }
+  return std::make_unique<ModelBackend>(std::move(loaded), options);
+}
+
+}  // namespace qgpu::gpu

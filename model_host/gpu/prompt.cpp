@@ -1,0 +1,143 @@
+// The prompt encoder (docs/tokens.md section 3).
+#include "model_host/gpu/prompt.h"
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "model_host/gpu/vocab.h"
+
+namespace qgpu::gpu {
+namespace {
+
+using machine::Instr;
+using machine::OpKind;
+using machine::Operand;
+using machine::Term;
+
+// Word i of a little-endian byte image; bytes past the end read as zero.
+uint32_t word_at(const std::vector<uint8_t>& bytes, size_t i) {
+  uint32_t w = 0;
+  for (size_t k = 0; k < 4 && 4 * i + k < bytes.size(); ++k) w |= uint32_t(bytes[4 * i + k]) << (8 * k);
+  return w;
+}
+
+std::string block_name(size_t pc) { return "block B" + std::to_string(pc); }
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+class Encoder {
+ public:
+  std::vector<int64_t> tokens;
+
+  void emit(Kind k, uint32_t payload = 0) { tokens.push_back(token_id(k, payload)); }
+
+  // A 32-bit record: the value as `D(lo) D(hi)`, then the record token.
+  void record(uint32_t value, Kind k, uint32_t payload) {
+    emit(Kind::D, value & 0xffff);
+    emit(Kind::D, value >> 16);
+    emit(k, payload);
+  }
+
+  // Every non-zero word of a memory image, as `D D KIND(word)`.
+  void image(const std::vector<uint8_t>& bytes, Kind k) {
+    for (size_t i = 0; i < (bytes.size() + 3) / 4; ++i)
+      if (uint32_t w = word_at(bytes, i)) record(w, k, uint32_t(i));
+  }
+
+  // An operand the instruction reads; immediate 0 is the field's default.
+  void operand(Kind k, const Operand& o) {
+    if (!o.imm)
+      emit(k, operand_payload(false, o.v));
+    else if (o.v != 0)
+      record(o.v, k, operand_payload(true, 0));
+  }
+
+  void instruction(size_t pc, const Instr& in) {
+    const machine::OpInfo& info = machine::op_info(in.op);
+    const bool memory = info.kind == OpKind::Load || info.kind == OpKind::Store || info.kind == OpKind::Atomic;
+    if (info.kind == OpKind::Atomic)
+      throw std::invalid_argument(block_name(pc) + ": " + machine::to_string(in) +
+                                  ": the prompt has no field for an atomic's function (lower for the model)");
+    if (memory && (in.bytes != 4 || in.sign))
+      throw std::invalid_argument(block_name(pc) + ": " + machine::to_string(in) +
+                                  ": the prompt has no field for an access width other than 32 bits (lower for "
+                                  "the model)");
+    emit(Kind::OP, op_payload(uint32_t(in.op), memory ? uint32_t(in.space) : 0, in.writes_reg() ? in.dst : 0));
+    const Operand* ops[3] = {&in.a, &in.b, &in.c};
+    const Kind kinds[3] = {Kind::A, Kind::B, Kind::C};
+    for (int k = 0; k < info.arity; ++k) operand(kinds[k], *ops[k]);
+  }
+
+  // `D(t) D(f) T(kind, cond)`, with the fields this kind of terminator does
+  // not use at zero.
+  void terminator(size_t pc, const machine::Terminator& term) {
+    uint32_t t = 0, f = 0, cond = 0;
+    switch (term.kind) {
+      case Term::BR:
+        f = term.f;
+        cond = term.cond;
+        [[fallthrough]];
+      case Term::JMP:
+      case Term::BAR:
+      case Term::WBAR: t = term.t; break;
+      case Term::TRAP:
+        if (term.code >= payload_size(Kind::TRAP))
+          throw std::invalid_argument(block_name(pc) + ": trap code " + std::to_string(term.code) +
+                                      " does not fit TRAP (at most " +
+                                      std::to_string(payload_size(Kind::TRAP) - 1) + ")");
+        t = term.code;
+        break;
+      case Term::EXIT: break;
+    }
+    emit(Kind::D, t);
+    emit(Kind::D, f);
+    emit(Kind::T, term_payload(uint32_t(term.kind), cond));
+  }
+};
+
+}  // namespace
+
+std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                                   const std::vector<uint8_t>& params, const engine::GlobalMemory& global) {
+  const machine::Params& p = machine::model_params();
+  if (threads == 0 || threads > p.max_threads)
+    throw std::invalid_argument("launch of " + std::to_string(threads) + " threads per CTA; the model takes 1.." +
+                                std::to_string(p.max_threads));
+  if (ctas == 0 || ctas > p.max_ctas)
+    throw std::invalid_argument("launch of " + std::to_string(ctas) + " CTAs; the model takes 1.." +
+                                std::to_string(p.max_ctas));
+  if (params.size() > p.param_bytes)
+    throw std::invalid_argument("parameter buffer of " + std::to_string(params.size()) + " bytes; the model takes " +
+                                std::to_string(p.param_bytes));
+  if (global.base != p.global_base)
+    throw std::invalid_argument("global memory image at base " + hex(global.base) +
+                                "; the model's global memory starts at " + hex(p.global_base));
+  if (global.bytes.size() > p.global_bytes)
+    throw std::invalid_argument("global memory image of " + std::to_string(global.bytes.size()) +
+                                " bytes; the model holds " + std::to_string(p.global_bytes));
+  machine::validate(prog, p);
+
+  Encoder e;
+  e.emit(Kind::NT, threads);
+  e.emit(Kind::NC, ctas);
+  e.image(params, Kind::MP);
+  e.image(global.bytes, Kind::MG);
+  for (size_t pc = 0; pc < prog.blocks.size(); ++pc) {
+    const machine::Block& b = prog.blocks[pc];
+    e.emit(Kind::ROM, uint32_t(pc));
+    if (b.instrs.empty())
+      e.emit(Kind::OP, op_payload(kNoInstruction, 0, 0));
+    else
+      e.instruction(pc, b.instrs.front());  // validate() allowed at most one
+    e.terminator(pc, b.term);
+  }
+  e.emit(Kind::START);
+  return e.tokens;
+}
+
+}  // namespace qgpu::gpu

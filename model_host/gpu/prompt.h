@@ -1,0 +1,29 @@
+// The prompt of one launch (docs/tokens.md section 3): launch configuration,
+// parameter buffer, global memory image and program ROM, as circuit tokens.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model_host/engine/backend.h"
+#include "model_host/machine/isa.h"
+
+namespace qgpu::gpu {
+
+// Encodes a launch of `prog` (lowered for machine::model_params()) over
+// `threads` threads per CTA and `ctas` CTAs, with the kernel's parameter
+// buffer and the client's global memory (`global.base` must be the model
+// machine's global base).  Zero parameter and global words are not sent, nor
+// operands that are register r0; terminators always send both targets, so
+// every 32-bit record is exactly `D(lo) D(hi) KIND`.
+//
+// Throws std::invalid_argument naming what does not fit the vocabulary: a
+// launch shape beyond 256 threads or 64 CTAs, parameters beyond 1 KiB, a
+// global image beyond 16 KiB, a program machine::validate() refuses for the
+// model's machine (more than 1024 blocks, more than one instruction per
+// block), an atomic or 8/16-bit access (the record has no field for its
+// function or width), or a trap code beyond TRAP's payload.
+std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                                   const std::vector<uint8_t>& params, const engine::GlobalMemory& global);
+
+}  // namespace qgpu::gpu

@@ -1,0 +1,252 @@
+// The expected trace (docs/tokens.md section 4): the table "reads -> writes"
+// is `after()`, one case per token read.
+#include "model_host/gpu/trace.h"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace qgpu::gpu {
+namespace {
+
+using machine::Term;
+
+// The interpreter's fault errors that the trace writes as FAULT.
+constexpr int kErrIllegalAddress = 700;  // cudaErrorIllegalAddress
+constexpr int kErrMisaligned = 716;      // cudaErrorMisalignedAddress
+
+constexpr size_t kRecentTokens = 12;  // tokens context() shows
+
+std::string join(const std::vector<int64_t>& ids, std::string (*one)(int64_t)) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += one(ids[i]);
+  }
+  return s;
+}
+
+std::string id_text(int64_t id) { return std::to_string(id); }
+
+}  // namespace
+
+namespace {
+
+// The model's memories have the machine's sizes whatever the program
+// declared (the prompt does not carry them), so the reference faults where
+// the model does: at the edges of the machine's spaces.
+machine::Program machine_sized(machine::Program prog) {
+  const machine::Params& mp = machine::model_params();
+  if (prog.shared_bytes > mp.shared_bytes || prog.local_bytes > mp.local_bytes)
+    throw std::invalid_argument("the kernel needs " + std::to_string(prog.shared_bytes) + " B of shared and " +
+                                std::to_string(prog.local_bytes) + " B of local memory; the model's machine has " +
+                                std::to_string(mp.shared_bytes) + " and " + std::to_string(mp.local_bytes));
+  prog.shared_bytes = mp.shared_bytes;
+  prog.local_bytes = mp.local_bytes;
+  return prog;
+}
+
+std::vector<uint8_t> machine_sized(std::vector<uint8_t> params) {
+  const uint32_t n = machine::model_params().param_bytes;
+  if (params.size() > n)
+    throw std::invalid_argument("kernel parameters of " + std::to_string(params.size()) +
+                                " B do not fit the model's " + std::to_string(n) + " B");
+  params.resize(n, 0);
+  return params;
+}
+
+}  // namespace
+
+TraceOracle::TraceOracle(machine::Program prog, uint32_t threads, uint32_t ctas, std::vector<uint8_t> params,
+                         engine::GlobalMemory global)
+    : prog_(machine_sized(std::move(prog))),
+      threads_(threads),
+      ctas_(ctas),
+      global_(std::move(global)),
+      interp_(prog_, machine::model_params(), ctas, threads, machine_sized(std::move(params)), global_) {
+  for (size_t pc = 0; pc < prog_.blocks.size(); ++pc) {
+    const machine::Terminator& t = prog_.blocks[pc].term;
+    if (t.kind == Term::WBAR)
+      throw std::invalid_argument("block B" + std::to_string(pc) +
+                                  " ends in wbar, which the model's trace does not describe (docs/tokens.md)");
+    if (t.kind == Term::TRAP && t.code >= payload_size(Kind::TRAP))
+      throw std::invalid_argument("block B" + std::to_string(pc) + ": trap code " + std::to_string(t.code) +
+                                  " does not fit TRAP");
+  }
+}
+
+int64_t TraceOracle::next() {
+  if (done_) throw std::logic_error("the trace has ended: END was its last token");
+  const int64_t id = after(last_);
+  last_ = *decode_token(id);
+  if (last_.kind == Kind::EXEC) ++steps_;
+  if (last_.kind == Kind::END) done_ = true;
+  recent_.push_back(id);
+  if (recent_.size() > kRecentTokens) recent_.pop_front();
+  return id;
+}
+
+bool TraceOracle::runnable(uint32_t w) const {
+  const Thread& t = thread_[w];
+  return t.status == Status::Runnable || (t.status == Status::AtBarrier && t.epoch != epoch_);
+}
+
+int64_t TraceOracle::start_cta(uint32_t c) {
+  cta_ = c;
+  epoch_ = 0;
+  thread_.assign(threads_, Thread{});
+  return token_id(Kind::CTA, c);
+}
+
+int64_t TraceOracle::after(const Token& read) {
+  switch (read.kind) {
+    case Kind::START: return start_cta(0);
+    case Kind::CTA:
+    case Kind::BARRIER: return token_id(Kind::WARP, 0);
+    case Kind::WARP: {
+      warp_ = read.payload;
+      if (warp_ < threads_) {
+        if (!runnable(warp_)) return token_id(Kind::WARP, warp_ + 1);
+        thread_[warp_].status = Status::Runnable;  // it leaves the barrier, if it waited
+        return token_id(Kind::EXEC, thread_[warp_].pc);
+      }
+      // Past the last thread: each live thread ran until it stopped, so all
+      // of them wait at `bar` in the current epoch.
+      bool waiting = false;
+      for (uint32_t w = 0; w < threads_; ++w) {
+        if (runnable(w)) mismatch("thread " + std::to_string(w) + " is still runnable past the last thread");
+        waiting |= thread_[w].status == Status::AtBarrier;
+      }
+      if (waiting) {
+        epoch_ ^= 1;
+        return token_id(Kind::BARRIER, epoch_);
+      }
+      if (cta_ + 1 < ctas_) return start_cta(cta_ + 1);
+      machine::StepRecord rec;
+      if (interp_.step(&rec))
+        mismatch("the interpreter runs block B" + std::to_string(rec.block) + " of CTA " + std::to_string(rec.cta) +
+                 ", thread " + std::to_string(rec.warp) + " after the last CTA ended");
+      if (interp_.fault().error != 0) mismatch("the interpreter stopped with: " + interp_.fault().message);
+      return token_id(Kind::END);
+    }
+    case Kind::EXEC:
+      block_ = read.payload;
+      return exec();
+    case Kind::VLO: return token_id(Kind::D, high_);
+    case Kind::VZ:
+    case Kind::D: return control();
+    case Kind::TRAP:
+    case Kind::FAULT: return token_id(Kind::END);
+    default: break;
+  }
+  throw std::logic_error(std::string("the trace never writes ") + kind_name(read.kind));
+}
+
+// EXEC(block_) for thread warp_: one interpreter step, which must be that one.
+int64_t TraceOracle::exec() {
+  machine::StepRecord rec;
+  const bool ran = interp_.step(&rec);
+  const int error = interp_.fault().error;
+  const bool faulted = !ran && (error == kErrIllegalAddress || error == kErrMisaligned);
+  if (!ran && !faulted)
+    mismatch(error ? "the interpreter stopped with: " + interp_.fault().message
+                   : std::string("the interpreter has no step left"));
+  if (rec.cta != cta_ || rec.warp != warp_ || rec.block != block_)
+    mismatch("the trace runs block B" + std::to_string(block_) + " of CTA " + std::to_string(cta_) + ", thread " +
+             std::to_string(warp_) + "; the interpreter runs block B" + std::to_string(rec.block) + " of CTA " +
+             std::to_string(rec.cta) + ", thread " + std::to_string(rec.warp));
+  if (faulted)
+    return token_id(Kind::FAULT, uint32_t(error == kErrIllegalAddress ? Fault::IllegalAddress : Fault::Misaligned));
+
+  const machine::Block& b = prog_.blocks[block_];
+  if (b.instrs.empty() || !b.instrs.front().writes_reg()) return control();
+  if (rec.regs.size() != 1) mismatch("the step wrote " + std::to_string(rec.regs.size()) + " registers, not 1");
+  const uint32_t v = rec.regs.front().value;
+  if (v < (1u << 16)) return token_id(Kind::VZ, v);
+  high_ = v >> 16;
+  return token_id(Kind::VLO, v & 0xffff);
+}
+
+// The terminator of block_ for thread warp_, after the block's register write.
+int64_t TraceOracle::control() {
+  const machine::Terminator& term = prog_.blocks[block_].term;
+  Thread& t = thread_[warp_];
+  switch (term.kind) {
+    case Term::JMP: t.pc = term.t; return token_id(Kind::EXEC, t.pc);
+    case Term::BR:
+      t.pc = interp_.reg(warp_, term.cond) != 0 ? term.t : term.f;
+      return token_id(Kind::EXEC, t.pc);
+    case Term::EXIT: t.status = Status::Exited; return token_id(Kind::WARP, warp_ + 1);
+    case Term::BAR:
+      t.pc = term.t;
+      t.status = Status::AtBarrier;
+      t.epoch = epoch_;
+      return token_id(Kind::WARP, warp_ + 1);
+    case Term::TRAP:
+      if (interp_.fault().error != int(term.code))
+        mismatch("the interpreter did not stop with trap " + std::to_string(term.code));
+      return token_id(Kind::TRAP, term.code);
+    case Term::WBAR: break;  // refused by the constructor
+  }
+  throw std::logic_error("block B" + std::to_string(block_) + ": no token for terminator " + to_string(term));
+}
+
+void TraceOracle::mismatch(const std::string& what) const {
+  throw std::logic_error("the interpreter and the trace of docs/tokens.md disagree: " + what + "\n" + context());
+}
+
+std::string TraceOracle::context() const {
+  std::ostringstream os;
+  os << "CTA " << cta_ << ", ";
+  if (warp_ < thread_.size()) {
+    const Thread& t = thread_[warp_];
+    os << "thread " << warp_ << " (pc B" << t.pc << ", "
+       << (t.status == Status::Exited      ? "exited"
+           : t.status == Status::AtBarrier ? "at bar, epoch " + std::to_string(t.epoch)
+                                           : std::string("runnable"))
+       << ")";
+  } else {
+    os << "past the last thread (" << threads_ << ")";
+  }
+  os << ", barrier epoch " << int(epoch_) << ", " << steps_ << " EXECs\n";
+  if (steps_ > 0) {
+    const machine::Block& b = prog_.blocks[block_];
+    os << "last block B" << block_ << ": ";
+    for (const machine::Instr& in : b.instrs) os << machine::to_string(in) << "; ";
+    os << machine::to_string(b.term) << "\n";
+  }
+  if (interp_.cta() == int64_t(cta_) && warp_ < threads_) {
+    const uint32_t regs = machine::model_params().regs;
+    for (uint32_t r = 0; r < regs; ++r) {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "r%u=%08x", r, interp_.reg(warp_, r));
+      os << buf << (r % 8 == 7 || r + 1 == regs ? "\n" : " ");
+    }
+  } else if (warp_ < threads_) {
+    os << "registers: all zero (the CTA has not run yet)\n";
+  }
+  os << "last tokens:";
+  for (int64_t id : recent_) os << ' ' << token_name(id);
+  return os.str();
+}
+
+std::vector<int64_t> expected_trace(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                                    const std::vector<uint8_t>& params, const engine::GlobalMemory& global,
+                                    uint64_t max_steps) {
+  TraceOracle oracle(prog, threads, ctas, params, global);
+  std::vector<int64_t> trace;
+  while (!oracle.done()) {
+    if (oracle.steps() > max_steps)
+      throw std::runtime_error("kernel " + prog.kernel + " runs more than " + std::to_string(max_steps) + " steps");
+    trace.push_back(oracle.next());
+  }
+  return trace;
+}
+
+std::string format_tokens(const std::vector<int64_t>& ids) { return join(ids, id_text); }
+std::string format_token_names(const std::vector<int64_t>& ids) { return join(ids, token_name); }
+std::string dump_line(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) {
+  return format_tokens(prompt) + " | " + format_tokens(generated);
+}
+
+}  // namespace qgpu::gpu

@@ -1,0 +1,65 @@
+#include "model_host/gpu/vocab.h"
+
+#include <array>
+#include <cstdio>
+#include <stdexcept>
+
+namespace qgpu::gpu {
+namespace {
+
+struct KindInfo {
+  const char* name;
+  uint32_t size;
+};
+
+// Payload sizes follow machine::model_params(): 1024 ROM blocks, 4096 global
+// words, 256 parameter words, 256 threads per CTA, 64 CTAs.
+constexpr std::array<KindInfo, kKindCount> kKinds = {{
+    {"NT", 257},      {"NC", 65},      {"MG", 4096},   {"MP", 256},  {"ROM", 1024},
+    {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
+    {"START", 1},     {"D", 1 << 16},  {"CTA", 64},    {"WARP", 257}, {"EXEC", 1024},
+    {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"BARRIER", 2}, {"TRAP", 1024}, {"FAULT", 2},
+    {"END", 1},
+}};
+
+constexpr std::array<int64_t, kKindCount + 1> offsets() {
+  std::array<int64_t, kKindCount + 1> o{};
+  for (int k = 0; k < kKindCount; ++k) o[k + 1] = o[k] + kKinds[k].size;
+  return o;
+}
+constexpr auto kOffsets = offsets();
+
+}  // namespace
+
+uint32_t payload_size(Kind k) { return kKinds.at(size_t(k)).size; }
+const char* kind_name(Kind k) { return kKinds.at(size_t(k)).name; }
+int64_t circuit_token_count() { return kOffsets[kKindCount]; }
+
+int64_t token_id(Kind k, uint32_t payload) {
+  if (payload >= payload_size(k))
+    throw std::out_of_range(std::string("token ") + kind_name(k) + " has no payload " + std::to_string(payload));
+  return kTokenBase + kOffsets[size_t(k)] + payload;
+}
+
+std::optional<Token> decode_token(int64_t id) {
+  int64_t rel = id - kTokenBase;
+  if (rel < 0 || rel >= circuit_token_count()) return std::nullopt;
+  for (int k = 0; k < kKindCount; ++k)
+    if (rel < kOffsets[k + 1]) return Token{Kind(k), uint32_t(rel - kOffsets[k])};
+  return std::nullopt;
+}
+
+std::string token_name(int64_t id) {
+  auto t = decode_token(id);
+  if (!t) return "id:" + std::to_string(id);
+  std::string s = kind_name(t->kind);
+  if (payload_size(t->kind) == 1) return s;
+  char buf[32];
+  if (payload_size(t->kind) == (1u << 16))
+    std::snprintf(buf, sizeof buf, "(0x%04x)", t->payload);
+  else
+    std::snprintf(buf, sizeof buf, "(%u)", t->payload);
+  return s + buf;
+}
+
+}  // namespace qgpu::gpu

@@ -1,0 +1,64 @@
+// The circuit vocabulary of the GPU inside the model (docs/tokens.md).
+//
+// Every circuit token is a kind and a payload of up to 16 bits.  Token ids
+// start at kTokenBase (Qwen3.5's vocabulary size, so a merged model keeps
+// Qwen's own ids) and are laid out kind by kind, in the order of `Kind`.
+// The embedding of a token sets one slot of the kind field and one slot of
+// each of the four payload nibble fields (docs/tokens.md section 1), which is
+// also how the circuit's output head tells tokens apart.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace qgpu::gpu {
+
+inline constexpr int64_t kTokenBase = 248320;
+
+enum class Kind : uint8_t {
+  // clang-format off
+  // Prompt: launch configuration, memory image, program ROM, start.
+  NT, NC, MG, MP, ROM, OP, A, B, C, T, START,
+  // Data: 16 bits (prompt records and the high half of a generated value).
+  D,
+  // Generated: the execution trace.
+  CTA, WARP, EXEC, VZ, VLO, BARRIER, TRAP, FAULT, END,
+  // clang-format on
+};
+inline constexpr int kKindCount = int(Kind::END) + 1;
+
+// Number of payload values of each kind (payloads are 0 .. size-1).
+uint32_t payload_size(Kind k);
+const char* kind_name(Kind k);
+
+struct Token {
+  Kind kind;
+  uint32_t payload = 0;
+};
+
+// Vocabulary id of a token; throws std::out_of_range for a payload the kind
+// does not have.
+int64_t token_id(Kind k, uint32_t payload = 0);
+inline int64_t token_id(Token t) { return token_id(t.kind, t.payload); }
+// The token with this id, or nullopt for ids outside the circuit vocabulary.
+std::optional<Token> decode_token(int64_t id);
+// Number of circuit tokens (ids kTokenBase .. kTokenBase + count - 1).
+int64_t circuit_token_count();
+// "EXEC(12)", "VZ(0x0020)", "END"; ids outside the vocabulary as "id:N".
+std::string token_name(int64_t id);
+
+// Payload layouts of the prompt record tokens.
+// OP's op field is machine::Op's index, or kNoInstruction for a block that
+// only terminates.
+inline constexpr uint32_t kNoInstruction = 63;
+inline uint32_t op_payload(uint32_t op, uint32_t space, uint32_t dst) { return op << 8 | space << 5 | dst; }
+// An operand record: a register (flag 32 | reg), or an immediate (flag 0, the
+// value in the two D tokens before it); a field never sent reads as immediate 0.
+inline uint32_t operand_payload(bool imm, uint32_t reg) { return (imm ? 0u : 32u) | reg; }
+inline uint32_t term_payload(uint32_t kind, uint32_t cond) { return kind << 5 | cond; }
+
+// Fault kinds (FAULT payload).
+enum class Fault : uint8_t { IllegalAddress = 0, Misaligned = 1 };
+
+}  // namespace qgpu::gpu

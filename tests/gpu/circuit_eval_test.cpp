@@ -1,0 +1,218 @@
+// The machine circuit (model_host/gpu/circuit.cpp) run on circuit::Evaluator,
+// the plain-integer oracle of the compiled layers, teacher-forced on the
+// reference interpreter's trace: after every token the circuit's output head
+// must select exactly the token the trace writes next (docs/tokens.md).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "model_host/circuit/evaluator.h"
+#include "model_host/qwen/model.h"
+#include "model_host/gpu/circuit.h"
+#include "model_host/gpu/prompt.h"
+#include "model_host/gpu/trace.h"
+#include "model_host/gpu/vocab.h"
+#include "programs.h"
+
+namespace qgpu::gpu {
+namespace {
+
+using namespace test;
+
+const circuit::Program& machine() {
+  static const circuit::Program p = machine_circuit();
+  return p;
+}
+
+// The circuit's values on the last token, for failure reports: the output
+// head, and the first values (in program order) that are undefined.
+std::string explain(const std::vector<int>& vals) {
+  const circuit::Program& p = machine();
+  std::string s = "output head:";
+  for (auto [field, v] : p.output_head()) s += " " + p.info(v).name + "=" + std::to_string(vals[v]);
+  for (size_t v = 0; v < vals.size(); ++v)
+    for (const char* name : {"pass", "op", "tkind", "ctrl_case", "exec_case", "warp_case", "out_case", "fault"})
+      if (p.info(int(v)).name == name) s += std::string(" ") + name + "=" + std::to_string(vals[v]);
+  int shown = 0;
+  for (size_t v = 0; v < vals.size() && shown < 12; ++v)
+    if (vals[v] == circuit::kUndefined) {
+      s += (shown++ ? ", " : "\nundefined: ") + p.info(int(v)).name;
+    }
+  return s;
+}
+
+// The compiled GPU, built once per test binary.
+struct Compiled {
+  Built built = build();
+  qwen::Model model{built.checkpoint, qwen::Exec::Sparse};
+};
+const Compiled& compiled() {
+  static const Compiled c;
+  return c;
+}
+
+// The compiled model, greedy-decoding on its own from the prompt, against the
+// trace: every generated token must be the trace's, and the memory read back
+// from the GDN state must be the interpreter's.  Returns the tokens checked.
+size_t run_model(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
+                 const engine::GlobalMemory& global) {
+  const Compiled& c = compiled();
+  qwen::State st = c.model.new_state();
+  std::vector<int64_t> prompt = encode_prompt(prog, threads, ctas, params, global);
+  torch::Tensor logits = c.model.forward(st, prompt).logits;
+  int64_t next = logits[logits.size(0) - 1].argmax().item<int64_t>();
+  TraceOracle oracle(prog, threads, ctas, params, global);
+  size_t n = 0;
+  while (!oracle.done()) {
+    const int64_t want = oracle.next();
+    if (next != want) {
+      ADD_FAILURE() << "generated token " << n << ": model writes " << token_name(next) << ", trace "
+                    << token_name(want) << "\n"
+                    << oracle.context();
+      return n;
+    }
+    ++n;
+    if (oracle.done()) break;
+    next = c.model.step(st, next).argmax().item<int64_t>();
+  }
+  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", 4096);
+  for (uint32_t w = 0; w < 4096; ++w)
+    if (words[w] != word(oracle.memory().bytes, w)) {
+      ADD_FAILURE() << "global word " << w << ": model " << words[w] << ", interpreter " << word(oracle.memory().bytes, w);
+      break;
+    }
+  return n;
+}
+
+// Feeds prompt and trace; returns the number of generated tokens checked.
+size_t lockstep(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
+                const engine::GlobalMemory& global) {
+  circuit::Evaluator ev(machine());
+  std::vector<int> vals;
+  for (int64_t id : encode_prompt(prog, threads, ctas, params, global)) vals = ev.step(int(id - kTokenBase));
+  TraceOracle oracle(prog, threads, ctas, params, global);
+  size_t n = 0;
+  while (!oracle.done()) {
+    const int64_t want = oracle.next();
+    const int got = ev.emitted();
+    if (got < 0 || got + kTokenBase != want) {
+      ADD_FAILURE() << "generated token " << n << ": circuit writes "
+                    << (got < 0 ? std::string("nothing") : token_name(got + kTokenBase)) << ", trace "
+                    << token_name(want) << "\n"
+                    << oracle.context() << "\n" << explain(vals);
+      return n;
+    }
+    vals = ev.step(int(want - kTokenBase));
+    ++n;
+  }
+  return n;
+}
+
+// The evaluator and the compiled model on the same launch.
+size_t both(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
+            const engine::GlobalMemory& global) {
+  const size_t n = lockstep(prog, threads, ctas, params, global);
+  EXPECT_EQ(run_model(prog, threads, ctas, params, global), n);
+  return n;
+}
+
+TEST(GpuCircuitEval, StraightLineValuesBranchesAndLoops) {
+  machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(5)), jmp(1)),                    // B0
+      blk(alu(Op::MOV, 2, k(0x12345678)), jmp(2)),           // B1
+      blk(alu(Op::ADD, 3, r(1), r(2)), jmp(3)),              // B2
+      blk(alu(Op::MOV, 4, k(3)), jmp(4)),                    // B3
+      blk(alu(Op::SUB, 4, r(4), k(1)), br(4, 4, 5)),         // B4: loop
+      blk(std::nullopt, br(3, 6, 7)),                        // B5: br with no register write
+      blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B6
+      blk(std::nullopt, exit_()),                            // B7
+  });
+  EXPECT_GT(both(prog, 1, 1, {}, global_memory()), 20u);
+}
+
+TEST(GpuCircuitEval, ThreadsBarriersAndCtas) {
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), br(1, 1, 3)),          // B0
+      blk(alu(Op::SUB, 2, r(1), k(1)), br(2, 2, 5)),   // B1
+      blk(st(Space::Shared, r(0), k(4), k(0x4242)), bar(4)),  // B2
+      blk(alu(Op::MOV, 3, k(9)), bar(4)),              // B3
+      blk(ld(Space::Shared, 4, r(0), k(4)), bar(6)),   // B4
+      blk(special(Op::CTA, 5), exit_()),               // B5
+      blk(std::nullopt, exit_()),                      // B6
+  });
+  EXPECT_GT(both(prog, 3, 2, {}, global_memory()), 40u);
+}
+
+TEST(GpuCircuitEval, MemorySpacesAndParameters) {
+  std::vector<uint8_t> params(8, 0);
+  set_word(params, 0, kBase + 64);
+  set_word(params, 1, 0xdeadbeef);
+  engine::GlobalMemory g = global_memory();
+  set_word(g.bytes, 16, 0x00c0ffee);
+  machine::Program prog = program({
+      blk(ld(Space::Param, 1, r(0), k(0)), jmp(1)),          // B0: pointer
+      blk(ld(Space::Param, 2, r(0), k(4)), jmp(2)),          // B1
+      blk(ld(Space::Global, 3, r(1), k(0)), jmp(3)),         // B2: 0x00c0ffee
+      blk(st(Space::Local, r(0), k(60), r(2)), jmp(4)),      // B3
+      blk(ld(Space::Local, 4, r(0), k(60)), jmp(5)),         // B4
+      blk(st(Space::Print, r(0), k(8), r(4)), jmp(6)),       // B5
+      blk(ld(Space::Print, 5, r(0), k(8)), jmp(7)),          // B6
+      blk(st(Space::Global, r(1), k(4092), r(5)), jmp(8)),   // B7: the last global word
+      blk(ld(Space::Global, 6, r(1), k(4092)), exit_()),     // B8
+  });
+  EXPECT_GT(both(prog, 2, 1, params, g), 20u);
+}
+
+TEST(GpuCircuitEval, FaultsAndTraps) {
+  machine::Program illegal = program({blk(ld(Space::Global, 2, r(0), k(kBase + 16 * 1024)), exit_())});
+  EXPECT_EQ(both(illegal, 1, 1, {}, global_memory()), 5u);
+  machine::Program misaligned = program({blk(st(Space::Shared, r(0), k(2), k(1)), exit_())});
+  EXPECT_EQ(both(misaligned, 1, 1, {}, global_memory()), 5u);
+  machine::Program trapping = program({blk(alu(Op::MOV, 1, k(1)), trap(719))});
+  EXPECT_EQ(both(trapping, 1, 1, {}, global_memory()), 6u);
+}
+
+// Every ALU operation on edge values and random values, with register and
+// immediate operands (on the evaluator: the model runs the test below).
+TEST(GpuCircuitEval, EveryAluOperation) {
+  const Op ops[] = {Op::MOV, Op::ADD, Op::SUB, Op::MUL, Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR,
+                    Op::SEQ, Op::SNE, Op::SLT, Op::SLE, Op::SLTU, Op::SLEU, Op::SEL, Op::MIN, Op::MAX,
+                    Op::MINU, Op::MAXU, Op::POPC, Op::CLZ, Op::BREV};
+  std::vector<uint32_t> values = {0, 1, 2, 31, 32, 33, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 0x10000,
+                                  0xffff};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 12; ++i) values.push_back(rng());
+  std::vector<Block> blocks;
+  auto next = [&] { return uint32_t(blocks.size() + 1); };
+  for (Op op : ops)
+    for (size_t i = 0; i < values.size(); i += 3) {
+      const uint32_t a = values[i], b = values[(i + 5) % values.size()], c = values[(i + 7) % values.size()];
+      blocks.push_back(blk(alu(Op::MOV, 1, k(a)), jmp(next())));
+      blocks.push_back(blk(alu(Op::MOV, 2, k(b)), jmp(next())));
+      blocks.push_back(blk(alu(op, 3, r(1), r(2), k(c)), jmp(next())));
+      blocks.push_back(blk(alu(op, 4, k(b), r(1), r(2)), jmp(next())));
+    }
+  blocks.push_back(blk(std::nullopt, exit_()));
+  ASSERT_LE(blocks.size(), 1024u);
+  EXPECT_GT(lockstep(program(blocks), 1, 1, {}, global_memory()), blocks.size());
+}
+
+// The compiled model on one instance of every ALU operation with random operands.
+TEST(GpuCircuitEval, EveryAluOperationOnTheModel) {
+  const Op ops[] = {Op::ADD, Op::SUB, Op::MUL, Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR, Op::SEQ,
+                    Op::SNE, Op::SLT, Op::SLE, Op::SLTU, Op::SLEU, Op::SEL, Op::MIN, Op::MAX, Op::MINU, Op::MAXU,
+                    Op::POPC, Op::CLZ, Op::BREV};
+  std::mt19937 rng(11);
+  std::vector<Block> blocks;
+  auto next = [&] { return uint32_t(blocks.size() + 1); };
+  for (Op op : ops) {
+    const uint32_t a = rng(), bv = op == Op::SHL || op == Op::SHR || op == Op::SAR ? rng() % 40 : rng();
+    blocks.push_back(blk(alu(Op::MOV, 1, k(a)), jmp(next())));
+    blocks.push_back(blk(alu(op, 3, r(1), k(bv), r(1)), jmp(next())));
+  }
+  blocks.push_back(blk(std::nullopt, exit_()));
+  EXPECT_GT(both(program(blocks), 1, 1, {}, global_memory()), blocks.size());
+}
+
+}  // namespace
+}  // namespace qgpu::gpu

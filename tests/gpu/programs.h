@@ -1,0 +1,79 @@
+// Hand-built programs for the model's machine (one instruction per block):
+// builders shared by the prompt and trace tests.
+#pragma once
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "model_host/engine/backend.h"
+#include "model_host/machine/isa.h"
+
+namespace qgpu::gpu::test {
+
+using machine::Block;
+using machine::Instr;
+using machine::Op;
+using machine::Operand;
+using machine::Space;
+using machine::Term;
+using machine::Terminator;
+
+inline constexpr uint32_t kBase = 0x10000000;  // global_base of docs/tokens.md
+
+inline Operand r(uint32_t x) { return Operand::reg(x); }
+inline Operand k(uint32_t x) { return Operand::k(x); }
+
+inline Instr alu(Op op, uint32_t dst, Operand a, Operand b = k(0), Operand c = k(0)) {
+  Instr in;
+  in.op = op;
+  in.dst = dst;
+  in.a = a;
+  in.b = b;
+  in.c = c;
+  return in;
+}
+inline Instr special(Op op, uint32_t dst) { return alu(op, dst, k(0)); }
+inline Instr ld(Space sp, uint32_t dst, Operand a, Operand b, uint8_t bytes = 4) {
+  Instr in = alu(Op::LD, dst, a, b);
+  in.space = sp;
+  in.bytes = bytes;
+  return in;
+}
+inline Instr st(Space sp, Operand a, Operand b, Operand value) {
+  Instr in = alu(Op::ST, 0, a, b, value);
+  in.space = sp;
+  return in;
+}
+
+inline Terminator jmp(uint32_t t) { return {Term::JMP, 0, t, 0, 0}; }
+inline Terminator br(uint32_t c, uint32_t t, uint32_t f) { return {Term::BR, c, t, f, 0}; }
+inline Terminator bar(uint32_t t) { return {Term::BAR, 0, t, 0, 0}; }
+inline Terminator exit_() { return {Term::EXIT, 0, 0, 0, 0}; }
+inline Terminator trap(uint32_t code) { return {Term::TRAP, 0, 0, 0, code}; }
+
+// One block: an optional instruction and its terminator.
+inline Block blk(std::optional<Instr> in, Terminator t) {
+  Block b;
+  if (in) b.instrs.push_back(*in);
+  b.term = t;
+  return b;
+}
+
+inline machine::Program program(std::vector<Block> blocks) {
+  machine::Program p;
+  p.kernel = "test";
+  p.blocks = std::move(blocks);
+  return p;
+}
+
+// The client's global memory as the daemon holds it: all 16 KiB.
+inline engine::GlobalMemory global_memory() { return {kBase, std::vector<uint8_t>(16 * 1024, 0)}; }
+inline uint32_t word(const std::vector<uint8_t>& bytes, size_t i) {
+  uint32_t v;
+  std::memcpy(&v, &bytes[4 * i], 4);
+  return v;
+}
+inline void set_word(std::vector<uint8_t>& bytes, size_t i, uint32_t v) { std::memcpy(&bytes[4 * i], &v, 4); }
+
+}  // namespace qgpu::gpu::test

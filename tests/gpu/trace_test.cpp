@@ -1,0 +1,289 @@
+// The expected trace (docs/tokens.md section 4) of hand-built programs,
+// compared token for token with traces derived by hand from the spec's table,
+// and of the dot-product sample lowered from its PTX.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "model_host/gpu/prompt.h"
+#include "model_host/gpu/trace.h"
+#include "model_host/machine/image.h"
+#include "model_host/machine/interpreter.h"
+#include "model_host/machine/lower.h"
+#include "programs.h"
+
+namespace qgpu::gpu {
+namespace {
+
+using namespace test;
+
+// "CTA(0) WARP(0) EXEC(3) VLO(0x5678) D(0x1234) END" as ids.
+std::vector<int64_t> parse(const std::string& text) {
+  static const std::map<std::string, Kind> kinds = {
+      {"CTA", Kind::CTA}, {"WARP", Kind::WARP},       {"EXEC", Kind::EXEC}, {"VZ", Kind::VZ},
+      {"VLO", Kind::VLO}, {"D", Kind::D},             {"BARRIER", Kind::BARRIER},
+      {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}};
+  std::vector<int64_t> ids;
+  std::istringstream in(text);
+  std::string t;
+  while (in >> t) {
+    size_t open = t.find('(');
+    uint32_t payload = 0;
+    if (open != std::string::npos) payload = uint32_t(std::stoul(t.substr(open + 1), nullptr, 0));
+    ids.push_back(token_id(kinds.at(t.substr(0, open)), payload));
+  }
+  return ids;
+}
+
+void expect_trace(const machine::Program& prog, uint32_t threads, uint32_t ctas, const engine::GlobalMemory& global,
+                  const std::string& expected) {
+  std::vector<int64_t> got = expected_trace(prog, threads, ctas, {}, global);
+  EXPECT_EQ(format_token_names(got), format_token_names(parse(expected)));
+}
+
+// Runs the oracle to its end and returns it for its results.
+std::unique_ptr<TraceOracle> run(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                                 engine::GlobalMemory global) {
+  auto o = std::make_unique<TraceOracle>(prog, threads, ctas, std::vector<uint8_t>{}, std::move(global));
+  while (!o->done()) o->next();
+  return o;
+}
+
+TEST(GpuTrace, StraightLineWritesSmallValuesAsVzAndOthersAsVloAndD) {
+  machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(5)), jmp(1)),                  // B0
+      blk(alu(Op::MOV, 2, k(0x12345678)), jmp(2)),         // B1
+      blk(alu(Op::ADD, 3, r(1), r(2)), jmp(3)),            // B2: 0x1234567d
+      blk(alu(Op::MOV, 4, k(0xffff)), jmp(4)),             // B3: the largest VZ
+      blk(alu(Op::ADD, 4, r(4), k(1)), jmp(5)),            // B4: 0x10000, the smallest VLO
+      blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B5: no register written
+  });
+  expect_trace(prog, 1, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(5) EXEC(1) VLO(0x5678) D(0x1234) EXEC(2) VLO(0x567d) D(0x1234) "
+               "EXEC(3) VZ(0xffff) EXEC(4) VLO(0) D(1) EXEC(5) WARP(1) END");
+  auto o = run(prog, 1, 1, global_memory());
+  EXPECT_EQ(o->steps(), 6u);
+  EXPECT_EQ(word(o->memory().bytes, 2), 0x1234567du);
+  EXPECT_EQ(o->fault().error, 0);
+}
+
+TEST(GpuTrace, BranchesBothWaysAndALoop) {
+  machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(2)), jmp(1)),               // B0
+      blk(alu(Op::SUB, 1, r(1), k(1)), br(1, 1, 2)),    // B1: loop while r1 != 0
+      blk(std::nullopt, br(1, 3, 4)),                   // B2: br with no register write; r1 = 0
+      blk(std::nullopt, exit_()),                       // B3
+      blk(alu(Op::MOV, 5, k(0xffffffff)), exit_()),     // B4
+  });
+  expect_trace(prog, 1, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(2) EXEC(1) VZ(1) EXEC(1) VZ(0) EXEC(2) EXEC(4) VLO(0xffff) D(0xffff) "
+               "WARP(1) END");
+}
+
+TEST(GpuTrace, ThreadsRunOneAfterAnotherUntilEachExits) {
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), br(1, 2, 1)),  // B0: thread 0 takes the longer way
+      blk(alu(Op::MOV, 2, k(7)), jmp(2)),      // B1
+      blk(std::nullopt, exit_()),              // B2
+  });
+  expect_trace(prog, 3, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) VZ(7) EXEC(2) WARP(1) EXEC(0) VZ(1) EXEC(2) "
+               "WARP(2) EXEC(0) VZ(2) EXEC(2) WARP(3) END");
+}
+
+TEST(GpuTrace, BarriersOpenInAlternatingEpochsAndSkipExitedThreads) {
+  // Thread 0 reaches the first bar at B3, thread 2 at B2 by a longer way,
+  // thread 1 exits before it; after the barrier both run B4 to the second bar.
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), br(1, 1, 3)),          // B0
+      blk(alu(Op::SUB, 2, r(1), k(1)), br(2, 2, 5)),   // B1: thread 1 -> B5, thread 2 -> B2
+      blk(std::nullopt, bar(4)),                       // B2
+      blk(alu(Op::MOV, 3, k(9)), bar(4)),              // B3
+      blk(alu(Op::ADD, 4, r(1), k(0x100)), bar(6)),    // B4
+      blk(std::nullopt, exit_()),                      // B5
+      blk(std::nullopt, exit_()),                      // B6
+  });
+  expect_trace(prog, 3, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(3) VZ(9) WARP(1) EXEC(0) VZ(1) EXEC(1) VZ(0) EXEC(5) "
+               "WARP(2) EXEC(0) VZ(2) EXEC(1) VZ(1) EXEC(2) WARP(3) BARRIER(1) "
+               "WARP(0) EXEC(4) VZ(0x100) WARP(1) WARP(2) EXEC(4) VZ(0x102) WARP(3) BARRIER(0) "
+               "WARP(0) EXEC(6) WARP(1) WARP(2) EXEC(6) WARP(3) END");
+}
+
+TEST(GpuTrace, BarrierOrdersSharedMemoryBetweenThreads) {
+  // Thread 1 stores to shared memory before the bar; thread 0 loads after it.
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), br(1, 1, 2)),                     // B0
+      blk(st(Space::Shared, r(0), k(4), k(0x4242)), bar(3)),      // B1: thread 1
+      blk(std::nullopt, bar(3)),                                  // B2: thread 0
+      blk(ld(Space::Shared, 2, r(0), k(4)), exit_()),             // B3
+  });
+  prog.shared_bytes = 8;
+  expect_trace(prog, 2, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(2) WARP(1) EXEC(0) VZ(1) EXEC(1) WARP(2) BARRIER(1) "
+               "WARP(0) EXEC(3) VZ(0x4242) WARP(1) EXEC(3) VZ(0x4242) WARP(2) END");
+}
+
+TEST(GpuTrace, CtasRunInOrderEachWithItsOwnEpochsAndSharedMemory) {
+  machine::Program prog = program({
+      blk(special(Op::CTA, 1), jmp(1)),                      // B0
+      blk(ld(Space::Shared, 2, r(0), k(0)), jmp(2)),         // B1: zero in every CTA
+      blk(st(Space::Shared, r(0), k(0), k(5)), bar(3)),      // B2
+      blk(special(Op::WARP, 3), exit_()),                    // B3
+  });
+  prog.shared_bytes = 4;
+  expect_trace(prog, 2, 2, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) VZ(0) EXEC(2) WARP(1) EXEC(0) VZ(0) EXEC(1) VZ(5) EXEC(2) "
+               "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARP(1) EXEC(3) VZ(1) WARP(2) "
+               "CTA(1) WARP(0) EXEC(0) VZ(1) EXEC(1) VZ(0) EXEC(2) WARP(1) EXEC(0) VZ(1) EXEC(1) VZ(5) EXEC(2) "
+               "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARP(1) EXEC(3) VZ(1) WARP(2) END");
+}
+
+TEST(GpuTrace, TrapStopsTheLaunchAfterTheBlocksStores) {
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), br(1, 2, 1)),                 // B0
+      blk(st(Space::Global, r(0), k(kBase), k(42)), trap(710)),  // B1: thread 0
+      blk(std::nullopt, exit_()),                             // B2: never reached
+  });
+  expect_trace(prog, 2, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) TRAP(710) END");
+  auto o = run(prog, 2, 1, global_memory());
+  EXPECT_EQ(o->fault().error, 710);
+  EXPECT_EQ(o->steps(), 2u);
+  EXPECT_EQ(word(o->memory().bytes, 0), 42u);
+}
+
+TEST(GpuTrace, IllegalAndMisalignedAccessesFault) {
+  machine::Program illegal = program({
+      blk(alu(Op::MOV, 1, k(kBase + 16 * 1024)), jmp(1)),  // just past global memory
+      blk(ld(Space::Global, 2, r(1), k(0)), exit_()),
+  });
+  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VLO(0x4000) D(0x1000) EXEC(1) FAULT(0) END");
+  auto o = run(illegal, 1, 1, global_memory());
+  EXPECT_EQ(o->fault().error, 700);
+  EXPECT_EQ(o->steps(), 2u);  // the faulting EXEC counts
+
+  machine::Program misaligned = program({
+      blk(st(Space::Global, r(0), k(kBase + 2), k(1)), exit_()),
+  });
+  expect_trace(misaligned, 2, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) FAULT(1) END");
+  o = run(misaligned, 2, 1, global_memory());
+  EXPECT_EQ(o->fault().error, 716);
+  EXPECT_EQ(word(o->memory().bytes, 0), 0u);
+}
+
+TEST(GpuTrace, ContextNamesThreadBlockRegistersAndRecentTokens) {
+  machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(0xabcd)), jmp(1)),
+      blk(alu(Op::ADD, 2, r(1), k(1)), exit_()),
+  });
+  TraceOracle o(prog, 1, 1, {}, global_memory());
+  for (int i = 0; i < 4; ++i) o.next();  // CTA(0) WARP(0) EXEC(0) VZ(0xabcd)
+  std::string c = o.context();
+  EXPECT_NE(c.find("CTA 0, thread 0"), std::string::npos) << c;
+  EXPECT_NE(c.find("B0: mov r1, 0xabcd"), std::string::npos) << c;
+  EXPECT_NE(c.find("r1=0000abcd"), std::string::npos) << c;
+  EXPECT_NE(c.find("r31=00000000"), std::string::npos) << c;
+  EXPECT_NE(c.find("EXEC(0) VZ(0xabcd)"), std::string::npos) << c;
+  while (!o.done()) o.next();
+  EXPECT_THROW(o.next(), std::logic_error);
+}
+
+TEST(GpuTrace, LaunchesTheTraceCannotDescribeAreRefused) {
+  machine::Program wbar = program({blk(std::nullopt, {Term::WBAR, 0, 0, 0, 0})});
+  EXPECT_THROW(TraceOracle(wbar, 1, 1, {}, global_memory()), std::invalid_argument);
+  machine::Program code = program({blk(std::nullopt, trap(1024))});
+  EXPECT_THROW(TraceOracle(code, 1, 1, {}, global_memory()), std::invalid_argument);
+  machine::Program two = program({blk(alu(Op::MOV, 1, k(1)), exit_())});
+  two.blocks[0].instrs.push_back(alu(Op::MOV, 2, k(2)));  // K = 1 on the model's machine
+  EXPECT_THROW(TraceOracle(two, 1, 1, {}, global_memory()), std::invalid_argument);
+  machine::Program forever = program({blk(std::nullopt, jmp(0))});
+  EXPECT_THROW(expected_trace(forever, 1, 1, {}, global_memory(), 1000), std::runtime_error);
+}
+
+TEST(GpuTrace, DumpsWriteIdsOrNames) {
+  std::vector<int64_t> prompt = {token_id(Kind::NT, 3), token_id(Kind::START)};
+  std::vector<int64_t> gen = {token_id(Kind::CTA, 0), token_id(Kind::END)};
+  EXPECT_EQ(format_tokens(prompt), std::to_string(248320 + 3) + " " + std::to_string(token_id(Kind::START)));
+  EXPECT_EQ(dump_line(prompt, gen), format_tokens(prompt) + " | " + format_tokens(gen));
+  EXPECT_EQ(format_token_names(gen), "CTA(0) END");
+  EXPECT_EQ(format_tokens({}), "");
+}
+
+#ifdef QGPU_DOT_PRODUCT_PTX
+// dot<<<1, 3>>> of [1,2,3] and [4,5,6] (samples/dot_product.cu), lowered for
+// the model's machine with the default options (the atomicAdd stays an atomic)
+// and for the model (a load, an add and a store).
+class GpuTraceDotProduct : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    std::ifstream in(QGPU_DOT_PRODUCT_PTX);
+    ASSERT_TRUE(in) << QGPU_DOT_PRODUCT_PTX;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const machine::Params& p = machine::model_params();
+    img_ = machine::load_module(ss.str(), p);
+    a_ = img_.alloc(12);
+    b_ = img_.alloc(12);
+    result_ = img_.alloc(4);
+    img_.mem.bytes.resize(p.global_bytes, 0);  // the daemon's image: all of global memory
+    const uint32_t av[3] = {1, 2, 3}, bv[3] = {4, 5, 6};
+    std::memcpy(&img_.mem.bytes[a_ - kBase], av, 12);
+    std::memcpy(&img_.mem.bytes[b_ - kBase], bv, 12);
+    // dot(const int* a, const int* b, int* result, int n): three pointers, then n.
+    params_.assign(28, 0);
+    std::memcpy(&params_[0], &a_, 8);
+    std::memcpy(&params_[8], &b_, 8);
+    std::memcpy(&params_[16], &result_, 8);
+    params_[24] = 3;
+    machine::LowerOptions opts;
+    opts.for_model = GetParam();
+    prog_ = machine::lower(img_.module, "_Z3dotPKiS0_Pii", {{1, 1, 1}, {3, 1, 1}, 0, img_.symbols}, p, opts);
+  }
+
+  machine::ModuleImage img_;
+  uint64_t a_ = 0, b_ = 0, result_ = 0;
+  std::vector<uint8_t> params_;
+  machine::Program prog_;
+};
+
+TEST_P(GpuTraceDotProduct, TraceEndsWithTheRightSumAndOneExecPerInterpreterStep) {
+  TraceOracle o(prog_, 3, 1, params_, img_.mem);
+  std::vector<int64_t> trace;
+  while (!o.done()) trace.push_back(o.next());
+
+  engine::GlobalMemory mem = img_.mem;
+  machine::Interpreter interp(prog_, machine::model_params(), 1, 3, params_, mem);
+  interp.run();
+  EXPECT_EQ(interp.fault().error, 0);
+  EXPECT_EQ(o.fault().error, 0);
+  EXPECT_EQ(o.steps(), interp.stats().steps);
+  uint64_t execs = 0;
+  for (int64_t id : trace) execs += decode_token(id)->kind == Kind::EXEC;
+  EXPECT_EQ(execs, o.steps());
+  ASSERT_GE(trace.size(), 4u);
+  EXPECT_EQ(format_token_names({trace[0], trace[1]}), "CTA(0) WARP(0)");
+  EXPECT_EQ(format_token_names({trace[trace.size() - 2], trace.back()}), "WARP(3) END");
+  EXPECT_EQ(word(o.memory().bytes, (result_ - kBase) / 4), 32u);
+  EXPECT_EQ(word(o.memory().bytes, (a_ - kBase) / 4 + 2), 3u);
+  EXPECT_EQ(o.memory().bytes, mem.bytes);  // nothing else differs from the interpreter's run
+
+  if (GetParam()) {
+    std::vector<int64_t> prompt = encode_prompt(prog_, 3, 1, params_, img_.mem);
+    EXPECT_EQ(format_token_names({prompt[0], prompt[1]}), "NT(3) NC(1)");
+    EXPECT_EQ(prompt.back(), token_id(Kind::START));
+    std::cout << "dot<<<1, 3>>> for the model: " << prog_.blocks.size() << " blocks, prompt " << prompt.size()
+              << " tokens, trace " << trace.size() << " tokens, " << o.steps() << " EXECs\n";
+  } else {
+    EXPECT_THROW(encode_prompt(prog_, 3, 1, params_, img_.mem), std::invalid_argument);  // the atomic
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Lowering, GpuTraceDotProduct, testing::Values(false, true),
+                         [](const testing::TestParamInfo<bool>& i) { return i.param ? "ForModel" : "Default"; });
+#endif
+
+}  // namespace
+}  // namespace qgpu::gpu

@@ -1,0 +1,90 @@
+// The circuit vocabulary against docs/tokens.md section 2: every kind's
+// payload range, ids laid out kind by kind from Qwen3.5's vocabulary size,
+// round trips of each kind's first and last payload, and out-of-range errors.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "model_host/gpu/vocab.h"
+
+namespace qgpu::gpu {
+namespace {
+
+struct Range {
+  Kind kind;
+  const char* name;
+  uint32_t last;  // the largest payload docs/tokens.md gives the kind
+};
+
+// In vocab.h's kind order.  Ranges from the spec's table: NT 1..256, NC 1..64,
+// word indices of 16 KiB and 1 KiB, 1024 ROM blocks, OP = 6-bit op, 3-bit
+// space, 5-bit register; operands = immediate flag and 5-bit register;
+// T = 3-bit kind and 5-bit condition; WARP 0..256 (256: past the last thread).
+const Range kRanges[] = {
+    {Kind::NT, "NT", 256},        {Kind::NC, "NC", 64},        {Kind::MG, "MG", 4095},
+    {Kind::MP, "MP", 255},        {Kind::ROM, "ROM", 1023},    {Kind::OP, "OP", (1u << 14) - 1},
+    {Kind::A, "A", 63},           {Kind::B, "B", 63},          {Kind::C, "C", 63},
+    {Kind::T, "T", 255},          {Kind::START, "START", 0},   {Kind::D, "D", 0xffff},
+    {Kind::CTA, "CTA", 63},       {Kind::WARP, "WARP", 256},   {Kind::EXEC, "EXEC", 1023},
+    {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::BARRIER, "BARRIER", 1},
+    {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
+};
+
+TEST(GpuVocab, EveryKindHasTheSpecsPayloadRange) {
+  ASSERT_EQ(std::size(kRanges), size_t(kKindCount));
+  for (const Range& r : kRanges) {
+    EXPECT_STREQ(kind_name(r.kind), r.name);
+    EXPECT_EQ(payload_size(r.kind), r.last + 1) << r.name;
+  }
+}
+
+TEST(GpuVocab, IdsAreLaidOutKindByKindAfterQwensVocabulary) {
+  EXPECT_EQ(kTokenBase, 248320);
+  int64_t expected = 248320;
+  for (const Range& r : kRanges) {
+    EXPECT_EQ(token_id(r.kind, 0), expected) << r.name;
+    expected += r.last + 1;
+  }
+  EXPECT_EQ(circuit_token_count(), expected - 248320);
+}
+
+TEST(GpuVocab, FirstAndLastPayloadOfEveryKindRoundTrip) {
+  for (const Range& r : kRanges)
+    for (uint32_t payload : {0u, r.last}) {
+      auto t = decode_token(token_id(r.kind, payload));
+      ASSERT_TRUE(t.has_value()) << r.name << " " << payload;
+      EXPECT_EQ(t->kind, r.kind) << r.name;
+      EXPECT_EQ(t->payload, payload) << r.name;
+      EXPECT_EQ(token_id(*t), token_id(r.kind, payload));
+    }
+}
+
+TEST(GpuVocab, PayloadsBeyondTheRangeAndForeignIdsAreRejected) {
+  for (const Range& r : kRanges) EXPECT_THROW(token_id(r.kind, r.last + 1), std::out_of_range) << r.name;
+  EXPECT_FALSE(decode_token(248319).has_value());
+  EXPECT_FALSE(decode_token(0).has_value());
+  EXPECT_FALSE(decode_token(248320 + circuit_token_count()).has_value());
+  EXPECT_TRUE(decode_token(248320 + circuit_token_count() - 1).has_value());
+}
+
+TEST(GpuVocab, RecordPayloadsPackTheirFields) {
+  EXPECT_EQ(op_payload(34, 4, 31), 34u * 256 + 4 * 32 + 31);
+  EXPECT_EQ(op_payload(kNoInstruction, 0, 0), 63u * 256);
+  EXPECT_LT(op_payload(kNoInstruction, 7, 31), payload_size(Kind::OP));
+  EXPECT_EQ(operand_payload(true, 0), 32u);
+  EXPECT_EQ(operand_payload(false, 31), 31u);
+  EXPECT_EQ(term_payload(5, 31), 5u * 32 + 31);  // trap, the largest kind
+  EXPECT_LT(term_payload(5, 31), payload_size(Kind::T));
+}
+
+TEST(GpuVocab, NamesShowKindAndPayload) {
+  EXPECT_EQ(token_name(token_id(Kind::EXEC, 12)), "EXEC(12)");
+  EXPECT_EQ(token_name(token_id(Kind::VZ, 0x20)), "VZ(0x0020)");
+  EXPECT_EQ(token_name(token_id(Kind::D, 0xffff)), "D(0xffff)");
+  EXPECT_EQ(token_name(token_id(Kind::END)), "END");
+  EXPECT_EQ(token_name(token_id(Kind::WARP, 256)), "WARP(256)");
+  EXPECT_EQ(token_name(5), "id:5");
+}
+
+}  // namespace
+}  // namespace qgpu::gpu

@@ -1,0 +1,237 @@
+// CUDA programs on the GPU inside the compiled checkpoint: `qgpu run` and
+// model_host with the model backend, under the real libcudart.so.13 drop-in.
+// The model comes from the cache in the build tree, which the
+// gpu_backend.build_model fixture fills once.
+//
+// What is checked: the dot product prints 32 with --check (every generated
+// token and the memory equal to the reference interpreter's), the
+// --dump-tokens and --stats formats agree with each other and with the
+// vocabulary, launches the model cannot hold fail with errors naming why, the
+// shim-spawned daemon runs the model by default, two builds give the same
+// bytes, and a changed ALU weight makes --check report a divergence and the
+// result go wrong: the model, not the host, computes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "model_host/gpu/build_model.h"
+#include "model_host/gpu/vocab.h"
+#include "process.h"
+
+namespace fs = std::filesystem;
+using qgpu::test::run;
+
+namespace {
+
+const std::string kQgpu = QGPU_CLI_BIN;
+const std::string kModelHost = QGPU_MODEL_HOST_BIN;
+const std::string kCudart = QGPU_CUDART_LIB;
+const std::string kDotProduct = std::string(QGPU_SAMPLES_DIR) + "/dot_product";
+const std::string kLimits = std::string(QGPU_TEST_PROGRAMS) + "/model_limits";
+constexpr double kTimeout = 600;
+
+
+// Every program here, and model_host spawned by the shim, finds the model in
+// the test cache; nothing from the caller's environment picks another.
+[[maybe_unused]] const bool kEnvironment = [] {
+  setenv("XDG_CACHE_HOME", QGPU_TEST_MODEL_CACHE, 1);
+  unsetenv("QGPU_MODEL_DIR");
+  unsetenv("QGPU_BACKEND");
+  return true;
+}();
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "qgpu-model-run-test-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string report(const qgpu::test::Result& r) { return "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
+
+std::vector<int64_t> ids(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<int64_t> v;
+  for (int64_t id; in >> id;) v.push_back(id);
+  EXPECT_TRUE(in.eof()) << "not a list of ids: " << text;
+  return v;
+}
+
+// A model_host with the model backend, serving one test.
+class Daemon {
+ public:
+  explicit Daemon(std::vector<std::string> extra) {
+    endpoint = "ipc://" + (dir.path / "model_host.sock").string();
+    log = dir.path / "model_host.log";
+    std::vector<std::string> argv = {kModelHost, "--endpoint", endpoint, "--log", log.string(), "--backend", "model",
+                                     "--model", qgpu::gpu::default_model_dir()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    pid = qgpu::test::start(argv, {});
+    for (int i = 0; i < 200 && !fs::exists(dir.path / "model_host.sock"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~Daemon() {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+  }
+  std::map<std::string, std::string> env() const { return {{"LD_PRELOAD", kCudart}, {"QGPU_DAEMON", endpoint}}; }
+  TempDir dir;
+  std::string endpoint;
+  fs::path log;
+  pid_t pid = -1;
+};
+
+// The weight the negative test changes, as NAME:INDEX:VALUE (see
+// gpu::ModelOptions::perturb): the compiled ALU weight the circuit names
+// (the multiplier's down projection onto slot 4 of its lowest product digit),
+// set to zero.
+std::string alu_perturbation() {
+  const qgpu::gpu::Built built = qgpu::gpu::build();
+  const qgpu::gpu::AluWeight& w = built.alu_weight;
+  EXPECT_NE(w.value, 0.0f) << w.tensor;
+  const int64_t cols = built.checkpoint.tensors.at(w.tensor).size(1);
+  return w.tensor + ":" + std::to_string(w.row * cols + w.col) + ":0";
+}
+
+}  // namespace
+
+TEST(ModelRun, DotProductIsCheckedTokenByToken) {
+  TempDir t;
+  const fs::path dump = t.path / "tokens.txt";
+  auto r = run({kQgpu, "run", "--check", "--stats", "--dump-tokens", dump.string(), "--", kDotProduct}, {}, kTimeout);
+  ASSERT_EQ(r.status, 0) << report(r);
+  EXPECT_NE(r.out.find("dot([1,2,3],[4,5,6]) = 32\nPASSED\n"), std::string::npos) << report(r);
+  EXPECT_EQ(r.err.find("diverged"), std::string::npos) << report(r);
+
+  std::smatch s;
+  ASSERT_TRUE(std::regex_search(r.out, s,
+                                std::regex("qgpu stats: launches=1 steps=(\\d+) tokens: prompt=(\\d+) generated=(\\d+) "
+                                           "\\(([0-9.]+) tok/s\\) wall=[0-9.]+ s\n")))
+      << report(r);
+  const uint64_t steps = std::stoull(s[1]), prompt_n = std::stoull(s[2]), generated_n = std::stoull(s[3]);
+  EXPECT_GT(std::stod(s[4]), 0.0);
+
+  // One line per launch: prompt ids, " | ", generated ids.
+  const std::string text = slurp(dump);
+  ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  const size_t bar = text.find(" | ");
+  ASSERT_NE(bar, std::string::npos) << text;
+  const auto prompt = ids(text.substr(0, bar)), generated = ids(text.substr(bar + 3));
+  EXPECT_EQ(prompt.size(), prompt_n);
+  EXPECT_EQ(generated.size(), generated_n);
+  using qgpu::gpu::Kind;
+  using qgpu::gpu::token_id;
+  ASSERT_GE(prompt.size(), 3u);
+  EXPECT_EQ(prompt[0], token_id(Kind::NT, 3));
+  EXPECT_EQ(prompt[1], token_id(Kind::NC, 1));
+  EXPECT_EQ(prompt.back(), token_id(Kind::START));
+  ASSERT_GE(generated.size(), 2u);
+  EXPECT_EQ(generated.front(), token_id(Kind::CTA, 0));
+  EXPECT_EQ(generated.back(), token_id(Kind::END));
+  uint64_t execs = 0;
+  for (int64_t id : generated) {
+    auto tok = qgpu::gpu::decode_token(id);
+    ASSERT_TRUE(tok) << "generated id " << id << " is not a circuit token";
+    execs += tok->kind == Kind::EXEC;
+  }
+  EXPECT_EQ(execs, steps);
+}
+
+TEST(ModelRun, ShimSpawnedDaemonRunsTheModelByDefault) {
+  TempDir runtime;
+  auto r = run({kDotProduct}, {{"LD_PRELOAD", kCudart},
+                               {"QGPU_DAEMON", ""},
+                               {"XDG_RUNTIME_DIR", runtime.path.string()},
+                               {"QGPU_MODEL_HOST", kModelHost}},
+               kTimeout);
+  EXPECT_EQ(r.status, 0) << report(r);
+  EXPECT_NE(r.out.find("= 32\nPASSED"), std::string::npos) << report(r);
+  const std::string log = slurp(runtime.path / "qgpu" / "model_host.log");
+  EXPECT_NE(log.find("backend: model"), std::string::npos) << log;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("listening on ipc://\\S+ \\(pid (\\d+)\\)"))) << log;
+  kill(pid_t(std::stol(m[1])), SIGTERM);
+}
+
+TEST(ModelRun, RefusesWhatTheModelCannotHold) {
+  Daemon d({});
+  auto r = run({kLimits, "threads512"}, d.env(), kTimeout);
+  EXPECT_EQ(r.status, 0) << report(r);
+  EXPECT_NE(r.out.find("threads512: cudaErrorInvalidConfiguration"), std::string::npos) << report(r);
+  EXPECT_NE(r.err.find("block (512,1,1); the machine's blocks are at most (256,256,64)"), std::string::npos)
+      << report(r);
+  r = run({kLimits, "shuffle"}, d.env(), kTimeout);
+  EXPECT_EQ(r.status, 0) << report(r);
+  EXPECT_NE(r.out.find("shuffle: cudaErrorNotSupported"), std::string::npos) << report(r);
+  EXPECT_NE(r.err.find("the model's GPU cannot run kernel"), std::string::npos) << report(r);
+  EXPECT_NE(r.err.find("warp-level"), std::string::npos) << report(r);
+}
+
+TEST(ModelRun, ModelOptionsNeedTheModelBackend) {
+  for (const char* flag : {"--check", "--model=/nonexistent", "--dump-tokens=/tmp/x"}) {
+    auto r = run({kQgpu, "run", "--backend", "interpreter", flag, "--", kDotProduct});
+    EXPECT_NE(r.status, 0) << flag;
+    EXPECT_NE(r.err.find("needs the model backend"), std::string::npos) << flag << report(r);
+    EXPECT_EQ(r.out.find("PASSED"), std::string::npos) << flag;
+  }
+  TempDir t;
+  auto r = run({kQgpu, "run", "--model", t.path.string(), "--", kDotProduct});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("holds no complete compiled GPU model"), std::string::npos) << report(r);
+}
+
+TEST(ModelRun, AChangedAluWeightMakesCheckDivergeAndTheResultWrong) {
+  const std::string weight = alu_perturbation();
+  {
+    Daemon d({"--check", "--perturb", weight});
+    auto r = run({kDotProduct}, d.env(), kTimeout);
+    EXPECT_NE(r.status, 0) << report(r);
+    EXPECT_NE(r.err.find("diverged from the reference interpreter"), std::string::npos) << report(r);
+    EXPECT_NE(r.err.find("expected "), std::string::npos) << report(r);
+    EXPECT_EQ(r.out.find("= 32\n"), std::string::npos) << report(r);
+  }
+  {
+    Daemon d({"--perturb", weight, "--max-tokens", "100000"});
+    auto r = run({kDotProduct}, d.env(), kTimeout);
+    EXPECT_NE(r.status, 0) << report(r);
+    EXPECT_EQ(r.out.find("= 32\n"), std::string::npos) << report(r);
+  }
+}
+
+// A second build, into a fresh cache holding a model of another circuit
+// version and a file of someone else's: the same bytes as the fixture's
+// build, and only the stale model is gone.
+TEST(ModelBuild, ASecondBuildGivesTheSameBytesAndReplacesStaleModels) {
+  const std::string cached = qgpu::gpu::default_model_dir();
+  ASSERT_TRUE(qgpu::gpu::model_complete(cached, qgpu::gpu::ModelFormat::Compact)) << cached;
+  TempDir cache;
+  const fs::path stale = cache.path / "qgpu" / "model-0123456789abcdef", other = cache.path / "qgpu" / "notes";
+  fs::create_directories(stale);
+  std::ofstream(stale / "config.json") << "{}";
+  std::ofstream(other) << "mine";
+  setenv("XDG_CACHE_HOME", cache.path.c_str(), 1);
+  const std::string dir = qgpu::gpu::default_model_dir();
+  qgpu::gpu::write_model(dir, qgpu::gpu::ModelFormat::Compact, {});
+  setenv("XDG_CACHE_HOME", QGPU_TEST_MODEL_CACHE, 1);
+  for (const char* f : {"config.json", "qgpu-gpu.json", "qgpu-sparse.bin"}) {
+    const std::string a = slurp(fs::path(cached) / f), b = slurp(fs::path(dir) / f);
+    EXPECT_FALSE(a.empty()) << f;
+    EXPECT_TRUE(a == b) << f << " differs between two builds";
+  }
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_EQ(slurp(other), "mine");
+}

@@ -1,0 +1,7 @@
+# bench_gpu: decode and prefill speed of the sparse executor on the compiled
+# GPU checkpoint (model_host/gpu), on a launch checked against the reference
+# interpreter's trace.
+if(TARGET qgpu_gpu)
+  add_executable(bench_gpu ${CMAKE_CURRENT_LIST_DIR}/bench_gpu.cpp)
+  target_link_libraries(bench_gpu PRIVATE qgpu_gpu CLI11::CLI11)
+endif()
