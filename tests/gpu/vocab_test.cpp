@@ -71,8 +71,8 @@ TEST(GpuVocab, RecordPayloadsPackTheirFields) {
   EXPECT_EQ(op_payload(34, 4, 31), 34u * 256 + 4 * 32 + 31);
   EXPECT_EQ(op_payload(kNoInstruction, 0, 0), 63u * 256);
   EXPECT_LT(op_payload(kNoInstruction, 7, 31), payload_size(Kind::OP));
-  EXPECT_EQ(operand_payload(true, 0), 32u);
-  EXPECT_EQ(operand_payload(false, 31), 31u);
+  EXPECT_EQ(operand_payload(true, 0), 0u);          // an immediate: the field's default
+  EXPECT_EQ(operand_payload(false, 31), 32u + 31);  // register flag 32
   EXPECT_EQ(term_payload(5, 31), 5u * 32 + 31);  // trap, the largest kind
   EXPECT_LT(term_payload(5, 31), payload_size(Kind::T));
 }
