@@ -81,7 +81,7 @@ std::string cache_entry_name() { return "model-" + std::string(QGPU_CIRCUIT_HASH
 // gigabytes): removes them.
 void prune_cache(const fs::path& written, const Progress& progress) {
   if (const char* d = std::getenv("QGPU_MODEL_DIR"); d && *d) return;
-  if (written.filename() != cache_entry_name() || fs::path(default_model_dir()) != written) return;
+  if (fs::path(default_model_dir()) != written) return;
   static const std::regex entry("model-[0-9a-f]{16}(\\.lock)?");
   for (const auto& e : fs::directory_iterator(written.parent_path())) {
     const std::string name = e.path().filename().string();

@@ -6,7 +6,7 @@ set -u
 build=$1
 shift
 dir=$(mktemp -d)
-"$build/bin/model_host" --endpoint "ipc://$dir/sock" --log "$dir/model_host.log" &
+"$build/bin/model_host" --backend interpreter --endpoint "ipc://$dir/sock" --log "$dir/model_host.log" &
 daemon=$!
 QGPU_DAEMON="ipc://$dir/sock" LD_LIBRARY_PATH="$build/lib" "$@"
 status=$?

@@ -10,7 +10,7 @@ build=$1 suite_ptx=$2 swap=$3 source=$4 program=$5
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$suite_ptx" "$source" "$dir/nvrtc.ptx" || exit 1
-"$build/bin/model_host" --endpoint "ipc://$dir/sock" --log "$dir/model_host.log" &
+"$build/bin/model_host" --backend interpreter --endpoint "ipc://$dir/sock" --log "$dir/model_host.log" &
 daemon=$!
 export QGPU_DAEMON="ipc://$dir/sock" LD_LIBRARY_PATH="$build/lib"
 "$program" > "$dir/nvcc.out" 2>&1
