@@ -219,7 +219,7 @@ class ModelBackend : public engine::Backend {
   // stop at END.  With an oracle, every token is compared as it comes.
   Decoded decode(const std::vector<int64_t>& prompt, TraceOracle* oracle, const machine::Program& prog) const {
     Decoded d{model_.new_state(), {}, {}, {}};
-    for (int64_t token = prefill(d.state, prompt);; token = model_.step(d.state, token).argmax().item<int64_t>()) {
+    for (int64_t token = prefill(d.state, prompt);; token = model_.step_argmax(d.state, token)) {
       d.generated.push_back(token);
       d.pos.see(token);
       const size_t at = d.generated.size() - 1;
@@ -251,18 +251,17 @@ class ModelBackend : public engine::Backend {
     }
   }
 
-  // Batched prefill of the prompt; returns the argmax after its last token.
-  // Model::forward returns logits for every token it is given, so the prompt
-  // goes in chunks that bound that buffer (the numbers do not depend on the
-  // chunking: batched and token-by-token forward passes are bit-identical).
+  // Batched prefill of the prompt; returns the argmax after its last token
+  // (the numbers do not depend on the chunking: batched and token-by-token
+  // forward passes are bit-identical).
   int64_t prefill(qwen::State& state, const std::vector<int64_t>& prompt) const {
-    constexpr size_t kChunk = 64;
-    torch::Tensor logits;
+    constexpr size_t kChunk = 256;
+    int64_t next = -1;
     for (size_t i = 0; i < prompt.size(); i += kChunk) {
       const auto first = prompt.begin() + std::ptrdiff_t(i);
-      logits = model_.forward(state, {first, first + std::ptrdiff_t(std::min(kChunk, prompt.size() - i))}).logits;
+      next = model_.forward_argmax(state, {first, first + std::ptrdiff_t(std::min(kChunk, prompt.size() - i))});
     }
-    return logits[logits.size(0) - 1].argmax().item<int64_t>();
+    return next;
   }
 
   // Global memory and the printf space from the model's state into the

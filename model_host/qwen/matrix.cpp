@@ -21,24 +21,42 @@ constexpr int64_t kParallelGrain = 1 << 18;
 // Stored rows per argmax block.
 constexpr int64_t kBlockRows = 64;
 
+// The lane tree, written out step by step so that each step is one vector add.
 inline float reduce_lanes(float* acc) {
-  for (int width = kLanes / 2; width >= 1; width /= 2)
-    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
-  return acc[0];
+  for (int j = 0; j < 16; ++j) acc[j] += acc[j + 16];
+  for (int j = 0; j < 8; ++j) acc[j] += acc[j + 8];
+  for (int j = 0; j < 4; ++j) acc[j] += acc[j + 4];
+  for (int j = 0; j < 2; ++j) acc[j] += acc[j + 2];
+  return acc[0] + acc[1];
 }
 
 // The lane scheme's sum of n >= 1 products given in ascending column order:
-// lane(i) is product i's lane, product(i) its value.  One product p ends as
-// 0 + p in its lane and then meets only +0 lanes in the tree: p + 0.  Two
-// products p, q meet once (in their lane or in the tree), each first made
-// p + 0 by its lane's start or by a +0 lane: (p + 0) + (q + 0), whatever their
-// lanes, since x + y == y + x exactly and no operand is -0.  More are added
-// lane by lane as the scheme says.
+// lane(i) is product i's lane, product(i) its value.  Let q = p + 0 (p with
+// -0 made +0).  A lane starts at +0, so its first product enters as q, and
+// a value that is not -0 gains the same from p as from q; no sum of values
+// that are not -0 is -0, and such a value meets an empty (+0) lane
+// unchanged.  So one product ends as q; two meet once (in their lane or in
+// the tree) as q0 + q1, whatever their lanes (x + y == y + x exactly).  Of
+// three, the two that meet first are added first: those in one lane (in
+// column order), else the two whose lanes agree in more low bits (the tree
+// adds lane j + 16 to lane j first, then j + 8, ..., j + 1).  More are
+// added lane by lane as the scheme says.
 template <class Lane, class Product>
 inline float lane_sum(int64_t n, Lane lane, Product product) {
   if (n == 1) return product(0) + 0.0f;
   if (n == 2) return (product(0) + 0.0f) + (product(1) + 0.0f);
-  float acc[kLanes] = {};
+  if (n == 3) {
+    const float q0 = product(0) + 0.0f, q1 = product(1) + 0.0f, q2 = product(2) + 0.0f;
+    const int l0 = lane(0), l1 = lane(1), l2 = lane(2);
+    // Low lane bits two lanes share (32 for the same lane): more meet earlier.
+    auto shared = [](int a, int b) { return a == b ? kLanes : __builtin_ctz(a ^ b); };
+    const int s01 = shared(l0, l1), s02 = shared(l0, l2), s12 = shared(l1, l2);
+    if (s01 >= s02 && s01 >= s12) return (q0 + q1) + q2;
+    if (s02 >= s12) return (q0 + q2) + q1;
+    return (q1 + q2) + q0;
+  }
+  float acc[kLanes];
+  for (int j = 0; j < kLanes; ++j) acc[j] = 0.0f;
   for (int64_t i = 0; i < n; ++i) acc[lane(i)] += product(i);
   return reduce_lanes(acc);
 }
@@ -131,7 +149,24 @@ float lane_dot(const float* w, const float* x, int64_t n) {
   return reduce_lanes(acc);
 }
 
+float lane_dot(const float* w, const float* x, const int32_t* index, const int32_t* index_end) {
+  if (index == index_end) return 0.0f;
+  return lane_sum(
+      index_end - index, [&](int64_t i) { return index[i] & (kLanes - 1); },
+      [&](int64_t i) { return w[index[i]] * x[index[i]]; });
+}
+
 // ---- Support ----
+
+void Support::assign_bits(const uint64_t* bits, int64_t T, int64_t n) {
+  clear();
+  const int64_t w = words(n);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < w; ++i)
+      for (uint64_t b = bits[t * w + i]; b != 0; b &= b - 1) cols_.push_back(static_cast<int32_t>(i * 64 + __builtin_ctzll(b)));
+    end_vector();
+  }
+}
 
 void Support::clear() {
   cols_.clear();
@@ -170,22 +205,30 @@ Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
   if (out_ >= std::numeric_limits<int32_t>::max() || in_ >= std::numeric_limits<int32_t>::max())
     throw std::length_error("Matrix: " + std::to_string(out_) + " x " + std::to_string(in_) +
                             " is too large for sparse storage");
-  // One pass: skip rows on never-written pages and all-zero rows quickly,
-  // gather the non-zeros of the others; stop once half are non-zero.
+  // One pass, row by row: skip never-written pages, and zero 64-byte chunks
+  // on the others, and gather the non-zeros; stop once half are non-zero.
   const float* p = w.data_ptr<float>();
   const auto written = written_pages(p, static_cast<size_t>(out_ * in_) * sizeof(float));
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t first_page = reinterpret_cast<uintptr_t>(p) / page;
+  constexpr int64_t kChunk = 16;
   row_ptr_.assign(out_ + 1, 0);
   for (int64_t r = 0; r < out_ && static_cast<int64_t>(by_row_.size()) * 2 < out_ * in_; ++r) {
     row_ptr_[r] = static_cast<int64_t>(by_row_.size());
     const float* row = p + r * in_;
-    const uintptr_t p0 = reinterpret_cast<uintptr_t>(row) / page - first_page;
-    const uintptr_t p1 = (reinterpret_cast<uintptr_t>(row + in_) + page - 1) / page - first_page;
-    if (std::find(written.begin() + p0, written.begin() + p1, true) == written.begin() + p1) continue;
-    if (all_zero(row, in_)) continue;
-    for (int64_t c = 0; c < in_; ++c)
-      if (row[c] != 0.0f) by_row_.push_back({static_cast<int32_t>(c), row[c]});
+    for (int64_t c = 0; c < in_;) {
+      // The part of the row on the page that holds column c.
+      const uintptr_t at = reinterpret_cast<uintptr_t>(row + c);
+      const int64_t end = std::min<int64_t>(in_, c + static_cast<int64_t>((page - at % page) / sizeof(float)));
+      if (written[at / page - first_page])
+        for (int64_t c0 = c; c0 < end; c0 += kChunk) {
+          const int64_t c1 = std::min(end, c0 + kChunk);
+          if (all_zero(row + c0, c1 - c0)) continue;
+          for (int64_t i = c0; i < c1; ++i)
+            if (row[i] != 0.0f) by_row_.push_back({static_cast<int32_t>(i), row[i]});
+        }
+      c = end;
+    }
   }
   // Mostly non-zero: dense storage is faster and gives the same numbers.
   if (static_cast<int64_t>(by_row_.size()) * 2 >= out_ * in_) {
@@ -193,6 +236,8 @@ Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
     by_row_ = {};
     return;
   }
+  if (by_row_.size() >= std::numeric_limits<uint32_t>::max())
+    throw std::length_error("Matrix: " + std::to_string(by_row_.size()) + " non-zero weights are too many for sparse storage");
   row_ptr_[out_] = static_cast<int64_t>(by_row_.size());
   sparse_ = true;
   dense_ = torch::Tensor();
@@ -208,10 +253,14 @@ void Matrix::derive_indexes() {
     else if (first_zero_row_ < 0) first_zero_row_ = r;
   }
   col_ptr_.assign(in_ + 1, 0);
-  for (const Entry& e : by_row_) ++col_ptr_[e.index + 1];
+  col_used_.assign((in_ + 63) / 64, 0);
+  for (const Entry& e : by_row_) {
+    ++col_ptr_[e.index + 1];
+    col_used_[e.index / 64] |= uint64_t{1} << (e.index % 64);
+  }
   for (int64_t c = 0; c < in_; ++c) col_ptr_[c + 1] += col_ptr_[c];
   by_col_.resize(by_row_.size());
-  std::vector<int64_t> fill(col_ptr_.begin(), col_ptr_.end() - 1);
+  std::vector<uint32_t> fill(col_ptr_.begin(), col_ptr_.end() - 1);
   for (int32_t r : active_rows_)
     for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) by_col_[fill[by_row_[i].index]++] = {r, by_row_[i].w};
   const bool argmax_ready = !block_slack_.empty();
@@ -281,32 +330,38 @@ float Matrix::row_dot(int64_t r, const float* x) const {
 // column by column, so a row receives its products in ascending column
 // order.  A row that receives one or two, p and q, has the value
 // (p + 0) + (q + 0) in either order (see lane_sum), which is accumulated in
-// y directly (y starts at +0, and +0 + (p + 0) is p + 0).  A row that
-// receives more is summed from its staged products in the lane scheme, or
-// over all its weights when it received more than the scratch keeps.
-// Weights that are not all finite visit every weight (inf * 0 is NaN, not a
-// zero product).
-void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s) const {
+// y directly: y starts at +0, which is not -0, and neither is (p + 0), so
+// y + p and y + (p + 0) are the same.  A row that
+// receives more is summed from its staged products.  Weights that are not
+// all finite visit every weight (inf * 0 is NaN, not a zero product).
+void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
+                          uint64_t* written) const {
   std::fill(y, y + out_, 0.0f);
   if (!finite_) {
-    for (int32_t r : active_rows_) y[r] = row_dot(r, x);
+    for (int32_t r : active_rows_) {
+      y[r] = row_dot(r, x);
+      if (written) written[r / 64] |= uint64_t{1} << (r % 64);
+    }
     return;
   }
-  if (static_cast<int64_t>(s.rows.size()) < out_) s.rows.resize(out_, Scratch::Row{});
+  if (static_cast<int64_t>(s.rows.size()) < out_) {
+    s.rows.resize(out_, Scratch::Row{});
+    s.many.resize(out_);
+  }
   if (++s.call == 0) {  // the stamps wrapped around: forget them all
     for (auto& row : s.rows) row.stamp = 0;
     s.call = 1;
   }
   const uint32_t call = s.call;
   Scratch::Row* rows = s.rows.data();
-  // Branch-free: whether a row has received 0, 1, 2 or more products is data,
-  // not control flow.  Past the slots, the last slot is overwritten (such a
-  // row is summed over its weights), and past two products y gains +0 (such
-  // a row is summed again below).
-  if (static_cast<int64_t>(s.many.size()) < out_) s.many.resize(out_);
   int32_t* many = s.many.data();
   int64_t n_many = 0;
+  size_t more = 0;  // used entries of s.more_*
+  // Branch-free where it is data: past two products y gains +0 (such a row
+  // is summed again below), and every row is listed in `many`, the count
+  // advancing only for its third product.
   for (const int32_t* c = nz; c != nz_end; ++c) {
+    if (!((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;  // spares a miss on col_ptr_
     const float xc = x[*c];
     const uint8_t lane = static_cast<uint8_t>(*c & (kLanes - 1));
     for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e) {
@@ -315,30 +370,63 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
       row.stamp = call;
       row.count = n + 1;
       const float p = e->w * xc;
-      const uint32_t slot = std::min<uint32_t>(n, Scratch::kSlots - 1);
-      row.product[slot] = p;
-      row.lane[slot] = lane;
-      y[e->index] += n < 2 ? p + 0.0f : 0.0f;
+      if (n < Scratch::kSlots) {
+        row.product[n] = p;
+        row.lane[n] = lane;
+      } else {
+        if (n == Scratch::kSlots) {  // room for the rest of the row's weights
+          row.overflow = static_cast<uint32_t>(more);
+          more += static_cast<size_t>(row_ptr_[e->index + 1] - row_ptr_[e->index]) - Scratch::kSlots;
+          if (s.more_product.size() < more) {
+            s.more_product.resize(std::max(more, 2 * s.more_product.size()));
+            s.more_lane.resize(s.more_product.size());
+          }
+        }
+        s.more_product[row.overflow + n - Scratch::kSlots] = p;
+        s.more_lane[row.overflow + n - Scratch::kSlots] = lane;
+      }
+      y[e->index] += n < 2 ? p : 0.0f;
       many[n_many] = e->index;
       n_many += n == 2;
     }
   }
   for (int64_t k = 0; k < n_many; ++k) {
-    const int32_t r = many[k];
-    const Scratch::Row& row = rows[r];
-    y[r] = row.count > Scratch::kSlots
-               ? row_dot(r, x)
-               : lane_sum(
-                     row.count, [&](int64_t i) { return row.lane[i]; }, [&](int64_t i) { return row.product[i]; });
+    const Scratch::Row& row = rows[many[k]];
+    if (row.count <= Scratch::kSlots) {
+      y[many[k]] = lane_sum(
+          row.count, [&](int64_t i) { return row.lane[i]; }, [&](int64_t i) { return row.product[i]; });
+      continue;
+    }
+    if (s.gathered_product.size() < row.count) {
+      s.gathered_product.resize(row.count);
+      s.gathered_lane.resize(row.count);
+    }
+    std::copy_n(row.product, Scratch::kSlots, s.gathered_product.data());
+    std::copy_n(row.lane, Scratch::kSlots, s.gathered_lane.data());
+    std::copy_n(&s.more_product[row.overflow], row.count - Scratch::kSlots, &s.gathered_product[Scratch::kSlots]);
+    std::copy_n(&s.more_lane[row.overflow], row.count - Scratch::kSlots, &s.gathered_lane[Scratch::kSlots]);
+    y[many[k]] = lane_sum(
+        row.count, [&](int64_t i) { return s.gathered_lane[i]; }, [&](int64_t i) { return s.gathered_product[i]; });
   }
+  if (written)
+    for (const int32_t* c = nz; c != nz_end; ++c)
+      if ((col_used_[*c / 64] >> (*c % 64)) & 1)
+        for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e)
+          written[e->index / 64] |= uint64_t{1} << (e->index % 64);
 }
 
-void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch) const {
+void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written) const {
   const int64_t T = support.vectors();
+  const int64_t words = Support::words(out_);
   if (sparse_) {
-    for (int64_t t = 0; t < T; ++t) apply_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch);
+    for (int64_t t = 0; t < T; ++t)
+      apply_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch,
+                   written ? written + t * words : nullptr);
     return;
   }
+  if (written)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t r = 0; r < out_; ++r) written[t * words + r / 64] |= uint64_t{1} << (r % 64);
   const int64_t grain = std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, in_ * T));
   const float* w = dense_.data_ptr<float>();
   at::parallel_for(0, out_, grain, [&](int64_t begin, int64_t end) {
@@ -432,7 +520,7 @@ std::vector<bool> Matrix::row_mask() const {
 std::vector<bool> Matrix::col_mask() const {
   std::vector<bool> mask(in_, false);
   if (sparse_) {
-    for (int64_t c = 0; c < in_; ++c) mask[c] = col_ptr_[c + 1] > col_ptr_[c];
+    for (int64_t c = 0; c < in_; ++c) mask[c] = (col_used_[c / 64] >> (c % 64)) & 1;
   } else {
     const float* p = dense_.data_ptr<float>();
     for (int64_t i = 0; i < out_ * in_; ++i)

@@ -19,6 +19,8 @@ namespace qgpu::qwen {
 
 // sum_i w[i] * x[i] in the lane scheme.
 float lane_dot(const float* w, const float* x, int64_t n);
+// The same sum when w[i] * x[i] is +-0 outside the listed indices (ascending).
+float lane_dot(const float* w, const float* x, const int32_t* index, const int32_t* index_end);
 
 // Where T activation vectors may be non-zero: per vector, columns in
 // ascending order.  A sparse product visits only these columns, so a column
@@ -36,6 +38,10 @@ class Support {
   // The columns in [begin, end) where x (the vector's full row) is not +-0.
   void add_nonzero(const float* x, int64_t begin, int64_t end);
   void end_vector() { ends_.push_back(static_cast<int64_t>(cols_.size())); }
+  // The set bits of T bitmaps of n bits (bit c of vector t is bit c % 64 of
+  // word t * words(n) + c / 64).
+  void assign_bits(const uint64_t* bits, int64_t T, int64_t n);
+  static int64_t words(int64_t n) { return (n + 63) / 64; }
 
   int64_t vectors() const { return static_cast<int64_t>(ends_.size()); }
   const int32_t* begin(int64_t t) const { return cols_.data() + (t == 0 ? 0 : ends_[t - 1]); }
@@ -54,16 +60,20 @@ class Matrix {
   // it grows to the largest matrix it serves and is then reused.
   class Scratch {
     friend class Matrix;
-    static constexpr int kSlots = 8;
-    // Per output row, the products it received in this call: a row whose
-    // stamp is not the current call's has none; the first kSlots are kept.
+    static constexpr uint32_t kSlots = 4;
+    // Per output row, the products it received in this call, in the order
+    // received: a row whose stamp is not the current call's has none.  The
+    // first kSlots are kept in the row, the rest in `more` from `overflow` on.
     struct Row {
       uint32_t stamp, count;
       float product[kSlots];
       uint8_t lane[kSlots];
+      uint32_t overflow;
     };
     std::vector<Row> rows;
     uint32_t call = 0;
+    std::vector<float> more_product, gathered_product;
+    std::vector<uint8_t> more_lane, gathered_lane;
     std::vector<int32_t> many;       // rows that received three products or more
     std::vector<double> high, size;  // argmax: per block of rows, bound terms
   };
@@ -77,8 +87,11 @@ class Matrix {
   Matrix(const torch::Tensor& weight, bool sparse);
 
   // y[t, :] = W x[t, :] for the T vectors of `support` (every row of y[T,
-  // out] is written, rows without stored weights as +0); x is [T, in].
-  void apply(const float* x, const Support& support, float* y, Scratch& scratch) const;
+  // out] is written, rows without stored weights as +0); x is [T, in].  With
+  // `written` (T bitmaps of `out` bits, laid out as in Support::assign_bits),
+  // sets the bits of the rows that may be non-zero.  No entry of y is -0.
+  void apply(const float* x, const Support& support, float* y, Scratch& scratch,
+             uint64_t* written = nullptr) const;
   // The first index of the largest entry of W x for vector `t` of `support`,
   // exactly as torch::argmax gives it for apply()'s output (a NaN counts as
   // larger than any number, so the first NaN wins).  Computes only the rows
@@ -118,7 +131,8 @@ class Matrix {
   // Row r times x, over all its weights.
   float row_dot(int64_t r, const float* x) const;
   // One vector through the sparse storage; y[out] is fully written.
-  void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s) const;
+  void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
+                    uint64_t* written) const;
   // The first-index maximum of stored rows [k0, k1) (indices into
   // active_rows_) of W x folded into (best, best_row).
   void fold_rows(int64_t k0, int64_t k1, const float* x, float& best, int64_t& best_row) const;
@@ -129,8 +143,9 @@ class Matrix {
   torch::Tensor dense_;                // [out, in] fp32 contiguous (dense storage)
   std::vector<int64_t> row_ptr_;       // per row (all out_), its range in by_row_
   std::vector<Entry> by_row_;          // index = column, ascending within a row
-  std::vector<int64_t> col_ptr_;       // per column, its range in by_col_
+  std::vector<uint32_t> col_ptr_;      // per column, its range in by_col_
   std::vector<Entry> by_col_;          // index = row
+  std::vector<uint64_t> col_used_;     // bit per column: it holds a weight
   std::vector<int32_t> active_rows_;   // rows holding weights, ascending
   int64_t first_zero_row_ = -1;        // first row without weights (its entry is +0), or -1
   // argmax blocks of kBlockRows consecutive active rows (see

@@ -7,29 +7,27 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
-#include <chrono>
 #include <optional>
 #include <stdexcept>
 
 namespace qgpu::qwen {
-double TT[16]; long TN[16];
-static double tcpu() { return __builtin_ia32_rdtsc() * 1e-9; }
-struct TScope { int i; double t0 = tcpu(); TScope(int j) : i(j) {} TScope(const TScope&) = delete; ~TScope() { TT[i] += tcpu() - t0; TN[i]++; } };
-struct TPrint { ~TPrint() { const char* n[] = {"qkv","zba","conv","heads","out","gate","up","act","down","head","norms","embed","argmax","fill", "osup", "x"}; for (int i = 0; i < 16; ++i) if (TN[i]) fprintf(stderr, "%-8s %.3f Gcyc  %ld calls  %.2f kcyc/call\n", n[i], TT[i], TN[i], 1e6*TT[i]/TN[i]); } } tprint;
 namespace {
 
 // ---- The scalar equations, written once and used by both executors. ----
 
 // sigmoid(x) = 1 / (1 + exp(-x)).  Where the result is a constant it is
-// returned without the exp: for x > 20, exp(-x) < 2^-28 and 1 + exp(-x)
-// rounds to 1; for x < -90, exp(-x) > 3e38 overflows to inf and 1 / inf is 0.
+// given without the exp: for x > 20, exp(-x) < 2^-28 and 1 + exp(-x) rounds
+// to 1; for x < -90, exp(-x) > 3e38 overflows to inf and 1 / inf is 0; and
+// sigmoid(+-0) = 1 / (1 + 1) = 0.5.  Compiled circuits saturate their gates,
+// so the exp is rarely needed, and the constants are selected without branches.
+inline bool sigmoid_is_constant(float x) { return x > 20.0f || x < -90.0f || x == 0.0f; }
+inline float sigmoid_constant(float x) { return x > 20.0f ? 1.0f : x < -90.0f ? 0.0f : 0.5f; }
 inline float sigmoid(float x) {
-  if (x > 20.0f) return 1.0f;
-  if (x < -90.0f) return 0.0f;
+  if (__builtin_expect(sigmoid_is_constant(x), 1)) return sigmoid_constant(x);
   return 1.0f / (1.0f + std::exp(-x));
 }
-// silu(x) = x * sigmoid(x); silu(+-0) = +-0 * 0.5 = +-0 without the exp.
-inline float silu(float x) { return x == 0.0f ? x : x * sigmoid(x); }
+// silu(x) = x * sigmoid(x)
+inline float silu(float x) { return x * sigmoid(x); }
 // softplus as torch computes it (beta 1, threshold 20): x above 20, else log1p(exp(x)).
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 // 1 / sqrt(mean(x^2) + eps)
@@ -79,13 +77,20 @@ void parallel_items(int64_t n, int64_t work_per_item, F f) {
 
 // ---- Layer weights in executable form. ----
 
+// A conv channel the executor visits: its output is computed when a live
+// head reads it, and its window moves when its input can be non-zero (a
+// window that only ever holds zeros need not move).
+struct ConvChannel {
+  int32_t channel;
+  bool output, moves;
+};
+
 struct LinearAttention {
   Matrix qkv, z, b, a, out;
   std::vector<float> conv;                  // [conv_dim, kernel]
   std::vector<float> A_log, dt_bias, norm;  // [value_heads], [value_heads], [dv]
-  std::vector<int32_t> channels;            // conv channels whose input can be non-zero (their window moves)
   std::vector<int32_t> heads;               // value heads whose state can become non-zero
-  std::vector<int32_t> read;                // conv channels those heads read (their output is computed)
+  std::vector<ConvChannel> conv_channels;   // ascending
 };
 
 struct FullAttention {
@@ -112,6 +117,9 @@ struct Layer {
 // each get their own and a call allocates nothing once the buffers have grown.
 struct Workspace {
   std::vector<float> x, normed, y;                  // [T, hidden]
+  // Per token, a bit per residual entry that may be non-zero (x_bits), and
+  // per row of y that the last mixer or MLP may have made non-zero (y_bits).
+  std::vector<uint64_t> x_bits, y_bits;
   std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
   std::vector<float> q, k, v, attn;                 // full attention
   std::vector<float> gate, up, act;                 // MLP
@@ -242,7 +250,6 @@ Model::Model(const Checkpoint& ck, Exec exec) : impl_(std::make_unique<Impl>()) 
         const int64_t K = c.linear_conv_kernel_dim;
         const bool taps = std::any_of(&la.conv[ch * K], &la.conv[ch * K] + K, [](float w) { return w != 0.0f; });
         live[ch] = !sparse || (row_nz[ch] && taps);
-        if (!sparse || row_nz[ch]) la.channels.push_back(static_cast<int32_t>(ch));
       }
       // A value head whose key channels or value channels are all dead keeps
       // S = 0 forever (zero key: l2norm gives 0, nothing is written; zero
@@ -263,9 +270,11 @@ Model::Model(const Checkpoint& ck, Exec exec) : impl_(std::make_unique<Impl>()) 
         for (int64_t i = 0; i < dk; ++i) read[kh * dk + i] = read[c.linear_key_dim() + kh * dk + i] = true;
         for (int64_t i = 0; i < dv; ++i) read[2 * c.linear_key_dim() + h * dv + i] = true;
       }
-      for (int64_t ch = 0; ch < c.linear_conv_dim(); ++ch)
-        if (read[ch]) la.read.push_back(static_cast<int32_t>(ch));
-      m.stats.stored += static_cast<int64_t>(la.read.size()) * c.linear_conv_kernel_dim;
+      for (int64_t ch = 0; ch < c.linear_conv_dim(); ++ch) {
+        const bool moves = !sparse || row_nz[ch];
+        if (read[ch] || moves) la.conv_channels.push_back({static_cast<int32_t>(ch), read[ch], moves});
+        if (read[ch]) m.stats.stored += c.linear_conv_kernel_dim;
+      }
       m.stats.total_heads += c.linear_num_value_heads;
       m.stats.active_heads += static_cast<int64_t>(la.heads.size());
     }
@@ -319,7 +328,7 @@ State Model::new_state() const {
   s.values.resize(c.num_hidden_layers);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     if (impl_->layers[l].full) continue;
-    s.conv[l] = torch::zeros({c.linear_conv_kernel_dim - 1, c.linear_conv_dim()}, torch::kFloat32);
+    s.conv[l] = torch::zeros({c.linear_conv_dim(), c.linear_conv_kernel_dim - 1}, torch::kFloat32);
     s.recurrent[l] = torch::zeros({c.linear_num_value_heads, c.linear_key_head_dim, c.linear_value_head_dim},
                                   torch::kFloat32);
   }
@@ -351,32 +360,34 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // Only live heads write o; the rest must read as zero.
   float* o = grow(ws.o, T * VD);
   std::fill(o, o + T * VD, 0.0f);
-{ TScope _ts{0}; la.qkv.apply(n, ws.support, qkv, ws.scratch); }
-  { TScope _ts{1}; la.z.apply(n, ws.support, z, ws.scratch);
+  la.qkv.apply(n, ws.support, qkv, ws.scratch);
+  la.z.apply(n, ws.support, z, ws.scratch);
   la.b.apply(n, ws.support, b, ws.scratch);
-  la.a.apply(n, ws.support, a, ws.scratch); }
-  std::optional<TScope> _conv; _conv.emplace(2);
+  la.a.apply(n, ws.support, a, ws.scratch);
 
   // Causal depthwise conv, then SiLU: c[t] = silu(sum_j w[ch, j] * in[t-K+1+j]),
   // with the K-1 previous inputs kept in the state (oldest first).  Outputs
   // are computed for the channels the live heads read; the window moves for
   // every channel whose input can be non-zero.
-  float* window = st.conv[layer].data_ptr<float>();
-  for (int64_t t = 0; t < T; ++t) {
-    for (int32_t ch : la.read) {
-      const float* w = &la.conv[ch * K];
-      float acc = 0.0f;
-      for (int64_t j = 0; j < K - 1; ++j) acc += w[j] * window[j * C + ch];
-      acc += w[K - 1] * qkv[t * C + ch];
-      conv_out[t * C + ch] = silu(acc);
+  float* windows = st.conv[layer].data_ptr<float>();
+  for (int64_t t = 0; t < T; ++t)
+    for (const ConvChannel& cc : la.conv_channels) {
+      float* window = windows + cc.channel * (K - 1);
+      const float in = qkv[t * C + cc.channel];
+      if (cc.output) {
+        const float* w = &la.conv[cc.channel * K];
+        float acc = 0.0f;
+        for (int64_t j = 0; j < K - 1; ++j) acc += w[j] * window[j];
+        acc += w[K - 1] * in;
+        conv_out[t * C + cc.channel] = silu(acc);
+      }
+      if (cc.moves) {
+        for (int64_t j = 0; j + 1 < K - 1; ++j) window[j] = window[j + 1];
+        window[K - 2] = in;
+      }
     }
-    for (int32_t ch : la.channels) {
-      for (int64_t j = 0; j + 1 < K - 1; ++j) window[j * C + ch] = window[(j + 1) * C + ch];
-      window[(K - 2) * C + ch] = qkv[t * C + ch];
-    }
-  }
 
-  _conv.reset(); std::optional<TScope> _h; _h.emplace(3);
+  // The gated delta rule per value head, token by token, in fp32.
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
   float* S_all = st.recurrent[layer].data_ptr<float>();
   ws.per_thread.resize(std::max<size_t>(ws.per_thread.size(), static_cast<size_t>(at::get_num_threads())));
@@ -440,13 +451,12 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       for (int64_t j = 0; j < dv; ++j) dst[j] = (la.norm[j] * (out[j] * r)) * silu(zr[j]);
     }
   });
-  _h.reset(); std::optional<TScope> _os; _os.emplace(14);
   ws.support.clear();
   for (int64_t t = 0; t < T; ++t) {
     for (int32_t h : la.heads) ws.support.add_nonzero(o + t * VD, h * dv, (h + 1) * dv);
     ws.support.end_vector();
   }
-  _os.reset(); { TScope _ts{4}; la.out.apply(o, ws.support, ws.y.data(), ws.scratch); }
+  la.out.apply(o, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
 }
 
 // Rotary embedding on the first rotary_dim entries of one head at `position`:
@@ -523,7 +533,7 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, int64_t T
     }
   });
   ws.support.scan(out, T, nh * D);
-  fa.o.apply(out, ws.support, ws.y.data(), ws.scratch);
+  fa.o.apply(out, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
 }
 
 // SwiGLU MLP on the T rows of ws.normed: ws.y = down(silu(gate(m)) * up(m)).
@@ -535,9 +545,8 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   // Only units write act; the rest must read as zero.
   float* act = grow(ws.act, T * I);
   std::fill(act, act + T * I, 0.0f);
-{ TScope _ts{5}; L.mlp.gate.apply(m, ws.support, g, ws.scratch); }
-{ TScope _ts{6}; L.mlp.up.apply(m, ws.support, u, ws.scratch); }
-  std::optional<TScope> _act; _act.emplace(7);
+  L.mlp.gate.apply(m, ws.support, g, ws.scratch);
+  L.mlp.up.apply(m, ws.support, u, ws.scratch);
   ws.support.clear();
   for (int64_t t = 0; t < T; ++t) {
     for (int32_t i : L.mlp.units) {
@@ -547,7 +556,7 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
     }
     ws.support.end_vector();
   }
-{ TScope _ts{8}; L.mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch); }
+  L.mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
 }
 
 void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers,
@@ -566,27 +575,61 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   float* x = grow(ws.x, T * H);
   float* normed = grow(ws.normed, T * H);
   float* y = grow(ws.y, T * H);
+  const int64_t words = Support::words(H);
+  ws.x_bits.assign(T * words, 0);
+  ws.y_bits.resize(T * words);
   auto capture = [&](int index) {
     for (size_t i = 0; i < capture_layers.size(); ++i)
       if (capture_layers[i] == index) result->residuals[i] = torch::from_blob(x, {T, H}).clone();
   };
-  // rms-normalise every row of x with weight (1 + w) into ws.normed and find its support.
-  auto norm = [&](const std::vector<float>& one_plus_w) { TScope _ts{10};
-    for (int64_t t = 0; t < T; ++t) rmsnorm_zc(&x[t * H], one_plus_w.data(), H, eps, &normed[t * H]);
-    ws.support.scan(normed, T, H);
+  // Only the entries x_bits names are visited.  Outside them x is +0 and so
+  // is normed: normed starts zero and is written on a set that only grows.
+  std::fill(normed, normed + T * H, 0.0f);
+  // rms-normalise every row of x with weight (1 + w) into ws.normed; its support is x's.
+  auto norm = [&](const std::vector<float>& one_plus_w) {
+    ws.support.assign_bits(ws.x_bits.data(), T, H);
+    for (int64_t t = 0; t < T; ++t) {
+      const float* xt = &x[t * H];
+      const float r = 1.0f / std::sqrt(lane_dot(xt, xt, ws.support.begin(t), ws.support.end(t)) /
+                                           static_cast<float>(H) + eps);
+      for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t); ++c)
+        normed[t * H + *c] = (xt[*c] * r) * one_plus_w[*c];
+    }
+  };
+  // x += y on the rows the last product wrote (elsewhere y is +0, and x + 0
+  // is x, since no entry of x is -0).
+  auto add_residual = [&] {
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t i = 0; i < words; ++i) {
+        const uint64_t bits = ws.y_bits[t * words + i];
+        ws.x_bits[t * words + i] |= bits;
+        for (uint64_t b = bits; b != 0; b &= b - 1) {
+          const int64_t c = t * H + i * 64 + __builtin_ctzll(b);
+          x[c] += y[c];
+        }
+      }
   };
 
-  for (int64_t t = 0; t < T; ++t) embed.row(tokens[t], &x[t * H]);
+  // The embeddings, with -0 made +0 as the first residual addition would.
+  for (int64_t t = 0; t < T; ++t) {
+    embed.row(tokens[t], &x[t * H]);
+    for (int64_t c = 0; c < H; ++c) {
+      x[t * H + c] += 0.0f;
+      if (x[t * H + c] != 0.0f || x[t * H + c] != x[t * H + c]) ws.x_bits[t * words + c / 64] |= uint64_t{1} << (c % 64);
+    }
+  }
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     const Layer& L = layers[l];
     capture(l);
     norm(L.input_norm);
+    std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
     if (L.full) full_attention(L, l, st, T, ws);
     else linear_attention(L, l, st, T, ws);
-    { TScope _ts{15}; for (int64_t i = 0; i < T * H; ++i) x[i] += y[i]; }
+    add_residual();
     norm(L.post_norm);
+    std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
     mlp(L, T, ws);
-    { TScope _ts{15}; for (int64_t i = 0; i < T * H; ++i) x[i] += y[i]; }
+    add_residual();
   }
   capture(static_cast<int>(cfg.num_hidden_layers));
   norm(final_norm);
@@ -623,7 +666,7 @@ int64_t Model::step_argmax(State& st, int64_t token) const {
   auto lease = m.workspaces.get();
   Workspace& ws = *lease;
   m.body(st, &token, 1, {}, nullptr, ws);
-TScope _ts{12}; return m.head().argmax(ws.normed.data(), ws.support, 0, ws.scratch);
+  return m.head().argmax(ws.normed.data(), ws.support, 0, ws.scratch);
 }
 
 }  // namespace qgpu::qwen

@@ -32,7 +32,7 @@ enum class Exec { Dense, Sparse };
 // Copying a State deep-copies it (a snapshot); assign it back to restore.
 struct State {
   int64_t position = 0;                   // tokens consumed so far
-  std::vector<torch::Tensor> conv;        // [kernel-1, conv_dim] fp32, oldest first
+  std::vector<torch::Tensor> conv;        // [conv_dim, kernel-1] fp32, per channel oldest first
   std::vector<torch::Tensor> recurrent;   // [value_heads, dk, dv] fp32
   // Full-attention KV cache per layer, row per position: [positions, kv_heads*head_dim];
   // keys after k_norm and rope.

@@ -1,64 +1,250 @@
-// The sparse matrix product against the dense one, bit for bit, on rows with
-// few non-zeros where the summation plans matter: several non-zeros in one
-// lane, cancelling huge values, signed-zero inputs, and rows dropped later.
+// The sparse matrix product against the dense one, bit for bit: rows with
+// few and many non-zeros (several in one lane), cancelling huge values,
+// signed-zero and sparse inputs, non-finite weights and inputs, and rows
+// dropped later; the rows it reports as written; argmax against
+// torch::argmax of the dense product; and sparse storage built from lazily
+// zero-filled memory.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
+#include "model_host/qwen/checkpoint.h"
 #include "model_host/qwen/matrix.h"
 
 namespace {
 
 using qgpu::qwen::Matrix;
+using qgpu::qwen::Support;
 
-TEST(QwenMatrix, SparseEqualsDenseBitForBitOnShortRows) {
-  std::mt19937 rng(42);
-  const float pool[] = {1.0f, -1.0f, 0.5f, -2.0f, 3.0f, 1e30f, -1e30f, 1e-30f, 0.1f, -0.3f};
-  int64_t checked = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const int64_t out = 64, in = 16 + rng() % 300;
-    torch::Tensor w = torch::zeros({out, in});
-    auto a = w.accessor<float, 2>();
-    for (int64_t r = 0; r < out; ++r) {
-      int n = rng() % 5 == 0 ? rng() % 40 : rng() % 6;
-      for (int j = 0; j < n; ++j) {
-        int64_t c = rng() % 3 == 0 ? (rng() % 4) * 32 % in : rng() % in;  // often the same lane
-        a[r][c] = pool[rng() % 10];
-      }
+constexpr float kPool[] = {1.0f, -1.0f, 0.5f, -2.0f, 3.0f, 1e30f, -1e30f, 1e-30f, 0.1f, -0.3f};
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
+
+// The lane scheme written out for one row, over its non-zero weights only
+// (sparse storage never multiplies a zero weight, so with a non-finite input
+// it differs from the dense product, where 0 * inf is NaN).
+__attribute__((optimize("fp-contract=off"))) torch::Tensor reference_product(const torch::Tensor& w,
+                                                                              const torch::Tensor& x_row) {
+  auto wa = w.accessor<float, 2>();
+  auto xa = x_row.accessor<float, 1>();
+  torch::Tensor y = torch::empty({w.size(0)});
+  for (int64_t r = 0; r < w.size(0); ++r) {
+    float acc[32] = {};
+    for (int64_t c = 0; c < w.size(1); ++c)
+      if (wa[r][c] != 0.0f) acc[c % 32] += wa[r][c] * xa[c];
+    for (int width = 16; width >= 1; width /= 2)
+      for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
+    y[r] = acc[0];
+  }
+  return y;
+}
+
+// A random [out, in] weight: most rows short, some long (up to 60 non-zeros,
+// past the scratch's inline slots), columns often in the same lane.
+torch::Tensor random_weight(std::mt19937& rng, int64_t out, int64_t in) {
+  torch::Tensor w = torch::zeros({out, in});
+  auto a = w.accessor<float, 2>();
+  for (int64_t r = 0; r < out; ++r) {
+    const int n = rng() % 5 == 0 ? rng() % 60 : rng() % 6;
+    for (int j = 0; j < n; ++j) {
+      const int64_t c = rng() % 3 == 0 ? (rng() % 4) * 32 % in : rng() % in;
+      a[r][c] = kPool[rng() % 10];
     }
-    const int64_t T = 1 + rng() % 4;
-    torch::Tensor x = torch::zeros({T, in});
-    auto xa = x.accessor<float, 2>();
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t c = 0; c < in; ++c) {
-        int k = rng() % 14;
-        xa[t][c] = k < 10 ? pool[k] : (k < 12 ? -0.0f : 0.0f);
-      }
+  }
+  return w;
+}
+
+// T random inputs; `density` of the entries drawn from the pool, the rest +-0.
+torch::Tensor random_input(std::mt19937& rng, int64_t T, int64_t in, double density) {
+  torch::Tensor x = torch::zeros({T, in});
+  auto a = x.accessor<float, 2>();
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t c = 0; c < in; ++c) a[t][c] = u(rng) < density ? kPool[rng() % 10] : (rng() % 2 ? -0.0f : 0.0f);
+  return x;
+}
+
+// y = W x by `sparse` against `expected(t)`, bit for bit; every non-zero row
+// must be reported written.
+template <class Expected>
+void expect_product(const Matrix& sparse, const torch::Tensor& x, Expected expected, const std::string& what) {
+  const int64_t T = x.size(0), out = sparse.rows(), words = Support::words(out);
+  Support support;
+  support.scan(x.data_ptr<float>(), T, x.size(1));
+  Matrix::Scratch scratch;
+  std::vector<float> y(T * out);
+  std::vector<uint64_t> written(T * words, 0);
+  sparse.apply(x.data_ptr<float>(), support, y.data(), scratch, written.data());
+  for (int64_t t = 0; t < T; ++t) {
+    const torch::Tensor e = expected(t);
+    for (int64_t r = 0; r < out; ++r) {
+      const float v = y[t * out + r], ev = e[r].item<float>();
+      ASSERT_TRUE(same_bits(v, ev)) << what << ": token " << t << " row " << r << ": " << v << " vs " << ev;
+      if (v != 0.0f || std::isnan(v))
+        ASSERT_TRUE((written[t * words + r / 64] >> (r % 64)) & 1) << what << ": row " << r << " not reported written";
+    }
+  }
+}
+
+// Against the dense storage's product (lane_dot over every column).
+void expect_same_product(const Matrix& sparse, const Matrix& dense, const torch::Tensor& x, const std::string& what) {
+  Support support;
+  support.scan(x.data_ptr<float>(), x.size(0), x.size(1));
+  Matrix::Scratch scratch;
+  torch::Tensor yd = torch::empty({x.size(0), dense.rows()});
+  dense.apply(x.data_ptr<float>(), support, yd.data_ptr<float>(), scratch);
+  expect_product(sparse, x, [&](int64_t t) { return yd[t]; }, what);
+}
+
+TEST(QwenMatrix, SparseEqualsDenseBitForBit) {
+  std::mt19937 rng(42);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t out = 64 + rng() % 64, in = 16 + rng() % 300;
+    const torch::Tensor w = random_weight(rng, out, in);
     Matrix sparse(w, true), dense(w, false);
-    std::vector<float> ys(T * out), yd(T * out);
-    qgpu::qwen::Support support;
-    support.scan(x.data_ptr<float>(), T, in);
-    Matrix::Scratch scratch;
-    sparse.apply(x.data_ptr<float>(), support, ys.data(), scratch);
-    dense.apply(x.data_ptr<float>(), support, yd.data(), scratch);
-    for (int64_t i = 0; i < T * out; ++i, ++checked)
-      ASSERT_EQ(std::memcmp(&ys[i], &yd[i], 4), 0) << "trial " << trial << " output " << i << ": " << ys[i]
-                                                    << " vs " << yd[i];
-    if (trial % 2 == 0) {  // dropping rows keeps the remaining rows' plans right
+    ASSERT_TRUE(sparse.is_sparse());
+    ASSERT_FALSE(dense.is_sparse());
+    // Dense inputs (most rows receive many products) and sparse ones (rows
+    // receive 0, 1, 2, 3 or a few).
+    const torch::Tensor x = random_input(rng, 1 + rng() % 4, in, trial % 2 ? 0.8 : 0.05);
+    expect_same_product(sparse, dense, x, "trial " + std::to_string(trial));
+    if (trial % 2 == 0) {  // dropping rows keeps the others, and the dropped ones read 0
       std::vector<bool> keep(out);
       for (int64_t r = 0; r < out; ++r) keep[r] = rng() % 2;
       sparse.drop_rows(keep);
-      sparse.apply(x.data_ptr<float>(), support, ys.data(), scratch);
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t r = 0; r < out; ++r, ++checked) {
-          float e = keep[r] ? yd[t * out + r] : 0.0f;
-          ASSERT_EQ(std::memcmp(&ys[t * out + r], &e, 4), 0) << "trial " << trial << " after drop_rows";
-        }
+      torch::Tensor kept = w.clone();
+      for (int64_t r = 0; r < out; ++r)
+        if (!keep[r]) kept[r].zero_();
+      expect_same_product(sparse, Matrix(kept, false), x, "trial " + std::to_string(trial) + " after drop_rows");
     }
   }
-  EXPECT_GT(checked, 50000);
+}
+
+TEST(QwenMatrix, NonFiniteWeightsAndInputs) {
+  std::mt19937 rng(7);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t out = 50, in = 90;
+    torch::Tensor w = random_weight(rng, out, in);
+    if (trial % 2) w[rng() % out][rng() % in] = trial % 4 == 1 ? inf : nan;
+    torch::Tensor x = random_input(rng, 2, in, 0.1);
+    if (trial % 3 == 0) x[rng() % 2][rng() % in] = trial % 2 ? -inf : nan;
+    expect_product(Matrix(w, true), x, [&](int64_t t) { return reference_product(w, x[t]); },
+                   "trial " + std::to_string(trial));
+  }
+}
+
+TEST(QwenMatrix, ArgmaxAsTorchArgmaxOfTheProduct) {
+  std::mt19937 rng(3);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int trial = 0; trial < 300; ++trial) {
+    // An output head like the circuit's: rows that compare a few one-hot
+    // fields, many rows without weights (their entry is +0), repeated rows
+    // near and far (ties: the first wins), inputs that make every entry
+    // negative, and inputs with two columns of a field set (then a block's
+    // bound exceeds every row in it).
+    const int64_t out = 200 + rng() % 400, in = 40 + rng() % 40;
+    torch::Tensor w = torch::zeros({out, in});
+    auto a = w.accessor<float, 2>();
+    const int64_t zero_rows = trial % 3 == 0 ? 0 : rng() % out;
+    for (int64_t r = zero_rows; r < out; ++r) {
+      if (rng() % 7 == 0) continue;
+      if (r > zero_rows && rng() % 5 == 0) {
+        w[r].copy_(w[rng() % 2 ? r - 1 : zero_rows + rng() % (r - zero_rows)]);
+        continue;
+      }
+      for (int f = 0; f < 5; ++f) a[r][f * 8 + rng() % 8] = trial % 4 == 3 ? kPool[rng() % 10] : 16.0f;
+    }
+    Matrix head(w, true), unprepared(w, true);
+    head.prepare_argmax();
+    torch::Tensor x = torch::zeros({2, in});
+    auto xa = x.accessor<float, 2>();
+    for (int64_t t = 0; t < 2; ++t)
+      for (int f = 0; f < 5; ++f) {
+        xa[t][f * 8 + rng() % 8] = trial % 5 == 0 ? -1.0f : 1.0f;
+        if (trial % 2) xa[t][f * 8 + rng() % 8] = 1.0f;
+      }
+    if (trial % 11 == 0) xa[1][rng() % in] = nan;
+    Support support;
+    support.scan(x.data_ptr<float>(), 2, in);
+    Matrix::Scratch scratch;
+    for (int64_t t = 0; t < 2; ++t) {
+      const int64_t expected = reference_product(w, x[t]).argmax().item<int64_t>();
+      ASSERT_EQ(head.argmax(x.data_ptr<float>(), support, t, scratch), expected) << "trial " << trial << " token " << t;
+      ASSERT_EQ(unprepared.argmax(x.data_ptr<float>(), support, t, scratch), expected) << "trial " << trial;
+      if (std::isfinite(x[t].sum().item<float>()))  // the dense storage multiplies zero weights too
+        ASSERT_EQ(Matrix(w, false).argmax(x.data_ptr<float>(), support, t, scratch), expected) << "trial " << trial;
+    }
+  }
+}
+
+TEST(QwenMatrix, SupportListsNonZeroColumnsAscending) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {0.0f, -0.0f, 2.0f, 0.0f, nan, -1.0f, 0.0f, 0.0f, 3.0f, -0.0f};
+  Support s;
+  s.scan(x.data(), 2, 5);
+  ASSERT_EQ(s.vectors(), 2);
+  EXPECT_EQ(std::vector<int32_t>(s.begin(0), s.end(0)), (std::vector<int32_t>{2, 4}));
+  EXPECT_EQ(std::vector<int32_t>(s.begin(1), s.end(1)), (std::vector<int32_t>{0, 3}));
+  std::vector<uint64_t> bits(2 * Support::words(130), 0);
+  for (int c : {0, 63, 64, 129}) bits[c / 64] |= uint64_t{1} << (c % 64);
+  bits[Support::words(130) + 1] = 1;  // vector 1: column 64
+  s.assign_bits(bits.data(), 2, 130);
+  EXPECT_EQ(std::vector<int32_t>(s.begin(0), s.end(0)), (std::vector<int32_t>{0, 63, 64, 129}));
+  EXPECT_EQ(std::vector<int32_t>(s.begin(1), s.end(1)), (std::vector<int32_t>{64}));
+  // The sum over listed indices is lane_dot's.
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 100; ++trial) {
+    const int64_t n = 1 + rng() % 200;
+    torch::Tensor a = random_input(rng, 1, n, 0.2), b = random_input(rng, 1, n, 1.0);
+    Support support;
+    support.scan(a.data_ptr<float>(), 1, n);
+    const float full = qgpu::qwen::lane_dot(a.data_ptr<float>(), b.data_ptr<float>(), n);
+    const float listed = qgpu::qwen::lane_dot(a.data_ptr<float>(), b.data_ptr<float>(), support.begin(0), support.end(0));
+    ASSERT_TRUE(same_bits(full, listed)) << full << " vs " << listed;
+  }
+}
+
+// Sparse storage skips pages of lazily zero-filled memory that were never
+// written, and still finds values on pages that were: written and cleared
+// again, only read (then the kernel maps a zero page), or written.
+TEST(QwenMatrix, SparseStorageFromLazilyZeroFilledMemory) {
+  const int64_t page_floats = sysconf(_SC_PAGESIZE) / 4;
+  const int64_t out = 300, in = 2 * page_floats + 7;  // rows straddle pages
+  torch::Tensor lazy = qgpu::qwen::lazy_zeros({out, in});
+  auto a = lazy.accessor<float, 2>();
+  a[0][0] = 1.0f;
+  a[5][in - 1] = -2.0f;
+  a[100][page_floats] = 3.0f;
+  a[101][3] = 4.0f;
+  a[101][3] = 0.0f;                           // written, then zero again
+  volatile float sink = a[200][page_floats];  // read only
+  (void)sink;
+  a[299][in / 2] = 5.0f;
+  a[299][in / 2 + 1] = 6.0f;
+  // Building the matrix brings no page in: the untouched ones stay absent.
+  const size_t page = sysconf(_SC_PAGESIZE), bytes = out * in * 4;
+  auto resident = [&] {
+    std::vector<unsigned char> in_core((bytes + page - 1) / page);
+    EXPECT_EQ(mincore(lazy.data_ptr(), bytes, in_core.data()), 0);
+    return std::count_if(in_core.begin(), in_core.end(), [](unsigned char c) { return c & 1; });
+  };
+  const auto before = resident();
+  Matrix sparse(lazy, true);
+  EXPECT_EQ(resident(), before);
+  EXPECT_LT(before, static_cast<long>(bytes / page / 4));
+  EXPECT_EQ(sparse.stored(), 5);
+  EXPECT_EQ(sparse.nonzero_rows(), 4);
+  std::mt19937 rng(9);
+  expect_same_product(sparse, Matrix(lazy.clone(), false), random_input(rng, 2, in, 0.5), "lazy");
 }
 
 }  // namespace
