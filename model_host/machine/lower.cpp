@@ -118,7 +118,7 @@ class Lowerer {
     in.b = K(off);
     in.space = sp;
     in.bytes = uint8_t(bytes);
-    in.sign = sign;
+    in.sign = sign && bytes < 4;  // extending a full word changes nothing: one canonical form
     emit(in);
     return in.dst;
   }

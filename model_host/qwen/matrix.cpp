@@ -263,6 +263,21 @@ void Matrix::derive_indexes() {
   std::vector<uint32_t> fill(col_ptr_.begin(), col_ptr_.end() - 1);
   for (int32_t r : active_rows_)
     for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) by_col_[fill[by_row_[i].index]++] = {r, by_row_[i].w};
+  hub_col_ = -1;
+  hub_w_ = {};
+  hub_entries_ = {};
+  int64_t widest = 0;
+  for (int64_t c = 0; c < in_; ++c)
+    if (col_ptr_[c + 1] - col_ptr_[c] > widest) {
+      widest = col_ptr_[c + 1] - col_ptr_[c];
+      hub_col_ = static_cast<int32_t>(c);
+    }
+  if (widest < kHubRows || widest * 16 < out_) hub_col_ = -1;
+  if (hub_col_ >= 0) {
+    hub_w_.assign(out_, 0.0f);
+    hub_entries_.assign(&by_col_[col_ptr_[hub_col_]], &by_col_[col_ptr_[hub_col_ + 1]]);
+    for (const Entry& e : hub_entries_) hub_w_[e.index] = e.w;
+  }
   const bool argmax_ready = !block_slack_.empty();
   block_col_ptr_ = {};
   block_ranges_ = {};
@@ -357,37 +372,66 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   int32_t* many = s.many.data();
   int64_t n_many = 0;
   size_t more = 0;  // used entries of s.more_*
-  // Branch-free where it is data: past two products y gains +0 (such a row
-  // is summed again below), and every row is listed in `many`, the count
-  // advancing only for its third product.
+  // Products in ascending column order.  Branch-free where it is data: past
+  // two products y gains +0 (such a row is summed again below), and every
+  // row is listed in `many`, the count advancing only for its third product.
+  auto add = [&](int32_t r, float p, uint8_t lane, uint32_t n) {
+    Scratch::Row& row = rows[r];
+    row.stamp = call;
+    row.count = n + 1;
+    if (n < Scratch::kSlots) {
+      row.product[n] = p;
+      row.lane[n] = lane;
+    } else {
+      if (n == Scratch::kSlots) {  // room for the rest of the row's weights
+        row.overflow = static_cast<uint32_t>(more);
+        more += static_cast<size_t>(row_ptr_[r + 1] - row_ptr_[r]) - Scratch::kSlots;
+        if (s.more_product.size() < more) {
+          s.more_product.resize(std::max(more, 2 * s.more_product.size()));
+          s.more_lane.resize(s.more_product.size());
+        }
+      }
+      s.more_product[row.overflow + n - Scratch::kSlots] = p;
+      s.more_lane[row.overflow + n - Scratch::kSlots] = lane;
+    }
+    y[r] += n < 2 ? p : 0.0f;
+    many[n_many] = r;
+    n_many += n == 2;
+  };
+  // The hub column is a stream: a row it reaches first gets y = p + 0 and
+  // no stamp; a later column that reaches such a row first records the hub's
+  // product as the row's first (y already holds it).
+  bool past_hub = false, stamped = false;
+  float x_hub = 0.0f;
+  const uint8_t hub_lane = static_cast<uint8_t>(hub_col_ & (kLanes - 1));
   for (const int32_t* c = nz; c != nz_end; ++c) {
     if (!((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;  // spares a miss on col_ptr_
     const float xc = x[*c];
     const uint8_t lane = static_cast<uint8_t>(*c & (kLanes - 1));
+    if (*c == hub_col_) {
+      past_hub = true;
+      x_hub = xc;
+      if (!stamped) {
+        for (const Entry& e : hub_entries_) y[e.index] = e.w * xc + 0.0f;
+      } else {
+        for (const Entry& e : hub_entries_) {
+          const float p = e.w * xc;
+          if (rows[e.index].stamp == call) add(e.index, p, lane, rows[e.index].count);
+          else y[e.index] = p + 0.0f;
+        }
+      }
+      continue;
+    }
+    stamped = true;
     for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e) {
       Scratch::Row& row = rows[e->index];
-      const uint32_t n = row.stamp == call ? row.count : 0;
-      row.stamp = call;
-      row.count = n + 1;
-      const float p = e->w * xc;
-      if (n < Scratch::kSlots) {
-        row.product[n] = p;
-        row.lane[n] = lane;
-      } else {
-        if (n == Scratch::kSlots) {  // room for the rest of the row's weights
-          row.overflow = static_cast<uint32_t>(more);
-          more += static_cast<size_t>(row_ptr_[e->index + 1] - row_ptr_[e->index]) - Scratch::kSlots;
-          if (s.more_product.size() < more) {
-            s.more_product.resize(std::max(more, 2 * s.more_product.size()));
-            s.more_lane.resize(s.more_product.size());
-          }
-        }
-        s.more_product[row.overflow + n - Scratch::kSlots] = p;
-        s.more_lane[row.overflow + n - Scratch::kSlots] = lane;
+      uint32_t n = row.stamp == call ? row.count : 0;
+      if (n == 0 && past_hub && hub_w_[e->index] != 0.0f) {  // the hub's product came first
+        row.product[0] = hub_w_[e->index] * x_hub;
+        row.lane[0] = hub_lane;
+        n = 1;
       }
-      y[e->index] += n < 2 ? p : 0.0f;
-      many[n_many] = e->index;
-      n_many += n == 2;
+      add(e->index, e->w * xc, lane, n);
     }
   }
   for (int64_t k = 0; k < n_many; ++k) {

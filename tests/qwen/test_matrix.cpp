@@ -128,6 +128,33 @@ TEST(QwenMatrix, SparseEqualsDenseBitForBit) {
   }
 }
 
+// A column most rows read (a circuit's anchor) is streamed apart from the
+// others: before, between and after them in column order, in the same lane
+// as others, active or not, with rows that receive nothing else, one more
+// product or many.
+TEST(QwenMatrix, SparseEqualsDenseWithAHubColumn) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 120; ++trial) {
+    const int64_t out = 64 + rng() % 200, in = 40 + rng() % 200;
+    torch::Tensor w = random_weight(rng, out, in);
+    const int64_t hub = trial % 3 == 0 ? 0 : trial % 3 == 1 ? in - 1 : rng() % in;
+    auto a = w.accessor<float, 2>();
+    for (int64_t r = 0; r < out; ++r)
+      if (rng() % 8 != 0) a[r][hub] = kPool[rng() % 10];
+    Matrix sparse(w, true), dense(w, false);
+    torch::Tensor x = random_input(rng, 1 + rng() % 3, in, trial % 2 ? 0.5 : 0.03);
+    for (int64_t t = 0; t < x.size(0); ++t)
+      if (rng() % 4 != 0) x[t][hub] = kPool[rng() % 5];
+    expect_same_product(sparse, dense, x, "trial " + std::to_string(trial));
+    std::vector<bool> keep(out);
+    for (int64_t r = 0; r < out; ++r) keep[r] = rng() % 3 != 0;
+    sparse.drop_rows(keep);
+    for (int64_t r = 0; r < out; ++r)
+      if (!keep[r]) w[r].zero_();
+    expect_same_product(sparse, Matrix(w, false), x, "trial " + std::to_string(trial) + " after drop_rows");
+  }
+}
+
 TEST(QwenMatrix, NonFiniteWeightsAndInputs) {
   std::mt19937 rng(7);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# cross_check.sh QGPU PROGRAM [BACKEND]
+# cross_check.sh QGPU PROGRAM [BACKEND [RUN OPTIONS...]]
 # Runs one sample under the shim twice: on BACKEND (default: interpreter, the
 # machine's reference interpreter running lowered code; interpreter-model runs
-# the model's machine) and on the PTX-level reference interpreter
-# (ptx-reference: the PTX itself).  Both runs must succeed and print PASSED,
-# and their outputs must be equal.
+# the model's machine; model the GPU inside the model), with the given `qgpu
+# run` options, and on the PTX-level reference interpreter (ptx-reference:
+# the PTX itself).  Both runs must succeed and print PASSED, and their outputs
+# must be equal.
 set -u
 qgpu=$1 program=$2 machine=${3:-interpreter}
+shift $(($# < 3 ? $# : 3))
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
 for backend in "$machine" ptx-reference; do
-  "$qgpu" run --backend "$backend" -- "$program" >"$out/$backend" 2>"$out/$backend.err"
+  opts=()
+  [ "$backend" = "$machine" ] && opts=("$@")
+  "$qgpu" run --backend "$backend" "${opts[@]}" -- "$program" >"$out/$backend" 2>"$out/$backend.err"
   rc=$?
   if [ $rc -ne 0 ] || ! grep -qx PASSED "$out/$backend"; then
     echo "cross_check: $(basename "$program") on the $backend backend: exit $rc"
