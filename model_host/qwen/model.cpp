@@ -382,8 +382,14 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         conv_out[t * C + cc.channel] = silu(acc);
       }
       if (cc.moves) {
-        for (int64_t j = 0; j + 1 < K - 1; ++j) window[j] = window[j + 1];
-        window[K - 2] = in;
+        if (K == 4) {  // Qwen3.5's kernel, written out (a loop here becomes a memmove call)
+          window[0] = window[1];
+          window[1] = window[2];
+          window[2] = in;
+        } else {
+          for (int64_t j = 0; j + 1 < K - 1; ++j) window[j] = window[j + 1];
+          window[K - 2] = in;
+        }
       }
     }
 
