@@ -85,7 +85,10 @@ int main(int argc, char** argv) {
     }
     daemon::Device device;
     device.backend = backend.get();
-    const machine::Limits& l = machine::limits();
+    // The limits of the machine the backend runs: the model's (one lane per
+    // warp, its ROM) for the model and interpreter-model backends.
+    const bool model_machine = backend_name == "model" || backend_name == "interpreter-model";
+    const machine::Limits l = machine::limits(model_machine ? machine::model_params() : machine::default_params());
     proto::DeviceInfo& d = device.info;
     d.backend = backend->name();
     d.device_name = engine::device_name(backend_name);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model_host/engine/backend.h"
+#include "model_host/machine/isa.h"
 
 namespace qgpu::machine {
 
@@ -27,7 +28,9 @@ struct Limits {
   uint32_t max_block[3];
 };
 
+// The default machine's limits, and any machine's.
 const Limits& limits();
+Limits limits(const Params&);
 
 // Parses a PTX module and reports its variables and kernel signatures.
 // Throws std::runtime_error naming the line on malformed PTX.

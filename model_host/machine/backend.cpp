@@ -90,24 +90,25 @@ class InterpreterBackend : public engine::Backend {
 
 }  // namespace
 
+Limits limits(const Params& p) {
+  Limits r{};
+  r.lanes = p.lanes;
+  r.warp_size = Params::kCudaWarp;
+  r.registers = p.regs;
+  r.rom_blocks = p.rom_blocks;
+  r.global_base = p.global_base;
+  r.global_bytes = p.global_bytes;
+  r.shared_bytes_per_cta = p.shared_bytes;
+  r.max_threads_per_cta = p.max_threads;
+  r.max_ctas_per_grid = p.max_ctas;
+  r.max_grid[0] = r.max_grid[1] = r.max_grid[2] = p.max_ctas;
+  r.max_block[0] = r.max_block[1] = p.max_threads;
+  r.max_block[2] = std::min<uint32_t>(p.max_threads, 64);
+  return r;
+}
+
 const Limits& limits() {
-  static const Limits l = [] {
-    const Params& p = default_params();
-    Limits r{};
-    r.lanes = p.lanes;
-    r.warp_size = Params::kCudaWarp;
-    r.registers = p.regs;
-    r.rom_blocks = p.rom_blocks;
-    r.global_base = p.global_base;
-    r.global_bytes = p.global_bytes;
-    r.shared_bytes_per_cta = p.shared_bytes;
-    r.max_threads_per_cta = p.max_threads;
-    r.max_ctas_per_grid = p.max_ctas;
-    r.max_grid[0] = r.max_grid[1] = r.max_grid[2] = p.max_ctas;
-    r.max_block[0] = r.max_block[1] = p.max_threads;
-    r.max_block[2] = std::min<uint32_t>(p.max_threads, 64);
-    return r;
-  }();
+  static const Limits l = limits(default_params());
   return l;
 }
 

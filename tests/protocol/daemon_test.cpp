@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <zmq.hpp>
 
 #include "process.h"
@@ -287,4 +288,31 @@ TEST(DaemonTcp, RequiresASharedSecret) {
   c.reset();
   kill(d, SIGTERM);
   waitpid(d, nullptr, 0);
+}
+
+// Device queries describe the machine the backend runs: the default machine
+// for the interpreter (docs/isa.md: 8 lanes, a 256-block ROM), the model's
+// for interpreter-model (docs/tokens.md section 1: one lane per warp, a
+// 1024-block ROM), whatever both share (32-thread warps, 256 threads per CTA).
+TEST(DaemonDevice, ReportsTheMachineOfItsBackend) {
+  for (auto [backend, lanes, rom] : {std::tuple{"interpreter", 8u, 256u}, std::tuple{"interpreter-model", 1u, 1024u}}) {
+    std::string t = (fs::temp_directory_path() / "qgpu-device-test-XXXXXX").string();
+    fs::path dir = mkdtemp(t.data());
+    const std::string ep = "ipc://" + (dir / "d.sock").string();
+    pid_t d = qgpu::test::start({QGPU_MODEL_HOST_BIN, "--endpoint", ep, "--backend", backend}, {});
+    qgpu::client::Options o;
+    o.endpoint = ep;
+    o.spawn = false;
+    o.program = "daemon_test";
+    {
+      auto c = Connection::open(o);
+      EXPECT_EQ(c->device().lanes, lanes) << backend;
+      EXPECT_EQ(c->device().rom_blocks, rom) << backend;
+      EXPECT_EQ(c->device().warp_size, 32u) << backend;
+      EXPECT_EQ(c->device().max_threads_per_cta, 256u) << backend;
+    }
+    kill(d, SIGTERM);
+    waitpid(d, nullptr, 0);
+    fs::remove_all(dir);
+  }
 }
