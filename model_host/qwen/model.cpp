@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -164,7 +165,14 @@ class WorkspacePool {
 struct Model::Impl {
   Config cfg;
   Exec exec;
+  bool bf16 = false;  // Activations::Bf16
   float eps;
+  // With bf16 activations, rounds the n values at p (a no-op otherwise).
+  void store(float* p, int64_t n) const {
+    if (bf16)
+      for (int64_t i = 0; i < n; ++i) p[i] = round_bf16(p[i]);
+  }
+  float store(float v) const { return bf16 ? round_bf16(v) : v; }
   Matrix embed;                  // [vocab, hidden]
   std::optional<Matrix> lm_head; // absent when tied
   std::vector<float> final_norm; // 1 + w
@@ -186,12 +194,24 @@ struct Model::Impl {
   void rope(float* x, int64_t position) const;
 };
 
-Model::Model(const Checkpoint& ck, Exec exec) : impl_(std::make_unique<Impl>()) {
+float round_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return x;  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(std::make_unique<Impl>()) {
   ck.validate();
   if (at::get_num_threads() > 2) at::set_num_threads(2);
   Impl& m = *impl_;
   m.cfg = ck.config;
   m.exec = exec;
+  m.bf16 = activations == Activations::Bf16;
   const Config& c = m.cfg;
   m.eps = static_cast<float>(c.rms_norm_eps);
   const bool sparse = exec == Exec::Sparse;
@@ -364,6 +384,10 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   la.z.apply(n, ws.support, z, ws.scratch);
   la.b.apply(n, ws.support, b, ws.scratch);
   la.a.apply(n, ws.support, a, ws.scratch);
+  store(qkv, T * C);
+  store(z, T * VD);
+  store(b, T * nv);
+  store(a, T * nv);
 
   // Causal depthwise conv, then SiLU: c[t] = silu(sum_j w[ch, j] * in[t-K+1+j]),
   // with the K-1 previous inputs kept in the state (oldest first).  Outputs
@@ -379,7 +403,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         float acc = 0.0f;
         for (int64_t j = 0; j < K - 1; ++j) acc += w[j] * window[j];
         acc += w[K - 1] * in;
-        conv_out[t * C + cc.channel] = silu(acc);
+        conv_out[t * C + cc.channel] = store(silu(acc));
       }
       if (cc.moves) {
         if (K == 4) {  // Qwen3.5's kernel, written out (a loop here becomes a memmove call)
@@ -454,7 +478,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       const float r = inv_rms(out, dv, eps);
       float* dst = &o[t * VD + h * dv];
       const float* zr = &z[t * VD + h * dv];
-      for (int64_t j = 0; j < dv; ++j) dst[j] = (la.norm[j] * (out[j] * r)) * silu(zr[j]);
+      for (int64_t j = 0; j < dv; ++j) dst[j] = store((la.norm[j] * (out[j] * r)) * silu(zr[j]));
     }
   });
   ws.support.clear();
@@ -492,6 +516,9 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, int64_t T
   fa.q.apply(n, ws.support, q, ws.scratch);
   fa.k.apply(n, ws.support, k, ws.scratch);
   fa.v.apply(n, ws.support, v, ws.scratch);
+  store(q, T * nh * 2 * D);
+  store(k, T * nkv * D);
+  store(v, T * nkv * D);
   auto& keys = st.keys[layer];
   auto& values = st.values[layer];
   const int64_t start = st.position;
@@ -535,7 +562,7 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, int64_t T
       }
       // Output gate: attn * sigmoid(gate).
       float* dst = &out[(t * nh + h) * D];
-      for (int64_t j = 0; j < D; ++j) dst[j] = acc[j] * sigmoid(qg[D + j]);
+      for (int64_t j = 0; j < D; ++j) dst[j] = store(acc[j] * sigmoid(qg[D + j]));
     }
   });
   ws.support.scan(out, T, nh * D);
@@ -553,10 +580,12 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   std::fill(act, act + T * I, 0.0f);
   L.mlp.gate.apply(m, ws.support, g, ws.scratch);
   L.mlp.up.apply(m, ws.support, u, ws.scratch);
+  store(g, T * I);
+  store(u, T * I);
   ws.support.clear();
   for (int64_t t = 0; t < T; ++t) {
     for (int32_t i : L.mlp.units) {
-      const float v = silu(g[t * I + i]) * u[t * I + i];
+      const float v = store(silu(g[t * I + i]) * u[t * I + i]);
       act[t * I + i] = v;
       if (v != 0.0f || v != v) ws.support.add(i);
     }
@@ -599,7 +628,7 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
       const float r = 1.0f / std::sqrt(lane_dot(xt, xt, ws.support.begin(t), ws.support.end(t)) /
                                            static_cast<float>(H) + eps);
       for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t); ++c)
-        normed[t * H + *c] = (xt[*c] * r) * one_plus_w[*c];
+        normed[t * H + *c] = store((xt[*c] * r) * one_plus_w[*c]);
     }
   };
   // x += y on the rows the last product wrote (elsewhere y is +0, and x + 0
@@ -611,7 +640,7 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
         ws.x_bits[t * words + i] |= bits;
         for (uint64_t b = bits; b != 0; b &= b - 1) {
           const int64_t c = t * H + i * 64 + __builtin_ctzll(b);
-          x[c] += y[c];
+          x[c] = store(x[c] + store(y[c]));
         }
       }
   };
@@ -619,6 +648,7 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   // The embeddings, with -0 made +0 as the first residual addition would.
   for (int64_t t = 0; t < T; ++t) {
     embed.row(tokens[t], &x[t * H]);
+    store(&x[t * H], H);
     for (int64_t c = 0; c < H; ++c) {
       x[t * H + c] += 0.0f;
       if (x[t * H + c] != 0.0f || x[t * H + c] != x[t * H + c]) ws.x_bits[t * words + c / 64] |= uint64_t{1} << (c % 64);

@@ -27,6 +27,19 @@ namespace qgpu::qwen {
 
 enum class Exec { Dense, Sparse };
 
+// How activations are stored between operations.  Fp32: everything in fp32.
+// Bf16: as an engine that keeps activations in bf16 and accumulates in fp32
+// would: every value handed from one operation to the next (embedding rows,
+// the residual after each addition, normed inputs, projection outputs, conv
+// outputs, the mixers' outputs, MLP activations, the final norm) is rounded
+// to bf16 (to nearest, ties to even); sums, norms, the recurrent state and
+// the logits stay fp32.  A measurement mode: it shows which circuits a bf16
+// engine would still run exactly.
+enum class Activations { Fp32, Bf16 };
+
+// x rounded to bf16 (to nearest, ties to even; NaN stays NaN), as fp32.
+float round_bf16(float x);
+
 // All per-sequence state: per layer the conv window and the GDN recurrent
 // state (linear-attention layers) or the KV cache (full-attention layers).
 // Copying a State deep-copies it (a snapshot); assign it back to restore.
@@ -52,7 +65,7 @@ struct Outputs {
 
 class Model {
  public:
-  explicit Model(const Checkpoint&, Exec exec = Exec::Dense);
+  explicit Model(const Checkpoint&, Exec exec = Exec::Dense, Activations activations = Activations::Fp32);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

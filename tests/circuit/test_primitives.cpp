@@ -41,11 +41,16 @@ std::vector<int> de_bruijn_pairs(int k) {
 // Compiles the bench, runs `bytes` through it, and checks every observed word
 // against the evaluator (through the model) and against its reference.
 // `xy` gives the two operands of each token from the byte stream.
-// With `bf16`, the weights but the norms' are rounded to bf16 and the mismatches are only
-// counted and printed (a measurement; decoded with a 5% tolerance).
+// How the compiled circuit runs: fp32 throughout (exactness is asserted), or
+// as measurements, where mismatches are only counted and printed (decoded
+// with a 5% tolerance): the weights but the norms' rounded to bf16, or fp32
+// weights with bf16 activations (qwen::Activations::Bf16).
+enum class Precision { Fp32, Bf16Weights, Bf16Activations };
+
 void run_checks(ByteBench& b, const std::vector<Check>& checks, const std::vector<int>& bytes,
                 const std::function<std::pair<uint64_t, uint64_t>(size_t)>& xy, const char* title,
-                bool bf16 = false) {
+                Precision precision = Precision::Fp32) {
+  const bool bf16 = precision != Precision::Fp32;
   std::vector<ValueId> observed;
   for (const Check& c : checks)
     for (ValueId d : c.word.digits) {
@@ -55,10 +60,12 @@ void run_checks(ByteBench& b, const std::vector<Check>& checks, const std::vecto
   Compiled compiled = compile(b.p);
   std::cout << title << "\n" << compiled.report();
   auto weights = compiled.take_checkpoint();
-  if (bf16)
+  if (precision == Precision::Bf16Weights)
     for (auto& [name, t] : weights.tensors)   // norm weights stay fp32 (docs/circuit.md, bf16)
       if (name.find("norm") == std::string::npos) t = t.to(torch::kBFloat16).to(torch::kFloat32);
-  qgpu::qwen::Model model(weights, qgpu::qwen::Exec::Sparse);
+  qgpu::qwen::Model model(weights, qgpu::qwen::Exec::Sparse,
+                          precision == Precision::Bf16Activations ? qgpu::qwen::Activations::Bf16
+                                                                  : qgpu::qwen::Activations::Fp32);
   std::vector<int> tokens;
   for (size_t t = 0; t < bytes.size(); ++t) tokens.push_back(ByteBench::token(bytes[t], static_cast<int>(t)));
   Comparison r = compare(b.p, compiled, model, tokens, observed, false, bf16 ? 0.05f : 1e-3f);
@@ -171,7 +178,7 @@ struct Operands32 {
 
   // Random bytes in blocks of 4; one block in 8 repeats the one before, so
   // that equal operands occur too.
-  void run(const std::vector<Check>& checks, const char* title, size_t tokens, bool bf16) {
+  void run(const std::vector<Check>& checks, const char* title, size_t tokens, Precision precision) {
     std::mt19937 rng(5);
     std::vector<int> bytes;
     while (bytes.size() < tokens) {
@@ -185,13 +192,13 @@ struct Operands32 {
     };
     run_checks(b, checks, bytes,
                [&](size_t t) { return std::pair<uint64_t, uint64_t>(word_at(t), t >= 4 ? word_at(t - 4) : 0); }, title,
-               bf16);
+               precision);
   }
 };
 
 constexpr uint64_t kMask32 = 0xffffffffu;
 
-void thirty_two_bit(bool bf16) {
+void thirty_two_bit(Precision precision) {
   Operands32 o;
   Program& p = o.b.p;
   const Word &a = o.a, &c = o.c;
@@ -220,19 +227,23 @@ void thirty_two_bit(bool bf16) {
          for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1) << (31 - i);
          return r;
        }},
-  }, bf16 ? "32-bit words, random, bf16 weights (measured)" : "32-bit words, random",
-     bf16 ? scaled(5'000) : scaled(100'008), bf16);
+  }, precision == Precision::Bf16Weights       ? "32-bit words, random, bf16 weights (measured)"
+     : precision == Precision::Bf16Activations ? "32-bit words, random, bf16 activations (measured)"
+                                               : "32-bit words, random",
+     precision == Precision::Fp32 ? scaled(100'008) : scaled(5'000), precision);
 }
 
-TEST(CircuitPrimitives, ThirtyTwoBitRandom) { thirty_two_bit(false); }
+TEST(CircuitPrimitives, ThirtyTwoBitRandom) { thirty_two_bit(Precision::Fp32); }
 
-// bf16 weights: the count of mismatches per primitive is printed (docs/circuit.md).
-TEST(CircuitPrimitives, ThirtyTwoBitBf16WeightsMeasured) { thirty_two_bit(true); }
+// bf16 weights, and bf16 activations: the count of mismatches per primitive
+// is printed (docs/circuit.md, bf16).
+TEST(CircuitPrimitives, ThirtyTwoBitBf16WeightsMeasured) { thirty_two_bit(Precision::Bf16Weights); }
+TEST(CircuitPrimitives, ThirtyTwoBitBf16ActivationsMeasured) { thirty_two_bit(Precision::Bf16Activations); }
 
 TEST(CircuitPrimitives, ThirtyTwoBitMultiplyRandom) {
   Operands32 o;
   o.run({{"mul32", mul_lo(o.b.p, "mul", o.a, o.c), [](uint64_t x, uint64_t y) { return (x * y) & kMask32; }}},
-        "32-bit multiply, random", scaled(100'008), false);
+        "32-bit multiply, random", scaled(100'008), Precision::Fp32);
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 #include "harness.h"
 #include "model_host/qwen/model.h"
 
+#include <cmath>
+#include <cstring>
+#include <random>
+
 using namespace qgpu::qwen;
 using namespace qwen_test;
 
@@ -139,4 +143,67 @@ TEST(QwenModel, ResidualCapture) {
   EXPECT_THROW(model.forward(s, {1}, {5}), std::out_of_range);
   EXPECT_THROW(model.forward(s, {40}), std::out_of_range);
   EXPECT_THROW(model.recurrent_state(s, 3), std::invalid_argument);  // layer 3 is full attention
+}
+
+// round_bf16 against torch's own fp32 -> bf16 conversion (round to nearest,
+// ties to even) over every exponent, ties, signed zeros, infinities and NaN.
+TEST(QwenModel, RoundBf16AsTorchConverts) {
+  std::vector<uint32_t> patterns = {0u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f7fffffu,
+                                    0x00000001u, 0x00008000u, 0x00018000u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu};
+  std::mt19937 rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t u = rng();
+    if (i % 4 == 0) u = (u & 0xffff0000u) | 0x8000u;  // exactly halfway
+    if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) continue;  // NaN payloads: torch keeps its own
+    patterns.push_back(u);
+  }
+  torch::Tensor x = torch::empty({static_cast<int64_t>(patterns.size())}, torch::kFloat32);
+  std::memcpy(x.data_ptr<float>(), patterns.data(), patterns.size() * 4);
+  torch::Tensor expected = x.to(torch::kBFloat16).to(torch::kFloat32);
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const float got = round_bf16(x[i].item<float>()), want = expected[i].item<float>();
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << std::hex << patterns[i];
+      continue;
+    }
+    uint32_t g, w;
+    std::memcpy(&g, &got, 4);
+    std::memcpy(&w, &want, 4);
+    ASSERT_EQ(g, w) << "input bits " << std::hex << patterns[i];
+  }
+}
+
+// Bf16 activations: every residual the layers hand on is a bf16 value, the
+// sparse executor still equals the dense one and prefill equals decoding,
+// and the logits stay near the fp32 ones (within 15% of the largest: bf16 keeps
+// 8 bits of mantissa through 4 random layers) without being the same.
+TEST(QwenModel, Bf16ActivationsAreRoundedAndExecutorsAgree) {
+  Scratch tmp("bf16_act");
+  const std::string dir = tmp / "ck";
+  python(QWEN_REFERENCE_PY, "make " + dir + " --size tiny --layers 4 --vocab 60 --seed 9");
+  Checkpoint ck = Checkpoint::load(dir);
+  const std::vector<int64_t> tokens = {5, 3, 59, 0, 17, 17, 42, 8};
+  const int L = static_cast<int>(ck.config.num_hidden_layers);
+  std::vector<int> layers;
+  for (int l = 0; l <= L; ++l) layers.push_back(l);
+  Model fp32(ck, Exec::Dense);
+  State sf = fp32.new_state();
+  const torch::Tensor reference = fp32.forward(sf, tokens).logits;
+  torch::Tensor dense_logits;
+  for (Exec exec : {Exec::Dense, Exec::Sparse}) {
+    Model model(ck, exec, Activations::Bf16);
+    State s = model.new_state();
+    Outputs out = model.forward(s, tokens, layers);
+    for (int l = 0; l <= L; ++l)
+      EXPECT_TRUE(torch::equal(out.residuals[l], out.residuals[l].to(torch::kBFloat16).to(torch::kFloat32)))
+          << "residual entering layer " << l << " is not bf16";
+    State step = model.new_state();
+    std::vector<torch::Tensor> stepped;
+    for (int64_t t : tokens) stepped.push_back(model.step(step, t));
+    EXPECT_TRUE(torch::equal(torch::stack(stepped), out.logits)) << "prefill != token by token";
+    if (exec == Exec::Dense) dense_logits = out.logits;
+    else EXPECT_TRUE(torch::equal(out.logits, dense_logits)) << "sparse != dense";
+    EXPECT_FALSE(torch::equal(out.logits, reference));
+    EXPECT_LE(max_abs_diff(out.logits, reference), 0.15 * reference.abs().max().item<double>());
+  }
 }

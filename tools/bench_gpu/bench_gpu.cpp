@@ -116,7 +116,8 @@ struct Args {
   uint32_t threads = 8, ctas = 1, iters = 10, words = 256;
   int torch_threads = 2, repeat = 3;
   size_t max_tokens = 100000;
-  bool via_logits = false;
+  bool via_logits = false, bf16_activations = false;
+  std::string bf16_weights = "none";  // none | but-norms | all
 };
 
 // One launch's timings.
@@ -172,10 +173,14 @@ int run(const Args& a) {
   if (a.model_dir.empty()) ck = gpu::build().checkpoint;
   else ck = qwen::Checkpoint::load(a.model_dir);
   const double ck_s = t_ck.wall();
+  if (a.bf16_weights != "none")
+    for (auto& [name, t] : ck.tensors)
+      if (a.bf16_weights == "all" || name.find("norm") == std::string::npos)
+        t = t.to(torch::kBFloat16).to(torch::kFloat32);
 
   const double rss0 = rss_gib();
   Timer t_load;
-  qwen::Model model(ck, qwen::Exec::Sparse);
+  qwen::Model model(ck, qwen::Exec::Sparse, a.bf16_activations ? qwen::Activations::Bf16 : qwen::Activations::Fp32);
   const double load_s = t_load.wall(), load_cpu = t_load.cpu_s();
   const double rss_model = rss_gib() - rss0;
 
@@ -231,6 +236,11 @@ int main(int argc, char** argv) {
   app.add_option("--torch-threads", a.torch_threads, "intra-op threads")->check(CLI::Range(1, 64));
   app.add_option("--repeat", a.repeat, "launches to run; the best times are reported")->check(CLI::Range(1, 1000));
   app.add_option("--max-tokens", a.max_tokens, "give up after this many generated tokens");
+  app.add_option("--bf16-weights", a.bf16_weights,
+                 "round the weights to bf16 first: none, but-norms (the norm weights stay fp32) or all")
+      ->check(CLI::IsMember({"none", "but-norms", "all"}));
+  app.add_flag("--bf16-activations", a.bf16_activations,
+               "store activations in bf16 between operations (qwen::Activations::Bf16): does the trace hold?");
   app.add_flag("--via-logits", a.via_logits,
                "decode through the [vocab] logits (forward()/step() and torch::argmax) instead of "
                "forward_argmax()/step_argmax()");
