@@ -10,8 +10,9 @@
 //      (thread x register), all written by the value tokens;
 //   4. operands, addresses, data memories (global, shared, local, param,
 //      print), the ALU;
-//   5. the thread table (scheduler state), the decision of what to write next,
-//      and the output head.
+//   5. the thread table (scheduler state), the warp groups' running minimum
+//      and release pcs of `wbar` (WMIN tokens), the decision of what to write
+//      next, and the output head.
 #include "model_host/gpu/circuit.h"
 
 #include "model_host/circuit/compiler.h"
