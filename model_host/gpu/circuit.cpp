@@ -10,8 +10,9 @@
 //      (thread x register), all written by the value tokens;
 //   4. operands, addresses, data memories (global, shared, local, param,
 //      print), the ALU;
-//   5. the thread table (scheduler state), the decision of what to write next,
-//      and the output head.
+//   5. the thread table (scheduler state), the warp groups' running minimum
+//      and release pcs of `wbar` (WMIN tokens), the decision of what to write
+//      next, and the output head.
 #include "model_host/gpu/circuit.h"
 
 #include "model_host/circuit/compiler.h"
@@ -20,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -371,14 +373,15 @@ MachineProgram machine_program() {
   const Digits rom_sel = outs(store(b, "ctx_rom", 1, {}, {}, b.is_kind(Kind::ROM), -1, payload_parts(3, 0)), 0, 3);
 
   // Which pass this is (docs/tokens.md section 4).
-  enum Pass { kOther, kExec, kHi, kCtrl, kWarp, kStart, kToWarp0, kToEnd };
-  const ValueId pass = p.lookup("pass", 8, {b.kind, prev_kind}, [](const std::vector<int>& v) {
+  enum Pass { kOther, kExec, kHi, kCtrl, kWarp, kStart, kToWarp0, kToEnd, kWmin, kPassCount };
+  const ValueId pass = p.lookup("pass", kPassCount, {b.kind, prev_kind}, [](const std::vector<int>& v) {
     switch (Kind(v[0])) {
       case Kind::EXEC: return int(kExec);
       case Kind::VLO: return int(kHi);
       case Kind::VZ: return int(kCtrl);
       case Kind::D: return Kind(v[1]) == Kind::VLO ? int(kCtrl) : int(kOther);
       case Kind::WARP: return int(kWarp);
+      case Kind::WMIN: return int(kWmin);
       case Kind::START: return int(kStart);
       case Kind::CTA: case Kind::BARRIER: return int(kToWarp0);
       case Kind::TRAP: case Kind::FAULT: return int(kToEnd);
@@ -683,8 +686,8 @@ MachineProgram machine_program() {
 
   // ---- 5. scheduler and output -------------------------------------------------
   // Thread table: per thread of the CTA, how it stopped (0 never, 1 exit,
-  // 2 bar), the epoch it waits in, and where it continues.
-  const ValueId stops = b.flag("stops", tkind, [](int s) { return s == kExit || s == kBar; });
+  // 2 bar, 3 wbar), the epoch it waits in, and where it continues.
+  const ValueId stops = b.flag("stops", tkind, [](int s) { return s == kExit || s == kBar || s == kWbar; });
   // (A faulting access ends the launch, so whether its block's terminator
   // also updates the table does not matter: the table does not wait for the
   // address checks.)
@@ -692,7 +695,8 @@ MachineProgram machine_program() {
     return v[0] == kCtrl || (v[0] == kExec && !v[1]) ? 1 : 0;
   });
   const ValueId stop_pass = b.all("stop_pass", {ctrl_here, stops});
-  const ValueId status = circuit::apply(p, "status", 4, tkind, [](int s) { return s == kExit ? 1 : s == kBar ? 2 : 0; });
+  const ValueId status = circuit::apply(p, "status", 4, tkind,
+                                       [](int s) { return s == kExit ? 1 : s == kBar ? 2 : s == kWbar ? 3 : 0; });
   const auto ws = store(b, "threads", 256, Builder::bits(cur_w, 0, 8), Builder::bits(P, 0, 8), stop_pass, is_cta,
                         cat({{status, 0}, {epoch, 0}}, digit_parts(t_target)));
   const ValueId ws_status = ws[0], ws_epoch = ws[1];
@@ -704,8 +708,42 @@ MachineProgram machine_program() {
 
   const Digits w_in = slice(P, 0, 3);
   const ValueId w_is_end = circuit::equal(p, "w_is_end", b.word(w_in), b.word(n_threads));
-  const ValueId runnable = p.lookup("runnable", 2, {ws_status, ws_epoch, epoch}, [](const std::vector<int>& v) {
-    return v[0] == 0 || (v[0] == 2 && v[1] != v[2]) ? 1 : 0;
+
+  // Warp groups (docs/tokens.md section 4): the running minimum of the group
+  // the scan is in (the last WMIN since the WARP that entered it), whether
+  // this pass wrote a WMIN, and per group the release pc the last pass left:
+  // the running minimum as the scan leaves the group (read one token later,
+  // on the WARP that leaves it, through the conv).
+  const ValueId is_warp = b.is_kind(Kind::WARP), is_wmin = b.is_kind(Kind::WMIN);
+  const ValueId group_start = p.lookup("group_start", 2, {b.kind, b.pay[0], b.pay[1]}, [](const std::vector<int>& v) {
+    return v[0] == int(Kind::WARP) && v[1] == 0 && v[2] % 2 == 0 ? 1 : 0;
+  });
+  const ValueId warp0 = b.all("warp0", {is_warp, is_zero(b, "pay_zero", P)});
+  const auto wm = store(b, "wmin", 1, {}, {}, is_wmin, group_start, cat({{is_wmin, 0}}, payload_parts(3, 0)));
+  const ValueId wm_valid = wm[0];
+  const Digits wm_pc = outs(wm, 1, 3);
+  const ValueId wmin_pass = store(b, "wmin_pass", 1, {}, {}, b.any("wmin_pass_we", {is_wmin, warp0}), -1,
+                                  {{is_wmin, 0}})[0];
+  // WARP(w) leaves group (w - 1) / 32 when w % 32 == 0 (w > 0) or w == threads.
+  std::vector<Term> left_terms{{b.pay[2], 1, 256}, {b.pay[0], 0, -1}};
+  for (int s = 1; s < 16; ++s) left_terms.push_back({b.pay[1], s, 16 * s});
+  const ValueId group_left = p.ladder("group_left", 8, left_terms, 0, [](int s) { return std::clamp(s, 0, 255) / 32; });
+  const ValueId leaves = p.lookup("group_leaves", 2, {is_warp, group_start, warp0, w_is_end},
+                                  [](const std::vector<int>& v) { return v[0] && ((v[1] && !v[2]) || v[3]) ? 1 : 0; });
+  const auto rel = store(b, "wmin_release", 8, {{group_left, 0}, {group_left, 1}, {group_left, 2}},
+                         {{b.pay[1], 1}, {b.pay[1], 2}, {b.pay[1], 3}}, leaves, is_cta,
+                         {{wm_valid, 1}, {wm_pc[0].v, 1}, {wm_pc[1].v, 1}, {wm_pc[2].v, 1}});
+  const ValueId released = b.all("released", {rel[0], circuit::equal(p, "rel_eq", b.word(ws_pc), b.word(outs(rel, 1, 3)))});
+  auto below_wmin = [&](const std::string& name, const Digits& pc) {
+    const ValueId lt = circuit::less_than(p, name + ".lt", b.word(pc), b.word(wm_pc));
+    return p.lookup(name, 2, {wm_valid, lt}, [](const std::vector<int>& v) { return !v[0] || v[1] ? 1 : 0; });
+  };
+  const ValueId wmin_ws = b.all("wmin_ws", {b.flag("ws_wbar", ws_status, [](int s) { return s == 3; }),
+                                            below_wmin("ws_below", ws_pc)});
+  const ValueId wmin_t = below_wmin("t_below", t_target);
+
+  const ValueId runnable = p.lookup("runnable", 2, {ws_status, ws_epoch, epoch, released}, [](const std::vector<int>& v) {
+    return v[0] == 0 || (v[0] == 2 && v[1] != v[2]) || (v[0] == 3 && v[3]) ? 1 : 0;
   });
   const Digits w_next = increment(b, "w_next", w_in);
   const Digits cur_w_next = increment(b, "cur_w_next", cur_w);
@@ -714,12 +752,13 @@ MachineProgram machine_program() {
   const ValueId cond_nz = b.lnot("cond_nz", is_zero(b, "cond_zero", regA));
 
   enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
-             kCtaNext, kCta0, kOutCount };
-  const ValueId ctrl_case = p.lookup("ctrl_case", kOutCount, {tkind, cond_nz}, [](const std::vector<int>& v) {
+             kCtaNext, kCta0, kWminWs, kWminT, kOutCount };
+  const ValueId ctrl_case = p.lookup("ctrl_case", kOutCount, {tkind, cond_nz, wmin_t}, [](const std::vector<int>& v) {
     switch (v[0]) {
       case kJmp: return int(kExecT);
       case kBr: return int(v[1] ? kExecT : kExecF);
       case kExit: case kBar: return int(kWarpCur);
+      case kWbar: return int(v[2] ? kWminT : kWarpCur);
       case kTrap: return int(kTrapTok);
       default: return int(kEnd);
     }
@@ -730,9 +769,10 @@ MachineProgram machine_program() {
                                        if (v[1]) return int(v[2] ? kVz : kVlo);
                                        return v[3];
                                      });
-  const ValueId warp_case = p.lookup("warp_case", kOutCount, {w_is_end, runnable, barf, cta_more},
+  const ValueId warp_case = p.lookup("warp_case", kOutCount, {w_is_end, runnable, barf, cta_more, wmin_pass, wmin_ws},
                                      [](const std::vector<int>& v) {
-                                       if (!v[0]) return int(v[1] ? kExecWs : kWarpIn);
+                                       if (!v[0]) return int(v[1] ? kExecWs : v[5] ? kWminWs : kWarpIn);
+                                       if (v[4]) return int(kWarp0);   // the wbar release
                                        if (v[2]) return int(kBarrier);
                                        return int(v[3] ? kCtaNext : kEnd);
                                      });
@@ -746,6 +786,7 @@ MachineProgram machine_program() {
   oc_steps.push_back({{{pass, kHi, 1}}, 0, kEnd, kHiTok});
   oc_steps.push_back({{{pass, kStart, 1}}, 0, kEnd, kCta0});
   oc_steps.push_back({{{pass, kToWarp0, 1}}, 0, kEnd, kWarp0});
+  oc_steps.push_back({{{pass, kWmin, 1}}, 0, kEnd, kWarpCur});
   const ValueId oc = p.mlp("out_case", kOutCount, kEnd, std::move(oc_steps));
   const ValueId out_kind = circuit::apply(p, "out_kind", kKindCount, oc, [](int s) {
     switch (Out(s)) {
@@ -754,6 +795,7 @@ MachineProgram machine_program() {
       case kVlo: return int(Kind::VLO);
       case kHiTok: return int(Kind::D);
       case kExecT: case kExecF: case kExecWs: return int(Kind::EXEC);
+      case kWminWs: case kWminT: return int(Kind::WMIN);
       case kWarpCur: case kWarpIn: case kWarp0: return int(Kind::WARP);
       case kTrapTok: return int(Kind::TRAP);
       case kBarrier: return int(Kind::BARRIER);
@@ -767,7 +809,7 @@ MachineProgram machine_program() {
   // context: chosen as soon as those are known, so that only the choice
   // stays in the residual while the ALU works.
   const ValueId pre_case = p.lookup("pre_case", kOutCount, {pass, ctrl_case, warp_case}, [](const std::vector<int>& v) {
-    return v[0] == kWarp ? v[2] : v[1];
+    return v[0] == kWarp ? v[2] : v[0] == kWmin ? int(kWarpCur) : v[1];
   });
   const Digits ctrl_pay = b.mux("ctrl_payload", pre_case,
                                 {{kExecT, t_target},
@@ -777,13 +819,15 @@ MachineProgram machine_program() {
                                  {kWarpIn, w_next},
                                  {kTrapTok, t_target},
                                  {kBarrier, {{b.lnot("next_epoch", epoch)}}},
-                                 {kCtaNext, cta_next}},
+                                 {kCtaNext, cta_next},
+                                 {kWminWs, ws_pc},
+                                 {kWminT, t_target}},
                                 4);
   std::vector<Builder::Case> out_cases = {{kFault, {{fault_kind}}},
                                           {kVz, slice(Rp, 0, 4)},
                                           {kVlo, slice(Rp, 0, 4)},
                                           {kHiTok, slice(Rp, 4, 4)}};
-  for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext})
+  for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
     out_cases.push_back({k, ctrl_pay});
   const Digits out_pay = b.mux("out_payload", oc, out_cases, 4);
   std::vector<std::pair<ValueId, ValueId>> head{{b.kind, out_kind}};

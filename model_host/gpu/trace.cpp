@@ -16,6 +16,7 @@ constexpr int kErrIllegalAddress = 700;  // cudaErrorIllegalAddress
 constexpr int kErrMisaligned = 716;      // cudaErrorMisalignedAddress
 
 constexpr size_t kRecentTokens = 12;  // tokens context() shows
+constexpr uint32_t kWarpGroup = machine::Params::kCudaWarp;  // threads of one CUDA warp
 
 std::string join(const std::vector<int64_t>& ids, std::string (*one)(int64_t)) {
   std::string s;
@@ -66,9 +67,6 @@ TraceOracle::TraceOracle(machine::Program prog, uint32_t threads, uint32_t ctas,
       interp_(prog_, machine::model_params(), ctas, threads, machine_sized(std::move(params)), global_) {
   for (size_t pc = 0; pc < prog_.blocks.size(); ++pc) {
     const machine::Terminator& t = prog_.blocks[pc].term;
-    if (t.kind == Term::WBAR)
-      throw std::invalid_argument("block B" + std::to_string(pc) +
-                                  " ends in wbar, which the model's trace does not describe (docs/tokens.md)");
     if (t.kind == Term::TRAP && t.code >= payload_size(Kind::TRAP))
       throw std::invalid_argument("block B" + std::to_string(pc) + ": trap code " + std::to_string(t.code) +
                                   " does not fit TRAP");
@@ -86,16 +84,30 @@ int64_t TraceOracle::next() {
   return id;
 }
 
+// Thread w at its WARP in the current pass: never stopped, waiting at `bar`
+// from before the last BARRIER, or waiting at `wbar` at the release pc its
+// group had at the end of the last pass.
 bool TraceOracle::runnable(uint32_t w) const {
   const Thread& t = thread_[w];
-  return t.status == Status::Runnable || (t.status == Status::AtBarrier && t.epoch != epoch_);
+  return t.status == Status::Runnable || (t.status == Status::AtBarrier && t.epoch != epoch_) ||
+         (t.status == Status::AtWbar && release_[w / kWarpGroup] == int32_t(t.pc));
 }
 
 int64_t TraceOracle::start_cta(uint32_t c) {
   cta_ = c;
   epoch_ = 0;
   thread_.assign(threads_, Thread{});
+  release_.assign((threads_ + kWarpGroup - 1) / kWarpGroup, kNone);
+  wmin_ = kNone;
+  wmin_in_pass_ = false;
   return token_id(Kind::CTA, c);
+}
+
+// The current thread waits at `wbar` at pc: below its group's running
+// minimum (or the first waiter the scan meets in its group), WMIN(pc).
+int64_t TraceOracle::stop_at_wbar(uint32_t pc) {
+  if (wmin_ == kNone || int32_t(pc) < wmin_) return token_id(Kind::WMIN, pc);
+  return token_id(Kind::WARP, warp_ + 1);
 }
 
 int64_t TraceOracle::after(const Token& read) {
@@ -105,18 +117,35 @@ int64_t TraceOracle::after(const Token& read) {
     case Kind::BARRIER: return token_id(Kind::WARP, 0);
     case Kind::WARP: {
       warp_ = read.payload;
+      // The scan leaves a warp group: its running minimum becomes its
+      // release pc; entering one, the running minimum starts empty.
+      if (warp_ > 0 && (warp_ % kWarpGroup == 0 || warp_ == threads_)) release_[(warp_ - 1) / kWarpGroup] = wmin_;
+      if (warp_ % kWarpGroup == 0) wmin_ = kNone;
+      if (warp_ == 0) wmin_in_pass_ = false;
       if (warp_ < threads_) {
-        if (!runnable(warp_)) return token_id(Kind::WARP, warp_ + 1);
-        thread_[warp_].status = Status::Runnable;  // it leaves the barrier, if it waited
-        return token_id(Kind::EXEC, thread_[warp_].pc);
+        Thread& t = thread_[warp_];
+        if (runnable(warp_)) {
+          t.status = Status::Runnable;  // it leaves the barrier, if it waited
+          return token_id(Kind::EXEC, t.pc);
+        }
+        if (t.status == Status::AtWbar) return stop_at_wbar(t.pc);
+        return token_id(Kind::WARP, warp_ + 1);
       }
       // Past the last thread: each live thread ran until it stopped, so all
-      // of them wait at `bar` in the current epoch.
+      // of them wait, at `wbar` or at `bar` in the current epoch.
       bool waiting = false;
       for (uint32_t w = 0; w < threads_; ++w) {
-        if (runnable(w)) mismatch("thread " + std::to_string(w) + " is still runnable past the last thread");
-        waiting |= thread_[w].status == Status::AtBarrier;
+        const Thread& t = thread_[w];
+        if (t.status == Status::Runnable || (t.status == Status::AtBarrier && t.epoch != epoch_))
+          mismatch("thread " + std::to_string(w) + " is still runnable past the last thread");
+        const int32_t r = release_[w / kWarpGroup];
+        if (t.status == Status::AtWbar && (r == kNone || int32_t(t.pc) < r))
+          mismatch("thread " + std::to_string(w) + " waits at wbar B" + std::to_string(t.pc) +
+                   " below its warp group's minimum");
+        waiting |= t.status == Status::AtBarrier;
       }
+      // Threads wait at `wbar`: in every group those at its release pc go on.
+      if (wmin_in_pass_) return token_id(Kind::WARP, 0);
       if (waiting) {
         epoch_ ^= 1;
         return token_id(Kind::BARRIER, epoch_);
@@ -132,6 +161,10 @@ int64_t TraceOracle::after(const Token& read) {
     case Kind::EXEC:
       block_ = read.payload;
       return exec();
+    case Kind::WMIN:
+      wmin_ = int32_t(read.payload);
+      wmin_in_pass_ = true;
+      return token_id(Kind::WARP, warp_ + 1);
     case Kind::VLO: return token_id(Kind::D, high_);
     case Kind::VZ:
     case Kind::D: return control();
@@ -182,11 +215,14 @@ int64_t TraceOracle::control() {
       t.status = Status::AtBarrier;
       t.epoch = epoch_;
       return token_id(Kind::WARP, warp_ + 1);
+    case Term::WBAR:
+      t.pc = term.t;
+      t.status = Status::AtWbar;
+      return stop_at_wbar(t.pc);
     case Term::TRAP:
       if (interp_.fault().error != int(term.code))
         mismatch("the interpreter did not stop with trap " + std::to_string(term.code));
       return token_id(Kind::TRAP, term.code);
-    case Term::WBAR: break;  // refused by the constructor
   }
   throw std::logic_error("block B" + std::to_string(block_) + ": no token for terminator " + to_string(term));
 }
@@ -203,8 +239,14 @@ std::string TraceOracle::context() const {
     os << "thread " << warp_ << " (pc B" << t.pc << ", "
        << (t.status == Status::Exited      ? "exited"
            : t.status == Status::AtBarrier ? "at bar, epoch " + std::to_string(t.epoch)
+           : t.status == Status::AtWbar    ? std::string("at wbar")
                                            : std::string("runnable"))
        << ")";
+    if (warp_ / kWarpGroup < release_.size()) {
+      const int32_t r = release_[warp_ / kWarpGroup];
+      os << ", its warp group's release pc " << (r == kNone ? std::string("none") : "B" + std::to_string(r))
+         << ", running WMIN " << (wmin_ == kNone ? std::string("none") : "B" + std::to_string(wmin_));
+    }
   } else {
     os << "past the last thread (" << threads_ << ")";
   }

@@ -5,7 +5,8 @@
 // at a time, so that `--check` can compare each generated token as it comes.
 // The oracle keeps its own view of the scan the tokens describe (the current
 // CTA, the thread the last WARP names, each thread's pc and whether it has
-// exited or waits at `bar`, and in which barrier epoch) and checks every
+// exited or waits at `bar` (and in which barrier epoch) or at `wbar`, the
+// warp groups' release pcs and the running WMIN) and checks every
 // interpreter step against it: a step of another CTA, thread or block means
 // docs/tokens.md and docs/isa.md disagree, and throws std::logic_error.
 #pragma once
@@ -28,8 +29,7 @@ class TraceOracle {
   // keeps its own copies of the program and of `global`, which it updates as
   // the launch runs.  Throws std::invalid_argument when the interpreter
   // refuses the launch (machine::validate() for model_params(), limits), or
-  // when the trace cannot describe it: a `wbar` terminator (section 4 has no
-  // token for it) or a trap code beyond TRAP's payload.
+  // when the trace cannot describe it: a trap code beyond TRAP's payload.
   TraceOracle(machine::Program prog, uint32_t threads, uint32_t ctas, std::vector<uint8_t> params,
               engine::GlobalMemory global);
   TraceOracle(const TraceOracle&) = delete;
@@ -57,7 +57,7 @@ class TraceOracle {
   const machine::Fault& fault() const { return interp_.fault(); }
 
  private:
-  enum class Status : uint8_t { Runnable, AtBarrier, Exited };
+  enum class Status : uint8_t { Runnable, AtBarrier, Exited, AtWbar };
   struct Thread {
     uint32_t pc = 0;
     Status status = Status::Runnable;
@@ -69,6 +69,7 @@ class TraceOracle {
   int64_t control();
   int64_t start_cta(uint32_t c);
   bool runnable(uint32_t w) const;
+  int64_t stop_at_wbar(uint32_t pc);
   [[noreturn]] void mismatch(const std::string& what) const;
 
   const machine::Program prog_;
@@ -83,6 +84,14 @@ class TraceOracle {
   uint8_t epoch_ = 0;     // of the CTA's last BARRIER, 0 if none
   uint32_t high_ = 0;     // the high half a VLO announces
   std::vector<Thread> thread_;
+  // Warp groups (docs/tokens.md section 4): per group the release pc the
+  // last pass left (kNone: none), the current group's running minimum (the
+  // last WMIN since the scan entered the group), and whether this pass wrote
+  // a WMIN.
+  static constexpr int32_t kNone = -1;
+  std::vector<int32_t> release_;
+  int32_t wmin_ = kNone;
+  bool wmin_in_pass_ = false;
   Token last_{Kind::START};
   bool done_ = false;
   uint64_t steps_ = 0;

@@ -18,7 +18,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {"NT", 257},      {"NC", 65},      {"MG", 4096},   {"MP", 256},  {"ROM", 1024},
     {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
     {"START", 1},     {"D", 1 << 16},  {"CTA", 64},    {"WARP", 257}, {"EXEC", 1024},
-    {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"BARRIER", 2}, {"TRAP", 1024}, {"FAULT", 2},
+    {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
     {"END", 1},
 }};
 

@@ -23,7 +23,7 @@ enum class Kind : uint8_t {
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
-  CTA, WARP, EXEC, VZ, VLO, BARRIER, TRAP, FAULT, END,
+  CTA, WARP, EXEC, VZ, VLO, BARRIER, WMIN, TRAP, FAULT, END,
   // clang-format on
 };
 inline constexpr int kKindCount = int(Kind::END) + 1;

@@ -2112,8 +2112,6 @@ std::optional<std::string> model_unsupported(const Program& prog) {
       }
       if (!why.empty()) return at(to_string(in), why);
     }
-    if (blk.term.kind == Term::WBAR)
-      return at(to_string(blk.term), "warp-level operation (shuffle, vote, __syncwarp): not in the model's circuit yet");
     if (blk.term.kind == Term::BR && !blk.instrs.empty() && !blk.instrs.back().writes_reg())
       return at(to_string(blk.instrs.back()) + "; " + to_string(blk.term),
                 "a store's block ends in a branch (the model lowering splits it)");

@@ -172,6 +172,96 @@ TEST(GpuCircuitEval, FaultsAndTraps) {
   EXPECT_EQ(both(trapping, 1, 1, {}, global_memory()), 6u);
 }
 
+Terminator wbar(uint32_t t) { return {Term::WBAR, 0, t, 0, 0}; }
+
+// A shuffle as the lowering writes it (docs/isa.md section 7): each thread
+// stores its value at its slot, waits at wbar, loads the slot of lane
+// (lane + 1) % 32 of its warp, waits again and writes the value to global
+// memory.  A full warp, and a full and a partial warp in two CTAs.
+machine::Program rotate_program() {
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), jmp(1)),                      // B0
+      blk(alu(Op::SHL, 2, r(1), k(2)), jmp(2)),               // B1: own slot
+      blk(alu(Op::MUL, 5, r(1), k(0x01010101)), jmp(3)),      // B2: a value with a high half
+      blk(st(Space::Shared, r(2), k(0), r(5)), wbar(4)),      // B3
+      blk(alu(Op::ADD, 3, r(2), k(4)), jmp(5)),               // B4
+      blk(alu(Op::AND, 3, r(3), k(0x7c)), jmp(6)),            // B5: lane + 1 mod 32
+      blk(alu(Op::AND, 4, r(2), k(~0x7cu)), jmp(7)),          // B6: the warp's first slot
+      blk(alu(Op::OR, 3, r(3), r(4)), jmp(8)),                // B7
+      blk(ld(Space::Shared, 6, r(3), k(0)), wbar(9)),         // B8
+      blk(special(Op::CTA, 7), jmp(10)),                      // B9
+      blk(alu(Op::MUL, 7, r(7), k(256)), jmp(11)),            // B10: CTA c writes words 64c..
+      blk(alu(Op::ADD, 7, r(7), r(2)), jmp(12)),              // B11
+      blk(st(Space::Global, r(7), k(kBase), r(6)), exit_()),  // B12
+  });
+  prog.shared_bytes = 256;
+  return prog;
+}
+
+TEST(GpuCircuitEval, ShuffleInAFullWarp) {
+  EXPECT_GT(both(rotate_program(), 32, 1, {}, global_memory()), 500u);
+}
+
+TEST(GpuCircuitEval, ShuffleInAFullAndAPartialWarpOverTwoCtas) {
+  EXPECT_GT(lockstep(rotate_program(), 40, 2, {}, global_memory()), 1000u);
+}
+
+// A divergent warp: odd threads wait at wbar B3, even ones at wbar B5; B3
+// (the least pc) goes on first, then the even threads, and both sides meet at
+// the ballot: each thread ORs its bit into a shared word (load, or, store: an
+// atomic in the model lowering), waits at wbar, reads the word, waits at the
+// CTA barrier and writes it.  Two warp groups (40 threads), a thread of the
+// second exits early, and the first wbar of the second group is met by
+// threads in another order.
+machine::Program divergent_program() {
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), jmp(1)),                      // B0
+      blk(alu(Op::AND, 2, r(1), k(1)), br(2, 2, 4)),          // B1
+      blk(alu(Op::ADD, 3, r(1), k(100)), wbar(3)),            // B2: odd
+      blk(alu(Op::ADD, 3, r(3), k(1000)), jmp(6)),            // B3
+      blk(alu(Op::SEQ, 4, r(1), k(34)), br(4, 15, 14)),       // B4: even; thread 34 exits
+      blk(alu(Op::ADD, 3, r(3), k(2000)), jmp(6)),            // B5
+      blk(alu(Op::AND, 8, r(1), k(31)), jmp(7)),              // B6: the ballot
+      blk(alu(Op::SHL, 8, k(1), r(8)), jmp(8)),               // B7
+      blk(ld(Space::Shared, 9, r(0), k(0)), jmp(9)),          // B8
+      blk(alu(Op::OR, 9, r(9), r(8)), jmp(10)),               // B9
+      blk(st(Space::Shared, r(0), k(0), r(9)), wbar(11)),     // B10
+      blk(ld(Space::Shared, 10, r(0), k(0)), bar(12)),        // B11
+      blk(alu(Op::SHL, 11, r(1), k(3)), jmp(13)),             // B12
+      blk(st(Space::Global, r(11), k(kBase), r(10)), jmp(16)),// B13
+      blk(alu(Op::ADD, 3, r(1), k(200)), wbar(5)),            // B14: even
+      blk(std::nullopt, exit_()),                             // B15
+      blk(st(Space::Global, r(11), k(kBase + 4), r(3)), exit_()),  // B16
+  });
+  prog.shared_bytes = 4;
+  return prog;
+}
+
+// Tokens of a kind in the trace; releases: WARP(0) right after WARP(threads).
+int count(const std::vector<int64_t>& trace, Kind kind) {
+  int n = 0;
+  for (int64_t id : trace) n += decode_token(id)->kind == kind;
+  return n;
+}
+int releases(const std::vector<int64_t>& trace, uint32_t threads) {
+  int n = 0;
+  for (size_t i = 1; i < trace.size(); ++i)
+    n += trace[i] == token_id(Kind::WARP, 0) && trace[i - 1] == token_id(Kind::WARP, threads);
+  return n;
+}
+
+TEST(GpuCircuitEval, DivergentWarpsMeetAtDifferentWbarsThenVote) {
+  const machine::Program prog = divergent_program();
+  const std::vector<int64_t> t = expected_trace(prog, 40, 1, {}, global_memory());
+  // WMINs per group: pass 1 meets B5 (thread 0), then B3 (thread 1); pass 2
+  // (B3 goes on) meets B5 again first, B11 is not below it; pass 3 (B5 goes
+  // on) meets B11; pass 4 (B11) ends at bar.
+  EXPECT_EQ(count(t, Kind::WMIN), 2 * (2 + 1 + 1));
+  EXPECT_EQ(releases(t, 40), 3);
+  EXPECT_EQ(count(t, Kind::BARRIER), 1);
+  EXPECT_EQ(both(prog, 40, 1, {}, global_memory()), t.size());
+}
+
 // Every ALU operation on edge values and random values, with register and
 // immediate operands (on the evaluator: the model runs the test below).
 TEST(GpuCircuitEval, EveryAluOperation) {

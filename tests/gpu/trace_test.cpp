@@ -25,7 +25,7 @@ std::vector<int64_t> parse(const std::string& text) {
   static const std::map<std::string, Kind> kinds = {
       {"CTA", Kind::CTA}, {"WARP", Kind::WARP},       {"EXEC", Kind::EXEC}, {"VZ", Kind::VZ},
       {"VLO", Kind::VLO}, {"D", Kind::D},             {"BARRIER", Kind::BARRIER},
-      {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}};
+      {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN}};
   std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string t;
@@ -191,9 +191,69 @@ TEST(GpuTrace, ContextNamesThreadBlockRegistersAndRecentTokens) {
   EXPECT_THROW(o.next(), std::logic_error);
 }
 
+Terminator wbar(uint32_t t) { return {Term::WBAR, 0, t, 0, 0}; }
+
+TEST(GpuTrace, ConvergedThreadsMeetAtWbarAndGoOnTogether) {
+  // A shuffle's shape: each thread stores its id at its slot, waits at wbar,
+  // loads thread 1's slot, waits again, exits.  The first waiter of the warp
+  // group writes WMIN; past the last thread, WARP(0) releases.
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), jmp(1)),                    // B0
+      blk(alu(Op::SHL, 2, r(1), k(2)), jmp(2)),             // B1
+      blk(st(Space::Shared, r(2), k(0), r(1)), wbar(3)),    // B2
+      blk(ld(Space::Shared, 3, r(0), k(4)), wbar(4)),       // B3
+      blk(std::nullopt, exit_()),                           // B4
+  });
+  expect_trace(prog, 3, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) VZ(0) EXEC(2) WMIN(3) WARP(1) EXEC(0) VZ(1) EXEC(1) VZ(4) "
+               "EXEC(2) WARP(2) EXEC(0) VZ(2) EXEC(1) VZ(8) EXEC(2) WARP(3) WARP(0) "
+               "EXEC(3) VZ(1) WMIN(4) WARP(1) EXEC(3) VZ(1) WARP(2) EXEC(3) VZ(1) WARP(3) WARP(0) "
+               "EXEC(4) WARP(1) EXEC(4) WARP(2) EXEC(4) WARP(3) END");
+}
+
+TEST(GpuTrace, DivergentThreadsAtDifferentWbarsGoOnFromTheLeastPc) {
+  // Thread 0 waits at B4, thread 1 at B3: the group's minimum B3 goes on
+  // first (thread 0 writes its WMIN again in that pass), then both at B4.
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), br(1, 1, 2)),    // B0
+      blk(std::nullopt, wbar(3)),                // B1: thread 1
+      blk(std::nullopt, wbar(4)),                // B2: thread 0
+      blk(alu(Op::MOV, 2, k(7)), wbar(4)),       // B3
+      blk(std::nullopt, exit_()),                // B4
+  });
+  expect_trace(prog, 2, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(2) WMIN(4) WARP(1) EXEC(0) VZ(1) EXEC(1) WMIN(3) WARP(2) "
+               "WARP(0) WMIN(4) WARP(1) EXEC(3) VZ(7) WARP(2) "
+               "WARP(0) EXEC(4) WARP(1) EXEC(4) WARP(2) END");
+}
+
+TEST(GpuTrace, WarpGroupsReleaseOnTheirOwnAndBarWaitsForAll) {
+  // 40 threads: group 0 (threads 0-31) and group 1 (32-39).  Thread 33
+  // reaches bar early; the rest meet at wbar B2, then at bar B3.
+  machine::Program prog = program({
+      blk(alu(Op::SEQ, 1, r(0), r(0)), jmp(1)),              // B0
+      blk(special(Op::WARP, 2), jmp(5)),                     // B1
+      blk(std::nullopt, bar(3)),                             // B2
+      blk(special(Op::CTA, 3), exit_()),                     // B3
+      blk(std::nullopt, wbar(2)),                            // B4
+      blk(alu(Op::SEQ, 4, r(2), k(33)), br(4, 2, 4)),        // B5: thread 33 -> B2
+  });
+  auto o = run(prog, 40, 2, global_memory());
+  EXPECT_EQ(o->fault().error, 0);
+  std::vector<int64_t> t = expected_trace(prog, 40, 2, {}, global_memory());
+  int wmins = 0, releases = 0, barriers = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const Token k = *decode_token(t[i]);
+    wmins += k.kind == Kind::WMIN;
+    barriers += k.kind == Kind::BARRIER;
+    releases += k.kind == Kind::WARP && k.payload == 0 && i > 0 && t[i - 1] == token_id(Kind::WARP, 40);
+  }
+  EXPECT_EQ(wmins, 2 * 2);     // per CTA, one per group in the pass before the release
+  EXPECT_EQ(releases, 2 * 1);
+  EXPECT_EQ(barriers, 2 * 1);
+}
+
 TEST(GpuTrace, LaunchesTheTraceCannotDescribeAreRefused) {
-  machine::Program wbar = program({blk(std::nullopt, {Term::WBAR, 0, 0, 0, 0})});
-  EXPECT_THROW(TraceOracle(wbar, 1, 1, {}, global_memory()), std::invalid_argument);
   machine::Program code = program({blk(std::nullopt, trap(1024))});
   EXPECT_THROW(TraceOracle(code, 1, 1, {}, global_memory()), std::invalid_argument);
   machine::Program two = program({blk(alu(Op::MOV, 1, k(1)), exit_())});

@@ -19,7 +19,8 @@ struct Range {
 // In vocab.h's kind order.  Ranges from the spec's table: NT 1..256, NC 1..64,
 // word indices of 16 KiB and 1 KiB, 1024 ROM blocks, OP = 6-bit op, 3-bit
 // space, 5-bit register; operands = immediate flag and 5-bit register;
-// T = 3-bit kind and 5-bit condition; WARP 0..256 (256: past the last thread).
+// T = 3-bit kind and 5-bit condition; WARP 0..256 (256: past the last thread);
+// WMIN a ROM block.
 const Range kRanges[] = {
     {Kind::NT, "NT", 256},        {Kind::NC, "NC", 64},        {Kind::MG, "MG", 4095},
     {Kind::MP, "MP", 255},        {Kind::ROM, "ROM", 1023},    {Kind::OP, "OP", (1u << 14) - 1},
@@ -27,7 +28,7 @@ const Range kRanges[] = {
     {Kind::T, "T", 255},          {Kind::START, "START", 0},   {Kind::D, "D", 0xffff},
     {Kind::CTA, "CTA", 63},       {Kind::WARP, "WARP", 256},   {Kind::EXEC, "EXEC", 1023},
     {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::BARRIER, "BARRIER", 1},
-    {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
+    {Kind::WMIN, "WMIN", 1023},   {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
 };
 
 TEST(GpuVocab, EveryKindHasTheSpecsPayloadRange) {

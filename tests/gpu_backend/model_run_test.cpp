@@ -4,7 +4,8 @@
 // gpu_backend.build_model fixture fills once.
 //
 // What is checked: the dot product prints 32 with --check (every generated
-// token and the memory equal to the reference interpreter's), the
+// token and the memory equal to the reference interpreter's), so do warp
+// operations (shuffles, ballot, activemask, __syncwarp), the
 // --dump-tokens and --stats formats agree with each other and with the
 // vocabulary, launches the model cannot hold fail with errors naming why, the
 // shim-spawned daemon runs the model by default, two builds give the same
@@ -32,6 +33,7 @@ const std::string kModelHost = QGPU_MODEL_HOST_BIN;
 const std::string kCudart = QGPU_CUDART_LIB;
 const std::string kDotProduct = std::string(QGPU_SAMPLES_DIR) + "/dot_product";
 const std::string kLimits = std::string(QGPU_TEST_PROGRAMS) + "/model_limits";
+const std::string kWarpOps = std::string(QGPU_TEST_PROGRAMS) + "/warp_ops";
 constexpr double kTimeout = 600;
 
 
@@ -174,11 +176,30 @@ TEST(ModelRun, RefusesWhatTheModelCannotHold) {
   EXPECT_NE(r.out.find("threads512: cudaErrorInvalidConfiguration"), std::string::npos) << report(r);
   EXPECT_NE(r.err.find("block (512,1,1); the machine's blocks are at most (256,256,64)"), std::string::npos)
       << report(r);
-  r = run({kLimits, "shuffle"}, d.env(), kTimeout);
+  r = run({kLimits, "clock"}, d.env(), kTimeout);
   EXPECT_EQ(r.status, 0) << report(r);
-  EXPECT_NE(r.out.find("shuffle: cudaErrorNotSupported"), std::string::npos) << report(r);
+  EXPECT_NE(r.out.find("clock: cudaErrorNotSupported"), std::string::npos) << report(r);
   EXPECT_NE(r.err.find("the model's GPU cannot run kernel"), std::string::npos) << report(r);
-  EXPECT_NE(r.err.find("warp-level"), std::string::npos) << report(r);
+  EXPECT_NE(r.err.find("clock"), std::string::npos) << report(r);
+}
+
+// Shuffles, a ballot, __activemask on both sides of a divergent branch,
+// __syncwarp and a butterfly sum over a full and a partial warp: the model
+// writes every token of the interpreter's trace (WMIN tokens included) and
+// every word.
+TEST(ModelRun, WarpOperationsAreCheckedTokenByToken) {
+  TempDir t;
+  const fs::path dump = t.path / "tokens.txt";
+  auto r = run({kQgpu, "run", "--check", "--stats", "--dump-tokens", dump.string(), "--", kWarpOps}, {}, kTimeout);
+  ASSERT_EQ(r.status, 0) << report(r);
+  EXPECT_NE(r.out.find("PASSED\n"), std::string::npos) << report(r);
+  EXPECT_EQ(r.err.find("diverged"), std::string::npos) << report(r);
+  const std::string text = slurp(dump);
+  const size_t bar = text.find(" | ");
+  ASSERT_NE(bar, std::string::npos) << text;
+  int wmins = 0;
+  for (int64_t id : ids(text.substr(bar + 3))) wmins += qgpu::gpu::decode_token(id)->kind == qgpu::gpu::Kind::WMIN;
+  EXPECT_GT(wmins, 10);
 }
 
 TEST(ModelRun, ModelOptionsNeedTheModelBackend) {
