@@ -83,7 +83,8 @@ std::string MergeReport::text() const {
     << " carry the mute direction; min projection of a text embedding " << min_projection << "; "
     << muted_rows << " pre-activation rows muted, largest gain " << max_mute_gain
     << ", every muted pre-activation on text <= " << worst_bound << "\n"
-    << "amplifier: " << output_dims << " output dimensions\n";
+    << "amplifier: " << output_dims << " output dimensions (" << fields << " fields), text suppressed at circuit "
+    << "positions by rho = " << suppression << "; circuit LM-head rows scaled by " << kHeadScale << "\n";
   return o.str();
 }
 
@@ -285,10 +286,29 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   };
   rep.worst_bound = -INFINITY;
 
-  // The amplifier: per output dimension one unit, gate 512 x_d - 256 anchor
-  // (+-256 s on a one-hot slot, s = 1 / rms >= 1), up = anchor, down scaled so
-  // that the base's final norm sees every output dimension at the same level.
+  // The circuit's LM head (section 3 of docs/merge.md): its tokens score by
+  // their output fields only (no anchor), scaled by kHeadScale; on circuit
+  // positions the amplifier also writes -rho * u on the mute dimensions, where
+  // every text embedding has a positive projection, so every text token scores
+  // below the right circuit token.  rho: from the whole embedding table, with
+  // F fields, P_t = the largest sum of F positive entries of e_t on output
+  // dimensions, q_t = u . e_t > 0: rho >= 1.25 max P_t / q_t makes every text
+  // logit at most 0 there.
   const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
+  const int64_t fields = cembed[0].ne(0).sum().item<int64_t>() - 1;
+  double rho = 1;
+  {
+    const int64_t F = std::min<int64_t>(fields, out_dims.numel());
+    for (int64_t r = 0; r < Vb; r += kChunk) {
+      const int64_t n = std::min(kChunk, Vb - r);
+      torch::Tensor e = E.narrow(0, r, n).to(torch::kFloat64);
+      torch::Tensor q = e.index_select(1, sel).matmul(u.to(torch::kFloat64));
+      torch::Tensor P = std::get<0>(e.index_select(1, out_dims).clamp_min(0).topk(F, 1)).sum(1);
+      rho = std::max(rho, 1.25 * (P / q).max().item<double>());
+    }
+  }
+  rep.suppression = rho;
+  rep.fields = static_cast<int>(fields);
   {
     const std::string p = "layers." + std::to_string(A) + ".";
     const std::string a = p + "linear_attn.";
@@ -314,6 +334,15 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       gate[j][0].fill_(-256.f);
       up[j][0].fill_(1.f);
       down[d][j].fill_(opt.amplifier_gain / wf);
+    }
+    for (int64_t j = 0; j < sel.numel(); ++j) {
+      const int64_t d = sel[j].item<int64_t>(), unit = out_dims.numel() + j;
+      const float wf = base_final[d].item<float>();
+      if (std::abs(wf) < 1e-3f)
+        throw std::runtime_error("merge: the base's final norm weight is 0 on mute dimension " + std::to_string(d));
+      gate[unit][0].fill_(256.f);
+      up[unit][0].fill_(1.f);
+      down[d][unit].fill_(float(-rho * u[j].item<double>() * opt.amplifier_gain / wf));
     }
     ct[p + "mlp.gate_proj.weight"] = gate;
     ct[p + "mlp.up_proj.weight"] = up;
@@ -390,12 +419,32 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       mt[name] = t;
     }
   }
+  // The untied LM head: the base's rows (its embedding, or its own head), then
+  // the circuit tokens' output fields scaled by kHeadScale.
+  {
+    const auto own = base.text.tensors.find("lm_head.weight");
+    torch::Tensor head = own != base.text.tensors.end() ? mt.at("lm_head.weight") : qwen::lazy_zeros({V, H});
+    if (own == base.text.tensors.end()) head.narrow(0, 0, Vb).copy_(E);
+    for (int64_t r = 0; r < ncirc; r += 16384) {
+      const torch::Tensor part = cembed.narrow(0, r, std::min<int64_t>(16384, ncirc - r));
+      const torch::Tensor nz = part.ne(0).nonzero();
+      const torch::Tensor rows = nz.select(1, 0), cols = nz.select(1, 1);
+      torch::Tensor vals = part.index({rows, cols}) * kHeadScale;
+      vals.masked_fill_(cols.eq(0), 0.f);  // no anchor
+      head.index_put_({rows + (opt.token_base + r), cols}, vals);
+    }
+    mt["lm_head.weight"] = head;
+    mc.tie_word_embeddings = false;
+    m.text.config = mc;
+  }
   if (!base.config_json.is_null()) {
     m.config_json = base.config_json;
     json& s = text_section(m.config_json);
     s["num_hidden_layers"] = mc.num_hidden_layers;
     s["layer_types"] = mc.layer_types;
     s["vocab_size"] = mc.vocab_size;
+    s["tie_word_embeddings"] = false;
+    if (m.config_json.contains("tie_word_embeddings")) m.config_json["tie_word_embeddings"] = false;
     if (m.config_json.contains("text_config") && m.config_json.contains("vocab_size"))
       m.config_json["vocab_size"] = mc.vocab_size;
   }

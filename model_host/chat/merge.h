@@ -41,6 +41,8 @@ namespace qgpu::chat {
 
 // Pre-activations of the circuit on text tokens are at most -kMuteLevel.
 inline constexpr float kMuteLevel = 200.f;
+// The circuit tokens' rows of the (untied) merged LM head: their output fields times this.
+inline constexpr float kHeadScale = 1.f / 16;
 
 // A Qwen3.5 checkpoint as its files hold it: the text model (canonical names,
 // fp32), the config.json as written (text-only or vision-language layout), and
@@ -63,7 +65,7 @@ struct BaseModel {
 
 struct MergeOptions {
   int64_t token_base = gpu::kTokenBase;   // id of the circuit's first token
-  int mute_dims = 64;                      // at most this many dimensions of U carry the mute term
+  int mute_dims = 32;                      // at most this many dimensions of U carry the mute term
   float amplifier_gain = 4096.f;           // down weight of the amplifier (times 1 / (1 + w) of the final norm)
 };
 
@@ -77,6 +79,8 @@ struct MergeReport {
   int64_t muted_rows = 0;       // pre-activation rows that got the term
   double worst_bound = 0;       // largest bound of a muted pre-activation on text (<= -kMuteLevel)
   int output_dims = 0;          // circuit output dimensions the amplifier scales
+  int fields = 0;               // output fields (one-hot each)
+  double suppression = 0;       // rho: the amplifier's -rho u at circuit positions, relative to a field's level
   std::string text() const;
 };
 

@@ -33,8 +33,7 @@ struct World {
   static World make() {
     World w;
     chat::BaseSpec spec;
-    spec.layers = 2;
-    spec.full_attention_every = 2;
+    spec.layers = 1;  // one Qwen3.5-2B-sized layer: every token of a chat or a launch runs through it densely
     spec.vocab = kBaseVocab;
     w.base = chat::trained_like_base(spec);
     gpu::LoadedModel circuit = gpu::load_model(QGPU_CHAT_CIRCUIT);
@@ -58,6 +57,15 @@ struct World {
   }
 };
 
+// Short prompts: with a byte-level tokenizer every byte is a token, and every
+// token runs through the base's dense layer.
+chat::ChatOptions brief(chat::Mode mode) {
+  chat::ChatOptions o;
+  o.mode = mode;
+  o.system_prompt = "Be brief.";
+  return o;
+}
+
 // The merged model's logits on base ids are the base's, bit for bit.
 void expect_text_intact(const std::vector<int64_t>& tokens) {
   World& w = World::get();
@@ -73,7 +81,7 @@ TEST(TextIntact, TrainedLikeBaseKlIsZero) {
   std::cout << w.report.text();
   EXPECT_LE(w.report.worst_bound, -chat::kMuteLevel);
   EXPECT_GT(w.report.min_projection, 0);
-  const auto seqs = chat::random_text(3, 48, kBaseVocab, 11);
+  const auto seqs = chat::random_text(2, 32, kBaseVocab, 11);
   chat::KlResult kl = chat::compare_logits(chat::sequence_logits(*w.base_model, seqs), chat::sequence_logits(*w.merged, seqs));
   std::cout << kl.text();
   EXPECT_TRUE(kl.identical);
@@ -83,65 +91,64 @@ TEST(TextIntact, TrainedLikeBaseKlIsZero) {
 
 TEST(ChatNormal, ExpressionInAScriptedReplyRunsAKernelOnTheModel) {
   World& w = World::get();
-  chat::ChatSession s(w.merged, w.tok, w.gpu(), {});
-  chat::ScriptedSource src(w.tok, {"The dot product is [1, 2, 3] @ [4, 5, 6] =. Done.", "And sum([3, 5, 7, 9]) =."});
+  chat::ChatSession s(w.merged, w.tok, w.gpu(), brief(chat::Mode::Normal));
+  chat::ScriptedSource src(w.tok, {"[1, 2, 3] @ [4, 5, 6] =. Done.", "You are welcome."});
   std::string streamed;
-  chat::Reply r = s.ask("What is the dot product of [1, 2, 3] and [4, 5, 6]?", src,
+  chat::Reply r = s.ask("Dot [1, 2, 3] and [4, 5, 6]?", src,
                         [&](const std::string& t) { streamed += t; });
-  EXPECT_EQ(r.text, "The dot product is [1, 2, 3] @ [4, 5, 6] = 32. Done.");
+  EXPECT_EQ(r.text, "[1, 2, 3] @ [4, 5, 6] = 32. Done.");
   EXPECT_EQ(streamed, r.text);
   ASSERT_EQ(r.kernel_runs, 1);
   ASSERT_TRUE(r.runs[0].ok) << r.runs[0].error;
   EXPECT_GT(r.runs[0].stats.generated_tokens, 0u);  // written by the model, checked token by token
+  std::cout << "kernel run: " << r.runs[0].stats.prompt_tokens << " prompt + " << r.runs[0].stats.generated_tokens
+            << " generated tokens in " << r.runs[0].stats.seconds << " s; conversation " << s.tokens().size()
+            << " tokens\n";
   EXPECT_EQ(r.stop, "end");
-  chat::Reply r2 = s.ask("And the sum of 3, 5, 7 and 9?", src);
-  EXPECT_EQ(r2.text, "And sum([3, 5, 7, 9]) = 24.");
+  chat::Reply r2 = s.ask("Thanks.", src);
+  EXPECT_EQ(r2.text, "You are welcome.");
+  EXPECT_EQ(r2.kernel_runs, 0);
   // The conversation around the kernel runs is text only, and the merged
   // model reads it exactly as the base does: the runs left no trace in it.
   for (int64_t id : s.tokens()) EXPECT_LT(id, kBaseVocab);
   expect_text_intact(s.tokens());
 }
 
-TEST(ChatNormal, ElementwiseAndScalarExpressions) {
+TEST(ChatNormal, ElementwiseExpression) {
   World& w = World::get();
-  chat::ChatSession s(w.merged, w.tok, w.gpu(false), {});
-  chat::ScriptedSource src(w.tok, {"[10, 20] - [3, 8] = and 12 * 34 = ok"});
-  chat::Reply r = s.ask("Two things, please.", src);
-  EXPECT_EQ(r.text, "[10, 20] - [3, 8] = [7, 12] and 12 * 34 = 408 ok");
-  EXPECT_EQ(r.kernel_runs, 2);
+  chat::ChatSession s(w.merged, w.tok, w.gpu(false), brief(chat::Mode::Normal));
+  chat::ScriptedSource src(w.tok, {"[10, 20] - [3, 8] = ok"});
+  chat::Reply r = s.ask("Two?", src);
+  EXPECT_EQ(r.text, "[10, 20] - [3, 8] = [7, 12] ok");
+  EXPECT_EQ(r.kernel_runs, 1);
 }
 
 TEST(ChatAdvanced, KernelInAReplyIsCompiledAndRun) {
   World& w = World::get();
-  chat::ChatOptions opt;
-  opt.mode = chat::Mode::Advanced;
-  chat::ChatSession s(w.merged, w.tok, w.gpu(), opt);
+  chat::ChatSession s(w.merged, w.tok, w.gpu(), brief(chat::Mode::Advanced));
   chat::ScriptedSource src(
-      w.tok, {"Here:\n```cuda\n// threads: 4\nextern \"C\" __global__ void kernel(int* out) {\n"
+      w.tok, {"```cuda\n// threads: 4\nextern \"C\" __global__ void kernel(int* out) {\n"
               "  int i = threadIdx.x;\n  out[i] = 10 * i + 1;\n}\n```\nDone."});
-  chat::Reply r = s.ask("Fill out[i] with 10 i + 1 for 4 threads.", src);
+  chat::Reply r = s.ask("Kernel?", src);
   ASSERT_EQ(r.kernel_runs, 1);
   ASSERT_TRUE(r.runs[0].ok) << r.runs[0].error;
   EXPECT_GT(r.runs[0].stats.generated_tokens, 0u);
   EXPECT_NE(r.text.find("```output\nout = [1, 11, 21, 31, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n```\n"), std::string::npos)
       << r.text;
   EXPECT_NE(r.text.find("Done."), std::string::npos);
-  expect_text_intact(s.tokens());
 }
 
 TEST(ChatAdvanced, CompilerErrorsAreFedBack) {
   World& w = World::get();
-  chat::ChatOptions opt;
-  opt.mode = chat::Mode::Advanced;
-  chat::ChatSession s(w.merged, w.tok, w.gpu(false), opt);
+  chat::ChatSession s(w.merged, w.tok, w.gpu(false), brief(chat::Mode::Advanced));
   chat::ScriptedSource src(w.tok, {"```cuda\nextern \"C\" __global__ void kernel(int* out) {\n  out[0] = undefined_name;\n}\n```\n"
-                                   "Let me fix that."});
-  chat::Reply r = s.ask("Write a kernel.", src);
+                                   "Fix."});
+  chat::Reply r = s.ask("Kernel?", src);
   ASSERT_EQ(r.kernel_runs, 1);
   EXPECT_FALSE(r.runs[0].ok);
   EXPECT_NE(r.text.find("```error\n"), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("undefined_name"), std::string::npos) << r.text;
-  EXPECT_NE(r.text.find("Let me fix that."), std::string::npos);
+  EXPECT_NE(r.text.find("Fix."), std::string::npos);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace {
 using namespace qgpu;
 
 struct ModelArgs {
-  std::string model, base, circuit, tokenizer, mode = "normal";
+  std::string model, base, circuit, tokenizer, mode = "normal", system;
   int max_tokens = 512;
 };
 
@@ -25,6 +25,7 @@ void add_model_options(CLI::App* sub, ModelArgs& a) {
   sub->add_option("--circuit", a.circuit, "with --base: the compiled circuit (qgpu build-model --out DIR)");
   sub->add_option("--tokenizer", a.tokenizer, "tokenizer.json (default: the model's or the base's)");
   sub->add_option("--max-tokens", a.max_tokens, "tokens per reply at most");
+  sub->add_option("--system", a.system, "the system prompt (default: the mode's, which explains the conventions)");
 }
 
 chat::Mode parse_mode(const std::string& m) {
@@ -42,6 +43,7 @@ int run_chat(const ChatArgs& a) {
   chat::ChatOptions opt;
   opt.mode = parse_mode(a.mode);
   opt.max_reply_tokens = a.max_tokens;
+  opt.system_prompt = a.system;
   chat::ChatSession session(cm.model, *cm.tokenizer, cm.gpu, opt);
   std::unique_ptr<chat::ReplySource> source;
   if (!a.script.empty()) {
@@ -101,6 +103,7 @@ int run_eval(const EvalArgs& a) {
       chat::ChatOptions opt;
       opt.mode = mode == 0 ? chat::Mode::Normal : chat::Mode::Advanced;
       opt.max_reply_tokens = a.max_tokens;
+      opt.system_prompt = a.system;
       chat::ChatSession session(cm.model, *cm.tokenizer, cm.gpu, opt);
       std::unique_ptr<chat::ReplySource> source;
       if (a.scripted) source = std::make_unique<chat::ScriptedSource>(*cm.tokenizer, std::vector<std::string>{it.at("reference").get<std::string>()});

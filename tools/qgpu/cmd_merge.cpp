@@ -20,7 +20,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 struct MergeArgs {
   std::string base, circuit, out;
-  int mute_dims = 64;
+  int mute_dims = 32;
 };
 
 int run_merge(const MergeArgs& a) {
