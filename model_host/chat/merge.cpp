@@ -81,7 +81,8 @@ std::string MergeReport::text() const {
     << circuit_layers + 1 + base_layers << "; vocabulary " << base_vocab << " base ids, " << vocab << " in all\n"
     << "muting: " << free_dims << " residual dimensions free of the circuit, " << mute_dims
     << " carry the mute direction; min projection of a text embedding " << min_projection << "; "
-    << muted_rows << " pre-activation rows muted, largest gain " << max_mute_gain
+    << muted_rows << " pre-activation rows muted, largest gain " << max_mute_gain << ", " << zero_rows
+    << " all-zero embedding rows (safe as they are)"
     << ", every muted pre-activation on text <= " << worst_bound << "\n"
     << "amplifier: " << output_dims << " output dimensions (" << fields << " fields), text suppressed at circuit "
     << "positions by rho = " << suppression << "; circuit LM-head rows scaled by " << kHeadScale << "\n";
@@ -244,6 +245,16 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     const int64_t n = std::min(kChunk, Vb - r);
     Y.narrow(0, r, n).copy_(normalised(r, n).index_select(1, sel));
   }
+  // All-zero rows (unused ids) are safe by construction: a zero input gives
+  // zero pre-activations, so the circuit adds exactly 0 for them as it does
+  // alone.  The mute direction is needed for the others.
+  torch::Tensor live_rows = torch::zeros({Vb}, torch::kBool);
+  for (int64_t r = 0; r < Vb; r += kChunk) {
+    const int64_t n = std::min(kChunk, Vb - r);
+    live_rows.narrow(0, r, n).copy_(E.narrow(0, r, n).ne(0).any(1));
+  }
+  rep.zero_rows = Vb - live_rows.sum().item<int64_t>();
+  Y = Y.index_select(0, live_rows.nonzero().view({-1}));
   torch::Tensor u = mean.index_select(0, sel);
   u = u / u.norm();
   torch::Tensor best = u.clone();
@@ -304,7 +315,8 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       torch::Tensor e = E.narrow(0, r, n).to(torch::kFloat64);
       torch::Tensor q = e.index_select(1, sel).matmul(u.to(torch::kFloat64));
       torch::Tensor P = std::get<0>(e.index_select(1, out_dims).clamp_min(0).topk(F, 1)).sum(1);
-      rho = std::max(rho, 1.25 * (P / q).max().item<double>());
+      torch::Tensor ratio = (P / q).masked_fill(e.ne(0).any(1).logical_not(), 0);
+      rho = std::max(rho, 1.25 * ratio.max().item<double>());
     }
   }
   rep.suppression = rho;

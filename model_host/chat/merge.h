@@ -77,6 +77,7 @@ struct MergeReport {
   double min_projection = 0;    // min over text tokens of u . (embedding / rms)
   double max_mute_gain = 0;     // largest K
   int64_t muted_rows = 0;       // pre-activation rows that got the term
+  int64_t zero_rows = 0;        // base embedding rows that are all zero (need no mute)
   double worst_bound = 0;       // largest bound of a muted pre-activation on text (<= -kMuteLevel)
   int output_dims = 0;          // circuit output dimensions the amplifier scales
   int fields = 0;               // output fields (one-hot each)

@@ -58,7 +58,10 @@ inline ChatModel open_chat_model(const std::string& model_dir, const std::string
   c.tokenizer = qwen::Tokenizer::load(tokenizer);
   if (!layout)
     throw std::runtime_error("the model has no GPU layout (qgpu-gpu.json): merge a circuit built by qgpu build-model");
-  c.gpu = std::make_shared<chat::InnerGpu>(std::shared_ptr<engine::Backend>(gpu::make_model_backend(c.model, *layout)));
+  gpu::ModelOptions opts;
+  opts.max_tokens = 200'000;  // a kernel that runs longer is reported as a timeout in the reply
+  c.gpu = std::make_shared<chat::InnerGpu>(
+      std::shared_ptr<engine::Backend>(gpu::make_model_backend(c.model, *layout, opts)));
   return c;
 }
 
