@@ -289,8 +289,7 @@ ChatSession::ChatSession(std::shared_ptr<const qwen::Model> model, const qwen::T
 
 int64_t ChatSession::feed(const std::vector<int64_t>& ids) {
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
-  torch::Tensor logits = model_->forward(state_, ids).logits;
-  return logits[logits.size(0) - 1].argmax().item<int64_t>();
+  return model_->forward_argmax(state_, ids);
 }
 
 Reply ChatSession::ask(const std::string& user, ReplySource& source,

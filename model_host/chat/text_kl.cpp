@@ -14,6 +14,12 @@ BaseModel trained_like_base(const BaseSpec& spec) {
     return torch::randn(shape, gen, torch::TensorOptions().dtype(torch::kFloat32)) * sd;
   };
   auto bf16 = [](torch::Tensor t) { return t.to(torch::kBFloat16).to(torch::kFloat32); };
+  // A layer matrix: N(0, sd), thinned to `density`.
+  auto weight = [&](std::vector<int64_t> shape, double sd) {
+    torch::Tensor w = randn(shape, sd);
+    if (spec.density < 1) w *= torch::rand(shape, gen).lt(spec.density).to(torch::kFloat32);
+    return bf16(w);
+  };
   BaseModel b;
   b.dtype = torch::kBFloat16;
   b.vision_language = spec.vision_language;
@@ -45,26 +51,26 @@ BaseModel trained_like_base(const BaseSpec& spec) {
     const std::string p = "layers." + std::to_string(l) + ".";
     t[p + "input_layernorm.weight"] = bf16(randn({H}, 0.05));
     t[p + "post_attention_layernorm.weight"] = bf16(randn({H}, 0.05));
-    t[p + "mlp.gate_proj.weight"] = bf16(randn({I, H}, 0.02));
-    t[p + "mlp.up_proj.weight"] = bf16(randn({I, H}, 0.02));
-    t[p + "mlp.down_proj.weight"] = bf16(randn({H, I}, 0.02));
+    t[p + "mlp.gate_proj.weight"] = weight({I, H}, 0.02);
+    t[p + "mlp.up_proj.weight"] = weight({I, H}, 0.02);
+    t[p + "mlp.down_proj.weight"] = weight({H, I}, 0.02);
     if (c.is_full_attention(l)) {
       const int64_t D = c.head_dim;
-      t[p + "self_attn.q_proj.weight"] = bf16(randn({c.num_attention_heads * D * 2, H}, 0.02));
-      t[p + "self_attn.k_proj.weight"] = bf16(randn({c.num_key_value_heads * D, H}, 0.02));
-      t[p + "self_attn.v_proj.weight"] = bf16(randn({c.num_key_value_heads * D, H}, 0.02));
-      t[p + "self_attn.o_proj.weight"] = bf16(randn({H, c.num_attention_heads * D}, 0.02));
+      t[p + "self_attn.q_proj.weight"] = weight({c.num_attention_heads * D * 2, H}, 0.02);
+      t[p + "self_attn.k_proj.weight"] = weight({c.num_key_value_heads * D, H}, 0.02);
+      t[p + "self_attn.v_proj.weight"] = weight({c.num_key_value_heads * D, H}, 0.02);
+      t[p + "self_attn.o_proj.weight"] = weight({H, c.num_attention_heads * D}, 0.02);
       t[p + "self_attn.q_norm.weight"] = bf16(randn({D}, 0.05));
       t[p + "self_attn.k_norm.weight"] = bf16(randn({D}, 0.05));
     } else {
       const std::string a = p + "linear_attn.";
       const int64_t nv = c.linear_num_value_heads;
-      t[a + "in_proj_qkv.weight"] = bf16(randn({c.linear_conv_dim(), H}, 0.02));
-      t[a + "in_proj_z.weight"] = bf16(randn({c.linear_value_dim(), H}, 0.02));
-      t[a + "in_proj_b.weight"] = bf16(randn({nv, H}, 0.02));
-      t[a + "in_proj_a.weight"] = bf16(randn({nv, H}, 0.02));
+      t[a + "in_proj_qkv.weight"] = weight({c.linear_conv_dim(), H}, 0.02);
+      t[a + "in_proj_z.weight"] = weight({c.linear_value_dim(), H}, 0.02);
+      t[a + "in_proj_b.weight"] = weight({nv, H}, 0.02);
+      t[a + "in_proj_a.weight"] = weight({nv, H}, 0.02);
       t[a + "conv1d.weight"] = bf16(randn({c.linear_conv_dim(), 1, c.linear_conv_kernel_dim}, 0.3));
-      t[a + "out_proj.weight"] = bf16(randn({H, c.linear_value_dim()}, 0.02));
+      t[a + "out_proj.weight"] = weight({H, c.linear_value_dim()}, 0.02);
       t[a + "A_log"] = bf16(torch::log(1 + 15 * torch::rand({nv}, gen)));
       t[a + "dt_bias"] = bf16(torch::ones({nv}));
       t[a + "norm.weight"] = bf16(1 + randn({c.linear_value_head_dim}, 0.05));

@@ -22,6 +22,10 @@ struct BaseSpec {
   int64_t vocab = 4096;
   uint64_t seed = 1;
   bool vision_language = false;   // nest the config under text_config, add vision and MTP tensors
+  // Fraction of non-zero weights in the layers' matrices (1: dense, as a
+  // trained model).  Plumbing tests use a few percent: the sparse executor
+  // then skips most of each base layer, and the embedding stays dense.
+  double density = 1.0;
 };
 BaseModel trained_like_base(const BaseSpec& spec);
 

@@ -33,7 +33,9 @@ struct World {
   static World make() {
     World w;
     chat::BaseSpec spec;
-    spec.layers = 1;  // one Qwen3.5-2B-sized layer: every token of a chat or a launch runs through it densely
+    spec.layers = 2;  // a linear-attention and a full-attention layer of Qwen3.5-2B's sizes,
+    spec.full_attention_every = 2;
+    spec.density = 0.02;  // thinned: every token of a chat or a launch runs through them
     spec.vocab = kBaseVocab;
     w.base = chat::trained_like_base(spec);
     gpu::LoadedModel circuit = gpu::load_model(QGPU_CHAT_CIRCUIT);

@@ -101,6 +101,7 @@ void add_spec(CLI::App* sub, chat::BaseSpec& s) {
   sub->add_option("--full-attention-every", s.full_attention_every, "layer i is full attention when (i + 1) % N == 0");
   sub->add_option("--vocab", s.vocab, "vocabulary size");
   sub->add_option("--seed", s.seed, "random seed");
+  sub->add_option("--density", s.density, "fraction of non-zero weights in the layers (1: dense)");
 }
 
 cli::Register reg_base("make-base", [](CLI::App& app) {
