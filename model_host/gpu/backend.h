@@ -23,7 +23,10 @@
 #include <vector>
 
 #include "model_host/engine/backend.h"
-#include "model_host/gpu/circuit.h"
+
+namespace qgpu::qwen {
+class Model;
+}
 
 namespace qgpu::gpu {
 
@@ -47,6 +50,8 @@ struct ModelOptions {
 // throws std::runtime_error (std::invalid_argument for a malformed
 // perturbation) naming what is wrong.
 std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options = {});
+
+struct Layout;  // circuit.h
 
 // A backend on a model already loaded, shared with its other users (a merged
 // model that also chats); `perturb` and `dense` are not applied.
