@@ -130,9 +130,11 @@ class ModelBackend : public engine::Backend {
  public:
   ModelBackend(LoadedModel loaded, ModelOptions opts)
       : layout_(std::move(loaded.layout)),
-        model_(loaded.checkpoint, opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse),
+        model_(std::make_shared<const qwen::Model>(loaded.checkpoint, opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse)),
         opts_(std::move(opts)),
         end_(token_id(Kind::END)) {}
+  ModelBackend(std::shared_ptr<const qwen::Model> model, Layout layout, ModelOptions opts)
+      : layout_(std::move(layout)), model_(std::move(model)), opts_(std::move(opts)), end_(token_id(Kind::END)) {}
 
   std::string name() const override { return "model"; }
 
@@ -218,8 +220,8 @@ class ModelBackend : public engine::Backend {
   // Prefill, then the plain greedy loop: append the argmax, feed it back,
   // stop at END.  With an oracle, every token is compared as it comes.
   Decoded decode(const std::vector<int64_t>& prompt, TraceOracle* oracle, const machine::Program& prog) const {
-    Decoded d{model_.new_state(), {}, {}, {}};
-    for (int64_t token = prefill(d.state, prompt);; token = model_.step_argmax(d.state, token)) {
+    Decoded d{model_->new_state(), {}, {}, {}};
+    for (int64_t token = prefill(d.state, prompt);; token = model_->step_argmax(d.state, token)) {
       d.generated.push_back(token);
       d.pos.see(token);
       const size_t at = d.generated.size() - 1;
@@ -259,7 +261,7 @@ class ModelBackend : public engine::Backend {
     int64_t next = -1;
     for (size_t i = 0; i < prompt.size(); i += kChunk) {
       const auto first = prompt.begin() + std::ptrdiff_t(i);
-      next = model_.forward_argmax(state, {first, first + std::ptrdiff_t(std::min(kChunk, prompt.size() - i))});
+      next = model_->forward_argmax(state, {first, first + std::ptrdiff_t(std::min(kChunk, prompt.size() - i))});
     }
     return next;
   }
@@ -271,9 +273,9 @@ class ModelBackend : public engine::Backend {
                  engine::LaunchResult& res, const TraceOracle* oracle) const {
     std::vector<uint8_t> print;
     try {
-      const auto global = read_words(layout_, model_, state, "global", uint32_t(mem.bytes.size() / 4));
+      const auto global = read_words(layout_, *model_, state, "global", uint32_t(mem.bytes.size() / 4));
       std::memcpy(mem.bytes.data(), global.data(), global.size() * 4);
-      print = to_bytes(read_words(layout_, model_, state, "print", machine::model_params().print_bytes / 4));
+      print = to_bytes(read_words(layout_, *model_, state, "print", machine::model_params().print_bytes / 4));
       res.printf_output = machine::format_prints(print, mem);
     } catch (const std::exception& e) {
       throw LaunchFailure{kErrUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
@@ -292,7 +294,7 @@ class ModelBackend : public engine::Backend {
   }
 
   Layout layout_;
-  qwen::Model model_;
+  std::shared_ptr<const qwen::Model> model_;
   ModelOptions opts_;
   int64_t end_;
 };
@@ -313,6 +315,11 @@ std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, cons
     flat[p.index].fill_(p.value);
   }
   return std::make_unique<ModelBackend>(std::move(loaded), options);
+}
+
+std::unique_ptr<engine::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, Layout layout,
+                                                    const ModelOptions& options) {
+  return std::make_unique<ModelBackend>(std::move(model), std::move(layout), options);
 }
 
 }  // namespace qgpu::gpu

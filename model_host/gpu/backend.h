@@ -24,6 +24,10 @@
 
 #include "model_host/engine/backend.h"
 
+namespace qgpu::qwen {
+class Model;
+}
+
 namespace qgpu::gpu {
 
 struct ModelOptions {
@@ -46,5 +50,12 @@ struct ModelOptions {
 // throws std::runtime_error (std::invalid_argument for a malformed
 // perturbation) naming what is wrong.
 std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options = {});
+
+struct Layout;  // circuit.h
+
+// A backend on a model already loaded, shared with its other users (a merged
+// model that also chats); `perturb` and `dense` are not applied.
+std::unique_ptr<engine::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, Layout layout,
+                                                    const ModelOptions& options = {});
 
 }  // namespace qgpu::gpu

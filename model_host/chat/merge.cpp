@@ -1,0 +1,495 @@
+#include "model_host/chat/merge.h"
+
+#include "model_host/gpu/build_model.h"
+#include "model_host/qwen/safetensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace qgpu::chat {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+std::vector<fs::path> safetensors_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (fs::exists(dir / "model.safetensors.index.json")) {
+    auto index = json::parse(read_text(dir / "model.safetensors.index.json"));
+    std::set<std::string> names;
+    for (auto& [tensor, file] : index.at("weight_map").items()) names.insert(file.get<std::string>());
+    for (const auto& n : names) files.push_back(dir / n);
+  } else {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+  }
+  if (files.empty()) throw std::runtime_error("no safetensors files in " + dir.string());
+  return files;
+}
+
+// The dtype of the first tensor in a safetensors file's header.
+torch::ScalarType stored_dtype(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  if (!in || n > (1u << 30)) throw std::runtime_error(file.string() + ": not a safetensors file");
+  std::string header(n, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(n));
+  const json h = json::parse(header);
+  for (auto& [name, v] : h.items()) {
+    if (name == "__metadata__") continue;
+    const std::string d = v.at("dtype");
+    return d == "BF16" ? torch::kBFloat16 : d == "F16" ? torch::kFloat16 : torch::kFloat32;
+  }
+  return torch::kFloat32;
+}
+
+// The text section of a config.json: text_config for the vision-language layout.
+json& text_section(json& j) { return j.contains("text_config") ? j["text_config"] : j; }
+
+int64_t rows_nonzero_any(const torch::Tensor& t) { return t.ne(0).any().item<bool>(); }
+
+std::string layer_name(int l, const std::string& rest) { return "layers." + std::to_string(l) + "." + rest; }
+
+}  // namespace
+
+std::string MergeReport::text() const {
+  std::ostringstream o;
+  o << "circuit layers " << circuit_layers << " + amplifier 1 + base layers " << base_layers << " = "
+    << circuit_layers + 1 + base_layers << "; vocabulary " << base_vocab << " base ids, " << vocab << " in all\n"
+    << "muting: " << free_dims << " residual dimensions free of the circuit, " << mute_dims
+    << " carry the mute direction; min projection of a text embedding " << min_projection << "; "
+    << muted_rows << " pre-activation rows muted, largest gain " << max_mute_gain << ", " << zero_rows
+    << " all-zero embedding rows (safe as they are)"
+    << ", every muted pre-activation on text <= " << worst_bound << "\n"
+    << "amplifier: " << output_dims << " output dimensions (" << fields << " fields), text suppressed at circuit "
+    << "positions by rho = " << suppression << "; circuit LM-head rows scaled by " << kHeadScale << "\n";
+  return o.str();
+}
+
+BaseModel BaseModel::load(const std::string& dir_name) {
+  fs::path dir(dir_name);
+  BaseModel b;
+  const std::string config_text = read_text(dir / "config.json");
+  b.config_json = json::parse(config_text);
+  try {
+    b.text.config = qwen::Config::from_json(b.config_json);
+  } catch (const std::exception& e) {
+    throw std::runtime_error((dir / "config.json").string() + ": " + e.what());
+  }
+  const auto files = safetensors_files(dir);
+  b.dtype = stored_dtype(files.front());
+  static const std::string vl = "model.language_model.", text = "model.";
+  for (const auto& f : files)
+    qwen::safetensors::read(f.string(), [&](const std::string& hf, torch::Tensor t) {
+      if (hf.rfind(vl, 0) == 0) {
+        b.vision_language = true;
+        b.text.tensors[hf.substr(vl.size())] = std::move(t);
+      } else if (hf.rfind("model.visual.", 0) != 0 && hf.rfind(text, 0) == 0) {
+        b.text.tensors[hf.substr(text.size())] = std::move(t);
+      } else if (hf == "lm_head.weight") {
+        b.text.tensors[hf] = std::move(t);
+      } else {
+        b.extra[hf] = std::move(t);
+      }
+    });
+  if (b.config_json.contains("text_config")) b.vision_language = true;
+  b.text.validate();
+  return b;
+}
+
+void BaseModel::save(const std::string& dir_name, const std::vector<std::string>& fp32_tensors) const {
+  fs::path dir(dir_name);
+  text.validate();
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json" ||
+        e.path().filename() == "qgpu-sparse.bin")
+      fs::remove(e.path());
+  json cj = config_json;
+  if (cj.is_null()) {
+    cj = text.config.to_json();
+    cj["torch_dtype"] = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kFloat16 ? "float16" : "float32";
+  }
+  write_text(dir / "config.json", cj.dump(2));
+  const std::set<std::string> wide(fp32_tensors.begin(), fp32_tensors.end());
+  const std::string prefix = vision_language ? "model.language_model." : "model.";
+  std::map<std::string, torch::Tensor> narrow_part, wide_part;
+  for (const auto& [name, t] : text.tensors)
+    (wide.count(name) ? wide_part : narrow_part)[name == "lm_head.weight" ? name : prefix + name] = t;
+  for (const auto& [name, t] : extra) narrow_part[name] = t;
+  if (wide_part.empty()) {
+    qwen::safetensors::write((dir / "model.safetensors").string(), narrow_part, dtype);
+    return;
+  }
+  const std::string a = "model-00001-of-00002.safetensors", b = "model-00002-of-00002.safetensors";
+  qwen::safetensors::write((dir / a).string(), narrow_part, dtype);
+  qwen::safetensors::write((dir / b).string(), wide_part, torch::kFloat32);
+  json index;
+  uint64_t total = 0;
+  const int64_t narrow_bytes = dtype == torch::kFloat32 ? 4 : 2;
+  for (const auto& [n, t] : narrow_part) index["weight_map"][n] = a, total += t.numel() * narrow_bytes;
+  for (const auto& [n, t] : wide_part) index["weight_map"][n] = b, total += t.numel() * 4;
+  index["metadata"]["total_size"] = total;
+  write_text(dir / "model.safetensors.index.json", index.dump(2));
+}
+
+Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu::Layout> layout,
+             const MergeOptions& opt) {
+  const qwen::Config& bc = base.text.config;
+  const qwen::Config& cc = circuit.config;
+  auto mismatch = [](const std::string& what, int64_t b, int64_t c) {
+    if (b != c)
+      throw std::invalid_argument("merge: the base has " + what + " " + std::to_string(b) + ", the circuit " +
+                                  std::to_string(c));
+  };
+  mismatch("hidden_size", bc.hidden_size, cc.hidden_size);
+  mismatch("intermediate_size", bc.intermediate_size, cc.intermediate_size);
+  mismatch("linear_num_key_heads", bc.linear_num_key_heads, cc.linear_num_key_heads);
+  mismatch("linear_num_value_heads", bc.linear_num_value_heads, cc.linear_num_value_heads);
+  mismatch("linear_key_head_dim", bc.linear_key_head_dim, cc.linear_key_head_dim);
+  mismatch("linear_value_head_dim", bc.linear_value_head_dim, cc.linear_value_head_dim);
+  mismatch("linear_conv_kernel_dim", bc.linear_conv_kernel_dim, cc.linear_conv_kernel_dim);
+  if (bc.rms_norm_eps != cc.rms_norm_eps) throw std::invalid_argument("merge: rms_norm_eps differs");
+  for (int l = 0; l < cc.num_hidden_layers; ++l)
+    if (cc.is_full_attention(l)) throw std::invalid_argument("merge: circuit layer " + std::to_string(l) + " is not linear attention");
+  if (bc.vocab_size > opt.token_base)
+    throw std::invalid_argument("merge: the base's vocabulary (" + std::to_string(bc.vocab_size) +
+                                ") reaches past the circuit's first token id " + std::to_string(opt.token_base));
+  if (cc.vocab_size <= opt.token_base) throw std::invalid_argument("merge: the circuit has no tokens at or after its token base");
+
+  const int64_t H = bc.hidden_size, Vb = bc.vocab_size, V = cc.vocab_size, I = cc.intermediate_size;
+  const int C = static_cast<int>(cc.num_hidden_layers), A = C;  // A: the amplifier's index
+  const int64_t nv = cc.linear_num_value_heads, dv = cc.linear_value_head_dim, key_dim = cc.linear_key_dim();
+  const double eps = bc.rms_norm_eps;
+  auto& ct = circuit.tensors;
+  auto T = [&](const std::string& n) -> torch::Tensor& {
+    auto it = ct.find(n);
+    if (it == ct.end()) throw std::invalid_argument("merge: the circuit has no tensor " + n);
+    return it->second;
+  };
+
+  MergeReport rep;
+  rep.circuit_layers = C;
+  rep.base_layers = static_cast<int>(bc.num_hidden_layers);
+  rep.base_vocab = Vb;
+  rep.vocab = V;
+
+  // Dimensions the circuit holds on its tokens: its embedding's columns and
+  // every row a circuit layer writes.
+  const torch::Tensor cembed = T("embed_tokens.weight").narrow(0, opt.token_base, V - opt.token_base);
+  if (cembed.select(1, 0).ne(1).any().item<bool>())
+    throw std::invalid_argument("merge: the circuit's anchor (dimension 0) is not 1 on every circuit token");
+  torch::Tensor used = torch::zeros({H}, torch::kBool);
+  const int64_t ncirc = V - opt.token_base;
+  for (int64_t r = 0; r < ncirc; r += 16384) used |= cembed.narrow(0, r, std::min<int64_t>(16384, ncirc - r)).ne(0).any(0);
+  for (int l = 0; l < C; ++l) {
+    used |= T(layer_name(l, "linear_attn.out_proj.weight")).ne(0).any(1);
+    used |= T(layer_name(l, "mlp.down_proj.weight")).ne(0).any(1);
+  }
+  const torch::Tensor final_w = T("norm.weight") + 1;
+  const torch::Tensor out_dims = final_w.ne(0).nonzero().view({-1});
+  rep.output_dims = static_cast<int>(out_dims.numel());
+  const torch::Tensor free_dims = used.logical_not().nonzero().view({-1});
+  rep.free_dims = static_cast<int>(free_dims.numel());
+  if (rep.free_dims == 0) throw std::runtime_error("merge: the circuit holds every residual dimension; nothing is left to mute it on");
+
+  // Statistics of the base's normalised embeddings, x / rms(x).
+  const torch::Tensor E = base.text.tensors.at("embed_tokens.weight");
+  torch::Tensor lo = torch::full({H}, INFINITY), hi = torch::full({H}, -INFINITY);
+  torch::Tensor sum = torch::zeros({H}, torch::kFloat64), sumsq = torch::zeros({H}, torch::kFloat64);
+  constexpr int64_t kChunk = 8192;
+  auto normalised = [&](int64_t r0, int64_t n) {
+    torch::Tensor x = E.narrow(0, r0, n).to(torch::kFloat32);
+    return x * torch::rsqrt(x.pow(2).mean(1, true) + eps);
+  };
+  for (int64_t r = 0; r < Vb; r += kChunk) {
+    torch::Tensor y = normalised(r, std::min(kChunk, Vb - r));
+    lo = torch::minimum(lo, std::get<0>(y.min(0)));
+    hi = torch::maximum(hi, std::get<0>(y.max(0)));
+    sum += y.sum(0).to(torch::kFloat64);
+    sumsq += y.pow(2).sum(0).to(torch::kFloat64);
+  }
+  // The mute direction: on the free dimensions with the strongest shared
+  // mean (relative to spread), then a max-min search over the whole table.
+  torch::Tensor mean = (sum / double(Vb)).to(torch::kFloat32);
+  torch::Tensor sd = (sumsq / double(Vb) - (sum / double(Vb)).pow(2)).clamp_min(1e-12).sqrt().to(torch::kFloat32);
+  torch::Tensor score = (mean.abs() / sd).index_select(0, free_dims);
+  const int64_t k = std::min<int64_t>(opt.mute_dims, free_dims.numel());
+  torch::Tensor sel = free_dims.index_select(0, std::get<1>(score.topk(k)));
+  rep.mute_dims = static_cast<int>(k);
+  torch::Tensor Y = torch::empty({Vb, k});
+  for (int64_t r = 0; r < Vb; r += kChunk) {
+    const int64_t n = std::min(kChunk, Vb - r);
+    Y.narrow(0, r, n).copy_(normalised(r, n).index_select(1, sel));
+  }
+  // All-zero rows (unused ids) are safe by construction: a zero input gives
+  // zero pre-activations, so the circuit adds exactly 0 for them as it does
+  // alone.  The mute direction is needed for the others.
+  torch::Tensor live_rows = torch::zeros({Vb}, torch::kBool);
+  for (int64_t r = 0; r < Vb; r += kChunk) {
+    const int64_t n = std::min(kChunk, Vb - r);
+    live_rows.narrow(0, r, n).copy_(E.narrow(0, r, n).ne(0).any(1));
+  }
+  rep.zero_rows = Vb - live_rows.sum().item<int64_t>();
+  Y = Y.index_select(0, live_rows.nonzero().view({-1}));
+  torch::Tensor u = mean.index_select(0, sel);
+  u = u / u.norm();
+  torch::Tensor best = u.clone();
+  double best_min = (Y.matmul(u)).min().item<double>();
+  for (int it = 0; it < 300; ++it) {
+    torch::Tensor proj = Y.matmul(u);
+    const int64_t worst = proj.argmin().item<int64_t>();
+    const double m = proj[worst].item<double>();
+    if (m > best_min) best_min = m, best = u.clone();
+    torch::Tensor row = Y[worst];
+    u = u + (0.2 / (1 + it / 20.0)) * row / row.norm();
+    u = u / u.norm();
+  }
+  u = best;
+  rep.min_projection = best_min;
+  if (best_min <= 0)
+    throw std::runtime_error("merge: no direction on the circuit's free dimensions has a positive projection for every "
+                             "text embedding of this base (best minimum " + std::to_string(best_min) +
+                             "); the circuit cannot be muted on text");
+  const double m_eff = best_min * (1 - 1e-4);
+
+  // Adds the mute term to rows `rows` of matrix `M` [rows, H] read through
+  // norm weight `w` (1 + weight); `offset` is added to each row's value (dt_bias).
+  auto mute = [&](torch::Tensor& M, const torch::Tensor& rows, const torch::Tensor& w, const torch::Tensor& offset) {
+    if (rows.numel() == 0) return;
+    torch::Tensor lo_l = torch::minimum(lo * w, hi * w), hi_l = torch::maximum(lo * w, hi * w);
+    torch::Tensor c = M.index_select(0, rows);
+    torch::Tensor bound = (c.clamp_min(0) * hi_l + c.clamp_max(0) * lo_l).sum(1) + offset;
+    bound = bound + bound.abs() * 1e-5 + 1e-3;  // rounding of the runtime's sums
+    torch::Tensor K = ((bound + (kMuteLevel + 16)) / m_eff).clamp_min(0);  // 16: slack for fp32 rounding here
+    torch::Tensor wsel = w.index_select(0, sel);
+    if (wsel.eq(0).any().item<bool>()) throw std::runtime_error("merge: a circuit norm weight is 0 on a free dimension");
+    torch::Tensor add = -K.unsqueeze(1) * (u / wsel).unsqueeze(0);  // [rows, k]
+    torch::Tensor cols = c.index_select(1, sel) + add;
+    c.index_copy_(1, sel, cols);
+    M.index_copy_(0, rows, c);
+    rep.muted_rows += rows.numel();
+    rep.max_mute_gain = std::max(rep.max_mute_gain, K.max().item<double>());
+    rep.worst_bound = std::max(rep.worst_bound, (bound - K * m_eff).max().item<double>());
+  };
+  rep.worst_bound = -INFINITY;
+
+  // The circuit's LM head (section 3 of docs/merge.md): its tokens score by
+  // their output fields only (no anchor), scaled by kHeadScale; on circuit
+  // positions the amplifier also writes -rho * u on the mute dimensions, where
+  // every text embedding has a positive projection, so every text token scores
+  // below the right circuit token.  rho: from the whole embedding table, with
+  // F fields, P_t = the largest sum of F positive entries of e_t on output
+  // dimensions, q_t = u . e_t > 0: rho >= 1.25 max P_t / q_t makes every text
+  // logit at most 0 there.
+  const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
+  const int64_t fields = cembed[0].ne(0).sum().item<int64_t>() - 1;
+  double rho = 1;
+  {
+    const int64_t F = std::min<int64_t>(fields, out_dims.numel());
+    for (int64_t r = 0; r < Vb; r += kChunk) {
+      const int64_t n = std::min(kChunk, Vb - r);
+      torch::Tensor e = E.narrow(0, r, n).to(torch::kFloat64);
+      torch::Tensor q = e.index_select(1, sel).matmul(u.to(torch::kFloat64));
+      torch::Tensor P = std::get<0>(e.index_select(1, out_dims).clamp_min(0).topk(F, 1)).sum(1);
+      torch::Tensor ratio = (P / q).masked_fill(e.ne(0).any(1).logical_not(), 0);
+      rho = std::max(rho, 1.25 * ratio.max().item<double>());
+    }
+  }
+  rep.suppression = rho;
+  rep.fields = static_cast<int>(fields);
+  {
+    const std::string p = "layers." + std::to_string(A) + ".";
+    const std::string a = p + "linear_attn.";
+    const int64_t conv = cc.linear_conv_dim();
+    ct[a + "in_proj_qkv.weight"] = qwen::lazy_zeros({conv, H});
+    ct[a + "in_proj_z.weight"] = qwen::lazy_zeros({cc.linear_value_dim(), H});
+    ct[a + "in_proj_b.weight"] = torch::zeros({nv, H});
+    ct[a + "in_proj_a.weight"] = torch::zeros({nv, H});
+    ct[a + "conv1d.weight"] = torch::zeros({conv, 1, cc.linear_conv_kernel_dim});
+    ct[a + "out_proj.weight"] = qwen::lazy_zeros({H, cc.linear_value_dim()});
+    ct[a + "A_log"] = torch::zeros({nv});
+    ct[a + "dt_bias"] = torch::zeros({nv});
+    ct[a + "norm.weight"] = torch::ones({dv});
+    ct[p + "input_layernorm.weight"] = torch::zeros({H});
+    ct[p + "post_attention_layernorm.weight"] = torch::zeros({H});
+    torch::Tensor gate = qwen::lazy_zeros({I, H}), up = qwen::lazy_zeros({I, H}), down = qwen::lazy_zeros({H, I});
+    for (int64_t j = 0; j < out_dims.numel(); ++j) {
+      const int64_t d = out_dims[j].item<int64_t>();
+      const float wf = base_final[d].item<float>();
+      if (std::abs(wf) < 1e-3f)
+        throw std::runtime_error("merge: the base's final norm weight is 0 on circuit output dimension " + std::to_string(d));
+      gate[j][d].fill_(512.f);
+      gate[j][0].fill_(-256.f);
+      up[j][0].fill_(1.f);
+      down[d][j].fill_(opt.amplifier_gain / wf);
+    }
+    for (int64_t j = 0; j < sel.numel(); ++j) {
+      const int64_t d = sel[j].item<int64_t>(), unit = out_dims.numel() + j;
+      const float wf = base_final[d].item<float>();
+      if (std::abs(wf) < 1e-3f)
+        throw std::runtime_error("merge: the base's final norm weight is 0 on mute dimension " + std::to_string(d));
+      gate[unit][0].fill_(256.f);
+      up[unit][0].fill_(1.f);
+      down[d][unit].fill_(float(-rho * u[j].item<double>() * opt.amplifier_gain / wf));
+    }
+    ct[p + "mlp.gate_proj.weight"] = gate;
+    ct[p + "mlp.up_proj.weight"] = up;
+    ct[p + "mlp.down_proj.weight"] = down;
+  }
+
+  // Mute every live pre-activation of the circuit and the amplifier.
+  for (int l = 0; l <= C; ++l) {
+    const torch::Tensor w_in = T(layer_name(l, "input_layernorm.weight")) + 1;
+    const torch::Tensor w_post = T(layer_name(l, "post_attention_layernorm.weight")) + 1;
+    torch::Tensor& gate = T(layer_name(l, "mlp.gate_proj.weight"));
+    const torch::Tensor live = gate.ne(0).any(1) & T(layer_name(l, "mlp.up_proj.weight")).ne(0).any(1) &
+                               T(layer_name(l, "mlp.down_proj.weight")).ne(0).any(0);
+    const torch::Tensor units = live.nonzero().view({-1});
+    mute(gate, units, w_post, torch::zeros({units.numel()}));
+    const std::string a = layer_name(l, "linear_attn.");
+    const torch::Tensor& qkv = T(a + "in_proj_qkv.weight");
+    const torch::Tensor& outp = T(a + "out_proj.weight");
+    std::vector<int64_t> heads, zrows;
+    torch::Tensor& z = T(a + "in_proj_z.weight");
+    const torch::Tensor z_nz = z.ne(0).any(1);
+    for (int64_t h = 0; h < nv; ++h) {
+      const bool active = rows_nonzero_any(qkv.narrow(0, 2 * key_dim + h * dv, dv)) ||
+                          rows_nonzero_any(outp.narrow(1, h * dv, dv));
+      if (!active) continue;
+      heads.push_back(h);
+      for (int64_t j = 0; j < dv; ++j)
+        if (z_nz[h * dv + j].item<bool>()) zrows.push_back(h * dv + j);
+    }
+    const torch::Tensor hrows = torch::tensor(heads, torch::kInt64), zr = torch::tensor(zrows, torch::kInt64);
+    mute(z, zr, w_in, torch::zeros({zr.numel()}));
+    mute(T(a + "in_proj_b.weight"), hrows, w_in, torch::zeros({hrows.numel()}));
+    mute(T(a + "in_proj_a.weight"), hrows, w_in, T(a + "dt_bias").index_select(0, hrows));
+  }
+  if (!std::isfinite(rep.worst_bound) || rep.worst_bound > -kMuteLevel + 1e-3)
+    throw std::runtime_error("merge: the mute bound did not hold (" + std::to_string(rep.worst_bound) + ")");
+
+  // The merged checkpoint.
+  Merged out;
+  out.report = rep;
+  BaseModel& m = out.model;
+  m.dtype = base.dtype;
+  m.vision_language = base.vision_language;
+  m.extra = base.extra;
+  qwen::Config mc = bc;
+  mc.num_hidden_layers = C + 1 + bc.num_hidden_layers;
+  mc.vocab_size = V;
+  mc.layer_types.assign(C + 1, "linear_attention");
+  for (const auto& t : bc.layer_types) mc.layer_types.push_back(t);
+  m.text.config = mc;
+  auto& mt = m.text.tensors;
+  for (auto& [name, t] : ct) {
+    if (name.rfind("layers.", 0) != 0) continue;
+    mt[name] = t;
+    out.circuit_tensors.push_back(name);
+  }
+  for (const auto& [name, t] : base.text.tensors) {
+    if (name.rfind("layers.", 0) == 0) {
+      const size_t dot = name.find('.', 7);
+      const int l = std::stoi(name.substr(7, dot - 7));
+      mt["layers." + std::to_string(l + C + 1) + name.substr(dot)] = t;
+    } else if (name == "embed_tokens.weight" || name == "lm_head.weight") {
+      torch::Tensor e = qwen::lazy_zeros({V, H});
+      e.narrow(0, 0, Vb).copy_(t);
+      // Only the circuit rows' non-zeros: the rest stays lazily zero.
+      for (int64_t r = 0; r < ncirc; r += 16384) {
+        const torch::Tensor part = cembed.narrow(0, r, std::min<int64_t>(16384, ncirc - r));
+        const torch::Tensor nz = part.ne(0).nonzero();
+        const torch::Tensor rows = nz.select(1, 0), cols = nz.select(1, 1);
+        e.index_put_({rows + (opt.token_base + r), cols}, part.index({rows, cols}));
+      }
+      mt[name] = e;
+    } else {
+      mt[name] = t;
+    }
+  }
+  // The untied LM head: the base's rows (its embedding, or its own head), then
+  // the circuit tokens' output fields scaled by kHeadScale.
+  {
+    const auto own = base.text.tensors.find("lm_head.weight");
+    torch::Tensor head = own != base.text.tensors.end() ? mt.at("lm_head.weight") : qwen::lazy_zeros({V, H});
+    if (own == base.text.tensors.end()) head.narrow(0, 0, Vb).copy_(E);
+    for (int64_t r = 0; r < ncirc; r += 16384) {
+      const torch::Tensor part = cembed.narrow(0, r, std::min<int64_t>(16384, ncirc - r));
+      const torch::Tensor nz = part.ne(0).nonzero();
+      const torch::Tensor rows = nz.select(1, 0), cols = nz.select(1, 1);
+      torch::Tensor vals = part.index({rows, cols}) * kHeadScale;
+      vals.masked_fill_(cols.eq(0), 0.f);  // no anchor
+      head.index_put_({rows + (opt.token_base + r), cols}, vals);
+    }
+    mt["lm_head.weight"] = head;
+    mc.tie_word_embeddings = false;
+    m.text.config = mc;
+  }
+  if (!base.config_json.is_null()) {
+    m.config_json = base.config_json;
+    json& s = text_section(m.config_json);
+    s["num_hidden_layers"] = mc.num_hidden_layers;
+    s["layer_types"] = mc.layer_types;
+    s["vocab_size"] = mc.vocab_size;
+    s["tie_word_embeddings"] = false;
+    if (m.config_json.contains("tie_word_embeddings")) m.config_json["tie_word_embeddings"] = false;
+    if (m.config_json.contains("text_config") && m.config_json.contains("vocab_size"))
+      m.config_json["vocab_size"] = mc.vocab_size;
+  }
+  m.text.validate();
+  if (layout) {
+    out.layout = std::move(layout);
+    out.layout->num_layers = static_cast<int>(mc.num_hidden_layers);
+    out.layout->vocab_size = V;
+  }
+  return out;
+}
+
+void save_merged(const Merged& merged, const std::string& dir_name, const std::string& tokenizer_dir) {
+  fs::path dir(dir_name);
+  fs::create_directories(dir);
+  fs::remove(dir / gpu::kLayoutFile);
+  merged.model.save(dir.string(), merged.circuit_tensors);
+  if (!tokenizer_dir.empty())
+    for (const auto& e : fs::directory_iterator(tokenizer_dir)) {
+      const std::string n = e.path().filename().string();
+      if (!e.is_regular_file() || e.path().extension() == ".safetensors" || n == "config.json" ||
+          n == "model.safetensors.index.json" || n == "qgpu-sparse.bin" || n == gpu::kLayoutFile)
+        continue;
+      fs::copy_file(e.path(), dir / n, fs::copy_options::overwrite_existing);
+    }
+  if (merged.layout) write_text(dir / gpu::kLayoutFile, merged.layout->to_json());
+}
+
+LoadedMerged load_merged(const std::string& dir_name) {
+  fs::path dir(dir_name);
+  LoadedMerged m{qwen::Checkpoint::load(dir.string()), std::nullopt};
+  if (fs::is_regular_file(dir / gpu::kLayoutFile)) m.layout = gpu::Layout::from_json(read_text(dir / gpu::kLayoutFile));
+  return m;
+}
+
+}  // namespace qgpu::chat

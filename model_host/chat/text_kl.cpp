@@ -1,0 +1,155 @@
+#include "model_host/chat/text_kl.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace qgpu::chat {
+
+BaseModel trained_like_base(const BaseSpec& spec) {
+  torch::NoGradGuard no_grad;
+  torch::Generator gen = at::detail::createCPUGenerator(spec.seed);
+  auto randn = [&](std::vector<int64_t> shape, double sd) {
+    return torch::randn(shape, gen, torch::TensorOptions().dtype(torch::kFloat32)) * sd;
+  };
+  auto bf16 = [](torch::Tensor t) { return t.to(torch::kBFloat16).to(torch::kFloat32); };
+  // A layer matrix: N(0, sd), thinned to `density`.
+  auto weight = [&](std::vector<int64_t> shape, double sd) {
+    torch::Tensor w = randn(shape, sd);
+    if (spec.density < 1) w *= torch::rand(shape, gen).lt(spec.density).to(torch::kFloat32);
+    return bf16(w);
+  };
+  BaseModel b;
+  b.dtype = torch::kBFloat16;
+  b.vision_language = spec.vision_language;
+  qwen::Config c = qwen::Config::qwen35_2b(spec.layers, spec.vocab);
+  for (int i = 0; i < spec.layers; ++i)
+    c.layer_types[i] = (i + 1) % spec.full_attention_every == 0 ? "full_attention" : "linear_attention";
+  b.text.config = c;
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  auto& t = b.text.tensors;
+
+  // Embeddings: noise of 0.02 per entry; a shared mean direction (dense, a
+  // third of a typical row's norm); 24 outlier dimensions with offsets of
+  // 5-10 sigma and three times the spread; per-token scale log-normal.
+  const double sigma = 0.02;
+  torch::Tensor E = randn({spec.vocab, H}, sigma);
+  torch::Tensor mu = randn({H}, 1.0);
+  mu = mu / mu.norm() * (0.33 * sigma * std::sqrt(double(H)));
+  E += mu;
+  torch::Tensor outliers = torch::randperm(H, gen).narrow(0, 0, 24);
+  for (int64_t i = 0; i < 24; ++i) {
+    const int64_t d = outliers[i].item<int64_t>();
+    const double offset = (i % 2 ? -1 : 1) * sigma * (5 + 5 * torch::rand({1}, gen).item<double>());
+    E.select(1, d).mul_(3).add_(offset);
+  }
+  E *= torch::exp(randn({spec.vocab, 1}, 0.3));
+  t["embed_tokens.weight"] = bf16(E);
+  t["norm.weight"] = bf16(1.5 + randn({H}, 0.3));
+  for (int l = 0; l < spec.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    t[p + "input_layernorm.weight"] = bf16(randn({H}, 0.05));
+    t[p + "post_attention_layernorm.weight"] = bf16(randn({H}, 0.05));
+    t[p + "mlp.gate_proj.weight"] = weight({I, H}, 0.02);
+    t[p + "mlp.up_proj.weight"] = weight({I, H}, 0.02);
+    t[p + "mlp.down_proj.weight"] = weight({H, I}, 0.02);
+    if (c.is_full_attention(l)) {
+      const int64_t D = c.head_dim;
+      t[p + "self_attn.q_proj.weight"] = weight({c.num_attention_heads * D * 2, H}, 0.02);
+      t[p + "self_attn.k_proj.weight"] = weight({c.num_key_value_heads * D, H}, 0.02);
+      t[p + "self_attn.v_proj.weight"] = weight({c.num_key_value_heads * D, H}, 0.02);
+      t[p + "self_attn.o_proj.weight"] = weight({H, c.num_attention_heads * D}, 0.02);
+      t[p + "self_attn.q_norm.weight"] = bf16(randn({D}, 0.05));
+      t[p + "self_attn.k_norm.weight"] = bf16(randn({D}, 0.05));
+    } else {
+      const std::string a = p + "linear_attn.";
+      const int64_t nv = c.linear_num_value_heads;
+      t[a + "in_proj_qkv.weight"] = weight({c.linear_conv_dim(), H}, 0.02);
+      t[a + "in_proj_z.weight"] = weight({c.linear_value_dim(), H}, 0.02);
+      t[a + "in_proj_b.weight"] = weight({nv, H}, 0.02);
+      t[a + "in_proj_a.weight"] = weight({nv, H}, 0.02);
+      t[a + "conv1d.weight"] = bf16(randn({c.linear_conv_dim(), 1, c.linear_conv_kernel_dim}, 0.3));
+      t[a + "out_proj.weight"] = weight({H, c.linear_value_dim()}, 0.02);
+      t[a + "A_log"] = bf16(torch::log(1 + 15 * torch::rand({nv}, gen)));
+      t[a + "dt_bias"] = bf16(torch::ones({nv}));
+      t[a + "norm.weight"] = bf16(1 + randn({c.linear_value_head_dim}, 0.05));
+    }
+  }
+  if (spec.vision_language) {
+    nlohmann::json text = c.to_json();
+    text.erase("architectures");
+    text["torch_dtype"] = "bfloat16";
+    b.config_json = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+                     {"model_type", "qwen3_5"},
+                     {"text_config", text},
+                     {"vision_config", {{"depth", 1}, {"hidden_size", 64}, {"model_type", "qwen3_5"}}},
+                     {"image_token_id", 248056},
+                     {"tie_word_embeddings", true},
+                     {"torch_dtype", "bfloat16"}};
+    b.extra["model.visual.patch_embed.proj.weight"] = bf16(randn({64, 3, 2, 16, 16}, 0.02));
+    b.extra["model.visual.blocks.0.attn.qkv.weight"] = bf16(randn({192, 64}, 0.02));
+    b.extra["model.visual.merger.linear_fc2.weight"] = bf16(randn({H, 256}, 0.02));
+    b.extra["mtp.fc.weight"] = bf16(randn({H, 2 * H}, 0.02));
+  }
+  b.text.validate();
+  return b;
+}
+
+std::vector<std::vector<int64_t>> random_text(int count, int length, int64_t vocab, uint64_t seed) {
+  torch::Generator gen = at::detail::createCPUGenerator(seed);
+  std::vector<std::vector<int64_t>> out;
+  for (int i = 0; i < count; ++i) {
+    torch::Tensor ids = torch::randint(vocab, {length}, gen, torch::kInt64);
+    out.emplace_back(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + length);
+  }
+  return out;
+}
+
+std::vector<torch::Tensor> sequence_logits(const qwen::Model& model, const std::vector<std::vector<int64_t>>& seqs) {
+  std::vector<torch::Tensor> out;
+  for (const auto& s : seqs) {
+    qwen::State st = model.new_state();
+    out.push_back(model.forward(st, s).logits);
+  }
+  return out;
+}
+
+KlResult compare_logits(const std::vector<torch::Tensor>& base, const std::vector<torch::Tensor>& merged) {
+  KlResult r;
+  r.identical = true;
+  double kl_sum = 0, full_sum = 0;
+  for (size_t i = 0; i < base.size(); ++i) {
+    const int64_t Vb = base[i].size(1);
+    torch::Tensor mb = merged[i].narrow(1, 0, Vb);
+    r.identical = r.identical && torch::equal(mb, base[i]);
+    r.max_logit_diff = std::max(r.max_logit_diff, (mb - base[i]).abs().max().item<double>());
+    torch::Tensor lp = torch::log_softmax(base[i].to(torch::kFloat64), 1);
+    torch::Tensor lq = torch::log_softmax(mb.to(torch::kFloat64), 1);
+    torch::Tensor lf = torch::log_softmax(merged[i].to(torch::kFloat64), 1).narrow(1, 0, Vb);
+    torch::Tensor p = lp.exp();
+    torch::Tensor kl = (p * (lp - lq)).sum(1).clamp_min(0), klf = (p * (lp - lf)).sum(1).clamp_min(0);
+    kl_sum += kl.sum().item<double>();
+    full_sum += klf.sum().item<double>();
+    r.kl_max = std::max(r.kl_max, kl.max().item<double>());
+    r.kl_full_max = std::max(r.kl_full_max, klf.max().item<double>());
+    r.circuit_mass_max = std::max(r.circuit_mass_max, (1 - lf.exp().sum(1)).max().item<double>());
+    r.positions += base[i].size(0);
+  }
+  r.kl_mean = kl_sum / double(std::max<int64_t>(1, r.positions));
+  r.kl_full_mean = full_sum / double(std::max<int64_t>(1, r.positions));
+  return r;
+}
+
+std::string KlResult::text() const {
+  std::ostringstream o;
+  o.precision(3);
+  o << "next-token KL(base || merged) over " << positions << " text positions, base vocabulary: mean " << kl_mean
+    << ", max " << kl_max << " (logits " << (identical ? "bit-identical" : "differ") << ", max |diff| "
+    << max_logit_diff << ")\n"
+    << "over the merged vocabulary (circuit tokens included): mean " << kl_full_mean << ", max " << kl_full_max
+    << "; circuit tokens' probability at most " << circuit_mass_max << "\n";
+  return o.str();
+}
+
+}  // namespace qgpu::chat

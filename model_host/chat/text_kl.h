@@ -1,0 +1,52 @@
+// Text left intact: a base model with a trained model's embedding statistics,
+// and the next-token KL between a base and its merged model on text.
+#pragma once
+
+#include "model_host/chat/merge.h"
+#include "model_host/qwen/model.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace qgpu::chat {
+
+// A Qwen3.5-2B-shaped checkpoint (hidden 2048, GDN 16 x 128, MLP 6144, full
+// attention every 4th layer) with random weights, whose embedding table has
+// the statistics of a trained one: per-token norms spread log-normally, a
+// shared mean direction, and outlier dimensions with large consistent offsets
+// (stored rounded to bf16, as released checkpoints are).
+struct BaseSpec {
+  int layers = 2;
+  int full_attention_every = 4;   // layer i is full attention when (i + 1) % this == 0
+  int64_t vocab = 4096;
+  uint64_t seed = 1;
+  bool vision_language = false;   // nest the config under text_config, add vision and MTP tensors
+  // Fraction of non-zero weights in the layers' matrices (1: dense, as a
+  // trained model).  Plumbing tests use a few percent: the sparse executor
+  // then skips most of each base layer, and the embedding stays dense.
+  double density = 1.0;
+};
+BaseModel trained_like_base(const BaseSpec& spec);
+
+// Random text: `count` sequences of `length` ids below `vocab`.
+std::vector<std::vector<int64_t>> random_text(int count, int length, int64_t vocab, uint64_t seed);
+
+struct KlResult {
+  int64_t positions = 0;
+  // Over the base's vocabulary (the merged model's text distribution).
+  double kl_mean = 0, kl_max = 0;
+  double max_logit_diff = 0;      // largest |logit difference| on base ids
+  bool identical = false;         // every base-id logit bit-identical
+  // Over the merged model's whole vocabulary (circuit tokens included).
+  double kl_full_mean = 0, kl_full_max = 0;
+  double circuit_mass_max = 0;    // largest probability of all circuit tokens together
+  std::string text() const;
+};
+
+// Logits of `model` on each sequence (each from a fresh state).
+std::vector<torch::Tensor> sequence_logits(const qwen::Model& model, const std::vector<std::vector<int64_t>>& seqs);
+// KL(base || merged) per position from the two models' logits.
+KlResult compare_logits(const std::vector<torch::Tensor>& base, const std::vector<torch::Tensor>& merged);
+
+}  // namespace qgpu::chat

@@ -1,0 +1,161 @@
+// qgpu merge on generated checkpoints of both layouts (text-only and
+// vision-language), with a small compiled circuit: the files, the weights
+// carried over unchanged, text logits bit-identical to the base's, and the
+// circuit still deciding its own tokens through the base layers behind it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "model_host/chat/chat.h"
+#include "model_host/chat/merge.h"
+#include "model_host/chat/text_kl.h"
+#include "model_host/circuit/compiler.h"
+#include "model_host/circuit/words.h"
+
+namespace {
+
+using namespace qgpu;
+namespace fs = std::filesystem;
+
+constexpr int64_t kBaseVocab = 512;
+
+// Token t(i) predicts t((i + 5) mod 16): one MLP op and the output head.
+qwen::Checkpoint successor_circuit() {
+  circuit::Program p;
+  circuit::ValueId x = p.field("x", 16);
+  for (int i = 0; i < 16; ++i) p.token("t" + std::to_string(i), {{x, i}});
+  circuit::ValueId y = circuit::apply(p, "succ", 16, x, [](int v) { return (v + 5) % 16; });
+  p.output({{x, y}});
+  circuit::Options o;
+  o.token_base = kBaseVocab;
+  return circuit::compile(p, o).take_checkpoint();
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("qgpu_merge_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void check_layout(bool vision_language) {
+  chat::BaseSpec spec;
+  spec.layers = 2;
+  spec.full_attention_every = 2;  // one linear-attention and one full-attention layer
+  spec.vocab = kBaseVocab;
+  spec.vision_language = vision_language;
+  chat::BaseModel base = chat::trained_like_base(spec);
+  // Unused ids of a released vocabulary may be all-zero rows: safe as they are.
+  base.text.tensors["embed_tokens.weight"].narrow(0, kBaseVocab - 12, 12).zero_();
+  const fs::path dir = scratch(vision_language ? "vl" : "text");
+  const fs::path base_dir = dir / "base", out_dir = dir / "merged";
+  base.save(base_dir.string());
+  chat::write_byte_tokenizer((base_dir / "tokenizer.json").string());
+  { std::ofstream(base_dir / "tokenizer_config.json") << "{\"model_max_length\": 4096}"; }
+
+  chat::BaseModel loaded = chat::BaseModel::load(base_dir.string());
+  EXPECT_EQ(loaded.vision_language, vision_language);
+  EXPECT_EQ(loaded.dtype, torch::kBFloat16);
+  EXPECT_EQ(loaded.extra.size(), vision_language ? 4u : 0u);
+  qwen::Checkpoint circ = successor_circuit();
+  const int C = static_cast<int>(circ.config.num_hidden_layers);
+  const int64_t V = circ.config.vocab_size;
+  chat::MergeOptions mo;
+  mo.token_base = kBaseVocab;
+  chat::Merged m = chat::merge(loaded, std::move(circ), std::nullopt, mo);
+  std::cout << m.report.text();
+  chat::save_merged(m, out_dir.string(), base_dir.string());
+
+  // Files: config in the base's layout, tokenizer files carried over.
+  EXPECT_TRUE(fs::exists(out_dir / "tokenizer.json"));
+  EXPECT_TRUE(fs::exists(out_dir / "tokenizer_config.json"));
+  nlohmann::json cfg = nlohmann::json::parse(std::ifstream(out_dir / "config.json"));
+  const nlohmann::json& text = vision_language ? cfg.at("text_config") : cfg;
+  EXPECT_EQ(vision_language, cfg.contains("vision_config"));
+  EXPECT_EQ(text.at("num_hidden_layers").get<int>(), C + 1 + 2);
+  EXPECT_EQ(text.at("vocab_size").get<int64_t>(), V);
+  auto types = text.at("layer_types").get<std::vector<std::string>>();
+  ASSERT_EQ(types.size(), size_t(C + 3));
+  for (int l = 0; l <= C; ++l) EXPECT_EQ(types[l], "linear_attention");
+  EXPECT_EQ(types[C + 1], "linear_attention");
+  EXPECT_EQ(types[C + 2], "full_attention");
+  nlohmann::json index = nlohmann::json::parse(std::ifstream(out_dir / "model.safetensors.index.json"));
+  const std::string prefix = vision_language ? "model.language_model." : "model.";
+  EXPECT_TRUE(index["weight_map"].contains(prefix + "layers.0.mlp.gate_proj.weight"));
+  EXPECT_TRUE(index["weight_map"].contains(prefix + "layers." + std::to_string(C + 2) + ".self_attn.q_proj.weight"));
+  if (vision_language) EXPECT_TRUE(index["weight_map"].contains("model.visual.patch_embed.proj.weight"));
+
+  // Every base weight unchanged (the embedding's base rows included), extras untouched.
+  chat::BaseModel merged = chat::BaseModel::load(out_dir.string());
+  EXPECT_EQ(merged.vision_language, vision_language);
+  for (const auto& [name, t] : base.text.tensors) {
+    std::string mname = name;
+    if (name.rfind("layers.", 0) == 0) {
+      const size_t dot = name.find('.', 7);
+      mname = "layers." + std::to_string(std::stoi(name.substr(7, dot - 7)) + C + 1) + name.substr(dot);
+    }
+    torch::Tensor got = merged.text.tensors.at(mname);
+    if (name == "embed_tokens.weight") got = got.narrow(0, 0, kBaseVocab);
+    EXPECT_TRUE(torch::equal(got, t)) << name;
+  }
+  for (const auto& [name, t] : base.extra) EXPECT_TRUE(torch::equal(merged.extra.at(name), t)) << name;
+
+  // Text: the merged model's logits on base ids equal the base's bit for bit.
+  qwen::Model bm(base.text, qwen::Exec::Sparse);
+  qwen::Model mm(merged.text, qwen::Exec::Sparse);
+  const auto seqs = chat::random_text(2, 24, kBaseVocab, 3);
+  chat::KlResult kl = chat::compare_logits(chat::sequence_logits(bm, seqs), chat::sequence_logits(mm, seqs));
+  std::cout << kl.text();
+  EXPECT_TRUE(kl.identical);
+  EXPECT_EQ(kl.kl_mean, 0.0);
+
+  // The circuit through the base layers: after text, each circuit token
+  // t(i) makes the merged model predict t(i + 5), and the text after them
+  // still predicts as the base (a fresh sequence of text only).
+  qwen::State st = mm.new_state();
+  mm.forward(st, {5, 77, 300});
+  for (int i = 0; i < 16; ++i) {
+    torch::Tensor logits = mm.step(st, kBaseVocab + i);
+    EXPECT_EQ(logits.argmax().item<int64_t>(), kBaseVocab + (i + 5) % 16) << "token t" << i;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Merge, TextOnlyLayout) { check_layout(false); }
+TEST(Merge, VisionLanguageLayout) { check_layout(true); }
+
+TEST(Merge, RefusesMismatchedSizes) {
+  chat::BaseSpec spec;
+  spec.layers = 1;
+  spec.vocab = 1024;  // reaches past the circuit's token base
+  chat::BaseModel base = chat::trained_like_base(spec);
+  chat::MergeOptions mo;
+  mo.token_base = kBaseVocab;
+  EXPECT_THROW(chat::merge(base, successor_circuit(), std::nullopt, mo), std::invalid_argument);
+}
+
+TEST(Chat, ExpressionsParse) {
+  using K = chat::Expression::Kind;
+  auto e = chat::expression_before_equals("The dot product is [1, 2, 3] @ [4, 5, 6] =");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, K::Dot);
+  EXPECT_EQ(e->a, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(e->b, (std::vector<int32_t>{4, 5, 6}));
+  e = chat::expression_before_equals("so sum([3, -5, 7]) = ");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, K::Sum);
+  e = chat::expression_before_equals("we get -15 + 40 =");
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->scalar);
+  EXPECT_EQ(e->a, (std::vector<int32_t>{-15}));
+  e = chat::expression_before_equals("[1, 2] * [3, 4] =");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(chat::format_result(*e, {3, 8, 0}), "[3, 8]");
+  EXPECT_FALSE(chat::expression_before_equals("x = "));
+  EXPECT_FALSE(chat::expression_before_equals("a == "));
+  EXPECT_FALSE(chat::expression_before_equals("[1, 2] @ [3] ="));
+  EXPECT_FALSE(chat::expression_before_equals("[1, 2] @ [3, 4]"));
+}
+
+}  // namespace

@@ -1,0 +1,138 @@
+// `qgpu merge`, `qgpu make-base`, `qgpu text-kl`: the merged model (a
+// compiled circuit in front of a Qwen3.5 base model) and how intact its text is.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include "command.h"
+#include "merged_model.h"
+#include "model_host/chat/chat.h"
+#include "model_host/chat/text_kl.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace qgpu;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct MergeArgs {
+  std::string base, circuit, out;
+  int mute_dims = 32;
+};
+
+int run_merge(const MergeArgs& a) {
+  auto t0 = std::chrono::steady_clock::now();
+  chat::BaseModel base = chat::BaseModel::load(a.base);
+  cli::CircuitModel circuit = cli::load_circuit(a.circuit);
+  std::cerr << "qgpu merge: read the base (" << base.text.config.num_hidden_layers << " layers, "
+            << (base.vision_language ? "vision-language" : "text-only") << " layout) and the circuit ("
+            << circuit.checkpoint.config.num_hidden_layers << " layers) in " << seconds_since(t0) << " s\n";
+  chat::MergeOptions opt;
+  opt.mute_dims = a.mute_dims;
+  chat::Merged m = chat::merge(base, std::move(circuit.checkpoint), std::move(circuit.layout), opt);
+  std::cout << m.report.text();
+  chat::save_merged(m, a.out, a.base);
+  std::cerr << "qgpu merge: wrote " << a.out << " in " << seconds_since(t0) << " s\n";
+  return 0;
+}
+
+struct MakeBaseArgs {
+  std::string out;
+  chat::BaseSpec spec;
+};
+
+int run_make_base(const MakeBaseArgs& a) {
+  chat::BaseModel b = chat::trained_like_base(a.spec);
+  b.save(a.out);
+  chat::write_byte_tokenizer((fs::path(a.out) / "tokenizer.json").string());
+  std::cerr << "qgpu make-base: wrote a " << a.spec.layers << "-layer, " << a.spec.vocab << "-token "
+            << (a.spec.vision_language ? "vision-language" : "text-only") << " base to " << a.out << "\n";
+  return 0;
+}
+
+struct TextKlArgs {
+  std::string base, circuit;
+  chat::BaseSpec spec;
+  int sequences = 4, length = 64;
+  bool synthetic = false;
+};
+
+int run_text_kl(const TextKlArgs& a) {
+  auto t0 = std::chrono::steady_clock::now();
+  chat::BaseModel base = a.synthetic ? chat::trained_like_base(a.spec) : chat::BaseModel::load(a.base);
+  const int64_t Vb = base.text.config.vocab_size;
+  std::cerr << "qgpu text-kl: base of " << base.text.config.num_hidden_layers << " layers, vocabulary " << Vb << " ("
+            << seconds_since(t0) << " s)\n";
+  const auto seqs = chat::random_text(a.sequences, a.length, std::min<int64_t>(Vb, 248320), 7);
+  std::vector<torch::Tensor> ref;
+  {
+    qwen::Model bm(base.text, qwen::Exec::Sparse);
+    ref = chat::sequence_logits(bm, seqs);
+  }
+  std::cerr << "qgpu text-kl: base logits (" << seconds_since(t0) << " s)\n";
+  cli::CircuitModel circuit = cli::load_circuit(a.circuit);
+  chat::Merged m = chat::merge(base, std::move(circuit.checkpoint), std::move(circuit.layout));
+  std::cout << m.report.text();
+  std::vector<torch::Tensor> got;
+  {
+    qwen::Model mm(m.model.text, qwen::Exec::Sparse);
+    got = chat::sequence_logits(mm, seqs);
+  }
+  std::cerr << "qgpu text-kl: merged logits (" << seconds_since(t0) << " s)\n";
+  std::cout << chat::compare_logits(ref, got).text();
+  return 0;
+}
+
+cli::Register reg_merge("merge", [](CLI::App& app) {
+  auto a = std::make_shared<MergeArgs>();
+  auto* sub = app.add_subcommand("merge", "Put a compiled circuit's layers in front of a Qwen3.5 model's layers");
+  sub->add_option("--base", a->base, "the Qwen3.5 checkpoint (config.json, safetensors, tokenizer files)")->required();
+  sub->add_option("--circuit", a->circuit, "the compiled circuit (qgpu build-model --out DIR)")->required();
+  sub->add_option("--out", a->out, "the merged model's directory")->required();
+  sub->add_option("--mute-dims", a->mute_dims, "at most this many free dimensions carry the mute term");
+  return [a] { return run_merge(*a); };
+});
+
+void add_spec(CLI::App* sub, chat::BaseSpec& s) {
+  sub->add_option("--layers", s.layers, "layers");
+  sub->add_option("--full-attention-every", s.full_attention_every, "layer i is full attention when (i + 1) % N == 0");
+  sub->add_option("--vocab", s.vocab, "vocabulary size");
+  sub->add_option("--seed", s.seed, "random seed");
+  sub->add_option("--density", s.density, "fraction of non-zero weights in the layers (1: dense)");
+}
+
+cli::Register reg_base("make-base", [](CLI::App& app) {
+  auto a = std::make_shared<MakeBaseArgs>();
+  auto* sub = app.add_subcommand("make-base",
+                                 "Write a Qwen3.5-2B-shaped checkpoint with random weights and trained-like embedding "
+                                 "statistics (and a byte-level ChatML tokenizer)");
+  sub->add_option("--out", a->out, "directory")->required();
+  add_spec(sub, a->spec);
+  sub->add_flag("--vision-language", a->spec.vision_language, "the vision-language layout (text_config, vision tensors)");
+  return [a] { return run_make_base(*a); };
+});
+
+cli::Register reg_kl("text-kl", [](CLI::App& app) {
+  auto a = std::make_shared<TextKlArgs>();
+  a->spec.layers = 24;
+  a->spec.vocab = 248320;
+  auto* sub = app.add_subcommand("text-kl",
+                                 "Merge a circuit with a base and measure the next-token KL between them on text");
+  sub->add_option("--circuit", a->circuit, "the compiled circuit")->required();
+  sub->add_option("--base", a->base, "the base checkpoint");
+  sub->add_flag("--synthetic", a->synthetic,
+                "instead of --base: a Qwen3.5-2B-shaped base with trained-like embedding statistics "
+                "(default 24 layers, vocabulary 248320)");
+  add_spec(sub, a->spec);
+  sub->add_option("--sequences", a->sequences, "random text sequences");
+  sub->add_option("--length", a->length, "tokens per sequence");
+  return [a] {
+    if (a->synthetic == !a->base.empty()) throw CLI::ValidationError("text-kl", "give exactly one of --base and --synthetic");
+    return run_text_kl(*a);
+  };
+});
+
+}  // namespace
