@@ -18,33 +18,12 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using qwen::read_text_file;
+using qwen::write_text_file;
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-}
-
-std::vector<fs::path> safetensors_files(const fs::path& dir) {
-  std::vector<fs::path> files;
-  if (fs::exists(dir / "model.safetensors.index.json")) {
-    auto index = json::parse(read_text(dir / "model.safetensors.index.json"));
-    std::set<std::string> names;
-    for (auto& [tensor, file] : index.at("weight_map").items()) names.insert(file.get<std::string>());
-    for (const auto& n : names) files.push_back(dir / n);
-  } else {
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".safetensors") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-  }
+// The base's safetensors files; a base without any is refused.
+std::vector<fs::path> base_safetensors(const fs::path& dir) {
+  auto files = qwen::safetensors_files(dir);
   if (files.empty()) throw std::runtime_error("no safetensors files in " + dir.string());
   return files;
 }
@@ -92,14 +71,14 @@ std::string MergeReport::text() const {
 BaseModel BaseModel::load(const std::string& dir_name) {
   fs::path dir(dir_name);
   BaseModel b;
-  const std::string config_text = read_text(dir / "config.json");
+  const std::string config_text = read_text_file(dir / "config.json");
   b.config_json = json::parse(config_text);
   try {
     b.text.config = qwen::Config::from_json(b.config_json);
   } catch (const std::exception& e) {
     throw std::runtime_error((dir / "config.json").string() + ": " + e.what());
   }
-  const auto files = safetensors_files(dir);
+  const auto files = base_safetensors(dir);
   b.dtype = stored_dtype(files.front());
   static const std::string vl = "model.language_model.", text = "model.";
   for (const auto& f : files)
@@ -133,7 +112,7 @@ void BaseModel::save(const std::string& dir_name, const std::vector<std::string>
     cj = text.config.to_json();
     cj["torch_dtype"] = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kFloat16 ? "float16" : "float32";
   }
-  write_text(dir / "config.json", cj.dump(2));
+  write_text_file(dir / "config.json", cj.dump(2));
   const std::set<std::string> wide(fp32_tensors.begin(), fp32_tensors.end());
   const std::string prefix = vision_language ? "model.language_model." : "model.";
   std::map<std::string, torch::Tensor> narrow_part, wide_part;
@@ -153,7 +132,7 @@ void BaseModel::save(const std::string& dir_name, const std::vector<std::string>
   for (const auto& [n, t] : narrow_part) index["weight_map"][n] = a, total += t.numel() * narrow_bytes;
   for (const auto& [n, t] : wide_part) index["weight_map"][n] = b, total += t.numel() * 4;
   index["metadata"]["total_size"] = total;
-  write_text(dir / "model.safetensors.index.json", index.dump(2));
+  write_text_file(dir / "model.safetensors.index.json", index.dump(2));
 }
 
 Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu::Layout> layout,
@@ -482,13 +461,13 @@ void save_merged(const Merged& merged, const std::string& dir_name, const std::s
         continue;
       fs::copy_file(e.path(), dir / n, fs::copy_options::overwrite_existing);
     }
-  if (merged.layout) write_text(dir / gpu::kLayoutFile, merged.layout->to_json());
+  if (merged.layout) write_text_file(dir / gpu::kLayoutFile, merged.layout->to_json());
 }
 
 LoadedMerged load_merged(const std::string& dir_name) {
   fs::path dir(dir_name);
   LoadedMerged m{qwen::Checkpoint::load(dir.string()), std::nullopt};
-  if (fs::is_regular_file(dir / gpu::kLayoutFile)) m.layout = gpu::Layout::from_json(read_text(dir / gpu::kLayoutFile));
+  if (fs::is_regular_file(dir / gpu::kLayoutFile)) m.layout = gpu::Layout::from_json(read_text_file(dir / gpu::kLayoutFile));
   return m;
 }
 

@@ -26,20 +26,8 @@ constexpr char kConfigFile[] = "config.json";
 constexpr char kSideFile[] = "qgpu-sparse.bin";
 constexpr char kSafetensors[] = "model.safetensors";
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-}
+using qwen::read_text_file;
+using qwen::write_text_file;
 
 // Calls `progress` with `what` and, when `body` returns, the seconds it took.
 template <class F>
@@ -104,7 +92,7 @@ void save_model(const Built& built, const std::string& dir_name, ModelFormat for
   else
     phase(progress, "writing the compact checkpoint to " + (dir / kSideFile).string(),
           [&] { built.checkpoint.save_compact(dir.string()); });
-  write_text(dir / kLayoutFile, built.layout.to_json());
+  write_text_file(dir / kLayoutFile, built.layout.to_json());
 }
 
 std::string write_model(const std::string& dir, ModelFormat format, const Progress& progress) {
@@ -129,7 +117,7 @@ LoadedModel load_model(const std::string& dir_name) {
                              "); write one with `qgpu build-model --out " + dir.string() + "`");
   LoadedModel m{qwen::Checkpoint::load(dir.string()), {}};
   try {
-    m.layout = Layout::from_json(read_text(dir / kLayoutFile));
+    m.layout = Layout::from_json(read_text_file(dir / kLayoutFile));
   } catch (const std::exception& e) {
     throw std::runtime_error((dir / kLayoutFile).string() + ": " + e.what());
   }

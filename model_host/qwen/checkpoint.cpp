@@ -22,14 +22,6 @@ namespace fs = std::filesystem;
 constexpr char kSideFile[] = "qgpu-sparse.bin";
 constexpr char kMagic[8] = {'Q', 'G', 'P', 'U', 'S', 'P', 'R', '1'};
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw std::runtime_error("checkpoint: cannot read " + p.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // HF name -> canonical name; empty for tensors the text model does not use
 // (vision tower, multi-token-prediction head).
 std::string canonical_name(const std::string& hf) {
@@ -41,25 +33,9 @@ std::string canonical_name(const std::string& hf) {
   return {};
 }
 
-// The safetensors files of a checkpoint directory, sorted by name; none for
-// a compact checkpoint.
-std::vector<fs::path> present_safetensors(const fs::path& dir) {
-  std::vector<fs::path> files;
-  if (fs::exists(dir / "model.safetensors.index.json")) {
-    auto index = nlohmann::json::parse(read_text(dir / "model.safetensors.index.json"));
-    std::set<std::string> names;
-    for (auto& [tensor, file] : index.at("weight_map").items()) names.insert(file.get<std::string>());
-    for (const auto& n : names) files.push_back(dir / n);
-  } else {
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".safetensors") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-  }
-  return files;
-}
-
-std::vector<fs::path> safetensors_files(const fs::path& dir) {
-  auto files = present_safetensors(dir);
+// The safetensors files a checkpoint without a matching side file needs.
+std::vector<fs::path> required_safetensors(const fs::path& dir) {
+  auto files = safetensors_files(dir);
   if (files.empty())
     throw std::runtime_error("checkpoint: no safetensors files in " + dir.string() + ", and no " + kSideFile +
                              " that matches its config.json");
@@ -107,7 +83,7 @@ void write_side_file(const fs::path& dir, const std::string& config_text, const 
   if (!w.out) throw std::runtime_error("checkpoint: cannot create " + (dir / kSideFile).string());
   w.raw(kMagic, 8);
   w.str(config_text);
-  auto st = stamps(present_safetensors(dir));
+  auto st = stamps(safetensors_files(dir));
   w.u64(st.size());
   for (const auto& s : st) { w.str(s.name); w.u64(s.size); w.u64(static_cast<uint64_t>(s.mtime_ns)); }
   w.u64(tensors.size());
@@ -135,7 +111,7 @@ std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& 
   if (std::memcmp(magic, kMagic, 8) != 0 || r.str() != config_text) return std::nullopt;
   std::vector<Stamp> stored(r.u64());
   for (auto& s : stored) { s.name = r.str(); s.size = r.u64(); s.mtime_ns = static_cast<int64_t>(r.u64()); }
-  if (stored != stamps(present_safetensors(dir))) return std::nullopt;
+  if (stored != stamps(safetensors_files(dir))) return std::nullopt;
   TensorMap tensors;
   for (uint64_t n = r.u64(); n > 0; --n) {
     std::string name = r.str();
@@ -173,6 +149,36 @@ std::string begin_save(const Checkpoint& ck, const fs::path& dir, torch::ScalarT
 
 }  // namespace
 
+std::string read_text_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_text_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+std::vector<fs::path> safetensors_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (fs::exists(dir / "model.safetensors.index.json")) {
+    auto index = nlohmann::json::parse(read_text_file(dir / "model.safetensors.index.json"));
+    std::set<std::string> names;
+    for (auto& [tensor, file] : index.at("weight_map").items()) names.insert(file.get<std::string>());
+    for (const auto& n : names) files.push_back(dir / n);
+  } else {
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".safetensors") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+  }
+  return files;
+}
+
 torch::Tensor lazy_zeros(c10::IntArrayRef shape) {
   int64_t numel = 1;
   for (auto d : shape) numel *= d;
@@ -184,7 +190,7 @@ torch::Tensor lazy_zeros(c10::IntArrayRef shape) {
 
 Checkpoint Checkpoint::load(const std::string& dir_name) {
   fs::path dir(dir_name);
-  std::string config_text = read_text(dir / "config.json");
+  std::string config_text = read_text_file(dir / "config.json");
   Checkpoint ck;
   try {
     ck.config = Config::from_json(nlohmann::json::parse(config_text));
@@ -194,7 +200,7 @@ Checkpoint Checkpoint::load(const std::string& dir_name) {
   if (auto side = read_side_file(dir, config_text)) {
     ck.tensors = std::move(*side);
   } else {
-    for (const auto& file : safetensors_files(dir))
+    for (const auto& file : required_safetensors(dir))
       safetensors::read(file.string(), [&](const std::string& hf, torch::Tensor t) {
         if (auto name = canonical_name(hf); !name.empty()) ck.tensors[name] = std::move(t);
       });

@@ -30,6 +30,7 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -69,5 +70,15 @@ struct Checkpoint {
   // shape; throws std::runtime_error naming the first problem.
   void validate() const;
 };
+
+// Files of a model directory, shared by everything that reads or writes one.
+// The whole file as text; throws std::runtime_error naming the file.
+std::string read_text_file(const std::filesystem::path& p);
+// Replaces the file with `text`; throws std::runtime_error naming the file.
+void write_text_file(const std::filesystem::path& p, const std::string& text);
+// The safetensors files of a checkpoint directory: the shards its
+// model.safetensors.index.json names, else every *.safetensors, sorted by
+// name; none for a compact checkpoint.
+std::vector<std::filesystem::path> safetensors_files(const std::filesystem::path& dir);
 
 }  // namespace qgpu::qwen
