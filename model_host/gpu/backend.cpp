@@ -129,10 +129,9 @@ struct Decoded {
 class ModelBackend : public engine::Backend {
  public:
   ModelBackend(LoadedModel loaded, ModelOptions opts)
-      : layout_(std::move(loaded.layout)),
-        model_(std::make_shared<const qwen::Model>(loaded.checkpoint, opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse)),
-        opts_(std::move(opts)),
-        end_(token_id(Kind::END)) {}
+      : ModelBackend(std::make_shared<const qwen::Model>(loaded.checkpoint,
+                                                         opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse),
+                     std::move(loaded.layout), std::move(opts)) {}
   ModelBackend(std::shared_ptr<const qwen::Model> model, Layout layout, ModelOptions opts)
       : layout_(std::move(layout)), model_(std::move(model)), opts_(std::move(opts)), end_(token_id(Kind::END)) {}
 
