@@ -1,9 +1,12 @@
 #include "model_host/circuit/compiler.h"
 
+#include "model_host/qwen/equations.h"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -61,14 +64,16 @@ HeadPlan plan_heads(const Program& p, const MemoryOp& op, int head_dim) {
 }
 
 // Weights of the key (or query) channels of one head of group g (rows
-// g * head_dim.., channels from `base` on) into `w`.  The channel of row r is
+// g * head_dim.., channels from `base` on) into `w`, times `scale` (the
+// inverse of the norm's level).  The channel of row r is
 // silu(256 s - (256 n - 128)), where n is the number of values the address
 // bits draw from and s the sum of the slots of those values that agree with
 // r's bits: s = n (all agree) gives 128, any other s at most -128, which SiLU
 // turns into exactly 0.  Rows whose constant bits differ from the address's,
 // or that no slot combination names, get no weights (their channel is 0).
 void address_weights(const Program& p, const std::vector<AddrBit>& bits, int rows, int g, int head_dim,
-                     const std::vector<std::vector<int>>& dims, torch::TensorAccessor<float, 2> w, int64_t base) {
+                     const std::vector<std::vector<int>>& dims, torch::TensorAccessor<float, 2> w, int64_t base,
+                     float scale) {
   std::vector<ValueId> involved;
   for (const AddrBit& b : bits)
     if (b.is_value() && std::find(involved.begin(), involved.end(), b.v) == involved.end()) involved.push_back(b.v);
@@ -93,8 +98,8 @@ void address_weights(const Program& p, const std::vector<AddrBit>& bits, int row
       named = agree.size() > before;
     }
     if (!named) continue;
-    for (auto [v, s] : agree) w[base + c][dims[v][s]] = kSlotGain;
-    w[base + c][kAnchor] = kStoredLevel - kSlotGain * static_cast<float>(involved.size());
+    for (auto [v, s] : agree) w[base + c][dims[v][s]] = kSlotGain * scale;
+    w[base + c][kAnchor] = (kKeyLevel - kSlotGain * static_cast<float>(involved.size())) * scale;
   }
 }
 
@@ -104,6 +109,69 @@ struct PlacedStep {
   float bias = 0;
   std::vector<std::pair<int, float>> down;   // dim -> output when the step fires
 };
+
+// ---- Exact fp32 levels (docs/circuit.md, section 4).  Every residual entry
+// of a circuit token is exactly 0 or 1, so each layer's norm sees a squared
+// sum known at compile time, E; its (1 + w) is chosen so that the runtime's
+// fp32 norm maps 1 to exactly a power of two, the norm's level, and the
+// weights reading the normed input are divided by that level (exactly).
+
+struct NormChoice {
+  float w = 0;        // the stored norm weight: (1 + w) in fp32 is the factor
+  float level = 1;    // what an entry 1 becomes, exactly
+};
+
+// The norm weight that maps 1 to exactly `level` when the squared sum is
+// `energy`, as the runtime computes (x * r) * (1 + w); none if no fp32 one does.
+std::optional<float> exact_norm_weight(float energy, int64_t H, float eps, float level) {
+  const float r = qwen::rms_scale(energy, H, eps);
+  const float c0 = level / r;
+  for (const float toward : {INFINITY, 0.0f}) {
+    float c = c0;
+    for (int k = 0; k < 8; ++k, c = std::nextafter(c, toward)) {
+      const float w = c - 1.0f;
+      if ((1.0f * r) * (1.0f + w) == level) return w;
+    }
+  }
+  return std::nullopt;
+}
+
+// The smallest power-of-two level (from 1 on) that a norm of squared sum
+// `energy` can give exactly.
+std::optional<NormChoice> exact_norm(int energy, int64_t H, float eps) {
+  for (int k = 0; k <= 20; ++k) {
+    const float level = std::ldexp(1.0f, k);
+    if (auto w = exact_norm_weight(static_cast<float>(energy), H, eps, level)) return NormChoice{*w, level};
+  }
+  return std::nullopt;
+}
+
+// The z gain and out_proj weight of a head whose read row holds `parts`
+// active channels, each kStoredLevel: the runtime computes the channel as
+// S^T q = kStoredLevel * q (q = 1 / sqrt(head_dim) on the row's key), the
+// gated head norm (o * r) * 1 (norm weight 1), times silu(z) = z, times the
+// out_proj weight; the gain pair makes that exactly 1.
+struct ReadGains {
+  float z = kZGain, back = 0;
+};
+ReadGains exact_read(int parts, int64_t head_dim, float eps) {
+  const float q = (kKeyLevel * qwen::l2norm_scale(kKeyLevel * kKeyLevel)) * qwen::query_scale(head_dim);
+  const float o = kStoredLevel * q;
+  const float sum = static_cast<float>(parts) * (o * o);
+  if (static_cast<double>(o) * o * parts != static_cast<double>(sum))
+    throw std::logic_error("circuit: a read row's squared sum is not exact in fp32");
+  const float a = 1.0f * (o * qwen::rms_scale(sum, head_dim, eps));
+  for (float z = kZGain; z < 2 * kZGain; z = std::nextafter(z, INFINITY)) {
+    if (qwen::silu(z) != z) continue;
+    const float b = a * qwen::silu(z);
+    for (const float toward : {INFINITY, 0.0f}) {
+      float back = 1.0f / b;
+      for (int k = 0; k < 4; ++k, back = std::nextafter(back, toward))
+        if (b * back == 1.0f) return {z, back};
+    }
+  }
+  throw std::logic_error("circuit: no z gain makes a read of " + std::to_string(parts) + " parts exact");
+}
 
 }  // namespace
 
@@ -175,7 +243,7 @@ std::string Compiled::report() const {
   std::ostringstream os;
   os << "layer  units/" << c.intermediate_size << "  heads/" << c.linear_num_value_heads << "  dims(attn,mlp)/"
      << c.hidden_size << "  mlp-ops  memories  clears\n";
-  int units = 0, heads = 0, peak = 0;
+  int units = 0, heads = 0, peak = 0, pads = 0;
   for (size_t l = 0; l < layers_.size(); ++l) {
     const LayerUse& u = layers_[l];
     char line[160];
@@ -185,9 +253,12 @@ std::string Compiled::report() const {
     units += u.units;
     heads += u.heads;
     peak = std::max({peak, u.dims_attn, u.dims_mlp});
+    pads += u.pads;
   }
   os << "total  " << units << " units, " << heads << " heads, peak " << peak << " dims, " << layers_.size()
-     << " layers\n";
+     << " layers";
+  if (pads) os << ", " << pads << " norm pads";
+  os << "\n";
   return os.str();
 }
 
@@ -361,9 +432,59 @@ Compiled compile(const Program& program, const Options& options) {
       if (born[v] < p && p <= cleared[v]) n += count_dims ? values[v].size : 1;
     return n;
   };
-  auto norm_weight = [&](int p) {   // (1 + w) that makes the normalised input equal the residual
-    return static_cast<float>(std::sqrt((1.0 + live(p, false)) / H + cfg.rms_norm_eps) - 1.0);
-  };
+
+  // ---- Exact norms.  Per layer, pads[l] pad dimensions hold 1 at both its
+  // norms (set by the MLP before, or the embedding, and cleared by the layer's
+  // MLP unless the next layer keeps them), so that both squared sums,
+  // 1 + live values + pads, have an exact level.
+  constexpr int kMaxPads = 4;
+  const float eps = static_cast<float>(cfg.rms_norm_eps);
+  std::vector<int> pads(L, 0);
+  std::vector<NormChoice> attn_norm(L), mlp_norm(L);
+  for (int l = 0; l < L; ++l) {
+    const int ea = 1 + live(attn_slot(l), false), em = 1 + live(mlp_slot(l), false);
+    int p = 0;
+    std::optional<NormChoice> a, m;
+    for (; p <= kMaxPads; ++p) {
+      a = exact_norm(ea + p, H, eps);
+      m = exact_norm(em + p, H, eps);
+      if (a && m) break;
+    }
+    if (p > kMaxPads)
+      throw std::logic_error("circuit: no exact norm level for layer " + std::to_string(l) + " (energies " +
+                             std::to_string(ea) + ", " + std::to_string(em) + ")");
+    pads[l] = p;
+    attn_norm[l] = *a;
+    mlp_norm[l] = *m;
+  }
+  // Pad k occupies one dimension over each run of layers [a, b] with
+  // pads > k: from the MLP of layer a - 1 (the embedding for a = 0) to the
+  // MLP of layer b.  pad_dim[k][l] is its dimension in layer l, or -1.
+  std::vector<std::vector<int>> pad_dim(kMaxPads, std::vector<int>(L, -1));
+  {
+    std::vector<std::vector<std::pair<int, int>>> busy(H);   // per dimension: (born, cleared] intervals
+    busy[kAnchor].push_back({-2, kNever});
+    for (ValueId v = 0; v < nvalues; ++v)
+      for (int d : out.dims_[v]) busy[d].push_back({born[v], cleared[v]});
+    for (int k = 0; k < kMaxPads; ++k)
+      for (int a = 0; a < L; ++a) {
+        if (pads[a] <= k || (a > 0 && pads[a - 1] > k)) continue;
+        int b = a;
+        while (b + 1 < L && pads[b + 1] > k) ++b;
+        const int from = mlp_slot(a - 1), to = mlp_slot(b);
+        int d = 1;
+        for (; d < H; ++d) {
+          bool free = true;
+          for (auto [lo, hi] : busy[d]) free = free && (from > hi || lo > to);
+          if (free) break;
+        }
+        if (d == H)
+          budget_error("residual full: no free dimension for a norm pad in layers " + std::to_string(a) + ".." +
+                       std::to_string(b));
+        busy[d].push_back({from, to});
+        for (int l = a; l <= b; ++l) pad_dim[k][l] = d;
+      }
+  }
 
   // ---- Emission.
   cfg.num_hidden_layers = L;
@@ -418,8 +539,9 @@ Compiled compile(const Program& program, const Options& options) {
 
   for (int l = 0; l < L; ++l) {
     LayerUse& use = out.layers_[l];
-    use.dims_attn = 1 + live(attn_slot(l), true);
-    use.dims_mlp = 1 + live(mlp_slot(l), true);
+    use.dims_attn = 1 + live(attn_slot(l), true) + pads[l];
+    use.dims_mlp = 1 + live(mlp_slot(l), true) + pads[l];
+    use.pads = pads[l];
     use.units = units[l];
     use.heads = heads[l];
     use.clears = static_cast<int>(clears[l].size());
@@ -430,8 +552,9 @@ Compiled compile(const Program& program, const Options& options) {
 
   for (int l = 0; l < L; ++l) {
     const std::string pre = "layers." + std::to_string(l) + ".";
-    T[pre + "input_layernorm.weight"] = torch::full({H}, norm_weight(attn_slot(l)));
-    T[pre + "post_attention_layernorm.weight"] = torch::full({H}, norm_weight(mlp_slot(l)));
+    T[pre + "input_layernorm.weight"] = torch::full({H}, attn_norm[l].w);
+    T[pre + "post_attention_layernorm.weight"] = torch::full({H}, mlp_norm[l].w);
+    const float in_a = 1.0f / attn_norm[l].level, in_m = 1.0f / mlp_norm[l].level;   // exact: powers of two
 
     // Token mixer.
     auto qkv = zeros({conv, H}), z = zeros({V, H}), b = zeros({heads_cap, H}), a = zeros({heads_cap, H});
@@ -449,31 +572,30 @@ Compiled compile(const Program& program, const Options& options) {
       for (int g = piece.group0; g < piece.group0 + piece.groups; ++g) {
         for (size_t s = 0; s < plan.slices.size(); ++s, ++head, ++used_heads) {
           const int64_t h0 = static_cast<int64_t>(head) * head_dim;
-          address_weights(program, mem->read_addr.bits, mem->rows, g, head_dim, out.dims_, qkv_a, h0);
-          address_weights(program, mem->write_addr.bits, mem->rows, g, head_dim, out.dims_, qkv_a, Q + h0);
+          address_weights(program, mem->read_addr.bits, mem->rows, g, head_dim, out.dims_, qkv_a, h0, in_a);
+          address_weights(program, mem->write_addr.bits, mem->rows, g, head_dim, out.dims_, qkv_a, Q + h0, in_a);
           if (mem->write_enable.is_value()) {
-            b_a[head][dim_of(mem->write_enable.v, 1)] = kBetaGain;
-            b_a[head][dim_of(mem->write_enable.v, 0)] = -kBetaGain;
+            b_a[head][dim_of(mem->write_enable.v, 1)] = kBetaGain * in_a;
+            b_a[head][dim_of(mem->write_enable.v, 0)] = -kBetaGain * in_a;
           } else {
-            b_a[head][kAnchor] = mem->write_enable.constant ? kBetaGain : -kBetaGain;
+            b_a[head][kAnchor] = (mem->write_enable.constant ? kBetaGain : -kBetaGain) * in_a;
           }
-          if (mem->reset.is_value()) a_a[head][dim_of(mem->reset.v, 1)] = kResetGain;
-          else if (mem->reset.constant) a_a[head][kAnchor] = kResetGain;
+          if (mem->reset.is_value()) a_a[head][dim_of(mem->reset.v, 1)] = kResetGain * in_a;
+          else if (mem->reset.constant) a_a[head][kAnchor] = kResetGain * in_a;
           // Values: each part one-hot, through conv tap 3 - age.  A read row
-          // holds one active channel per part at kStoredLevel; q = e / sqrt(dk).
-          const int parts_here = static_cast<int>(plan.slices[s].size());
-          const double o_active = kStoredLevel / std::sqrt(static_cast<double>(head_dim));
-          const double normed = o_active / std::sqrt(parts_here * o_active * o_active / head_dim + cfg.rms_norm_eps);
-          const float back = static_cast<float>(1.0 / (normed * kZGain));
+          // holds one active channel per part at kStoredLevel; the z gain and
+          // out_proj weight bring each back to exactly 1.
+          const ReadGains gains = exact_read(static_cast<int>(plan.slices[s].size()), head_dim, eps);
+          const float back = gains.back;
           for (size_t k = 0; k < plan.slices[s].size(); ++k) {
             const auto& part = mem->parts[plan.slices[s][k]];
             const ValueId outv = mem->outs[plan.slices[s][k]];
             for (int slot = 0; slot < values[part.data].size; ++slot) {
               const int64_t ch = h0 + plan.offset[s][k] + slot;
-              qkv_a[2 * Q + ch][dim_of(part.data, slot)] = kSlotGain;
-              qkv_a[2 * Q + ch][kAnchor] = -kSlotOffset;
+              qkv_a[2 * Q + ch][dim_of(part.data, slot)] = kValueGain * in_a;
+              qkv_a[2 * Q + ch][kAnchor] = -kSlotOffset * in_a;
               c_a[2 * Q + ch][0][3 - part.age] = 1.f;
-              z_a[ch][kAnchor] = kZGain;
+              z_a[ch][kAnchor] = gains.z * in_a;
               if (!plan.preset) {
                 o_a[dim_of(outv, slot)][ch] = back;
               } else if (slot > 0) {   // moves the preset slot 0 to `slot`
@@ -502,6 +624,11 @@ Compiled compile(const Program& program, const Options& options) {
     bias_pair.bias = 1;   // always fires on circuit tokens
     if (l + 1 < L)
       for (ValueId v : presets[l + 1]) bias_pair.down.push_back({dim_of(v, 0), 1.f});
+    for (int k = 0; k < kMaxPads; ++k) {   // pads: set for the next layer, cleared after this one
+      const int now = pad_dim[k][l], next = l + 1 < L ? pad_dim[k][l + 1] : -1;
+      if (now != next && now >= 0) bias_pair.down.push_back({now, -1.f});
+      if (now != next && next >= 0) bias_pair.down.push_back({next, 1.f});
+    }
     for (size_t i : ops_in[l]) {
       const auto* m = &std::get<MlpOp>(ops[i]);
       bias_pair.down.push_back({dim_of(m->out, m->base), 1.f});
@@ -534,13 +661,13 @@ Compiled compile(const Program& program, const Options& options) {
       const PlacedStep& s = steps[k];
       const int64_t ua = 2 * k, ub = 2 * k + 1;
       for (auto [d, c] : s.gate) {
-        g_a[ua][d] += kStepGain * c;
-        g_a[ub][d] += kStepGain * c;
+        g_a[ua][d] += kStepGain * c * in_m;
+        g_a[ub][d] += kStepGain * c * in_m;
       }
-      g_a[ua][kAnchor] += kStepGain * s.bias - kStepOffLo;
-      g_a[ub][kAnchor] += kStepGain * s.bias - kStepOffHi;
-      u_a[ua][kAnchor] = 1.f;
-      u_a[ub][kAnchor] = 1.f;
+      g_a[ua][kAnchor] += (kStepGain * s.bias - kStepOffLo) * in_m;
+      g_a[ub][kAnchor] += (kStepGain * s.bias - kStepOffHi) * in_m;
+      u_a[ua][kAnchor] = in_m;
+      u_a[ub][kAnchor] = in_m;
       for (auto [d, c] : s.down) {
         d_a[d][ua] += c / kStepLevel;
         d_a[d][ub] -= c / kStepLevel;
@@ -560,6 +687,7 @@ Compiled compile(const Program& program, const Options& options) {
     e_a[row][kAnchor] = 1.f;
     for (size_t f = 0; f < fields.size(); ++f) e_a[row][dim_of(fields[f], program.tokens()[t].slots[f])] = 1.f;
     for (ValueId v : presets[0]) e_a[row][dim_of(v, 0)] = 1.f;   // preset memories in layer 0
+    for (int k = 0; k < pads[0]; ++k) e_a[row][pad_dim[k][0]] = 1.f;
   }
   T["embed_tokens.weight"] = embed;
   // Final norm: only the output fields reach the tied LM head.

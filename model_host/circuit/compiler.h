@@ -37,9 +37,14 @@ namespace qgpu::circuit {
 inline constexpr float kStepGain = 256.f;
 inline constexpr float kStepOffLo = 96.f, kStepOffHi = 160.f;   // gate offsets of a step's two units
 inline constexpr float kStepLevel = kStepOffHi - kStepOffLo;    // output of a step that fires
-inline constexpr float kSlotGain = 256.f, kSlotOffset = 128.f;        // memory channel pre-activations
-inline constexpr float kStoredLevel = kSlotGain - kSlotOffset;        // a stored active channel
-inline constexpr float kZGain = 32.f;
+inline constexpr float kSlotGain = 256.f, kSlotOffset = 128.f;        // address channel pre-activations
+inline constexpr float kKeyLevel = kSlotGain - kSlotOffset;           // a matching address channel
+// A stored active channel: chosen so that a read row's channel, kStoredLevel
+// times the query's 1 / sqrt(128), is exactly 16 in fp32 (docs/circuit.md,
+// section 4: exact arithmetic).  Value channels are silu(kValueGain x - kSlotOffset).
+inline constexpr float kStoredLevel = 0x1.6a09e8p+7f;                 // 181.019348...
+inline constexpr float kValueGain = kStoredLevel + kSlotOffset;       // exact: kValueGain - kSlotOffset == kStoredLevel
+inline constexpr float kZGain = 32.f;                                 // the smallest z gain tried (per head, exact reads)
 inline constexpr float kBetaGain = 128.f, kResetGain = 160.f, kDtBias = -30.f;
 inline constexpr float kLogitScale = 16.f;
 
@@ -58,6 +63,7 @@ struct LayerUse {
   int dims_attn = 0;    // residual dimensions live at the attention input
   int dims_mlp = 0;     // ... at the MLP input
   int mlp_ops = 0, memory_ops = 0, clears = 0;
+  int pads = 0;         // pad dimensions holding 1 at both norms (exact norm levels), in the dims above
 };
 
 // Where a memory lives in the compiled layers, for reading its rows back from

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -62,7 +63,16 @@ class DirLock {
 };
 
 // The cache's directory name for the current circuit: model-<16 hex digits>.
-std::string cache_entry_name() { return "model-" + std::string(QGPU_CIRCUIT_HASH).substr(0, 16); }
+std::string cache_entry_name() { return "model-" + circuit_version(); }
+
+// The circuit version recorded in dir's layout, or nullopt when it cannot be read.
+std::optional<std::string> recorded_version(const fs::path& dir) {
+  try {
+    return Layout::from_json(read_text_file(dir / kLayoutFile)).circuit;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 // After a model was written into the cache ($QGPU_MODEL_DIR unset), the
 // models of other circuit versions beside it are stale (a full one holds
@@ -81,6 +91,8 @@ void prune_cache(const fs::path& written, const Progress& progress) {
 
 }  // namespace
 
+std::string circuit_version() { return std::string(QGPU_CIRCUIT_HASH).substr(0, 16); }
+
 void save_model(const Built& built, const std::string& dir_name, ModelFormat format, const Progress& progress) {
   fs::path dir(dir_name);
   fs::create_directories(dir);
@@ -92,7 +104,9 @@ void save_model(const Built& built, const std::string& dir_name, ModelFormat for
   else
     phase(progress, "writing the compact checkpoint to " + (dir / kSideFile).string(),
           [&] { built.checkpoint.save_compact(dir.string()); });
-  write_text_file(dir / kLayoutFile, built.layout.to_json());
+  Layout layout = built.layout;
+  layout.circuit = circuit_version();
+  write_text_file(dir / kLayoutFile, layout.to_json());
 }
 
 std::string write_model(const std::string& dir, ModelFormat format, const Progress& progress) {
@@ -107,6 +121,7 @@ bool model_complete(const std::string& dir_name, ModelFormat format) {
   fs::path dir(dir_name);
   for (const char* f : {kConfigFile, kSideFile, kLayoutFile})
     if (!fs::is_regular_file(dir / f)) return false;
+  if (recorded_version(dir) != circuit_version()) return false;
   return format == ModelFormat::Compact || fs::is_regular_file(dir / kSafetensors);
 }
 
@@ -115,12 +130,18 @@ LoadedModel load_model(const std::string& dir_name) {
   if (!fs::is_regular_file(dir / kLayoutFile))
     throw std::runtime_error(dir.string() + " is not a compiled GPU model (no " + kLayoutFile +
                              "); write one with `qgpu build-model --out " + dir.string() + "`");
-  LoadedModel m{qwen::Checkpoint::load(dir.string()), {}};
+  LoadedModel m;
   try {
     m.layout = Layout::from_json(read_text_file(dir / kLayoutFile));
   } catch (const std::exception& e) {
     throw std::runtime_error((dir / kLayoutFile).string() + ": " + e.what());
   }
+  if (m.layout.circuit != circuit_version())
+    throw std::runtime_error(dir.string() + " holds a GPU model compiled by another version of the circuit (" +
+                             (m.layout.circuit.empty() ? std::string("unrecorded") : m.layout.circuit) +
+                             "; this build compiles " + circuit_version() + "): rebuild it with `qgpu build-model --out " +
+                             dir.string() + " --force`");
+  m.checkpoint = qwen::Checkpoint::load(dir.string());
   const qwen::Config& c = m.checkpoint.config;
   if (m.layout.num_layers != c.num_hidden_layers || m.layout.vocab_size != c.vocab_size)
     throw std::runtime_error((dir / kLayoutFile).string() + " describes " + std::to_string(m.layout.num_layers) +

@@ -24,6 +24,12 @@ inline constexpr char kLayoutFile[] = "qgpu-gpu.json";
 
 using Progress = std::function<void(const std::string&)>;
 
+// The version of the circuit this build compiles: 16 hex digits of a hash of
+// the sources that determine the weights.  save_model records it in the
+// layout; a model directory of another version is not complete, and
+// load_model refuses it.
+std::string circuit_version();
+
 // Writes a built GPU into `dir` (created if needed) in `format`.
 // Deterministic: the same Built gives the same bytes, except that the Full
 // format's side file records the safetensors' modification time.
@@ -33,12 +39,13 @@ void save_model(const Built& built, const std::string& dir, ModelFormat format, 
 // `progress`.  Returns the compiler's report (its budget table).
 std::string write_model(const std::string& dir, ModelFormat format, const Progress& progress);
 
-// Whether `dir` holds a complete model in `format`; a Full model is also a
-// complete Compact one.
+// Whether `dir` holds a complete model in `format`, compiled by this
+// circuit version; a Full model is also a complete Compact one.
 bool model_complete(const std::string& dir, ModelFormat format);
 
 // A model directory loaded: the checkpoint (fp32) and its layout.  Throws
-// std::runtime_error naming the directory and the file at fault.
+// std::runtime_error naming the directory and the file at fault, or the two
+// versions when another circuit version compiled it.
 struct LoadedModel {
   qwen::Checkpoint checkpoint;
   Layout layout;

@@ -201,6 +201,8 @@ std::string Layout::to_json() const {
   j["format"] = "qgpu-gpu-layout-1";
   j["num_layers"] = num_layers;
   j["vocab_size"] = vocab_size;
+  if (!circuit.empty()) j["circuit"] = circuit;
+  j["memories"] = nlohmann::json::array();
   for (const auto& m : memories) {
     nlohmann::json heads = nlohmann::json::array(), parts = nlohmann::json::array();
     for (const auto& h : m.heads) heads.push_back({h.layer, h.head});
@@ -219,6 +221,7 @@ Layout Layout::from_json(const std::string& text) {
     Layout l;
     l.num_layers = j.at("num_layers");
     l.vocab_size = j.at("vocab_size");
+    l.circuit = j.value("circuit", std::string());
     for (const auto& m : j.at("memories")) {
       circuit::MemoryLayout ml;
       ml.name = m.at("name");

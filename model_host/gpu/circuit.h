@@ -24,6 +24,7 @@ namespace qgpu::gpu {
 struct Layout {
   int num_layers = 0;
   int64_t vocab_size = 0;
+  std::string circuit;   // the circuit version that compiled the model (circuit_version()), "" if unknown
   // The memories the host reads back (circuit::MemoryLayout: word w is row w,
   // nibble i of the word its part i).
   std::vector<circuit::MemoryLayout> memories;

@@ -1,5 +1,6 @@
 #include "model_host/qwen/model.h"
 
+#include "model_host/qwen/equations.h"
 #include "model_host/qwen/matrix.h"
 
 #include <ATen/Parallel.h>
@@ -14,27 +15,8 @@
 namespace qgpu::qwen {
 namespace {
 
-// ---- The scalar equations, written once and used by both executors. ----
-
-// sigmoid(x) = 1 / (1 + exp(-x)).  Where the result is a constant it is
-// given without the exp: for x > 20, exp(-x) < 2^-28 and 1 + exp(-x) rounds
-// to 1; for x < -90, exp(-x) > 3e38 overflows to inf and 1 / inf is 0; and
-// sigmoid(+-0) = 1 / (1 + 1) = 0.5.  Compiled circuits saturate their gates,
-// so the exp is rarely needed, and the constants are selected without branches.
-inline bool sigmoid_is_constant(float x) { return x > 20.0f || x < -90.0f || x == 0.0f; }
-inline float sigmoid_constant(float x) { return x > 20.0f ? 1.0f : x < -90.0f ? 0.0f : 0.5f; }
-inline float sigmoid(float x) {
-  if (__builtin_expect(sigmoid_is_constant(x), 1)) return sigmoid_constant(x);
-  return 1.0f / (1.0f + std::exp(-x));
-}
-// silu(x) = x * sigmoid(x)
-inline float silu(float x) { return x * sigmoid(x); }
-// softplus as torch computes it (beta 1, threshold 20): x above 20, else log1p(exp(x)).
-inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 // 1 / sqrt(mean(x^2) + eps)
-inline float inv_rms(const float* x, int64_t n, float eps) {
-  return 1.0f / std::sqrt(lane_dot(x, x, n) / static_cast<float>(n) + eps);
-}
+inline float inv_rms(const float* x, int64_t n, float eps) { return rms_scale(lane_dot(x, x, n), n, eps); }
 
 // Zero-centred RMSNorm: y = (x * rsqrt(mean(x^2) + eps)) * (1 + w).
 // `one_plus_w` holds 1 + w, precomputed in fp32.
@@ -125,7 +107,7 @@ struct Workspace {
   std::vector<float> q, k, v, attn;                 // full attention
   std::vector<float> gate, up, act;                 // MLP
   std::vector<std::vector<float>> per_thread;       // GDN heads: q, k, kv_mem, d, out per thread
-  Support support;
+  Support support, x_support;  // x_support: the entries of x that may be non-zero
   Matrix::Scratch scratch;
 };
 
@@ -418,7 +400,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
     }
 
   // The gated delta rule per value head, token by token, in fp32.
-  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  const float scale = query_scale(dk);
   float* S_all = st.recurrent[layer].data_ptr<float>();
   ws.per_thread.resize(std::max<size_t>(ws.per_thread.size(), static_cast<size_t>(at::get_num_threads())));
   parallel_items(static_cast<int64_t>(la.heads.size()), T * dk * dv * 4, [&](int64_t hi) {
@@ -433,8 +415,8 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       const float* kr = row + key_dim + kh * dk;
       const float* v = row + 2 * key_dim + h * dv;
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
-      const float rq = 1.0f / std::sqrt(lane_dot(qr, qr, dk) + 1e-6f);
-      const float rk = 1.0f / std::sqrt(lane_dot(kr, kr, dk) + 1e-6f);
+      const float rq = l2norm_scale(lane_dot(qr, qr, dk));
+      const float rk = l2norm_scale(lane_dot(kr, kr, dk));
       for (int64_t i = 0; i < dk; ++i) {
         q[i] = (qr[i] * rq) * scale;
         k[i] = kr[i] * rk;
@@ -620,15 +602,22 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   // Only the entries x_bits names are visited.  Outside them x is +0 and so
   // is normed: normed starts zero and is written on a set that only grows.
   std::fill(normed, normed + T * H, 0.0f);
-  // rms-normalise every row of x with weight (1 + w) into ws.normed; its support is x's.
+  // rms-normalise every row of x with weight (1 + w) into ws.normed.  Its
+  // support is the entries of x that are not +0: x_bits also names entries
+  // a product wrote that have since returned to +0 (the slot a one-hot value
+  // left), which are +0 in normed too and need not be visited.
   auto norm = [&](const std::vector<float>& one_plus_w) {
-    ws.support.assign_bits(ws.x_bits.data(), T, H);
+    ws.x_support.assign_bits(ws.x_bits.data(), T, H);
+    ws.support.clear();
     for (int64_t t = 0; t < T; ++t) {
       const float* xt = &x[t * H];
-      const float r = 1.0f / std::sqrt(lane_dot(xt, xt, ws.support.begin(t), ws.support.end(t)) /
-                                           static_cast<float>(H) + eps);
-      for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t); ++c)
-        normed[t * H + *c] = store((xt[*c] * r) * one_plus_w[*c]);
+      const float r = rms_scale(lane_dot(xt, xt, ws.x_support.begin(t), ws.x_support.end(t)), H, eps);
+      for (const int32_t* c = ws.x_support.begin(t); c != ws.x_support.end(t); ++c) {
+        const float v = store((xt[*c] * r) * one_plus_w[*c]);
+        normed[t * H + *c] = v;
+        if (v != 0.0f || v != v) ws.support.add(*c);
+      }
+      ws.support.end_vector();
     }
   };
   // x += y on the rows the last product wrote (elsewhere y is +0, and x + 0

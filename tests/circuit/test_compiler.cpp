@@ -3,9 +3,11 @@
 #include "model_host/circuit/compiler.h"
 #include "model_host/circuit/evaluator.h"
 #include "model_host/circuit/words.h"
+#include "model_host/qwen/model.h"
 
 #include <gtest/gtest.h>
 
+#include <iostream>
 #include <random>
 
 namespace circuit_test {
@@ -298,6 +300,51 @@ TEST(CircuitEmission, DeterministicAndExactInBf16) {
     if (name.find("norm") != std::string::npos || name.find("out_proj") != std::string::npos) continue;
     EXPECT_TRUE(torch::equal(t, t.to(torch::kBFloat16).to(torch::kFloat32))) << name;
   }
+}
+
+// Exact arithmetic (docs/circuit.md section 4): with n live flags the
+// norms' squared sums run over a range that includes energies no fp32 norm
+// weight maps exactly to a power of two (39, 44 and 45 among them), where the
+// compiler adds pad dimensions.  For every n, every residual entry of every
+// token, entering every layer and after the last, is exactly 0 or 1, and the
+// computed value is the evaluator's.
+TEST(CircuitEmission, ResidualsAreExactlyZeroOrOneWithPadsWhereNeeded) {
+  int padded = 0;
+  for (int n = 34; n <= 48; ++n) {
+    Program p;
+    std::vector<ValueId> flags;
+    for (int i = 0; i < n; ++i) flags.push_back(p.field("f" + std::to_string(i), 2));
+    for (int t = 0; t < 64; ++t) {
+      std::vector<std::pair<ValueId, int>> slots;
+      for (int i = 0; i < n; ++i) slots.push_back({flags[i], ((t * 2654435761u) >> (i % 29)) & 1});
+      p.token("t" + std::to_string(t), slots);
+    }
+    for (ValueId f : flags) p.keep(f);
+    ValueId x = p.lookup("x", 2, {flags[0], flags[1]}, [](const std::vector<int>& s) { return s[0] ^ s[1]; });
+    p.keep(x);
+    Options o;
+    o.min_layers = 3;
+    Compiled c = compile(p, o);
+    for (const LayerUse& u : c.layers()) padded += u.pads;
+    qgpu::qwen::Model model(c.take_checkpoint(), qgpu::qwen::Exec::Sparse);
+    std::vector<int64_t> ids;
+    std::mt19937 rng(n);
+    for (int i = 0; i < 40; ++i) ids.push_back(c.token_id(static_cast<int>(rng() % 64)));
+    std::vector<int> all;
+    for (int l = 0; l <= c.num_layers(); ++l) all.push_back(l);
+    auto st = model.new_state();
+    auto out = model.forward(st, ids, all);
+    for (const auto& res : out.residuals)
+      ASSERT_EQ((res.ne(0) & res.ne(1)).sum().item<int64_t>(), 0) << n << " flags";
+    Evaluator ev(p);
+    const auto& last = out.residuals.back();
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const int want = ev.step(static_cast<int>(ids[t] - c.token_id(0)))[x];
+      EXPECT_EQ(c.decode(x, last[t].data_ptr<float>()), want) << n << " flags, token " << t;
+    }
+  }
+  std::cout << "norm pads over the 15 programs: " << padded << "\n";
+  EXPECT_GT(padded, 0) << "no program of the range needed a pad";
 }
 
 }  // namespace

@@ -211,10 +211,15 @@ TEST(CircuitWideMemory, FourThousandWordsByAddressBitsWithZeroDefault) {
     EXPECT_EQ(g.parts[k].channel, 16 * static_cast<int>(k));
   }
 
-  // Conjunction keys and queries (gates 256 per slot, 128 - 256 n on the anchor) are exact in bf16.
+  // Conjunction keys and queries (gates 256 per slot, 128 - 256 n on the
+  // anchor, over the norm's power-of-two level) are exact in bf16; the value
+  // channels' gain kValueGain is not (docs/circuit.md section 4).
+  const int64_t qk_rows = 2 * c.checkpoint().config.linear_key_dim();
   for (const auto& [name, t] : c.checkpoint().tensors)
-    if (name.find("in_proj_qkv") != std::string::npos)
-      EXPECT_TRUE(torch::equal(t, t.to(torch::kBFloat16).to(torch::kFloat32))) << name;
+    if (name.find("in_proj_qkv") != std::string::npos) {
+      const torch::Tensor qk = t.narrow(0, 0, qk_rows);
+      EXPECT_TRUE(torch::equal(qk, qk.to(torch::kBFloat16).to(torch::kFloat32))) << name;
+    }
 
   qgpu::qwen::Model model(c.take_checkpoint(), qgpu::qwen::Exec::Sparse);
   const auto tokens = b.traffic(scaled(60'000), 21);

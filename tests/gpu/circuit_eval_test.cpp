@@ -130,6 +130,43 @@ TEST(GpuCircuitEval, StraightLineValuesBranchesAndLoops) {
   EXPECT_GT(both(prog, 1, 1, {}, global_memory()), 20u);
 }
 
+// Exact arithmetic (docs/circuit.md section 4): on every token the trace
+// writes, every residual entry entering every layer, and after the last, is
+// exactly 0 or 1 in fp32 (the sparse executor then visits only the live
+// slots).  Prompt and trace go through one batched forward.
+TEST(GpuCircuitEval, ResidualsOfTheTraceAreExactlyZeroOrOne) {
+  machine::Program prog = program({
+      blk(special(Op::WARP, 1), jmp(1)),                                  // B0: r1 = thread
+      blk(alu(Op::MUL, 2, r(1), k(0x9e3779b9)), jmp(2)),                   // B1
+      blk(alu(Op::MOV, 4, k(3)), jmp(3)),                                  // B2
+      blk(alu(Op::XOR, 2, r(2), r(4)), jmp(4)),                            // B3: loop
+      blk(alu(Op::SUB, 4, r(4), k(1)), br(4, 3, 5)),                       // B4
+      blk(alu(Op::SHL, 5, r(1), k(2)), jmp(6)),                            // B5
+      blk(st(Space::Global, r(5), k(kBase), r(2)), jmp(7)),                // B6
+      blk(ld(Space::Global, 6, r(5), k(kBase)), jmp(8)),                   // B7
+      blk(st(Space::Shared, r(5), k(0), r(6)), exit_()),                   // B8
+  });
+  const Compiled& c = compiled();
+  std::vector<int64_t> ids = encode_prompt(prog, 3, 2, {}, global_memory());
+  const size_t prompt = ids.size();
+  TraceOracle oracle(prog, 3, 2, {}, global_memory());
+  while (!oracle.done()) ids.push_back(oracle.next());
+  ids.pop_back();   // END is written, never read
+  std::vector<int> all;
+  for (int l = 0; l <= c.built.checkpoint.config.num_hidden_layers; ++l) all.push_back(l);
+  qwen::State st = c.model.new_state();
+  const auto out = c.model.forward(st, ids, all);
+  int64_t inexact = 0, entries = 0, ones = 0;
+  for (const auto& res : out.residuals) {
+    const torch::Tensor trace = res.narrow(0, int64_t(prompt), int64_t(ids.size() - prompt));
+    entries += trace.numel();
+    ones += trace.eq(1).sum().item<int64_t>();
+    inexact += (trace.ne(0) & trace.ne(1)).sum().item<int64_t>();
+  }
+  EXPECT_EQ(inexact, 0) << "of " << entries << " residual entries over " << ids.size() - prompt << " trace tokens";
+  EXPECT_GT(ones, int64_t(ids.size() - prompt) * 100);
+}
+
 TEST(GpuCircuitEval, ThreadsBarriersAndCtas) {
   machine::Program prog = program({
       blk(special(Op::WARP, 1), br(1, 1, 3)),          // B0

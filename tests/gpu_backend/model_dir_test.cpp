@@ -193,11 +193,44 @@ TEST(ModelDir, CompletenessNeedsEveryFile) {
   touch(t.path / "qgpu-sparse.bin");
   EXPECT_FALSE(model_complete(d, ModelFormat::Compact));  // the layout is written last
   touch(t.path / "qgpu-gpu.json");
+  EXPECT_FALSE(model_complete(d, ModelFormat::Compact));  // a layout that does not parse
+  qgpu::gpu::Layout layout;
+  layout.circuit = qgpu::gpu::circuit_version();
+  touch(t.path / "qgpu-gpu.json", layout.to_json());
   EXPECT_TRUE(model_complete(d, ModelFormat::Compact));
   EXPECT_FALSE(model_complete(d, ModelFormat::Full));
   touch(t.path / "model.safetensors");
   EXPECT_TRUE(model_complete(d, ModelFormat::Full));
   EXPECT_FALSE(model_complete((t.path / "absent").string(), ModelFormat::Compact));
+}
+
+// A model compiled by another version of the circuit is stale: not complete
+// (build-model and the cache rebuild it), and refused by load_model with both
+// versions named, before the checkpoint is read.
+TEST(ModelDir, AModelOfAnotherCircuitVersionIsStale) {
+  using qgpu::gpu::ModelFormat;
+  TempDir t;
+  const std::string d = t.path.string();
+  touch(t.path / "config.json");
+  touch(t.path / "qgpu-sparse.bin");
+  qgpu::gpu::Layout layout;
+  layout.circuit = "0123456789abcdef";
+  ASSERT_NE(layout.circuit, qgpu::gpu::circuit_version());
+  touch(t.path / "qgpu-gpu.json", layout.to_json());
+  EXPECT_FALSE(qgpu::gpu::model_complete(d, ModelFormat::Compact));
+  for (const std::string version : {"0123456789abcdef", ""}) {
+    layout.circuit = version;
+    touch(t.path / "qgpu-gpu.json", layout.to_json());
+    try {
+      qgpu::gpu::load_model(d);
+      FAIL() << "a model of circuit version '" << version << "' loaded";
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(version.empty() ? "unrecorded" : version), std::string::npos) << what;
+      EXPECT_NE(what.find(qgpu::gpu::circuit_version()), std::string::npos) << what;
+      EXPECT_NE(what.find("--force"), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(ModelDir, LoadNamesWhatIsMissing) {
