@@ -350,7 +350,7 @@ float Matrix::row_dot(int64_t r, const float* x) const {
 // receives more is summed from its staged products.  Weights that are not
 // all finite visit every weight (inf * 0 is NaN, not a zero product).
 void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
-                          uint64_t* written) const {
+                          uint64_t* written, bool off_hub) const {
   std::fill(y, y + out_, 0.0f);
   if (!finite_) {
     for (int32_t r : active_rows_) {
@@ -454,18 +454,19 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   }
   if (written)
     for (const int32_t* c = nz; c != nz_end; ++c)
-      if ((col_used_[*c / 64] >> (*c % 64)) & 1)
+      if (((col_used_[*c / 64] >> (*c % 64)) & 1) && !(off_hub && *c == hub_col_))
         for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e)
           written[e->index / 64] |= uint64_t{1} << (e->index % 64);
 }
 
-void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written) const {
+void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written,
+                   bool off_hub) const {
   const int64_t T = support.vectors();
   const int64_t words = Support::words(out_);
   if (sparse_) {
     for (int64_t t = 0; t < T; ++t)
       apply_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch,
-                   written ? written + t * words : nullptr);
+                   written ? written + t * words : nullptr, off_hub);
     return;
   }
   if (written)

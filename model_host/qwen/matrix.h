@@ -90,8 +90,15 @@ class Matrix {
   // out] is written, rows without stored weights as +0); x is [T, in].  With
   // `written` (T bitmaps of `out` bits, laid out as in Support::assign_bits),
   // sets the bits of the rows that may be non-zero.  No entry of y is -0.
+  // With `off_hub` as well, the bits name only the rows that a listed column
+  // other than the hub (hub_column()) reaches: a row reached by the hub alone
+  // then holds exactly hub_weight(row) * x[hub] + 0.
   void apply(const float* x, const Support& support, float* y, Scratch& scratch,
-             uint64_t* written = nullptr) const;
+             uint64_t* written = nullptr, bool off_hub = false) const;
+  // The column streamed apart in sparse products (a compiled circuit's
+  // anchor), or -1; a row's weight there (+0 for none, or without a hub).
+  int32_t hub_column() const { return hub_col_; }
+  float hub_weight(int64_t row) const { return hub_col_ < 0 ? 0.0f : hub_w_[row]; }
   // The first index of the largest entry of W x for vector `t` of `support`,
   // exactly as torch::argmax gives it for apply()'s output (a NaN counts as
   // larger than any number, so the first NaN wins).  Computes only the rows
@@ -132,7 +139,7 @@ class Matrix {
   float row_dot(int64_t r, const float* x) const;
   // One vector through the sparse storage; y[out] is fully written.
   void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
-                    uint64_t* written) const;
+                    uint64_t* written, bool off_hub) const;
   // The first-index maximum of stored rows [k0, k1) (indices into
   // active_rows_) of W x folded into (best, best_row).
   void fold_rows(int64_t k0, int64_t k1, const float* x, float& best, int64_t& best_row) const;

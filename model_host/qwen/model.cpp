@@ -74,6 +74,17 @@ struct LinearAttention {
   std::vector<float> A_log, dt_bias, norm;  // [value_heads], [value_heads], [dv]
   std::vector<int32_t> heads;               // value heads whose state can become non-zero
   std::vector<ConvChannel> conv_channels;   // ascending
+  // Sparse executor, when in_proj_qkv is sparse: the channels whose earlier
+  // taps are all zero ("current-only") output silu(0 + tap * in) and need no
+  // window; they are computed only where their input can make them non-zero
+  // (see linear_attention), and conv_channels keeps only the others.
+  struct HubChannel {
+    int32_t channel;
+    double coef;   // last tap * hub weight of in_proj_qkv
+  };
+  bool conv_split = false;
+  std::vector<uint64_t> conv_now;           // bit per channel: current-only and read by a live head
+  std::vector<HubChannel> conv_now_hub;     // those the hub reaches, coef descending
 };
 
 struct FullAttention {
@@ -84,6 +95,15 @@ struct FullAttention {
 struct Mlp {
   Matrix gate, up, down;
   std::vector<int32_t> units;  // units that can contribute to the output
+  // Sparse executor, when gate_proj is sparse: a unit's activation is
+  // computed only where its gate can make it non-zero (see mlp()).
+  struct HubUnit {
+    int32_t unit;
+    double w;   // gate_proj's weight on the hub column
+  };
+  bool split = false;
+  std::vector<uint64_t> unit_bits;   // bit per unit of `units`
+  std::vector<HubUnit> hub_units;    // units the gate's hub reaches, w descending
 };
 
 struct Layer {
@@ -104,8 +124,12 @@ struct Workspace {
   // per row of y that the last mixer or MLP may have made non-zero (y_bits).
   std::vector<uint64_t> x_bits, y_bits;
   std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
+  std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows a column other than the hub reaches
+  std::vector<int64_t> conv_written;                // entries of conv_out written by this layer (+0 elsewhere)
+  std::vector<uint8_t> key_live;                    // per token and key head: query or key may be non-zero
   std::vector<float> q, k, v, attn;                 // full attention
   std::vector<float> gate, up, act;                 // MLP
+  std::vector<uint64_t> gate_bits, unit_bits;       // MLP: gate rows a column other than the hub reaches; candidates
   std::vector<std::vector<float>> per_thread;       // GDN heads: q, k, kv_mem, d, out per thread
   Support support, x_support;  // x_support: the entries of x that may be non-zero
   Matrix::Scratch scratch;
@@ -272,11 +296,24 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
         for (int64_t i = 0; i < dk; ++i) read[kh * dk + i] = read[c.linear_key_dim() + kh * dk + i] = true;
         for (int64_t i = 0; i < dv; ++i) read[2 * c.linear_key_dim() + h * dv + i] = true;
       }
+      const int64_t K = c.linear_conv_kernel_dim;
+      la.conv_split = sparse && la.qkv.is_sparse();
+      if (la.conv_split) la.conv_now.assign(Support::words(c.linear_conv_dim()), 0);
       for (int64_t ch = 0; ch < c.linear_conv_dim(); ++ch) {
         const bool moves = !sparse || row_nz[ch];
-        if (read[ch] || moves) la.conv_channels.push_back({static_cast<int32_t>(ch), read[ch], moves});
-        if (read[ch]) m.stats.stored += c.linear_conv_kernel_dim;
+        const bool history = std::any_of(&la.conv[ch * K], &la.conv[ch * K] + K - 1, [](float w) { return w != 0.0f; });
+        if (la.conv_split && !history) {
+          if (!read[ch]) continue;
+          la.conv_now[ch / 64] |= uint64_t{1} << (ch % 64);
+          const double coef = static_cast<double>(la.conv[ch * K + K - 1]) * la.qkv.hub_weight(ch);
+          if (coef != 0.0) la.conv_now_hub.push_back({static_cast<int32_t>(ch), coef});
+        } else if (read[ch] || moves) {
+          la.conv_channels.push_back({static_cast<int32_t>(ch), read[ch], moves});
+        }
+        if (read[ch]) m.stats.stored += K;
       }
+      std::stable_sort(la.conv_now_hub.begin(), la.conv_now_hub.end(),
+                       [](const auto& x, const auto& y) { return x.coef > y.coef; });
       m.stats.total_heads += c.linear_num_value_heads;
       m.stats.active_heads += static_cast<int64_t>(la.heads.size());
     }
@@ -295,6 +332,16 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
     }
     for (int64_t i = 0; i < c.intermediate_size; ++i)
       if (unit[i]) L.mlp.units.push_back(static_cast<int32_t>(i));
+    L.mlp.split = sparse && L.mlp.gate.is_sparse();
+    if (L.mlp.split) {
+      L.mlp.unit_bits.assign(Support::words(c.intermediate_size), 0);
+      for (int32_t i : L.mlp.units) {
+        L.mlp.unit_bits[i / 64] |= uint64_t{1} << (i % 64);
+        if (L.mlp.gate.hub_weight(i) != 0.0f) L.mlp.hub_units.push_back({i, L.mlp.gate.hub_weight(i)});
+      }
+      std::stable_sort(L.mlp.hub_units.begin(), L.mlp.hub_units.end(),
+                       [](const auto& x, const auto& y) { return x.w > y.w; });
+    }
     for (auto* mat : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) count(*mat);
     m.stats.total_units += c.intermediate_size;
     m.stats.active_units += static_cast<int64_t>(L.mlp.units.size());
@@ -362,7 +409,13 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // Only live heads write o; the rest must read as zero.
   float* o = grow(ws.o, T * VD);
   std::fill(o, o + T * VD, 0.0f);
-  la.qkv.apply(n, ws.support, qkv, ws.scratch);
+  const int64_t cwords = Support::words(C);
+  if (la.conv_split) {
+    ws.qkv_bits.assign(T * cwords, 0);
+    la.qkv.apply(n, ws.support, qkv, ws.scratch, ws.qkv_bits.data(), true);
+  } else {
+    la.qkv.apply(n, ws.support, qkv, ws.scratch);
+  }
   la.z.apply(n, ws.support, z, ws.scratch);
   la.b.apply(n, ws.support, b, ws.scratch);
   la.a.apply(n, ws.support, a, ws.scratch);
@@ -375,7 +428,48 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // with the K-1 previous inputs kept in the state (oldest first).  Outputs
   // are computed for the channels the live heads read; the window moves for
   // every channel whose input can be non-zero.
+  //
+  // A current-only channel (conv_split) has acc = +0 + tap * in: the earlier
+  // taps' products are +-0 and the sum starts at +0.  Its output is +0 when
+  // in is +-0, and it is written only where it can be non-zero: at the rows a
+  // column other than the hub reaches, and at the rows the hub reaches whose
+  // acc, tap * hub weight * x[hub], is above -90, where SiLU is no longer -0
+  // (a prefix of conv_now_hub for x[hub] > 0, a suffix for x[hub] < 0).
+  // conv_out holds +0 at every other entry (cleared after use), which stands
+  // for silu's -0: q, k and v are only ever tested against zero or added to.
   float* windows = st.conv[layer].data_ptr<float>();
+  for (int64_t e : ws.conv_written) conv_out[e] = 0.0f;
+  ws.conv_written.clear();
+  auto now_channel = [&](int64_t t, int32_t ch) {
+    const float v = store(silu(0.0f + la.conv[ch * K + K - 1] * qkv[t * C + ch]));
+    if (v == 0.0f) return;
+    conv_out[t * C + ch] = v;
+    ws.conv_written.push_back(t * C + ch);
+  };
+  for (int64_t t = 0; t < T && la.conv_split; ++t) {
+    const uint64_t* bits = &ws.qkv_bits[t * cwords];
+    for (int64_t i = 0; i < cwords; ++i)
+      for (uint64_t w = bits[i] & la.conv_now[i]; w != 0; w &= w - 1)
+        now_channel(t, static_cast<int32_t>(i * 64 + __builtin_ctzll(w)));
+    const int32_t hub = la.qkv.hub_column();
+    const float x_hub = hub < 0 ? 0.0f : n[t * cfg.hidden_size + hub];
+    auto hub_only = [&](const LinearAttention::HubChannel& hc) {
+      if (!((bits[hc.channel / 64] >> (hc.channel % 64)) & 1)) now_channel(t, hc.channel);
+    };
+    if (!std::isfinite(x_hub)) {
+      for (const auto& hc : la.conv_now_hub) hub_only(hc);
+    } else if (x_hub > 0.0f) {
+      for (const auto& hc : la.conv_now_hub) {
+        if (hc.coef * x_hub < -91.0) break;
+        hub_only(hc);
+      }
+    } else if (x_hub < 0.0f) {
+      for (auto it = la.conv_now_hub.rbegin(); it != la.conv_now_hub.rend(); ++it) {
+        if (it->coef * x_hub < -91.0) break;
+        hub_only(*it);
+      }
+    }
+  }
   for (int64_t t = 0; t < T; ++t)
     for (const ConvChannel& cc : la.conv_channels) {
       float* window = windows + cc.channel * (K - 1);
@@ -386,6 +480,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         for (int64_t j = 0; j < K - 1; ++j) acc += w[j] * window[j];
         acc += w[K - 1] * in;
         conv_out[t * C + cc.channel] = store(silu(acc));
+        ws.conv_written.push_back(t * C + cc.channel);
       }
       if (cc.moves) {
         if (K == 4) {  // Qwen3.5's kernel, written out (a loop here becomes a memmove call)
@@ -397,6 +492,16 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
           window[K - 2] = in;
         }
       }
+    }
+
+  // Per token and key head, whether its query or key can be non-zero: with
+  // conv_split, only the entries of conv_written are.
+  const int64_t nk = cfg.linear_num_key_heads;
+  ws.key_live.assign(T * nk, !la.conv_split);
+  if (la.conv_split)
+    for (int64_t e : ws.conv_written) {
+      const int64_t ch = e % C;
+      if (ch < 2 * key_dim) ws.key_live[(e / C) * nk + (ch % key_dim) / dk] = 1;
     }
 
   // The gated delta rule per value head, token by token, in fp32.
@@ -414,6 +519,17 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       const float* qr = row + kh * dk;
       const float* kr = row + key_dim + kh * dk;
       const float* v = row + 2 * key_dim + h * dv;
+      const float* zr = &z[t * VD + h * dv];
+      // beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias); decay = exp(g).
+      const float beta = sigmoid(b[t * nv + h]);
+      const float g = -A * softplus(a[t * nv + h] + la.dt_bias[h]);
+      const float decay = std::exp(g);
+      // A head whose query and key are zero on this token, with an open
+      // gate, leaves S as it is and outputs (w * (0 * r)) * silu(z), a zero
+      // for finite z: o keeps its +0 (a circuit memory not addressed here).
+      if (!ws.key_live[t * nk + kh] && decay == 1.0f &&
+          std::all_of(zr, zr + dv, [](float x) { return std::isfinite(x); }))
+        continue;
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
       const float rq = l2norm_scale(lane_dot(qr, qr, dk));
       const float rk = l2norm_scale(lane_dot(kr, kr, dk));
@@ -421,10 +537,6 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         q[i] = (qr[i] * rq) * scale;
         k[i] = kr[i] * rk;
       }
-      // beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias); decay = exp(g).
-      const float beta = sigmoid(b[t * nv + h]);
-      const float g = -A * softplus(a[t * nv + h] + la.dt_bias[h]);
-      const float decay = std::exp(g);
       // S = decay * S; d = beta * (v - S^T k); S = S + k d^T; o = S^T q.
       // Sums run over i ascending; a term with k[i] = 0 (or q[i] = 0) adds
       // +-0 to a value that is never changed by it (at most the sign of a
@@ -459,7 +571,6 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // o = (w * (o * rsqrt(mean(o^2) + eps))) * silu(z).
       const float r = inv_rms(out, dv, eps);
       float* dst = &o[t * VD + h * dv];
-      const float* zr = &z[t * VD + h * dv];
       for (int64_t j = 0; j < dv; ++j) dst[j] = store((la.norm[j] * (out[j] * r)) * silu(zr[j]));
     }
   });
@@ -560,20 +671,56 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   // Only units write act; the rest must read as zero.
   float* act = grow(ws.act, T * I);
   std::fill(act, act + T * I, 0.0f);
-  L.mlp.gate.apply(m, ws.support, g, ws.scratch);
-  L.mlp.up.apply(m, ws.support, u, ws.scratch);
+  const int64_t words = Support::words(I);
+  const Mlp& mlp = L.mlp;
+  if (mlp.split) {
+    ws.gate_bits.assign(T * words, 0);
+    mlp.gate.apply(m, ws.support, g, ws.scratch, ws.gate_bits.data(), true);
+  } else {
+    mlp.gate.apply(m, ws.support, g, ws.scratch);
+  }
+  const int32_t hub = mlp.gate.hub_column();
+  std::vector<uint64_t>& cand = ws.unit_bits;
+  mlp.up.apply(m, ws.support, u, ws.scratch);
   store(g, T * I);
   store(u, T * I);
+  auto unit = [&](int64_t t, int32_t i) {
+    const float v = store(silu(g[t * I + i]) * u[t * I + i]);
+    act[t * I + i] = v;
+    if (v != 0.0f || v != v) ws.support.add(i);
+  };
+  // With `split`, a unit is computed where a column other than the gate's
+  // hub reaches its gate, or where the hub's product alone, gate = w *
+  // x[hub] + 0, is at least -90 (a prefix of hub_units for x[hub] > 0, a
+  // suffix for x[hub] < 0): below, silu(gate) is -0 and the activation a zero.
   ws.support.clear();
   for (int64_t t = 0; t < T; ++t) {
-    for (int32_t i : L.mlp.units) {
-      const float v = store(silu(g[t * I + i]) * u[t * I + i]);
-      act[t * I + i] = v;
-      if (v != 0.0f || v != v) ws.support.add(i);
+    if (!mlp.split) {
+      for (int32_t i : mlp.units) unit(t, i);
+      ws.support.end_vector();
+      continue;
     }
+    cand.assign(ws.gate_bits.begin() + t * words, ws.gate_bits.begin() + (t + 1) * words);
+    const float xh = hub < 0 ? 0.0f : m[t * cfg.hidden_size + hub];
+    auto mark = [&](const Mlp::HubUnit& h) { cand[h.unit / 64] |= uint64_t{1} << (h.unit % 64); };
+    if (!std::isfinite(xh)) {
+      for (const auto& h : mlp.hub_units) mark(h);
+    } else if (xh > 0.0f) {
+      for (const auto& h : mlp.hub_units) {
+        if (h.w * xh < -91.0) break;
+        mark(h);
+      }
+    } else if (xh < 0.0f) {
+      for (auto it = mlp.hub_units.rbegin(); it != mlp.hub_units.rend(); ++it) {
+        if (it->w * xh < -91.0) break;
+        mark(*it);
+      }
+    }
+    for (int64_t w = 0; w < words; ++w)
+      for (uint64_t b = cand[w] & mlp.unit_bits[w]; b != 0; b &= b - 1) unit(t, static_cast<int32_t>(w * 64 + __builtin_ctzll(b)));
     ws.support.end_vector();
   }
-  L.mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
+  mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
 }
 
 void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers,
@@ -600,7 +747,8 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
       if (capture_layers[i] == index) result->residuals[i] = torch::from_blob(x, {T, H}).clone();
   };
   // Only the entries x_bits names are visited.  Outside them x is +0 and so
-  // is normed: normed starts zero and is written on a set that only grows.
+  // is normed: normed starts zero, is written on x_bits, and is set to +0
+  // where an entry leaves x_bits.
   std::fill(normed, normed + T * H, 0.0f);
   // rms-normalise every row of x with weight (1 + w) into ws.normed.  Its
   // support is the entries of x that are not +0: x_bits also names entries
@@ -621,15 +769,21 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
     }
   };
   // x += y on the rows the last product wrote (elsewhere y is +0, and x + 0
-  // is x, since no entry of x is -0).
+  // is x, since no entry of x is -0).  An entry that becomes +0 (a one-hot
+  // slot left) leaves x_bits, and its normed entry is set to +0 with it.
   auto add_residual = [&] {
     for (int64_t t = 0; t < T; ++t)
       for (int64_t i = 0; i < words; ++i) {
         const uint64_t bits = ws.y_bits[t * words + i];
-        ws.x_bits[t * words + i] |= bits;
+        uint64_t& xb = ws.x_bits[t * words + i];
+        xb |= bits;
         for (uint64_t b = bits; b != 0; b &= b - 1) {
           const int64_t c = t * H + i * 64 + __builtin_ctzll(b);
           x[c] = store(x[c] + store(y[c]));
+          if (x[c] == 0.0f) {
+            xb &= ~(b & -b);
+            normed[c] = 0.0f;
+          }
         }
       }
   };

@@ -105,6 +105,8 @@ def sparsify(c, t, g):
 
     live_vocab = list(range(0, c["vocab_size"], 7))
     t["embed_tokens.weight"] = keep_rows(t["embed_tokens.weight"], live_vocab, 24)
+    # Column 0 plays a circuit's anchor: every live token holds it (of either sign).
+    t["embed_tokens.weight"][live_vocab, 0] = torch.randn(len(live_vocab), generator=g)
     if "lm_head.weight" in t:
         t["lm_head.weight"] = keep_rows(t["lm_head.weight"], live_vocab, 24)
     for l, kind in enumerate(c["layer_types"]):
@@ -134,6 +136,17 @@ def sparsify(c, t, g):
         rows = list(range(kh * dk, kh * dk + dk)) + list(range(key_dim + kh * dk, key_dim + kh * dk + dk)) + \
             list(range(2 * key_dim + h * dv, 2 * key_dim + h * dv + dv))
         t[a + "in_proj_qkv.weight"] = keep_rows(t[a + "in_proj_qkv.weight"], rows, 6)
+        # Like a circuit's memory: column 0 reaches every live channel, and the
+        # queries and keys read the current token only (earlier taps zero);
+        # a quarter of them get anchor weights of -2000 and a quarter +2000,
+        # which SiLU turns into -0 when the anchor is positive, or negative.
+        qkv, conv = t[a + "in_proj_qkv.weight"], t[a + "conv1d.weight"]
+        for i, r in enumerate(rows):
+            qk = i < 2 * dk
+            qkv[r, 0] = (-2000.0 if i % 4 == 0 else 2000.0 if i % 4 == 1 else 0) if qk and i % 4 < 2 else \
+                float(torch.randn(1, generator=g)) * (4.0 if qk else 1.0)
+            if qk:
+                conv[r, 0, :-1] = 0
         t[a + "in_proj_z.weight"] = keep_rows(t[a + "in_proj_z.weight"], range(h * dv, h * dv + dv), 6)
         t[a + "in_proj_b.weight"] = keep_rows(t[a + "in_proj_b.weight"], [h], 6)
         t[a + "in_proj_a.weight"] = keep_rows(t[a + "in_proj_a.weight"], [h], 6)
