@@ -68,6 +68,30 @@ struct ConvChannel {
   bool output, moves;
 };
 
+// A row of a product that the hub column reaches, with what multiplies the
+// hub's entry on its way to a SiLU: a sparse product's row reached by the
+// hub alone holds exactly weight * x[hub] + 0 (Matrix::apply's off_hub).
+struct HubRow {
+  int32_t row;
+  double coef;
+};
+
+// Visits the rows of `rows` (coef descending) whose coef * x_hub is at least
+// -91, which may come out of the SiLU non-zero: below, the fp32 value is
+// below -90 and SiLU gives -0.  A prefix of rows for x_hub > 0, a suffix for
+// x_hub < 0, none for x_hub = 0 (the products are +-0), all when x_hub is
+// not finite.
+template <class F>
+void for_hub_rows_above_cut(const std::vector<HubRow>& rows, float x_hub, F&& f) {
+  if (!std::isfinite(x_hub)) {
+    for (const HubRow& h : rows) f(h.row);
+  } else if (x_hub > 0.0f) {
+    for (auto it = rows.begin(); it != rows.end() && it->coef * x_hub >= -91.0; ++it) f(it->row);
+  } else if (x_hub < 0.0f) {
+    for (auto it = rows.rbegin(); it != rows.rend() && it->coef * x_hub >= -91.0; ++it) f(it->row);
+  }
+}
+
 struct LinearAttention {
   Matrix qkv, z, b, a, out;
   std::vector<float> conv;                  // [conv_dim, kernel]
@@ -78,13 +102,9 @@ struct LinearAttention {
   // taps are all zero ("current-only") output silu(0 + tap * in) and need no
   // window; they are computed only where their input can make them non-zero
   // (see linear_attention), and conv_channels keeps only the others.
-  struct HubChannel {
-    int32_t channel;
-    double coef;   // last tap * hub weight of in_proj_qkv
-  };
   bool conv_split = false;
   std::vector<uint64_t> conv_now;           // bit per channel: current-only and read by a live head
-  std::vector<HubChannel> conv_now_hub;     // those the hub reaches, coef descending
+  std::vector<HubRow> conv_now_hub;         // those the hub reaches (coef: last tap * hub weight), coef descending
 };
 
 struct FullAttention {
@@ -97,13 +117,9 @@ struct Mlp {
   std::vector<int32_t> units;  // units that can contribute to the output
   // Sparse executor, when gate_proj is sparse: a unit's activation is
   // computed only where its gate can make it non-zero (see mlp()).
-  struct HubUnit {
-    int32_t unit;
-    double w;   // gate_proj's weight on the hub column
-  };
   bool split = false;
   std::vector<uint64_t> unit_bits;   // bit per unit of `units`
-  std::vector<HubUnit> hub_units;    // units the gate's hub reaches, w descending
+  std::vector<HubRow> hub_units;     // units the gate's hub reaches (coef: the weight there), coef descending
 };
 
 struct Layer {
@@ -340,7 +356,7 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
         if (L.mlp.gate.hub_weight(i) != 0.0f) L.mlp.hub_units.push_back({i, L.mlp.gate.hub_weight(i)});
       }
       std::stable_sort(L.mlp.hub_units.begin(), L.mlp.hub_units.end(),
-                       [](const auto& x, const auto& y) { return x.w > y.w; });
+                       [](const auto& x, const auto& y) { return x.coef > y.coef; });
     }
     for (auto* mat : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) count(*mat);
     m.stats.total_units += c.intermediate_size;
@@ -453,22 +469,9 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         now_channel(t, static_cast<int32_t>(i * 64 + __builtin_ctzll(w)));
     const int32_t hub = la.qkv.hub_column();
     const float x_hub = hub < 0 ? 0.0f : n[t * cfg.hidden_size + hub];
-    auto hub_only = [&](const LinearAttention::HubChannel& hc) {
-      if (!((bits[hc.channel / 64] >> (hc.channel % 64)) & 1)) now_channel(t, hc.channel);
-    };
-    if (!std::isfinite(x_hub)) {
-      for (const auto& hc : la.conv_now_hub) hub_only(hc);
-    } else if (x_hub > 0.0f) {
-      for (const auto& hc : la.conv_now_hub) {
-        if (hc.coef * x_hub < -91.0) break;
-        hub_only(hc);
-      }
-    } else if (x_hub < 0.0f) {
-      for (auto it = la.conv_now_hub.rbegin(); it != la.conv_now_hub.rend(); ++it) {
-        if (it->coef * x_hub < -91.0) break;
-        hub_only(*it);
-      }
-    }
+    for_hub_rows_above_cut(la.conv_now_hub, x_hub, [&](int32_t ch) {
+      if (!((bits[ch / 64] >> (ch % 64)) & 1)) now_channel(t, ch);
+    });
   }
   for (int64_t t = 0; t < T; ++t)
     for (const ConvChannel& cc : la.conv_channels) {
@@ -702,20 +705,7 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
     }
     cand.assign(ws.gate_bits.begin() + t * words, ws.gate_bits.begin() + (t + 1) * words);
     const float xh = hub < 0 ? 0.0f : m[t * cfg.hidden_size + hub];
-    auto mark = [&](const Mlp::HubUnit& h) { cand[h.unit / 64] |= uint64_t{1} << (h.unit % 64); };
-    if (!std::isfinite(xh)) {
-      for (const auto& h : mlp.hub_units) mark(h);
-    } else if (xh > 0.0f) {
-      for (const auto& h : mlp.hub_units) {
-        if (h.w * xh < -91.0) break;
-        mark(h);
-      }
-    } else if (xh < 0.0f) {
-      for (auto it = mlp.hub_units.rbegin(); it != mlp.hub_units.rend(); ++it) {
-        if (it->w * xh < -91.0) break;
-        mark(*it);
-      }
-    }
+    for_hub_rows_above_cut(mlp.hub_units, xh, [&](int32_t i) { cand[i / 64] |= uint64_t{1} << (i % 64); });
     for (int64_t w = 0; w < words; ++w)
       for (uint64_t b = cand[w] & mlp.unit_bits[w]; b != 0; b &= b - 1) unit(t, static_cast<int32_t>(w * 64 + __builtin_ctzll(b)));
     ws.support.end_vector();
