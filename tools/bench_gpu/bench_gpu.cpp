@@ -10,6 +10,8 @@
 // The kernel: each of --threads threads (per CTA, --ctas CTAs) loads its word
 // of global memory, adds its thread index --iters times and stores the word
 // back.  --words non-zero words of global memory go into the prompt.
+#include "model_host/circuit/compiler.h"
+#include "model_host/circuit/evaluator.h"
 #include "model_host/gpu/circuit.h"
 #include "model_host/gpu/prompt.h"
 #include "model_host/gpu/trace.h"
@@ -25,6 +27,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 using namespace qgpu;
@@ -118,7 +121,55 @@ struct Args {
   size_t max_tokens = 100000;
   bool via_logits = false, bf16_activations = false;
   std::string bf16_weights = "none";  // none | but-norms | all
+  bool explain = false;
 };
+
+// A divergence from the reference trace: the message, and every token the
+// model read up to the one after which it wrote the wrong token.
+struct Divergence : std::runtime_error {
+  Divergence(const std::string& what, std::vector<int64_t> read) : std::runtime_error(what), read(std::move(read)) {}
+  std::vector<int64_t> read;
+};
+
+// Where the model parts from the circuit's evaluator on the last token of
+// `read`: the compiled values that decode differently from the final-layer
+// residuals (each at the residual where it is ready), earliest depth first.
+void explain(const qwen::Model& model, const std::vector<int64_t>& read) {
+  const circuit::Program program = gpu::machine_circuit();
+  circuit::Options opt;
+  opt.token_base = gpu::kTokenBase;
+  opt.vocab_size = gpu::kTokenBase + gpu::circuit_token_count();
+  opt.weights = false;   // placement and dimensions only: the same as the checkpoint's
+  const circuit::Compiled c = circuit::compile(program, opt);
+  circuit::Evaluator ev(program, c.depths());
+  std::vector<int> vals;
+  for (int64_t id : read) vals = ev.step(static_cast<int>(id - gpu::kTokenBase));
+  std::vector<int> layers;
+  for (int l = 0; l <= c.num_layers(); ++l) layers.push_back(l);
+  qwen::State st = model.new_state();
+  const qwen::Outputs out = model.forward(st, read, layers);
+  const int64_t last = static_cast<int64_t>(read.size()) - 1;
+  struct Miss {
+    int depth;
+    std::string line;
+  };
+  std::vector<Miss> misses;
+  for (circuit::ValueId v = 0; v < static_cast<circuit::ValueId>(program.values().size()); ++v) {
+    const int at = c.capture_index(v);
+    if (at < 0 || vals[v] == circuit::kUndefined) continue;
+    const torch::Tensor row = out.residuals[at][last].contiguous();
+    const int got = c.decode(v, row.data_ptr<float>(), 0.05f);
+    if (got == vals[v]) continue;
+    std::ostringstream line;
+    line << program.info(v).name << " (ready at depth " << c.depths()[v] << ", read entering layer " << at
+         << "): evaluator " << vals[v] << ", model " << (got < 0 ? std::string("no clean slot") : std::to_string(got));
+    misses.push_back({c.depths()[v], line.str()});
+  }
+  std::stable_sort(misses.begin(), misses.end(), [](const Miss& x, const Miss& y) { return x.depth < y.depth; });
+  std::cerr << "explain: " << misses.size() << " values differ on the last token read ("
+            << gpu::token_name(read.back()) << "); the earliest:\n";
+  for (size_t i = 0; i < misses.size() && i < 12; ++i) std::cerr << "  " << misses[i].line << "\n";
+}
 
 // One launch's timings.
 struct Run {
@@ -150,14 +201,17 @@ Run launch(const qwen::Model& model, const std::vector<int64_t>& prompt, gpu::Tr
   r.prefill_cpu = t_prefill.cpu_s();
 
   Timer t_decode;
+  std::vector<int64_t> read = prompt;
   for (;;) {
     ++r.generated;
     const int64_t expected = oracle.next();
     if (token != expected)
-      throw std::runtime_error("the model diverged from the reference trace at generated token " +
-                               std::to_string(r.generated - 1) + ": expected " + gpu::token_name(expected) +
-                               ", got " + gpu::token_name(token));
+      throw Divergence("the model diverged from the reference trace at generated token " +
+                           std::to_string(r.generated - 1) + ": expected " + gpu::token_name(expected) + ", got " +
+                           gpu::token_name(token),
+                       read);
     if (token == end) break;
+    if (a.explain) read.push_back(token);
     if (r.generated >= a.max_tokens) throw std::runtime_error("no END after " + std::to_string(r.generated) + " tokens");
     token = a.via_logits ? model.step(state, token).argmax().item<int64_t>() : model.step_argmax(state, token);
   }
@@ -196,7 +250,14 @@ int run(const Args& a) {
   Run best;
   for (int i = 0; i < a.repeat; ++i) {
     gpu::TraceOracle oracle(prog, a.threads, a.ctas, {}, global);
-    const Run r = launch(model, prompt, oracle, a);
+    Run r;
+    try {
+      r = launch(model, prompt, oracle, a);
+    } catch (const Divergence& d) {
+      std::cerr << "bench_gpu: " << d.what() << "\n";
+      if (a.explain) explain(model, d.read);
+      return 1;
+    }
     if (i == 0) best = r;
     best.prefill_s = std::min(best.prefill_s, r.prefill_s);
     best.prefill_cpu = std::min(best.prefill_cpu, r.prefill_cpu);
@@ -244,6 +305,9 @@ int main(int argc, char** argv) {
   app.add_flag("--via-logits", a.via_logits,
                "decode through the [vocab] logits (forward()/step() and torch::argmax) instead of "
                "forward_argmax()/step_argmax()");
+  app.add_flag("--explain", a.explain,
+               "at a divergence, list the circuit values the model computes differently from the evaluator on "
+               "the last token read, earliest depth first (compiles the circuit's placement, about 10 s)");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(a);
