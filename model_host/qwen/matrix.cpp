@@ -266,6 +266,7 @@ void Matrix::derive_indexes() {
   hub_col_ = -1;
   hub_w_ = {};
   hub_entries_ = {};
+  hub_bits_ = {};
   int64_t widest = 0;
   for (int64_t c = 0; c < in_; ++c)
     if (col_ptr_[c + 1] - col_ptr_[c] > widest) {
@@ -276,7 +277,11 @@ void Matrix::derive_indexes() {
   if (hub_col_ >= 0) {
     hub_w_.assign(out_, 0.0f);
     hub_entries_.assign(&by_col_[col_ptr_[hub_col_]], &by_col_[col_ptr_[hub_col_ + 1]]);
-    for (const Entry& e : hub_entries_) hub_w_[e.index] = e.w;
+    hub_bits_.assign((out_ + 63) / 64, 0);
+    for (const Entry& e : hub_entries_) {
+      hub_w_[e.index] = e.w;
+      hub_bits_[e.index / 64] |= uint64_t{1} << (e.index % 64);
+    }
   }
   const bool argmax_ready = !block_slack_.empty();
   block_col_ptr_ = {};
@@ -411,6 +416,8 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     if (*c == hub_col_) {
       past_hub = true;
       x_hub = xc;
+      if (written && !off_hub)
+        for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
       if (!stamped) {
         for (const Entry& e : hub_entries_) y[e.index] = e.w * xc + 0.0f;
       } else {
@@ -426,6 +433,7 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e) {
       Scratch::Row& row = rows[e->index];
       uint32_t n = row.stamp == call ? row.count : 0;
+      if (written && n == 0) written[e->index / 64] |= uint64_t{1} << (e->index % 64);
       if (n == 0 && past_hub && hub_w_[e->index] != 0.0f) {  // the hub's product came first
         row.product[0] = hub_w_[e->index] * x_hub;
         row.lane[0] = hub_lane;
@@ -452,11 +460,6 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     y[many[k]] = lane_sum(
         row.count, [&](int64_t i) { return s.gathered_lane[i]; }, [&](int64_t i) { return s.gathered_product[i]; });
   }
-  if (written)
-    for (const int32_t* c = nz; c != nz_end; ++c)
-      if (((col_used_[*c / 64] >> (*c % 64)) & 1) && !(off_hub && *c == hub_col_))
-        for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e)
-          written[e->index / 64] |= uint64_t{1} << (e->index % 64);
 }
 
 void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written,

@@ -161,6 +161,7 @@ class Matrix {
   int32_t hub_col_ = -1;
   std::vector<float> hub_w_;
   std::vector<Entry> hub_entries_;
+  std::vector<uint64_t> hub_bits_;     // the rows hub_entries_ names, as a bitmap
   std::vector<int32_t> active_rows_;   // rows holding weights, ascending
   int64_t first_zero_row_ = -1;        // first row without weights (its entry is +0), or -1
   // argmax blocks of kBlockRows consecutive active rows (see

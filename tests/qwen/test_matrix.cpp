@@ -92,6 +92,17 @@ void expect_product(const Matrix& sparse, const torch::Tensor& x, Expected expec
         ASSERT_TRUE((written[t * words + r / 64] >> (r % 64)) & 1) << what << ": row " << r << " not reported written";
     }
   }
+  // Reported off the hub: a row outside the bits is the hub's product alone.
+  std::vector<uint64_t> off(T * words, 0);
+  sparse.apply(x.data_ptr<float>(), support, y.data(), scratch, off.data(), true);
+  const int32_t hub = sparse.hub_column();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t r = 0; r < out; ++r) {
+      if ((off[t * words + r / 64] >> (r % 64)) & 1) continue;
+      const float w = sparse.hub_weight(r), xh = hub < 0 ? 0.0f : x[t][hub].item<float>();
+      const float alone = w != 0.0f ? w * xh + 0.0f : 0.0f;
+      ASSERT_TRUE(same_bits(y[t * out + r], alone)) << what << ": token " << t << " row " << r << " off the hub";
+    }
 }
 
 // Against the dense storage's product (lane_dot over every column).
