@@ -550,6 +550,7 @@ Compiled compile(const Program& program, const Options& options) {
   }
   if (!options.weights) return out;
 
+  std::map<int, ReadGains> read_gains;   // by the parts a head's read row holds
   for (int l = 0; l < L; ++l) {
     const std::string pre = "layers." + std::to_string(l) + ".";
     T[pre + "input_layernorm.weight"] = torch::full({H}, attn_norm[l].w);
@@ -585,7 +586,10 @@ Compiled compile(const Program& program, const Options& options) {
           // Values: each part one-hot, through conv tap 3 - age.  A read row
           // holds one active channel per part at kStoredLevel; the z gain and
           // out_proj weight bring each back to exactly 1.
-          const ReadGains gains = exact_read(static_cast<int>(plan.slices[s].size()), head_dim, eps);
+          const int parts_here = static_cast<int>(plan.slices[s].size());
+          auto found = read_gains.find(parts_here);
+          if (found == read_gains.end()) found = read_gains.emplace(parts_here, exact_read(parts_here, head_dim, eps)).first;
+          const ReadGains& gains = found->second;
           const float back = gains.back;
           for (size_t k = 0; k < plan.slices[s].size(); ++k) {
             const auto& part = mem->parts[plan.slices[s][k]];

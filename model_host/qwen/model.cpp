@@ -682,11 +682,11 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   } else {
     mlp.gate.apply(m, ws.support, g, ws.scratch);
   }
-  const int32_t hub = mlp.gate.hub_column();
-  std::vector<uint64_t>& cand = ws.unit_bits;
   mlp.up.apply(m, ws.support, u, ws.scratch);
   store(g, T * I);
   store(u, T * I);
+  const int32_t hub = mlp.gate.hub_column();
+  std::vector<uint64_t>& cand = ws.unit_bits;
   auto unit = [&](int64_t t, int32_t i) {
     const float v = store(silu(g[t * I + i]) * u[t * I + i]);
     act[t * I + i] = v;
@@ -741,9 +741,8 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   // where an entry leaves x_bits.
   std::fill(normed, normed + T * H, 0.0f);
   // rms-normalise every row of x with weight (1 + w) into ws.normed.  Its
-  // support is the entries of x that are not +0: x_bits also names entries
-  // a product wrote that have since returned to +0 (the slot a one-hot value
-  // left), which are +0 in normed too and need not be visited.
+  // support is the entries whose normed value is not +0 (an entry of x_bits
+  // whose (1 + w) is 0 drops out), which are all the projections visit.
   auto norm = [&](const std::vector<float>& one_plus_w) {
     ws.x_support.assign_bits(ws.x_bits.data(), T, H);
     ws.support.clear();
