@@ -373,6 +373,16 @@ MachineProgram machine_program() {
   const ValueId epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), is_cta, {part(0, 0)})[0];
   const Digits n_threads = outs(store(b, "ctx_nt", 1, {}, {}, b.is_kind(Kind::NT), -1, payload_parts(3, 0)), 0, 3);
   const Digits n_ctas = outs(store(b, "ctx_nc", 1, {}, {}, b.is_kind(Kind::NC), -1, payload_parts(2, 0)), 0, 2);
+  // The local store is split among the CTA's threads rounded up to a power of
+  // two, 2^c with c = ceil(log2 NT) (machine::Params::local_bytes_for): c, from
+  // NT's low two nibbles (both zero only for NT(256), c = 8).
+  const ValueId nt_log = p.lookup("nt_log2", 9, {b.pay[1], b.pay[0]}, [](const std::vector<int>& v) {
+    const int t = v[0] * 16 + v[1];
+    int c = 0;
+    while (t > 0 && (1 << c) < t) ++c;
+    return t == 0 ? 8 : c;
+  });
+  const ValueId local_log = store(b, "ctx_tlog", 1, {}, {}, b.is_kind(Kind::NT), -1, {{nt_log, 0}})[0];
   const Digits rom_sel = outs(store(b, "ctx_rom", 1, {}, {}, b.is_kind(Kind::ROM), -1, payload_parts(3, 0)), 0, 3);
 
   // Which pass this is (docs/tokens.md section 4).
@@ -542,8 +552,26 @@ MachineProgram machine_program() {
   const ValueId ok_global = digit_is("ok_global", {{7, [](int s) { return s == 1; }}, {6, zero}, {5, zero}, {4, zero},
                                                    {3, below(4)}});
   const ValueId ok_shared = digit_is("ok_shared", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}});
-  const ValueId ok_local = digit_is("ok_local", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}, {2, zero},
-                                                 {1, below(4)}});
+  // Local: a thread of a CTA of 2^c (rounded) threads has 2^(14 - c) bytes.
+  ValueId local_over;
+  {
+    std::vector<Step> over;
+    for (int c = 0; c <= 8; ++c) {
+      const int limit_bit = 14 - c;
+      std::vector<Term> t;
+      for (int i = 1; i <= 3; ++i)
+        for (int s = 1; s < 16; ++s)
+          if ((s << (4 * i)) >> limit_bit) t.push_back({sum[i].v, s, 1});
+      const ValueId over_c = p.ladder("local_over" + std::to_string(c), 2, t, 0, [](int s) { return s >= 1 ? 1 : 0; });
+      over.push_back({{{local_log, c, 1}, {over_c, 1, 1}}, -1, 0, 1});
+    }
+    local_over = p.mlp("local_over", 2, 0, std::move(over));
+  }
+  const ValueId ok_local = [&] {
+    std::vector<Term> t{{local_over, 0, 1}};
+    for (int i = 4; i < 8; ++i) t.push_back({sum[i].v, 0, 1});
+    return p.ladder("ok_local", 2, t, 0, [](int s) { return s == 5 ? 1 : 0; });
+  }();
   const ValueId ok_small = digit_is("ok_small", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}, {2, below(4)}});
   const ValueId misaligned = b.flag("misaligned", sum[0].v, [](int s) { return (s & 3) != 0; });
   const ValueId is_mem = b.any("is_mem", {is_ld, is_st});
@@ -569,10 +597,21 @@ MachineProgram machine_program() {
                                      we_global, -1, digit_parts(b.pad(st_data, 8))), 0, 8);
   const Digits v_shared = outs(store(b, "shared", 1024, Builder::bits(row_lo, 0, 10), Builder::bits(row_lo, 0, 10),
                                      store_to("st_shared", kShared), is_cta, digit_parts(C)), 0, 8);
+  // Local row of word i of thread w: i | w << (12 - c).  Bits 0..3 are always
+  // the word's (c <= 8); bit j above is word bit j while j < 12 - c, else
+  // thread bit j - (12 - c).
   std::vector<AddrBit> l_addr = Builder::bits(row_lo, 0, 4);
-  {
-    auto w = Builder::bits(cur_w, 0, 8);
-    l_addr.insert(l_addr.end(), w.begin(), w.end());
+  std::vector<ValueId> word_bit(12, -1), thread_bit(8);
+  for (int j = 4; j < 12; ++j) word_bit[j] = bitfield(b, "lrow.s" + std::to_string(j), sum, 2 + j, 1);
+  for (int i = 0; i < 8; ++i) thread_bit[i] = bitfield(b, "lrow.t" + std::to_string(i), cur_w, i, 1);
+  for (int j = 4; j < 12; ++j) {
+    std::vector<Step> pick;
+    for (int c = 0; c <= 8; ++c) {
+      const int k = 12 - c;
+      const ValueId src = j < k ? word_bit[j] : thread_bit[j - k];
+      pick.push_back({{{local_log, c, 1}, {src, 1, 1}}, -1, 0, 1});
+    }
+    l_addr.push_back({p.mlp("lrow.b" + std::to_string(j), 2, 0, std::move(pick)), 0});
   }
   const Digits v_local = outs(store(b, "local", 4096, l_addr, l_addr, store_to("st_local", kLocal), is_cta,
                                     digit_parts(C)), 0, 8);

@@ -36,14 +36,16 @@ namespace {
 // The model's memories have the machine's sizes whatever the program
 // declared (the prompt does not carry them), so the reference faults where
 // the model does: at the edges of the machine's spaces.
-machine::Program machine_sized(machine::Program prog) {
+machine::Program machine_sized(machine::Program prog, uint32_t threads) {
   const machine::Params& mp = machine::model_params();
-  if (prog.shared_bytes > mp.shared_bytes || prog.local_bytes > mp.local_bytes)
+  const uint32_t local = mp.local_bytes_for(threads);
+  if (prog.shared_bytes > mp.shared_bytes || prog.local_bytes > local)
     throw std::invalid_argument("the kernel needs " + std::to_string(prog.shared_bytes) + " B of shared and " +
                                 std::to_string(prog.local_bytes) + " B of local memory; the model's machine has " +
-                                std::to_string(mp.shared_bytes) + " and " + std::to_string(mp.local_bytes));
+                                std::to_string(mp.shared_bytes) + " and " + std::to_string(local) + " at " +
+                                std::to_string(threads) + " threads per CTA");
   prog.shared_bytes = mp.shared_bytes;
-  prog.local_bytes = mp.local_bytes;
+  prog.local_bytes = local;
   return prog;
 }
 
@@ -60,7 +62,7 @@ std::vector<uint8_t> machine_sized(std::vector<uint8_t> params) {
 
 TraceOracle::TraceOracle(machine::Program prog, uint32_t threads, uint32_t ctas, std::vector<uint8_t> params,
                          engine::GlobalMemory global)
-    : prog_(machine_sized(std::move(prog))),
+    : prog_(machine_sized(std::move(prog), threads)),
       threads_(threads),
       ctas_(ctas),
       global_(std::move(global)),

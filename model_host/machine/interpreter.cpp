@@ -36,7 +36,7 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
   if (ctas == 0 || ctas > p.max_ctas) throw std::invalid_argument("CTAs per grid out of range");
   if (prog.shared_bytes > p.shared_bytes)
     throw std::invalid_argument("program needs more shared memory than a CTA has");
-  if (prog.local_bytes > p.local_bytes)
+  if (prog.local_bytes > p.local_bytes_for(threads))
     throw std::invalid_argument("program needs more local memory than a thread has");
   if (params_.size() > p.param_bytes) throw std::invalid_argument("parameter buffer exceeds the machine's limit");
 }

@@ -7,6 +7,7 @@
 // counts) through the same code.  docs/isa.md is the prose form of this file.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +23,10 @@ struct Params {
   uint32_t global_bytes = 16 * 1024;
   uint32_t shared_bytes = 4 * 1024;  // per CTA
   uint32_t local_bytes = 512;        // per thread (spills, local arrays, call frames)
+  // When set, local memory is one store of this many bytes per CTA, split
+  // evenly among the CTA's threads rounded up to a power of two (at most
+  // local_bytes each): see local_bytes_for.
+  uint32_t local_store_bytes = 0;
   uint32_t param_bytes = 4 * 1024;   // kernel parameter buffer
   uint32_t print_bytes = 4 * 1024;   // device printf buffer of one launch
   uint32_t max_threads = 256;        // per CTA
@@ -29,6 +34,13 @@ struct Params {
 
   static constexpr uint32_t kCudaWarp = 32;  // what programs see as warpSize
   uint32_t warps_per_group() const { return kCudaWarp / lanes; }
+  // Local memory of each thread of a CTA of `threads` threads.
+  uint32_t local_bytes_for(uint32_t threads) const {
+    if (local_store_bytes == 0) return local_bytes;
+    uint32_t slots = 1;
+    while (slots < threads) slots *= 2;
+    return std::min(local_bytes, local_store_bytes / slots);
+  }
 };
 
 // The machine every product path uses.
@@ -49,7 +61,8 @@ inline const Params& model_params() {
     m.block_instrs = 1;
     m.rom_blocks = 1024;
     m.shared_bytes = 4 * 1024;
-    m.local_bytes = 64;
+    m.local_store_bytes = 16 * 1024;  // 4096 words: 64 B per thread at 256 threads, 512 B at 32
+    m.local_bytes = 16 * 1024;
     m.param_bytes = 1024;
     m.print_bytes = 1024;
     return m;

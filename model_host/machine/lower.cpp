@@ -2052,11 +2052,12 @@ Program Lowerer::run(const std::string& kernel) {
     throw LowerError(kErrInvalidValue, "kernel " + kernel + " needs " + std::to_string(total) +
                                            " bytes of shared memory per block; the machine has " +
                                            std::to_string(p_.shared_bytes));
-  if (local_top_ > p_.local_bytes)
+  if (local_top_ > p_.local_bytes_for(threads_))
     throw LowerError(kErrInvalidValue,
                      "kernel " + kernel + " needs " + std::to_string(local_top_) +
                          " bytes of local memory per thread (variables and spilled registers); the machine has " +
-                         std::to_string(p_.local_bytes));
+                         std::to_string(p_.local_bytes_for(threads_)) +
+                         (p_.local_store_bytes ? " at " + std::to_string(threads_) + " threads per block" : ""));
   Program prog = form_blocks(code);
   prog.kernel = kernel;
   prog.shared_bytes = total;

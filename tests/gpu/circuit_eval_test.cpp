@@ -200,6 +200,39 @@ TEST(GpuCircuitEval, MemorySpacesAndParameters) {
   EXPECT_GT(both(prog, 2, 1, params, g), 20u);
 }
 
+// Local memory is the CTA's 4096-word store split among its threads rounded
+// up to a power of two (machine::Params::local_bytes_for).  For one thread
+// count of each split (2^c threads for c = 0..8), every thread writes its
+// first, a middle and its last local word, reads them back and sums them into
+// global memory: rows that overlapped between threads would read another
+// thread's words.  One word past the end faults.
+TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
+  for (uint32_t threads : {1u, 2u, 3u, 8u, 9u, 32u, 33u, 100u, 129u}) {
+    SCOPED_TRACE(threads);
+    const uint32_t bytes = machine::model_params().local_bytes_for(threads);
+    machine::Program prog = program({
+        blk(special(Op::WARP, 1), jmp(1)),                          // B0
+        blk(alu(Op::MUL, 2, r(1), k(0x00010003)), jmp(2)),          // B1: a value with a high half
+        blk(st(Space::Local, r(0), k(bytes - 4), r(1)), jmp(3)),    // B2: the last word
+        blk(st(Space::Local, r(0), k(0), r(2)), jmp(4)),            // B3: the first
+        blk(st(Space::Local, r(0), k(bytes / 2 + 4), r(2)), jmp(5)),  // B4: one past the middle
+        blk(ld(Space::Local, 3, r(0), k(bytes - 4)), jmp(6)),       // B5
+        blk(ld(Space::Local, 4, r(0), k(0)), jmp(7)),               // B6
+        blk(ld(Space::Local, 5, r(0), k(bytes / 2 + 4)), jmp(8)),   // B7
+        blk(alu(Op::ADD, 3, r(3), r(4)), jmp(9)),                   // B8
+        blk(alu(Op::XOR, 3, r(3), r(5)), jmp(10)),                  // B9
+        blk(alu(Op::SHL, 6, r(1), k(2)), jmp(11)),                  // B10
+        blk(st(Space::Global, r(6), k(kBase), r(3)), exit_()),      // B11
+    });
+    prog.threads = threads;
+    const size_t n = threads <= 9 ? both(prog, threads, 1, {}, global_memory())
+                                  : lockstep(prog, threads, 1, {}, global_memory());
+    EXPECT_GT(n, 16 * threads);
+    machine::Program past = program({blk(ld(Space::Local, 1, r(0), k(bytes)), exit_())});
+    EXPECT_EQ(lockstep(past, threads, 1, {}, global_memory()), 5u);
+  }
+}
+
 TEST(GpuCircuitEval, FaultsAndTraps) {
   machine::Program illegal = program({blk(ld(Space::Global, 2, r(0), k(kBase + 16 * 1024)), exit_())});
   EXPECT_EQ(both(illegal, 1, 1, {}, global_memory()), 5u);

@@ -313,6 +313,7 @@ __global__ void generic_pointers(const int* in, int* out) {
   for (int i = 0; i < 4; ++i) local[i] = in[(t + i) % blockDim.x] + i;
   __syncthreads();
   bump((t & 1) ? &sh[2 * t] : &out[2 * t], in[t]);
+  __syncthreads();  // sum3 reads the slots other threads' bump wrote
   int s = sum3(local + (t & 1)) + sum3(&sh[2 * (t % 63)]) + sum3(in + (t % 60));
   __syncthreads();
   out[128 + t] = sh[2 * t] + sh[2 * t + 1] + s;
