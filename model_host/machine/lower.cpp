@@ -228,10 +228,17 @@ class Lowerer {
   }
 
   // Division routines (docs/isa.md, "Division"): restoring division, one
-  // quotient bit per iteration, as an inline loop.
+  // quotient bit per iteration, as an inline loop over the quotient's bits
+  // only.  A quotient bit above i0 = clz(d) - clz(n) is 0 (n >> (i0 + 1) has
+  // fewer bits than d), so the loop starts at i0 with the remainder
+  // n >> (i0 + 1) that the bits above leave; n < d gives i0 = -1 (no
+  // iteration, r = n).  A zero divisor runs every bit (i0 = 31 or 63).
   std::pair<Operand, Operand> udiv32(Operand n, Operand d) {
-    uint32_t q = op(Op::MOV, K(0)), r = op(Op::MOV, K(0)), i = op(Op::MOV, K(31));
+    Operand i0 = opr(Op::MAX, opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n)), K(uint32_t(-1)));
+    uint32_t i = op(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
+    uint32_t q = op(Op::MOV, K(0)), r = op(Op::SHR, n, opr(Op::ADD, R(i), K(1)));
     uint32_t loop = new_label(), done = new_label();
+    br(opr(Op::SLT, R(i), K(0)), done, loop);
     place(loop);
     Operand carry = opr(Op::SHR, R(r), K(31));
     Operand bit = opr(Op::AND, opr(Op::SHR, n, R(i)), K(1));
@@ -244,10 +251,17 @@ class Lowerer {
     place(done);
     return {R(q), R(r)};
   }
+  Operand clz64(V x) {
+    return opr(Op::SEL, opr(Op::SEQ, x.hi, K(0)), opr(Op::ADD, opr(Op::CLZ, x.lo), K(32)), opr(Op::CLZ, x.hi));
+  }
   std::pair<V, V> udiv64(V n, V d) {
+    Operand i0 = opr(Op::MAX, opr(Op::SUB, clz64(d), clz64(n)), K(uint32_t(-1)));
+    uint32_t i = op(Op::SEL, eq64(d, {K(0), K(0)}), K(63), i0);
     uint32_t qlo = op(Op::MOV, K(0)), qhi = op(Op::MOV, K(0));
-    uint32_t rlo = op(Op::MOV, K(0)), rhi = op(Op::MOV, K(0)), i = op(Op::MOV, K(63));
+    V r0 = shr64(n, opr(Op::ADD, R(i), K(1)), false);
+    uint32_t rlo = op(Op::MOV, r0.lo), rhi = op(Op::MOV, r0.hi);
     uint32_t loop = new_label(), done = new_label();
+    br(opr(Op::SLT, R(i), K(0)), done, loop);
     place(loop);
     Operand carry = opr(Op::SHR, R(rhi), K(31));
     Operand bit =

@@ -74,6 +74,24 @@ __global__ void arith64(int op, long long* out) {
   out[t] = r;
 }
 
+// Quotients and remainders of operand pairs of every bit length, unsigned and
+// signed, 32- and 64-bit (zero divisors included: docs/isa.md gives them).
+__global__ void divide_pairs(const unsigned long long* a, const unsigned long long* b, unsigned long long* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned long long x = a[i], y = b[i];
+  unsigned ux = (unsigned)x, uy = (unsigned)y;
+  long long sx = (long long)x, sy = (long long)y;
+  unsigned long long* o = out + 8 * i;
+  o[0] = ux / uy;
+  o[1] = ux % uy;
+  o[2] = (unsigned)((int)ux / (int)uy);
+  o[3] = (unsigned)((int)ux % (int)uy);
+  o[4] = x / y;
+  o[5] = x % y;
+  o[6] = (unsigned long long)(sx / sy);
+  o[7] = (unsigned long long)(sx % sy);
+}
+
 // Small types: char and short arithmetic, sign and zero extension.
 __global__ void small_types(const signed char* c, const short* s, const unsigned char* uc, int* out) {
   int t = threadIdx.x;
