@@ -227,58 +227,60 @@ class Lowerer {
     return {lo, opr(sign ? Op::SAR : Op::SHR, a.hi, n)};
   }
 
-  // Division routines (docs/isa.md, "Division"): restoring division, one
-  // quotient bit per iteration, as an inline loop over the quotient's bits
-  // only.  A quotient bit above i0 = clz(d) - clz(n) is 0 (n >> (i0 + 1) has
-  // fewer bits than d), so the loop starts at i0 with the remainder
-  // n >> (i0 + 1) that the bits above leave; n < d gives i0 = -1 (no
-  // iteration, r = n).  A zero divisor runs every bit (i0 = 31 or 63).
-  std::pair<Operand, Operand> udiv32(Operand n, Operand d) {
+  // Division routines (docs/isa.md, "Division"): long division with the
+  // divisor aligned under the dividend's top bit, one quotient bit per
+  // iteration, as an inline loop over the quotient's bits only.  No quotient
+  // bit above i0 = clz(d) - clz(n) can be 1 (n >> (i0 + 1) has fewer bits
+  // than d), so the loop compares and subtracts d << i for i = i0 .. 0, and
+  // d << i0 has exactly n's bit length: nothing overflows.  n < d gives
+  // i0 = -1 (no iteration, r = n); a zero divisor runs every bit (i0 = 31 or
+  // 63), subtracting 0 each time: q all ones, r = n.  The quotient is only
+  // accumulated when it is used.
+  std::pair<Operand, Operand> udiv32(Operand n, Operand d, bool want_q) {
     Operand i0 = opr(Op::MAX, opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n)), K(uint32_t(-1)));
     uint32_t i = op(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
-    uint32_t q = op(Op::MOV, K(0)), r = op(Op::SHR, n, opr(Op::ADD, R(i), K(1)));
+    uint32_t dd = op(Op::SHL, d, R(i)), r = op(Op::MOV, n), q = want_q ? op(Op::MOV, K(0)) : 0;
     uint32_t loop = new_label(), done = new_label();
     br(opr(Op::SLT, R(i), K(0)), done, loop);
     place(loop);
-    Operand carry = opr(Op::SHR, R(r), K(31));
-    Operand bit = opr(Op::AND, opr(Op::SHR, n, R(i)), K(1));
-    opd(r, Op::OR, opr(Op::SHL, R(r), K(1)), bit);
-    Operand ge = opr(Op::OR, carry, opr(Op::SLEU, d, R(r)));
-    opd(r, Op::SUB, R(r), opr(Op::SEL, ge, d, K(0)));
-    opd(q, Op::OR, R(q), opr(Op::SHL, ge, R(i)));
+    Operand ge = opr(Op::SLEU, R(dd), R(r));
+    opd(r, Op::SUB, R(r), opr(Op::SEL, ge, R(dd), K(0)));
+    if (want_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), ge);
+    opd(dd, Op::SHR, R(dd), K(1));
     opd(i, Op::SUB, R(i), K(1));
     br(opr(Op::SLT, K(uint32_t(-1)), R(i)), loop, done);
     place(done);
-    return {R(q), R(r)};
+    return {want_q ? R(q) : K(0), R(r)};
   }
   Operand clz64(V x) {
     return opr(Op::SEL, opr(Op::SEQ, x.hi, K(0)), opr(Op::ADD, opr(Op::CLZ, x.lo), K(32)), opr(Op::CLZ, x.hi));
   }
-  std::pair<V, V> udiv64(V n, V d) {
+  std::pair<V, V> udiv64(V n, V d, bool want_q) {
     Operand i0 = opr(Op::MAX, opr(Op::SUB, clz64(d), clz64(n)), K(uint32_t(-1)));
-    uint32_t i = op(Op::SEL, eq64(d, {K(0), K(0)}), K(63), i0);
-    uint32_t qlo = op(Op::MOV, K(0)), qhi = op(Op::MOV, K(0));
-    V r0 = shr64(n, opr(Op::ADD, R(i), K(1)), false);
-    uint32_t rlo = op(Op::MOV, r0.lo), rhi = op(Op::MOV, r0.hi);
+    uint32_t i = op(Op::SEL, opr(Op::SEQ, opr(Op::OR, d.lo, d.hi), K(0)), K(63), i0);
+    V d0 = shl64(d, R(i));
+    uint32_t dlo = op(Op::MOV, d0.lo), dhi = op(Op::MOV, d0.hi);
+    uint32_t rlo = op(Op::MOV, n.lo), rhi = op(Op::MOV, n.hi);
+    uint32_t qlo = want_q ? op(Op::MOV, K(0)) : 0, qhi = want_q ? op(Op::MOV, K(0)) : 0;
     uint32_t loop = new_label(), done = new_label();
     br(opr(Op::SLT, R(i), K(0)), done, loop);
     place(loop);
-    Operand carry = opr(Op::SHR, R(rhi), K(31));
-    Operand bit =
-        opr(Op::AND, opr(Op::OR, opr(Op::SHR, n.lo, R(i)), opr(Op::SHR, n.hi, opr(Op::SUB, R(i), K(32)))), K(1));
-    opd(rhi, Op::OR, opr(Op::SHL, R(rhi), K(1)), opr(Op::SHR, R(rlo), K(31)));
-    opd(rlo, Op::OR, opr(Op::SHL, R(rlo), K(1)), bit);
-    Operand ge = opr(Op::OR, carry, lt64(d, {R(rlo), R(rhi)}, false, true));
-    V t{opr(Op::SEL, ge, d.lo, K(0)), opr(Op::SEL, ge, d.hi, K(0))};
-    V nr = sub64({R(rlo), R(rhi)}, t);
-    opd(rlo, Op::MOV, nr.lo);
-    opd(rhi, Op::MOV, nr.hi);
-    opd(qlo, Op::OR, R(qlo), opr(Op::SHL, ge, R(i)));
-    opd(qhi, Op::OR, R(qhi), opr(Op::SHL, ge, opr(Op::SUB, R(i), K(32))));
+    Operand ge = lt64({R(dlo), R(dhi)}, {R(rlo), R(rhi)}, false, true);
+    Operand tlo = opr(Op::SEL, ge, R(dlo), K(0)), thi = opr(Op::SEL, ge, R(dhi), K(0));
+    Operand borrow = opr(Op::SLTU, R(rlo), tlo);
+    opd(rlo, Op::SUB, R(rlo), tlo);
+    opd(rhi, Op::SUB, opr(Op::SUB, R(rhi), thi), borrow);
+    if (want_q) {
+      opd(qhi, Op::OR, opr(Op::SHL, R(qhi), K(1)), opr(Op::SHR, R(qlo), K(31)));
+      opd(qlo, Op::OR, opr(Op::SHL, R(qlo), K(1)), ge);
+    }
+    opd(dlo, Op::OR, opr(Op::SHR, R(dlo), K(1)), opr(Op::SHL, R(dhi), K(31)));
+    opd(dhi, Op::SHR, R(dhi), K(1));
     opd(i, Op::SUB, R(i), K(1));
     br(opr(Op::SLT, K(uint32_t(-1)), R(i)), loop, done);
     place(done);
-    return {{R(qlo), R(qhi)}, {R(rlo), R(rhi)}};
+    const V q = want_q ? V{R(qlo), R(qhi)} : V{K(0), K(0)};
+    return {q, {R(rlo), R(rhi)}};
   }
   Operand neg_if32(Operand a, Operand neg) { return opr(Op::SEL, neg, opr(Op::SUB, K(0), a), a); }
   V neg_if64(V a, Operand neg) {
@@ -895,7 +897,7 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
   if (ptx::type_size(t) == 8) {
     Operand na = sign ? opr(Op::SLT, a.hi, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.hi, K(0)) : K(0);
     V ua = sign ? neg_if64(a, na) : a, ub = sign ? neg_if64(b, nb) : b;
-    auto [q, r] = udiv64(ua, ub);
+    auto [q, r] = udiv64(ua, ub, !rem);
     V res = rem ? r : q;
     if (sign) {
       Operand neg = rem ? na : opr(Op::XOR, na, nb);
@@ -910,7 +912,7 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
   }
   Operand na = sign ? opr(Op::SLT, a.lo, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.lo, K(0)) : K(0);
   Operand ua = sign ? neg_if32(a.lo, na) : a.lo, ub = sign ? neg_if32(b.lo, nb) : b.lo;
-  auto [q, r] = udiv32(ua, ub);
+  auto [q, r] = udiv32(ua, ub, !rem);
   Operand res = rem ? r : q;
   if (sign) res = neg_if32(res, rem ? na : opr(Op::XOR, na, nb));
   if (sign && !rem) res = opr(Op::SEL, opr(Op::SEQ, b.lo, K(0)), K(0xFFFFFFFFu), res);  // x / 0 == -1

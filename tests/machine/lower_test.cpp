@@ -370,7 +370,9 @@ TEST(MachineLowering, UnsupportedInstructionsAreNamedWithTheirLine) {
 // length (and either sign) exercise every start of the loop, n < d (no
 // iteration) and zero divisors.
 TEST(MachineLowering, DivisionOfOperandsOfEveryBitLength) {
-  std::mt19937_64 rng(2026);
+  for (uint64_t seed : {2026u, 7u, 1234567u, 99u}) {
+  SCOPED_TRACE(seed);
+  std::mt19937_64 rng(seed);
   const int n = 128;
   std::vector<uint64_t> a(n), b(n);
   for (int i = 0; i < n; ++i) {
@@ -390,6 +392,7 @@ TEST(MachineLowering, DivisionOfOperandsOfEveryBitLength) {
   a[3] = uint64_t(1) << 63, b[3] = ~uint64_t(0);
   a[4] = 0x80000000u, b[4] = 0xffffffffu;
   cross_check({"_Z12divide_pairsPKyS0_Py", {2, 1, 1}, {n / 2, 1, 1}, {buffer(a), buffer(b), zeros(n * 64)}});
+  }
 }
 
 // Division by zero through the lowered routines gives the values docs/isa.md
