@@ -359,6 +359,7 @@ class Lowerer {
   void remove_dead_code();
   void propagate_copies();
   void fold_constants();
+  void simplify_local();
   std::vector<VI> allocate();
   Program form_blocks(const std::vector<VI>& code);
   static void drop_unreachable(Program& prog);
@@ -629,6 +630,71 @@ void Lowerer::fold_constants() {
           changed = true;
         }
     }
+  }
+}
+
+// Local simplification over straight-line code (between labels and
+// terminators), tracking which definitions still hold their value:
+//   - commutative operations take an immediate as their second operand;
+//   - (y & m1) & m2 becomes y & (m1 & m2), and (y & m) << k becomes y << k
+//     when m keeps every bit the shift keeps;
+//   - an operation already computed on the same operands (none redefined
+//     since) becomes a copy of that result (value numbering), which copy
+//     propagation then removes.
+void Lowerer::simplify_local() {
+  struct Def {
+    uint32_t reg;
+    Instr in;
+  };
+  std::vector<Def> live;  // this segment's definitions whose operands still hold
+  auto find = [&](uint32_t reg) -> const Instr* {
+    for (const Def& d : live)
+      if (d.reg == reg) return &d.in;
+    return nullptr;
+  };
+  auto same = [](const Operand& x, const Operand& y) { return x.imm == y.imm && x.v == y.v; };
+  auto commutative = [](Op o) {
+    return o == Op::ADD || o == Op::MUL || o == Op::AND || o == Op::OR || o == Op::XOR || o == Op::MIN ||
+           o == Op::MAX || o == Op::MINU || o == Op::MAXU || o == Op::SEQ || o == Op::SNE;
+  };
+  for (VI& v : code_) {
+    if (v.kind != VI::Ins) {
+      live.clear();
+      continue;
+    }
+    Instr& in = v.in;
+    const bool alu = op_info(in.op).kind == OpKind::Alu;
+    if (alu && commutative(in.op) && in.a.imm && !in.b.imm) std::swap(in.a, in.b);
+    if (alu && !in.a.imm && in.b.imm) {
+      const Instr* inner = find(in.a.v);
+      if (inner && inner->op == Op::AND && !inner->a.imm && inner->b.imm) {
+        const uint32_t m = inner->b.v;
+        if (in.op == Op::AND) {
+          in.a = inner->a;
+          in.b = K(m & in.b.v);
+        } else if (in.op == Op::SHL && in.b.v < 32 && (m | ~(~0u >> in.b.v)) == ~0u) {
+          in.a = inner->a;
+        }
+      }
+    }
+    if (alu && in.op != Op::MOV) {
+      for (const Def& d : live)
+        if (d.in.op == in.op && same(d.in.a, in.a) && same(d.in.b, in.b) && same(d.in.c, in.c)) {
+          in = Instr{Op::MOV, in.dst, R(d.reg), K(0), K(0)};
+          break;
+        }
+    }
+    if (!in.writes_reg()) continue;
+    const uint32_t dst = in.dst;
+    std::erase_if(live, [&](const Def& d) {
+      const Operand* ops[3] = {&d.in.a, &d.in.b, &d.in.c};
+      for (int k = 0; k < op_info(d.in.op).arity; ++k)
+        if (!ops[k]->imm && ops[k]->v == dst) return true;
+      return d.reg == dst;
+    });
+    bool reads_dst = false;
+    for (auto* o : sources(in)) reads_dst |= o->v == dst;
+    if (alu && !reads_dst) live.push_back({dst, in});
   }
 }
 
@@ -2057,6 +2123,7 @@ Program Lowerer::run(const std::string& kernel) {
 
   for (int round = 0; round < 3; ++round) {
     fold_constants();
+    simplify_local();
     propagate_copies();
   }
   remove_dead_code();
