@@ -356,7 +356,21 @@ float Matrix::row_dot(int64_t r, const float* x) const {
 // all finite visit every weight (inf * 0 is NaN, not a zero product).
 void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
                           uint64_t* written, bool off_hub) const {
-  std::fill(y, y + out_, 0.0f);
+  // When the hub is the first column the support reaches (the anchor, on
+  // circuit tokens), its products are y's first values: one dense pass over
+  // hub_w_ writes them and zeroes the other rows, instead of a fill and a
+  // scatter (w * x + 0 is the product the scatter would write; 0 * x + 0 is
+  // +0 for finite x).
+  const int32_t* first = nz;
+  while (first != nz_end && !((col_used_[*first / 64] >> (*first % 64)) & 1)) ++first;
+  const bool hub_first = finite_ && hub_col_ >= 0 && first != nz_end && *first == hub_col_ && std::isfinite(x[*first]);
+  if (hub_first) {
+    const float xc = x[hub_col_];
+    const float* hw = hub_w_.data();
+    for (int64_t r = 0; r < out_; ++r) y[r] = hw[r] * xc + 0.0f;
+  } else {
+    std::fill(y, y + out_, 0.0f);
+  }
   if (!finite_) {
     for (int32_t r : active_rows_) {
       y[r] = row_dot(r, x);
@@ -418,7 +432,9 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
       x_hub = xc;
       if (written && !off_hub)
         for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
-      if (!stamped) {
+      if (hub_first) {
+        // written by the dense pass above
+      } else if (!stamped) {
         for (const Entry& e : hub_entries_) y[e.index] = e.w * xc + 0.0f;
       } else {
         for (const Entry& e : hub_entries_) {
