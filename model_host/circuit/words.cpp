@@ -326,4 +326,65 @@ Word mul_lo(Program& p, const std::string& name, const Word& a, const Word& b) {
   return add(p, name + ".sum", low, high).value;
 }
 
+// Columns of mul_hi's product computed side by side: three columns' products
+// (at most 45 values of 16 slots) occupy the residual at a time.
+constexpr int kColumnsPerStage = 3;
+
+Word mul_hi(Program& p, const std::string& name, const Word& a, const Word& b, bool is_signed) {
+  check_same(a, b, name);
+  if (a.bits != 4) fail("mul_hi '" + name + "': needs nibble words");
+  const int n = static_cast<int>(a.digits.size());
+  if (n > 8) fail("mul_hi '" + name + "': at most 8 digits (a column sum must stay below 256)");
+  // Column k of the 2n-digit product: the low nibbles of a_i * b_j with
+  // i + j = k and the high nibbles of those with i + j = k - 1; at most
+  // 2n - 1 terms of at most 15.
+  Word low{{}, 4}, high{{}, 4};
+  high.digits.push_back(zero(p, name + ".h0", 16));
+  ValueId last = -1;
+  size_t first_op = 0;
+  for (int k = 0; k < 2 * n; ++k) {
+    if (k % kColumnsPerStage == 0) {  // a new stage waits for the last one's final digit
+      if (k > 0) last = low.digits.back();
+      first_op = p.ops().size();
+    }
+    std::vector<Term> column;
+    for (int i = 0; i < n; ++i) {
+      const std::string pair = name + ".p" + std::to_string(i) + "_";
+      const int j = k - i, jh = k - 1 - i;
+      if (j >= 0 && j < n)
+        add_digit(column, p.lookup(pair + std::to_string(j) + ".lo", 16, {a.digits[i], b.digits[j]},
+                                   [](const std::vector<int>& v) { return (v[0] * v[1]) & 15; }),
+                  16, ident);
+      if (jh >= 0 && jh < n)
+        add_digit(column, p.lookup(pair + std::to_string(jh) + ".hi", 16, {a.digits[i], b.digits[jh]},
+                                   [](const std::vector<int>& v) { return (v[0] * v[1]) >> 4; }),
+                  16, ident);
+    }
+    low.digits.push_back(p.ladder(digit_name(name, "l", k), 16, column, 0, [](int s) { return s & 15; }));
+    if (k + 1 < 2 * n)
+      high.digits.push_back(p.ladder(digit_name(name, "h", k + 1), 16, column, 0, [](int s) { return s >> 4; }));
+    if (last >= 0 && (k % kColumnsPerStage == kColumnsPerStage - 1 || k == 2 * n - 1)) p.wait_for(first_op, last);
+  }
+  const Word product = add(p, name + ".sum", low, high).value;
+  Word hi{std::vector<ValueId>(product.digits.begin() + n, product.digits.end()), 4};
+  return is_signed ? signed_high(p, name, hi, a, b) : hi;
+}
+
+Word signed_high(Program& p, const std::string& name, const Word& unsigned_high, const Word& a, const Word& b) {
+  check_same(a, b, name);
+  check_same(unsigned_high, a, name);
+  const int n = static_cast<int>(a.digits.size());
+  Word hi = unsigned_high;
+  auto negative = [&](const Word& w, const std::string& what) {
+    return p.lookup(name + "." + what + "_neg", 2, {w.digits.back()},
+                    [](const std::vector<int>& v) { return v[0] >= 8 ? 1 : 0; });
+  };
+  Word zeros{{}, 4};
+  for (int i = 0; i < n; ++i) zeros.digits.push_back(zero(p, name + ".z" + std::to_string(i), 16));
+  const Word fix_a = select(p, name + ".fix_a", negative(a, "a"), b, zeros);
+  const Word fix_b = select(p, name + ".fix_b", negative(b, "b"), a, zeros);
+  hi = add(p, name + ".sub_a", hi, fix_a, true).value;
+  return add(p, name + ".sub_b", hi, fix_b, true).value;
+}
+
 }  // namespace qgpu::circuit

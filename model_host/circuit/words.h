@@ -67,5 +67,15 @@ Word shift(Program& p, const std::string& name, const Word& a, ValueId amount, b
 // The low `width` bits of a * b for nibble words: nibble products by table,
 // column sums by ladder, then the carry-lookahead adder.
 Word mul_lo(Program& p, const std::string& name, const Word& a, const Word& b);
+// The high `width` bits of the full product a * b (unsigned, or with
+// `is_signed` of the two's-complement operands) for nibble words of at most
+// 8 digits: all n^2 nibble products, the 2n column sums computed three
+// columns at a time (each stage waits for the one before, so that only its
+// products occupy the residual), one 2n-digit addition; the signed form
+// subtracts (a < 0 ? b : 0) and (b < 0 ? a : 0).
+Word mul_hi(Program& p, const std::string& name, const Word& a, const Word& b, bool is_signed = false);
+// The signed high half from the unsigned one (two subtractions and two
+// selects), so that both can share one product.
+Word signed_high(Program& p, const std::string& name, const Word& unsigned_high, const Word& a, const Word& b);
 
 }  // namespace qgpu::circuit

@@ -123,6 +123,9 @@ TEST(CircuitPrimitives, EightBitPairsAndSixteenBitValuesExhaustive) {
       {"eq8", flag(equal(b.p, "eq8", x, y)), [](uint64_t x, uint64_t y) { return x == y; }},
       {"min8", select(b.p, "min8", ltu, x, y), [](uint64_t x, uint64_t y) { return std::min(x, y); }},
       {"mul8", mul_lo(b.p, "mul8", x, y), [](uint64_t x, uint64_t y) { return (x * y) & 255; }},
+      {"mulhu8", mul_hi(b.p, "mulhu8", x, y), [](uint64_t x, uint64_t y) { return (x * y) >> 8; }},
+      {"mulhs8", mul_hi(b.p, "mulhs8", x, y, true),
+       [=](uint64_t x, uint64_t y) { return static_cast<uint64_t>((s8(x) * s8(y)) >> 8) & 255; }},
       {"popc16", popc(b.p, "popc16", w), [=](uint64_t x, uint64_t y) { return std::popcount(v16(x, y)); }},
       {"clz16", clz(b.p, "clz16", w),
        [=](uint64_t x, uint64_t y) { return std::countl_zero(static_cast<uint16_t>(v16(x, y))); }},
@@ -244,6 +247,16 @@ TEST(CircuitPrimitives, ThirtyTwoBitMultiplyRandom) {
   Operands32 o;
   o.run({{"mul32", mul_lo(o.b.p, "mul", o.a, o.c), [](uint64_t x, uint64_t y) { return (x * y) & kMask32; }}},
         "32-bit multiply, random", scaled(100'008), Precision::Fp32);
+}
+
+TEST(CircuitPrimitives, ThirtyTwoBitMultiplyHighRandom) {
+  Operands32 o;
+  auto s32 = [](uint64_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)); };
+  const Word hu = mul_hi(o.b.p, "mulhu", o.a, o.c);
+  o.run({{"mulhu32", hu, [](uint64_t x, uint64_t y) { return (x * y) >> 32; }},
+         {"mulhs32", signed_high(o.b.p, "mulhs", hu, o.a, o.c),
+          [=](uint64_t x, uint64_t y) { return static_cast<uint64_t>((s32(x) * s32(y)) >> 32) & kMask32; }}},
+        "32-bit multiply, high half, random", scaled(30'000), Precision::Fp32);
 }
 
 }  // namespace
