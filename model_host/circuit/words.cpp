@@ -294,6 +294,12 @@ Word shift(Program& p, const std::string& name, const Word& a, ValueId amount, b
   return out;
 }
 
+ValueId nibble_product(Program& p, const std::string& name, ValueId x, ValueId y, bool high) {
+  return p.lookup(name, 16, {x, y}, [high](const std::vector<int>& v) {
+    return high ? (v[0] * v[1]) >> 4 : (v[0] * v[1]) & 15;
+  });
+}
+
 Word mul_lo(Program& p, const std::string& name, const Word& a, const Word& b) {
   check_same(a, b, name);
   if (a.bits != 4) fail("mul_lo '" + name + "': needs nibble words");
@@ -304,14 +310,9 @@ Word mul_lo(Program& p, const std::string& name, const Word& a, const Word& b) {
   for (int i = 0; i < n; ++i) {
     for (int j = 0; i + j < n; ++j) {
       const std::string pair = name + ".p" + std::to_string(i) + "_" + std::to_string(j);
-      ValueId lo = p.lookup(pair + ".lo", 16, {a.digits[i], b.digits[j]},
-                            [](const std::vector<int>& v) { return (v[0] * v[1]) & 15; });
-      add_digit(column[i + j], lo, 16, ident);
-      if (i + j + 1 < n) {
-        ValueId hi = p.lookup(pair + ".hi", 16, {a.digits[i], b.digits[j]},
-                              [](const std::vector<int>& v) { return (v[0] * v[1]) >> 4; });
-        add_digit(column[i + j + 1], hi, 16, ident);
-      }
+      add_digit(column[i + j], nibble_product(p, pair + ".lo", a.digits[i], b.digits[j], false), 16, ident);
+      if (i + j + 1 < n)
+        add_digit(column[i + j + 1], nibble_product(p, pair + ".hi", a.digits[i], b.digits[j], true), 16, ident);
     }
   }
   // Column sums (at most 15 * (2k + 1)) split into a low word and a high word
@@ -340,30 +341,28 @@ Word mul_hi(Program& p, const std::string& name, const Word& a, const Word& b, b
   // 2n - 1 terms of at most 15.
   Word low{{}, 4}, high{{}, 4};
   high.digits.push_back(zero(p, name + ".h0", 16));
-  ValueId last = -1;
-  size_t first_op = 0;
+  ValueId last = -1;   // the previous stage's last digit, which this stage waits for
+  size_t first_op = p.ops().size();
   for (int k = 0; k < 2 * n; ++k) {
-    if (k % kColumnsPerStage == 0) {  // a new stage waits for the last one's final digit
-      if (k > 0) last = low.digits.back();
-      first_op = p.ops().size();
-    }
     std::vector<Term> column;
     for (int i = 0; i < n; ++i) {
       const std::string pair = name + ".p" + std::to_string(i) + "_";
       const int j = k - i, jh = k - 1 - i;
       if (j >= 0 && j < n)
-        add_digit(column, p.lookup(pair + std::to_string(j) + ".lo", 16, {a.digits[i], b.digits[j]},
-                                   [](const std::vector<int>& v) { return (v[0] * v[1]) & 15; }),
-                  16, ident);
+        add_digit(column, nibble_product(p, pair + std::to_string(j) + ".lo", a.digits[i], b.digits[j], false), 16,
+                  ident);
       if (jh >= 0 && jh < n)
-        add_digit(column, p.lookup(pair + std::to_string(jh) + ".hi", 16, {a.digits[i], b.digits[jh]},
-                                   [](const std::vector<int>& v) { return (v[0] * v[1]) >> 4; }),
-                  16, ident);
+        add_digit(column, nibble_product(p, pair + std::to_string(jh) + ".hi", a.digits[i], b.digits[jh], true), 16,
+                  ident);
     }
     low.digits.push_back(p.ladder(digit_name(name, "l", k), 16, column, 0, [](int s) { return s & 15; }));
     if (k + 1 < 2 * n)
       high.digits.push_back(p.ladder(digit_name(name, "h", k + 1), 16, column, 0, [](int s) { return s >> 4; }));
-    if (last >= 0 && (k % kColumnsPerStage == kColumnsPerStage - 1 || k == 2 * n - 1)) p.wait_for(first_op, last);
+    if (k % kColumnsPerStage == kColumnsPerStage - 1 || k == 2 * n - 1) {  // a stage ends
+      if (last >= 0) p.wait_for(first_op, last);
+      last = low.digits.back();
+      first_op = p.ops().size();
+    }
   }
   const Word product = add(p, name + ".sum", low, high).value;
   Word hi{std::vector<ValueId>(product.digits.begin() + n, product.digits.end()), 4};

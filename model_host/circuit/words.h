@@ -64,6 +64,10 @@ Word brev(Program& p, const std::string& name, const Word& a);
 // a << s or a >> s (logical) for a word of 1-bit digits and an amount value
 // with `width` slots (amount = slot).  One layer.
 Word shift(Program& p, const std::string& name, const Word& a, ValueId amount, bool left);
+// One nibble of the byte product x * y of two nibble values (16 slots each):
+// the low nibble, or with `high` the high one.  A table: one layer.  The
+// multipliers below are made of these.
+ValueId nibble_product(Program& p, const std::string& name, ValueId x, ValueId y, bool high);
 // The low `width` bits of a * b for nibble words: nibble products by table,
 // column sums by ladder, then the carry-lookahead adder.
 Word mul_lo(Program& p, const std::string& name, const Word& a, const Word& b);

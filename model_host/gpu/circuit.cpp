@@ -309,10 +309,9 @@ Digits multiply(Program& p, const std::string& name, const Word& a, const Word& 
     for (int k : cols) {
       std::vector<Term> column;
       auto product = [&](int i, int j, bool hi) {
-        const ValueId v = p.lookup(name + ".p" + std::to_string(i) + "_" + std::to_string(j) + (hi ? ".hi" : ".lo"), 16,
-                                   {a.digits[i], b.digits[j]}, [hi](const std::vector<int>& x) {
-                                     return hi ? (x[0] * x[1]) >> 4 : (x[0] * x[1]) & 15;
-                                   });
+        const ValueId v = circuit::nibble_product(
+            p, name + ".p" + std::to_string(i) + "_" + std::to_string(j) + (hi ? ".hi" : ".lo"), a.digits[i],
+            b.digits[j], hi);
         for (int s = 1; s < 16; ++s) column.push_back({v, s, s});
       };
       for (int i = 0; i <= k; ++i) product(i, k - i, false);

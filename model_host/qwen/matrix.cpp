@@ -423,7 +423,7 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   bool past_hub = false, stamped = false;
   float x_hub = 0.0f;
   const uint8_t hub_lane = static_cast<uint8_t>(hub_col_ & (kLanes - 1));
-  for (const int32_t* c = nz; c != nz_end; ++c) {
+  for (const int32_t* c = first; c != nz_end; ++c) {  // the columns before `first` are unused
     if (!((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;  // spares a miss on col_ptr_
     const float xc = x[*c];
     const uint8_t lane = static_cast<uint8_t>(*c & (kLanes - 1));
