@@ -40,7 +40,7 @@ std::vector<uint8_t> to_bytes(const std::vector<uint32_t>& words) {
 }
 
 // Where the model's trace stands, as its own records say: the last CTA,
-// WARP and EXEC tokens name the thread and block that a TRAP, FAULT or
+// WARP and EXEC (or VX) tokens name the thread and block that a TRAP, FAULT or
 // divergence belongs to.
 struct TracePosition {
   std::optional<uint32_t> cta, thread, block;
@@ -50,7 +50,7 @@ struct TracePosition {
     if (!t) return;
     if (t->kind == Kind::CTA) cta = t->payload;
     if (t->kind == Kind::WARP) thread = t->payload;
-    if (t->kind == Kind::EXEC) block = t->payload;
+    if (runs_block(t->kind)) block = block_of(*t);
   }
   std::string describe(const machine::Program& prog) const {
     std::string s;
@@ -171,7 +171,7 @@ class ModelBackend : public engine::Backend {
     res.stats.prompt_tokens = prompt.size();
     res.stats.generated_tokens = d.generated.size();
     for (int64_t id : d.generated)
-      if (auto t = decode_token(id); t && t->kind == Kind::EXEC) ++res.stats.steps;
+      if (auto t = decode_token(id); t && runs_block(t->kind)) ++res.stats.steps;
     if (!opts_.dump_tokens.empty()) dump(prompt, d.generated);
     // Memory as the model left it, after END and after a timeout (as a real
     // GPU's partial writes stay); a divergent or garbled trace leaves the

@@ -366,7 +366,10 @@ MachineProgram machine_program() {
   const ValueId prev_kind = prev[0];
   const Digits prevP = outs(prev, 1, 4);
   const Digits prev2P = outs(store(b, "prev2", 1, {}, {}, one, -1, payload_parts(4, 2)), 0, 4);
-  const Digits cur_pc = outs(store(b, "ctx_exec", 1, {}, {}, b.is_kind(Kind::EXEC), -1, payload_parts(3, 0)), 0, 3);
+  // The block being run: EXEC's payload, or VX's (whose bits 10.. are its
+  // value; only bits 0..9 address the ROM).
+  const ValueId runs = b.flag("runs_block", b.kind, [](int s) { return runs_block(Kind(s)); });
+  const Digits cur_pc = outs(store(b, "ctx_exec", 1, {}, {}, runs, -1, payload_parts(3, 0)), 0, 3);
   const Digits cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(3, 0)), 0, 3);
   const Digits cur_c = outs(store(b, "ctx_cta", 1, {}, {}, is_cta, -1, payload_parts(2, 0)), 0, 2);
   const ValueId epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), is_cta, {part(0, 0)})[0];
@@ -388,9 +391,9 @@ MachineProgram machine_program() {
   enum Pass { kOther, kExec, kHi, kCtrl, kWarp, kStart, kToWarp0, kToEnd, kWmin, kPassCount };
   const ValueId pass = p.lookup("pass", kPassCount, {b.kind, prev_kind}, [](const std::vector<int>& v) {
     switch (Kind(v[0])) {
-      case Kind::EXEC: return int(kExec);
+      case Kind::EXEC: case Kind::VX: return int(kExec);
       case Kind::VLO: return int(kHi);
-      case Kind::VZ: return int(kCtrl);
+      case Kind::VZ: case Kind::VG: case Kind::VN: return int(kCtrl);
       case Kind::D: return Kind(v[1]) == Kind::VLO ? int(kCtrl) : int(kOther);
       case Kind::WARP: return int(kWarp);
       case Kind::WMIN: return int(kWmin);
@@ -448,9 +451,34 @@ MachineProgram machine_program() {
 
   // ---- 3. registers ---------------------------------------------------------
   // The value tokens write register dst of the current thread: VZ(lo) writes
-  // (lo, 0); D(hi) after VLO(lo) writes (lo, hi).
-  const Digits reg_lo = b.mux("reg_lo", is_vz, {{1, P}, {0, prevP}}, 4);
-  const Digits reg_hi = b.mux("reg_hi", is_vhi, {{1, P}}, 4);
+  // (lo, 0), VG(lo) (lo, 0x1000) and VN(lo) (lo, 0xffff); D(hi) after VLO(lo)
+  // writes (lo, hi); VX(pc, v) writes (v, 0).
+  // dst is the destination of the block the token before ran (EXEC or VX
+  // before VZ and VX, and VLO, whose block is still the current one, before
+  // D), kept one token in a one-row store: on a VX pass the ROM already
+  // reads the next block.
+  const ValueId is_vx = b.is_kind(Kind::VX);
+  std::vector<Term> vx_terms;
+  for (int s = 1; s < 16; ++s) {
+    if (s >> 2) vx_terms.push_back({b.pay[2], s, s >> 2});
+    if (s & 3) vx_terms.push_back({b.pay[3], s, (s & 3) << 2});
+  }
+  const ValueId vx_value = p.ladder("vx_value", 16, vx_terms, 0, [](int s) { return std::min(s, 15); });
+  const ValueId reg_src = circuit::apply(p, "reg_src", 3, b.kind, [](int s) {
+    const Kind k = Kind(s);
+    return k == Kind::VZ || k == Kind::VG || k == Kind::VN ? 1 : k == Kind::VX ? 2 : 0;
+  });
+  const Digits reg_lo = b.mux("reg_lo", reg_src, {{1, P}, {2, {{vx_value}}}, {0, prevP}}, 4);
+  const ValueId is_vg = b.is_kind(Kind::VG), is_vn = b.is_kind(Kind::VN);
+  const ValueId hi_src = p.lookup("reg_hi_src", 4, {is_vhi, is_vg, is_vn}, [](const std::vector<int>& v) {
+    return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : 0;
+  });
+  auto high_digits = [](uint32_t h) {
+    Digits d;
+    for (int i = 0; i < 4; ++i) d.push_back({-1, int((h >> (4 * i)) & 15)});
+    return d;
+  };
+  const Digits reg_hi = b.mux("reg_hi", hi_src, {{1, P}, {2, high_digits(kGlobalHigh)}, {3, high_digits(kNegativeHigh)}}, 4);
   std::vector<MemoryOp::Part> reg_rec = digit_parts(b.pad(reg_lo, 4));
   for (const Dig& d : reg_hi) reg_rec.push_back({d.v >= 0 ? d.v : b.konst(16, 0), 0});
   for (auto& part_ : reg_rec)
@@ -463,7 +491,8 @@ MachineProgram machine_program() {
     a.insert(a.end(), w.begin(), w.end());
     return a;
   };
-  const auto reg_w = reg_addr(opP[0].v, opP[1].v);
+  const auto prev_dst = store(b, "prev_dst", 1, {}, {}, one, -1, {{opP[0].v, 1}, {opP[1].v, 1}});
+  const auto reg_w = reg_addr(prev_dst[0], prev_dst[1]);
   // Port A also reads the branch condition: on the control pass, and on the
   // EXEC pass of a block with no instruction (the lowering never ends a
   // store's block in br, so no other block needs both).
@@ -471,7 +500,7 @@ MachineProgram machine_program() {
   const ValueId read_cond = b.any("read_cond", {is_ctrl, is_nop});
   const Digits ra = b.mux("ra", read_cond, {{1, {{r_t[0]}, {r_t[1]}}}, {0, {{r_a[0]}, {r_a[1]}}}}, 2);
   auto reg_port = [&](const std::string& name, ValueId lo4, ValueId bit4) {
-    return outs(store(b, name, 8192, reg_w, reg_addr(lo4, bit4), b.any("reg_we", {is_vz, is_vhi}), is_cta, reg_rec),
+    return outs(store(b, name, 8192, reg_w, reg_addr(lo4, bit4), b.any("reg_we", {is_vz, is_vhi, is_vx, is_vg, is_vn}), is_cta, reg_rec),
                 0, 8);
   };
   const Digits regC = reg_port("regs_c", r_c[0], r_c[1]);
@@ -793,7 +822,7 @@ MachineProgram machine_program() {
   const ValueId cond_nz = b.lnot("cond_nz", is_zero(b, "cond_zero", regA));
 
   enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
-             kCtaNext, kCta0, kWminWs, kWminT, kOutCount };
+             kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kOutCount };
   const ValueId ctrl_case = p.lookup("ctrl_case", kOutCount, {tkind, cond_nz, wmin_t}, [](const std::vector<int>& v) {
     switch (v[0]) {
       case kJmp: return int(kExecT);
@@ -804,10 +833,41 @@ MachineProgram machine_program() {
       default: return int(kEnd);
     }
   });
-  const ValueId exec_case = p.lookup("exec_case", kOutCount, {fault, has_dst, hi_zero, ctrl_case},
+  // VX: a result below 16 and a terminator that does not read the register
+  // file (jmp, or br on the register the block writes: its condition is the
+  // result).  Which of the two depends on the ROM alone.
+  const ValueId cond_is_dst =
+      b.all("cond_is_dst", {p.lookup("cond_dst_lo", 2, {r_t[0], opP[0].v},
+                                     [](const std::vector<int>& v) { return v[0] == v[1] ? 1 : 0; }),
+                            p.lookup("cond_dst_hi", 2, {r_t[1], opP[1].v},
+                                     [](const std::vector<int>& v) { return (v[0] & 1) == (v[1] & 1) ? 1 : 0; })});
+  const ValueId vx_term = p.lookup("vx_term", 3, {tkind, cond_is_dst}, [](const std::vector<int>& v) {
+    return v[0] == kJmp ? 1 : v[0] == kBr && v[1] ? 2 : 0;
+  });
+  const Digits Rp = b.pad(R, 8);
+  if (Rp[0].v < 0) throw std::logic_error("gpu circuit: the result's low digit is a constant");
+  const ValueId r_small = is_zero(b, "r_small", slice(Rp, 1, 7));
+  const ValueId r_nz = b.flag("r_low_nonzero", Rp[0].v, [](int s) { return s != 0; });
+  const ValueId vx_case = p.lookup("vx_case", 3, {vx_term, r_small, r_nz}, [](const std::vector<int>& v) {
+    if (!v[1] || !v[0]) return 0;
+    return v[0] == 1 || v[2] ? 1 : 2;  // 1: the t target, 2: the f target
+  });
+  // The high half: 0 (VZ), kGlobalHigh (VG), kNegativeHigh (VN), or other (VLO, D).
+  auto high_is = [&](const std::string& name, uint32_t h) {
+    std::vector<Term> t;
+    for (int i = 0; i < 4; ++i) t.push_back({Rp[4 + i].v, int((h >> (4 * i)) & 15), 1});
+    return p.ladder(name, 2, t, 0, [](int s) { return s == 4 ? 1 : 0; });
+  };
+  for (int i = 4; i < 8; ++i)
+    if (Rp[i].v < 0) throw std::logic_error("gpu circuit: a digit of the result's high half is a constant");
+  const ValueId hi_class = p.lookup("hi_class", 4, {hi_zero, high_is("hi_global", kGlobalHigh),
+                                                    high_is("hi_negative", kNegativeHigh)},
+                                    [](const std::vector<int>& v) { return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : 0; });
+  const ValueId exec_case = p.lookup("exec_case", kOutCount, {fault, has_dst, hi_class, ctrl_case, vx_case},
                                      [](const std::vector<int>& v) {
                                        if (v[0]) return int(kFault);
-                                       if (v[1]) return int(v[2] ? kVz : kVlo);
+                                       if (v[1] && v[4]) return int(v[4] == 1 ? kVxT : kVxF);
+                                       if (v[1]) return int(v[2] == 1 ? kVz : v[2] == 2 ? kVg : v[2] == 3 ? kVn : kVlo);
                                        return v[3];
                                      });
   const ValueId warp_case = p.lookup("warp_case", kOutCount, {w_is_end, runnable, barf, cta_more, wmin_pass, wmin_ws},
@@ -834,6 +894,9 @@ MachineProgram machine_program() {
       case kFault: return int(Kind::FAULT);
       case kVz: return int(Kind::VZ);
       case kVlo: return int(Kind::VLO);
+      case kVxT: case kVxF: return int(Kind::VX);
+      case kVg: return int(Kind::VG);
+      case kVn: return int(Kind::VN);
       case kHiTok: return int(Kind::D);
       case kExecT: case kExecF: case kExecWs: return int(Kind::EXEC);
       case kWminWs: case kWminT: return int(Kind::WMIN);
@@ -845,13 +908,17 @@ MachineProgram machine_program() {
     }
   });
   const ValueId fault_kind = b.flag("fault_kind", fault, [](int s) { return s == 2; });
-  const Digits Rp = b.pad(R, 8);
   // Control payloads depend only on the ROM, the thread table and the
   // context: chosen as soon as those are known, so that only the choice
   // stays in the residual while the ALU works.
-  const ValueId pre_case = p.lookup("pre_case", kOutCount, {pass, ctrl_case, warp_case}, [](const std::vector<int>& v) {
-    return v[0] == kWarp ? v[2] : v[0] == kWmin ? int(kWarpCur) : v[1];
-  });
+  // WARP passes: warp_case; WMIN passes: the next WARP; the others: ctrl_case.
+  const ValueId ctrl_pass = b.flag("ctrl_payload_pass", pass, [](int s) { return s != kWarp && s != kWmin; });
+  std::vector<Step> pre_steps{{{{pass, kWmin, 1}}, 0, kEnd, kWarpCur}};
+  for (int k = 1; k < kOutCount; ++k) {
+    pre_steps.push_back({{{ctrl_pass, 1, 1}, {ctrl_case, k, 1}}, -1, kEnd, k});
+    pre_steps.push_back({{{pass, kWarp, 1}, {warp_case, k, 1}}, -1, kEnd, k});
+  }
+  const ValueId pre_case = p.mlp("pre_case", kOutCount, kEnd, std::move(pre_steps));
   const Digits ctrl_pay = b.mux("ctrl_payload", pre_case,
                                 {{kExecT, t_target},
                                  {kExecF, f_target},
@@ -867,9 +934,24 @@ MachineProgram machine_program() {
   std::vector<Builder::Case> out_cases = {{kFault, {{fault_kind}}},
                                           {kVz, slice(Rp, 0, 4)},
                                           {kVlo, slice(Rp, 0, 4)},
+                                          {kVg, slice(Rp, 0, 4)},
+                                          {kVn, slice(Rp, 0, 4)},
                                           {kHiTok, slice(Rp, 4, 4)}};
   for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
     out_cases.push_back({k, ctrl_pay});
+  // VX(target, v): the target's 10 bits, then v's 4 (vx_payload).
+  auto vx_pay = [&](const std::string& name, const Digits& target) {
+    std::vector<Term> t;
+    for (int s = 1; s < 16; ++s) {
+      if (s & 3) t.push_back({target[2].v, s, s & 3});
+      if (s & 3) t.push_back({Rp[0].v, s, (s & 3) << 2});
+    }
+    const ValueId d2 = p.ladder(name, 16, t, 0, [](int s) { return std::min(s, 15); });
+    const ValueId d3 = circuit::apply(p, name + ".hi", 16, Rp[0].v, [](int s) { return s >> 2; });
+    return Digits{target[0], target[1], {d2}, {d3}};
+  };
+  out_cases.push_back({kVxT, vx_pay("vx_t", t_target)});
+  out_cases.push_back({kVxF, vx_pay("vx_f", f_target)});
   const Digits out_pay = b.mux("out_payload", oc, out_cases, 4);
   std::vector<std::pair<ValueId, ValueId>> head{{b.kind, out_kind}};
   for (int i = 0; i < 4; ++i) head.push_back({b.pay[i], out_pay[i].v >= 0 ? out_pay[i].v : b.konst(16, 0)});

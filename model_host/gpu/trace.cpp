@@ -79,7 +79,7 @@ int64_t TraceOracle::next() {
   if (done_) throw std::logic_error("the trace has ended: END was its last token");
   const int64_t id = after(last_);
   last_ = *decode_token(id);
-  if (last_.kind == Kind::EXEC) ++steps_;
+  if (runs_block(last_.kind)) ++steps_;
   if (last_.kind == Kind::END) done_ = true;
   recent_.push_back(id);
   if (recent_.size() > kRecentTokens) recent_.pop_front();
@@ -161,7 +161,8 @@ int64_t TraceOracle::after(const Token& read) {
       return token_id(Kind::END);
     }
     case Kind::EXEC:
-      block_ = read.payload;
+    case Kind::VX:
+      block_ = block_of(read);
       return exec();
     case Kind::WMIN:
       wmin_ = int32_t(read.payload);
@@ -169,6 +170,8 @@ int64_t TraceOracle::after(const Token& read) {
       return token_id(Kind::WARP, warp_ + 1);
     case Kind::VLO: return token_id(Kind::D, high_);
     case Kind::VZ:
+    case Kind::VG:
+    case Kind::VN:
     case Kind::D: return control();
     case Kind::TRAP:
     case Kind::FAULT: return token_id(Kind::END);
@@ -197,7 +200,18 @@ int64_t TraceOracle::exec() {
   if (b.instrs.empty() || !b.instrs.front().writes_reg()) return control();
   if (rec.regs.size() != 1) mismatch("the step wrote " + std::to_string(rec.regs.size()) + " registers, not 1");
   const uint32_t v = rec.regs.front().value;
+  // A small value with a next block that does not wait for the register
+  // file: jmp, or br on the register just written.
+  const machine::Terminator& term = b.term;
+  const uint32_t dst = b.instrs.front().dst;
+  if (v < kVxValues && (term.kind == Term::JMP || (term.kind == Term::BR && term.cond == dst))) {
+    Thread& t = thread_[warp_];
+    t.pc = term.kind == Term::JMP || v != 0 ? term.t : term.f;
+    return token_id(Kind::VX, vx_payload(t.pc, v));
+  }
   if (v < (1u << 16)) return token_id(Kind::VZ, v);
+  if (v >> 16 == kGlobalHigh) return token_id(Kind::VG, v & 0xffff);
+  if (v >> 16 == kNegativeHigh) return token_id(Kind::VN, v & 0xffff);
   high_ = v >> 16;
   return token_id(Kind::VLO, v & 0xffff);
 }

@@ -18,7 +18,8 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {"NT", 257},      {"NC", 65},      {"MG", 4096},   {"MP", 256},  {"ROM", 1024},
     {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
     {"START", 1},     {"D", 1 << 16},  {"CTA", 64},    {"WARP", 257}, {"EXEC", 1024},
-    {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
+    {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"VX", 1 << 14}, {"VG", 1 << 16},
+    {"VN", 1 << 16},  {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
     {"END", 1},
 }};
 
@@ -55,7 +56,9 @@ std::string token_name(int64_t id) {
   std::string s = kind_name(t->kind);
   if (payload_size(t->kind) == 1) return s;
   char buf[32];
-  if (payload_size(t->kind) == (1u << 16))
+  if (t->kind == Kind::VX)
+    std::snprintf(buf, sizeof buf, "(%u,%u)", block_of(*t), t->payload >> kVxPcBits);
+  else if (payload_size(t->kind) == (1u << 16))
     std::snprintf(buf, sizeof buf, "(0x%04x)", t->payload);
   else
     std::snprintf(buf, sizeof buf, "(%u)", t->payload);

@@ -23,7 +23,7 @@ enum class Kind : uint8_t {
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
-  CTA, WARP, EXEC, VZ, VLO, BARRIER, WMIN, TRAP, FAULT, END,
+  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, BARRIER, WMIN, TRAP, FAULT, END,
   // clang-format on
 };
 inline constexpr int kKindCount = int(Kind::END) + 1;
@@ -45,8 +45,22 @@ inline int64_t token_id(Token t) { return token_id(t.kind, t.payload); }
 std::optional<Token> decode_token(int64_t id);
 // Number of circuit tokens (ids kTokenBase .. kTokenBase + count - 1).
 int64_t circuit_token_count();
-// "EXEC(12)", "VZ(0x0020)", "END"; ids outside the vocabulary as "id:N".
+// "EXEC(12)", "VZ(0x0020)", "VX(7,3)", "END"; ids outside the vocabulary as "id:N".
 std::string token_name(int64_t id);
+
+// VX(pc, v): a register value v below kVxValues and the next block pc, in one
+// token (payload pc | v << kVxPcBits).  It is written for a block whose
+// terminator is `jmp`, or `br` on the register the block writes; the pass
+// that reads it writes v and runs block pc, as EXEC(pc) would.
+inline constexpr uint32_t kVxPcBits = 10;
+inline constexpr uint32_t kVxValues = 16;
+inline uint32_t vx_payload(uint32_t pc, uint32_t v) { return pc | v << kVxPcBits; }
+// VG(lo) and VN(lo): a value whose high half is kGlobalHigh (an address in
+// global memory) or kNegativeHigh (-65536 .. -1), in one token.
+inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
+// Tokens that run a block (EXEC and VX: the trace's steps), and the block.
+inline bool runs_block(Kind k) { return k == Kind::EXEC || k == Kind::VX; }
+inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload & ((1u << kVxPcBits) - 1) : t.payload; }
 
 // Payload layouts of the prompt record tokens.
 // OP's op field is machine::Op's index, or kNoInstruction for a block that

@@ -67,6 +67,123 @@ std::vector<const Operand*> sources(const Instr& in) {
   return r;
 }
 
+// The basic blocks of virtual code (a label or the instruction after a
+// control transfer starts one) and their successors.
+struct Cfg {
+  uint32_t n = 0;
+  std::vector<uint32_t> starts, block_of;
+  std::vector<std::vector<uint32_t>> succ;
+  uint32_t blocks() const { return uint32_t(starts.size()); }
+  uint32_t end(uint32_t b) const { return b + 1 < starts.size() ? starts[b + 1] : n; }
+};
+
+Cfg build_cfg(const std::vector<VI>& code, uint32_t nlabels) {
+  Cfg g;
+  g.n = uint32_t(code.size());
+  std::vector<uint32_t> label_pos(nlabels, UINT32_MAX);
+  for (uint32_t i = 0; i < g.n; ++i)
+    if (code[i].kind == VI::Label) label_pos[code[i].l1] = i;
+  for (uint32_t i = 0; i < g.n; ++i) {
+    bool leader = i == 0 || code[i].kind == VI::Label;
+    if (i > 0) {
+      auto k = code[i - 1].kind;
+      leader |= k == VI::Jmp || k == VI::Br || k == VI::Exit || k == VI::Trap || k == VI::Bar || k == VI::Wbar;
+    }
+    if (leader) g.starts.push_back(i);
+  }
+  const uint32_t nb = g.blocks();
+  g.block_of.resize(g.n);
+  for (uint32_t b = 0; b < nb; ++b)
+    for (uint32_t i = g.starts[b]; i < g.end(b); ++i) g.block_of[i] = b;
+  g.succ.resize(nb);
+  for (uint32_t b = 0; b < nb; ++b) {
+    const VI& v = code[g.end(b) - 1];
+    auto to = [&](uint32_t l) {
+      if (label_pos[l] != UINT32_MAX) g.succ[b].push_back(g.block_of[label_pos[l]]);
+    };
+    switch (v.kind) {
+      case VI::Jmp:
+      case VI::Bar:
+      case VI::Wbar: to(v.l1); break;
+      case VI::Br:
+        to(v.l1);
+        to(v.l2);
+        break;
+      case VI::Exit:
+      case VI::Trap: break;
+      default:
+        if (b + 1 < nb) g.succ[b].push_back(b + 1);
+    }
+  }
+  return g;
+}
+
+// What is known of a 32-bit value: the bits set in `known` are those of `value`.
+struct KnownBits {
+  uint32_t known = 0, value = 0;
+  bool operator==(const KnownBits&) const = default;
+  static KnownBits constant(uint32_t v) { return {~0u, v}; }
+  // Bits 0 .. n-1 known, n the number of low bits known in both.
+  static uint32_t low_known(KnownBits a, KnownBits b) {
+    const uint32_t both = a.known & b.known;
+    return both == ~0u ? ~0u : (1u << __builtin_ctz(~both)) - 1;
+  }
+  friend KnownBits join(KnownBits a, KnownBits b) {
+    const uint32_t k = a.known & b.known & ~(a.value ^ b.value);
+    return {k, a.value & k};
+  }
+};
+
+// The known bits of an ALU result from those of its operands.
+KnownBits known_result(const Instr& in, KnownBits a, KnownBits b, KnownBits c) {
+  auto low = [&](uint32_t v) {
+    const uint32_t m = KnownBits::low_known(a, b);
+    return KnownBits{m, v & m};
+  };
+  const bool shift_known = b.known == ~0u && b.value < 32;
+  const uint32_t s = b.value;
+  switch (in.op) {
+    case Op::MOV: return a;
+    case Op::ADD: return low(a.value + b.value);
+    case Op::SUB: return low(a.value - b.value);
+    case Op::MUL: {
+      KnownBits r = low(a.value * b.value);
+      // Trailing zeros add up.
+      auto tz = [](KnownBits x) { return uint32_t(__builtin_ctz(~(x.known & ~x.value) | 0x80000000u)); };
+      const uint32_t z = std::min(31u, tz(a) + tz(b));
+      const uint32_t zm = (1u << z) - 1;
+      if ((r.known & zm) != zm) r = {r.known | zm, r.value & ~zm};
+      return r;
+    }
+    case Op::AND: {
+      const uint32_t k = (a.known & b.known) | (a.known & ~a.value) | (b.known & ~b.value);
+      return {k, a.value & b.value & k};
+    }
+    case Op::OR: {
+      const uint32_t k = (a.known & b.known) | (a.known & a.value) | (b.known & b.value);
+      return {k, (a.value | b.value) & k};
+    }
+    case Op::XOR: return {a.known & b.known, (a.value ^ b.value) & a.known & b.known};
+    case Op::SHL:
+      if (!shift_known) return {};
+      return {(a.known << s) | ((1u << s) - 1), a.value << s};
+    case Op::SHR:
+      if (!shift_known) return {};
+      return {(a.known >> s) | ~(~0u >> s), a.value >> s};
+    case Op::SAR: {
+      if (!shift_known) return {};
+      const uint32_t k = (a.known >> 31) ? uint32_t(int32_t(a.known) >> s) : a.known >> s;
+      return {k, uint32_t(int32_t(a.value) >> s) & k};
+    }
+    case Op::SEQ: case Op::SNE: case Op::SLT: case Op::SLE: case Op::SLTU: case Op::SLEU:
+      return {~1u, 0};
+    case Op::POPC: case Op::CLZ: return {~63u, 0};
+    case Op::SEL: return join(b, c);
+    case Op::MIN: case Op::MAX: case Op::MINU: case Op::MAXU: return join(a, b);
+    default: return {};
+  }
+}
+
 // One inlined function body.
 struct Frame {
   const ptx::Function* f = nullptr;
@@ -359,6 +476,7 @@ class Lowerer {
   void remove_dead_code();
   void propagate_copies();
   void fold_constants();
+  void fold_known_bits();
   void simplify_local();
   std::vector<VI> allocate();
   Program form_blocks(const std::vector<VI>& code);
@@ -633,11 +751,88 @@ void Lowerer::fold_constants() {
   }
 }
 
+// Known bits, per register and program point, over the control flow: a
+// forward dataflow to a fixed point, registers unknown at entry.  An ALU
+// result whose every bit is known becomes that constant, and a mask that
+// keeps every bit that may be set (`and x, m` where x's other bits are known
+// zero) becomes a copy.  This makes the byte offset of a narrow access a
+// constant where its address's alignment is known (an array at a fixed
+// shared offset indexed by a counter that steps by whole words), and drops
+// the zero-extension of values that are already narrow.
+void Lowerer::fold_known_bits() {
+  const Cfg cfg = build_cfg(code_, nlabels_);
+  const uint32_t nb = cfg.blocks();
+  if (nb == 0) return;
+  auto operand = [](const std::vector<KnownBits>& st, const Instr& x, int k) {
+    const Operand* ops[3] = {&x.a, &x.b, &x.c};
+    if (k >= op_info(x.op).arity) return KnownBits::constant(0);
+    return ops[k]->imm ? KnownBits::constant(ops[k]->v) : st[ops[k]->v];
+  };
+  auto result = [&](const std::vector<KnownBits>& st, const Instr& x) {
+    return op_info(x.op).kind == OpKind::Alu ? known_result(x, operand(st, x, 0), operand(st, x, 1), operand(st, x, 2))
+                                             : KnownBits{};
+  };
+  std::vector<std::vector<KnownBits>> in(nb);
+  std::vector<bool> reached(nb, false), queued(nb, false);
+  in[0].assign(nvregs_, KnownBits{});
+  reached[0] = queued[0] = true;
+  std::vector<uint32_t> work{0};
+  std::vector<KnownBits> st;
+  while (!work.empty()) {
+    const uint32_t b = work.back();
+    work.pop_back();
+    queued[b] = false;
+    st = in[b];
+    for (uint32_t i = cfg.starts[b]; i < cfg.end(b); ++i)
+      if (code_[i].kind == VI::Ins && code_[i].in.writes_reg()) st[code_[i].in.dst] = result(st, code_[i].in);
+    for (uint32_t s : cfg.succ[b]) {
+      bool changed = !reached[s];
+      if (!reached[s]) {
+        in[s] = st;
+        reached[s] = true;
+      } else {
+        for (uint32_t r = 0; r < nvregs_; ++r) {
+          const KnownBits j = join(in[s][r], st[r]);
+          if (!(j == in[s][r])) {
+            in[s][r] = j;
+            changed = true;
+          }
+        }
+      }
+      if (changed && !queued[s]) {
+        queued[s] = true;
+        work.push_back(s);
+      }
+    }
+  }
+  for (uint32_t b = 0; b < nb; ++b) {
+    if (!reached[b]) continue;
+    st = in[b];
+    for (uint32_t i = cfg.starts[b]; i < cfg.end(b); ++i) {
+      if (code_[i].kind != VI::Ins || !code_[i].in.writes_reg()) continue;
+      Instr& x = code_[i].in;
+      const KnownBits r = result(st, x);
+      if (op_info(x.op).kind == OpKind::Alu) {
+        if (r.known == ~0u && !(x.op == Op::MOV && x.a.imm)) {
+          x = Instr{Op::MOV, x.dst, K(r.value), K(0), K(0)};
+        } else if (x.op == Op::AND && x.a.imm != x.b.imm) {
+          const Operand reg = x.a.imm ? x.b : x.a, mask = x.a.imm ? x.a : x.b;
+          const KnownBits a = st[reg.v];
+          if ((~mask.v & ~(a.known & ~a.value)) == 0) x = Instr{Op::MOV, x.dst, reg, K(0), K(0)};
+        }
+      }
+      st[x.dst] = r;
+    }
+  }
+}
+
 // Local simplification over straight-line code (between labels and
 // terminators), tracking which definitions still hold their value:
 //   - commutative operations take an immediate as their second operand;
 //   - (y & m1) & m2 becomes y & (m1 & m2), and (y & m) << k becomes y << k
 //     when m keeps every bit the shift keeps;
+//   - x - k becomes x + (-k), and (y + k1) + k2 becomes y + (k1 + k2), in
+//     ALU additions and in the a + b of loads and stores;
 //   - an operation already computed on the same operands (none redefined
 //     since) becomes a copy of that result (value numbering), which copy
 //     propagation then removes.
@@ -664,7 +859,19 @@ void Lowerer::simplify_local() {
     }
     Instr& in = v.in;
     const bool alu = op_info(in.op).kind == OpKind::Alu;
-    if (alu && commutative(in.op) && in.a.imm && !in.b.imm) std::swap(in.a, in.b);
+    const bool access = in.op == Op::LD || in.op == Op::ST;
+    if ((access || (alu && commutative(in.op))) && in.a.imm && !in.b.imm) std::swap(in.a, in.b);
+    if (alu && in.op == Op::SUB && !in.a.imm && in.b.imm) {
+      in.op = Op::ADD;
+      in.b = K(0u - in.b.v);
+    }
+    if ((access || (alu && in.op == Op::ADD)) && !in.a.imm && in.b.imm) {
+      const Instr* inner = find(in.a.v);
+      if (inner && inner->op == Op::ADD && !inner->a.imm && inner->b.imm) {
+        in.b = K(inner->b.v + in.b.v);
+        in.a = inner->a;
+      }
+    }
     if (alu && !in.a.imm && in.b.imm) {
       const Instr* inner = find(in.a.v);
       if (inner && inner->op == Op::AND && !inner->a.imm && inner->b.imm) {
@@ -894,7 +1101,25 @@ void Lowerer::lower_setp(const ptx::Instr& in) {
   if (ptx::is_float(t)) unsupported(in, "compares floating-point values: the machine has no floating point");
   bool sign = ptx::is_signed(t);
   bool wide = ptx::type_size(t) == 8;
-  V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+  V a, b;
+  if (const uint32_t size = ptx::type_size(t); size == 1 || size == 2) {
+    // Narrow registers hold their values zero-extended (write()): equality
+    // compares them as they are, and the signed order is the unsigned order
+    // of the values with their sign bit flipped.
+    const Type u = size == 1 ? Type::U8 : Type::U16;
+    a = read(in, in.ops[1], u);
+    b = read(in, in.ops[2], u);
+    const ptx::Cmp c = in.cmp;
+    if (sign && (c == ptx::Cmp::Lt || c == ptx::Cmp::Le || c == ptx::Cmp::Gt || c == ptx::Cmp::Ge)) {
+      const uint32_t top = 1u << (8 * size - 1);
+      a.lo = opr(Op::XOR, a.lo, K(top));
+      b.lo = opr(Op::XOR, b.lo, K(top));
+    }
+    sign = false;
+  } else {
+    a = read(in, in.ops[1], t);
+    b = read(in, in.ops[2], t);
+  }
   auto lt = [&](V x, V y, bool s, bool le) -> Operand {
     if (wide) return lt64(x, y, s, le);
     return opr(le ? (s ? Op::SLE : Op::SLEU) : (s ? Op::SLT : Op::SLTU), x.lo, y.lo);
@@ -1816,44 +2041,11 @@ std::vector<VI> Lowerer::allocate() {
   const uint32_t n = uint32_t(code_.size());
   const uint32_t allocatable = p_.regs - kSpillScratch;
   // Basic blocks of the virtual code.
-  std::vector<uint32_t> label_pos(nlabels_, UINT32_MAX);
-  for (uint32_t i = 0; i < n; ++i)
-    if (code_[i].kind == VI::Label) label_pos[code_[i].l1] = i;
-  std::vector<uint32_t> starts;
-  for (uint32_t i = 0; i < n; ++i) {
-    bool leader = i == 0 || code_[i].kind == VI::Label;
-    if (i > 0) {
-      auto k = code_[i - 1].kind;
-      leader |= k == VI::Jmp || k == VI::Br || k == VI::Exit || k == VI::Trap || k == VI::Bar || k == VI::Wbar;
-    }
-    if (leader) starts.push_back(i);
-  }
-  const uint32_t nb = uint32_t(starts.size());
-  std::vector<uint32_t> block_of(n);
-  for (uint32_t b = 0; b < nb; ++b)
-    for (uint32_t i = starts[b]; i < (b + 1 < nb ? starts[b + 1] : n); ++i) block_of[i] = b;
-  auto end_of = [&](uint32_t b) { return b + 1 < nb ? starts[b + 1] : n; };
-  std::vector<std::vector<uint32_t>> succ(nb);
-  for (uint32_t b = 0; b < nb; ++b) {
-    uint32_t last = end_of(b) - 1;
-    const VI& v = code_[last];
-    auto to = [&](uint32_t l) {
-      if (label_pos[l] != UINT32_MAX) succ[b].push_back(block_of[label_pos[l]]);
-    };
-    switch (v.kind) {
-      case VI::Jmp:
-      case VI::Bar:
-      case VI::Wbar: to(v.l1); break;
-      case VI::Br:
-        to(v.l1);
-        to(v.l2);
-        break;
-      case VI::Exit:
-      case VI::Trap: break;
-      default:
-        if (b + 1 < nb) succ[b].push_back(b + 1);
-    }
-  }
+  const Cfg cfg = build_cfg(code_, nlabels_);
+  const std::vector<uint32_t>& starts = cfg.starts;
+  const std::vector<std::vector<uint32_t>>& succ = cfg.succ;
+  const uint32_t nb = cfg.blocks();
+  auto end_of = [&](uint32_t b) { return cfg.end(b); };
   auto uses = [&](const VI& v, std::vector<uint32_t>& out) {
     out.clear();
     if (v.kind == VI::Ins)
@@ -2123,6 +2315,7 @@ Program Lowerer::run(const std::string& kernel) {
 
   for (int round = 0; round < 3; ++round) {
     fold_constants();
+    if (round < 2) fold_known_bits();
     simplify_local();
     propagate_copies();
   }

@@ -127,7 +127,9 @@ TEST(GpuCircuitEval, StraightLineValuesBranchesAndLoops) {
       blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B6
       blk(std::nullopt, exit_()),                            // B7
   });
-  EXPECT_GT(both(prog, 1, 1, {}, global_memory()), 20u);
+  // CTA(0) WARP(0) EXEC(0) VX(1,5) VLO D EXEC(2) VLO D EXEC(3) VX(4,3) VX(4,2)
+  // VX(4,1) VX(5,0) EXEC(6) WARP(1) END
+  EXPECT_EQ(both(prog, 1, 1, {}, global_memory()), 17u);
 }
 
 // Exact arithmetic (docs/circuit.md section 4): on every token the trace
@@ -227,7 +229,7 @@ TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
     prog.threads = threads;
     const size_t n = threads <= 9 ? both(prog, threads, 1, {}, global_memory())
                                   : lockstep(prog, threads, 1, {}, global_memory());
-    EXPECT_GT(n, 16 * threads);
+    EXPECT_GE(n, 13 * threads);  // per thread its WARP and 12 blocks, at least
     machine::Program past = program({blk(ld(Space::Local, 1, r(0), k(bytes)), exit_())});
     EXPECT_EQ(lockstep(past, threads, 1, {}, global_memory()), 5u);
   }

@@ -20,12 +20,13 @@ namespace {
 
 using namespace test;
 
-// "CTA(0) WARP(0) EXEC(3) VLO(0x5678) D(0x1234) END" as ids.
+// "CTA(0) WARP(0) EXEC(3) VLO(0x5678) D(0x1234) VX(4,1) END" as ids (VX(pc,v)).
 std::vector<int64_t> parse(const std::string& text) {
   static const std::map<std::string, Kind> kinds = {
       {"CTA", Kind::CTA}, {"WARP", Kind::WARP},       {"EXEC", Kind::EXEC}, {"VZ", Kind::VZ},
       {"VLO", Kind::VLO}, {"D", Kind::D},             {"BARRIER", Kind::BARRIER},
-      {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN}};
+      {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN},
+      {"VX", Kind::VX}, {"VG", Kind::VG},           {"VN", Kind::VN}};
   std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string t;
@@ -33,6 +34,8 @@ std::vector<int64_t> parse(const std::string& text) {
     size_t open = t.find('(');
     uint32_t payload = 0;
     if (open != std::string::npos) payload = uint32_t(std::stoul(t.substr(open + 1), nullptr, 0));
+    if (size_t comma = t.find(','); comma != std::string::npos)
+      payload = vx_payload(payload, uint32_t(std::stoul(t.substr(comma + 1), nullptr, 0)));
     ids.push_back(token_id(kinds.at(t.substr(0, open)), payload));
   }
   return ids;
@@ -52,20 +55,22 @@ std::unique_ptr<TraceOracle> run(const machine::Program& prog, uint32_t threads,
   return o;
 }
 
-TEST(GpuTrace, StraightLineWritesSmallValuesAsVzAndOthersAsVloAndD) {
+TEST(GpuTrace, StraightLineWritesValuesAsVxVzVgVnOrVloAndD) {
   machine::Program prog = program({
       blk(alu(Op::MOV, 1, k(5)), jmp(1)),                  // B0
       blk(alu(Op::MOV, 2, k(0x12345678)), jmp(2)),         // B1
       blk(alu(Op::ADD, 3, r(1), r(2)), jmp(3)),            // B2: 0x1234567d
       blk(alu(Op::MOV, 4, k(0xffff)), jmp(4)),             // B3: the largest VZ
       blk(alu(Op::ADD, 4, r(4), k(1)), jmp(5)),            // B4: 0x10000, the smallest VLO
-      blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B5: no register written
+      blk(alu(Op::MOV, 5, k(0x1000abcd)), jmp(6)),         // B5: high half 0x1000, VG
+      blk(alu(Op::MOV, 6, k(0xfffffffe)), jmp(7)),         // B6: high half 0xffff, VN
+      blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B7: no register written
   });
   expect_trace(prog, 1, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(5) EXEC(1) VLO(0x5678) D(0x1234) EXEC(2) VLO(0x567d) D(0x1234) "
-               "EXEC(3) VZ(0xffff) EXEC(4) VLO(0) D(1) EXEC(5) WARP(1) END");
+               "CTA(0) WARP(0) EXEC(0) VX(1,5) VLO(0x5678) D(0x1234) EXEC(2) VLO(0x567d) D(0x1234) "
+               "EXEC(3) VZ(0xffff) EXEC(4) VLO(0) D(1) EXEC(5) VG(0xabcd) EXEC(6) VN(0xfffe) EXEC(7) WARP(1) END");
   auto o = run(prog, 1, 1, global_memory());
-  EXPECT_EQ(o->steps(), 6u);
+  EXPECT_EQ(o->steps(), 8u);
   EXPECT_EQ(word(o->memory().bytes, 2), 0x1234567du);
   EXPECT_EQ(o->fault().error, 0);
 }
@@ -79,8 +84,21 @@ TEST(GpuTrace, BranchesBothWaysAndALoop) {
       blk(alu(Op::MOV, 5, k(0xffffffff)), exit_()),     // B4
   });
   expect_trace(prog, 1, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(2) EXEC(1) VZ(1) EXEC(1) VZ(0) EXEC(2) EXEC(4) VLO(0xffff) D(0xffff) "
-               "WARP(1) END");
+               "CTA(0) WARP(0) EXEC(0) VX(1,2) VX(1,1) VX(2,0) EXEC(4) VN(0xffff) WARP(1) END");
+}
+
+TEST(GpuTrace, VxOnlyForSmallValuesWhoseNextBlockNeedsNoRegisterRead) {
+  machine::Program prog = program({
+      blk(special(Op::WARP, 2), jmp(1)),              // B0: jmp, 0
+      blk(alu(Op::MOV, 1, k(3)), br(2, 2, 3)),        // B1: br on another register: VZ, then EXEC
+      blk(std::nullopt, exit_()),                     // B2: never reached
+      blk(alu(Op::MOV, 1, k(16)), jmp(4)),            // B3: too large for VX
+      blk(alu(Op::MOV, 1, k(15)), br(1, 5, 2)),       // B4: the largest VX value, br on it
+      blk(std::nullopt, exit_()),                     // B5
+  });
+  expect_trace(prog, 1, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VZ(3) EXEC(3) VZ(16) EXEC(4) VX(5,15) WARP(1) END");
+  EXPECT_EQ(run(prog, 1, 1, global_memory())->steps(), 5u);
 }
 
 TEST(GpuTrace, ThreadsRunOneAfterAnotherUntilEachExits) {
@@ -90,8 +108,7 @@ TEST(GpuTrace, ThreadsRunOneAfterAnotherUntilEachExits) {
       blk(std::nullopt, exit_()),              // B2
   });
   expect_trace(prog, 3, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) VZ(7) EXEC(2) WARP(1) EXEC(0) VZ(1) EXEC(2) "
-               "WARP(2) EXEC(0) VZ(2) EXEC(2) WARP(3) END");
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,7) WARP(1) EXEC(0) VX(2,1) WARP(2) EXEC(0) VX(2,2) WARP(3) END");
 }
 
 TEST(GpuTrace, BarriersOpenInAlternatingEpochsAndSkipExitedThreads) {
@@ -107,8 +124,8 @@ TEST(GpuTrace, BarriersOpenInAlternatingEpochsAndSkipExitedThreads) {
       blk(std::nullopt, exit_()),                      // B6
   });
   expect_trace(prog, 3, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(3) VZ(9) WARP(1) EXEC(0) VZ(1) EXEC(1) VZ(0) EXEC(5) "
-               "WARP(2) EXEC(0) VZ(2) EXEC(1) VZ(1) EXEC(2) WARP(3) BARRIER(1) "
+               "CTA(0) WARP(0) EXEC(0) VX(3,0) VZ(9) WARP(1) EXEC(0) VX(1,1) VX(5,0) "
+               "WARP(2) EXEC(0) VX(1,2) VX(2,1) WARP(3) BARRIER(1) "
                "WARP(0) EXEC(4) VZ(0x100) WARP(1) WARP(2) EXEC(4) VZ(0x102) WARP(3) BARRIER(0) "
                "WARP(0) EXEC(6) WARP(1) WARP(2) EXEC(6) WARP(3) END");
 }
@@ -123,7 +140,7 @@ TEST(GpuTrace, BarrierOrdersSharedMemoryBetweenThreads) {
   });
   prog.shared_bytes = 8;
   expect_trace(prog, 2, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(2) WARP(1) EXEC(0) VZ(1) EXEC(1) WARP(2) BARRIER(1) "
+               "CTA(0) WARP(0) EXEC(0) VX(2,0) WARP(1) EXEC(0) VX(1,1) WARP(2) BARRIER(1) "
                "WARP(0) EXEC(3) VZ(0x4242) WARP(1) EXEC(3) VZ(0x4242) WARP(2) END");
 }
 
@@ -136,9 +153,9 @@ TEST(GpuTrace, CtasRunInOrderEachWithItsOwnEpochsAndSharedMemory) {
   });
   prog.shared_bytes = 4;
   expect_trace(prog, 2, 2, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) VZ(0) EXEC(2) WARP(1) EXEC(0) VZ(0) EXEC(1) VZ(5) EXEC(2) "
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,0) WARP(1) EXEC(0) VX(1,0) VX(2,5) "
                "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARP(1) EXEC(3) VZ(1) WARP(2) "
-               "CTA(1) WARP(0) EXEC(0) VZ(1) EXEC(1) VZ(0) EXEC(2) WARP(1) EXEC(0) VZ(1) EXEC(1) VZ(5) EXEC(2) "
+               "CTA(1) WARP(0) EXEC(0) VX(1,1) VX(2,0) WARP(1) EXEC(0) VX(1,1) VX(2,5) "
                "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARP(1) EXEC(3) VZ(1) WARP(2) END");
 }
 
@@ -148,7 +165,7 @@ TEST(GpuTrace, TrapStopsTheLaunchAfterTheBlocksStores) {
       blk(st(Space::Global, r(0), k(kBase), k(42)), trap(710)),  // B1: thread 0
       blk(std::nullopt, exit_()),                             // B2: never reached
   });
-  expect_trace(prog, 2, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) TRAP(710) END");
+  expect_trace(prog, 2, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VX(1,0) TRAP(710) END");
   auto o = run(prog, 2, 1, global_memory());
   EXPECT_EQ(o->fault().error, 710);
   EXPECT_EQ(o->steps(), 2u);
@@ -160,7 +177,7 @@ TEST(GpuTrace, IllegalAndMisalignedAccessesFault) {
       blk(alu(Op::MOV, 1, k(kBase + 16 * 1024)), jmp(1)),  // just past global memory
       blk(ld(Space::Global, 2, r(1), k(0)), exit_()),
   });
-  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VLO(0x4000) D(0x1000) EXEC(1) FAULT(0) END");
+  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VG(0x4000) EXEC(1) FAULT(0) END");
   auto o = run(illegal, 1, 1, global_memory());
   EXPECT_EQ(o->fault().error, 700);
   EXPECT_EQ(o->steps(), 2u);  // the faulting EXEC counts
@@ -205,8 +222,8 @@ TEST(GpuTrace, ConvergedThreadsMeetAtWbarAndGoOnTogether) {
       blk(std::nullopt, exit_()),                           // B4
   });
   expect_trace(prog, 3, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(1) VZ(0) EXEC(2) WMIN(3) WARP(1) EXEC(0) VZ(1) EXEC(1) VZ(4) "
-               "EXEC(2) WARP(2) EXEC(0) VZ(2) EXEC(1) VZ(8) EXEC(2) WARP(3) WARP(0) "
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,0) WMIN(3) WARP(1) EXEC(0) VX(1,1) VX(2,4) "
+               "WARP(2) EXEC(0) VX(1,2) VX(2,8) WARP(3) WARP(0) "
                "EXEC(3) VZ(1) WMIN(4) WARP(1) EXEC(3) VZ(1) WARP(2) EXEC(3) VZ(1) WARP(3) WARP(0) "
                "EXEC(4) WARP(1) EXEC(4) WARP(2) EXEC(4) WARP(3) END");
 }
@@ -222,7 +239,7 @@ TEST(GpuTrace, DivergentThreadsAtDifferentWbarsGoOnFromTheLeastPc) {
       blk(std::nullopt, exit_()),                // B4
   });
   expect_trace(prog, 2, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VZ(0) EXEC(2) WMIN(4) WARP(1) EXEC(0) VZ(1) EXEC(1) WMIN(3) WARP(2) "
+               "CTA(0) WARP(0) EXEC(0) VX(2,0) WMIN(4) WARP(1) EXEC(0) VX(1,1) WMIN(3) WARP(2) "
                "WARP(0) WMIN(4) WARP(1) EXEC(3) VZ(7) WARP(2) "
                "WARP(0) EXEC(4) WARP(1) EXEC(4) WARP(2) END");
 }
@@ -321,7 +338,7 @@ TEST_P(GpuTraceDotProduct, TraceEndsWithTheRightSumAndOneExecPerInterpreterStep)
   EXPECT_EQ(o.fault().error, 0);
   EXPECT_EQ(o.steps(), interp.stats().steps);
   uint64_t execs = 0;
-  for (int64_t id : trace) execs += decode_token(id)->kind == Kind::EXEC;
+  for (int64_t id : trace) execs += runs_block(decode_token(id)->kind);
   EXPECT_EQ(execs, o.steps());
   ASSERT_GE(trace.size(), 4u);
   EXPECT_EQ(format_token_names({trace[0], trace[1]}), "CTA(0) WARP(0)");

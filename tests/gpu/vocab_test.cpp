@@ -20,14 +20,16 @@ struct Range {
 // word indices of 16 KiB and 1 KiB, 1024 ROM blocks, OP = 6-bit op, 3-bit
 // space, 5-bit register; operands = immediate flag and 5-bit register;
 // T = 3-bit kind and 5-bit condition; WARP 0..256 (256: past the last thread);
-// WMIN a ROM block.
+// VX = a ROM block and a 4-bit value; WMIN a ROM block.
 const Range kRanges[] = {
     {Kind::NT, "NT", 256},        {Kind::NC, "NC", 64},        {Kind::MG, "MG", 4095},
     {Kind::MP, "MP", 255},        {Kind::ROM, "ROM", 1023},    {Kind::OP, "OP", (1u << 14) - 1},
     {Kind::A, "A", 63},           {Kind::B, "B", 63},          {Kind::C, "C", 63},
     {Kind::T, "T", 255},          {Kind::START, "START", 0},   {Kind::D, "D", 0xffff},
     {Kind::CTA, "CTA", 63},       {Kind::WARP, "WARP", 256},   {Kind::EXEC, "EXEC", 1023},
-    {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::BARRIER, "BARRIER", 1},
+    {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::VX, "VX", (1u << 14) - 1},
+    {Kind::VG, "VG", 0xffff},     {Kind::VN, "VN", 0xffff},
+    {Kind::BARRIER, "BARRIER", 1},
     {Kind::WMIN, "WMIN", 1023},   {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
 };
 
@@ -78,10 +80,26 @@ TEST(GpuVocab, RecordPayloadsPackTheirFields) {
   EXPECT_LT(term_payload(5, 31), payload_size(Kind::T));
 }
 
+TEST(GpuVocab, VxPacksEveryBlockWithEverySmallValue) {
+  for (uint32_t pc = 0; pc < 1024; ++pc)
+    for (uint32_t v = 0; v < kVxValues; ++v) {
+      auto t = decode_token(token_id(Kind::VX, vx_payload(pc, v)));
+      ASSERT_TRUE(t.has_value());
+      ASSERT_EQ(t->kind, Kind::VX);
+      EXPECT_EQ(block_of(*t), pc);
+      EXPECT_EQ(t->payload >> kVxPcBits, v);
+    }
+  EXPECT_TRUE(runs_block(Kind::EXEC));
+  EXPECT_TRUE(runs_block(Kind::VX));
+  EXPECT_FALSE(runs_block(Kind::VZ));
+  EXPECT_EQ(block_of(Token{Kind::EXEC, 1023}), 1023u);
+}
+
 TEST(GpuVocab, NamesShowKindAndPayload) {
   EXPECT_EQ(token_name(token_id(Kind::EXEC, 12)), "EXEC(12)");
   EXPECT_EQ(token_name(token_id(Kind::VZ, 0x20)), "VZ(0x0020)");
   EXPECT_EQ(token_name(token_id(Kind::D, 0xffff)), "D(0xffff)");
+  EXPECT_EQ(token_name(token_id(Kind::VX, vx_payload(1023, 15))), "VX(1023,15)");
   EXPECT_EQ(token_name(token_id(Kind::END)), "END");
   EXPECT_EQ(token_name(token_id(Kind::WARP, 256)), "WARP(256)");
   EXPECT_EQ(token_name(5), "id:5");

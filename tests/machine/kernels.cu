@@ -101,6 +101,41 @@ __global__ void small_types(const signed char* c, const short* s, const unsigned
   out[t] = x + y * 7 + z + (s[t] >> 3) + ((unsigned short)s[t] >> 3);
 }
 
+// Narrow accesses at every byte offset of a word, where the offset is known
+// (shared arrays indexed by a loop counter, stores at 4t + j) and where it
+// is not (indices from the thread), with signed and unsigned comparisons of
+// narrow values.
+__global__ void narrow_scan(const short* s, const signed char* c, int* out) {
+  __shared__ short ss[64];
+  __shared__ signed char sc[64];
+  __shared__ unsigned char uc[64];
+  __shared__ signed char packed[256];
+  int t = threadIdx.x;
+  ss[t] = s[t];
+  sc[t] = c[t];
+  uc[t] = (unsigned char)c[(t * 5) % 64];
+  __syncthreads();
+  short v = ss[t];
+  signed char w = sc[t];
+  int below = 0, equal = 0, cmix = 0, ubelow = 0, sum = 0;
+  for (int j = 0; j < 64; ++j) {
+    below += ss[j] < v;
+    equal += ss[j] == v || ss[j] >= (short)(v + 3);
+    cmix += sc[j] <= w || sc[j] > (signed char)(w ^ 0x40);
+    ubelow += uc[j] < (unsigned char)w;
+    sum += ss[(j + t) % 64] * (j + 1) + sc[(j * 3 + t) % 64];
+  }
+  for (int j = 0; j < 4; ++j) packed[4 * t + j] = (signed char)(below * 4 + j - 100);
+  __syncthreads();
+  int* o = out + 6 * t;
+  o[0] = below;
+  o[1] = equal;
+  o[2] = cmix;
+  o[3] = ubelow;
+  o[4] = sum;
+  o[5] = packed[(4 * t + 7) % 256] * 1000 + packed[4 * ((t + 1) % 64) + 1];
+}
+
 // Divergence: nested lane-dependent branches and data-dependent loops.
 __device__ __noinline__ int collatz_steps(unsigned v) {
   int n = 0;
