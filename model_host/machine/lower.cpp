@@ -762,7 +762,9 @@ void Lowerer::fold_constants() {
 void Lowerer::fold_known_bits() {
   const Cfg cfg = build_cfg(code_, nlabels_);
   const uint32_t nb = cfg.blocks();
-  if (nb == 0) return;
+  // One state of every register per block: beyond 2^24 entries (128 MiB)
+  // the pass is skipped (it only removes instructions).
+  if (nb == 0 || uint64_t(nb) * nvregs_ > (uint64_t(1) << 24)) return;
   auto operand = [](const std::vector<KnownBits>& st, const Instr& x, int k) {
     const Operand* ops[3] = {&x.a, &x.b, &x.c};
     if (k >= op_info(x.op).arity) return KnownBits::constant(0);
@@ -1097,8 +1099,10 @@ void Lowerer::lower_guarded(const ptx::Instr& in) {
 }
 
 void Lowerer::lower_setp(const ptx::Instr& in) {
-  Type t = in.type;
-  if (ptx::is_float(t)) unsupported(in, "compares floating-point values: the machine has no floating point");
+  // set.CMP.dtype.stype compares stype values (type2); setp has one type.
+  Type t = in.op == ptx::Op::Set ? in.type2 : in.type;
+  if (ptx::is_float(t) || ptx::is_float(in.type))
+    unsupported(in, "compares floating-point values: the machine has no floating point");
   bool sign = ptx::is_signed(t);
   bool wide = ptx::type_size(t) == 8;
   V a, b;
@@ -2038,7 +2042,6 @@ void Lowerer::expand_mulhi(const Instr& in) {
 // ---- pass 2: register allocation -------------------------------------------------
 
 std::vector<VI> Lowerer::allocate() {
-  const uint32_t n = uint32_t(code_.size());
   const uint32_t allocatable = p_.regs - kSpillScratch;
   // Basic blocks of the virtual code.
   const Cfg cfg = build_cfg(code_, nlabels_);

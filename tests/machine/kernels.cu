@@ -104,7 +104,7 @@ __global__ void small_types(const signed char* c, const short* s, const unsigned
 // Narrow accesses at every byte offset of a word, where the offset is known
 // (shared arrays indexed by a loop counter, stores at 4t + j) and where it
 // is not (indices from the thread), with signed and unsigned comparisons of
-// narrow values.
+// narrow values (setp, and set, which compares its source type).
 __global__ void narrow_scan(const short* s, const signed char* c, int* out) {
   __shared__ short ss[64];
   __shared__ signed char sc[64];
@@ -127,13 +127,16 @@ __global__ void narrow_scan(const short* s, const signed char* c, int* out) {
   }
   for (int j = 0; j < 4; ++j) packed[4 * t + j] = (signed char)(below * 4 + j - 100);
   __syncthreads();
-  int* o = out + 6 * t;
+  unsigned below_next;
+  asm("set.lt.u32.s16 %0, %1, %2;" : "=r"(below_next) : "h"(v), "h"(ss[(t + 5) % 64]));
+  int* o = out + 7 * t;
   o[0] = below;
   o[1] = equal;
   o[2] = cmix;
   o[3] = ubelow;
   o[4] = sum;
   o[5] = packed[(4 * t + 7) % 256] * 1000 + packed[4 * ((t + 1) % 64) + 1];
+  o[6] = (int)below_next;
 }
 
 // Divergence: nested lane-dependent branches and data-dependent loops.

@@ -226,7 +226,7 @@ TEST(MachineLowering, NarrowAccessesAtKnownAndUnknownOffsets) {
   s[7] = 0x7fff;
   c[8] = int8_t(0x80);
   c[10] = 0x7f;
-  cross_check({"_Z11narrow_scanPKsPKaPi", {1, 1, 1}, {64, 1, 1}, {buffer(s), buffer(c), zeros(64 * 6 * 4)}});
+  cross_check({"_Z11narrow_scanPKsPKaPi", {1, 1, 1}, {64, 1, 1}, {buffer(s), buffer(c), zeros(64 * 7 * 4)}});
 }
 
 TEST(MachineLowering, DivergentBranchesLoopsAndCalls) {
