@@ -371,6 +371,69 @@ TEST(ModelLowering, SharedBytesAndHalfwordsSharedByThreads) {
   }
 }
 
+// A loop that scans shared arrays a word at a time reads the byte at +3 and
+// the halfword at +2: the known-bits pass knows the addresses' low bits, so
+// the byte offset within the word is a constant and no shift amount is
+// computed (docs/isa.md section 8, clean-up).
+TEST(ModelLowering, NarrowLoadsAtAKnownOffsetShiftByConstants) {
+  ModelLaunch l(R"(
+.visible .entry k(.param .u64 dst)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 sb[64];
+  .shared .align 4 .b8 sh[64];
+  ld.param.u64 %rd1, [dst];
+  mov.u32 %r1, %tid.x;
+  shl.b32 %r2, %r1, 2;
+  mov.u32 %r3, sb;
+  add.s32 %r4, %r3, %r2;
+  mul.lo.s32 %r5, %r1, -1640531535;
+  st.shared.u32 [%r4], %r5;
+  mov.u32 %r6, sh;
+  add.s32 %r7, %r6, %r2;
+  xor.b32 %r8, %r5, 1515870810;
+  st.shared.u32 [%r7], %r8;
+  bar.sync 0;
+  mov.u32 %r9, 0;
+  mov.u32 %r10, 0;
+$L:
+  add.s32 %r11, %r3, %r10;
+  ld.shared.u8 %r2, [%r11+3];
+  add.s32 %r9, %r9, %r2;
+  add.s32 %r11, %r6, %r10;
+  ld.shared.s16 %r2, [%r11+2];
+  add.s32 %r9, %r9, %r2;
+  add.s32 %r10, %r10, 4;
+  setp.lt.u32 %p1, %r10, 64;
+  @%p1 bra $L;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r9;
+  ret;
+}
+)");
+  const uint32_t n = 16;
+  uint64_t pd = l.buffer(std::vector<uint32_t>(n));
+  Fault fault = l.run({1, 1, 1}, {n, 1, 1}, pointers({pd}));
+  ASSERT_EQ(fault.error, 0) << fault.message;
+  expect_model_shape(l.program());
+  uint32_t want = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint32_t word = j * 0x9e3779b1u;
+    want += word >> 24;
+    want += uint32_t(int32_t(int16_t((word ^ 0x5a5a5a5au) >> 16)));
+  }
+  EXPECT_EQ(l.words(pd, n), std::vector<uint32_t>(n, want));
+  for (const Block& b : l.program().blocks)
+    for (const Instr& in : b.instrs) {
+      if (in.op == Op::SHL || in.op == Op::SHR || in.op == Op::SAR)
+        EXPECT_TRUE(in.b.imm) << "a shift by a computed amount: " << to_string(in);
+      if (in.op == Op::AND) EXPECT_FALSE(in.b.imm && (in.b.v == 2 || in.b.v == 3)) << to_string(in);
+    }
+}
+
 // Local memory: each thread's bytes and halfwords land in its own words.
 TEST(ModelLowering, LocalBytesAndHalfwords) {
   ModelLaunch l(R"(
