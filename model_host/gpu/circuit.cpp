@@ -943,8 +943,9 @@ MachineProgram machine_program() {
   auto vx_pay = [&](const std::string& name, const Digits& target) {
     std::vector<Term> t;
     for (int s = 1; s < 16; ++s) {
-      if (s & 3) t.push_back({target[2].v, s, s & 3});
-      if (s & 3) t.push_back({Rp[0].v, s, (s & 3) << 2});
+      if (!(s & 3)) continue;
+      t.push_back({target[2].v, s, s & 3});
+      t.push_back({Rp[0].v, s, (s & 3) << 2});
     }
     const ValueId d2 = p.ladder(name, 16, t, 0, [](int s) { return std::min(s, 15); });
     const ValueId d3 = circuit::apply(p, name + ".hi", 16, Rp[0].v, [](int s) { return s >> 2; });

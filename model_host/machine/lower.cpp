@@ -71,7 +71,7 @@ std::vector<const Operand*> sources(const Instr& in) {
 // control transfer starts one) and their successors.
 struct Cfg {
   uint32_t n = 0;
-  std::vector<uint32_t> starts, block_of;
+  std::vector<uint32_t> starts;
   std::vector<std::vector<uint32_t>> succ;
   uint32_t blocks() const { return uint32_t(starts.size()); }
   uint32_t end(uint32_t b) const { return b + 1 < starts.size() ? starts[b + 1] : n; }
@@ -92,14 +92,14 @@ Cfg build_cfg(const std::vector<VI>& code, uint32_t nlabels) {
     if (leader) g.starts.push_back(i);
   }
   const uint32_t nb = g.blocks();
-  g.block_of.resize(g.n);
+  std::vector<uint32_t> block_of(g.n);
   for (uint32_t b = 0; b < nb; ++b)
-    for (uint32_t i = g.starts[b]; i < g.end(b); ++i) g.block_of[i] = b;
+    for (uint32_t i = g.starts[b]; i < g.end(b); ++i) block_of[i] = b;
   g.succ.resize(nb);
   for (uint32_t b = 0; b < nb; ++b) {
     const VI& v = code[g.end(b) - 1];
     auto to = [&](uint32_t l) {
-      if (label_pos[l] != UINT32_MAX) g.succ[b].push_back(g.block_of[label_pos[l]]);
+      if (label_pos[l] != UINT32_MAX) g.succ[b].push_back(block_of[label_pos[l]]);
     };
     switch (v.kind) {
       case VI::Jmp:
