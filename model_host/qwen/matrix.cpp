@@ -137,6 +137,34 @@ inline bool before(float v, int64_t r, float best, int64_t best_row) {
   return v > best || (v == best && r < best_row);
 }
 
+// Products that are multiples of 2^-4 and whose magnitudes sum below 2^18
+// have exact partial sums in any order: every sum of some of them is a
+// multiple of 2^-4 below 2^20 in magnitude, a 24-bit integer times 2^-4, so
+// no addition rounds and the lane scheme's order gives the same value as
+// column order.  (A compiled circuit's products are such values.)
+constexpr int kGridBits = 4;
+constexpr float kExactBound = 0x1p18f;
+// The magnitude a product adds to its row's total: |p| when p is on the
+// grid, else kOffGrid, which fails the bound.  (p + 1.5 * 2^19) - 1.5 * 2^19
+// rounds p to a multiple of 2^-4 when |p| < 2^18; a larger |p| fails the
+// bound by itself, and NaN fails both.
+constexpr float kGridRound = 0x1.8p19f;
+constexpr float kOffGrid = 0x1p30f;
+inline float grid_magnitude(float p) { return (p + kGridRound) - kGridRound == p ? std::fabs(p) : kOffGrid; }
+
+// The fewest fractional bits of v: the least g >= 0 with v * 2^g an integer
+// (0 for 0), or kNoGrid when v is not finite or needs more than 32.
+constexpr uint8_t kNoGrid = 255;
+inline uint8_t fraction_bits(float v) {
+  if (v == 0.0f) return 0;
+  if (!std::isfinite(v)) return kNoGrid;
+  int e = 0;
+  const float m = std::frexp(v, &e);  // v = m * 2^e, 0.5 <= |m| < 1, m has 24 bits
+  uint32_t bits = static_cast<uint32_t>(std::fabs(std::ldexp(m, 24)));
+  const int g = 24 - e - __builtin_ctz(bits);
+  return g <= 0 ? 0 : g > 32 ? kNoGrid : static_cast<uint8_t>(g);
+}
+
 }  // namespace
 
 __attribute__((target_clones("avx2", "default")))
@@ -259,6 +287,8 @@ void Matrix::derive_indexes() {
     col_used_[e.index / 64] |= uint64_t{1} << (e.index % 64);
   }
   for (int64_t c = 0; c < in_; ++c) col_ptr_[c + 1] += col_ptr_[c];
+  col_grid_.assign(in_, 0);
+  for (const Entry& e : by_row_) col_grid_[e.index] = std::max(col_grid_[e.index], fraction_bits(e.w));
   by_col_.resize(by_row_.size());
   std::vector<uint32_t> fill(col_ptr_.begin(), col_ptr_.end() - 1);
   for (int32_t r : active_rows_)
@@ -347,135 +377,89 @@ float Matrix::row_dot(int64_t r, const float* x) const {
 }
 
 // Visits only the products of non-zero weights with the listed columns,
-// column by column, so a row receives its products in ascending column
-// order.  A row that receives one or two, p and q, has the value
-// (p + 0) + (q + 0) in either order (see lane_sum), which is accumulated in
-// y directly: y starts at +0, which is not -0, and neither is (p + 0), so
-// y + p and y + (p + 0) are the same.  A row that
-// receives more is summed from its staged products.  Weights that are not
-// all finite visit every weight (inf * 0 is NaN, not a zero product).
+// column by column, adding each to its row's sum and its magnitude to the
+// row's total.  A row whose products are all on the grid
+// with a total below the bound then holds the lane scheme's sum (see
+// above); any other row it reached is summed again in the lane scheme from
+// its stored weights (row_dot: products with unlisted columns are +-0 and
+// change nothing).  y starts at +0, which is not -0, and never becomes -0.
+// Weights that are not all finite visit every weight (inf * 0 is NaN, not
+// a zero product).
 void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
                           uint64_t* written, bool off_hub) const {
-  // When the hub is the first column the support reaches (the anchor, on
-  // circuit tokens), its products are y's first values: one dense pass over
-  // hub_w_ writes them and zeroes the other rows, instead of a fill and a
-  // scatter (w * x + 0 is the product the scatter would write; 0 * x + 0 is
-  // +0 for finite x).
-  const int32_t* first = nz;
-  while (first != nz_end && !((col_used_[*first / 64] >> (*first % 64)) & 1)) ++first;
-  const bool hub_first = finite_ && hub_col_ >= 0 && first != nz_end && *first == hub_col_ && std::isfinite(x[*first]);
-  if (hub_first) {
-    const float xc = x[hub_col_];
-    const float* hw = hub_w_.data();
-    for (int64_t r = 0; r < out_; ++r) y[r] = hw[r] * xc + 0.0f;
-  } else {
-    std::fill(y, y + out_, 0.0f);
-  }
   if (!finite_) {
+    std::fill(y, y + out_, 0.0f);
     for (int32_t r : active_rows_) {
       y[r] = row_dot(r, x);
       if (written) written[r / 64] |= uint64_t{1} << (r % 64);
     }
     return;
   }
-  if (static_cast<int64_t>(s.rows.size()) < out_) {
-    s.rows.resize(out_, Scratch::Row{});
-    s.many.resize(out_);
+  // When the hub is the first column the support reaches (the anchor, on
+  // circuit tokens), its products are y's first values: one dense pass over
+  // hub_w_ writes them and zeroes the other rows, instead of a fill and a
+  // scatter (w * x + 0 is the product the scatter would give; 0 * x + 0 is
+  // +0 for finite x).  Otherwise the hub is scattered as any column.
+  const int32_t* first = nz;
+  while (first != nz_end && !((col_used_[*first / 64] >> (*first % 64)) & 1)) ++first;
+  const bool hub_first = hub_col_ >= 0 && first != nz_end && *first == hub_col_ && std::isfinite(x[*first]);
+  const float x_hub = hub_first ? x[hub_col_] : 0.0f;
+  if (hub_first) {
+    hub_pass(x_hub, y);
+    if (written && !off_hub)
+      for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
+    ++first;
+  } else {
+    std::fill(y, y + out_, 0.0f);
   }
-  if (++s.call == 0) {  // the stamps wrapped around: forget them all
-    for (auto& row : s.rows) row.stamp = 0;
-    s.call = 1;
-  }
-  const uint32_t call = s.call;
+  if (static_cast<int64_t>(s.rows.size()) < out_) s.rows.resize(out_, Scratch::Row{});
   Scratch::Row* rows = s.rows.data();
-  int32_t* many = s.many.data();
-  int64_t n_many = 0;
-  size_t more = 0;  // used entries of s.more_*
-  // Products in ascending column order.  Branch-free where it is data: past
-  // two products y gains +0 (such a row is summed again below), and every
-  // row is listed in `many`, the count advancing only for its third product.
-  auto add = [&](int32_t r, float p, uint8_t lane, uint32_t n) {
-    Scratch::Row& row = rows[r];
-    row.stamp = call;
-    row.count = n + 1;
-    if (n < Scratch::kSlots) {
-      row.product[n] = p;
-      row.lane[n] = lane;
-    } else {
-      if (n == Scratch::kSlots) {  // room for the rest of the row's weights
-        row.overflow = static_cast<uint32_t>(more);
-        more += static_cast<size_t>(row_ptr_[r + 1] - row_ptr_[r]) - Scratch::kSlots;
-        if (s.more_product.size() < more) {
-          s.more_product.resize(std::max(more, 2 * s.more_product.size()));
-          s.more_lane.resize(s.more_product.size());
-        }
-      }
-      s.more_product[row.overflow + n - Scratch::kSlots] = p;
-      s.more_lane[row.overflow + n - Scratch::kSlots] = lane;
-    }
-    y[r] += n < 2 ? p : 0.0f;
-    many[n_many] = r;
-    n_many += n == 2;
-  };
-  // The hub column is a stream: a row it reaches first gets y = p + 0 and
-  // no stamp; a later column that reaches such a row first records the hub's
-  // product as the row's first (y already holds it).
-  bool past_hub = false, stamped = false;
-  float x_hub = 0.0f;
-  const uint8_t hub_lane = static_cast<uint8_t>(hub_col_ & (kLanes - 1));
-  for (const int32_t* c = first; c != nz_end; ++c) {  // the columns before `first` are unused
+  size_t n_touched = 0, hub_begin = 0, hub_end = 0;
+  for (const int32_t* c = first; c != nz_end; ++c) {
     if (!((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;  // spares a miss on col_ptr_
     const float xc = x[*c];
-    const uint8_t lane = static_cast<uint8_t>(*c & (kLanes - 1));
-    if (*c == hub_col_) {
-      past_hub = true;
-      x_hub = xc;
-      if (written && !off_hub)
-        for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
-      if (hub_first) {
-        // written by the dense pass above
-      } else if (!stamped) {
-        for (const Entry& e : hub_entries_) y[e.index] = e.w * xc + 0.0f;
-      } else {
-        for (const Entry& e : hub_entries_) {
-          const float p = e.w * xc;
-          if (rows[e.index].stamp == call) add(e.index, p, lane, rows[e.index].count);
-          else y[e.index] = p + 0.0f;
-        }
+    const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]];
+    if (s.touched.size() < n_touched + static_cast<size_t>(end - e))
+      s.touched.resize(std::max(n_touched + static_cast<size_t>(end - e), 2 * s.touched.size()));
+    int32_t* touched = s.touched.data() + n_touched;
+    if (*c == hub_col_) hub_begin = n_touched, hub_end = n_touched + static_cast<size_t>(end - e);
+    n_touched += static_cast<size_t>(end - e);
+    // Every product of the column is on the grid when its weights and x[c]
+    // have at most kGridBits fractional bits together (the exact product
+    // is then a multiple of 2^-4, and it is representable, hence p, while
+    // |p| < 2^18; a larger one fails the bound by its magnitude).
+    const uint8_t x_bits = fraction_bits(xc);
+    const bool on_grid = x_bits != kNoGrid && col_grid_[*c] != kNoGrid && x_bits + col_grid_[*c] <= kGridBits;
+    auto scatter = [&](auto magnitude_of) {
+      for (; e != end; ++e, ++touched) {
+        const float p = e->w * xc;
+        Scratch::Row& row = rows[e->index];
+        row.sum += p;
+        row.magnitude += magnitude_of(p);
+        *touched = e->index;
       }
-      continue;
-    }
-    stamped = true;
-    for (const Entry *e = &by_col_[col_ptr_[*c]], *end = &by_col_[col_ptr_[*c + 1]]; e != end; ++e) {
-      Scratch::Row& row = rows[e->index];
-      uint32_t n = row.stamp == call ? row.count : 0;
-      if (written && n == 0) written[e->index / 64] |= uint64_t{1} << (e->index % 64);
-      if (n == 0 && past_hub && hub_w_[e->index] != 0.0f) {  // the hub's product came first
-        row.product[0] = hub_w_[e->index] * x_hub;
-        row.lane[0] = hub_lane;
-        n = 1;
-      }
-      add(e->index, e->w * xc, lane, n);
-    }
+    };
+    if (on_grid) scatter([](float p) { return std::fabs(p); });
+    else scatter(grid_magnitude);
   }
-  for (int64_t k = 0; k < n_many; ++k) {
-    const Scratch::Row& row = rows[many[k]];
-    if (row.count <= Scratch::kSlots) {
-      y[many[k]] = lane_sum(
-          row.count, [&](int64_t i) { return row.lane[i]; }, [&](int64_t i) { return row.product[i]; });
-      continue;
-    }
-    if (s.gathered_product.size() < row.count) {
-      s.gathered_product.resize(row.count);
-      s.gathered_lane.resize(row.count);
-    }
-    std::copy_n(row.product, Scratch::kSlots, s.gathered_product.data());
-    std::copy_n(row.lane, Scratch::kSlots, s.gathered_lane.data());
-    std::copy_n(&s.more_product[row.overflow], row.count - Scratch::kSlots, &s.gathered_product[Scratch::kSlots]);
-    std::copy_n(&s.more_lane[row.overflow], row.count - Scratch::kSlots, &s.gathered_lane[Scratch::kSlots]);
-    y[many[k]] = lane_sum(
-        row.count, [&](int64_t i) { return s.gathered_lane[i]; }, [&](int64_t i) { return s.gathered_product[i]; });
+  // y (+0, or the hub's product) plus the row's sum is exact when the
+  // total magnitude is below the bound, whatever the grouping.
+  for (size_t i = 0; i < n_touched; ++i) {
+    const int32_t r = s.touched[i];
+    if (written && !(off_hub && i >= hub_begin && i < hub_end)) written[r / 64] |= uint64_t{1} << (r % 64);
+    Scratch::Row& row = rows[r];
+    float m = row.magnitude;
+    if (m == 0.0f) continue;  // seen already, or only zero products: y is exact
+    if (hub_first) m += grid_magnitude(hub_w_[r] * x_hub);
+    y[r] = m < kExactBound ? y[r] + row.sum : row_dot(r, x);
+    row = Scratch::Row{};
   }
+}
+
+__attribute__((target_clones("avx2", "default")))
+void Matrix::hub_pass(float x_hub, float* y) const {
+  const float* hw = hub_w_.data();
+  for (int64_t r = 0; r < out_; ++r) y[r] = hw[r] * x_hub + 0.0f;
 }
 
 void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written,

@@ -7,7 +7,10 @@
 // with the non-zero entries of the input.  A lane starts at +0 and is never
 // -0 (a sum is -0 only when both terms are), so adding a zero product (+-0,
 // for finite weights and inputs) leaves it unchanged: both give bit-identical
-// sums.  Everything here is fp32 and never fused into FMAs.
+// sums.  A sparse product adds a row's products in column order where that
+// is provably the same value: products on the 2^-4 grid whose magnitudes
+// sum below 2^18 have exact partial sums in any order; other rows are summed
+// in the lane scheme.  Everything here is fp32 and never fused into FMAs.
 #pragma once
 
 #include <torch/torch.h>
@@ -60,21 +63,14 @@ class Matrix {
   // it grows to the largest matrix it serves and is then reused.
   class Scratch {
     friend class Matrix;
-    static constexpr uint32_t kSlots = 4;
-    // Per output row, the products it received in this call, in the order
-    // received: a row whose stamp is not the current call's has none.  The
-    // first kSlots are kept in the row, the rest in `more` from `overflow` on.
+    // Per output row, the sum of the products it received in this call and
+    // of their magnitudes (|p|, or more than the exactness bound for a
+    // product off the grid); all +0 between calls.
     struct Row {
-      uint32_t stamp, count;
-      float product[kSlots];
-      uint8_t lane[kSlots];
-      uint32_t overflow;
+      float sum, magnitude;
     };
     std::vector<Row> rows;
-    uint32_t call = 0;
-    std::vector<float> more_product, gathered_product;
-    std::vector<uint8_t> more_lane, gathered_lane;
-    std::vector<int32_t> many;       // rows that received three products or more
+    std::vector<int32_t> touched;    // rows that received a product, in order (with repeats)
     std::vector<double> high, size;  // argmax: per block of rows, bound terms
   };
 
@@ -137,6 +133,8 @@ class Matrix {
   void derive_indexes();
   // Row r times x, over all its weights.
   float row_dot(int64_t r, const float* x) const;
+  // y[r] = hub weight(r) * x_hub + 0 for every row.
+  void hub_pass(float x_hub, float* y) const;
   // One vector through the sparse storage; y[out] is fully written.
   void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
                     uint64_t* written, bool off_hub) const;
@@ -153,6 +151,7 @@ class Matrix {
   std::vector<uint32_t> col_ptr_;      // per column, its range in by_col_
   std::vector<Entry> by_col_;          // index = row
   std::vector<uint64_t> col_used_;     // bit per column: it holds a weight
+  std::vector<uint8_t> col_grid_;      // per column, the most fractional bits of its weights (255: too many)
   // The hub: a column that many rows read (a compiled circuit's anchor),
   // visited as a stream in apply_sparse; -1 when no column is read by at
   // least kHubRows rows and a sixteenth of them.  hub_w_ holds each row's

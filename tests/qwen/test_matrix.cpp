@@ -166,6 +166,50 @@ TEST(QwenMatrix, SparseEqualsDenseWithAHubColumn) {
   }
 }
 
+// Sums whose order matters only just: weights and inputs on the 2^-4 grid
+// and beside it (2^-5, 2^-6), with magnitudes from 2^12 to 2^19, so that a
+// row's products are exact in any order below the sparse product's bound
+// and round differently by lane order above it; rows of two to forty
+// products, many in one lane, with and without a hub.  Every row must still
+// equal the dense lane scheme bit for bit.
+TEST(QwenMatrix, SumsNearTheExactnessBoundKeepTheLaneOrder) {
+  std::mt19937 rng(11);
+  auto near_bound = [&]() {
+    const float magnitude = std::ldexp(1.0f, 12 + static_cast<int>(rng() % 8));
+    const float fraction = std::ldexp(static_cast<float>(1 + rng() % 7), -4 - static_cast<int>(rng() % 3));
+    const float v = rng() % 4 == 0 ? fraction : magnitude * (1 + rng() % 3) + fraction;
+    return rng() % 2 ? -v : v;
+  };
+  int64_t order_sensitive = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t out = 64 + rng() % 64, in = 96 + rng() % 64;
+    torch::Tensor w = torch::zeros({out, in});
+    auto a = w.accessor<float, 2>();
+    const bool hub = trial % 2 == 0;
+    for (int64_t r = 0; r < out; ++r) {
+      if (hub) a[r][0] = rng() % 4 == 0 ? 0.0f : near_bound();
+      const int n = 2 + rng() % 39;
+      for (int j = 0; j < n; ++j) a[r][rng() % 3 == 0 ? 1 + (rng() % 4) * 32 : 1 + rng() % (in - 1)] = near_bound();
+    }
+    torch::Tensor x = torch::zeros({2, in});
+    auto xa = x.accessor<float, 2>();
+    for (int64_t t = 0; t < 2; ++t)
+      for (int64_t c = 0; c < in; ++c)
+        if (c == 0 ? hub : rng() % 3 != 0) xa[t][c] = std::ldexp(1.0f, -static_cast<int>(rng() % 3)) * (rng() % 2 ? 1 : -1);
+    expect_same_product(Matrix(w, true), Matrix(w, false), x, "trial " + std::to_string(trial));
+    // How many rows a plain column-order sum would get wrong: the test's reach.
+    for (int64_t t = 0; t < 2; ++t) {
+      const torch::Tensor lanes = reference_product(w, x[t]);
+      for (int64_t r = 0; r < out; ++r) {
+        float plain = 0.0f;
+        for (int64_t c = 0; c < in; ++c) plain += a[r][c] * xa[t][c];
+        order_sensitive += !same_bits(plain, lanes[r].item<float>());
+      }
+    }
+  }
+  EXPECT_GT(order_sensitive, 1000) << "the inputs should include many sums that depend on the order";
+}
+
 TEST(QwenMatrix, NonFiniteWeightsAndInputs) {
   std::mt19937 rng(7);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
