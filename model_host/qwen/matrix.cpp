@@ -137,17 +137,20 @@ inline bool before(float v, int64_t r, float best, int64_t best_row) {
   return v > best || (v == best && r < best_row);
 }
 
-// Products that are multiples of 2^-4 and whose magnitudes sum below 2^18
+// Products that are multiples of 2^-6 and whose magnitudes sum below 2^18
 // have exact partial sums in any order: every sum of some of them is a
-// multiple of 2^-4 below 2^20 in magnitude, a 24-bit integer times 2^-4, so
-// no addition rounds and the lane scheme's order gives the same value as
-// column order.  (A compiled circuit's products are such values.)
-constexpr int kGridBits = 4;
+// multiple of 2^-6 below 2^18 in magnitude, an integer below 2^24 times
+// 2^-6, so no addition rounds and the lane scheme's order gives the same
+// value as column order.  (A compiled circuit's products are such values.)
+// The row's total of magnitudes is itself such a sum while below 2^18, and
+// rounding is monotone, so the fp32 total is below 2^18 exactly when the
+// true one is.
+constexpr int kGridBits = 6;
 constexpr float kExactBound = 0x1p18f;
-// The magnitude a product adds to its row's total: |p| when p is on the
-// grid, else kOffGrid, which fails the bound.  (p + 1.5 * 2^19) - 1.5 * 2^19
-// rounds p to a multiple of 2^-4 when |p| < 2^18; a larger |p| fails the
-// bound by itself, and NaN fails both.
+// The magnitude a product adds to its row's total: |p| when p is a multiple
+// of 2^-4 (on the grid), else kOffGrid, which fails the bound.
+// (p + 1.5 * 2^19) - 1.5 * 2^19 rounds p to a multiple of 2^-4 when |p| <
+// 2^18; a larger |p| fails the bound by itself, and NaN fails both.
 constexpr float kGridRound = 0x1.8p19f;
 constexpr float kOffGrid = 0x1p30f;
 inline float grid_magnitude(float p) { return (p + kGridRound) - kGridRound == p ? std::fabs(p) : kOffGrid; }
@@ -156,12 +159,14 @@ inline float grid_magnitude(float p) { return (p + kGridRound) - kGridRound == p
 // (0 for 0), or kNoGrid when v is not finite or needs more than 32.
 constexpr uint8_t kNoGrid = 255;
 inline uint8_t fraction_bits(float v) {
-  if (v == 0.0f) return 0;
-  if (!std::isfinite(v)) return kNoGrid;
-  int e = 0;
-  const float m = std::frexp(v, &e);  // v = m * 2^e, 0.5 <= |m| < 1, m has 24 bits
-  uint32_t bits = static_cast<uint32_t>(std::fabs(std::ldexp(m, 24)));
-  const int g = 24 - e - __builtin_ctz(bits);
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  const int exponent = static_cast<int>((bits >> 23) & 0xff);
+  const uint32_t mantissa = bits & 0x7fffff;
+  if (exponent == 0xff) return kNoGrid;
+  if (exponent == 0) return mantissa == 0 ? 0 : kNoGrid;  // +-0, or below 2^-126
+  // v = +-(2^23 + mantissa) * 2^(exponent - 150)
+  const int g = 150 - exponent - __builtin_ctz(mantissa | (uint32_t{1} << 23));
   return g <= 0 ? 0 : g > 32 ? kNoGrid : static_cast<uint8_t>(g);
 }
 
@@ -424,10 +429,10 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     int32_t* touched = s.touched.data() + n_touched;
     if (*c == hub_col_) hub_begin = n_touched, hub_end = n_touched + static_cast<size_t>(end - e);
     n_touched += static_cast<size_t>(end - e);
-    // Every product of the column is on the grid when its weights and x[c]
-    // have at most kGridBits fractional bits together (the exact product
-    // is then a multiple of 2^-4, and it is representable, hence p, while
-    // |p| < 2^18; a larger one fails the bound by its magnitude).
+    // Every product of the column is a multiple of 2^-6 when its weights
+    // and x[c] have at most kGridBits fractional bits together (the exact
+    // product is then one, and it is representable, hence p, while |p| <
+    // 2^18; a larger one fails the bound by its magnitude).
     const uint8_t x_bits = fraction_bits(xc);
     const bool on_grid = x_bits != kNoGrid && col_grid_[*c] != kNoGrid && x_bits + col_grid_[*c] <= kGridBits;
     auto scatter = [&](auto magnitude_of) {

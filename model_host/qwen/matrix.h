@@ -8,7 +8,7 @@
 // -0 (a sum is -0 only when both terms are), so adding a zero product (+-0,
 // for finite weights and inputs) leaves it unchanged: both give bit-identical
 // sums.  A sparse product adds a row's products in column order where that
-// is provably the same value: products on the 2^-4 grid whose magnitudes
+// is provably the same value: products on the 2^-6 grid whose magnitudes
 // sum below 2^18 have exact partial sums in any order; other rows are summed
 // in the lane scheme.  Everything here is fp32 and never fused into FMAs.
 #pragma once

@@ -189,7 +189,7 @@ TEST(QwenMatrix, SumsNearTheExactnessBoundKeepTheLaneOrder) {
     for (int64_t r = 0; r < out; ++r) {
       if (hub) a[r][0] = rng() % 4 == 0 ? 0.0f : near_bound();
       const int n = 2 + rng() % 39;
-      for (int j = 0; j < n; ++j) a[r][rng() % 3 == 0 ? 1 + (rng() % 4) * 32 : 1 + rng() % (in - 1)] = near_bound();
+      for (int j = 0; j < n; ++j) a[r][rng() % 3 == 0 ? 1 + (rng() % 3) * 32 : 1 + rng() % (in - 1)] = near_bound();
     }
     torch::Tensor x = torch::zeros({2, in});
     auto xa = x.accessor<float, 2>();
