@@ -143,7 +143,6 @@ struct Workspace {
   std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows a column other than the hub reaches
   std::vector<int64_t> conv_written;                // entries of conv_out written by this layer (+0 elsewhere)
   std::vector<uint8_t> key_live;                    // per token and key head: query or key may be non-zero
-  std::vector<uint8_t> head_out;                    // per token and value head: it wrote its slice of o
   std::vector<float> q, k, v, attn;                 // full attention
   std::vector<float> gate, up, act;                 // MLP
   std::vector<uint64_t> gate_bits, unit_bits;       // MLP: gate rows a column other than the hub reaches; candidates
@@ -423,12 +422,9 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   float* b = grow(ws.b, T * nv);
   float* a = grow(ws.a, T * nv);
   float* conv_out = grow(ws.conv_out, T * C);
-  // Only live heads write o, on the tokens that address them (head_out).  A
-  // sparse out projection reads only the support, taken from those; a dense
-  // one reads all of o, so the rest must read as zero.
+  // Only live heads write o; the rest must read as zero.
   float* o = grow(ws.o, T * VD);
-  if (!la.out.is_sparse()) std::fill(o, o + T * VD, 0.0f);
-  ws.head_out.assign(T * nv, 0);
+  std::fill(o, o + T * VD, 0.0f);
   const int64_t cwords = Support::words(C);
   if (la.conv_split) {
     ws.qkv_bits.assign(T * cwords, 0);
@@ -579,13 +575,11 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       const float r = inv_rms(out, dv, eps);
       float* dst = &o[t * VD + h * dv];
       for (int64_t j = 0; j < dv; ++j) dst[j] = store((la.norm[j] * (out[j] * r)) * silu(zr[j]));
-      ws.head_out[t * nv + h] = 1;
     }
   });
   ws.support.clear();
   for (int64_t t = 0; t < T; ++t) {
-    for (int32_t h : la.heads)
-      if (ws.head_out[t * nv + h]) ws.support.add_nonzero(o + t * VD, h * dv, (h + 1) * dv);
+    for (int32_t h : la.heads) ws.support.add_nonzero(o + t * VD, h * dv, (h + 1) * dv);
     ws.support.end_vector();
   }
   la.out.apply(o, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
@@ -677,11 +671,9 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   const float* m = ws.normed.data();
   float* g = grow(ws.gate, T * I);
   float* u = grow(ws.up, T * I);
-  // Only units write act.  A sparse down projection reads only the columns
-  // of the support, which units write; a dense one reads all, so the rest
-  // must read as zero.
+  // Only units write act; the rest must read as zero.
   float* act = grow(ws.act, T * I);
-  if (!L.mlp.down.is_sparse()) std::fill(act, act + T * I, 0.0f);
+  std::fill(act, act + T * I, 0.0f);
   const int64_t words = Support::words(I);
   const Mlp& mlp = L.mlp;
   if (mlp.split) {
