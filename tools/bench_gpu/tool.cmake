@@ -4,4 +4,5 @@
 if(TARGET qgpu_gpu)
   add_executable(bench_gpu ${CMAKE_CURRENT_LIST_DIR}/bench_gpu.cpp)
   target_link_libraries(bench_gpu PRIVATE qgpu_gpu CLI11::CLI11)
+  qgpu_torch_pch(bench_gpu)
 endif()
