@@ -300,7 +300,6 @@ void Matrix::derive_indexes() {
     for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) by_col_[fill[by_row_[i].index]++] = {r, by_row_[i].w};
   hub_col_ = -1;
   hub_w_ = {};
-  hub_entries_ = {};
   hub_bits_ = {};
   int64_t widest = 0;
   for (int64_t c = 0; c < in_; ++c)
@@ -311,11 +310,10 @@ void Matrix::derive_indexes() {
   if (widest < kHubRows || widest * 16 < out_) hub_col_ = -1;
   if (hub_col_ >= 0) {
     hub_w_.assign(out_, 0.0f);
-    hub_entries_.assign(&by_col_[col_ptr_[hub_col_]], &by_col_[col_ptr_[hub_col_ + 1]]);
     hub_bits_.assign((out_ + 63) / 64, 0);
-    for (const Entry& e : hub_entries_) {
-      hub_w_[e.index] = e.w;
-      hub_bits_[e.index / 64] |= uint64_t{1} << (e.index % 64);
+    for (const Entry *e = &by_col_[col_ptr_[hub_col_]], *end = &by_col_[col_ptr_[hub_col_ + 1]]; e != end; ++e) {
+      hub_w_[e->index] = e->w;
+      hub_bits_[e->index / 64] |= uint64_t{1} << (e->index % 64);
     }
   }
   const bool argmax_ready = !block_slack_.empty();

@@ -153,14 +153,14 @@ class Matrix {
   std::vector<uint64_t> col_used_;     // bit per column: it holds a weight
   std::vector<uint8_t> col_grid_;      // per column, the most fractional bits of its weights (255: too many)
   // The hub: a column that many rows read (a compiled circuit's anchor),
-  // visited as a stream in apply_sparse; -1 when no column is read by at
-  // least kHubRows rows and a sixteenth of them.  hub_w_ holds each row's
-  // weight there (+0 for none), hub_entries_ its non-zeros by row.
+  // written by one dense pass in apply_sparse when it is the first column
+  // the input reaches; -1 when no column is read by at least kHubRows rows
+  // and a sixteenth of them.  hub_w_ holds each row's weight there (+0 for
+  // none).
   static constexpr int64_t kHubRows = 64;
   int32_t hub_col_ = -1;
   std::vector<float> hub_w_;
-  std::vector<Entry> hub_entries_;
-  std::vector<uint64_t> hub_bits_;     // the rows hub_entries_ names, as a bitmap
+  std::vector<uint64_t> hub_bits_;     // the rows with a hub weight, as a bitmap
   std::vector<int32_t> active_rows_;   // rows holding weights, ascending
   int64_t first_zero_row_ = -1;        // first row without weights (its entry is +0), or -1
   // argmax blocks of kBlockRows consecutive active rows (see
