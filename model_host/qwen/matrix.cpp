@@ -18,8 +18,9 @@ namespace {
 constexpr int kLanes = 32;
 // Work (multiply-adds) below which a dense product runs on the calling thread.
 constexpr int64_t kParallelGrain = 1 << 18;
-// Stored rows per argmax block.
+// Stored rows per argmax block, and at most per cut block.
 constexpr int64_t kBlockRows = 64;
+constexpr int32_t kCutRows = 8;
 
 // The lane tree, written out step by step so that each step is one vector add.
 inline float reduce_lanes(float* acc) {
@@ -321,6 +322,7 @@ void Matrix::derive_indexes() {
   block_ranges_ = {};
   block_slack_ = {};
   if (argmax_ready) prepare_argmax();
+  derive_cut();
 }
 
 void Matrix::prepare_argmax() {
@@ -389,7 +391,7 @@ float Matrix::row_dot(int64_t r, const float* x) const {
 // Weights that are not all finite visit every weight (inf * 0 is NaN, not
 // a zero product).
 void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
-                          uint64_t* written, bool off_hub) const {
+                          uint64_t* written) const {
   if (!finite_) {
     std::fill(y, y + out_, 0.0f);
     for (int32_t r : active_rows_) {
@@ -409,7 +411,7 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   const float x_hub = hub_first ? x[hub_col_] : 0.0f;
   if (hub_first) {
     hub_pass(x_hub, y);
-    if (written && !off_hub)
+    if (written)
       for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
     ++first;
   } else {
@@ -417,7 +419,7 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   }
   if (static_cast<int64_t>(s.rows.size()) < out_) s.rows.resize(out_, Scratch::Row{});
   Scratch::Row* rows = s.rows.data();
-  size_t n_touched = 0, hub_begin = 0, hub_end = 0;
+  size_t n_touched = 0;
   for (const int32_t* c = first; c != nz_end; ++c) {
     if (!((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;  // spares a miss on col_ptr_
     const float xc = x[*c];
@@ -425,7 +427,6 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     if (s.touched.size() < n_touched + static_cast<size_t>(end - e))
       s.touched.resize(std::max(n_touched + static_cast<size_t>(end - e), 2 * s.touched.size()));
     int32_t* touched = s.touched.data() + n_touched;
-    if (*c == hub_col_) hub_begin = n_touched, hub_end = n_touched + static_cast<size_t>(end - e);
     n_touched += static_cast<size_t>(end - e);
     // Every product of the column is a multiple of 2^-6 when its weights
     // and x[c] have at most kGridBits fractional bits together (the exact
@@ -449,7 +450,7 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   // total magnitude is below the bound, whatever the grouping.
   for (size_t i = 0; i < n_touched; ++i) {
     const int32_t r = s.touched[i];
-    if (written && !(off_hub && i >= hub_begin && i < hub_end)) written[r / 64] |= uint64_t{1} << (r % 64);
+    if (written) written[r / 64] |= uint64_t{1} << (r % 64);
     Scratch::Row& row = rows[r];
     float m = row.magnitude;
     if (m == 0.0f) continue;  // seen already, or only zero products: y is exact
@@ -465,14 +466,13 @@ void Matrix::hub_pass(float x_hub, float* y) const {
   for (int64_t r = 0; r < out_; ++r) y[r] = hw[r] * x_hub + 0.0f;
 }
 
-void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written,
-                   bool off_hub) const {
+void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written) const {
   const int64_t T = support.vectors();
   const int64_t words = Support::words(out_);
   if (sparse_) {
     for (int64_t t = 0; t < T; ++t)
       apply_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch,
-                   written ? written + t * words : nullptr, off_hub);
+                   written ? written + t * words : nullptr);
     return;
   }
   if (written)
@@ -484,6 +484,232 @@ void Matrix::apply(const float* x, const Support& support, float* y, Scratch& sc
     for (int64_t r = begin; r < end; ++r)
       for (int64_t t = 0; t < T; ++t) y[t * out_ + r] = lane_dot(w + r * in_, x + t * in_, in_);
   });
+}
+
+float Matrix::row_value(int64_t r, const float* x) const {
+  return sparse_ ? row_dot(r, x) : lane_dot(dense_.data_ptr<float>() + r * in_, x, in_);
+}
+
+void Matrix::prepare_cut(const std::vector<float>& cut) {
+  if (!sparse_) throw std::logic_error("Matrix::prepare_cut: dense storage computes every row");
+  if (static_cast<int64_t>(cut.size()) != out_ ||
+      std::any_of(cut.begin(), cut.end(), [](float c) { return isnan_(c) || (c > 0.0f && !std::isinf(c)); }))
+    throw std::invalid_argument("Matrix::prepare_cut: one cut per row, each -inf, at most 0 or +inf");
+  cut_ = cut;
+  derive_cut();
+}
+
+void Matrix::derive_cut() {
+  cut_blocks_ = {};
+  cut_col_ptr_ = {};
+  cut_ranges_ = {};
+  cut_hub_reach_[0] = cut_hub_reach_[1] = {};
+  if (cut_.empty()) return;
+  // Blocks of consecutive active rows: a row that always matters (cut
+  // -inf) and one that matters from a finite cut on never share a block.
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  std::vector<int32_t> block_of_row;  // per active row (by its index in active_rows_)
+  int kind = -1;                      // the open block's: 0 always, 1 from a cut, -1 not yet known
+  for (int32_t r : active_rows_) {
+    const float c = cut_[r];
+    const int row_kind = c == -kInf ? 0 : c == kInf ? -1 : 1;
+    const bool full = !cut_blocks_.empty() && cut_blocks_.back().end - cut_blocks_.back().first >= kCutRows;
+    if (cut_blocks_.empty() || full || (row_kind >= 0 && kind >= 0 && row_kind != kind)) {
+      cut_blocks_.push_back({r, r + 1, kInf, 0.0, 0.0f, 0.0f, 0, 0});
+      kind = -1;
+    }
+    CutBlock& b = cut_blocks_.back();
+    b.end = r + 1;
+    b.cut = std::min(b.cut, c);
+    if (row_kind >= 0) kind = row_kind;
+    block_of_row.push_back(static_cast<int32_t>(cut_blocks_.size() - 1));
+  }
+  // Per block, per column it uses: the range of its weights and how many
+  // rows have one; those rows' entries are the next ones of the column in
+  // by_col_ (rows ascending there, blocks ascending here).
+  std::vector<float> lo(in_), hi(in_);
+  std::vector<int32_t> rows_with(in_, 0), used;
+  std::vector<uint32_t> cursor(col_ptr_.begin(), col_ptr_.end() - 1);
+  std::vector<std::pair<int32_t, CutRange>> ranges;  // (column, range), the hub's apart
+  size_t k = 0;
+  for (size_t b = 0; b < cut_blocks_.size(); ++b) {
+    CutBlock& block = cut_blocks_[b];
+    int64_t longest = 0, rows = 0;
+    for (; k < active_rows_.size() && block_of_row[k] == static_cast<int32_t>(b); ++k, ++rows) {
+      const int64_t r = active_rows_[k];
+      longest = std::max(longest, row_ptr_[r + 1] - row_ptr_[r]);
+      for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) {
+        const auto [c, w] = by_row_[i];
+        if (rows_with[c]++ == 0) {
+          used.push_back(c);
+          lo[c] = hi[c] = w;
+        }
+        lo[c] = std::min(lo[c], w);
+        hi[c] = std::max(hi[c], w);
+      }
+    }
+    // The allowance of prepare_argmax: the lane scheme's value of a row
+    // differs from its exact sum by at most gamma_m sum |w x|.
+    block.slack = static_cast<double>(longest + 6 + static_cast<int64_t>(used.size()) + 2) * 0x1p-23;
+    for (int32_t c : used) {
+      const uint32_t begin = cursor[c];
+      cursor[c] += static_cast<uint32_t>(rows_with[c]);
+      if (c == hub_col_) {
+        // The hub alone: rows without a hub weight then hold +0, so its
+        // bound is over the rows that have one.  With x[hub] of sign s it
+        // is A |x[hub]| + 1e-37, which reaches the cut for |x[hub]| up to
+        // (cut - 1e-37) / A when A < 0, and always otherwise.
+        const double m = std::max(std::fabs(lo[c]), std::fabs(hi[c]));
+        const double a[2] = {hi[c] + m * block.slack, m * block.slack - lo[c]};
+        for (int sign = 0; sign < 2; ++sign)
+          if (block.cut != kInf)
+            cut_hub_reach_[sign].push_back(
+                {a[sign] >= 0.0 || block.cut == -kInf ? std::numeric_limits<double>::infinity()
+                                                      : (block.cut - 1e-37) / a[sign],
+                 static_cast<int32_t>(b)});
+      }
+      if (rows_with[c] < rows) {
+        lo[c] = std::min(lo[c], 0.0f);
+        hi[c] = std::max(hi[c], 0.0f);
+      }
+      if (c == hub_col_) {
+        block.hub_lo = lo[c];
+        block.hub_hi = hi[c];
+        block.hub_begin = begin;
+        block.hub_end = cursor[c];
+      } else {
+        ranges.push_back({c, CutRange{static_cast<int32_t>(b), lo[c], hi[c], begin, cursor[c]}});
+      }
+      rows_with[c] = 0;
+    }
+    used.clear();
+  }
+  for (auto& reach : cut_hub_reach_)
+    std::stable_sort(reach.begin(), reach.end(), [](const HubReach& x, const HubReach& y) { return x.up_to > y.up_to; });
+  cut_col_ptr_.assign(in_ + 1, 0);
+  for (const auto& [c, r] : ranges) ++cut_col_ptr_[c + 1];
+  for (int64_t c = 0; c < in_; ++c) cut_col_ptr_[c + 1] += cut_col_ptr_[c];
+  cut_ranges_.resize(ranges.size());
+  std::vector<uint32_t> fill(cut_col_ptr_.begin(), cut_col_ptr_.end() - 1);
+  for (const auto& [c, r] : ranges) cut_ranges_[fill[c]++] = r;
+}
+
+void Matrix::apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const {
+  if (cut_.empty()) throw std::logic_error("Matrix::apply_cut: prepare_cut() was not called");
+  const int64_t words = Support::words(out_);
+  for (int64_t t = 0; t < support.vectors(); ++t)
+    cut_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch, computed + t * words);
+}
+
+// A block's rows are bounded as argmax bounds them: each row's value is at
+// most sum over the listed columns c of max(lo_c x_c, hi_c x_c), plus the
+// rounding allowance times sum max(|lo_c|, |hi_c|) |x_c|, plus 1e-37 for
+// products that underflow.  A block the input does not reach holds +0
+// throughout; one whose bound is below its cut holds no row that reaches
+// its own.  Blocks reached by a column other than the hub are bounded with
+// the hub's term added; those the hub alone reaches come from the hub's
+// list (see derive_cut).  The blocks computed receive every product of
+// their rows (their runs of each listed column) and are finished as
+// apply_sparse finishes a row.
+void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
+                        uint64_t* computed) const {
+  const bool finite_x = std::all_of(nz, nz_end, [&](int32_t c) { return std::isfinite(x[c]); });
+  if (!finite_ || !finite_x) {  // no bound: every row
+    apply_sparse(x, nz, nz_end, y, s, nullptr);
+    for (int64_t r = 0; r < out_; ++r) computed[r / 64] |= uint64_t{1} << (r % 64);
+    return;
+  }
+  const size_t n_blocks = cut_blocks_.size();
+  if (s.cut_state.size() < n_blocks) {
+    s.cut_high.resize(n_blocks, 0.0);
+    s.cut_size.resize(n_blocks, 0.0);
+    s.cut_state.resize(n_blocks, 0);
+  }
+  double* high = s.cut_high.data();
+  double* size = s.cut_size.data();
+  uint8_t* state = s.cut_state.data();
+  s.reached.clear();
+  s.computed.clear();
+  auto used = [&](int32_t c) { return c != hub_col_ && ((col_used_[c / 64] >> (c % 64)) & 1); };
+  for (const int32_t* c = nz; c != nz_end; ++c) {
+    if (!used(*c)) continue;
+    const double xc = x[*c];
+    for (const CutRange *r = &cut_ranges_[cut_col_ptr_[*c]], *end = &cut_ranges_[cut_col_ptr_[*c + 1]]; r != end; ++r) {
+      if (state[r->block] == 0) {
+        state[r->block] = 1;
+        s.reached.push_back(r->block);
+      }
+      const double a = r->lo * xc, b = r->hi * xc;
+      high[r->block] += std::max(a, b);
+      size[r->block] += std::max(std::fabs(a), std::fabs(b));
+    }
+  }
+  const float x_hub = hub_col_ >= 0 ? x[hub_col_] : 0.0f;  // +-0 when not listed
+  const double xh = x_hub;
+  for (int32_t b : s.reached) {
+    const CutBlock& block = cut_blocks_[b];
+    if (xh != 0.0 && block.hub_begin != block.hub_end) {
+      const double a = block.hub_lo * xh, c = block.hub_hi * xh;
+      high[b] += std::max(a, c);
+      size[b] += std::max(std::fabs(a), std::fabs(c));
+    }
+    const double bound = size[b] < 0x1p100 ? high[b] + size[b] * block.slack + 1e-37
+                                           : std::numeric_limits<double>::infinity();
+    if (!(bound < block.cut)) {
+      state[b] = 2;
+      s.computed.push_back(b);
+    }
+  }
+  if (xh != 0.0)
+    for (const HubReach& h : cut_hub_reach_[xh > 0.0 ? 0 : 1]) {
+      if (h.up_to < std::fabs(xh)) break;
+      if (state[h.block] == 0) {
+        state[h.block] = 2;
+        s.computed.push_back(h.block);
+      }
+    }
+  if (!s.computed.empty()) {
+    if (static_cast<int64_t>(s.rows.size()) < out_) s.rows.resize(out_, Scratch::Row{});
+    Scratch::Row* rows = s.rows.data();
+    auto scatter = [&](float xc, uint8_t weight_bits, const Entry* e, const Entry* end) {
+      const uint8_t x_bits = fraction_bits(xc);
+      if (x_bits != kNoGrid && weight_bits != kNoGrid && x_bits + weight_bits <= kGridBits) {
+        for (; e != end; ++e) {
+          const float p = e->w * xc;
+          rows[e->index].sum += p;
+          rows[e->index].magnitude += std::fabs(p);
+        }
+      } else {
+        for (; e != end; ++e) {
+          const float p = e->w * xc;
+          rows[e->index].sum += p;
+          rows[e->index].magnitude += grid_magnitude(p);
+        }
+      }
+    };
+    for (const int32_t* c = nz; c != nz_end; ++c) {
+      if (!used(*c)) continue;
+      for (const CutRange *r = &cut_ranges_[cut_col_ptr_[*c]], *end = &cut_ranges_[cut_col_ptr_[*c + 1]]; r != end; ++r)
+        if (state[r->block] == 2) scatter(x[*c], col_grid_[*c], &by_col_[r->begin], &by_col_[r->end]);
+    }
+    if (xh != 0.0)
+      for (int32_t b : s.computed)
+        scatter(x_hub, col_grid_[hub_col_], &by_col_[cut_blocks_[b].hub_begin], &by_col_[cut_blocks_[b].hub_end]);
+    // A row's sum starts at +0 and is never -0; below the bound it is exact.
+    for (int32_t b : s.computed) {
+      for (int32_t r = cut_blocks_[b].first; r < cut_blocks_[b].end; ++r) {
+        Scratch::Row& row = rows[r];
+        y[r] = row.magnitude < kExactBound ? row.sum : row_dot(r, x);
+        row = Scratch::Row{};
+        computed[r / 64] |= uint64_t{1} << (r % 64);
+      }
+      state[b] = 0;
+    }
+  }
+  for (int32_t b : s.reached) {
+    high[b] = size[b] = 0.0;
+    state[b] = 0;
+  }
 }
 
 void Matrix::fold_rows(int64_t k0, int64_t k1, const float* x, float& best, int64_t& best_row) const {

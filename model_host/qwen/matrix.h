@@ -72,6 +72,12 @@ class Matrix {
     std::vector<Row> rows;
     std::vector<int32_t> touched;    // rows that received a product, in order (with repeats)
     std::vector<double> high, size;  // argmax: per block of rows, bound terms
+    // apply_cut, per cut block: bound terms and state (0 untouched, 1
+    // reached, 2 computed), all 0 between calls; the blocks reached, and
+    // those computed.
+    std::vector<double> cut_high, cut_size;
+    std::vector<uint8_t> cut_state;
+    std::vector<int32_t> reached, computed;
   };
 
   Matrix() = default;
@@ -86,15 +92,22 @@ class Matrix {
   // out] is written, rows without stored weights as +0); x is [T, in].  With
   // `written` (T bitmaps of `out` bits, laid out as in Support::assign_bits),
   // sets the bits of the rows that may be non-zero.  No entry of y is -0.
-  // With `off_hub` as well, the bits name only the rows that a listed column
-  // other than the hub (hub_column()) reaches: a row reached by the hub alone
-  // then holds exactly hub_weight(row) * x[hub] + 0.
   void apply(const float* x, const Support& support, float* y, Scratch& scratch,
-             uint64_t* written = nullptr, bool off_hub = false) const;
-  // The column streamed apart in sparse products (a compiled circuit's
-  // anchor), or -1; a row's weight there (+0 for none, or without a hub).
-  int32_t hub_column() const { return hub_col_; }
-  float hub_weight(int64_t row) const { return hub_col_ < 0 ? 0.0f : hub_w_[row]; }
+             uint64_t* written = nullptr) const;
+  // A product whose row r matters only where its value may reach cut[r] <=
+  // 0 (the rows of a SiLU's input: below -90 it gives -0): -inf for a row
+  // that always matters, +inf for one that never does.  Sparse storage
+  // only; kept across drop_rows.
+  void prepare_cut(const std::vector<float>& cut);
+  bool has_cut() const { return !cut_.empty(); }
+  // y = W x at the rows whose bit it sets in `computed` (T bitmaps as
+  // above); a row whose bit is clear holds +0, or a value below its cut,
+  // and its entry of y is left as it was.  Blocks of rows whose bound (from
+  // per-block weight ranges, as argmax's) stays below the block's cut are
+  // not computed.  Needs prepare_cut().
+  void apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const;
+  // Row r of W x[in] alone, in the lane scheme: one entry of apply()'s output.
+  float row_value(int64_t r, const float* x) const;
   // The first index of the largest entry of W x for vector `t` of `support`,
   // exactly as torch::argmax gives it for apply()'s output (a NaN counts as
   // larger than any number, so the first NaN wins).  Computes only the rows
@@ -137,7 +150,12 @@ class Matrix {
   void hub_pass(float x_hub, float* y) const;
   // One vector through the sparse storage; y[out] is fully written.
   void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
-                    uint64_t* written, bool off_hub) const;
+                    uint64_t* written) const;
+  // Builds the cut blocks from cut_.
+  void derive_cut();
+  // One vector of apply_cut.
+  void cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
+                  uint64_t* computed) const;
   // The first-index maximum of stored rows [k0, k1) (indices into
   // active_rows_) of W x folded into (best, best_row).
   void fold_rows(int64_t k0, int64_t k1, const float* x, float& best, int64_t& best_row) const;
@@ -174,6 +192,37 @@ class Matrix {
   std::vector<int64_t> block_col_ptr_;
   std::vector<BlockRange> block_ranges_;
   std::vector<double> block_slack_;
+  // Cut blocks (see prepare_cut): runs of up to kCutRows consecutive rows
+  // holding weights, all that always matter or all that matter from a cut
+  // on (rows that never matter join either).  Per block its rows [first,
+  // end), its cut (the least of its rows'; -inf when they always matter),
+  // rounding allowance, and the hub's weights there: their range (0
+  // included when a row of the block lacks one) and their run of by_col_.
+  // Per column other than the hub, the blocks it reaches with the range of
+  // its weights there and their run of by_col_.  Per sign of x[hub], the
+  // blocks that the hub's products alone may lift to their cut, by the
+  // largest |x[hub]| that does (descending).
+  std::vector<float> cut_;             // per row (empty: not prepared)
+  struct CutBlock {
+    int32_t first, end;
+    float cut;
+    double slack;
+    float hub_lo, hub_hi;
+    uint32_t hub_begin, hub_end;
+  };
+  struct CutRange {
+    int32_t block;
+    float lo, hi;
+    uint32_t begin, end;
+  };
+  struct HubReach {
+    double up_to;
+    int32_t block;
+  };
+  std::vector<HubReach> cut_hub_reach_[2];  // [0]: x[hub] > 0, [1]: x[hub] < 0
+  std::vector<CutBlock> cut_blocks_;
+  std::vector<uint32_t> cut_col_ptr_;
+  std::vector<CutRange> cut_ranges_;
 };
 
 }  // namespace qgpu::qwen

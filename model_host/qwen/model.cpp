@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -68,30 +69,6 @@ struct ConvChannel {
   bool output, moves;
 };
 
-// A row of a product that the hub column reaches, with what multiplies the
-// hub's entry on its way to a SiLU: a sparse product's row reached by the
-// hub alone holds exactly weight * x[hub] + 0 (Matrix::apply's off_hub).
-struct HubRow {
-  int32_t row;
-  double coef;
-};
-
-// Visits the rows of `rows` (coef descending) whose coef * x_hub is at least
-// -91, which may come out of the SiLU non-zero: below, the fp32 value is
-// below -90 and SiLU gives -0.  A prefix of rows for x_hub > 0, a suffix for
-// x_hub < 0, none for x_hub = 0 (the products are +-0), all when x_hub is
-// not finite.
-template <class F>
-void for_hub_rows_above_cut(const std::vector<HubRow>& rows, float x_hub, F&& f) {
-  if (!std::isfinite(x_hub)) {
-    for (const HubRow& h : rows) f(h.row);
-  } else if (x_hub > 0.0f) {
-    for (auto it = rows.begin(); it != rows.end() && it->coef * x_hub >= -91.0; ++it) f(it->row);
-  } else if (x_hub < 0.0f) {
-    for (auto it = rows.rbegin(); it != rows.rend() && it->coef * x_hub >= -91.0; ++it) f(it->row);
-  }
-}
-
 struct LinearAttention {
   Matrix qkv, z, b, a, out;
   std::vector<float> conv;                  // [conv_dim, kernel]
@@ -100,11 +77,11 @@ struct LinearAttention {
   std::vector<ConvChannel> conv_channels;   // ascending
   // Sparse executor, when in_proj_qkv is sparse: the channels whose earlier
   // taps are all zero ("current-only") output silu(0 + tap * in) and need no
-  // window; they are computed only where their input can make them non-zero
-  // (see linear_attention), and conv_channels keeps only the others.
+  // window; in_proj_qkv computes them only where tap * in may reach -91
+  // (Matrix::apply_cut; below -90 SiLU gives -0), and conv_channels keeps
+  // only the others, which it always computes.
   bool conv_split = false;
   std::vector<uint64_t> conv_now;           // bit per channel: current-only and read by a live head
-  std::vector<HubRow> conv_now_hub;         // those the hub reaches (coef: last tap * hub weight), coef descending
 };
 
 struct FullAttention {
@@ -116,10 +93,10 @@ struct Mlp {
   Matrix gate, up, down;
   std::vector<int32_t> units;  // units that can contribute to the output
   // Sparse executor, when gate_proj is sparse: a unit's activation is
-  // computed only where its gate can make it non-zero (see mlp()).
+  // computed only where its gate may reach -91 (Matrix::apply_cut; below
+  // -90 SiLU gives -0), and its up row only where silu(gate) is not 0.
   bool split = false;
   std::vector<uint64_t> unit_bits;   // bit per unit of `units`
-  std::vector<HubRow> hub_units;     // units the gate's hub reaches (coef: the weight there), coef descending
 };
 
 struct Layer {
@@ -140,12 +117,12 @@ struct Workspace {
   // per row of y that the last mixer or MLP may have made non-zero (y_bits).
   std::vector<uint64_t> x_bits, y_bits;
   std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
-  std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows a column other than the hub reaches
+  std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows apply_cut computed
   std::vector<int64_t> conv_written;                // entries of conv_out written by this layer (+0 elsewhere)
   std::vector<uint8_t> key_live;                    // per token and key head: query or key may be non-zero
   std::vector<float> q, k, v, attn;                 // full attention
   std::vector<float> gate, up, act;                 // MLP
-  std::vector<uint64_t> gate_bits, unit_bits;       // MLP: gate rows a column other than the hub reaches; candidates
+  std::vector<uint64_t> gate_bits;                  // MLP: per token, the gate rows apply_cut computed
   std::vector<std::vector<float>> per_thread;       // GDN heads: q, k, kv_mem, d, out per thread
   Support support, x_support;  // x_support: the entries of x that may be non-zero
   Matrix::Scratch scratch;
@@ -315,21 +292,26 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
       const int64_t K = c.linear_conv_kernel_dim;
       la.conv_split = sparse && la.qkv.is_sparse();
       if (la.conv_split) la.conv_now.assign(Support::words(c.linear_conv_dim()), 0);
+      // The cut of each in_proj_qkv row: a current-only channel with tap > 0
+      // matters where tap * in may reach -91; the others the conv reads or
+      // moves always; the rest never.
+      constexpr float kInf = std::numeric_limits<float>::infinity();
+      std::vector<float> cut(c.linear_conv_dim(), kInf);
       for (int64_t ch = 0; ch < c.linear_conv_dim(); ++ch) {
         const bool moves = !sparse || row_nz[ch];
         const bool history = std::any_of(&la.conv[ch * K], &la.conv[ch * K] + K - 1, [](float w) { return w != 0.0f; });
         if (la.conv_split && !history) {
           if (!read[ch]) continue;
           la.conv_now[ch / 64] |= uint64_t{1} << (ch % 64);
-          const double coef = static_cast<double>(la.conv[ch * K + K - 1]) * la.qkv.hub_weight(ch);
-          if (coef != 0.0) la.conv_now_hub.push_back({static_cast<int32_t>(ch), coef});
+          const float tap = la.conv[ch * K + K - 1];
+          cut[ch] = tap > 0.0f ? std::nextafter(static_cast<float>(-91.0 / tap), -kInf) : tap < 0.0f ? -kInf : kInf;
         } else if (read[ch] || moves) {
           la.conv_channels.push_back({static_cast<int32_t>(ch), read[ch], moves});
+          cut[ch] = -kInf;
         }
         if (read[ch]) m.stats.stored += K;
       }
-      std::stable_sort(la.conv_now_hub.begin(), la.conv_now_hub.end(),
-                       [](const auto& x, const auto& y) { return x.coef > y.coef; });
+      if (la.conv_split) la.qkv.prepare_cut(cut);
       m.stats.total_heads += c.linear_num_value_heads;
       m.stats.active_heads += static_cast<int64_t>(la.heads.size());
     }
@@ -351,12 +333,12 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
     L.mlp.split = sparse && L.mlp.gate.is_sparse();
     if (L.mlp.split) {
       L.mlp.unit_bits.assign(Support::words(c.intermediate_size), 0);
+      std::vector<float> cut(c.intermediate_size, std::numeric_limits<float>::infinity());
       for (int32_t i : L.mlp.units) {
         L.mlp.unit_bits[i / 64] |= uint64_t{1} << (i % 64);
-        if (L.mlp.gate.hub_weight(i) != 0.0f) L.mlp.hub_units.push_back({i, L.mlp.gate.hub_weight(i)});
+        cut[i] = -91.0f;
       }
-      std::stable_sort(L.mlp.hub_units.begin(), L.mlp.hub_units.end(),
-                       [](const auto& x, const auto& y) { return x.coef > y.coef; });
+      L.mlp.gate.prepare_cut(cut);
     }
     for (auto* mat : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) count(*mat);
     m.stats.total_units += c.intermediate_size;
@@ -428,7 +410,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   const int64_t cwords = Support::words(C);
   if (la.conv_split) {
     ws.qkv_bits.assign(T * cwords, 0);
-    la.qkv.apply(n, ws.support, qkv, ws.scratch, ws.qkv_bits.data(), true);
+    la.qkv.apply_cut(n, ws.support, qkv, ws.scratch, ws.qkv_bits.data());
   } else {
     la.qkv.apply(n, ws.support, qkv, ws.scratch);
   }
@@ -445,38 +427,33 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // are computed for the channels the live heads read; the window moves for
   // every channel whose input can be non-zero.
   //
-  // A current-only channel (conv_split) has acc = +0 + tap * in: the earlier
-  // taps' products are +-0 and the sum starts at +0.  Its output is +0 when
-  // in is +-0, and it is written only where it can be non-zero: at the rows a
-  // column other than the hub reaches, and at the rows the hub reaches whose
-  // acc, tap * hub weight * x[hub], is above -90, where SiLU is no longer -0
-  // (a prefix of conv_now_hub for x[hub] > 0, a suffix for x[hub] < 0).
-  // conv_out holds +0 at every other entry (cleared after use), which stands
-  // for silu's -0: q, k and v are only ever tested against zero or added to.
+  // With conv_split, qkv holds the rows apply_cut computed (qkv_bits); any
+  // other row is +0 or, for a current-only channel, below its cut.  A
+  // current-only channel has acc = +0 + tap * in: the earlier taps' products
+  // are +-0 and the sum starts at +0.  Its output is written only where it
+  // is not zero, at the computed rows: below the cut, acc is below -90 and
+  // SiLU gives -0.  conv_out holds +0 at every other entry (cleared after
+  // use), which stands for silu's -0: q, k and v are only ever tested
+  // against zero or added to.
   float* windows = st.conv[layer].data_ptr<float>();
   for (int64_t e : ws.conv_written) conv_out[e] = 0.0f;
   ws.conv_written.clear();
-  auto now_channel = [&](int64_t t, int32_t ch) {
-    const float v = store(silu(0.0f + la.conv[ch * K + K - 1] * qkv[t * C + ch]));
-    if (v == 0.0f) return;
-    conv_out[t * C + ch] = v;
-    ws.conv_written.push_back(t * C + ch);
-  };
   for (int64_t t = 0; t < T && la.conv_split; ++t) {
     const uint64_t* bits = &ws.qkv_bits[t * cwords];
     for (int64_t i = 0; i < cwords; ++i)
-      for (uint64_t w = bits[i] & la.conv_now[i]; w != 0; w &= w - 1)
-        now_channel(t, static_cast<int32_t>(i * 64 + __builtin_ctzll(w)));
-    const int32_t hub = la.qkv.hub_column();
-    const float x_hub = hub < 0 ? 0.0f : n[t * cfg.hidden_size + hub];
-    for_hub_rows_above_cut(la.conv_now_hub, x_hub, [&](int32_t ch) {
-      if (!((bits[ch / 64] >> (ch % 64)) & 1)) now_channel(t, ch);
-    });
+      for (uint64_t w = bits[i] & la.conv_now[i]; w != 0; w &= w - 1) {
+        const int64_t ch = i * 64 + __builtin_ctzll(w);
+        const float v = store(silu(0.0f + la.conv[ch * K + K - 1] * qkv[t * C + ch]));
+        if (v == 0.0f) continue;
+        conv_out[t * C + ch] = v;
+        ws.conv_written.push_back(t * C + ch);
+      }
   }
   for (int64_t t = 0; t < T; ++t)
     for (const ConvChannel& cc : la.conv_channels) {
       float* window = windows + cc.channel * (K - 1);
-      const float in = qkv[t * C + cc.channel];
+      const bool computed = !la.conv_split || ((ws.qkv_bits[t * cwords + cc.channel / 64] >> (cc.channel % 64)) & 1);
+      const float in = computed ? qkv[t * C + cc.channel] : 0.0f;
       if (cc.output) {
         const float* w = &la.conv[cc.channel * K];
         float acc = 0.0f;
@@ -667,48 +644,48 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, int64_t T
 
 // SwiGLU MLP on the T rows of ws.normed: ws.y = down(silu(gate(m)) * up(m)).
 void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
-  const int64_t I = cfg.intermediate_size;
+  const int64_t I = cfg.intermediate_size, H = cfg.hidden_size;
   const float* m = ws.normed.data();
   float* g = grow(ws.gate, T * I);
-  float* u = grow(ws.up, T * I);
   // Only units write act; the rest must read as zero.
   float* act = grow(ws.act, T * I);
   std::fill(act, act + T * I, 0.0f);
   const int64_t words = Support::words(I);
   const Mlp& mlp = L.mlp;
-  if (mlp.split) {
-    ws.gate_bits.assign(T * words, 0);
-    mlp.gate.apply(m, ws.support, g, ws.scratch, ws.gate_bits.data(), true);
-  } else {
-    mlp.gate.apply(m, ws.support, g, ws.scratch);
-  }
-  mlp.up.apply(m, ws.support, u, ws.scratch);
-  store(g, T * I);
-  store(u, T * I);
-  const int32_t hub = mlp.gate.hub_column();
-  std::vector<uint64_t>& cand = ws.unit_bits;
-  auto unit = [&](int64_t t, int32_t i) {
-    const float v = store(silu(g[t * I + i]) * u[t * I + i]);
+  auto put = [&](int64_t t, int32_t i, float v) {
     act[t * I + i] = v;
     if (v != 0.0f || v != v) ws.support.add(i);
   };
-  // With `split`, a unit is computed where a column other than the gate's
-  // hub reaches its gate, or where the hub's product alone, gate = w *
-  // x[hub] + 0, is at least -90 (a prefix of hub_units for x[hub] > 0, a
-  // suffix for x[hub] < 0): below, silu(gate) is -0 and the activation a zero.
-  ws.support.clear();
-  for (int64_t t = 0; t < T; ++t) {
-    if (!mlp.split) {
-      for (int32_t i : mlp.units) unit(t, i);
+  if (!mlp.split) {
+    float* u = grow(ws.up, T * I);
+    mlp.gate.apply(m, ws.support, g, ws.scratch);
+    mlp.up.apply(m, ws.support, u, ws.scratch);
+    store(g, T * I);
+    store(u, T * I);
+    ws.support.clear();
+    for (int64_t t = 0; t < T; ++t) {
+      for (int32_t i : mlp.units) put(t, i, store(silu(g[t * I + i]) * u[t * I + i]));
       ws.support.end_vector();
-      continue;
     }
-    cand.assign(ws.gate_bits.begin() + t * words, ws.gate_bits.begin() + (t + 1) * words);
-    const float xh = hub < 0 ? 0.0f : m[t * cfg.hidden_size + hub];
-    for_hub_rows_above_cut(mlp.hub_units, xh, [&](int32_t i) { cand[i / 64] |= uint64_t{1} << (i % 64); });
-    for (int64_t w = 0; w < words; ++w)
-      for (uint64_t b = cand[w] & mlp.unit_bits[w]; b != 0; b &= b - 1) unit(t, static_cast<int32_t>(w * 64 + __builtin_ctzll(b)));
-    ws.support.end_vector();
+  } else {
+    // The gate where it may reach its cut; elsewhere silu(gate) is -0, and
+    // so is it where the gate was computed below -90: the activation is
+    // then silu(gate) * up = +-0 (up is finite: finite weights and inputs),
+    // and the up row is not computed.
+    ws.gate_bits.assign(T * words, 0);
+    mlp.gate.apply_cut(m, ws.support, g, ws.scratch, ws.gate_bits.data());
+    ws.support.clear();
+    for (int64_t t = 0; t < T; ++t) {
+      const uint64_t* bits = &ws.gate_bits[t * words];
+      for (int64_t w = 0; w < words; ++w)
+        for (uint64_t b = bits[w] & mlp.unit_bits[w]; b != 0; b &= b - 1) {
+          const int32_t i = static_cast<int32_t>(w * 64 + __builtin_ctzll(b));
+          const float sg = silu(store(g[t * I + i]));
+          if (sg == 0.0f) continue;
+          put(t, i, store(sg * store(mlp.up.row_value(i, m + t * H))));
+        }
+      ws.support.end_vector();
+    }
   }
   mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
 }

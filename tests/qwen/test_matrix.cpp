@@ -1,7 +1,8 @@
 // The sparse matrix product against the dense one, bit for bit: rows with
 // few and many non-zeros (several in one lane), cancelling huge values,
 // signed-zero and sparse inputs, non-finite weights and inputs, and rows
-// dropped later; the rows it reports as written; argmax against
+// dropped later; the rows it reports as written; the product through cuts
+// (apply_cut) and what its bounds leave out; argmax against
 // torch::argmax of the dense product; and sparse storage built from lazily
 // zero-filled memory.
 #include <gtest/gtest.h>
@@ -72,6 +73,53 @@ torch::Tensor random_input(std::mt19937& rng, int64_t T, int64_t in, double dens
   return x;
 }
 
+// apply_cut against `expected(t)` under random cuts, many of them at or
+// next to a row's own value: a computed row equals it bit for bit, and any
+// other is +0 or below its cut.  Returns the rows computed.
+template <class Expected>
+int64_t expect_cut_product(Matrix sparse, const torch::Tensor& x, Expected expected, const std::string& what) {
+  if (!sparse.is_sparse()) return 0;
+  const int64_t T = x.size(0), out = sparse.rows(), words = Support::words(out);
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(static_cast<uint32_t>(out * 7919 + x.size(1)));
+  std::vector<torch::Tensor> e;
+  for (int64_t t = 0; t < T; ++t) e.push_back(expected(t));
+  std::vector<float> cut(out);
+  for (int64_t r = 0; r < out; ++r) {
+    const float v = e[rng() % T][r].item<float>();
+    const float near[3] = {v, std::nextafter(v, inf), std::nextafter(v, -inf)};
+    const float c = near[rng() % 3];
+    switch (rng() % 5) {
+      case 0: cut[r] = -inf; break;
+      case 1: cut[r] = rng() % 4 == 0 ? inf : -91.0f; break;
+      case 2: cut[r] = -static_cast<float>(rng() % 9) * 0.5f; break;
+      default: cut[r] = std::isfinite(c) && c <= 0.0f ? c : -1.0f;
+    }
+  }
+  sparse.prepare_cut(cut);
+  Support support;
+  support.scan(x.data_ptr<float>(), T, x.size(1));
+  Matrix::Scratch scratch;
+  const float unset = 12345.0f;
+  std::vector<float> y(T * out, unset);
+  std::vector<uint64_t> computed(T * words, 0);
+  sparse.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
+  int64_t n = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t r = 0; r < out; ++r) {
+      const float v = y[t * out + r], ev = e[t][r].item<float>();
+      if ((computed[t * words + r / 64] >> (r % 64)) & 1) {
+        ++n;
+        EXPECT_TRUE(same_bits(v, ev)) << what << ": cut product, token " << t << " row " << r << ": " << v << " vs " << ev;
+      } else {
+        EXPECT_TRUE(same_bits(ev, 0.0f) || ev < cut[r]) << what << ": token " << t << " row " << r << " (" << ev
+                                                         << ", cut " << cut[r] << ") was not computed";
+        EXPECT_EQ(v, unset) << what << ": a row not computed was written";
+      }
+    }
+  return n;
+}
+
 // y = W x by `sparse` against `expected(t)`, bit for bit; every non-zero row
 // must be reported written.
 template <class Expected>
@@ -92,19 +140,8 @@ void expect_product(const Matrix& sparse, const torch::Tensor& x, Expected expec
         ASSERT_TRUE((written[t * words + r / 64] >> (r % 64)) & 1) << what << ": row " << r << " not reported written";
     }
   }
-  // Reported off the hub: a row outside the bits is the hub's product alone.
-  std::vector<uint64_t> off(T * words, 0);
-  sparse.apply(x.data_ptr<float>(), support, y.data(), scratch, off.data(), true);
-  const int32_t hub = sparse.hub_column();
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t r = 0; r < out; ++r) {
-      if ((off[t * words + r / 64] >> (r % 64)) & 1) continue;
-      const float w = sparse.hub_weight(r), xh = hub < 0 ? 0.0f : x[t][hub].item<float>();
-      const float alone = w != 0.0f ? w * xh + 0.0f : 0.0f;
-      ASSERT_TRUE(same_bits(y[t * out + r], alone)) << what << ": token " << t << " row " << r << " off the hub";
-    }
+  expect_cut_product(sparse, x, expected, what);
 }
-
 // Against the dense storage's product (lane_dot over every column).
 void expect_same_product(const Matrix& sparse, const Matrix& dense, const torch::Tensor& x, const std::string& what) {
   Support support;
@@ -208,6 +245,69 @@ TEST(QwenMatrix, SumsNearTheExactnessBoundKeepTheLaneOrder) {
     }
   }
   EXPECT_GT(order_sensitive, 1000) << "the inputs should include many sums that depend on the order";
+}
+
+// A circuit's address decoder, as the keys of a GDN memory: row (h, a, b)
+// of head h reads slot a of field A and slot b of field B (256 each) and
+// the anchor (-384), so it is 128 where both agree with the address and at
+// most -128 elsewhere, which SiLU turns into -0.  With the cut at -91 only
+// the blocks of the agreeing rows are computed; the rows that fire are
+// among them, exact; the other rows stay as they were.
+TEST(QwenMatrix, CutProductComputesOnlyTheRowsThatMayReachTheCut) {
+  constexpr int64_t kHeads = 4, kSlots = 8, kRows = kHeads * kSlots * kSlots, kIn = 1 + 2 * kSlots;
+  torch::Tensor w = torch::zeros({kRows, kIn});
+  auto a = w.accessor<float, 2>();
+  for (int64_t r = 0; r < kRows; ++r) {
+    a[r][0] = -384.0f;
+    a[r][1 + (r / kSlots) % kSlots] = 256.0f;
+    a[r][1 + kSlots + r % kSlots] = 256.0f;
+  }
+  Matrix sparse(w, true);
+  sparse.prepare_cut(std::vector<float>(kRows, -91.0f));
+  for (int64_t addr = 0; addr < kSlots * kSlots; ++addr) {
+    torch::Tensor x = torch::zeros({1, kIn});
+    x[0][0] = 1.0f;
+    x[0][1 + addr / kSlots] = 1.0f;
+    x[0][1 + kSlots + addr % kSlots] = 1.0f;
+    const torch::Tensor expected = reference_product(w, x[0]);
+    Support support;
+    support.scan(x.data_ptr<float>(), 1, kIn);
+    Matrix::Scratch scratch;
+    std::vector<float> y(kRows, 7.0f);
+    std::vector<uint64_t> computed(Support::words(kRows), 0);
+    sparse.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
+    int64_t n = 0;
+    for (int64_t r = 0; r < kRows; ++r) {
+      const bool fires = (r % (kSlots * kSlots)) == addr;
+      ASSERT_EQ(expected[r].item<float>(), fires ? 128.0f : (r / kSlots) % kSlots == addr / kSlots || r % kSlots == addr % kSlots ? -128.0f : -384.0f);
+      if ((computed[r / 64] >> (r % 64)) & 1) {
+        ++n;
+        ASSERT_TRUE(same_bits(y[r], expected[r].item<float>())) << "address " << addr << " row " << r;
+      } else {
+        ASSERT_FALSE(fires) << "address " << addr << ": row " << r << " fires but was not computed";
+        ASSERT_EQ(y[r], 7.0f);
+      }
+    }
+    // One block of at most 16 rows per head.
+    EXPECT_LE(n, kHeads * 16) << "address " << addr << ": the bounds should leave the other blocks out";
+    EXPECT_GE(n, kHeads);
+  }
+  // The rows of a block beside the agreeing one but just reaching the cut
+  // (-128 against a cut of -128) are computed too.
+  sparse.prepare_cut(std::vector<float>(kRows, -128.0f));
+  torch::Tensor x = torch::zeros({1, kIn});
+  x[0][0] = 1.0f;
+  x[0][1] = 1.0f;
+  x[0][1 + kSlots] = 1.0f;
+  Support support;
+  support.scan(x.data_ptr<float>(), 1, kIn);
+  Matrix::Scratch scratch;
+  std::vector<float> y(kRows);
+  std::vector<uint64_t> computed(Support::words(kRows), 0);
+  sparse.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
+  for (int64_t r = 0; r < kRows; ++r)
+    if ((r / kSlots) % kSlots == 0 || r % kSlots == 0)
+      ASSERT_TRUE((computed[r / 64] >> (r % 64)) & 1) << "row " << r << " reaches the cut";
 }
 
 TEST(QwenMatrix, NonFiniteWeightsAndInputs) {
