@@ -455,7 +455,7 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     float m = row.magnitude;
     if (m == 0.0f) continue;  // seen already, or only zero products: y is exact
     if (hub_first) m += grid_magnitude(hub_w_[r] * x_hub);
-    y[r] = m < kExactBound ? y[r] + row.sum : row_dot(r, x);
+    y[r] = m < kExactBound || short_row(r) ? y[r] + row.sum : row_dot(r, x);
     row = Scratch::Row{};
   }
 }
@@ -630,9 +630,10 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
   uint8_t* state = s.cut_state.data();
   s.reached.clear();
   s.computed.clear();
-  auto used = [&](int32_t c) { return c != hub_col_ && ((col_used_[c / 64] >> (c % 64)) & 1); };
+  s.columns.clear();
   for (const int32_t* c = nz; c != nz_end; ++c) {
-    if (!used(*c)) continue;
+    if (*c == hub_col_ || !((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;
+    s.columns.push_back(*c);
     const double xc = x[*c];
     for (const CutRange *r = &cut_ranges_[cut_col_ptr_[*c]], *end = &cut_ranges_[cut_col_ptr_[*c + 1]]; r != end; ++r) {
       if (state[r->block] == 0) {
@@ -687,11 +688,9 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
         }
       }
     };
-    for (const int32_t* c = nz; c != nz_end; ++c) {
-      if (!used(*c)) continue;
-      for (const CutRange *r = &cut_ranges_[cut_col_ptr_[*c]], *end = &cut_ranges_[cut_col_ptr_[*c + 1]]; r != end; ++r)
-        if (state[r->block] == 2) scatter(x[*c], col_grid_[*c], &by_col_[r->begin], &by_col_[r->end]);
-    }
+    for (int32_t c : s.columns)
+      for (const CutRange *r = &cut_ranges_[cut_col_ptr_[c]], *end = &cut_ranges_[cut_col_ptr_[c + 1]]; r != end; ++r)
+        if (state[r->block] == 2) scatter(x[c], col_grid_[c], &by_col_[r->begin], &by_col_[r->end]);
     if (xh != 0.0)
       for (int32_t b : s.computed)
         scatter(x_hub, col_grid_[hub_col_], &by_col_[cut_blocks_[b].hub_begin], &by_col_[cut_blocks_[b].hub_end]);
@@ -699,7 +698,7 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
     for (int32_t b : s.computed) {
       for (int32_t r = cut_blocks_[b].first; r < cut_blocks_[b].end; ++r) {
         Scratch::Row& row = rows[r];
-        y[r] = row.magnitude < kExactBound ? row.sum : row_dot(r, x);
+        y[r] = row.magnitude < kExactBound || short_row(r) ? row.sum : row_dot(r, x);
         row = Scratch::Row{};
         computed[r / 64] |= uint64_t{1} << (r % 64);
       }

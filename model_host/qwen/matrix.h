@@ -77,7 +77,7 @@ class Matrix {
     // those computed.
     std::vector<double> cut_high, cut_size;
     std::vector<uint8_t> cut_state;
-    std::vector<int32_t> reached, computed;
+    std::vector<int32_t> reached, computed, columns;  // columns: the listed ones with weights, but the hub
   };
 
   Matrix() = default;
@@ -146,6 +146,10 @@ class Matrix {
   void derive_indexes();
   // Row r times x, over all its weights.
   float row_dot(int64_t r, const float* x) const;
+  // Whether row r holds at most two weights: its products then sum to the
+  // lane scheme's value in any order (one product p gives p + 0 either way;
+  // two give q0 + q1, q = p + 0, for x + y == y + x).
+  bool short_row(int64_t r) const { return row_ptr_[r + 1] - row_ptr_[r] <= 2; }
   // y[r] = hub weight(r) * x_hub + 0 for every row.
   void hub_pass(float x_hub, float* y) const;
   // One vector through the sparse storage; y[out] is fully written.
