@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 if [ ! -f build/CMakeCache.txt ]; then
-  cmake -S . -B build "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S . -B build "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 cmake --build build -j "${QGPU_JOBS:-$(nproc)}"

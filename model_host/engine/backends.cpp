@@ -1,11 +1,10 @@
 #include "model_host/engine/backends.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 
 #include "model_host/machine/api.h"
-#ifdef QGPU_HAVE_MODEL_BACKEND
-#include "model_host/gpu/build_model.h"
-#endif
 
 namespace qgpu::engine {
 
@@ -20,12 +19,13 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   if (name == "ptx-reference") return make_ptx_reference_backend();
   if (name == "model") {
 #ifdef QGPU_HAVE_MODEL_BACKEND
-    std::string dir = options.model_dir;
-    if (dir.empty()) {
-      dir = gpu::default_model_dir();
-      gpu::ensure_model(dir, options.progress);
-    }
-    return gpu::make_model_backend(dir, options.model);
+    // libqgpu_gpu.so (and with it libtorch) is loaded here, once per process.
+    void* lib = dlopen(QGPU_GPU_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) throw BackendUnavailable(std::string("the model backend's library did not load: ") + dlerror());
+    using Make = Backend* (*)(const BackendOptions&);
+    auto make = reinterpret_cast<Make>(dlsym(lib, "qgpu_make_model_backend"));
+    if (!make) throw BackendUnavailable(std::string(QGPU_GPU_LIBRARY) + " has no qgpu_make_model_backend");
+    return std::unique_ptr<Backend>(make(options));
 #else
     (void)options;
     throw BackendUnavailable("this build has no model backend (configured without libtorch: QGPU_WITH_TORCH=OFF); "

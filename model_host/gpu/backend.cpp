@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "model_host/engine/backends.h"
 #include "model_host/gpu/build_model.h"
 #include "model_host/gpu/prompt.h"
 #include "model_host/gpu/trace.h"
@@ -322,3 +323,14 @@ std::unique_ptr<engine::Backend> make_model_backend(std::shared_ptr<const qwen::
 }
 
 }  // namespace qgpu::gpu
+
+// The model backend as engine::make_backend loads it (model_host/engine/backends.cpp):
+// the model directory of `options`, or the model cache, built there on first use.
+extern "C" qgpu::engine::Backend* qgpu_make_model_backend(const qgpu::engine::BackendOptions& options) {
+  std::string dir = options.model_dir;
+  if (dir.empty()) {
+    dir = qgpu::gpu::default_model_dir();
+    qgpu::gpu::ensure_model(dir, options.progress);
+  }
+  return qgpu::gpu::make_model_backend(dir, options.model).release();
+}

@@ -43,6 +43,12 @@ inline float* grow(std::vector<float>& v, int64_t n) {
   return v.data();
 }
 
+// Sets x[t * n + c] to +0 at every column c of vector t of `support`.
+void clear_support(float* x, int64_t n, const Support& support) {
+  for (int64_t t = 0; t < support.vectors(); ++t)
+    for (const int32_t* c = support.begin(t); c != support.end(t); ++c) x[t * n + *c] = 0.0f;
+}
+
 // Runs f(i) for i in [0, n) on up to the configured threads when the work is large.
 template <class F>
 void parallel_items(int64_t n, int64_t work_per_item, F f) {
@@ -404,9 +410,10 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   float* b = grow(ws.b, T * nv);
   float* a = grow(ws.a, T * nv);
   float* conv_out = grow(ws.conv_out, T * C);
-  // Only live heads write o; the rest must read as zero.
+  // Only live heads write o; the rest must read as zero.  o is +-0
+  // throughout between calls (cleared after use at its support, which
+  // holds every entry that is not).
   float* o = grow(ws.o, T * VD);
-  std::fill(o, o + T * VD, 0.0f);
   const int64_t cwords = Support::words(C);
   if (la.conv_split) {
     ws.qkv_bits.assign(T * cwords, 0);
@@ -560,6 +567,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
     ws.support.end_vector();
   }
   la.out.apply(o, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
+  clear_support(o, VD, ws.support);
 }
 
 // Rotary embedding on the first rotary_dim entries of one head at `position`:
@@ -647,9 +655,9 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   const int64_t I = cfg.intermediate_size, H = cfg.hidden_size;
   const float* m = ws.normed.data();
   float* g = grow(ws.gate, T * I);
-  // Only units write act; the rest must read as zero.
+  // Only units write act; the rest must read as zero.  act is +-0
+  // throughout between calls (cleared after use at its support).
   float* act = grow(ws.act, T * I);
-  std::fill(act, act + T * I, 0.0f);
   const int64_t words = Support::words(I);
   const Mlp& mlp = L.mlp;
   auto put = [&](int64_t t, int32_t i, float v) {
@@ -688,6 +696,7 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
     }
   }
   mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
+  clear_support(act, I, ws.support);
 }
 
 void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers,
