@@ -325,31 +325,40 @@ void Matrix::derive_indexes() {
   derive_cut();
 }
 
+Matrix::BlockWeights::BlockWeights(int64_t in) : lo(in), hi(in), rows_with(in, 0) {}
+
+int64_t Matrix::gather_block(int64_t k0, int64_t k1, BlockWeights& bw) const {
+  int64_t longest = 0;
+  for (int64_t k = k0; k < k1; ++k) {
+    const int64_t r = active_rows_[k];
+    longest = std::max(longest, row_ptr_[r + 1] - row_ptr_[r]);
+    for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) {
+      const auto [c, w] = by_row_[i];
+      if (bw.rows_with[c]++ == 0) {
+        bw.used.push_back(c);
+        bw.lo[c] = bw.hi[c] = w;
+      }
+      bw.lo[c] = std::min(bw.lo[c], w);
+      bw.hi[c] = std::max(bw.hi[c], w);
+    }
+  }
+  return longest;
+}
+
 void Matrix::prepare_argmax() {
   if (!sparse_ || !finite_) return;
   const int64_t n_rows = static_cast<int64_t>(active_rows_.size());
   const int64_t n_blocks = (n_rows + kBlockRows - 1) / kBlockRows;
-  // Per block, per column it uses: the range of its weights and how many rows have one.
-  std::vector<float> lo(in_), hi(in_);
-  std::vector<int32_t> rows_with(in_, 0), used;
+  BlockWeights bw(in_);
+  std::vector<float>& lo = bw.lo;
+  std::vector<float>& hi = bw.hi;
+  std::vector<int32_t>& rows_with = bw.rows_with;
+  std::vector<int32_t>& used = bw.used;
   std::vector<std::pair<int32_t, BlockRange>> ranges;  // (column, range)
   block_slack_.assign(n_blocks, 0.0);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t k0 = b * kBlockRows, k1 = std::min(n_rows, k0 + kBlockRows);
-    int64_t longest = 0;
-    for (int64_t k = k0; k < k1; ++k) {
-      const int64_t r = active_rows_[k];
-      longest = std::max(longest, row_ptr_[r + 1] - row_ptr_[r]);
-      for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) {
-        const auto [c, w] = by_row_[i];
-        if (rows_with[c]++ == 0) {
-          used.push_back(c);
-          lo[c] = hi[c] = w;
-        }
-        lo[c] = std::min(lo[c], w);
-        hi[c] = std::max(hi[c], w);
-      }
-    }
+    const int64_t longest = gather_block(k0, k1, bw);
     for (int32_t c : used) {
       if (rows_with[c] < k1 - k0) {  // a row without this column has weight 0 there
         lo[c] = std::min(lo[c], 0.0f);
@@ -527,27 +536,20 @@ void Matrix::derive_cut() {
   // Per block, per column it uses: the range of its weights and how many
   // rows have one; those rows' entries are the next ones of the column in
   // by_col_ (rows ascending there, blocks ascending here).
-  std::vector<float> lo(in_), hi(in_);
-  std::vector<int32_t> rows_with(in_, 0), used;
+  BlockWeights bw(in_);
+  std::vector<float>& lo = bw.lo;
+  std::vector<float>& hi = bw.hi;
+  std::vector<int32_t>& rows_with = bw.rows_with;
+  std::vector<int32_t>& used = bw.used;
   std::vector<uint32_t> cursor(col_ptr_.begin(), col_ptr_.end() - 1);
   std::vector<std::pair<int32_t, CutRange>> ranges;  // (column, range), the hub's apart
-  size_t k = 0;
+  int64_t k0 = 0;
   for (size_t b = 0; b < cut_blocks_.size(); ++b) {
     CutBlock& block = cut_blocks_[b];
-    int64_t longest = 0, rows = 0;
-    for (; k < active_rows_.size() && block_of_row[k] == static_cast<int32_t>(b); ++k, ++rows) {
-      const int64_t r = active_rows_[k];
-      longest = std::max(longest, row_ptr_[r + 1] - row_ptr_[r]);
-      for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) {
-        const auto [c, w] = by_row_[i];
-        if (rows_with[c]++ == 0) {
-          used.push_back(c);
-          lo[c] = hi[c] = w;
-        }
-        lo[c] = std::min(lo[c], w);
-        hi[c] = std::max(hi[c], w);
-      }
-    }
+    int64_t k1 = k0;
+    while (k1 < static_cast<int64_t>(active_rows_.size()) && block_of_row[k1] == static_cast<int32_t>(b)) ++k1;
+    const int64_t longest = gather_block(k0, k1, bw), rows = k1 - k0;
+    k0 = k1;
     // The allowance of prepare_argmax: the lane scheme's value of a row
     // differs from its exact sum by at most gamma_m sum |w x|.
     block.slack = static_cast<double>(longest + 6 + static_cast<int64_t>(used.size()) + 2) * 0x1p-23;

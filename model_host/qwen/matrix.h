@@ -155,6 +155,16 @@ class Matrix {
   // One vector through the sparse storage; y[out] is fully written.
   void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
                     uint64_t* written) const;
+  // The weights of the active rows [k0, k1) (indices into active_rows_):
+  // the columns they use (in `used`, in order of first use), per column the
+  // range of its weights and how many of the rows have one.  Returns the
+  // longest row's weights.  The caller resets rows_with and used.
+  struct BlockWeights {
+    explicit BlockWeights(int64_t in);
+    std::vector<float> lo, hi;
+    std::vector<int32_t> rows_with, used;
+  };
+  int64_t gather_block(int64_t k0, int64_t k1, BlockWeights& bw) const;
   // Builds the cut blocks from cut_.
   void derive_cut();
   // One vector of apply_cut.
