@@ -127,6 +127,19 @@ std::vector<bool> written_pages(const void* data, size_t bytes) {
   return written;
 }
 
+// (column, item) pairs indexed by column: ptr[c]..ptr[c + 1] are column c's
+// items in `items`, in the order given.
+template <class Ptr, class Item>
+void by_column(const std::vector<std::pair<int32_t, Item>>& pairs, int64_t columns, std::vector<Ptr>& ptr,
+               std::vector<Item>& items) {
+  ptr.assign(columns + 1, 0);
+  for (const auto& [c, item] : pairs) ++ptr[c + 1];
+  for (int64_t c = 0; c < columns; ++c) ptr[c + 1] += ptr[c];
+  items.resize(pairs.size());
+  std::vector<Ptr> fill(ptr.begin(), ptr.end() - 1);
+  for (const auto& [c, item] : pairs) items[fill[c]++] = item;
+}
+
 inline bool isnan_(float v) { return v != v; }
 
 // Whether (v, r) comes before (best, best_row) in torch::argmax's order:
@@ -375,12 +388,7 @@ void Matrix::prepare_argmax() {
     block_slack_[b] = static_cast<double>(longest + 6 + static_cast<int64_t>(used.size()) + 2) * 0x1p-23;
     used.clear();
   }
-  block_col_ptr_.assign(in_ + 1, 0);
-  for (const auto& [c, r] : ranges) ++block_col_ptr_[c + 1];
-  for (int64_t c = 0; c < in_; ++c) block_col_ptr_[c + 1] += block_col_ptr_[c];
-  block_ranges_.resize(ranges.size());
-  std::vector<int64_t> fill(block_col_ptr_.begin(), block_col_ptr_.end() - 1);
-  for (const auto& [c, r] : ranges) block_ranges_[fill[c]++] = r;
+  by_column(ranges, in_, block_col_ptr_, block_ranges_);
 }
 
 float Matrix::row_dot(int64_t r, const float* x) const {
@@ -588,12 +596,7 @@ void Matrix::derive_cut() {
   }
   for (auto& reach : cut_hub_reach_)
     std::stable_sort(reach.begin(), reach.end(), [](const HubReach& x, const HubReach& y) { return x.up_to > y.up_to; });
-  cut_col_ptr_.assign(in_ + 1, 0);
-  for (const auto& [c, r] : ranges) ++cut_col_ptr_[c + 1];
-  for (int64_t c = 0; c < in_; ++c) cut_col_ptr_[c + 1] += cut_col_ptr_[c];
-  cut_ranges_.resize(ranges.size());
-  std::vector<uint32_t> fill(cut_col_ptr_.begin(), cut_col_ptr_.end() - 1);
-  for (const auto& [c, r] : ranges) cut_ranges_[fill[c]++] = r;
+  by_column(ranges, in_, cut_col_ptr_, cut_ranges_);
 }
 
 void Matrix::apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const {
