@@ -69,6 +69,10 @@ std::vector<const Operand*> sources(const Instr& in) {
 
 // The basic blocks of virtual code (a label or the instruction after a
 // control transfer starts one) and their successors.
+// Thrown when a program with the fast 64-bit division path does not fit the
+// ROM: lower() then lowers it again without that path.
+struct CompactDivision {};
+
 struct Cfg {
   uint32_t n = 0;
   std::vector<uint32_t> starts;
@@ -351,50 +355,95 @@ class Lowerer {
   // than d), so the loop compares and subtracts d << i for i = i0 .. 0, and
   // d << i0 has exactly n's bit length: nothing overflows.  n < d gives
   // i0 = -1 (no iteration, r = n); a zero divisor runs every bit (i0 = 31 or
-  // 63), subtracting 0 each time: q all ones, r = n.  The quotient is only
-  // accumulated when it is used.
+  // 63), subtracting 0 each time: q all ones, r = n.  The loop counts its
+  // iterations down to zero and branches on the count itself.  The quotient
+  // is only accumulated when it is used.
+  //
+  // A 32-bit step subtracts with r = minu(r, r - dd): when dd <= r, r - dd is
+  // the smaller; when dd > r, r - dd wraps to 2^32 - (dd - r) > r.
   std::pair<Operand, Operand> udiv32(Operand n, Operand d, bool want_q) {
     Operand i0 = opr(Op::MAX, opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n)), K(uint32_t(-1)));
-    uint32_t i = op(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
-    uint32_t dd = op(Op::SHL, d, R(i)), r = op(Op::MOV, n), q = want_q ? op(Op::MOV, K(0)) : 0;
+    Operand i = opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
+    uint32_t dd = op(Op::SHL, d, i), r = op(Op::MOV, n), q = want_q ? op(Op::MOV, K(0)) : 0;
+    uint32_t k = op(Op::ADD, i, K(1));
     uint32_t loop = new_label(), done = new_label();
-    br(opr(Op::SLT, R(i), K(0)), done, loop);
+    br(R(k), loop, done);
     place(loop);
-    Operand ge = opr(Op::SLEU, R(dd), R(r));
-    opd(r, Op::SUB, R(r), opr(Op::SEL, ge, R(dd), K(0)));
-    if (want_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), ge);
+    if (want_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), opr(Op::SLEU, R(dd), R(r)));
+    opd(r, Op::MINU, R(r), opr(Op::SUB, R(r), R(dd)));
     opd(dd, Op::SHR, R(dd), K(1));
-    opd(i, Op::SUB, R(i), K(1));
-    br(opr(Op::SLT, K(uint32_t(-1)), R(i)), loop, done);
+    opd(k, Op::ADD, R(k), K(uint32_t(-1)));
+    br(R(k), loop, done);
     place(done);
     return {want_q ? R(q) : K(0), R(r)};
   }
   Operand clz64(V x) {
     return opr(Op::SEL, opr(Op::SEQ, x.hi, K(0)), opr(Op::ADD, opr(Op::CLZ, x.lo), K(32)), opr(Op::CLZ, x.hi));
   }
+  // 64-bit division.  A divisor 0 < d < 2^31 (the common 64-by-32 case, such
+  // as a product reduced modulo a 32-bit number) takes a shorter path:
+  // q_hi, r = n_hi / d, n_hi % d as 32-bit words, then n_lo's bits enter r
+  // one by one from the top (r < d < 2^31, so 2r + 1 never overflows), each
+  // followed by a 32-bit step; when r = 0 there, n_lo's leading zero bits
+  // are skipped.  Other divisors run the 64-bit loop.
   std::pair<V, V> udiv64(V n, V d, bool want_q) {
-    Operand i0 = opr(Op::MAX, opr(Op::SUB, clz64(d), clz64(n)), K(uint32_t(-1)));
-    uint32_t i = op(Op::SEL, opr(Op::SEQ, opr(Op::OR, d.lo, d.hi), K(0)), K(63), i0);
-    V d0 = shl64(d, R(i));
-    uint32_t dlo = op(Op::MOV, d0.lo), dhi = op(Op::MOV, d0.hi);
-    uint32_t rlo = op(Op::MOV, n.lo), rhi = op(Op::MOV, n.hi);
-    uint32_t qlo = want_q ? op(Op::MOV, K(0)) : 0, qhi = want_q ? op(Op::MOV, K(0)) : 0;
-    uint32_t loop = new_label(), done = new_label();
-    br(opr(Op::SLT, R(i), K(0)), done, loop);
-    place(loop);
-    Operand ge = lt64({R(dlo), R(dhi)}, {R(rlo), R(rhi)}, false, true);
-    Operand tlo = opr(Op::SEL, ge, R(dlo), K(0)), thi = opr(Op::SEL, ge, R(dhi), K(0));
-    Operand borrow = opr(Op::SLTU, R(rlo), tlo);
-    opd(rlo, Op::SUB, R(rlo), tlo);
-    opd(rhi, Op::SUB, opr(Op::SUB, R(rhi), thi), borrow);
-    if (want_q) {
-      opd(qhi, Op::OR, opr(Op::SHL, R(qhi), K(1)), opr(Op::SHR, R(qlo), K(31)));
-      opd(qlo, Op::OR, opr(Op::SHL, R(qlo), K(1)), ge);
+    uint32_t qlo = op(Op::MOV, K(0)), qhi = op(Op::MOV, K(0)), rlo = op(Op::MOV, n.lo), rhi = op(Op::MOV, n.hi);
+    uint32_t narrow = new_label(), wide = new_label(), done = new_label();
+    if (opts_.compact_division) {
+      jmp(wide);
+    } else {
+      narrow_division_ = true;
+      br(opr(Op::OR, d.hi, opr(Op::SLEU, K(0x7fffffffu), opr(Op::ADD, d.lo, K(uint32_t(-1))))), wide, narrow);
+      place(narrow);
+      auto [q1, r1] = udiv32(n.hi, d.lo, want_q);
+      uint32_t r = op(Op::MOV, r1), lo = op(Op::MOV, n.lo);
+      uint32_t q = want_q ? op(Op::MOV, K(0)) : 0;
+      Operand skip = opr(Op::SEL, R(r), K(0), opr(Op::CLZ, R(lo)));
+      opd(lo, Op::SHL, R(lo), skip);
+      uint32_t k = op(Op::SUB, K(32), skip);
+      uint32_t loop = new_label(), out = new_label();
+      br(R(k), loop, out);
+      place(loop);
+      opd(r, Op::ADD, opr(Op::ADD, R(r), R(r)), opr(Op::SHR, R(lo), K(31)));
+      opd(lo, Op::ADD, R(lo), R(lo));
+      if (want_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), opr(Op::SLEU, d.lo, R(r)));
+      opd(r, Op::MINU, R(r), opr(Op::SUB, R(r), d.lo));
+      opd(k, Op::ADD, R(k), K(uint32_t(-1)));
+      br(R(k), loop, out);
+      place(out);
+      opd(rlo, Op::MOV, R(r));
+      opd(rhi, Op::MOV, K(0));
+      if (want_q) {
+        opd(qlo, Op::MOV, R(q));
+        opd(qhi, Op::MOV, q1);
+      }
+      jmp(done);
     }
-    opd(dlo, Op::OR, opr(Op::SHR, R(dlo), K(1)), opr(Op::SHL, R(dhi), K(31)));
-    opd(dhi, Op::SHR, R(dhi), K(1));
-    opd(i, Op::SUB, R(i), K(1));
-    br(opr(Op::SLT, K(uint32_t(-1)), R(i)), loop, done);
+
+    place(wide);
+    {
+      Operand i0 = opr(Op::MAX, opr(Op::SUB, clz64(d), clz64(n)), K(uint32_t(-1)));
+      Operand i = opr(Op::SEL, opr(Op::SEQ, opr(Op::OR, d.lo, d.hi), K(0)), K(63), i0);
+      V d0 = shl64(d, i);
+      uint32_t dlo = op(Op::MOV, d0.lo), dhi = op(Op::MOV, d0.hi);
+      uint32_t k = op(Op::ADD, i, K(1));
+      uint32_t loop = new_label();
+      br(R(k), loop, done);
+      place(loop);
+      Operand ge = lt64({R(dlo), R(dhi)}, {R(rlo), R(rhi)}, false, true);
+      Operand tlo = opr(Op::SEL, ge, R(dlo), K(0)), thi = opr(Op::SEL, ge, R(dhi), K(0));
+      Operand borrow = opr(Op::SLTU, R(rlo), tlo);
+      opd(rlo, Op::SUB, R(rlo), tlo);
+      opd(rhi, Op::SUB, opr(Op::SUB, R(rhi), thi), borrow);
+      if (want_q) {
+        opd(qhi, Op::OR, opr(Op::SHL, R(qhi), K(1)), opr(Op::SHR, R(qlo), K(31)));
+        opd(qlo, Op::OR, opr(Op::SHL, R(qlo), K(1)), ge);
+      }
+      opd(dlo, Op::OR, opr(Op::SHR, R(dlo), K(1)), opr(Op::SHL, R(dhi), K(31)));
+      opd(dhi, Op::SHR, R(dhi), K(1));
+      opd(k, Op::ADD, R(k), K(uint32_t(-1)));
+      br(R(k), loop, done);
+    }
     place(done);
     const V q = want_q ? V{R(qlo), R(qhi)} : V{K(0), K(0)};
     return {q, {R(rlo), R(rhi)}};
@@ -474,6 +523,7 @@ class Lowerer {
   // ---- passes 2 and 3 -----------------------------------------------------------
   bool rename_temp(uint32_t t, uint32_t dst);
   void remove_dead_code();
+  void remove_unreachable();
   void propagate_copies();
   void fold_constants();
   void fold_known_bits();
@@ -493,6 +543,7 @@ class Lowerer {
   uint32_t nvregs_ = 0, nlabels_ = 0;
   uint32_t local_top_ = 0;
   uint32_t scratch_base_ = 0;  // shared offset of the scratch area
+  bool narrow_division_ = false;  // a 64-bit division has its path for divisors below 2^31
   bool scratch_used_ = false;
   std::vector<Frame*> frames_;
   Operand guard_ = K(1);  // pure instructions under a guard write through SEL
@@ -639,12 +690,14 @@ bool Lowerer::rename_temp(uint32_t t, uint32_t dst) {
   while (k-- > 0) {
     VI& vi = code_[k];
     if (vi.kind != VI::Ins) return false;  // stay within straight-line code
+    // t's definition may read dst: it reads before it writes (`x = x >> 1`).
+    const bool defines_t = vi.in.writes_reg() && vi.in.dst == t;
     for (auto* o : sources(vi.in)) {
-      if (o->v == dst) return false;
+      if (o->v == dst && !defines_t) return false;
       if (o->v == t) readers.push_back(k);
     }
+    if (defines_t) break;
     if (vi.in.writes_reg() && vi.in.dst == dst) return false;
-    if (vi.in.writes_reg() && vi.in.dst == t) break;
   }
   if (k == size_t(-1)) return false;
   for (size_t r : readers) {
@@ -821,9 +874,24 @@ void Lowerer::fold_known_bits() {
           const Operand reg = x.a.imm ? x.b : x.a, mask = x.a.imm ? x.a : x.b;
           const KnownBits a = st[reg.v];
           if ((~mask.v & ~(a.known & ~a.value)) == 0) x = Instr{Op::MOV, x.dst, reg, K(0), K(0)};
+        } else if ((x.op == Op::SEQ || x.op == Op::SNE) && !x.a.imm && x.b.imm && x.b.v <= 1 &&
+                   (st[x.a.v].known | 1u) == ~0u && (st[x.a.v].value & ~1u) == 0) {
+          // A 0/1 value compared with 0 or 1: itself, or its negation.
+          const bool same = (x.op == Op::SEQ) == (x.b.v == 1);
+          x = same ? Instr{Op::MOV, x.dst, x.a, K(0), K(0)} : Instr{Op::XOR, x.dst, x.a, K(1), K(0)};
         }
       }
       st[x.dst] = r;
+    }
+    // A branch whose condition is known: a jump.
+    VI& last = code_[cfg.end(b) - 1];
+    if (last.kind == VI::Br) {
+      const KnownBits c = st[last.cond];
+      if ((c.known & c.value) != 0) {
+        last = VI{VI::Jmp, {}, last.l1};
+      } else if (c.known == ~0u) {
+        last = VI{VI::Jmp, {}, last.l2};
+      }
     }
   }
 }
@@ -835,6 +903,11 @@ void Lowerer::fold_known_bits() {
 //     when m keeps every bit the shift keeps;
 //   - x - k becomes x + (-k), and (y + k1) + k2 becomes y + (k1 + k2), in
 //     ALU additions and in the a + b of loads and stores;
+//   - a load or store at [p + 0] where p = x + y (two registers) addresses
+//     [x + y] itself, so the addition goes when nothing else reads p;
+//   - a branch on x != 0 branches on x, one on x == 0 or on !p (p a
+//     comparison) on x or p with its targets swapped, so the comparison
+//     goes when nothing else reads it;
 //   - an operation already computed on the same operands (none redefined
 //     since) becomes a copy of that result (value numbering), which copy
 //     propagation then removes.
@@ -854,7 +927,23 @@ void Lowerer::simplify_local() {
     return o == Op::ADD || o == Op::MUL || o == Op::AND || o == Op::OR || o == Op::XOR || o == Op::MIN ||
            o == Op::MAX || o == Op::MINU || o == Op::MAXU || o == Op::SEQ || o == Op::SNE;
   };
+  auto is_predicate = [&](uint32_t reg) {
+    const Instr* d = find(reg);
+    return d && (d->op == Op::SEQ || d->op == Op::SNE || d->op == Op::SLT || d->op == Op::SLE ||
+                 d->op == Op::SLTU || d->op == Op::SLEU);
+  };
   for (VI& v : code_) {
+    if (v.kind == VI::Br) {
+      // A branch on x != 0 branches on x; on x == 0 or on !p (p a
+      // comparison), on x or p with the targets swapped.
+      for (const Instr* d; (d = find(v.cond)) && !d->a.imm && d->b.imm;) {
+        const bool on_x = (d->op == Op::SNE || d->op == Op::SEQ) && d->b.v == 0;
+        const bool not_p = d->op == Op::XOR && d->b.v == 1 && is_predicate(d->a.v);
+        if (!on_x && !not_p) break;
+        if (d->op != Op::SNE) std::swap(v.l1, v.l2);
+        v.cond = d->a.v;
+      }
+    }
     if (v.kind != VI::Ins) {
       live.clear();
       continue;
@@ -872,6 +961,13 @@ void Lowerer::simplify_local() {
       if (inner && inner->op == Op::ADD && !inner->a.imm && inner->b.imm) {
         in.b = K(inner->b.v + in.b.v);
         in.a = inner->a;
+      }
+    }
+    if (access && !in.a.imm && in.b.imm && in.b.v == 0) {
+      const Instr* inner = find(in.a.v);
+      if (inner && inner->op == Op::ADD && !inner->a.imm && !inner->b.imm) {
+        in.a = inner->a;
+        in.b = inner->b;
       }
     }
     if (alu && !in.a.imm && in.b.imm) {
@@ -905,6 +1001,32 @@ void Lowerer::simplify_local() {
     for (auto* o : sources(in)) reads_dst |= o->v == dst;
     if (alu && !reads_dst) live.push_back({dst, in});
   }
+}
+
+// Removes the blocks no path from the entry reaches (behind a branch whose
+// condition the known bits decided).
+void Lowerer::remove_unreachable() {
+  const Cfg cfg = build_cfg(code_, nlabels_);
+  std::vector<bool> reached(cfg.blocks(), false);
+  std::vector<uint32_t> work;
+  if (cfg.blocks() > 0) {
+    reached[0] = true;
+    work.push_back(0);
+  }
+  while (!work.empty()) {
+    const uint32_t b = work.back();
+    work.pop_back();
+    for (uint32_t s : cfg.succ[b])
+      if (!reached[s]) {
+        reached[s] = true;
+        work.push_back(s);
+      }
+  }
+  std::vector<VI> kept;
+  kept.reserve(code_.size());
+  for (uint32_t b = 0; b < cfg.blocks(); ++b)
+    if (reached[b]) kept.insert(kept.end(), code_.begin() + cfg.starts[b], code_.begin() + cfg.end(b));
+  code_ = std::move(kept);
 }
 
 // Removes instructions whose result nothing reads (loads included; stores
@@ -1131,7 +1253,7 @@ void Lowerer::lower_setp(const ptx::Instr& in) {
   Operand r;
   switch (in.cmp) {
     case ptx::Cmp::Eq: r = wide ? eq64(a, b) : opr(Op::SEQ, a.lo, b.lo); break;
-    case ptx::Cmp::Ne: r = opr(Op::XOR, wide ? eq64(a, b) : opr(Op::SEQ, a.lo, b.lo), K(1)); break;
+    case ptx::Cmp::Ne: r = wide ? opr(Op::XOR, eq64(a, b), K(1)) : opr(Op::SNE, a.lo, b.lo); break;
     case ptx::Cmp::Lt: r = lt(a, b, sign, false); break;
     case ptx::Cmp::Le: r = lt(a, b, sign, true); break;
     case ptx::Cmp::Gt: r = lt(b, a, sign, false); break;
@@ -2322,6 +2444,7 @@ Program Lowerer::run(const std::string& kernel) {
     simplify_local();
     propagate_copies();
   }
+  remove_unreachable();
   remove_dead_code();
   std::vector<VI> code = allocate();
   local_top_ = (local_top_ + 3) / 4 * 4;  // whole words: a byte access may be widened to its word
@@ -2343,6 +2466,7 @@ Program Lowerer::run(const std::string& kernel) {
   prog.local_bytes = local_top_;
   prog.threads = threads_;
   prog.ctas = uint32_t(ctas);
+  if (prog.blocks.size() > p_.rom_blocks && narrow_division_) throw CompactDivision{};
   if (prog.blocks.size() > p_.rom_blocks)
     throw LowerError(kErrNotSupported, "kernel " + kernel + " lowers to " + std::to_string(prog.blocks.size()) +
                                            " blocks; the machine's ROM holds " + std::to_string(p_.rom_blocks));
@@ -2359,7 +2483,13 @@ Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape
   if (opts.for_model && p.lanes != 1)
     throw std::invalid_argument("lowering for the model needs a one-lane machine; Params::lanes is " +
                                 std::to_string(p.lanes));
-  return Lowerer(m, shape, p, opts).run(kernel);
+  try {
+    return Lowerer(m, shape, p, opts).run(kernel);
+  } catch (const CompactDivision&) {
+    LowerOptions compact = opts;
+    compact.compact_division = true;
+    return Lowerer(m, shape, p, compact).run(kernel);
+  }
 }
 
 std::optional<std::string> model_unsupported(const Program& prog) {

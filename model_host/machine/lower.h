@@ -44,6 +44,10 @@ struct LowerOptions {
   // 32-bit ones, mulhu/mulhs become 16-bit partial products, and a block
   // whose instruction is a store does not end in `br`.
   bool for_model = false;
+  // 64-bit division without its path for divisors below 2^31 (less code,
+  // slower).  lower() lowers this way by itself when a program would not fit
+  // the ROM otherwise.
+  bool compact_division = false;
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,

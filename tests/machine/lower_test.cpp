@@ -407,6 +407,15 @@ TEST(MachineLowering, DivisionOfOperandsOfEveryBitLength) {
   a[2] = ~uint64_t(0), b[2] = 1;
   a[3] = uint64_t(1) << 63, b[3] = ~uint64_t(0);
   a[4] = 0x80000000u, b[4] = 0xffffffffu;
+  // The 64-bit path for divisors 0 < d < 2^31: at its edges, with a high
+  // word above, below and equal to d, and a zero high remainder.
+  a[5] = ~uint64_t(0), b[5] = 0x7fffffffu;
+  a[6] = 0x123456789abcdef0u, b[6] = 1000000007u;
+  a[7] = 0xffffffffu, b[7] = 3;
+  a[8] = 0x500000000u, b[8] = 5;
+  a[9] = 0x7fffffff00000001u, b[9] = 0x80000000u;
+  a[10] = 0x7ffffffe00000000u, b[10] = 0x7fffffffu;
+  a[11] = 0x00000003ffffffffu, b[11] = 1;
   cross_check({"_Z12divide_pairsPKyS0_Py", {2, 1, 1}, {n / 2, 1, 1}, {buffer(a), buffer(b), zeros(n * 64)}});
   }
 }
