@@ -879,6 +879,10 @@ void Lowerer::fold_known_bits() {
           // A 0/1 value compared with 0 or 1: itself, or its negation.
           const bool same = (x.op == Op::SEQ) == (x.b.v == 1);
           x = same ? Instr{Op::MOV, x.dst, x.a, K(0), K(0)} : Instr{Op::XOR, x.dst, x.a, K(1), K(0)};
+        } else if (x.op == Op::SEL && !x.a.imm && x.b.imm && x.c.imm && (x.b.v ^ x.c.v) == 1 && x.b.v <= 1 &&
+                   (st[x.a.v].known | 1u) == ~0u && (st[x.a.v].value & ~1u) == 0) {
+          // p ? 1 : 0 and p ? 0 : 1 of a 0/1 value p.
+          x = x.b.v == 1 ? Instr{Op::MOV, x.dst, x.a, K(0), K(0)} : Instr{Op::XOR, x.dst, x.a, K(1), K(0)};
         }
       }
       st[x.dst] = r;
@@ -932,7 +936,30 @@ void Lowerer::simplify_local() {
     return d && (d->op == Op::SEQ || d->op == Op::SNE || d->op == Op::SLT || d->op == Op::SLE ||
                  d->op == Op::SLTU || d->op == Op::SLEU);
   };
-  for (VI& v : code_) {
+  // A label that only the code just before it reaches (by falling through,
+  // or from a jmp, bar or wbar right before it) continues that code's
+  // segment: registers keep their values across barriers.
+  std::vector<uint32_t> refs(nlabels_, 0);
+  for (const VI& v : code_) {
+    if (v.kind == VI::Jmp || v.kind == VI::Bar || v.kind == VI::Wbar) refs[v.l1]++;
+    if (v.kind == VI::Br) {
+      refs[v.l1]++;
+      refs[v.l2]++;
+    }
+  }
+  for (size_t i = 0; i < code_.size(); ++i) {
+    VI& v = code_[i];
+    if (v.kind == VI::Label) {
+      const VI* prev = i > 0 ? &code_[i - 1] : nullptr;
+      const bool only_from_prev =
+          prev && (refs[v.l1] == 0 ? prev->kind != VI::Jmp && prev->kind != VI::Br && prev->kind != VI::Exit &&
+                                         prev->kind != VI::Trap && prev->kind != VI::Bar && prev->kind != VI::Wbar
+                                   : refs[v.l1] == 1 && (prev->kind == VI::Jmp || prev->kind == VI::Bar ||
+                                                         prev->kind == VI::Wbar) && prev->l1 == v.l1);
+      if (!only_from_prev) live.clear();
+      continue;
+    }
+    if (v.kind == VI::Jmp || v.kind == VI::Bar || v.kind == VI::Wbar) continue;  // the label decides
     if (v.kind == VI::Br) {
       // A branch on x != 0 branches on x; on x == 0 or on !p (p a
       // comparison), on x or p with the targets swapped.
@@ -2241,6 +2268,18 @@ std::vector<VI> Lowerer::allocate() {
         ++k;
       }
     }
+    // A copy `mov v, s` that ends s's interval and starts v's: v takes s's
+    // register, and the copy disappears (coalescing).
+    if (const VI& at = code_[first[v]]; at.kind == VI::Ins && at.in.op == Op::MOV && !at.in.a.imm &&
+                                        at.in.dst == v && last[at.in.a.v] == first[v]) {
+      const uint32_t s = at.in.a.v;
+      auto it = std::find(active.begin(), active.end(), s);
+      if (it != active.end()) {
+        where[v] = where[s];
+        *it = v;
+        continue;
+      }
+    }
     if (!free_regs.empty()) {
       where[v] = free_regs.back();
       free_regs.pop_back();
@@ -2300,6 +2339,7 @@ std::vector<VI> Lowerer::allocate() {
           continue;
         }
         v.in.dst = where[d] == kNoV ? scratch0 : where[d];  // a dead definition
+        if (v.in.op == Op::MOV && !v.in.a.imm && v.in.a.v == v.in.dst) continue;  // coalesced
       }
     } else if (v.kind == VI::Br) {
       v.cond = map_use(v.cond);
