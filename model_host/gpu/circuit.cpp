@@ -464,11 +464,13 @@ MachineProgram machine_program() {
     if (s & 3) vx_terms.push_back({b.pay[3], s, (s & 3) << 2});
   }
   const ValueId vx_value = p.ladder("vx_value", 16, vx_terms, 0, [](int s) { return std::min(s, 15); });
+  // v's bits 4..5 (payload bits 14..15).
+  const ValueId vx_value_hi = circuit::apply(p, "vx_value_hi", 4, b.pay[3], [](int s) { return s >> 2; });
   const ValueId reg_src = circuit::apply(p, "reg_src", 3, b.kind, [](int s) {
     const Kind k = Kind(s);
     return k == Kind::VZ || k == Kind::VG || k == Kind::VN ? 1 : k == Kind::VX ? 2 : 0;
   });
-  const Digits reg_lo = b.mux("reg_lo", reg_src, {{1, P}, {2, {{vx_value}}}, {0, prevP}}, 4);
+  const Digits reg_lo = b.mux("reg_lo", reg_src, {{1, P}, {2, {{vx_value}, {vx_value_hi}}}, {0, prevP}}, 4);
   const ValueId is_vg = b.is_kind(Kind::VG), is_vn = b.is_kind(Kind::VN);
   const ValueId hi_src = p.lookup("reg_hi_src", 4, {is_vhi, is_vg, is_vn}, [](const std::vector<int>& v) {
     return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : 0;
@@ -833,7 +835,7 @@ MachineProgram machine_program() {
       default: return int(kEnd);
     }
   });
-  // VX: a result below 16 and a terminator that does not read the register
+  // VX: a result below 64 and a terminator that does not read the register
   // file (jmp, or br on the register the block writes: its condition is the
   // result).  Which of the two depends on the ROM alone.
   const ValueId cond_is_dst =
@@ -845,9 +847,19 @@ MachineProgram machine_program() {
     return v[0] == kJmp ? 1 : v[0] == kBr && v[1] ? 2 : 0;
   });
   const Digits Rp = b.pad(R, 8);
-  if (Rp[0].v < 0) throw std::logic_error("gpu circuit: the result's low digit is a constant");
-  const ValueId r_small = is_zero(b, "r_small", slice(Rp, 1, 7));
-  const ValueId r_nz = b.flag("r_low_nonzero", Rp[0].v, [](int s) { return s != 0; });
+  if (Rp[0].v < 0 || Rp[1].v < 0) throw std::logic_error("gpu circuit: a low digit of the result is a constant");
+  // Each in one ladder over the digits (no layer of flags before it):
+  // r_small: digits 2..7 are 0 and digit 1 is below 4 (the result is below
+  // 64); r_nz: digit 0 or 1 is not 0.
+  std::vector<Term> small_terms, nz_terms;
+  for (int i = 2; i < 8; ++i) small_terms.push_back({Rp[i].v, 0, 1});
+  for (int s = 0; s < 4; ++s) small_terms.push_back({Rp[1].v, s, 1});
+  for (int s = 1; s < 16; ++s) {
+    nz_terms.push_back({Rp[0].v, s, 1});
+    nz_terms.push_back({Rp[1].v, s, 1});
+  }
+  const ValueId r_small = p.ladder("r_small", 2, small_terms, 0, [](int s) { return s == 7 ? 1 : 0; });
+  const ValueId r_nz = p.ladder("r_low_nonzero", 2, nz_terms, 0, [](int s) { return s >= 1 ? 1 : 0; });
   const ValueId vx_case = p.lookup("vx_case", 3, {vx_term, r_small, r_nz}, [](const std::vector<int>& v) {
     if (!v[1] || !v[0]) return 0;
     return v[0] == 1 || v[2] ? 1 : 2;  // 1: the t target, 2: the f target
@@ -939,16 +951,21 @@ MachineProgram machine_program() {
                                           {kHiTok, slice(Rp, 4, 4)}};
   for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
     out_cases.push_back({k, ctrl_pay});
-  // VX(target, v): the target's 10 bits, then v's 4 (vx_payload).
+  // VX(target, v): the target's 10 bits, then v's 6 (vx_payload).  Payload
+  // digit 2 is the target's bits 8..9 and v's bits 0..1, digit 3 v's bits
+  // 2..5 (result digit 1 is below 4 when VX is written).
   auto vx_pay = [&](const std::string& name, const Digits& target) {
-    std::vector<Term> t;
+    std::vector<Term> t, t3;
     for (int s = 1; s < 16; ++s) {
-      if (!(s & 3)) continue;
-      t.push_back({target[2].v, s, s & 3});
-      t.push_back({Rp[0].v, s, (s & 3) << 2});
+      if (s & 3) {
+        t.push_back({target[2].v, s, s & 3});
+        t.push_back({Rp[0].v, s, (s & 3) << 2});
+      }
+      if (s >> 2) t3.push_back({Rp[0].v, s, s >> 2});
+      t3.push_back({Rp[1].v, s, s << 2});
     }
     const ValueId d2 = p.ladder(name, 16, t, 0, [](int s) { return std::min(s, 15); });
-    const ValueId d3 = circuit::apply(p, name + ".hi", 16, Rp[0].v, [](int s) { return s >> 2; });
+    const ValueId d3 = p.ladder(name + ".hi", 16, t3, 0, [](int s) { return std::min(s, 15); });
     return Digits{target[0], target[1], {d2}, {d3}};
   };
   out_cases.push_back({kVxT, vx_pay("vx_t", t_target)});

@@ -53,7 +53,7 @@ std::string token_name(int64_t id);
 // terminator is `jmp`, or `br` on the register the block writes; the pass
 // that reads it writes v and runs block pc, as EXEC(pc) would.
 inline constexpr uint32_t kVxPcBits = 10;
-inline constexpr uint32_t kVxValues = 16;
+inline constexpr uint32_t kVxValues = 64;
 inline uint32_t vx_payload(uint32_t pc, uint32_t v) { return pc | v << kVxPcBits; }
 // VG(lo) and VN(lo): a value whose high half is kGlobalHigh (an address in
 // global memory) or kNegativeHigh (-65536 .. -1), in one token.

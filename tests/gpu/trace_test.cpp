@@ -92,13 +92,14 @@ TEST(GpuTrace, VxOnlyForSmallValuesWhoseNextBlockNeedsNoRegisterRead) {
       blk(special(Op::WARP, 2), jmp(1)),              // B0: jmp, 0
       blk(alu(Op::MOV, 1, k(3)), br(2, 2, 3)),        // B1: br on another register: VZ, then EXEC
       blk(std::nullopt, exit_()),                     // B2: never reached
-      blk(alu(Op::MOV, 1, k(16)), jmp(4)),            // B3: too large for VX
-      blk(alu(Op::MOV, 1, k(15)), br(1, 5, 2)),       // B4: the largest VX value, br on it
-      blk(std::nullopt, exit_()),                     // B5
+      blk(alu(Op::MOV, 1, k(64)), jmp(4)),            // B3: too large for VX
+      blk(alu(Op::MOV, 1, k(63)), br(1, 5, 2)),       // B4: the largest VX value, br on it
+      blk(alu(Op::MOV, 2, k(16)), jmp(6)),            // B5: above one digit
+      blk(std::nullopt, exit_()),                     // B6
   });
   expect_trace(prog, 1, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(1,0) VZ(3) EXEC(3) VZ(16) EXEC(4) VX(5,15) WARP(1) END");
-  EXPECT_EQ(run(prog, 1, 1, global_memory())->steps(), 5u);
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VZ(3) EXEC(3) VZ(64) EXEC(4) VX(5,63) VX(6,16) WARP(1) END");
+  EXPECT_EQ(run(prog, 1, 1, global_memory())->steps(), 6u);
 }
 
 TEST(GpuTrace, ThreadsRunOneAfterAnotherUntilEachExits) {

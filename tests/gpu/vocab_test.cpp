@@ -27,7 +27,7 @@ const Range kRanges[] = {
     {Kind::A, "A", 63},           {Kind::B, "B", 63},          {Kind::C, "C", 63},
     {Kind::T, "T", 255},          {Kind::START, "START", 0},   {Kind::D, "D", 0xffff},
     {Kind::CTA, "CTA", 63},       {Kind::WARP, "WARP", 256},   {Kind::EXEC, "EXEC", 1023},
-    {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::VX, "VX", (1u << 14) - 1},
+    {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::VX, "VX", (1u << 16) - 1},
     {Kind::VG, "VG", 0xffff},     {Kind::VN, "VN", 0xffff},
     {Kind::BARRIER, "BARRIER", 1},
     {Kind::WMIN, "WMIN", 1023},   {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
@@ -99,7 +99,7 @@ TEST(GpuVocab, NamesShowKindAndPayload) {
   EXPECT_EQ(token_name(token_id(Kind::EXEC, 12)), "EXEC(12)");
   EXPECT_EQ(token_name(token_id(Kind::VZ, 0x20)), "VZ(0x0020)");
   EXPECT_EQ(token_name(token_id(Kind::D, 0xffff)), "D(0xffff)");
-  EXPECT_EQ(token_name(token_id(Kind::VX, vx_payload(1023, 15))), "VX(1023,15)");
+  EXPECT_EQ(token_name(token_id(Kind::VX, vx_payload(1023, 63))), "VX(1023,63)");
   EXPECT_EQ(token_name(token_id(Kind::END)), "END");
   EXPECT_EQ(token_name(token_id(Kind::WARP, 256)), "WARP(256)");
   EXPECT_EQ(token_name(5), "id:5");
