@@ -1,7 +1,8 @@
 // `qgpu run`: runs an unmodified CUDA program under qgpu's libcudart.so.13
 // with a private model_host (socket in a temporary directory).  With the
 // model backend (the default) the compiled GPU model comes from --model, or
-// from the cache, which is built here on first use with its progress shown.
+// from the cache, which is built on first use with its progress shown (by
+// qgpu-torch: this program does not load libtorch).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,8 +16,9 @@
 #include <thread>
 
 #include "command.h"
-#include "model_host/gpu/build_model.h"
+#include "model_host/gpu/model_dir.h"
 #include "qgpu/client.h"
+#include "torch_commands.h"
 
 namespace fs = std::filesystem;
 
@@ -29,33 +31,6 @@ struct RunOptions {
   uint64_t max_tokens = 0;  // 0: the daemon's default
   std::vector<std::string> command;
 };
-
-// model_host's arguments for the chosen backend; with the model backend,
-// makes sure the model exists first.
-std::vector<std::string> backend_args(const RunOptions& o) {
-  std::vector<std::string> args = {"--backend", o.backend};
-  if (o.backend != "model") {
-    for (auto [given, flag] : {std::pair{o.check, "--check"}, std::pair{!o.model_dir.empty(), "--model"},
-                               std::pair{o.dense, "--dense"},
-                               std::pair{!o.dump_tokens.empty(), "--dump-tokens"}, std::pair{o.max_tokens > 0, "--max-tokens"}})
-      if (given) throw std::runtime_error(std::string(flag) + " needs the model backend; --backend " + o.backend + " was given");
-    return args;
-  }
-  std::string dir = o.model_dir;
-  if (dir.empty()) {
-    dir = qgpu::gpu::default_model_dir();
-    qgpu::gpu::ensure_model(dir, [](const std::string& line) { std::cerr << "qgpu run: " << line << std::endl; });
-  } else if (!qgpu::gpu::model_complete(dir, qgpu::gpu::ModelFormat::Compact)) {
-    throw std::runtime_error("--model " + dir + " holds no complete compiled GPU model; write one with `qgpu build-model --out " +
-                             dir + "`");
-  }
-  args.insert(args.end(), {"--model", fs::absolute(dir).string()});
-  if (o.check) args.push_back("--check");
-  if (o.dense) args.push_back("--dense");
-  if (!o.dump_tokens.empty()) args.insert(args.end(), {"--dump-tokens", fs::absolute(o.dump_tokens).string()});
-  if (o.max_tokens > 0) args.insert(args.end(), {"--max-tokens", std::to_string(o.max_tokens)});
-  return args;
-}
 
 fs::path self_dir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
 
@@ -71,6 +46,50 @@ pid_t spawn(const std::vector<std::string>& args) {
     _exit(127);
   }
   return pid;
+}
+
+// Writes the compact model into `dir` for ensure_model, in qgpu-torch: its
+// progress lines are shown as this command's.
+void write_model(const std::string& dir) {
+  const fs::path torch = qgpu::cli::torch_program();
+  if (!fs::exists(torch)) throw std::runtime_error(torch.string() + " is missing; build the project first");
+  pid_t pid = spawn({torch.string(), "write-model", "--for", "run", "--", dir});
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("building the model in " + dir + " failed (" + torch.string() + " write-model " +
+                             (WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                                                : "was killed by signal " + std::to_string(WTERMSIG(status))) +
+                             ")");
+}
+
+// model_host's arguments for the chosen backend; with the model backend,
+// makes sure the model exists first.
+std::vector<std::string> backend_args(const RunOptions& o) {
+  std::vector<std::string> args = {"--backend", o.backend};
+  if (o.backend != "model") {
+    for (auto [given, flag] : {std::pair{o.check, "--check"}, std::pair{!o.model_dir.empty(), "--model"},
+                               std::pair{o.dense, "--dense"},
+                               std::pair{!o.dump_tokens.empty(), "--dump-tokens"}, std::pair{o.max_tokens > 0, "--max-tokens"}})
+      if (given) throw std::runtime_error(std::string(flag) + " needs the model backend; --backend " + o.backend + " was given");
+    return args;
+  }
+  std::string dir = o.model_dir;
+  if (dir.empty()) {
+    dir = qgpu::gpu::default_model_dir();
+    qgpu::gpu::ensure_model(dir, [](const std::string& line) { std::cerr << "qgpu run: " << line << std::endl; },
+                            write_model);
+  } else if (!qgpu::gpu::model_complete(dir, qgpu::gpu::ModelFormat::Compact)) {
+    throw std::runtime_error("--model " + dir + " holds no complete compiled GPU model; write one with `qgpu build-model --out " +
+                             dir + "`");
+  }
+  args.insert(args.end(), {"--model", fs::absolute(dir).string()});
+  if (o.check) args.push_back("--check");
+  if (o.dense) args.push_back("--dense");
+  if (!o.dump_tokens.empty()) args.insert(args.end(), {"--dump-tokens", fs::absolute(o.dump_tokens).string()});
+  if (o.max_tokens > 0) args.insert(args.end(), {"--max-tokens", std::to_string(o.max_tokens)});
+  return args;
 }
 
 std::string read_file(const fs::path& p) {

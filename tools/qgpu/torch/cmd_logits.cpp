@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "command.h"
+#include "torch_commands.h"
 #include "model_host/qwen/model.h"
 
 namespace {
@@ -58,9 +59,9 @@ int run_logits(const LogitsArgs& a) {
   return 0;
 }
 
-qgpu::cli::Register reg("logits", [](CLI::App& app) {
+qgpu::cli::Register reg(qgpu::cli::kLogits.name, [](CLI::App& app) {
   auto args = std::make_shared<LogitsArgs>();
-  auto* sub = app.add_subcommand("logits", "Run a Qwen3.5 checkpoint on token ids; print the top-5 logits per position");
+  auto* sub = app.add_subcommand(qgpu::cli::kLogits.name, qgpu::cli::kLogits.description);
   sub->add_option("--model", args->model, "checkpoint directory (config.json + safetensors)")->required();
   sub->add_option("--tokens", args->tokens, "token ids, space separated, e.g. \"1 2 3\"")->required();
   sub->add_option("--dump", args->dump, "write all logits as raw little-endian fp32, positions x vocabulary");

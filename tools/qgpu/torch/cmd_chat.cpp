@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "torch_commands.h"
 #include "merged_model.h"
 
 namespace {
@@ -133,18 +134,18 @@ int run_eval(const EvalArgs& a) {
   return 0;
 }
 
-cli::Register reg_chat("chat", [](CLI::App& app) {
+cli::Register reg_chat(cli::kChat.name, [](CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
-  auto* sub = app.add_subcommand("chat", "Chat with the merged model; numbers are computed by the GPU inside it");
+  auto* sub = app.add_subcommand(cli::kChat.name, cli::kChat.description);
   add_model_options(sub, *a);
   sub->add_option("--mode", a->mode, "normal (ready kernels for expressions) or advanced (the model writes CUDA)");
   sub->add_option("--script", a->script, "a JSON list of assistant replies to use instead of the model's (testing)");
   return [a] { return run_chat(*a); };
 });
 
-cli::Register reg_eval("chat-eval", [](CLI::App& app) {
+cli::Register reg_eval(cli::kChatEval.name, [](CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
-  auto* sub = app.add_subcommand("chat-eval", "Score the merged model on the chat fixture (normal and advanced mode)");
+  auto* sub = app.add_subcommand(cli::kChatEval.name, cli::kChatEval.description);
   add_model_options(sub, *a);
   sub->add_option("--fixture", a->fixture, "the fixture (tests/chat/fixture.json)")->required();
   sub->add_flag("--scripted", a->scripted, "replay the fixture's reference replies instead of the model's (plumbing)");

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "command.h"
+#include "torch_commands.h"
 #include "merged_model.h"
 #include "model_host/chat/chat.h"
 #include "model_host/chat/text_kl.h"
@@ -86,9 +87,9 @@ int run_text_kl(const TextKlArgs& a) {
   return 0;
 }
 
-cli::Register reg_merge("merge", [](CLI::App& app) {
+cli::Register reg_merge(cli::kMerge.name, [](CLI::App& app) {
   auto a = std::make_shared<MergeArgs>();
-  auto* sub = app.add_subcommand("merge", "Put a compiled circuit's layers in front of a Qwen3.5 model's layers");
+  auto* sub = app.add_subcommand(cli::kMerge.name, cli::kMerge.description);
   sub->add_option("--base", a->base, "the Qwen3.5 checkpoint (config.json, safetensors, tokenizer files)")->required();
   sub->add_option("--circuit", a->circuit, "the compiled circuit (qgpu build-model --out DIR)")->required();
   sub->add_option("--out", a->out, "the merged model's directory")->required();
@@ -104,23 +105,20 @@ void add_spec(CLI::App* sub, chat::BaseSpec& s) {
   sub->add_option("--density", s.density, "fraction of non-zero weights in the layers (1: dense)");
 }
 
-cli::Register reg_base("make-base", [](CLI::App& app) {
+cli::Register reg_base(cli::kMakeBase.name, [](CLI::App& app) {
   auto a = std::make_shared<MakeBaseArgs>();
-  auto* sub = app.add_subcommand("make-base",
-                                 "Write a Qwen3.5-2B-shaped checkpoint with random weights and trained-like embedding "
-                                 "statistics (and a byte-level ChatML tokenizer)");
+  auto* sub = app.add_subcommand(cli::kMakeBase.name, cli::kMakeBase.description);
   sub->add_option("--out", a->out, "directory")->required();
   add_spec(sub, a->spec);
   sub->add_flag("--vision-language", a->spec.vision_language, "the vision-language layout (text_config, vision tensors)");
   return [a] { return run_make_base(*a); };
 });
 
-cli::Register reg_kl("text-kl", [](CLI::App& app) {
+cli::Register reg_kl(cli::kTextKl.name, [](CLI::App& app) {
   auto a = std::make_shared<TextKlArgs>();
   a->spec.layers = 24;
   a->spec.vocab = 248320;
-  auto* sub = app.add_subcommand("text-kl",
-                                 "Merge a circuit with a base and measure the next-token KL between them on text");
+  auto* sub = app.add_subcommand(cli::kTextKl.name, cli::kTextKl.description);
   sub->add_option("--circuit", a->circuit, "the compiled circuit")->required();
   sub->add_option("--base", a->base, "the base checkpoint");
   sub->add_flag("--synthetic", a->synthetic,

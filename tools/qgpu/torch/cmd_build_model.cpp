@@ -1,11 +1,13 @@
 // `qgpu build-model`: compiles the GPU into a Qwen3.5 checkpoint directory
 // (model_host/gpu/build_model.h), by default the model cache that model_host
-// and `qgpu run` use.
+// and `qgpu run` use.  And `qgpu-torch write-model`, through which `qgpu run`
+// builds the cache on first use (the qgpu program does not load libtorch).
 #include <filesystem>
 #include <iostream>
 
 #include "command.h"
 #include "model_host/gpu/build_model.h"
+#include "torch_commands.h"
 
 namespace {
 
@@ -35,14 +37,39 @@ int build_model(const BuildModelOptions& o) {
   return 0;
 }
 
-qgpu::cli::Register reg("build-model", [](CLI::App& app) {
+qgpu::cli::Register reg(qgpu::cli::kBuildModel.name, [](CLI::App& app) {
   auto o = std::make_shared<BuildModelOptions>();
-  auto* sub = app.add_subcommand("build-model", "Compile the GPU into a Qwen3.5 checkpoint directory");
+  auto* sub = app.add_subcommand(qgpu::cli::kBuildModel.name, qgpu::cli::kBuildModel.description);
   sub->add_option("--out", o->out, "the model directory (default: $QGPU_MODEL_DIR, else the model cache)");
   sub->add_flag("--compact", o->compact,
                 "write config.json, the sparse side file and the layout only, without the fp32 safetensors");
   sub->add_flag("--force", o->force, "rebuild even when the directory already holds a complete model");
   return [o] { return build_model(*o); };
+});
+
+// `qgpu-torch write-model --for COMMAND DIR`: the compact model written into
+// DIR as a step of `qgpu COMMAND` (model_dir.h's ensure_model, which holds
+// the cache's lock meanwhile): only the progress lines, as that command's,
+// so that its output stays its own.  Not in the help: an interface between
+// qgpu's two programs.
+qgpu::cli::Register reg_write("write-model", [](CLI::App& app) {
+  auto dir = std::make_shared<std::string>();
+  auto command = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("write-model", "Write the compact model as a step of another qgpu subcommand");
+  sub->group("");
+  sub->add_option("dir", *dir, "the model directory")->required();
+  sub->add_option("--for", *command, "the qgpu subcommand")->required();
+  return [dir, command] {
+    try {
+      qgpu::gpu::write_model(*dir, qgpu::gpu::ModelFormat::Compact, [&](const std::string& line) {
+        std::cerr << "qgpu " << *command << ": " << line << std::endl;
+      });
+    } catch (const std::exception& e) {
+      std::cerr << "qgpu " << *command << ": " << e.what() << "\n";
+      return 1;
+    }
+    return 0;
+  };
 });
 
 }  // namespace
