@@ -69,9 +69,12 @@ std::vector<const Operand*> sources(const Instr& in) {
 
 // The basic blocks of virtual code (a label or the instruction after a
 // control transfer starts one) and their successors.
-// Thrown when a program with the fast 64-bit division path does not fit the
-// ROM: lower() then lowers it again without that path.
-struct CompactDivision {};
+// Thrown when a program should be lowered again with fewer optimisations:
+// the fast 64-bit division path when it does not fit the ROM, hoisting when
+// it made the allocator spill.  lower() does so.
+struct Relower {
+  bool compact_division = false, no_hoisting = false;
+};
 
 struct Cfg {
   uint32_t n = 0;
@@ -524,6 +527,7 @@ class Lowerer {
   bool rename_temp(uint32_t t, uint32_t dst);
   void remove_dead_code();
   void remove_unreachable();
+  bool hoist_invariants();
   void propagate_copies();
   void fold_constants();
   void fold_known_bits();
@@ -544,6 +548,8 @@ class Lowerer {
   uint32_t local_top_ = 0;
   uint32_t scratch_base_ = 0;  // shared offset of the scratch area
   bool narrow_division_ = false;  // a 64-bit division has its path for divisors below 2^31
+  bool hoisted_ = false;          // hoist_invariants() moved code
+  bool spilled_ = false;          // the allocator spilled a value
   bool scratch_used_ = false;
   std::vector<Frame*> frames_;
   Operand guard_ = K(1);  // pure instructions under a guard write through SEL
@@ -1028,6 +1034,80 @@ void Lowerer::simplify_local() {
     for (auto* o : sources(in)) reads_dst |= o->v == dst;
     if (alu && !reads_dst) live.push_back({dst, in});
   }
+}
+
+// Loop-invariant code motion.  A loop is the run of blocks from a header h
+// to the last block that branches back to it (blocks are in code order),
+// entered only through h, from the block just before it.  An ALU operation
+// in it whose destination has no other definition anywhere and whose
+// register operands have no definition in the loop computes the same value
+// on every iteration: it moves to the end of the block before h (ALU
+// operations never fault, so running one the loop might have skipped is
+// harmless).  Inner loops go first, so a value can leave several levels.
+// Returns whether anything moved.
+bool Lowerer::hoist_invariants() {
+  std::vector<uint32_t> defs(nvregs_, 0);
+  for (const VI& v : code_)
+    if (v.kind == VI::Ins && v.in.writes_reg()) defs[v.in.dst]++;
+  bool moved_any = false;
+  for (bool moved = true; moved;) {
+    moved = false;
+    const Cfg cfg = build_cfg(code_, nlabels_);
+    const uint32_t nb = cfg.blocks();
+    std::vector<std::vector<uint32_t>> pred(nb);
+    for (uint32_t b = 0; b < nb; ++b)
+      for (uint32_t t : cfg.succ[b]) pred[t].push_back(b);
+    // Loops (h, tail), the shortest first.
+    std::vector<std::pair<uint32_t, uint32_t>> loops;
+    for (uint32_t h = 1; h < nb; ++h) {
+      uint32_t tail = h;
+      bool back = false;
+      for (uint32_t q : pred[h])
+        if (q >= h) tail = std::max(tail, q), back = true;
+      if (back) loops.push_back({h, tail});
+    }
+    std::stable_sort(loops.begin(), loops.end(),
+                     [](const auto& x, const auto& y) { return x.second - x.first < y.second - y.first; });
+    for (const auto& [h, tail] : loops) {
+      bool closed = cfg.succ[h - 1].size() == 1 && cfg.succ[h - 1][0] == h;
+      for (uint32_t b = h; b <= tail && closed; ++b)
+        for (uint32_t q : pred[b])
+          if ((q < h || q > tail) && !(b == h && q == h - 1)) closed = false;
+      if (!closed) continue;
+      const uint32_t begin = cfg.starts[h], end = cfg.end(tail);
+      std::vector<bool> in_loop(nvregs_, false);
+      for (uint32_t i = begin; i < end; ++i)
+        if (code_[i].kind == VI::Ins && code_[i].in.writes_reg()) in_loop[code_[i].in.dst] = true;
+      std::vector<Instr> hoisted;
+      std::vector<VI> body;
+      for (uint32_t i = begin; i < end; ++i) {
+        const VI& v = code_[i];
+        bool invariant = v.kind == VI::Ins && op_info(v.in.op).kind == OpKind::Alu && v.in.writes_reg() &&
+                         defs[v.in.dst] == 1;
+        if (invariant)
+          for (const Operand* o : sources(v.in)) invariant &= !in_loop[o->v];
+        if (invariant) {
+          hoisted.push_back(v.in);
+          in_loop[v.in.dst] = false;
+        } else {
+          body.push_back(v);
+        }
+      }
+      if (hoisted.empty()) continue;
+      // The end of the block before h: before its jump to h, if it has one.
+      uint32_t at = begin;
+      if (code_[at - 1].kind == VI::Jmp || code_[at - 1].kind == VI::Bar || code_[at - 1].kind == VI::Wbar) --at;
+      std::vector<VI> out(code_.begin(), code_.begin() + at);
+      for (const Instr& in : hoisted) out.push_back({VI::Ins, in});
+      out.insert(out.end(), code_.begin() + at, code_.begin() + begin);
+      out.insert(out.end(), body.begin(), body.end());
+      out.insert(out.end(), code_.begin() + end, code_.end());
+      code_ = std::move(out);
+      moved = moved_any = true;
+      break;  // the blocks moved: find the loops again
+    }
+  }
+  return moved_any;
 }
 
 // Removes the blocks no path from the entry reaches (behind a branch whose
@@ -2291,10 +2371,12 @@ std::vector<VI> Lowerer::allocate() {
     if (last[*far] > last[v]) {
       where[v] = where[*far];
       spill[*far] = local_alloc(4, 4);
+      spilled_ = true;
       where[*far] = kNoV;
       *far = v;
     } else {
       spill[v] = local_alloc(4, 4);
+      spilled_ = true;
     }
   }
   // Rewrite with machine registers; spilled values go through the scratch registers.
@@ -2484,9 +2566,15 @@ Program Lowerer::run(const std::string& kernel) {
     simplify_local();
     propagate_copies();
   }
+  if (opts_.hoist_invariants && hoist_invariants()) {
+    hoisted_ = true;
+    simplify_local();  // the values hoisted beside each other, numbered
+    propagate_copies();
+  }
   remove_unreachable();
   remove_dead_code();
   std::vector<VI> code = allocate();
+  if (spilled_ && hoisted_) throw Relower{.no_hoisting = true};
   local_top_ = (local_top_ + 3) / 4 * 4;  // whole words: a byte access may be widened to its word
   uint32_t cuda_warps = (threads_ + 31) / 32;
   uint32_t total = scratch_base_ + (scratch_used_ ? (cuda_warps * kScratchWords + 1) * 4 : 0);
@@ -2506,7 +2594,7 @@ Program Lowerer::run(const std::string& kernel) {
   prog.local_bytes = local_top_;
   prog.threads = threads_;
   prog.ctas = uint32_t(ctas);
-  if (prog.blocks.size() > p_.rom_blocks && narrow_division_) throw CompactDivision{};
+  if (prog.blocks.size() > p_.rom_blocks && narrow_division_) throw Relower{.compact_division = true};
   if (prog.blocks.size() > p_.rom_blocks)
     throw LowerError(kErrNotSupported, "kernel " + kernel + " lowers to " + std::to_string(prog.blocks.size()) +
                                            " blocks; the machine's ROM holds " + std::to_string(p_.rom_blocks));
@@ -2523,12 +2611,14 @@ Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape
   if (opts.for_model && p.lanes != 1)
     throw std::invalid_argument("lowering for the model needs a one-lane machine; Params::lanes is " +
                                 std::to_string(p.lanes));
-  try {
-    return Lowerer(m, shape, p, opts).run(kernel);
-  } catch (const CompactDivision&) {
-    LowerOptions compact = opts;
-    compact.compact_division = true;
-    return Lowerer(m, shape, p, compact).run(kernel);
+  LowerOptions o = opts;
+  for (;;) {  // each retry turns one option off, so this ends
+    try {
+      return Lowerer(m, shape, p, o).run(kernel);
+    } catch (const Relower& r) {
+      if (r.compact_division) o.compact_division = true;
+      if (r.no_hoisting) o.hoist_invariants = false;
+    }
   }
 }
 

@@ -48,6 +48,9 @@ struct LowerOptions {
   // slower).  lower() lowers this way by itself when a program would not fit
   // the ROM otherwise.
   bool compact_division = false;
+  // Loop-invariant code motion.  lower() lowers without it by itself when it
+  // would make the register allocator spill.
+  bool hoist_invariants = true;
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,

@@ -483,5 +483,83 @@ TEST(MachineLowering, DivisionByZeroFollowsTheSpec) {
   }
 }
 
+// Loop-invariant code motion: the loop's `xor` of a parameter and its
+// product with another leave the loop (the loop runs fewer steps), nested
+// loops hoist out of both levels, and the results are the same as without it.
+TEST(MachineLowering, LoopInvariantsLeaveTheLoop) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 a, .param .u32 n)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.param.u32 %r1, [a];
+  ld.param.u32 %r2, [n];
+  mov.u32 %r3, 0;
+  mov.u32 %r4, 0;
+$outer:
+  mov.u32 %r5, 0;
+$inner:
+  xor.b32 %r6, %r1, 32768;
+  mul.lo.s32 %r7, %r6, %r2;
+  add.s32 %r8, %r7, %r5;
+  add.s32 %r3, %r3, %r8;
+  add.s32 %r5, %r5, 1;
+  setp.lt.u32 %p1, %r5, %r2;
+  @%p1 bra $inner;
+  add.s32 %r4, %r4, 1;
+  setp.lt.u32 %p2, %r4, 3;
+  @%p2 bra $outer;
+  st.global.u32 [%rd2], %r3;
+  ret;
+}
+)";
+  for (const Params& machine : {default_params(), model_params()}) {
+    for (uint32_t n : {1u, 5u, 40u}) {
+      const uint32_t a = 0x1234;
+      uint32_t want = 0;
+      for (int o = 0; o < 3; ++o)
+        for (uint32_t i = 0; i < n; ++i) want += (a ^ 32768u) * n + i;
+      uint64_t steps[2] = {0, 0};
+      for (bool hoist : {false, true}) {
+        ModuleImage img = load_module(ptx, machine);
+        uint64_t out = img.alloc(4);
+        std::vector<uint8_t> params(16);
+        std::memcpy(&params[0], &out, 8);
+        std::memcpy(&params[8], &a, 4);
+        std::memcpy(&params[12], &n, 4);
+        LowerOptions opts{.for_model = machine.lanes == 1, .hoist_invariants = hoist};
+        Program prog = lower(img.module, "k", {{1, 1, 1}, {1, 1, 1}, 0, img.symbols}, machine, opts);
+        Interpreter in(prog, machine, 1, 1, params, img.mem);
+        in.run();
+        ASSERT_EQ(in.fault().error, 0);
+        uint32_t got;
+        std::memcpy(&got, &img.mem.bytes[out - img.mem.base], 4);
+        EXPECT_EQ(got, want) << "n " << n << " hoist " << hoist;
+        steps[hoist] = in.stats().steps;
+        // With hoisting, no xor is left between the loop's first block
+        // and the last one that branches back.
+        if (hoist) {
+          size_t first_back = prog.blocks.size(), last_back = 0;
+          for (size_t b = 0; b < prog.blocks.size(); ++b)
+            for (uint32_t t : {prog.blocks[b].term.t, prog.blocks[b].term.f})
+              if (prog.blocks[b].term.kind == Term::BR && t <= b) {
+                first_back = std::min<size_t>(first_back, t);
+                last_back = std::max(last_back, b);
+              }
+          ASSERT_LT(first_back, prog.blocks.size());
+          for (size_t b = first_back; b <= last_back; ++b)
+            for (const Instr& i : prog.blocks[b].instrs) EXPECT_NE(i.op, Op::XOR) << "B" << b;
+        }
+      }
+      if (machine.lanes == 1 && n > 1) EXPECT_LT(steps[1], steps[0]) << "n " << n;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qgpu::machine
