@@ -14,6 +14,7 @@
 //      and release pcs of `wbar` (WMIN tokens), the decision of what to write
 //      next, and the output head.
 #include "model_host/gpu/circuit.h"
+#include "model_host/gpu/model_dir.h"
 
 #include "model_host/circuit/compiler.h"
 #include "model_host/circuit/words.h"
@@ -198,7 +199,7 @@ const circuit::MemoryLayout& Layout::memory(const std::string& name) const {
 
 std::string Layout::to_json() const {
   nlohmann::json j;
-  j["format"] = "qgpu-gpu-layout-1";
+  j["format"] = kLayoutFormat;
   j["num_layers"] = num_layers;
   j["vocab_size"] = vocab_size;
   if (!circuit.empty()) j["circuit"] = circuit;
@@ -217,7 +218,7 @@ std::string Layout::to_json() const {
 Layout Layout::from_json(const std::string& text) {
   try {
     auto j = nlohmann::json::parse(text);
-    if (j.at("format") != "qgpu-gpu-layout-1") throw std::runtime_error("unknown format");
+    if (j.at("format") != kLayoutFormat) throw std::runtime_error("unknown format");
     Layout l;
     l.num_layers = j.at("num_layers");
     l.vocab_size = j.at("vocab_size");

@@ -58,7 +58,7 @@ std::optional<std::string> recorded_version(const fs::path& dir) {
     std::stringstream text;
     text << in.rdbuf();
     const auto j = nlohmann::json::parse(text.str());
-    if (j.at("format") != "qgpu-gpu-layout-1") return std::nullopt;
+    if (j.at("format") != kLayoutFormat) return std::nullopt;
     return j.value("circuit", std::string());
   } catch (const std::exception&) {
     return std::nullopt;

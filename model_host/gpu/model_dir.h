@@ -22,6 +22,8 @@ enum class ModelFormat { Full, Compact };
 
 inline constexpr char kConfigFile[] = "config.json";
 inline constexpr char kLayoutFile[] = "qgpu-gpu.json";
+// The layout file's "format" (Layout::to_json writes it).
+inline constexpr char kLayoutFormat[] = "qgpu-gpu-layout-1";
 inline constexpr char kSideFile[] = "qgpu-sparse.bin";
 inline constexpr char kSafetensors[] = "model.safetensors";
 

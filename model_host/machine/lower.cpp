@@ -19,6 +19,7 @@
 #include <array>
 #include <bit>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "model_host/machine/printf.h"
@@ -67,8 +68,6 @@ std::vector<const Operand*> sources(const Instr& in) {
   return r;
 }
 
-// The basic blocks of virtual code (a label or the instruction after a
-// control transfer starts one) and their successors.
 // Thrown when a program should be lowered again with fewer optimisations:
 // the fast 64-bit division path when it does not fit the ROM, hoisting when
 // it made the allocator spill.  lower() does so.
@@ -76,10 +75,12 @@ struct Relower {
   bool compact_division = false, no_hoisting = false;
 };
 
+// The basic blocks of virtual code (a label or the instruction after a
+// control transfer starts one), their successors and predecessors.
 struct Cfg {
   uint32_t n = 0;
   std::vector<uint32_t> starts;
-  std::vector<std::vector<uint32_t>> succ;
+  std::vector<std::vector<uint32_t>> succ, pred;
   uint32_t blocks() const { return uint32_t(starts.size()); }
   uint32_t end(uint32_t b) const { return b + 1 < starts.size() ? starts[b + 1] : n; }
 };
@@ -122,6 +123,9 @@ Cfg build_cfg(const std::vector<VI>& code, uint32_t nlabels) {
         if (b + 1 < nb) g.succ[b].push_back(b + 1);
     }
   }
+  g.pred.resize(nb);
+  for (uint32_t b = 0; b < nb; ++b)
+    for (uint32_t t : g.succ[b]) g.pred[t].push_back(b);
   return g;
 }
 
@@ -819,6 +823,7 @@ void Lowerer::fold_constants() {
 // shared offset indexed by a counter that steps by whole words), and drops
 // the zero-extension of values that are already narrow.
 void Lowerer::fold_known_bits() {
+  auto is_bit = [](KnownBits k) { return (k.known | 1u) == ~0u && (k.value & ~1u) == 0; };
   const Cfg cfg = build_cfg(code_, nlabels_);
   const uint32_t nb = cfg.blocks();
   // One state of every register per block: beyond 2^24 entries (128 MiB)
@@ -880,15 +885,13 @@ void Lowerer::fold_known_bits() {
           const Operand reg = x.a.imm ? x.b : x.a, mask = x.a.imm ? x.a : x.b;
           const KnownBits a = st[reg.v];
           if ((~mask.v & ~(a.known & ~a.value)) == 0) x = Instr{Op::MOV, x.dst, reg, K(0), K(0)};
-        } else if ((x.op == Op::SEQ || x.op == Op::SNE) && !x.a.imm && x.b.imm && x.b.v <= 1 &&
-                   (st[x.a.v].known | 1u) == ~0u && (st[x.a.v].value & ~1u) == 0) {
-          // A 0/1 value compared with 0 or 1: itself, or its negation.
-          const bool same = (x.op == Op::SEQ) == (x.b.v == 1);
-          x = same ? Instr{Op::MOV, x.dst, x.a, K(0), K(0)} : Instr{Op::XOR, x.dst, x.a, K(1), K(0)};
-        } else if (x.op == Op::SEL && !x.a.imm && x.b.imm && x.c.imm && (x.b.v ^ x.c.v) == 1 && x.b.v <= 1 &&
-                   (st[x.a.v].known | 1u) == ~0u && (st[x.a.v].value & ~1u) == 0) {
-          // p ? 1 : 0 and p ? 0 : 1 of a 0/1 value p.
-          x = x.b.v == 1 ? Instr{Op::MOV, x.dst, x.a, K(0), K(0)} : Instr{Op::XOR, x.dst, x.a, K(1), K(0)};
+        } else if (!x.a.imm && is_bit(st[x.a.v])) {
+          // A 0/1 value p compared with 0 or 1, or p ? 1 : 0 and p ? 0 : 1:
+          // p itself, or its negation.
+          std::optional<bool> same;
+          if ((x.op == Op::SEQ || x.op == Op::SNE) && x.b.imm && x.b.v <= 1) same = (x.op == Op::SEQ) == (x.b.v == 1);
+          if (x.op == Op::SEL && x.b.imm && x.c.imm && x.b.v <= 1 && (x.b.v ^ x.c.v) == 1) same = x.b.v == 1;
+          if (same) x = *same ? Instr{Op::MOV, x.dst, x.a, K(0), K(0)} : Instr{Op::XOR, x.dst, x.a, K(1), K(0)};
         }
       }
       st[x.dst] = r;
@@ -942,30 +945,16 @@ void Lowerer::simplify_local() {
     return d && (d->op == Op::SEQ || d->op == Op::SNE || d->op == Op::SLT || d->op == Op::SLE ||
                  d->op == Op::SLTU || d->op == Op::SLEU);
   };
-  // A label that only the code just before it reaches (by falling through,
-  // or from a jmp, bar or wbar right before it) continues that code's
-  // segment: registers keep their values across barriers.
-  std::vector<uint32_t> refs(nlabels_, 0);
-  for (const VI& v : code_) {
-    if (v.kind == VI::Jmp || v.kind == VI::Bar || v.kind == VI::Wbar) refs[v.l1]++;
-    if (v.kind == VI::Br) {
-      refs[v.l1]++;
-      refs[v.l2]++;
+  const Cfg cfg = build_cfg(code_, nlabels_);
+  for (uint32_t i = 0, b = 0; i < code_.size(); ++i) {
+    if (b + 1 < cfg.blocks() && i == cfg.starts[b + 1]) {
+      // A block that only the one before it enters (falling through, or by
+      // its jmp, bar or wbar) continues its segment: registers keep their
+      // values across barriers.
+      ++b;
+      if (!(cfg.pred[b].size() == 1 && cfg.pred[b][0] == b - 1 && code_[i - 1].kind != VI::Br)) live.clear();
     }
-  }
-  for (size_t i = 0; i < code_.size(); ++i) {
     VI& v = code_[i];
-    if (v.kind == VI::Label) {
-      const VI* prev = i > 0 ? &code_[i - 1] : nullptr;
-      const bool only_from_prev =
-          prev && (refs[v.l1] == 0 ? prev->kind != VI::Jmp && prev->kind != VI::Br && prev->kind != VI::Exit &&
-                                         prev->kind != VI::Trap && prev->kind != VI::Bar && prev->kind != VI::Wbar
-                                   : refs[v.l1] == 1 && (prev->kind == VI::Jmp || prev->kind == VI::Bar ||
-                                                         prev->kind == VI::Wbar) && prev->l1 == v.l1);
-      if (!only_from_prev) live.clear();
-      continue;
-    }
-    if (v.kind == VI::Jmp || v.kind == VI::Bar || v.kind == VI::Wbar) continue;  // the label decides
     if (v.kind == VI::Br) {
       // A branch on x != 0 branches on x; on x == 0 or on !p (p a
       // comparison), on x or p with the targets swapped.
@@ -977,10 +966,7 @@ void Lowerer::simplify_local() {
         v.cond = d->a.v;
       }
     }
-    if (v.kind != VI::Ins) {
-      live.clear();
-      continue;
-    }
+    if (v.kind != VI::Ins) continue;
     Instr& in = v.in;
     const bool alu = op_info(in.op).kind == OpKind::Alu;
     const bool access = in.op == Op::LD || in.op == Op::ST;
@@ -1054,9 +1040,7 @@ bool Lowerer::hoist_invariants() {
     moved = false;
     const Cfg cfg = build_cfg(code_, nlabels_);
     const uint32_t nb = cfg.blocks();
-    std::vector<std::vector<uint32_t>> pred(nb);
-    for (uint32_t b = 0; b < nb; ++b)
-      for (uint32_t t : cfg.succ[b]) pred[t].push_back(b);
+    const std::vector<std::vector<uint32_t>>& pred = cfg.pred;
     // Loops (h, tail), the shortest first.
     std::vector<std::pair<uint32_t, uint32_t>> loops;
     for (uint32_t h = 1; h < nb; ++h) {
@@ -1096,7 +1080,7 @@ bool Lowerer::hoist_invariants() {
       if (hoisted.empty()) continue;
       // The end of the block before h: before its jump to h, if it has one.
       uint32_t at = begin;
-      if (code_[at - 1].kind == VI::Jmp || code_[at - 1].kind == VI::Bar || code_[at - 1].kind == VI::Wbar) --at;
+      if (code_[at - 1].kind != VI::Ins && code_[at - 1].kind != VI::Label) --at;
       std::vector<VI> out(code_.begin(), code_.begin() + at);
       for (const Instr& in : hoisted) out.push_back({VI::Ins, in});
       out.insert(out.end(), code_.begin() + at, code_.begin() + begin);

@@ -420,6 +420,32 @@ TEST(MachineLowering, DivisionOfOperandsOfEveryBitLength) {
   }
 }
 
+// Kernel `k` of `ptx`, lowered for one thread and run on the interpreter.
+// Its parameters are an output buffer of `out_bytes`, then `rest`.
+struct OneThread {
+  Program prog;
+  std::vector<uint8_t> out;
+  uint64_t steps = 0;
+  int error = 0;
+};
+OneThread run_one_thread(const std::string& ptx, const Params& machine, const LowerOptions& opts,
+                         const std::vector<uint8_t>& rest, size_t out_bytes) {
+  ModuleImage img = load_module(ptx, machine);
+  const uint64_t out = img.alloc(out_bytes);
+  std::vector<uint8_t> params(8);
+  std::memcpy(params.data(), &out, 8);
+  params.insert(params.end(), rest.begin(), rest.end());
+  OneThread r;
+  r.prog = lower(img.module, "k", {{1, 1, 1}, {1, 1, 1}, 0, img.symbols}, machine, opts);
+  Interpreter in(r.prog, machine, 1, 1, params, img.mem);
+  in.run();
+  r.error = in.fault().error;
+  r.steps = in.stats().steps;
+  const uint8_t* at = &img.mem.bytes[out - img.mem.base];
+  r.out.assign(at, at + out_bytes);
+  return r;
+}
+
 // Division by zero through the lowered routines gives the values docs/isa.md
 // specifies (PTX leaves them undefined, so they are checked here directly).
 TEST(MachineLowering, DivisionByZeroFollowsTheSpec) {
@@ -457,21 +483,16 @@ TEST(MachineLowering, DivisionByZeroFollowsTheSpec) {
 )";
   for (int64_t n : {int64_t(0), int64_t(1), int64_t(-1), int64_t(INT32_MIN), int64_t(INT32_MAX),
                     int64_t(0x123456789abLL), INT64_MIN, INT64_MAX}) {
-    ModuleImage img = load_module(ptx, default_params());
-    uint64_t out = img.alloc(48);
-    std::vector<uint8_t> params(24);
+    std::vector<uint8_t> rest(16);
     uint32_t n32 = uint32_t(n);
-    std::memcpy(&params[0], &out, 8);
-    std::memcpy(&params[8], &n32, 4);
-    std::memcpy(&params[16], &n, 8);
-    Program prog = lower(img.module, "k", {{1, 1, 1}, {1, 1, 1}, 0, img.symbols}, default_params());
-    Interpreter in(prog, default_params(), 1, 1, params, img.mem);
-    in.run();
-    ASSERT_EQ(in.fault().error, 0);
+    std::memcpy(&rest[0], &n32, 4);
+    std::memcpy(&rest[8], &n, 8);
+    const OneThread r = run_one_thread(ptx, default_params(), {}, rest, 48);
+    ASSERT_EQ(r.error, 0);
     uint32_t w[4];
     uint64_t d[4];
-    std::memcpy(w, &img.mem.bytes[out - img.mem.base], 16);
-    std::memcpy(d, &img.mem.bytes[out - img.mem.base + 16], 32);
+    std::memcpy(w, r.out.data(), 16);
+    std::memcpy(d, r.out.data() + 16, 32);
     EXPECT_EQ(w[0], 0xFFFFFFFFu) << n;
     EXPECT_EQ(w[1], n32) << n;
     EXPECT_EQ(w[2], 0xFFFFFFFFu) << n;
@@ -526,21 +547,17 @@ $inner:
         for (uint32_t i = 0; i < n; ++i) want += (a ^ 32768u) * n + i;
       uint64_t steps[2] = {0, 0};
       for (bool hoist : {false, true}) {
-        ModuleImage img = load_module(ptx, machine);
-        uint64_t out = img.alloc(4);
-        std::vector<uint8_t> params(16);
-        std::memcpy(&params[0], &out, 8);
-        std::memcpy(&params[8], &a, 4);
-        std::memcpy(&params[12], &n, 4);
-        LowerOptions opts{.for_model = machine.lanes == 1, .hoist_invariants = hoist};
-        Program prog = lower(img.module, "k", {{1, 1, 1}, {1, 1, 1}, 0, img.symbols}, machine, opts);
-        Interpreter in(prog, machine, 1, 1, params, img.mem);
-        in.run();
-        ASSERT_EQ(in.fault().error, 0);
+        std::vector<uint8_t> rest(8);
+        std::memcpy(&rest[0], &a, 4);
+        std::memcpy(&rest[4], &n, 4);
+        const OneThread r = run_one_thread(ptx, machine, {.for_model = machine.lanes == 1, .hoist_invariants = hoist},
+                                           rest, 4);
+        ASSERT_EQ(r.error, 0);
+        const Program& prog = r.prog;
         uint32_t got;
-        std::memcpy(&got, &img.mem.bytes[out - img.mem.base], 4);
+        std::memcpy(&got, r.out.data(), 4);
         EXPECT_EQ(got, want) << "n " << n << " hoist " << hoist;
-        steps[hoist] = in.stats().steps;
+        steps[hoist] = r.steps;
         // With hoisting, no xor is left between the loop's first block
         // and the last one that branches back.
         if (hoist) {

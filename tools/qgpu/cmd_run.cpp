@@ -32,8 +32,6 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-fs::path self_dir() { return fs::read_symlink("/proc/self/exe").parent_path(); }
-
 pid_t spawn(const std::vector<std::string>& args) {
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
@@ -48,15 +46,20 @@ pid_t spawn(const std::vector<std::string>& args) {
   return pid;
 }
 
+// Waits for child `pid` to end; returns its wait status.
+int wait_child(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 // Writes the compact model into `dir` for ensure_model, in qgpu-torch: its
 // progress lines are shown as this command's.
 void write_model(const std::string& dir) {
   const fs::path torch = qgpu::cli::torch_program();
   if (!fs::exists(torch)) throw std::runtime_error(torch.string() + " is missing; build the project first");
-  pid_t pid = spawn({torch.string(), "write-model", "--for", "run", "--", dir});
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_child(spawn({torch.string(), "write-model", "--for", "run", "--", dir}));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw std::runtime_error("building the model in " + dir + " failed (" + torch.string() + " write-model " +
                              (WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
@@ -111,7 +114,7 @@ void stop_daemon(pid_t pid) {
 
 int run(const RunOptions& o) {
   if (o.command.empty()) throw std::runtime_error("no program given: qgpu run [options] -- PROGRAM ARGS...");
-  fs::path bin = self_dir();
+  fs::path bin = qgpu::cli::program_dir();
   fs::path model_host = bin / "model_host", cudart = bin.parent_path() / "lib" / "libcudart.so.13";
   for (const fs::path& p : {model_host, cudart})
     if (!fs::exists(p)) throw std::runtime_error(p.string() + " is missing; build the project first");
@@ -168,10 +171,7 @@ int run(const RunOptions& o) {
   setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
   setenv("QGPU_DAEMON", endpoint.c_str(), 1);
   auto t0 = std::chrono::steady_clock::now();
-  pid_t child = spawn(o.command);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_child(spawn(o.command));
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   unsetenv("LD_PRELOAD");
 

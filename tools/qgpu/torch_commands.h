@@ -29,9 +29,11 @@ inline constexpr TorchCommand kTextKl{"text-kl",
 
 inline constexpr TorchCommand kTorchCommands[] = {kBuildModel, kChat, kChatEval, kLogits, kMakeBase, kMerge, kTextKl};
 
+// The directory of the running program (build/bin: qgpu, qgpu-torch,
+// model_host).
+inline std::filesystem::path program_dir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path(); }
+
 // qgpu-torch: beside the running program (qgpu or qgpu-torch itself).
-inline std::filesystem::path torch_program() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "qgpu-torch";
-}
+inline std::filesystem::path torch_program() { return program_dir() / "qgpu-torch"; }
 
 }  // namespace qgpu::cli
