@@ -538,6 +538,7 @@ class Lowerer {
   void simplify_local();
   std::vector<VI> allocate();
   Program form_blocks(const std::vector<VI>& code);
+  void thread_jumps(Program& prog);
   static void drop_unreachable(Program& prog);
 
   const ptx::Module& m_;
@@ -2478,8 +2479,31 @@ Program Lowerer::form_blocks(const std::vector<VI>& code) {
       t.t = label_block[t.t];
     if (t.kind == Term::BR) t.f = label_block[t.f];
   }
+  thread_jumps(prog);
   drop_unreachable(prog);
   return prog;
+}
+
+// Jump threading over blocks with no instruction: a `jmp` to one takes its
+// terminator (`exit`, `trap`, or a `jmp` onward), and a branch target that
+// is one ending in `jmp` becomes that jmp's target.  A store followed by the
+// kernel's shared exit thus exits in its own block, one step fewer.
+void Lowerer::thread_jumps(Program& prog) {
+  auto bare = [&](uint32_t b, bool exits_too) {
+    const Block& blk = prog.blocks[b];
+    const Term k = blk.term.kind;
+    return blk.instrs.empty() && (k == Term::JMP || (exits_too && (k == Term::EXIT || k == Term::TRAP)));
+  };
+  const size_t n = prog.blocks.size();
+  for (size_t b = 0; b < n; ++b) {
+    Terminator& t = prog.blocks[b].term;
+    // At most n hops: a cycle of empty blocks is left as it is.
+    for (size_t hop = 0; hop < n && t.kind == Term::JMP && t.t != b && bare(t.t, true); ++hop) t = prog.blocks[t.t].term;
+    if (t.kind != Term::BR) continue;
+    for (uint32_t* to : {&t.t, &t.f})
+      for (size_t hop = 0; hop < n && *to != b && bare(*to, false) && prog.blocks[*to].term.t != *to; ++hop)
+        *to = prog.blocks[*to].term.t;
+  }
 }
 
 // Removes blocks no path from B0 reaches (code after a return, say) and
