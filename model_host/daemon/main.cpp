@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--endpoint", opts.endpoint, "ipc:// or tcp:// endpoint (default: $QGPU_DAEMON, else ipc:// in the runtime directory)");
   engine::BackendOptions bopts;
   app.add_option("--backend", backend_name,
-                 "model, interpreter, or interpreter-model / ptx-reference (cross-checks); default: $QGPU_BACKEND, else model")
+                 "model, interpreter, or interpreter-model / model-trace / ptx-reference (cross-checks); default: $QGPU_BACKEND, else model")
       ->capture_default_str();
   app.add_option("--model", bopts.model_dir,
                  "compiled GPU model directory (default: $QGPU_MODEL_DIR, else the cache, built there on first use)");
@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
     device.backend = backend.get();
     // The limits of the machine the backend runs: the model's (one lane per
     // warp, its ROM) for the model and interpreter-model backends.
-    const bool model_machine = backend_name == "model" || backend_name == "interpreter-model";
+    const bool model_machine =
+        backend_name == "model" || backend_name == "interpreter-model" || backend_name == "model-trace";
     const machine::Limits l = machine::limits(model_machine ? machine::model_params() : machine::default_params());
     proto::DeviceInfo& d = device.info;
     d.backend = backend->name();

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "model_host/gpu/trace_backend.h"
 #include "model_host/machine/api.h"
 
 namespace qgpu::engine {
@@ -17,6 +18,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   if (name == "interpreter") return machine::make_interpreter_backend();
   if (name == "interpreter-model") return machine::make_interpreter_backend(machine::MachineKind::Model);
   if (name == "ptx-reference") return make_ptx_reference_backend();
+  if (name == "model-trace") return gpu::make_trace_backend();
   if (name == "model") {
 #ifdef QGPU_HAVE_MODEL_BACKEND
     // libqgpu_gpu.so (and with it libtorch) is loaded here, once per process.
@@ -33,7 +35,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
 #endif
   }
   throw BackendUnavailable("unknown backend '" + name +
-                           "' (choose model or interpreter; interpreter-model or ptx-reference for cross-checks)");
+                           "' (choose model or interpreter; interpreter-model, model-trace or ptx-reference for cross-checks)");
 }
 
 std::string device_name(const std::string& backend) {

@@ -24,7 +24,6 @@ constexpr int kErrInvalidValue = 1;
 constexpr int kErrIllegalAddress = 700;
 constexpr int kErrLaunchTimeout = 702;
 constexpr int kErrMisaligned = 716;
-constexpr int kErrInvalidPtx = 218;
 constexpr int kErrNotSupported = 801;
 constexpr int kErrUnknown = 999;
 
@@ -51,7 +50,8 @@ struct TracePosition {
     if (!t) return;
     if (t->kind == Kind::CTA) cta = t->payload;
     if (t->kind == Kind::WARP) thread = t->payload;
-    if (runs_block(t->kind)) block = block_of(*t);
+    if (names_block(t->kind)) block = block_of(*t);
+    if (falls_through(t->kind) && block) ++*block;
   }
   std::string describe(const machine::Program& prog) const {
     std::string s;
@@ -154,7 +154,12 @@ class ModelBackend : public engine::Backend {
  private:
   // One launch; throws LaunchFailure.
   void run(const engine::LaunchRequest& req, engine::GlobalMemory& mem, engine::LaunchResult& res) const {
-    const machine::Program prog = lower_for_model(req);
+    machine::Program prog;
+    try {
+      prog = lower_for_model(req);
+    } catch (const LaunchRefused& e) {
+      throw LaunchFailure{e.error, e.what()};
+    }
     std::vector<int64_t> prompt;
     try {
       prompt = encode_prompt(prog, prog.threads, prog.ctas, req.params, mem);
@@ -192,29 +197,6 @@ class ModelBackend : public engine::Backend {
                           std::string(misaligned ? "misaligned" : "out-of-range") + " memory access by kernel " +
                               req.kernel + " in " + d.pos.describe(prog)};
     }
-  }
-
-  // The kernel lowered for the model's machine; refused (LaunchFailure) when
-  // the model cannot hold it.
-  static machine::Program lower_for_model(const engine::LaunchRequest& req) {
-    const machine::Params& p = machine::model_params();
-    machine::Program prog;
-    try {
-      const ptx::Module mod = ptx::parse(req.ptx);
-      machine::LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols};
-      prog = machine::lower(mod, req.kernel, shape, p, machine::LowerOptions{.for_model = true});
-    } catch (const machine::LowerError& e) {
-      throw LaunchFailure{e.error(), e.what()};
-    } catch (const ptx::ParseError& e) {
-      throw LaunchFailure{kErrInvalidPtx, e.what()};
-    }
-    if (auto missing = machine::model_unsupported(prog))
-      throw LaunchFailure{kErrNotSupported, "the model's GPU cannot run kernel " + req.kernel + ": " + *missing};
-    if (req.params.size() > p.param_bytes)
-      throw LaunchFailure{kErrInvalidValue, "kernel " + req.kernel + " has " + std::to_string(req.params.size()) +
-                                                " bytes of parameters; the model's GPU takes at most " +
-                                                std::to_string(p.param_bytes)};
-    return prog;
   }
 
   // Prefill, then the plain greedy loop: append the argmax, feed it back,

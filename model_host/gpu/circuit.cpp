@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <stdexcept>
 
@@ -327,6 +328,114 @@ Digits multiply(Program& p, const std::string& name, const Word& a, const Word& 
   return Builder::digits(circuit::add(p, name + ".sum", low, high).value);
 }
 
+// A set of slots of one value, as a literal of a conjunction.
+struct Lit {
+  ValueId v;
+  std::vector<int> slots;
+};
+// The step that moves an output from slot 0 to `to` when every literal holds.
+Step conjunction(const std::vector<Lit>& lits, int to) {
+  Step st;
+  for (const Lit& l : lits)
+    for (int s : l.slots) st.form.push_back({l.v, s, 1});
+  st.bias = 1 - int(lits.size());
+  st.to = to;
+  return st;
+}
+std::vector<int> slots_where(int size, const std::function<bool(int)>& f) {
+  std::vector<int> out;
+  for (int s = 0; s < size; ++s)
+    if (f(s)) out.push_back(s);
+  return out;
+}
+
+// Fall-through values since the last EXEC or VX, counting this token
+// (0..kFallChain), as far as the token and the 3 before it tell: a
+// fall-through value counts itself and those right before it; VZ, VG, VN
+// and VLO (the value of the block a chain ran last) count those before them.
+// The kinds before come from one-row stores in the first layer (their write
+// enable is constant, so they wait for nothing); D after VLO takes VLO's
+// count from the store of the token before (`prev`).
+ValueId fall_count(Builder& b) {
+  static_assert(kFallChain == 3, "the count reads the 3 tokens before");
+  // One store per age: a record whose parts all come from before the
+  // sequence start reads as never written (slot 0), one that mixes ages
+  // would not be clean on the first tokens.
+  std::vector<ValueId> k;
+  for (int age = 1; age <= 3; ++age) {
+    MemoryOp m;
+    m.name = "kind_age" + std::to_string(age);
+    m.rows = 1;
+    m.write_addr = circuit::Address(std::vector<AddrBit>{});
+    m.read_addr = circuit::Address(std::vector<AddrBit>{});
+    m.write_enable = Operand::fixed(1);
+    m.zero_default = true;
+    m.parts.push_back({b.kind, age});
+    k.push_back(b.p.memory(m).at(0));
+  }
+  const Lit fall0{b.kind, slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); })};
+  const Lit value0{b.kind, slots_where(kKindCount, [](int s) {
+                     const Kind t = Kind(s);
+                     return t == Kind::VZ || t == Kind::VG || t == Kind::VN || t == Kind::VLO;
+                   })};
+  auto fall = [&](int age, bool is) {
+    return Lit{k[age - 1], slots_where(kKindCount, [is](int s) { return falls_through(Kind(s)) == is; })};
+  };
+  std::vector<Step> st;
+  // A fall-through value: 1 + the run of them right before it.
+  st.push_back(conjunction({fall0, fall(1, false)}, 1));
+  st.push_back(conjunction({fall0, fall(1, true), fall(2, false)}, 2));
+  st.push_back(conjunction({fall0, fall(1, true), fall(2, true)}, 3));
+  // A value token: the run right before it.
+  st.push_back(conjunction({value0, fall(1, true), fall(2, false)}, 1));
+  st.push_back(conjunction({value0, fall(1, true), fall(2, true), fall(3, false)}, 2));
+  st.push_back(conjunction({value0, fall(1, true), fall(2, true), fall(3, true)}, 3));
+  return b.p.mlp("falls", kFallChain + 1, 0, std::move(st));
+}
+
+// The block a pass runs, or whose terminator it follows: the last EXEC's or
+// VX's (`named`, 3 nibbles, bits 0..9 the block) plus the fall-through
+// values since (`falls` of this token, `prev_falls` of the one before for D
+// after VLO), in one layer: per output digit, one conjunction per count,
+// input digit and carry.
+}  // namespace
+
+std::array<ValueId, 3> run_pc(Program& p, ValueId kind, const std::array<ValueId, 3>& named, ValueId falls,
+                              ValueId prev_falls) {
+  const Lit not_d{kind, slots_where(kKindCount, [](int s) { return Kind(s) != Kind::D; })};
+  const Lit is_d{kind, {int(Kind::D)}};
+  std::vector<Step> d0, d1, d2;
+  for (const auto& [count, sel] : {std::pair{falls, not_d}, std::pair{prev_falls, is_d}}) {
+    for (int j = 0; j <= int(kFallChain); ++j) {
+      const Lit cj{count, {j}};
+      // Carry out of digit 0: b0 + j >= 16.
+      const Lit carry{named[0], slots_where(16, [j](int x) { return x + j >= 16; })};
+      const Lit no_carry{named[0], slots_where(16, [j](int x) { return x + j < 16; })};
+      for (int x = 0; x < 16; ++x) {
+        if ((x + j) % 16) d0.push_back(conjunction({sel, cj, {named[0], {x}}}, (x + j) % 16));
+        if (x) d1.push_back(conjunction({sel, cj, no_carry, {named[1], {x}}}, x));
+        if (!carry.slots.empty() && (x + 1) % 16)
+          d1.push_back(conjunction({sel, cj, carry, {named[1], {x}}}, (x + 1) % 16));
+      }
+      // Digit 2: the block's bits 8..9 (a VX payload has value bits above).
+      for (int x = 0; x < 4; ++x) {
+        const Lit b2{named[2], slots_where(16, [x](int s) { return (s & 3) == x; })};
+        const Lit b1_not15{named[1], slots_where(16, [](int s) { return s != 15; })};
+        if (x) {
+          d2.push_back(conjunction({sel, cj, b1_not15, b2}, x));
+          d2.push_back(conjunction({sel, cj, {named[1], {15}}, no_carry, b2}, x));
+        }
+        if (!carry.slots.empty() && (x + 1) % 4)
+          d2.push_back(conjunction({sel, cj, {named[1], {15}}, carry, b2}, (x + 1) % 4));
+      }
+    }
+  }
+  return {p.mlp("run_pc.d0", 16, 0, std::move(d0)), p.mlp("run_pc.d1", 16, 0, std::move(d1)),
+          p.mlp("run_pc.d2", 16, 0, std::move(d2))};
+}
+
+namespace {
+
 struct MachineProgram {
   Program program;
   std::vector<std::string> readable;   // memories the host reads back
@@ -363,14 +472,16 @@ MachineProgram machine_program() {
   // ---- 1. context: what earlier tokens said ---------------------------------
   const ValueId one = b.konst(2, 1);
   const ValueId is_cta = b.is_kind(Kind::CTA);
-  const auto prev = store(b, "prev", 1, {}, {}, one, -1, cat({{b.kind, 1}}, payload_parts(4, 1)));
-  const ValueId prev_kind = prev[0];
-  const Digits prevP = outs(prev, 1, 4);
+  const ValueId falls = fall_count(b);
+  const auto prev = store(b, "prev", 1, {}, {}, one, -1, cat({{b.kind, 1}, {falls, 1}}, payload_parts(4, 1)));
+  const ValueId prev_kind = prev[0], prev_falls = prev[1];
+  const Digits prevP = outs(prev, 2, 4);
   const Digits prev2P = outs(store(b, "prev2", 1, {}, {}, one, -1, payload_parts(4, 2)), 0, 4);
   // The block being run: EXEC's payload, or VX's (whose bits 10.. are its
-  // value; only bits 0..9 address the ROM).
-  const ValueId runs = b.flag("runs_block", b.kind, [](int s) { return runs_block(Kind(s)); });
-  const Digits cur_pc = outs(store(b, "ctx_exec", 1, {}, {}, runs, -1, payload_parts(3, 0)), 0, 3);
+  // value; only bits 0..9 address the ROM), plus the fall-through values
+  // (VZF, VGF, VNF) since then: each runs the block after the last one run.
+  const ValueId names = b.flag("names_block", b.kind, [](int s) { return names_block(Kind(s)); });
+  const Digits named_pc = outs(store(b, "ctx_exec", 1, {}, {}, names, -1, payload_parts(3, 0)), 0, 3);
   const Digits cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(3, 0)), 0, 3);
   const Digits cur_c = outs(store(b, "ctx_cta", 1, {}, {}, is_cta, -1, payload_parts(2, 0)), 0, 2);
   const ValueId epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), is_cta, {part(0, 0)})[0];
@@ -387,12 +498,18 @@ MachineProgram machine_program() {
   });
   const ValueId local_log = store(b, "ctx_tlog", 1, {}, {}, b.is_kind(Kind::NT), -1, {{nt_log, 0}})[0];
   const Digits rom_sel = outs(store(b, "ctx_rom", 1, {}, {}, b.is_kind(Kind::ROM), -1, payload_parts(3, 0)), 0, 3);
+  const auto pc_digits = run_pc(p, b.kind, {named_pc[0].v, named_pc[1].v, named_pc[2].v}, falls, prev_falls);
+  const Digits cur_pc = {{pc_digits[0]}, {pc_digits[1]}, {pc_digits[2]}};
+  // The block after it, for the fall-through values; and whether one more
+  // of them may follow.
+  const Digits next_pc = increment(b, "next_pc", cur_pc);
+  const ValueId may_fall = b.flag("may_fall", falls, [](int s) { return s < int(kFallChain); });
 
   // Which pass this is (docs/tokens.md section 4).
   enum Pass { kOther, kExec, kHi, kCtrl, kWarp, kStart, kToWarp0, kToEnd, kWmin, kPassCount };
   const ValueId pass = p.lookup("pass", kPassCount, {b.kind, prev_kind}, [](const std::vector<int>& v) {
     switch (Kind(v[0])) {
-      case Kind::EXEC: case Kind::VX: return int(kExec);
+      case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: return int(kExec);
       case Kind::VLO: return int(kHi);
       case Kind::VZ: case Kind::VG: case Kind::VN: return int(kCtrl);
       case Kind::D: return Kind(v[1]) == Kind::VLO ? int(kCtrl) : int(kOther);
@@ -406,7 +523,6 @@ MachineProgram machine_program() {
   });
   const ValueId is_exec = b.flag("is_exec_pass", pass, [](int s) { return s == kExec; });
   const ValueId is_ctrl = b.flag("is_ctrl_pass", pass, [](int s) { return s == kCtrl; });
-  const ValueId is_vz = b.is_kind(Kind::VZ);
   const ValueId is_vhi = b.all("is_vhi", {b.is_kind(Kind::D), is_ctrl});
 
   // ---- 2. ROM ---------------------------------------------------------------
@@ -469,10 +585,17 @@ MachineProgram machine_program() {
   const ValueId vx_value_hi = circuit::apply(p, "vx_value_hi", 4, b.pay[3], [](int s) { return s >> 2; });
   const ValueId reg_src = circuit::apply(p, "reg_src", 3, b.kind, [](int s) {
     const Kind k = Kind(s);
-    return k == Kind::VZ || k == Kind::VG || k == Kind::VN ? 1 : k == Kind::VX ? 2 : 0;
+    return k == Kind::VZ || k == Kind::VG || k == Kind::VN || falls_through(k) ? 1 : k == Kind::VX ? 2 : 0;
   });
   const Digits reg_lo = b.mux("reg_lo", reg_src, {{1, P}, {2, {{vx_value}, {vx_value_hi}}}, {0, prevP}}, 4);
-  const ValueId is_vg = b.is_kind(Kind::VG), is_vn = b.is_kind(Kind::VN);
+  const ValueId is_vg = b.flag("high_global", b.kind, [](int s) { return Kind(s) == Kind::VG || Kind(s) == Kind::VGF; });
+  const ValueId is_vn = b.flag("high_negative", b.kind, [](int s) { return Kind(s) == Kind::VN || Kind(s) == Kind::VNF; });
+  // The value tokens whose payload is the low half: VZ, VG, VN and the
+  // fall-through values; VX; D after VLO.
+  const ValueId writes_reg = b.flag("writes_reg", b.kind, [](int s) {
+    const Kind k = Kind(s);
+    return k == Kind::VZ || k == Kind::VG || k == Kind::VN || k == Kind::VX || falls_through(k);
+  });
   const ValueId hi_src = p.lookup("reg_hi_src", 4, {is_vhi, is_vg, is_vn}, [](const std::vector<int>& v) {
     return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : 0;
   });
@@ -503,7 +626,7 @@ MachineProgram machine_program() {
   const ValueId read_cond = b.any("read_cond", {is_ctrl, is_nop});
   const Digits ra = b.mux("ra", read_cond, {{1, {{r_t[0]}, {r_t[1]}}}, {0, {{r_a[0]}, {r_a[1]}}}}, 2);
   auto reg_port = [&](const std::string& name, ValueId lo4, ValueId bit4) {
-    return outs(store(b, name, 8192, reg_w, reg_addr(lo4, bit4), b.any("reg_we", {is_vz, is_vhi, is_vx, is_vg, is_vn}), is_cta, reg_rec),
+    return outs(store(b, name, 8192, reg_w, reg_addr(lo4, bit4), b.any("reg_we", {writes_reg, is_vhi}), is_cta, reg_rec),
                 0, 8);
   };
   const Digits regC = reg_port("regs_c", r_c[0], r_c[1]);
@@ -825,7 +948,7 @@ MachineProgram machine_program() {
   const ValueId cond_nz = b.lnot("cond_nz", is_zero(b, "cond_zero", regA));
 
   enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
-             kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kOutCount };
+             kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kOutCount };
   const ValueId ctrl_case = p.lookup("ctrl_case", kOutCount, {tkind, cond_nz, wmin_t}, [](const std::vector<int>& v) {
     switch (v[0]) {
       case kJmp: return int(kExecT);
@@ -876,10 +999,17 @@ MachineProgram machine_program() {
   const ValueId hi_class = p.lookup("hi_class", 4, {hi_zero, high_is("hi_global", kGlobalHigh),
                                                     high_is("hi_negative", kNegativeHigh)},
                                     [](const std::vector<int>& v) { return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : 0; });
-  const ValueId exec_case = p.lookup("exec_case", kOutCount, {fault, has_dst, hi_class, ctrl_case, vx_case},
+  // A fall-through value: the block goes on to the block after it (jmp
+  // there, or br there on its result, which is not 0 when VX is not
+  // written), and fewer than kFallChain of them ran since the last EXEC or VX.
+  const ValueId falls_on = p.lookup("falls_on", 2, {vx_term, may_fall, circuit::equal(p, "t_is_next", b.word(t_target), b.word(next_pc))},
+                                    [](const std::vector<int>& v) { return v[0] != 0 && v[1] && v[2] ? 1 : 0; });
+  const ValueId exec_case = p.lookup("exec_case", kOutCount, {fault, has_dst, hi_class, ctrl_case, vx_case, falls_on},
                                      [](const std::vector<int>& v) {
                                        if (v[0]) return int(kFault);
                                        if (v[1] && v[4]) return int(v[4] == 1 ? kVxT : kVxF);
+                                       if (v[1] && v[5] && v[2] != 0)
+                                         return int(v[2] == 1 ? kVzf : v[2] == 2 ? kVgf : kVnf);
                                        if (v[1]) return int(v[2] == 1 ? kVz : v[2] == 2 ? kVg : v[2] == 3 ? kVn : kVlo);
                                        return v[3];
                                      });
@@ -910,6 +1040,9 @@ MachineProgram machine_program() {
       case kVxT: case kVxF: return int(Kind::VX);
       case kVg: return int(Kind::VG);
       case kVn: return int(Kind::VN);
+      case kVzf: return int(Kind::VZF);
+      case kVgf: return int(Kind::VGF);
+      case kVnf: return int(Kind::VNF);
       case kHiTok: return int(Kind::D);
       case kExecT: case kExecF: case kExecWs: return int(Kind::EXEC);
       case kWminWs: case kWminT: return int(Kind::WMIN);
@@ -949,6 +1082,9 @@ MachineProgram machine_program() {
                                           {kVlo, slice(Rp, 0, 4)},
                                           {kVg, slice(Rp, 0, 4)},
                                           {kVn, slice(Rp, 0, 4)},
+                                          {kVzf, slice(Rp, 0, 4)},
+                                          {kVgf, slice(Rp, 0, 4)},
+                                          {kVnf, slice(Rp, 0, 4)},
                                           {kHiTok, slice(Rp, 4, 4)}};
   for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
     out_cases.push_back({k, ctrl_pay});

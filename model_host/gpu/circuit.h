@@ -8,6 +8,8 @@
 // checkpoint as `qgpu-gpu.json`.
 #pragma once
 
+#include <array>
+
 #include "model_host/circuit/compiler.h"
 #include "model_host/circuit/ir.h"
 #include "model_host/machine/isa.h"
@@ -53,6 +55,18 @@ struct Built {
 // vocabulary id kTokenBase + t.  Tests run it on circuit::Evaluator (the
 // oracle of the compiled layers) against the interpreter's trace.
 circuit::Program machine_circuit();
+
+// The block a pass runs, or whose terminator it follows (docs/tokens.md,
+// fall-through values), as the circuit computes it in one MLP layer: the
+// block of the last EXEC or VX (`named`: payload nibbles 0..2; bits 0..9 are
+// the block) plus `falls` (slots 0..kFallChain: fall-through values since,
+// counting this token), or plus `prev_falls` (the token before's count) when
+// the token is D.  `kind` is the kind field (slots: vocab.h's Kind).
+// Returns the block's nibbles 0..2 (digit 2 in 0..3).  Part of
+// machine_circuit(); declared here for its exhaustive test.
+std::array<circuit::ValueId, 3> run_pc(circuit::Program& p, circuit::ValueId kind,
+                                       const std::array<circuit::ValueId, 3>& named, circuit::ValueId falls,
+                                       circuit::ValueId prev_falls);
 
 // Compiles the GPU.  Deterministic: the same weights every run.  `progress`
 // receives one line per phase.

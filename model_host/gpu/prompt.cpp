@@ -6,6 +6,8 @@
 #include <string>
 
 #include "model_host/gpu/vocab.h"
+#include "model_host/machine/lower.h"
+#include "model_host/ptx/parse.h"
 
 namespace qgpu::gpu {
 namespace {
@@ -138,6 +140,28 @@ std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t thread
   }
   e.emit(Kind::START);
   return e.tokens;
+}
+
+machine::Program lower_for_model(const engine::LaunchRequest& req) {
+  constexpr int kErrInvalidValue = 1, kErrInvalidPtx = 218, kErrNotSupported = 801;  // cudaError_t
+  const machine::Params& p = machine::model_params();
+  machine::Program prog;
+  try {
+    const ptx::Module mod = ptx::parse(req.ptx);
+    machine::LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols};
+    prog = machine::lower(mod, req.kernel, shape, p, machine::LowerOptions{.for_model = true});
+  } catch (const machine::LowerError& e) {
+    throw LaunchRefused(e.error(), e.what());
+  } catch (const ptx::ParseError& e) {
+    throw LaunchRefused(kErrInvalidPtx, e.what());
+  }
+  if (auto missing = machine::model_unsupported(prog))
+    throw LaunchRefused(kErrNotSupported, "the model's GPU cannot run kernel " + req.kernel + ": " + *missing);
+  if (req.params.size() > p.param_bytes)
+    throw LaunchRefused(kErrInvalidValue, "kernel " + req.kernel + " has " + std::to_string(req.params.size()) +
+                                              " bytes of parameters; the model's GPU takes at most " +
+                                              std::to_string(p.param_bytes));
+  return prog;
 }
 
 }  // namespace qgpu::gpu

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "model_host/engine/backend.h"
@@ -25,5 +27,17 @@ namespace qgpu::gpu {
 // function or width), or a trap code beyond TRAP's payload.
 std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
                                    const std::vector<uint8_t>& params, const engine::GlobalMemory& global);
+
+// A launch the model's machine cannot hold: a cudaError_t and a message
+// naming the limit or the missing operation.
+struct LaunchRefused : std::runtime_error {
+  LaunchRefused(int error, const std::string& message) : std::runtime_error(message), error(error) {}
+  int error;
+};
+
+// The kernel of `req` lowered for machine::model_params(); throws
+// LaunchRefused when the model's machine cannot run it (a lowering or PTX
+// error, an operation the circuit does not have, too many parameter bytes).
+machine::Program lower_for_model(const engine::LaunchRequest& req);
 
 }  // namespace qgpu::gpu

@@ -163,6 +163,13 @@ int64_t TraceOracle::after(const Token& read) {
     case Kind::EXEC:
     case Kind::VX:
       block_ = block_of(read);
+      falls_ = 0;
+      return exec();
+    case Kind::VZF:
+    case Kind::VGF:
+    case Kind::VNF:
+      ++block_;
+      ++falls_;
       return exec();
     case Kind::WMIN:
       wmin_ = int32_t(read.payload);
@@ -209,9 +216,18 @@ int64_t TraceOracle::exec() {
     t.pc = term.kind == Term::JMP || v != 0 ? term.t : term.f;
     return token_id(Kind::VX, vx_payload(t.pc, v));
   }
+  // The next block is the one after this (jmp, or br on the register just
+  // written, whose value is not 0 here): the value token also runs it.
+  const bool falls = (term.kind == Term::JMP || (term.kind == Term::BR && term.cond == dst)) &&
+                     term.t == block_ + 1 && falls_ < kFallChain;
+  const uint32_t hi = v >> 16;
+  if (falls && (hi == 0 || hi == kGlobalHigh || hi == kNegativeHigh)) {
+    thread_[warp_].pc = term.t;
+    return token_id(hi == 0 ? Kind::VZF : hi == kGlobalHigh ? Kind::VGF : Kind::VNF, v & 0xffff);
+  }
   if (v < (1u << 16)) return token_id(Kind::VZ, v);
-  if (v >> 16 == kGlobalHigh) return token_id(Kind::VG, v & 0xffff);
-  if (v >> 16 == kNegativeHigh) return token_id(Kind::VN, v & 0xffff);
+  if (hi == kGlobalHigh) return token_id(Kind::VG, v & 0xffff);
+  if (hi == kNegativeHigh) return token_id(Kind::VN, v & 0xffff);
   high_ = v >> 16;
   return token_id(Kind::VLO, v & 0xffff);
 }

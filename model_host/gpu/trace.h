@@ -80,7 +80,8 @@ class TraceOracle {
   // The scan the tokens describe.
   uint32_t cta_ = 0;
   uint32_t warp_ = 0;     // the thread of the last WARP
-  uint32_t block_ = 0;    // the block of the last EXEC
+  uint32_t block_ = 0;    // the block run last (by EXEC, VX or a fall-through value)
+  uint32_t falls_ = 0;    // fall-through values since the last EXEC or VX
   uint8_t epoch_ = 0;     // of the CTA's last BARRIER, 0 if none
   uint32_t high_ = 0;     // the high half a VLO announces
   std::vector<Thread> thread_;

@@ -19,7 +19,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
     {"START", 1},     {"D", 1 << 16},  {"CTA", 64},    {"WARP", 257}, {"EXEC", 1024},
     {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"VX", 1 << 16}, {"VG", 1 << 16},
-    {"VN", 1 << 16},  {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
+    {"VN", 1 << 16},  {"VZF", 1 << 16}, {"VGF", 1 << 16}, {"VNF", 1 << 16}, {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
     {"END", 1},
 }};
 

@@ -23,7 +23,7 @@ enum class Kind : uint8_t {
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
-  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, BARRIER, WMIN, TRAP, FAULT, END,
+  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, BARRIER, WMIN, TRAP, FAULT, END,
   // clang-format on
 };
 inline constexpr int kKindCount = int(Kind::END) + 1;
@@ -58,9 +58,20 @@ inline uint32_t vx_payload(uint32_t pc, uint32_t v) { return pc | v << kVxPcBits
 // VG(lo) and VN(lo): a value whose high half is kGlobalHigh (an address in
 // global memory) or kNegativeHigh (-65536 .. -1), in one token.
 inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
-// Tokens that run a block (EXEC and VX: the trace's steps), and the block.
-inline bool runs_block(Kind k) { return k == Kind::EXEC || k == Kind::VX; }
+// VZF(lo), VGF(lo) and VNF(lo): the value VZ, VG or VN would carry, and the
+// next block is the one after the block that computed it (its terminator is
+// `jmp pc + 1`, or `br` to pc + 1 on the register it writes, taken).  The
+// pass that reads one writes the value and runs block pc + 1.  At most
+// kFallChain of them follow one another since the last EXEC or VX: the
+// circuit counts them through the conv, which sees the 3 tokens before.
+inline constexpr uint32_t kFallChain = 3;
+inline bool falls_through(Kind k) { return k == Kind::VZF || k == Kind::VGF || k == Kind::VNF; }
+// Tokens whose payload names a block (EXEC and VX), and that block.
+inline bool names_block(Kind k) { return k == Kind::EXEC || k == Kind::VX; }
 inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload & ((1u << kVxPcBits) - 1) : t.payload; }
+// Tokens that run a block (the trace's steps): those that name it, and the
+// fall-through values, which run the block after the last one run.
+inline bool runs_block(Kind k) { return names_block(k) || falls_through(k); }
 
 // Payload layouts of the prompt record tokens.
 // OP's op field is machine::Op's index, or kNoInstruction for a block that

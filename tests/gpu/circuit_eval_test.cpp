@@ -4,6 +4,7 @@
 // must select exactly the token the trace writes next (docs/tokens.md).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <random>
 
 #include "model_host/circuit/evaluator.h"
@@ -18,6 +19,45 @@ namespace qgpu::gpu {
 namespace {
 
 using namespace test;
+
+// The block a pass runs (run_pc) for every block a payload can name, every
+// count of fall-through values since, for D (the count of the token before)
+// and for another kind (its own count); the count that does not apply is set
+// to another value, which must not matter.  Every digit is checked against
+// (block + count) mod 1024, and the VX value bits above bit 9 are ignored.
+TEST(GpuCircuitEval, RunPcAddsTheFallThroughCountToEveryBlock) {
+  circuit::Program p;
+  const circuit::ValueId kind = p.field("kind", kKindCount);
+  const std::array<circuit::ValueId, 3> named = {p.field("n0", 16), p.field("n1", 16), p.field("n2", 16)};
+  const circuit::ValueId falls = p.field("falls", kFallChain + 1), prev = p.field("prev_falls", kFallChain + 1);
+  const auto pc = run_pc(p, kind, named, falls, prev);
+  struct Case {
+    uint32_t block, count;
+    bool d;
+  };
+  std::vector<Case> cases;
+  for (Kind k : {Kind::D, Kind::VZF})
+    for (uint32_t payload = 0; payload < 4096; ++payload)  // blocks 0..1023, and value bits 10..11 above them
+      for (uint32_t c = 0; c <= kFallChain; ++c) {
+        const uint32_t other = (c + 1 + payload % 3) % (kFallChain + 1);
+        p.token("t" + std::to_string(cases.size()),
+                {{kind, int(k)}, {named[0], int(payload & 15)}, {named[1], int(payload >> 4 & 15)},
+                 {named[2], int(payload >> 8)}, {falls, int(k == Kind::D ? other : c)},
+                 {prev, int(k == Kind::D ? c : other)}});
+        cases.push_back({payload & 1023, c, k == Kind::D});
+      }
+  circuit::Evaluator ev(p);
+  int wrong = 0;
+  for (size_t t = 0; t < cases.size(); ++t) {
+    const std::vector<int>& v = ev.step(int(t));
+    const uint32_t want = (cases[t].block + cases[t].count) % 1024;
+    const uint32_t got = uint32_t(v[pc[0]]) | uint32_t(v[pc[1]]) << 4 | uint32_t(v[pc[2]]) << 8;
+    if (got != want && ++wrong <= 5)
+      ADD_FAILURE() << "block " << cases[t].block << " + " << cases[t].count << (cases[t].d ? " (D)" : "")
+                    << ": got " << got << ", want " << want;
+  }
+  EXPECT_EQ(wrong, 0);
+}
 
 const circuit::Program& machine() {
   static const circuit::Program p = machine_circuit();

@@ -26,7 +26,8 @@ std::vector<int64_t> parse(const std::string& text) {
       {"CTA", Kind::CTA}, {"WARP", Kind::WARP},       {"EXEC", Kind::EXEC}, {"VZ", Kind::VZ},
       {"VLO", Kind::VLO}, {"D", Kind::D},             {"BARRIER", Kind::BARRIER},
       {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN},
-      {"VX", Kind::VX}, {"VG", Kind::VG},           {"VN", Kind::VN}};
+      {"VX", Kind::VX}, {"VG", Kind::VG},           {"VN", Kind::VN},
+      {"VZF", Kind::VZF}, {"VGF", Kind::VGF},       {"VNF", Kind::VNF}};
   std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string t;
@@ -55,7 +56,7 @@ std::unique_ptr<TraceOracle> run(const machine::Program& prog, uint32_t threads,
   return o;
 }
 
-TEST(GpuTrace, StraightLineWritesValuesAsVxVzVgVnOrVloAndD) {
+TEST(GpuTrace, StraightLineWritesValuesAsVxFallThroughValuesOrVloAndD) {
   machine::Program prog = program({
       blk(alu(Op::MOV, 1, k(5)), jmp(1)),                  // B0
       blk(alu(Op::MOV, 2, k(0x12345678)), jmp(2)),         // B1
@@ -68,11 +69,39 @@ TEST(GpuTrace, StraightLineWritesValuesAsVxVzVgVnOrVloAndD) {
   });
   expect_trace(prog, 1, 1, global_memory(),
                "CTA(0) WARP(0) EXEC(0) VX(1,5) VLO(0x5678) D(0x1234) EXEC(2) VLO(0x567d) D(0x1234) "
-               "EXEC(3) VZ(0xffff) EXEC(4) VLO(0) D(1) EXEC(5) VG(0xabcd) EXEC(6) VN(0xfffe) EXEC(7) WARP(1) END");
+               "EXEC(3) VZF(0xffff) VLO(0) D(1) EXEC(5) VGF(0xabcd) VNF(0xfffe) WARP(1) END");
   auto o = run(prog, 1, 1, global_memory());
   EXPECT_EQ(o->steps(), 8u);
   EXPECT_EQ(word(o->memory().bytes, 2), 0x1234567du);
   EXPECT_EQ(o->fault().error, 0);
+}
+
+TEST(GpuTrace, FallThroughValuesRunTheNextBlockAtMostThreeInARow) {
+  machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(100)), jmp(1)),              // B0
+      blk(alu(Op::MOV, 2, k(200)), jmp(2)),              // B1
+      blk(alu(Op::MOV, 3, k(300)), jmp(3)),              // B2: the third in a row
+      blk(alu(Op::MOV, 4, k(400)), jmp(4)),              // B3: a fourth would be one too many
+      blk(alu(Op::MOV, 5, k(0x10000010)), jmp(5)),       // B4: high half 0x1000
+      blk(alu(Op::MOV, 6, k(0x12345678)), jmp(6)),       // B5: VLO and D, then B5's jmp
+      blk(alu(Op::MOV, 7, k(0xfffffff0)), jmp(8)),       // B6: not to the next block
+      blk(std::nullopt, exit_()),                        // B7: never reached
+      blk(alu(Op::MOV, 8, k(500)), jmp(9)),              // B8
+      blk(alu(Op::MOV, 9, k(0x10000020)), br(9, 10, 7)), // B9: br on its result, to the next block
+      blk(alu(Op::MOV, 10, k(0xabcdef01)), jmp(11)),     // B10: D after a run of two
+      blk(alu(Op::MOV, 11, k(600)), jmp(12)),            // B11
+      blk(alu(Op::MOV, 12, k(700)), jmp(13)),            // B12
+      blk(alu(Op::MOV, 13, k(800)), jmp(14)),            // B13
+      blk(alu(Op::MOV, 14, k(0x55556666)), jmp(15)),     // B14: D after a run of three
+      blk(st(Space::Global, r(0), k(kBase), r(14)), exit_()),  // B15
+  });
+  expect_trace(prog, 1, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VZF(100) VZF(200) VZF(300) VZ(400) EXEC(4) VGF(0x10) "
+               "VLO(0x5678) D(0x1234) EXEC(6) VN(0xfff0) EXEC(8) VZF(500) VGF(0x20) VLO(0xef01) D(0xabcd) "
+               "EXEC(11) VZF(600) VZF(700) VZF(800) VLO(0x6666) D(0x5555) EXEC(15) WARP(1) END");
+  auto o = run(prog, 1, 1, global_memory());
+  EXPECT_EQ(o->steps(), 15u);
+  EXPECT_EQ(word(o->memory().bytes, 0), 0x55556666u);
 }
 
 TEST(GpuTrace, BranchesBothWaysAndALoop) {
@@ -92,13 +121,13 @@ TEST(GpuTrace, VxOnlyForSmallValuesWhoseNextBlockNeedsNoRegisterRead) {
       blk(special(Op::WARP, 2), jmp(1)),              // B0: jmp, 0
       blk(alu(Op::MOV, 1, k(3)), br(2, 2, 3)),        // B1: br on another register: VZ, then EXEC
       blk(std::nullopt, exit_()),                     // B2: never reached
-      blk(alu(Op::MOV, 1, k(64)), jmp(4)),            // B3: too large for VX
+      blk(alu(Op::MOV, 1, k(64)), jmp(4)),            // B3: too large for VX (falls through)
       blk(alu(Op::MOV, 1, k(63)), br(1, 5, 2)),       // B4: the largest VX value, br on it
       blk(alu(Op::MOV, 2, k(16)), jmp(6)),            // B5: above one digit
       blk(std::nullopt, exit_()),                     // B6
   });
   expect_trace(prog, 1, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(1,0) VZ(3) EXEC(3) VZ(64) EXEC(4) VX(5,63) VX(6,16) WARP(1) END");
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VZ(3) EXEC(3) VZF(64) VX(5,63) VX(6,16) WARP(1) END");
   EXPECT_EQ(run(prog, 1, 1, global_memory())->steps(), 6u);
 }
 
@@ -178,7 +207,7 @@ TEST(GpuTrace, IllegalAndMisalignedAccessesFault) {
       blk(alu(Op::MOV, 1, k(kBase + 16 * 1024)), jmp(1)),  // just past global memory
       blk(ld(Space::Global, 2, r(1), k(0)), exit_()),
   });
-  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VG(0x4000) EXEC(1) FAULT(0) END");
+  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VGF(0x4000) FAULT(0) END");
   auto o = run(illegal, 1, 1, global_memory());
   EXPECT_EQ(o->fault().error, 700);
   EXPECT_EQ(o->steps(), 2u);  // the faulting EXEC counts
@@ -198,13 +227,13 @@ TEST(GpuTrace, ContextNamesThreadBlockRegistersAndRecentTokens) {
       blk(alu(Op::ADD, 2, r(1), k(1)), exit_()),
   });
   TraceOracle o(prog, 1, 1, {}, global_memory());
-  for (int i = 0; i < 4; ++i) o.next();  // CTA(0) WARP(0) EXEC(0) VZ(0xabcd)
+  for (int i = 0; i < 4; ++i) o.next();  // CTA(0) WARP(0) EXEC(0) VZF(0xabcd)
   std::string c = o.context();
   EXPECT_NE(c.find("CTA 0, thread 0"), std::string::npos) << c;
   EXPECT_NE(c.find("B0: mov r1, 0xabcd"), std::string::npos) << c;
   EXPECT_NE(c.find("r1=0000abcd"), std::string::npos) << c;
   EXPECT_NE(c.find("r31=00000000"), std::string::npos) << c;
-  EXPECT_NE(c.find("EXEC(0) VZ(0xabcd)"), std::string::npos) << c;
+  EXPECT_NE(c.find("EXEC(0) VZF(0xabcd)"), std::string::npos) << c;
   while (!o.done()) o.next();
   EXPECT_THROW(o.next(), std::logic_error);
 }

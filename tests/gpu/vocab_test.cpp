@@ -29,6 +29,7 @@ const Range kRanges[] = {
     {Kind::CTA, "CTA", 63},       {Kind::WARP, "WARP", 256},   {Kind::EXEC, "EXEC", 1023},
     {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::VX, "VX", (1u << 16) - 1},
     {Kind::VG, "VG", 0xffff},     {Kind::VN, "VN", 0xffff},
+    {Kind::VZF, "VZF", 0xffff},   {Kind::VGF, "VGF", 0xffff},  {Kind::VNF, "VNF", 0xffff},
     {Kind::BARRIER, "BARRIER", 1},
     {Kind::WMIN, "WMIN", 1023},   {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
 };
@@ -92,6 +93,13 @@ TEST(GpuVocab, VxPacksEveryBlockWithEverySmallValue) {
   EXPECT_TRUE(runs_block(Kind::EXEC));
   EXPECT_TRUE(runs_block(Kind::VX));
   EXPECT_FALSE(runs_block(Kind::VZ));
+  for (Kind k : {Kind::VZF, Kind::VGF, Kind::VNF}) {
+    EXPECT_TRUE(runs_block(k));
+    EXPECT_TRUE(falls_through(k));
+    EXPECT_FALSE(names_block(k));
+  }
+  EXPECT_TRUE(names_block(Kind::EXEC));
+  EXPECT_TRUE(names_block(Kind::VX));
   EXPECT_EQ(block_of(Token{Kind::EXEC, 1023}), 1023u);
 }
 

@@ -197,8 +197,8 @@ qgpu::cli::Register reg("run", [](CLI::App& app) {
   auto* sub = app.add_subcommand("run", "Run a CUDA program on qgpu with a private model_host");
   sub->add_option("--backend", o->backend,
                   "model (the GPU inside the compiled checkpoint) or interpreter (the reference machine); "
-                  "interpreter-model and ptx-reference for cross-checks")
-      ->check(CLI::IsMember({"model", "interpreter", "interpreter-model", "ptx-reference"}))
+                  "interpreter-model and ptx-reference for cross-checks; model-trace: the model's tokens from the reference interpreter")
+      ->check(CLI::IsMember({"model", "interpreter", "interpreter-model", "model-trace", "ptx-reference"}))
       ->capture_default_str();
   sub->add_flag("--check", o->check,
                 "compare every generated token, and the memory after each launch, with the reference interpreter; "

@@ -6,7 +6,9 @@
 // sample run under qgpu with the interpreter backend: its launches,
 // interpreter steps and verdict (the PASSED/FAILED line it prints).
 // With --machine model, the kernels are lowered for the model's machine, the
-// samples run on it (backend interpreter-model), and a column says whether
+// samples run on it (backend model-trace: the reference interpreter writes
+// the trace the model must write), columns give the tokens of that trace
+// (prompt and generated, summed over launches), and a column says whether
 // the model's circuit can run every kernel, or names the first thing it
 // cannot.
 #include <unistd.h>
@@ -31,7 +33,7 @@ struct Row {
   std::string name;
   int kernels = 0, lowered = 0;
   uint64_t instructions = 0, blocks = 0;
-  std::string launches = "-", steps = "-", result = "-", note;
+  std::string launches = "-", steps = "-", prompt = "-", generated = "-", result = "-", note;
   std::string model_circuit = "yes";  // --machine model: "yes", or why not
 };
 
@@ -74,9 +76,11 @@ void run_sample(const fs::path& dir, Row& row, const std::string& backend) {
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   pclose(p);
   std::smatch m;
-  if (std::regex_search(out, m, std::regex("launches=(\\d+) steps=(\\d+)"))) {
+  if (std::regex_search(out, m, std::regex("launches=(\\d+) steps=(\\d+) tokens: prompt=(\\d+) generated=(\\d+)"))) {
     row.launches = m[1];
     row.steps = m[2];
+    row.prompt = m[3];
+    row.generated = m[4];
   }
   row.result = out.find("PASSED") != std::string::npos   ? "PASSED"
                : out.find("FAILED") != std::string::npos ? "FAILED"
@@ -102,18 +106,18 @@ qgpu::cli::Register reg("suite-table", [](CLI::App& app) {
     if (!manifest)
       throw std::runtime_error((d / "manifest.txt").string() + " not found: is this a samples build directory?");
     std::cout << "| sample | kernels (lowered) | machine instructions | blocks | launches | interpreter steps | result |"
-              << (model ? " model circuit |\n" : "\n")
-              << "| --- | --- | --- | --- | --- | --- | --- |" << (model ? " --- |\n" : "\n");
+              << (model ? " prompt tokens | generated tokens | model circuit |\n" : "\n")
+              << "| --- | --- | --- | --- | --- | --- | --- |" << (model ? " --- | --- | --- |\n" : "\n");
     std::vector<std::string> notes;
     for (std::string name; std::getline(manifest, name);) {
       if (name.empty()) continue;
       Row row;
       row.name = name;
       lower_sample(d, row, *block, model);
-      if (!*no_run) run_sample(d, row, model ? "interpreter-model" : "interpreter");
+      if (!*no_run) run_sample(d, row, model ? "model-trace" : "interpreter");
       std::cout << "| " << row.name << " | " << row.kernels << " (" << row.lowered << ") | " << row.instructions
                 << " | " << row.blocks << " | " << row.launches << " | " << row.steps << " | " << row.result << " |"
-                << (model ? " " + row.model_circuit + " |\n" : "\n");
+                << (model ? " " + row.prompt + " | " + row.generated + " | " + row.model_circuit + " |\n" : "\n");
       if (!row.note.empty()) notes.push_back(row.name + ": " + row.note);
     }
     for (auto& n : notes) std::cout << "\n- " << n;

@@ -1,0 +1,84 @@
+// The "model-trace" backend: a launch as the model would run it, with the
+// trace computed by the reference interpreter instead of the model.
+//
+// It lowers and encodes a launch exactly as the model backend does, then
+// takes the trace from TraceOracle (docs/tokens.md section 4) and the memory
+// from the interpreter the oracle runs.  Its statistics are the model's: the
+// prompt and generated token counts and the steps, so the cost of a program
+// on the model is known without running the model (`qgpu suite-table
+// --machine model`).  Like interpreter-model, it is a measuring and
+// cross-checking tool chosen by name, never a fallback for the model.
+#include "model_host/gpu/trace_backend.h"
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+
+#include "model_host/gpu/prompt.h"
+#include "model_host/gpu/trace.h"
+#include "model_host/machine/printf.h"
+
+namespace qgpu::gpu {
+namespace {
+
+constexpr int kErrInvalidValue = 1, kErrLaunchTimeout = 702, kErrUnknown = 999;  // cudaError_t
+
+class TraceBackend : public engine::Backend {
+ public:
+  explicit TraceBackend(uint64_t max_steps) : max_steps_(max_steps) {}
+  std::string name() const override { return "model-trace"; }
+
+  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    engine::LaunchResult res;
+    try {
+      run(req, mem, res);
+    } catch (const LaunchRefused& e) {
+      res.error = e.error;
+      res.message = e.what();
+    } catch (const std::logic_error& e) {  // the interpreter and docs/tokens.md disagree
+      res.error = kErrUnknown;
+      res.message = e.what();
+    }
+    res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  }
+
+ private:
+  void run(const engine::LaunchRequest& req, engine::GlobalMemory& mem, engine::LaunchResult& res) const {
+    const machine::Program prog = lower_for_model(req);
+    std::vector<int64_t> prompt;
+    std::optional<TraceOracle> oracle;
+    try {
+      prompt = encode_prompt(prog, prog.threads, prog.ctas, req.params, mem);
+      oracle.emplace(prog, prog.threads, prog.ctas, req.params, mem);
+    } catch (const std::invalid_argument& e) {
+      throw LaunchRefused(kErrInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what());
+    }
+    res.stats.prompt_tokens = prompt.size();
+    while (!oracle->done()) {
+      if (oracle->steps() > max_steps_)
+        throw LaunchRefused(kErrLaunchTimeout, "kernel " + req.kernel + " ran more than " +
+                                                   std::to_string(max_steps_) + " steps without END");
+      oracle->next();
+      ++res.stats.generated_tokens;
+    }
+    res.stats.steps = oracle->steps();
+    mem.bytes = oracle->memory().bytes;
+    res.printf_output = machine::format_prints(oracle->print_buffer(), mem);
+    if (oracle->fault().error != 0) {
+      res.error = oracle->fault().error;
+      res.message = oracle->fault().message;
+    }
+  }
+
+  uint64_t max_steps_;
+};
+
+}  // namespace
+
+std::unique_ptr<engine::Backend> make_trace_backend(uint64_t max_steps) {
+  return std::make_unique<TraceBackend>(max_steps);
+}
+
+}  // namespace qgpu::gpu
