@@ -78,10 +78,12 @@ int main(int argc, char** argv) {
         }
       });
     } else {
-      if (!bopts.model_dir.empty() || bopts.model.check || !bopts.model.dump_tokens.empty() || bopts.model.dense ||
-          !bopts.model.perturb.empty() || app.count("--max-tokens") > 0)
-        throw std::runtime_error("--model, --check, --dump-tokens, --max-tokens, --dense and --perturb need --backend model");
-      backend = engine::make_backend(backend_name);
+      if (!bopts.model_dir.empty() || bopts.model.check || bopts.model.dense || !bopts.model.perturb.empty() ||
+          app.count("--max-tokens") > 0)
+        throw std::runtime_error("--model, --check, --max-tokens, --dense and --perturb need --backend model");
+      if (!bopts.model.dump_tokens.empty() && backend_name != "model-trace")
+        throw std::runtime_error("--dump-tokens needs --backend model or model-trace");
+      backend = engine::make_backend(backend_name, bopts);
     }
     daemon::Device device;
     device.backend = backend.get();

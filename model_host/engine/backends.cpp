@@ -18,7 +18,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   if (name == "interpreter") return machine::make_interpreter_backend();
   if (name == "interpreter-model") return machine::make_interpreter_backend(machine::MachineKind::Model);
   if (name == "ptx-reference") return make_ptx_reference_backend();
-  if (name == "model-trace") return gpu::make_trace_backend();
+  if (name == "model-trace") return gpu::make_trace_backend(options.model.dump_tokens);
   if (name == "model") {
 #ifdef QGPU_HAVE_MODEL_BACKEND
     // libqgpu_gpu.so (and with it libtorch) is loaded here, once per process.

@@ -270,9 +270,11 @@ class ModelBackend : public engine::Backend {
   }
 
   void dump(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) const {
-    std::ofstream out(opts_.dump_tokens, std::ios::app);
-    out << dump_line(prompt, generated) << "\n";
-    if (!out) throw LaunchFailure{kErrUnknown, "cannot append to the token dump " + opts_.dump_tokens};
+    try {
+      append_dump(opts_.dump_tokens, prompt, generated);
+    } catch (const std::runtime_error& e) {
+      throw LaunchFailure{kErrUnknown, e.what()};
+    }
   }
 
   Layout layout_;

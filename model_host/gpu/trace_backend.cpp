@@ -25,7 +25,7 @@ constexpr int kErrInvalidValue = 1, kErrLaunchTimeout = 702, kErrUnknown = 999; 
 
 class TraceBackend : public engine::Backend {
  public:
-  explicit TraceBackend(uint64_t max_steps) : max_steps_(max_steps) {}
+  TraceBackend(std::string dump_tokens, uint64_t max_steps) : dump_tokens_(std::move(dump_tokens)), max_steps_(max_steps) {}
   std::string name() const override { return "model-trace"; }
 
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
@@ -56,12 +56,20 @@ class TraceBackend : public engine::Backend {
       throw LaunchRefused(kErrInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what());
     }
     res.stats.prompt_tokens = prompt.size();
+    std::vector<int64_t> generated;
     while (!oracle->done()) {
       if (oracle->steps() > max_steps_)
         throw LaunchRefused(kErrLaunchTimeout, "kernel " + req.kernel + " ran more than " +
                                                    std::to_string(max_steps_) + " steps without END");
-      oracle->next();
-      ++res.stats.generated_tokens;
+      generated.push_back(oracle->next());
+    }
+    res.stats.generated_tokens = generated.size();
+    if (!dump_tokens_.empty()) {
+      try {
+        append_dump(dump_tokens_, prompt, generated);
+      } catch (const std::runtime_error& e) {
+        throw LaunchRefused(kErrUnknown, e.what());
+      }
     }
     res.stats.steps = oracle->steps();
     mem.bytes = oracle->memory().bytes;
@@ -72,13 +80,14 @@ class TraceBackend : public engine::Backend {
     }
   }
 
+  std::string dump_tokens_;
   uint64_t max_steps_;
 };
 
 }  // namespace
 
-std::unique_ptr<engine::Backend> make_trace_backend(uint64_t max_steps) {
-  return std::make_unique<TraceBackend>(max_steps);
+std::unique_ptr<engine::Backend> make_trace_backend(const std::string& dump_tokens, uint64_t max_steps) {
+  return std::make_unique<TraceBackend>(dump_tokens, max_steps);
 }
 
 }  // namespace qgpu::gpu

@@ -5,11 +5,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "model_host/engine/backend.h"
 
 namespace qgpu::gpu {
 
-std::unique_ptr<engine::Backend> make_trace_backend(uint64_t max_steps = 100'000'000);
+// With `dump_tokens`, each launch appends its line to that file as the model
+// backend's --dump-tokens does (dump_line in trace.h).
+std::unique_ptr<engine::Backend> make_trace_backend(const std::string& dump_tokens = {},
+                                                    uint64_t max_steps = 100'000'000);
 
 }  // namespace qgpu::gpu

@@ -254,6 +254,35 @@ TEST(QgpuRun, StatsLineOnTheInterpreter) {
       << r.out;
 }
 
+// model-trace: the model's machine and tokens, the trace from the reference
+// interpreter.  Its stats count what its dump holds: one line per launch,
+// prompt ids, " | ", generated ids.
+TEST(QgpuRun, ModelTraceCountsTheTokensItDumps) {
+  const fs::path dump = fs::temp_directory_path() / ("qgpu_model_trace_" + std::to_string(getpid()) + ".txt");
+  fs::remove(dump);
+  auto r = run({QGPU_CLI_BIN, "run", "--backend", "model-trace", "--stats", "--dump-tokens", dump.string(), "--",
+                program("basic")});
+  expect_passed(r, "qgpu run --backend model-trace");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("launches=(\\d+) steps=(\\d+) tokens: prompt=(\\d+) generated=(\\d+)")))
+      << r.out;
+  std::ifstream in(dump);
+  uint64_t lines = 0, prompt = 0, generated = 0;
+  for (std::string line; std::getline(in, line); ++lines) {
+    const size_t bar = line.find(" | ");
+    ASSERT_NE(bar, std::string::npos) << line;
+    std::istringstream a(line.substr(0, bar)), b(line.substr(bar + 3));
+    for (int64_t id; a >> id;) prompt += id >= 248320;
+    for (int64_t id; b >> id;) generated += id >= 248320;
+  }
+  fs::remove(dump);
+  EXPECT_EQ(lines, std::stoull(m[1]));
+  EXPECT_GT(std::stoull(m[2]), 0u);
+  EXPECT_EQ(prompt, std::stoull(m[3]));
+  EXPECT_EQ(generated, std::stoull(m[4]));
+  EXPECT_GT(generated, std::stoull(m[2]));  // every step is a token, and the scan writes more
+}
+
 TEST(QgpuRun, ModelOnlyOptionsAreRejectedOnTheInterpreter) {
   for (const char* flag : {"--check", "--model=/nonexistent", "--dump-tokens=/tmp/x"}) {
     auto r = run({QGPU_CLI_BIN, "run", "--backend", "interpreter", flag, "--", program("basic")});

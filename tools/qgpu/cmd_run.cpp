@@ -72,10 +72,14 @@ void write_model(const std::string& dir) {
 std::vector<std::string> backend_args(const RunOptions& o) {
   std::vector<std::string> args = {"--backend", o.backend};
   if (o.backend != "model") {
+    // model-trace writes the model's tokens, so it can dump them.
+    const bool dump_ok = o.backend == "model-trace";
     for (auto [given, flag] : {std::pair{o.check, "--check"}, std::pair{!o.model_dir.empty(), "--model"},
                                std::pair{o.dense, "--dense"},
-                               std::pair{!o.dump_tokens.empty(), "--dump-tokens"}, std::pair{o.max_tokens > 0, "--max-tokens"}})
+                               std::pair{!o.dump_tokens.empty() && !dump_ok, "--dump-tokens"},
+                               std::pair{o.max_tokens > 0, "--max-tokens"}})
       if (given) throw std::runtime_error(std::string(flag) + " needs the model backend; --backend " + o.backend + " was given");
+    if (!o.dump_tokens.empty()) args.insert(args.end(), {"--dump-tokens", fs::absolute(o.dump_tokens).string()});
     return args;
   }
   std::string dir = o.model_dir;
@@ -208,7 +212,7 @@ qgpu::cli::Register reg("run", [](CLI::App& app) {
   sub->add_option("--model", o->model_dir,
                   "compiled GPU model directory (model backend; default: $QGPU_MODEL_DIR, else the cache, built on first use)");
   sub->add_option("--dump-tokens", o->dump_tokens,
-                  "append one line per launch to FILE: the prompt ids, ' | ', the generated ids (model backend)");
+                  "append one line per launch to FILE: the prompt ids, ' | ', the generated ids (model and model-trace backends)");
   sub->add_option("--max-tokens", o->max_tokens, "generated tokens per launch before cudaErrorLaunchTimeout (model backend)");
   sub->add_option("--daemon-log", o->daemon_log, "keep model_host's log in FILE");
   sub->add_option("command", o->command, "PROGRAM ARGS...")->required();
