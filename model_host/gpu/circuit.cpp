@@ -509,7 +509,7 @@ MachineProgram machine_program() {
   enum Pass { kOther, kExec, kHi, kCtrl, kWarp, kStart, kToWarp0, kToEnd, kWmin, kPassCount };
   const ValueId pass = p.lookup("pass", kPassCount, {b.kind, prev_kind}, [](const std::vector<int>& v) {
     switch (Kind(v[0])) {
-      case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: return int(kExec);
+      case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: case Kind::DF: return int(kExec);
       case Kind::VLO: return int(kHi);
       case Kind::VZ: case Kind::VG: case Kind::VN: return int(kCtrl);
       case Kind::D: return Kind(v[1]) == Kind::VLO ? int(kCtrl) : int(kOther);
@@ -523,7 +523,10 @@ MachineProgram machine_program() {
   });
   const ValueId is_exec = b.flag("is_exec_pass", pass, [](int s) { return s == kExec; });
   const ValueId is_ctrl = b.flag("is_ctrl_pass", pass, [](int s) { return s == kCtrl; });
-  const ValueId is_vhi = b.all("is_vhi", {b.is_kind(Kind::D), is_ctrl});
+  // The high half of a value: D after VLO, or DF.
+  const ValueId is_vhi = p.lookup("is_vhi", 2, {b.kind, prev_kind}, [](const std::vector<int>& v) {
+    return (Kind(v[0]) == Kind::D && Kind(v[1]) == Kind::VLO) || Kind(v[0]) == Kind::DF ? 1 : 0;
+  });
 
   // ---- 2. ROM ---------------------------------------------------------------
   const auto rom_w = Builder::bits(rom_sel, 0, 10), rom_r = Builder::bits(cur_pc, 0, 10);
@@ -567,9 +570,10 @@ MachineProgram machine_program() {
   });
 
   // ---- 3. registers ---------------------------------------------------------
-  // The value tokens write register dst of the current thread: VZ(lo) writes
-  // (lo, 0), VG(lo) (lo, 0x1000) and VN(lo) (lo, 0xffff); D(hi) after VLO(lo)
-  // writes (lo, hi); VX(pc, v) writes (v, 0).
+  // The value tokens write register dst of the current thread: VZ(lo) and
+  // VZF(lo) write (lo, 0), VG(lo) and VGF(lo) (lo, 0x1000), VN(lo) and VNF(lo)
+  // (lo, 0xffff); D(hi) or DF(hi) after VLO(lo) writes (lo, hi); VX(pc, v)
+  // writes (v, 0).
   // dst is the destination of the block the token before ran (EXEC or VX
   // before VZ and VX, and VLO, whose block is still the current one, before
   // D), kept one token in a one-row store: on a VX pass the ROM already
@@ -585,7 +589,10 @@ MachineProgram machine_program() {
   const ValueId vx_value_hi = circuit::apply(p, "vx_value_hi", 4, b.pay[3], [](int s) { return s >> 2; });
   const ValueId reg_src = circuit::apply(p, "reg_src", 3, b.kind, [](int s) {
     const Kind k = Kind(s);
-    return k == Kind::VZ || k == Kind::VG || k == Kind::VN || falls_through(k) ? 1 : k == Kind::VX ? 2 : 0;
+    // D and DF take the low half from VLO, the token before (0).
+    return k == Kind::VZ || k == Kind::VG || k == Kind::VN || k == Kind::VZF || k == Kind::VGF || k == Kind::VNF ? 1
+           : k == Kind::VX                                                                                    ? 2
+                                                                                                              : 0;
   });
   const Digits reg_lo = b.mux("reg_lo", reg_src, {{1, P}, {2, {{vx_value}, {vx_value_hi}}}, {0, prevP}}, 4);
   const ValueId is_vg = b.flag("high_global", b.kind, [](int s) { return Kind(s) == Kind::VG || Kind(s) == Kind::VGF; });
@@ -948,7 +955,7 @@ MachineProgram machine_program() {
   const ValueId cond_nz = b.lnot("cond_nz", is_zero(b, "cond_zero", regA));
 
   enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
-             kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kOutCount };
+             kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kHiFall, kOutCount };
   const ValueId ctrl_case = p.lookup("ctrl_case", kOutCount, {tkind, cond_nz, wmin_t}, [](const std::vector<int>& v) {
     switch (v[0]) {
       case kJmp: return int(kExecT);
@@ -1027,7 +1034,11 @@ MachineProgram machine_program() {
     oc_steps.push_back({{{pass, kCtrl, 1}, {ctrl_case, k, 1}}, -1, kEnd, k});
     oc_steps.push_back({{{pass, kWarp, 1}, {warp_case, k, 1}}, -1, kEnd, k});
   }
-  oc_steps.push_back({{{pass, kHi, 1}}, 0, kEnd, kHiTok});
+  // After VLO: D, or DF when the block falls through and EXEC or VX named it.
+  const ValueId hi_falls = p.lookup("hi_falls", 2, {falls_on, falls},
+                                    [](const std::vector<int>& v) { return v[0] && v[1] == 0 ? 1 : 0; });
+  oc_steps.push_back({{{pass, kHi, 1}, {hi_falls, 0, 1}}, -1, kEnd, kHiTok});
+  oc_steps.push_back({{{pass, kHi, 1}, {hi_falls, 1, 1}}, -1, kEnd, kHiFall});
   oc_steps.push_back({{{pass, kStart, 1}}, 0, kEnd, kCta0});
   oc_steps.push_back({{{pass, kToWarp0, 1}}, 0, kEnd, kWarp0});
   oc_steps.push_back({{{pass, kWmin, 1}}, 0, kEnd, kWarpCur});
@@ -1043,6 +1054,7 @@ MachineProgram machine_program() {
       case kVzf: return int(Kind::VZF);
       case kVgf: return int(Kind::VGF);
       case kVnf: return int(Kind::VNF);
+      case kHiFall: return int(Kind::DF);
       case kHiTok: return int(Kind::D);
       case kExecT: case kExecF: case kExecWs: return int(Kind::EXEC);
       case kWminWs: case kWminT: return int(Kind::WMIN);
@@ -1085,7 +1097,8 @@ MachineProgram machine_program() {
                                           {kVzf, slice(Rp, 0, 4)},
                                           {kVgf, slice(Rp, 0, 4)},
                                           {kVnf, slice(Rp, 0, 4)},
-                                          {kHiTok, slice(Rp, 4, 4)}};
+                                          {kHiTok, slice(Rp, 4, 4)},
+                                          {kHiFall, slice(Rp, 4, 4)}};
   for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
     out_cases.push_back({k, ctrl_pay});
   // VX(target, v): the target's 10 bits, then v's 6 (vx_payload).  Payload

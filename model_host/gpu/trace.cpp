@@ -3,6 +3,7 @@
 #include "model_host/gpu/trace.h"
 
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -168,6 +169,7 @@ int64_t TraceOracle::after(const Token& read) {
     case Kind::VZF:
     case Kind::VGF:
     case Kind::VNF:
+    case Kind::DF:
       ++block_;
       ++falls_;
       return exec();
@@ -175,7 +177,7 @@ int64_t TraceOracle::after(const Token& read) {
       wmin_ = int32_t(read.payload);
       wmin_in_pass_ = true;
       return token_id(Kind::WARP, warp_ + 1);
-    case Kind::VLO: return token_id(Kind::D, high_);
+    case Kind::VLO: return token_id(high_falls_ ? Kind::DF : Kind::D, high_);
     case Kind::VZ:
     case Kind::VG:
     case Kind::VN:
@@ -228,6 +230,9 @@ int64_t TraceOracle::exec() {
   if (v < (1u << 16)) return token_id(Kind::VZ, v);
   if (hi == kGlobalHigh) return token_id(Kind::VG, v & 0xffff);
   if (hi == kNegativeHigh) return token_id(Kind::VN, v & 0xffff);
+  // The high half falls through (DF) only after a block EXEC or VX named.
+  high_falls_ = falls && falls_ == 0;
+  if (high_falls_) thread_[warp_].pc = term.t;
   high_ = v >> 16;
   return token_id(Kind::VLO, v & 0xffff);
 }
@@ -321,6 +326,12 @@ std::string format_tokens(const std::vector<int64_t>& ids) { return join(ids, id
 std::string format_token_names(const std::vector<int64_t>& ids) { return join(ids, token_name); }
 std::string dump_line(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) {
   return format_tokens(prompt) + " | " + format_tokens(generated);
+}
+
+void append_dump(const std::string& file, const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) {
+  std::ofstream out(file, std::ios::app);
+  out << dump_line(prompt, generated) << "\n";
+  if (!out) throw std::runtime_error("cannot append to the token dump " + file);
 }
 
 }  // namespace qgpu::gpu

@@ -84,6 +84,7 @@ class TraceOracle {
   uint32_t falls_ = 0;    // fall-through values since the last EXEC or VX
   uint8_t epoch_ = 0;     // of the CTA's last BARRIER, 0 if none
   uint32_t high_ = 0;     // the high half a VLO announces
+  bool high_falls_ = false;  // ... and whether it comes as DF
   std::vector<Thread> thread_;
   // Warp groups (docs/tokens.md section 4): per group the release pc the
   // last pass left (kNone: none), the current group's running minimum (the
@@ -114,5 +115,8 @@ std::vector<int64_t> expected_trace(const machine::Program& prog, uint32_t threa
 std::string format_tokens(const std::vector<int64_t>& ids);
 std::string format_token_names(const std::vector<int64_t>& ids);
 std::string dump_line(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated);
+// Appends dump_line(prompt, generated) and a newline to `file`; throws
+// std::runtime_error naming the file when it cannot.
+void append_dump(const std::string& file, const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated);
 
 }  // namespace qgpu::gpu

@@ -167,9 +167,9 @@ TEST(GpuCircuitEval, StraightLineValuesBranchesAndLoops) {
       blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B6
       blk(std::nullopt, exit_()),                            // B7
   });
-  // CTA(0) WARP(0) EXEC(0) VX(1,5) VLO D EXEC(2) VLO D EXEC(3) VX(4,3) VX(4,2)
-  // VX(4,1) VX(5,0) EXEC(6) WARP(1) END
-  EXPECT_EQ(both(prog, 1, 1, {}, global_memory()), 17u);
+  // CTA(0) WARP(0) EXEC(0) VX(1,5) VLO DF (B1 was named by VX: B2 runs) VLO D
+  // EXEC(3) VX(4,3) VX(4,2) VX(4,1) VX(5,0) EXEC(6) WARP(1) END
+  EXPECT_EQ(both(prog, 1, 1, {}, global_memory()), 16u);
 }
 
 // Exact arithmetic (docs/circuit.md section 4): on every token the trace

@@ -27,7 +27,7 @@ std::vector<int64_t> parse(const std::string& text) {
       {"VLO", Kind::VLO}, {"D", Kind::D},             {"BARRIER", Kind::BARRIER},
       {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN},
       {"VX", Kind::VX}, {"VG", Kind::VG},           {"VN", Kind::VN},
-      {"VZF", Kind::VZF}, {"VGF", Kind::VGF},       {"VNF", Kind::VNF}};
+      {"VZF", Kind::VZF}, {"VGF", Kind::VGF},       {"VNF", Kind::VNF}, {"DF", Kind::DF}};
   std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string t;
@@ -68,7 +68,7 @@ TEST(GpuTrace, StraightLineWritesValuesAsVxFallThroughValuesOrVloAndD) {
       blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B7: no register written
   });
   expect_trace(prog, 1, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(1,5) VLO(0x5678) D(0x1234) EXEC(2) VLO(0x567d) D(0x1234) "
+               "CTA(0) WARP(0) EXEC(0) VX(1,5) VLO(0x5678) DF(0x1234) VLO(0x567d) D(0x1234) "
                "EXEC(3) VZF(0xffff) VLO(0) D(1) EXEC(5) VGF(0xabcd) VNF(0xfffe) WARP(1) END");
   auto o = run(prog, 1, 1, global_memory());
   EXPECT_EQ(o->steps(), 8u);
@@ -102,6 +102,21 @@ TEST(GpuTrace, FallThroughValuesRunTheNextBlockAtMostThreeInARow) {
   auto o = run(prog, 1, 1, global_memory());
   EXPECT_EQ(o->steps(), 15u);
   EXPECT_EQ(word(o->memory().bytes, 0), 0x55556666u);
+}
+
+TEST(GpuTrace, AHighHalfFallsThroughOnlyAfterANamedBlockAndCountsInTheRun) {
+  machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(0x12345678)), jmp(1)),          // B0: named by EXEC: DF
+      blk(alu(Op::MOV, 2, k(100)), jmp(2)),                 // B1: the second in the run
+      blk(alu(Op::MOV, 3, k(200)), jmp(3)),                 // B2: the third
+      blk(alu(Op::MOV, 4, k(300)), jmp(4)),                 // B3: one too many
+      blk(st(Space::Global, r(0), k(kBase), r(1)), exit_()),  // B4
+  });
+  expect_trace(prog, 1, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VLO(0x5678) DF(0x1234) VZF(100) VZF(200) VZ(300) EXEC(4) WARP(1) END");
+  auto o = run(prog, 1, 1, global_memory());
+  EXPECT_EQ(o->steps(), 5u);
+  EXPECT_EQ(word(o->memory().bytes, 0), 0x12345678u);
 }
 
 TEST(GpuTrace, BranchesBothWaysAndALoop) {
