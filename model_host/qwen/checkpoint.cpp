@@ -2,10 +2,13 @@
 
 #include "model_host/qwen/safetensors.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -88,15 +91,34 @@ void write_side_file(const fs::path& dir, const std::string& config_text, const 
   for (const auto& s : st) { w.str(s.name); w.u64(s.size); w.u64(static_cast<uint64_t>(s.mtime_ns)); }
   w.u64(tensors.size());
   for (const auto& [name, t] : tensors) {
+    // The non-zero entries (as nonzero() counts them: -0 is zero), read only
+    // from pages that were ever written: reading a never-written page of a
+    // lazy_zeros tensor would make it resident, and a compiled GPU's tensors
+    // span over 20 GB of which a few hundred MB are written.
     auto flat = t.detach().to(torch::kFloat32).contiguous().view({-1});
-    auto idx = flat.nonzero().view({-1}).to(torch::kInt64).contiguous();
-    auto val = flat.index_select(0, idx).contiguous();
+    const float* p = flat.data_ptr<float>();
+    const int64_t n = flat.numel();
+    const int64_t page = sysconf(_SC_PAGESIZE) / int64_t(sizeof(float));
+    const int64_t skew = int64_t(reinterpret_cast<uintptr_t>(p) % sysconf(_SC_PAGESIZE)) / int64_t(sizeof(float));
+    const std::vector<bool> written = written_pages(p, size_t(n) * sizeof(float));
+    std::vector<int64_t> idx;
+    std::vector<float> val;
+    for (size_t pg = 0; pg < written.size(); ++pg) {
+      if (!written[pg]) continue;
+      const int64_t lo = std::max<int64_t>(0, int64_t(pg) * page - skew);
+      const int64_t hi = std::min<int64_t>(n, int64_t(pg + 1) * page - skew);
+      for (int64_t i = lo; i < hi; ++i)
+        if (p[i] != 0.0f) {
+          idx.push_back(i);
+          val.push_back(p[i]);
+        }
+    }
     w.str(name);
     w.u32(static_cast<uint32_t>(t.dim()));
     for (auto d : t.sizes()) w.u64(static_cast<uint64_t>(d));
-    w.u64(static_cast<uint64_t>(idx.numel()));
-    w.raw(idx.data_ptr<int64_t>(), idx.numel() * 8);
-    w.raw(val.data_ptr<float>(), val.numel() * 4);
+    w.u64(static_cast<uint64_t>(idx.size()));
+    w.raw(idx.data(), idx.size() * 8);
+    w.raw(val.data(), val.size() * 4);
   }
   if (!w.out) throw std::runtime_error("checkpoint: writing " + (dir / kSideFile).string() + " failed");
 }
@@ -177,6 +199,57 @@ std::vector<fs::path> safetensors_files(const fs::path& dir) {
     std::sort(files.begin(), files.end());
   }
   return files;
+}
+
+namespace {
+
+// Whether [begin, end) lies within private anonymous mappings of this
+// process (/proc/self/maps: private, no device or inode, and no name other
+// than the heap's or a named anonymous region's).
+bool private_anonymous(uintptr_t begin, uintptr_t end) {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps) return false;
+  char line[512];
+  uintptr_t covered = begin;
+  while (covered < end && std::fgets(line, sizeof line, maps)) {
+    unsigned long lo = 0, hi = 0, inode = 0;
+    char perms[8] = {}, dev[16] = {}, name[256] = {};
+    int fields = std::sscanf(line, "%lx-%lx %7s %*s %15s %lu %255s", &lo, &hi, perms, dev, &inode, name);
+    if (fields < 5 || hi <= covered) continue;
+    if (lo > covered) break;  // a hole
+    const bool anonymous = perms[3] == 'p' && inode == 0 && std::strcmp(dev, "00:00") == 0 &&
+                           (fields == 5 || std::strcmp(name, "[heap]") == 0 || std::strncmp(name, "[anon:", 6) == 0);
+    if (!anonymous) break;
+    covered = hi;
+  }
+  std::fclose(maps);
+  return covered >= end;
+}
+
+}  // namespace
+
+std::vector<bool> written_pages(const void* data, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data) / page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(data) + bytes + page - 1) / page;
+  std::vector<bool> written(last - first, true);
+  if (bytes == 0 || !private_anonymous(first * page, last * page)) return written;
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return written;
+  constexpr uint64_t kPresentOrSwapped = uint64_t{3} << 62;
+  std::vector<uint64_t> entries(std::min<uintptr_t>(last - first, 1 << 16));
+  std::vector<bool> found(last - first);
+  bool ok = true;
+  for (uintptr_t p = first; ok && p < last;) {
+    const size_t n = std::min<uintptr_t>(entries.size(), last - p);
+    const ssize_t got = ::pread(fd, entries.data(), n * 8, static_cast<off_t>(p * 8));
+    ok = got == static_cast<ssize_t>(n * 8);
+    for (size_t i = 0; ok && i < n; ++i) found[p - first + i] = (entries[i] & kPresentOrSwapped) != 0;
+    p += n;
+  }
+  ::close(fd);
+  if (ok) written = std::move(found);
+  return written;
 }
 
 torch::Tensor lazy_zeros(c10::IntArrayRef shape) {

@@ -51,6 +51,15 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 // only its non-zero pages.  The sparse side-file loader builds tensors this way.
 torch::Tensor lazy_zeros(c10::IntArrayRef shape);
 
+// Per page of the pages that [data, data + bytes) overlaps: false when the
+// page is known to read as zero without reading it, true when it may hold
+// anything.  A page of a private anonymous mapping that is neither present
+// nor swapped out (/proc/self/pagemap) has never been written since it was
+// mapped (or was discarded), so it reads as zero; lazy_zeros memory is
+// such a mapping.  (A userfaultfd region would break this; the runtime
+// registers none.)  When pagemap cannot be read every page may hold anything.
+std::vector<bool> written_pages(const void* data, size_t bytes);
+
 struct Checkpoint {
   Config config;
   TensorMap tensors;

@@ -1,5 +1,7 @@
 #include "model_host/qwen/matrix.h"
 
+#include "model_host/qwen/checkpoint.h"
+
 #include <ATen/Parallel.h>
 
 #include <fcntl.h>
@@ -71,60 +73,6 @@ bool all_zero(const float* p, int64_t n) {
     any |= bits << 1;
   }
   return any == 0;
-}
-
-// Whether [begin, end) lies within private anonymous mappings of this
-// process (/proc/self/maps: private, no device or inode, and no name other
-// than the heap's or a named anonymous region's).
-bool private_anonymous(uintptr_t begin, uintptr_t end) {
-  FILE* maps = std::fopen("/proc/self/maps", "r");
-  if (!maps) return false;
-  char line[512];
-  uintptr_t covered = begin;
-  while (covered < end && std::fgets(line, sizeof line, maps)) {
-    unsigned long lo = 0, hi = 0, inode = 0;
-    char perms[8] = {}, dev[16] = {}, name[256] = {};
-    int fields = std::sscanf(line, "%lx-%lx %7s %*s %15s %lu %255s", &lo, &hi, perms, dev, &inode, name);
-    if (fields < 5 || hi <= covered) continue;
-    if (lo > covered) break;  // a hole
-    const bool anonymous = perms[3] == 'p' && inode == 0 && std::strcmp(dev, "00:00") == 0 &&
-                           (fields == 5 || std::strcmp(name, "[heap]") == 0 || std::strncmp(name, "[anon:", 6) == 0);
-    if (!anonymous) break;
-    covered = hi;
-  }
-  std::fclose(maps);
-  return covered >= end;
-}
-
-// Per page of the pages that [data, data + bytes) overlaps: false when the
-// page is known to read as zero without reading it, true when it may hold
-// anything.  A page of a private anonymous mapping that is neither present
-// nor swapped out (/proc/self/pagemap) has never been written since it was
-// mapped (or was discarded), so it reads as zero; lazy_zeros memory is
-// such a mapping.  (A userfaultfd region would break this; the runtime
-// registers none.)  When pagemap cannot be read every page may hold anything.
-std::vector<bool> written_pages(const void* data, size_t bytes) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(data) / page;
-  const uintptr_t last = (reinterpret_cast<uintptr_t>(data) + bytes + page - 1) / page;
-  std::vector<bool> written(last - first, true);
-  if (bytes == 0 || !private_anonymous(first * page, last * page)) return written;
-  const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return written;
-  constexpr uint64_t kPresentOrSwapped = uint64_t{3} << 62;
-  std::vector<uint64_t> entries(std::min<uintptr_t>(last - first, 1 << 16));
-  std::vector<bool> found(last - first);
-  bool ok = true;
-  for (uintptr_t p = first; ok && p < last;) {
-    const size_t n = std::min<uintptr_t>(entries.size(), last - p);
-    const ssize_t got = ::pread(fd, entries.data(), n * 8, static_cast<off_t>(p * 8));
-    ok = got == static_cast<ssize_t>(n * 8);
-    for (size_t i = 0; ok && i < n; ++i) found[p - first + i] = (entries[i] & kPresentOrSwapped) != 0;
-    p += n;
-  }
-  ::close(fd);
-  if (ok) written = std::move(found);
-  return written;
 }
 
 // (column, item) pairs indexed by column: ptr[c]..ptr[c + 1] are column c's

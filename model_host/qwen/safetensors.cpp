@@ -2,11 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model_host/qwen/checkpoint.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -87,6 +90,20 @@ void read(const std::string& path, const std::function<void(const std::string&, 
   }
 }
 
+// Writes [p, p + bytes), pages never written (written_pages) as zeros without
+// reading them: a compiled GPU's lazily zero-filled tensors span over 20 GB,
+// of which reading every page would make every page resident.
+static void write_data(std::ofstream& out, const char* p, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  static const std::vector<char> zeros(page, 0);
+  const std::vector<bool> written = written_pages(p, bytes);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes, first = begin / page * page;
+  for (size_t i = 0; i < written.size(); ++i) {
+    const uintptr_t lo = std::max(begin, first + i * page), hi = std::min(end, first + (i + 1) * page);
+    out.write(written[i] ? reinterpret_cast<const char*>(lo) : zeros.data(), static_cast<std::streamsize>(hi - lo));
+  }
+}
+
 void write(const std::string& path, const std::map<std::string, torch::Tensor>& tensors, torch::ScalarType dtype) {
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"}};
@@ -107,7 +124,7 @@ void write(const std::string& path, const std::map<std::string, torch::Tensor>& 
   out.write(reinterpret_cast<const char*>(&len), 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   for (const auto& c : converted)
-    out.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * c.element_size()));
+    write_data(out, static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel() * c.element_size()));
   if (!out) fail(path, "write failed");
 }
 
