@@ -479,7 +479,7 @@ MachineProgram machine_program() {
   const Digits prev2P = outs(store(b, "prev2", 1, {}, {}, one, -1, payload_parts(4, 2)), 0, 4);
   // The block being run: EXEC's payload, or VX's (whose bits 10.. are its
   // value; only bits 0..9 address the ROM), plus the fall-through values
-  // (VZF, VGF, VNF) since then: each runs the block after the last one run.
+  // (VZF, VGF, VNF, DF) since then: each runs the block after the last one run.
   const ValueId names = b.flag("names_block", b.kind, [](int s) { return names_block(Kind(s)); });
   const Digits named_pc = outs(store(b, "ctx_exec", 1, {}, {}, names, -1, payload_parts(3, 0)), 0, 3);
   const Digits cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(3, 0)), 0, 3);
@@ -574,9 +574,10 @@ MachineProgram machine_program() {
   // VZF(lo) write (lo, 0), VG(lo) and VGF(lo) (lo, 0x1000), VN(lo) and VNF(lo)
   // (lo, 0xffff); D(hi) or DF(hi) after VLO(lo) writes (lo, hi); VX(pc, v)
   // writes (v, 0).
-  // dst is the destination of the block the token before ran (EXEC or VX
-  // before VZ and VX, and VLO, whose block is still the current one, before
-  // D), kept one token in a one-row store: on a VX pass the ROM already
+  // dst is the destination of the block the token before ran (EXEC, VX or a
+  // fall-through value before VZ, VX and the fall-through values, and VLO,
+  // whose block is still the current one, before D and DF), kept one token
+  // in a one-row store: on a VX pass the ROM already
   // reads the next block.
   const ValueId is_vx = b.is_kind(Kind::VX);
   std::vector<Term> vx_terms;
@@ -597,8 +598,8 @@ MachineProgram machine_program() {
   const Digits reg_lo = b.mux("reg_lo", reg_src, {{1, P}, {2, {{vx_value}, {vx_value_hi}}}, {0, prevP}}, 4);
   const ValueId is_vg = b.flag("high_global", b.kind, [](int s) { return Kind(s) == Kind::VG || Kind(s) == Kind::VGF; });
   const ValueId is_vn = b.flag("high_negative", b.kind, [](int s) { return Kind(s) == Kind::VN || Kind(s) == Kind::VNF; });
-  // The value tokens whose payload is the low half: VZ, VG, VN and the
-  // fall-through values; VX; D after VLO.
+  // The tokens that write a register (with is_vhi for D after VLO): VZ, VG,
+  // VN, VX and the fall-through values (DF's low half is VLO's payload).
   const ValueId writes_reg = b.flag("writes_reg", b.kind, [](int s) {
     const Kind k = Kind(s);
     return k == Kind::VZ || k == Kind::VG || k == Kind::VN || k == Kind::VX || falls_through(k);
