@@ -178,16 +178,40 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
 
   // Dimensions the circuit holds on its tokens: its embedding's columns and
   // every row a circuit layer writes.
+  // Read through written_nonzeros: the circuit's lazily zero-filled tensors
+  // span many GB whose unwritten pages must stay unread.
   const torch::Tensor cembed = T("embed_tokens.weight").narrow(0, opt.token_base, V - opt.token_base);
-  if (cembed.select(1, 0).ne(1).any().item<bool>())
-    throw std::invalid_argument("merge: the circuit's anchor (dimension 0) is not 1 on every circuit token");
-  torch::Tensor used = torch::zeros({H}, torch::kBool);
   const int64_t ncirc = V - opt.token_base;
-  for (int64_t r = 0; r < ncirc; r += 16384) used |= cembed.narrow(0, r, std::min<int64_t>(16384, ncirc - r)).ne(0).any(0);
-  for (int l = 0; l < C; ++l) {
-    used |= T(layer_name(l, "linear_attn.out_proj.weight")).ne(0).any(1);
-    used |= T(layer_name(l, "mlp.down_proj.weight")).ne(0).any(1);
+  // The circuit rows' entries: row (from 0 = token_base), column, value.
+  std::vector<int64_t> crow, ccol;
+  std::vector<float> cval;
+  {
+    const qwen::NonZeros nz = qwen::written_nonzeros(T("embed_tokens.weight"));
+    for (size_t i = 0; i < nz.index.size(); ++i)
+      if (nz.index[i] / H >= opt.token_base) {
+        crow.push_back(nz.index[i] / H - opt.token_base);
+        ccol.push_back(nz.index[i] % H);
+        cval.push_back(nz.value[i]);
+      }
   }
+  {
+    int64_t anchors = 0;
+    for (size_t i = 0; i < ccol.size(); ++i) anchors += ccol[i] == 0 && cval[i] == 1.f;
+    if (anchors != ncirc)
+      throw std::invalid_argument("merge: the circuit's anchor (dimension 0) is not 1 on every circuit token");
+  }
+  torch::Tensor used = torch::zeros({H}, torch::kBool);
+  {
+    auto u = used.accessor<bool, 1>();
+    for (int64_t c : ccol) u[c] = true;
+    for (int l = 0; l < C; ++l)
+      for (const char* w : {"linear_attn.out_proj.weight", "mlp.down_proj.weight"}) {
+        const torch::Tensor t = T(layer_name(l, w));
+        for (int64_t i : qwen::written_nonzeros(t).index) u[i / t.size(1)] = true;
+      }
+  }
+  const torch::Tensor cr = torch::tensor(crow, torch::kInt64), cc_ = torch::tensor(ccol, torch::kInt64),
+                      cv = torch::tensor(cval, torch::kFloat32);
   const torch::Tensor final_w = T("norm.weight") + 1;
   const torch::Tensor out_dims = final_w.ne(0).nonzero().view({-1});
   rep.output_dims = static_cast<int>(out_dims.numel());
@@ -399,12 +423,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       torch::Tensor e = qwen::lazy_zeros({V, H});
       e.narrow(0, 0, Vb).copy_(t);
       // Only the circuit rows' non-zeros: the rest stays lazily zero.
-      for (int64_t r = 0; r < ncirc; r += 16384) {
-        const torch::Tensor part = cembed.narrow(0, r, std::min<int64_t>(16384, ncirc - r));
-        const torch::Tensor nz = part.ne(0).nonzero();
-        const torch::Tensor rows = nz.select(1, 0), cols = nz.select(1, 1);
-        e.index_put_({rows + (opt.token_base + r), cols}, part.index({rows, cols}));
-      }
+      e.index_put_({cr + opt.token_base, cc_}, cv);
       mt[name] = e;
     } else {
       mt[name] = t;
@@ -416,14 +435,9 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     const auto own = base.text.tensors.find("lm_head.weight");
     torch::Tensor head = own != base.text.tensors.end() ? mt.at("lm_head.weight") : qwen::lazy_zeros({V, H});
     if (own == base.text.tensors.end()) head.narrow(0, 0, Vb).copy_(E);
-    for (int64_t r = 0; r < ncirc; r += 16384) {
-      const torch::Tensor part = cembed.narrow(0, r, std::min<int64_t>(16384, ncirc - r));
-      const torch::Tensor nz = part.ne(0).nonzero();
-      const torch::Tensor rows = nz.select(1, 0), cols = nz.select(1, 1);
-      torch::Tensor vals = part.index({rows, cols}) * kHeadScale;
-      vals.masked_fill_(cols.eq(0), 0.f);  // no anchor
-      head.index_put_({rows + (opt.token_base + r), cols}, vals);
-    }
+    torch::Tensor vals = cv * kHeadScale;
+    vals.masked_fill_(cc_.eq(0), 0.f);  // no anchor
+    head.index_put_({cr + opt.token_base, cc_}, vals);
     mt["lm_head.weight"] = head;
     mc.tie_word_embeddings = false;
     m.text.config = mc;

@@ -95,24 +95,9 @@ void write_side_file(const fs::path& dir, const std::string& config_text, const 
     // from pages that were ever written: reading a never-written page of a
     // lazy_zeros tensor would make it resident, and a compiled GPU's tensors
     // span over 20 GB of which a few hundred MB are written.
-    auto flat = t.detach().to(torch::kFloat32).contiguous().view({-1});
-    const float* p = flat.data_ptr<float>();
-    const int64_t n = flat.numel();
-    const int64_t page = sysconf(_SC_PAGESIZE) / int64_t(sizeof(float));
-    const int64_t skew = int64_t(reinterpret_cast<uintptr_t>(p) % sysconf(_SC_PAGESIZE)) / int64_t(sizeof(float));
-    const std::vector<bool> written = written_pages(p, size_t(n) * sizeof(float));
-    std::vector<int64_t> idx;
-    std::vector<float> val;
-    for (size_t pg = 0; pg < written.size(); ++pg) {
-      if (!written[pg]) continue;
-      const int64_t lo = std::max<int64_t>(0, int64_t(pg) * page - skew);
-      const int64_t hi = std::min<int64_t>(n, int64_t(pg + 1) * page - skew);
-      for (int64_t i = lo; i < hi; ++i)
-        if (p[i] != 0.0f) {
-          idx.push_back(i);
-          val.push_back(p[i]);
-        }
-    }
+    const NonZeros nz = written_nonzeros(t);
+    const std::vector<int64_t>& idx = nz.index;
+    const std::vector<float>& val = nz.value;
     w.str(name);
     w.u32(static_cast<uint32_t>(t.dim()));
     for (auto d : t.sizes()) w.u64(static_cast<uint64_t>(d));
@@ -250,6 +235,27 @@ std::vector<bool> written_pages(const void* data, size_t bytes) {
   ::close(fd);
   if (ok) written = std::move(found);
   return written;
+}
+
+NonZeros written_nonzeros(const torch::Tensor& t) {
+  auto flat = t.detach().to(torch::kFloat32).contiguous().view({-1});
+  const float* p = flat.data_ptr<float>();
+  const int64_t n = flat.numel();
+  const int64_t page_bytes = sysconf(_SC_PAGESIZE), page = page_bytes / int64_t(sizeof(float));
+  const int64_t skew = int64_t(reinterpret_cast<uintptr_t>(p) % uintptr_t(page_bytes)) / int64_t(sizeof(float));
+  const std::vector<bool> written = written_pages(p, size_t(n) * sizeof(float));
+  NonZeros nz;
+  for (size_t pg = 0; pg < written.size(); ++pg) {
+    if (!written[pg]) continue;
+    const int64_t lo = std::max<int64_t>(0, int64_t(pg) * page - skew);
+    const int64_t hi = std::min<int64_t>(n, int64_t(pg + 1) * page - skew);
+    for (int64_t i = lo; i < hi; ++i)
+      if (p[i] != 0.0f) {
+        nz.index.push_back(i);
+        nz.value.push_back(p[i]);
+      }
+  }
+  return nz;
 }
 
 torch::Tensor lazy_zeros(c10::IntArrayRef shape) {

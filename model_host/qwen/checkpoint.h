@@ -60,6 +60,16 @@ torch::Tensor lazy_zeros(c10::IntArrayRef shape);
 // registers none.)  When pagemap cannot be read every page may hold anything.
 std::vector<bool> written_pages(const void* data, size_t bytes);
 
+// The non-zero entries of a contiguous fp32 tensor (as nonzero() counts
+// them: -0 is zero), by flat index in increasing order, reading only pages
+// that were ever written (written_pages): a lazily zero-filled tensor's
+// other pages stay unread and take no memory.
+struct NonZeros {
+  std::vector<int64_t> index;
+  std::vector<float> value;
+};
+NonZeros written_nonzeros(const torch::Tensor& t);
+
 struct Checkpoint {
   Config config;
   TensorMap tensors;
