@@ -328,17 +328,25 @@ Digits multiply(Program& p, const std::string& name, const Word& a, const Word& 
   return Builder::digits(circuit::add(p, name + ".sum", low, high).value);
 }
 
-// A set of slots of one value, as a literal of a conjunction.
+// A literal of a conjunction: value v holds one of `slots`, or with `neg`
+// none of them.  (A negated literal weighs only its few slots: a row of the
+// MLP is then reached only by tokens that may make it fire.)
 struct Lit {
   ValueId v;
   std::vector<int> slots;
+  bool neg = false;
 };
-// The step that moves an output from slot 0 to `to` when every literal holds.
+// The step that moves an output from slot 0 to `to` when every literal
+// holds: F = sum of the positive literals - sum of the negated ones + 1 - P
+// (P positive literals) is 1 exactly then, and at most 0 otherwise.
 Step conjunction(const std::vector<Lit>& lits, int to) {
   Step st;
-  for (const Lit& l : lits)
-    for (int s : l.slots) st.form.push_back({l.v, s, 1});
-  st.bias = 1 - int(lits.size());
+  int positive = 0;
+  for (const Lit& l : lits) {
+    positive += !l.neg;
+    for (int s : l.slots) st.form.push_back({l.v, s, l.neg ? -1 : 1});
+  }
+  st.bias = 1 - positive;
   st.to = to;
   return st;
 }
@@ -379,7 +387,7 @@ ValueId fall_count(Builder& b) {
                      return t == Kind::VZ || t == Kind::VG || t == Kind::VN || t == Kind::VLO;
                    })};
   auto fall = [&](int age, bool is) {
-    return Lit{k[age - 1], slots_where(kKindCount, [is](int s) { return falls_through(Kind(s)) == is; })};
+    return Lit{k[age - 1], slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); }), !is};
   };
   std::vector<Step> st;
   // A fall-through value: 1 + the run of them right before it.
@@ -402,7 +410,7 @@ ValueId fall_count(Builder& b) {
 
 std::array<ValueId, 3> run_pc(Program& p, ValueId kind, const std::array<ValueId, 3>& named, ValueId falls,
                               ValueId prev_falls) {
-  const Lit not_d{kind, slots_where(kKindCount, [](int s) { return Kind(s) != Kind::D; })};
+  const Lit not_d{kind, {int(Kind::D)}, true};
   const Lit is_d{kind, {int(Kind::D)}};
   std::vector<Step> d0, d1, d2;
   for (const auto& [count, sel] : {std::pair{falls, not_d}, std::pair{prev_falls, is_d}}) {
@@ -410,7 +418,7 @@ std::array<ValueId, 3> run_pc(Program& p, ValueId kind, const std::array<ValueId
       const Lit cj{count, {j}};
       // Carry out of digit 0: b0 + j >= 16.
       const Lit carry{named[0], slots_where(16, [j](int x) { return x + j >= 16; })};
-      const Lit no_carry{named[0], slots_where(16, [j](int x) { return x + j < 16; })};
+      const Lit no_carry{named[0], carry.slots, true};
       for (int x = 0; x < 16; ++x) {
         if ((x + j) % 16) d0.push_back(conjunction({sel, cj, {named[0], {x}}}, (x + j) % 16));
         if (x) d1.push_back(conjunction({sel, cj, no_carry, {named[1], {x}}}, x));
@@ -420,7 +428,7 @@ std::array<ValueId, 3> run_pc(Program& p, ValueId kind, const std::array<ValueId
       // Digit 2: the block's bits 8..9 (a VX payload has value bits above).
       for (int x = 0; x < 4; ++x) {
         const Lit b2{named[2], slots_where(16, [x](int s) { return (s & 3) == x; })};
-        const Lit b1_not15{named[1], slots_where(16, [](int s) { return s != 15; })};
+        const Lit b1_not15{named[1], {15}, true};
         if (x) {
           d2.push_back(conjunction({sel, cj, b1_not15, b2}, x));
           d2.push_back(conjunction({sel, cj, {named[1], {15}}, no_carry, b2}, x));
