@@ -48,7 +48,16 @@ torch::ScalarType stored_dtype(const fs::path& file) {
 // The text section of a config.json: text_config for the vision-language layout.
 json& text_section(json& j) { return j.contains("text_config") ? j["text_config"] : j; }
 
-int64_t rows_nonzero_any(const torch::Tensor& t) { return t.ne(0).any().item<bool>(); }
+// Which rows and which columns of a matrix hold a non-zero, read through
+// written_nonzeros (a lazily zero-filled matrix's unwritten pages stay unread).
+struct Lines {
+  std::vector<bool> rows, cols;
+};
+Lines lines(const torch::Tensor& t) {
+  Lines l{std::vector<bool>(t.size(0), false), std::vector<bool>(t.size(1), false)};
+  for (int64_t i : qwen::written_nonzeros(t).index) l.rows[i / t.size(1)] = l.cols[i % t.size(1)] = true;
+  return l;
+}
 
 std::string layer_name(int l, const std::string& rest) { return "layers." + std::to_string(l) + "." + rest; }
 
@@ -164,11 +173,15 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   const int64_t nv = cc.linear_num_value_heads, dv = cc.linear_value_head_dim, key_dim = cc.linear_key_dim();
   const double eps = bc.rms_norm_eps;
   auto& ct = circuit.tensors;
+  // A circuit tensor, dense or sparse (Storage::Sparse): the matrices are read
+  // through written_nonzeros only, and those edited become sparse (mute).
   auto T = [&](const std::string& n) -> torch::Tensor& {
     auto it = ct.find(n);
     if (it == ct.end()) throw std::invalid_argument("merge: the circuit has no tensor " + n);
     return it->second;
   };
+  const auto circuit_embed = ct.find("embed_tokens.weight");
+  if (circuit_embed == ct.end()) throw std::invalid_argument("merge: the circuit has no tensor embed_tokens.weight");
 
   MergeReport rep;
   rep.circuit_layers = C;
@@ -180,13 +193,12 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   // every row a circuit layer writes.
   // Read through written_nonzeros: the circuit's lazily zero-filled tensors
   // span many GB whose unwritten pages must stay unread.
-  const torch::Tensor cembed = T("embed_tokens.weight").narrow(0, opt.token_base, V - opt.token_base);
   const int64_t ncirc = V - opt.token_base;
   // The circuit rows' entries: row (from 0 = token_base), column, value.
   std::vector<int64_t> crow, ccol;
   std::vector<float> cval;
   {
-    const qwen::NonZeros nz = qwen::written_nonzeros(T("embed_tokens.weight"));
+    const qwen::NonZeros nz = qwen::written_nonzeros(circuit_embed->second);
     for (size_t i = 0; i < nz.index.size(); ++i)
       if (nz.index[i] / H >= opt.token_base) {
         crow.push_back(nz.index[i] / H - opt.token_base);
@@ -280,21 +292,46 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   const double m_eff = best_min * (1 - 1e-4);
 
   // Adds the mute term to rows `rows` of matrix `M` [rows, H] read through
-  // norm weight `w` (1 + weight); `offset` is added to each row's value (dt_bias).
-  auto mute = [&](torch::Tensor& M, const torch::Tensor& rows, const torch::Tensor& w, const torch::Tensor& offset) {
-    if (rows.numel() == 0) return;
+  // norm weight `w` (1 + weight); `offset` is added to each row's value
+  // (dt_bias).  M becomes a sparse matrix of its entries and the term's: its
+  // entries are read through written_nonzeros, so the pages of a lazily
+  // zero-filled M that were never written stay unread (reading one would
+  // make it resident; the circuit's matrices span many GB).
+  auto mute = [&](torch::Tensor& M, const std::vector<int64_t>& rows, const torch::Tensor& w, const torch::Tensor& offset) {
+    if (rows.empty()) return;
+    const int64_t n = M.size(0), m = static_cast<int64_t>(rows.size());
+    const qwen::NonZeros nz = qwen::written_nonzeros(M);
+    std::vector<int64_t> slot(n, -1);
+    for (int64_t i = 0; i < m; ++i) slot[rows[i]] = i;
+    torch::Tensor c = torch::zeros({m, H});
+    float* cp = c.data_ptr<float>();
+    for (size_t i = 0; i < nz.index.size(); ++i)
+      if (const int64_t k = slot[nz.index[i] / H]; k >= 0) cp[k * H + nz.index[i] % H] = nz.value[i];
     torch::Tensor lo_l = torch::minimum(lo * w, hi * w), hi_l = torch::maximum(lo * w, hi * w);
-    torch::Tensor c = M.index_select(0, rows);
     torch::Tensor bound = (c.clamp_min(0) * hi_l + c.clamp_max(0) * lo_l).sum(1) + offset;
     bound = bound + bound.abs() * 1e-5 + 1e-3;  // rounding of the runtime's sums
     torch::Tensor K = ((bound + (kMuteLevel + 16)) / m_eff).clamp_min(0);  // 16: slack for fp32 rounding here
     torch::Tensor wsel = w.index_select(0, sel);
     if (wsel.eq(0).any().item<bool>()) throw std::runtime_error("merge: a circuit norm weight is 0 on a free dimension");
     torch::Tensor add = -K.unsqueeze(1) * (u / wsel).unsqueeze(0);  // [rows, k]
-    torch::Tensor cols = c.index_select(1, sel) + add;
-    c.index_copy_(1, sel, cols);
-    M.index_copy_(0, rows, c);
-    rep.muted_rows += rows.numel();
+    const torch::Tensor cols = (c.index_select(1, sel) + add).contiguous();
+    // The entries: M's, but on the muted rows' mute columns, where the sums are.
+    std::vector<bool> on_sel(H, false);
+    const auto* sp = sel.data_ptr<int64_t>();
+    for (int64_t j = 0; j < sel.numel(); ++j) on_sel[sp[j]] = true;
+    std::vector<std::pair<int64_t, float>> e;
+    e.reserve(nz.index.size() + m * sel.numel());
+    for (size_t i = 0; i < nz.index.size(); ++i)
+      if (slot[nz.index[i] / H] < 0 || !on_sel[nz.index[i] % H]) e.push_back({nz.index[i], nz.value[i]});
+    const float* vp = cols.data_ptr<float>();
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < sel.numel(); ++j)
+        if (const float v = vp[i * sel.numel() + j]; v != 0.f) e.push_back({rows[i] * H + sp[j], v});
+    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    qwen::NonZeros out;
+    for (const auto& [i, v] : e) out.index.push_back(i), out.value.push_back(v);
+    M = qwen::sparse_matrix(n, H, out);
+    rep.muted_rows += m;
     rep.max_mute_gain = std::max(rep.max_mute_gain, K.max().item<double>());
     rep.worst_bound = std::max(rep.worst_bound, (bound - K * m_eff).max().item<double>());
   };
@@ -309,7 +346,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   // dimensions, q_t = u . e_t > 0: rho >= 1.25 max P_t / q_t makes every text
   // logit at most 0 there.
   const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
-  const int64_t fields = cembed[0].ne(0).sum().item<int64_t>() - 1;
+  const int64_t fields = std::count(crow.begin(), crow.end(), int64_t{0}) - 1;  // the first token's, but the anchor
   double rho = 1;
   {
     const int64_t F = std::min<int64_t>(fields, out_dims.numel());
@@ -368,32 +405,54 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   for (int l = 0; l <= C; ++l) {
     const torch::Tensor w_in = T(layer_name(l, "input_layernorm.weight")) + 1;
     const torch::Tensor w_post = T(layer_name(l, "post_attention_layernorm.weight")) + 1;
-    torch::Tensor& gate = T(layer_name(l, "mlp.gate_proj.weight"));
-    const torch::Tensor live = gate.ne(0).any(1) & T(layer_name(l, "mlp.up_proj.weight")).ne(0).any(1) &
-                               T(layer_name(l, "mlp.down_proj.weight")).ne(0).any(0);
-    const torch::Tensor units = live.nonzero().view({-1});
-    mute(gate, units, w_post, torch::zeros({units.numel()}));
+    const Lines gate = lines(T(layer_name(l, "mlp.gate_proj.weight"))), up = lines(T(layer_name(l, "mlp.up_proj.weight"))),
+                down = lines(T(layer_name(l, "mlp.down_proj.weight")));
+    std::vector<int64_t> units;
+    for (int64_t i = 0; i < I; ++i)
+      if (gate.rows[i] && up.rows[i] && down.cols[i]) units.push_back(i);
+    mute(T(layer_name(l, "mlp.gate_proj.weight")), units, w_post, torch::zeros({int64_t(units.size())}));
     const std::string a = layer_name(l, "linear_attn.");
-    const torch::Tensor& qkv = T(a + "in_proj_qkv.weight");
-    const torch::Tensor& outp = T(a + "out_proj.weight");
+    const Lines qkv = lines(T(a + "in_proj_qkv.weight")), outp = lines(T(a + "out_proj.weight")),
+                z = lines(T(a + "in_proj_z.weight"));
     std::vector<int64_t> heads, zrows;
-    torch::Tensor& z = T(a + "in_proj_z.weight");
-    const torch::Tensor z_nz = z.ne(0).any(1);
     for (int64_t h = 0; h < nv; ++h) {
-      const bool active = rows_nonzero_any(qkv.narrow(0, 2 * key_dim + h * dv, dv)) ||
-                          rows_nonzero_any(outp.narrow(1, h * dv, dv));
+      bool active = false;
+      for (int64_t j = 0; j < dv; ++j) active = active || qkv.rows[2 * key_dim + h * dv + j] || outp.cols[h * dv + j];
       if (!active) continue;
       heads.push_back(h);
       for (int64_t j = 0; j < dv; ++j)
-        if (z_nz[h * dv + j].item<bool>()) zrows.push_back(h * dv + j);
+        if (z.rows[h * dv + j]) zrows.push_back(h * dv + j);
     }
-    const torch::Tensor hrows = torch::tensor(heads, torch::kInt64), zr = torch::tensor(zrows, torch::kInt64);
-    mute(z, zr, w_in, torch::zeros({zr.numel()}));
-    mute(T(a + "in_proj_b.weight"), hrows, w_in, torch::zeros({hrows.numel()}));
-    mute(T(a + "in_proj_a.weight"), hrows, w_in, T(a + "dt_bias").index_select(0, hrows));
+    const torch::Tensor hrows = torch::tensor(heads, torch::kInt64);
+    mute(T(a + "in_proj_z.weight"), zrows, w_in, torch::zeros({int64_t(zrows.size())}));
+    mute(T(a + "in_proj_b.weight"), heads, w_in, torch::zeros({hrows.numel()}));
+    mute(T(a + "in_proj_a.weight"), heads, w_in, T(a + "dt_bias").index_select(0, hrows));
   }
   if (!std::isfinite(rep.worst_bound) || rep.worst_bound > -kMuteLevel + 1e-3)
     throw std::runtime_error("merge: the mute bound did not hold (" + std::to_string(rep.worst_bound) + ")");
+
+  // A merged [V, H] vocabulary matrix: the base's rows `base_rows`, zero rows
+  // up to the token base, then the circuit tokens' entries with values `vals`.
+  // Sparse when that is the smaller form (a base whose rows are few next to
+  // the circuit's: the circuit rows hold about 9 non-zeros of 2048, and a
+  // dense row costs a written page), else lazily zero-filled dense.
+  auto vocab_matrix = [&](const torch::Tensor& base_rows, const torch::Tensor& vals) {
+    const auto* v = vals.data_ptr<float>();
+    if ((Vb * H + static_cast<int64_t>(crow.size())) * 5 < V * H) {  // COO: 20 bytes an entry, dense: 4
+      qwen::NonZeros nz = qwen::written_nonzeros(base_rows.to(torch::kFloat32).contiguous());
+      for (size_t i = 0; i < crow.size(); ++i)
+        if (v[i] != 0.f) {
+          nz.index.push_back((crow[i] + opt.token_base) * H + ccol[i]);
+          nz.value.push_back(v[i]);
+        }
+      return qwen::sparse_matrix(V, H, nz);
+    }
+    torch::Tensor e = qwen::lazy_zeros({V, H});
+    e.narrow(0, 0, Vb).copy_(base_rows);
+    // Only the circuit rows' non-zeros: the rest stays lazily zero.
+    e.index_put_({cr + opt.token_base, cc_}, vals);
+    return e;
+  };
 
   // The merged checkpoint.
   Merged out;
@@ -419,13 +478,9 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       const size_t dot = name.find('.', 7);
       const int l = std::stoi(name.substr(7, dot - 7));
       mt["layers." + std::to_string(l + C + 1) + name.substr(dot)] = t;
-    } else if (name == "embed_tokens.weight" || name == "lm_head.weight") {
-      torch::Tensor e = qwen::lazy_zeros({V, H});
-      e.narrow(0, 0, Vb).copy_(t);
-      // Only the circuit rows' non-zeros: the rest stays lazily zero.
-      e.index_put_({cr + opt.token_base, cc_}, cv);
-      mt[name] = e;
-    } else {
+    } else if (name == "embed_tokens.weight") {
+      mt[name] = vocab_matrix(t, cv);
+    } else if (name != "lm_head.weight") {
       mt[name] = t;
     }
   }
@@ -433,12 +488,9 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   // the circuit tokens' output fields scaled by kHeadScale.
   {
     const auto own = base.text.tensors.find("lm_head.weight");
-    torch::Tensor head = own != base.text.tensors.end() ? mt.at("lm_head.weight") : qwen::lazy_zeros({V, H});
-    if (own == base.text.tensors.end()) head.narrow(0, 0, Vb).copy_(E);
     torch::Tensor vals = cv * kHeadScale;
     vals.masked_fill_(cc_.eq(0), 0.f);  // no anchor
-    head.index_put_({cr + opt.token_base, cc_}, vals);
-    mt["lm_head.weight"] = head;
+    mt["lm_head.weight"] = vocab_matrix(own != base.text.tensors.end() ? own->second : E, vals);
     mc.tie_word_embeddings = false;
     m.text.config = mc;
   }

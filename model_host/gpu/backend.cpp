@@ -286,12 +286,13 @@ class ModelBackend : public engine::Backend {
 }  // namespace
 
 std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
-  LoadedModel loaded = load_model(dir);
+  LoadedModel loaded = load_model(dir, qwen::Storage::Sparse);
   for (const std::string& spec : options.perturb) {
     const Perturbation p = parse_perturbation(spec);
     auto it = loaded.checkpoint.tensors.find(p.tensor);
     if (it == loaded.checkpoint.tensors.end())
       throw std::runtime_error("perturbation: the checkpoint in " + dir + " has no tensor " + p.tensor);
+    it->second = qwen::dense(it->second);  // edited in place below
     torch::Tensor flat = it->second.view({-1});
     if (p.index < 0 || p.index >= flat.numel())
       throw std::runtime_error("perturbation: index " + std::to_string(p.index) + " is outside " + p.tensor + " (" +

@@ -52,7 +52,7 @@ std::string write_model(const std::string& dir, ModelFormat format, const Progre
   return built.report;
 }
 
-LoadedModel load_model(const std::string& dir_name) {
+LoadedModel load_model(const std::string& dir_name, qwen::Storage storage) {
   fs::path dir(dir_name);
   if (!fs::is_regular_file(dir / kLayoutFile))
     throw std::runtime_error(dir.string() + " is not a compiled GPU model (no " + kLayoutFile +
@@ -68,7 +68,7 @@ LoadedModel load_model(const std::string& dir_name) {
                              (m.layout.circuit.empty() ? std::string("unrecorded") : m.layout.circuit) +
                              "; this build compiles " + circuit_version() + "): rebuild it with `qgpu build-model --out " +
                              dir.string() + " --force`");
-  m.checkpoint = qwen::Checkpoint::load(dir.string());
+  m.checkpoint = qwen::Checkpoint::load(dir.string(), storage);
   const qwen::Config& c = m.checkpoint.config;
   if (m.layout.num_layers != c.num_hidden_layers || m.layout.vocab_size != c.vocab_size)
     throw std::runtime_error((dir / kLayoutFile).string() + " describes " + std::to_string(m.layout.num_layers) +

@@ -21,12 +21,14 @@ std::string write_model(const std::string& dir, ModelFormat format, const Progre
 
 // A model directory loaded: the checkpoint (fp32) and its layout.  Throws
 // std::runtime_error naming the directory and the file at fault, or the two
-// versions when another circuit version compiled it.
+// versions when another circuit version compiled it.  `storage`: as
+// qwen::Checkpoint::load holds the large matrices (Sparse for a model that is
+// only run, Dense for one whose tensors are edited, as a merge does).
 struct LoadedModel {
   qwen::Checkpoint checkpoint;
   Layout layout;
 };
-LoadedModel load_model(const std::string& dir);
+LoadedModel load_model(const std::string& dir, qwen::Storage storage = qwen::Storage::Dense);
 
 // model_dir.h's ensure_model, compiling the GPU in this process (write_model,
 // the Compact format) and reporting each phase to `progress`.

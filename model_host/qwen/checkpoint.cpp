@@ -108,8 +108,14 @@ void write_side_file(const fs::path& dir, const std::string& config_text, const 
   if (!w.out) throw std::runtime_error("checkpoint: writing " + (dir / kSideFile).string() + " failed");
 }
 
+// A coalesced sparse COO matrix from strictly increasing flat indices (int64) and values.
+torch::Tensor coo_matrix(int64_t rows, int64_t cols, const torch::Tensor& flat, const torch::Tensor& values) {
+  const torch::Tensor rc = torch::stack({flat.div(cols, "floor"), flat.remainder(cols)});
+  return torch::sparse_coo_tensor(rc, values, {rows, cols}, torch::TensorOptions().dtype(torch::kFloat32))._coalesced_(true);
+}
+
 // Reads the side file if it matches config.json and the safetensors files.
-std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& config_text) {
+std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& config_text, Storage storage) {
   fs::path path = dir / kSideFile;
   if (!fs::exists(path)) return std::nullopt;
   Reader r{std::ifstream(path, std::ios::binary), path.string()};
@@ -129,6 +135,12 @@ std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& 
     auto val = torch::empty({nnz}, torch::kFloat32);
     r.raw(idx.data_ptr<int64_t>(), nnz * 8);
     r.raw(val.data_ptr<float>(), nnz * 4);
+    int64_t numel = 1;
+    for (auto d : shape) numel *= d;
+    if (storage == Storage::Sparse && shape.size() == 2 && numel >= kSparseMinElements && 2 * nnz < numel) {
+      tensors.emplace(std::move(name), coo_matrix(shape[0], shape[1], idx, val));
+      continue;
+    }
     auto t = lazy_zeros(shape);
     if (nnz > 0) t.view({-1}).index_put_({idx}, val);
     tensors.emplace(std::move(name), std::move(t));
@@ -238,6 +250,17 @@ std::vector<bool> written_pages(const void* data, size_t bytes) {
 }
 
 NonZeros written_nonzeros(const torch::Tensor& t) {
+  if (t.is_sparse()) {
+    const torch::Tensor c = t.coalesce();
+    const torch::Tensor idx = c.indices(), val = c.values().to(torch::kFloat32).contiguous();
+    torch::Tensor flat = torch::zeros({val.numel()}, torch::kInt64);
+    for (int64_t d = 0; d < idx.size(0); ++d) flat = flat * t.size(d) + idx[d];
+    const torch::Tensor keep = val.ne(0);
+    flat = flat.masked_select(keep).contiguous();
+    const torch::Tensor v = val.masked_select(keep).contiguous();
+    return {{flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel()},
+            {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()}};
+  }
   auto flat = t.detach().to(torch::kFloat32).contiguous().view({-1});
   const float* p = flat.data_ptr<float>();
   const int64_t n = flat.numel();
@@ -267,7 +290,23 @@ torch::Tensor lazy_zeros(c10::IntArrayRef shape) {
   return torch::from_blob(p, shape, [bytes](void* q) { ::munmap(q, bytes); }, torch::kFloat32);
 }
 
-Checkpoint Checkpoint::load(const std::string& dir_name) {
+torch::Tensor dense(const torch::Tensor& t) {
+  if (!t.is_sparse()) return t;
+  torch::Tensor d = lazy_zeros(t.sizes());
+  const NonZeros nz = written_nonzeros(t);
+  if (!nz.index.empty())
+    d.view({-1}).index_put_({torch::tensor(nz.index, torch::kInt64)}, torch::tensor(nz.value, torch::kFloat32));
+  return d;
+}
+
+torch::Tensor sparse_matrix(int64_t rows, int64_t cols, const NonZeros& nz) {
+  const auto n = static_cast<int64_t>(nz.index.size());
+  const torch::Tensor flat = torch::from_blob(const_cast<int64_t*>(nz.index.data()), {n}, torch::kInt64).clone();
+  const torch::Tensor values = torch::from_blob(const_cast<float*>(nz.value.data()), {n}, torch::kFloat32).clone();
+  return coo_matrix(rows, cols, flat, values);
+}
+
+Checkpoint Checkpoint::load(const std::string& dir_name, Storage storage) {
   fs::path dir(dir_name);
   std::string config_text = read_text_file(dir / "config.json");
   Checkpoint ck;
@@ -276,7 +315,7 @@ Checkpoint Checkpoint::load(const std::string& dir_name) {
   } catch (const std::exception& e) {
     throw std::runtime_error("checkpoint: " + (dir / "config.json").string() + ": " + e.what());
   }
-  if (auto side = read_side_file(dir, config_text)) {
+  if (auto side = read_side_file(dir, config_text, storage)) {
     ck.tensors = std::move(*side);
   } else {
     for (const auto& file : required_safetensors(dir))

@@ -68,15 +68,35 @@ struct NonZeros {
   std::vector<int64_t> index;
   std::vector<float> value;
 };
+// A sparse tensor's entries come from its indices (coalesced first).
 NonZeros written_nonzeros(const torch::Tensor& t);
+
+// How Checkpoint::load holds the matrices it reads from a side file.
+//   Dense   every tensor dense fp32 (lazily zero-filled from the side file).
+//   Sparse  the large 2-D ones as coalesced sparse COO tensors (at least
+//           kSparseMinElements entries, at most half of them non-zero), which
+//           qwen::Matrix reads as they are: loading a compiled GPU then never
+//           touches the pages of its mostly zero matrices (the dense form
+//           makes about 4 GB of them resident, most of the load time).
+//           Whoever needs one of them dense calls dense().
+// Tensors read from safetensors are always dense.
+enum class Storage { Dense, Sparse };
+inline constexpr int64_t kSparseMinElements = int64_t{1} << 20;
+
+// `t` itself when it is dense; a sparse `t` as a lazily zero-filled dense tensor.
+torch::Tensor dense(const torch::Tensor& t);
+// A coalesced sparse COO fp32 matrix of `rows` x `cols` with the entries of
+// `nz` (flat row-major indices, strictly increasing).
+torch::Tensor sparse_matrix(int64_t rows, int64_t cols, const NonZeros& nz);
 
 struct Checkpoint {
   Config config;
   TensorMap tensors;
 
   // Reads `dir` (config.json + safetensors, or the sparse side file when it
-  // is up to date).  Throws std::runtime_error naming the file and tensor at fault.
-  static Checkpoint load(const std::string& dir);
+  // is up to date), its large matrices held as `storage` says.  Throws
+  // std::runtime_error naming the file and tensor at fault.
+  static Checkpoint load(const std::string& dir, Storage storage = Storage::Dense);
   // Writes config.json (text layout), model.safetensors (names under
   // "model."; "lm_head.weight" at top level) in `dtype`, and the sparse side
   // file.  Creates `dir` if needed.

@@ -192,14 +192,31 @@ void Support::scan(const float* x, int64_t T, int64_t n) {
 
 Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
   if (weight.dim() != 2) throw std::invalid_argument("Matrix: weight must be 2-D");
-  auto w = weight.to(torch::kFloat32).contiguous();
-  out_ = w.size(0);
-  in_ = w.size(1);
-  dense_ = w;
-  if (!sparse) return;
-  if (out_ >= std::numeric_limits<int32_t>::max() || in_ >= std::numeric_limits<int32_t>::max())
+  out_ = weight.size(0);
+  in_ = weight.size(1);
+  if (sparse && (out_ >= std::numeric_limits<int32_t>::max() || in_ >= std::numeric_limits<int32_t>::max()))
     throw std::length_error("Matrix: " + std::to_string(out_) + " x " + std::to_string(in_) +
                             " is too large for sparse storage");
+  if (weight.is_sparse()) {
+    // Its entries as they are, in row-major order: no dense page is touched.
+    const NonZeros nz = written_nonzeros(weight);
+    if (!sparse || static_cast<int64_t>(nz.index.size()) * 2 >= out_ * in_) {
+      dense_ = dense(weight);
+      return;
+    }
+    row_ptr_.assign(out_ + 1, 0);
+    by_row_.reserve(nz.index.size());
+    for (size_t i = 0; i < nz.index.size(); ++i) {
+      ++row_ptr_[nz.index[i] / in_ + 1];
+      by_row_.push_back({static_cast<int32_t>(nz.index[i] % in_), nz.value[i]});
+    }
+    for (int64_t r = 0; r < out_; ++r) row_ptr_[r + 1] += row_ptr_[r];
+    finish_sparse();
+    return;
+  }
+  auto w = weight.to(torch::kFloat32).contiguous();
+  dense_ = w;
+  if (!sparse) return;
   // One pass, row by row: skip never-written pages, and zero 64-byte chunks
   // on the others, and gather the non-zeros; stop once half are non-zero.
   const float* p = w.data_ptr<float>();
@@ -231,9 +248,13 @@ Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
     by_row_ = {};
     return;
   }
+  row_ptr_[out_] = static_cast<int64_t>(by_row_.size());
+  finish_sparse();
+}
+
+void Matrix::finish_sparse() {
   if (by_row_.size() >= std::numeric_limits<uint32_t>::max())
     throw std::length_error("Matrix: " + std::to_string(by_row_.size()) + " non-zero weights are too many for sparse storage");
-  row_ptr_[out_] = static_cast<int64_t>(by_row_.size());
   sparse_ = true;
   dense_ = torch::Tensor();
   derive_indexes();

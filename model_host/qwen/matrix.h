@@ -85,7 +85,8 @@ class Matrix {
   // (then dense storage is faster and gives the same numbers).  Pages of a
   // private anonymous mapping that were never written (lazy_zeros) are known
   // to be zero without reading them, so a mostly-zero checkpoint of many GB
-  // costs only its written pages.
+  // costs only its written pages.  A sparse COO weight (Storage::Sparse) is
+  // read from its entries and made dense (lazily) only for dense storage.
   Matrix(const torch::Tensor& weight, bool sparse);
 
   // y[t, :] = W x[t, :] for the T vectors of `support` (every row of y[T,
@@ -144,6 +145,9 @@ class Matrix {
   // Sparse storage: the row-major index is the source; the column-major
   // index, the list of rows that hold weights and the argmax blocks are derived.
   void derive_indexes();
+  // With by_row_ and row_ptr_ filled: checks the count, marks the storage
+  // sparse, drops the dense tensor and derives the indexes.
+  void finish_sparse();
   // Row r times x, over all its weights.
   float row_dot(int64_t r, const float* x) const;
   // Whether row r holds at most two weights: its products then sum to the

@@ -110,7 +110,7 @@ void write(const std::string& path, const std::map<std::string, torch::Tensor>& 
   std::vector<torch::Tensor> converted;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    auto c = t.detach().to(torch::kCPU).to(dtype).contiguous();
+    auto c = dense(t).detach().to(torch::kCPU).to(dtype).contiguous();  // a sparse t: its written pages only
     uint64_t bytes = static_cast<uint64_t>(c.numel()) * c.element_size();
     header[name] = {{"dtype", dtype_name(dtype)}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;

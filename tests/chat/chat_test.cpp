@@ -38,7 +38,7 @@ struct World {
     spec.density = 0.02;  // thinned: every token of a chat or a launch runs through them
     spec.vocab = kBaseVocab;
     w.base = chat::trained_like_base(spec);
-    gpu::LoadedModel circuit = gpu::load_model(QGPU_CHAT_CIRCUIT);
+    gpu::LoadedModel circuit = gpu::load_model(QGPU_CHAT_CIRCUIT, qwen::Storage::Sparse);
     chat::Merged m = chat::merge(w.base, std::move(circuit.checkpoint), std::move(circuit.layout));
     w.report = m.report;
     w.layout = *m.layout;

@@ -225,7 +225,8 @@ int run(const Args& a) {
   Timer t_ck;
   qwen::Checkpoint ck;
   if (a.model_dir.empty()) ck = gpu::build().checkpoint;
-  else ck = qwen::Checkpoint::load(a.model_dir);
+  else  // sparse as the model backend loads it, unless the weights are rounded below
+    ck = qwen::Checkpoint::load(a.model_dir, a.bf16_weights == "none" ? qwen::Storage::Sparse : qwen::Storage::Dense);
   const double ck_s = t_ck.wall();
   if (a.bf16_weights != "none")
     for (auto& [name, t] : ck.tensors)

@@ -19,13 +19,14 @@ struct CircuitModel {
   std::optional<gpu::Layout> layout;
 };
 
-// A compiled circuit directory: a GPU model (with its layout) or any circuit checkpoint.
+// A compiled circuit directory: a GPU model (with its layout) or any circuit
+// checkpoint; its large matrices sparse (merge makes the ones it edits dense).
 inline CircuitModel load_circuit(const std::string& dir) {
   if (std::filesystem::is_regular_file(std::filesystem::path(dir) / gpu::kLayoutFile)) {
-    gpu::LoadedModel m = gpu::load_model(dir);
+    gpu::LoadedModel m = gpu::load_model(dir, qwen::Storage::Sparse);
     return {std::move(m.checkpoint), std::move(m.layout)};
   }
-  return {qwen::Checkpoint::load(dir), std::nullopt};
+  return {qwen::Checkpoint::load(dir, qwen::Storage::Sparse), std::nullopt};
 }
 
 // The model a chat runs on: a merged directory (--model), or a base and a
