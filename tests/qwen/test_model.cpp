@@ -111,7 +111,7 @@ TEST(QwenModel, SparseCircuitLike2bWidths) {
 TEST(QwenModel, SparseStorageGivesTheSameModel) {
   Scratch tmp("sparse_storage");
   const std::string dir = tmp / "ck", compact = tmp / "compact";
-  python(QWEN_REFERENCE_PY, "make " + dir + " --size 2b --layers 3 --vocab 300 --seed 9 --sparse");
+  python(QWEN_REFERENCE_PY, "make " + dir + " --size 2b --layers 2 --vocab 300 --seed 9 --sparse");
   Checkpoint::load(dir).save_compact(compact);
   const Checkpoint dense_ck = Checkpoint::load(compact), sparse_ck = Checkpoint::load(compact, Storage::Sparse);
   int sparse_tensors = 0;
