@@ -218,8 +218,8 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     for (int64_t c : ccol) u[c] = true;
     for (int l = 0; l < C; ++l)
       for (const char* w : {"linear_attn.out_proj.weight", "mlp.down_proj.weight"}) {
-        const torch::Tensor t = T(layer_name(l, w));
-        for (int64_t i : qwen::written_nonzeros(t).index) u[i / t.size(1)] = true;
+        const std::vector<bool> rows = lines(T(layer_name(l, w))).rows;
+        for (int64_t d = 0; d < H; ++d) u[d] = u[d] || rows[d];
       }
   }
   const torch::Tensor cr = torch::tensor(crow, torch::kInt64), cc_ = torch::tensor(ccol, torch::kInt64),
@@ -405,12 +405,13 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   for (int l = 0; l <= C; ++l) {
     const torch::Tensor w_in = T(layer_name(l, "input_layernorm.weight")) + 1;
     const torch::Tensor w_post = T(layer_name(l, "post_attention_layernorm.weight")) + 1;
-    const Lines gate = lines(T(layer_name(l, "mlp.gate_proj.weight"))), up = lines(T(layer_name(l, "mlp.up_proj.weight"))),
+    torch::Tensor& gate_w = T(layer_name(l, "mlp.gate_proj.weight"));
+    const Lines gate = lines(gate_w), up = lines(T(layer_name(l, "mlp.up_proj.weight"))),
                 down = lines(T(layer_name(l, "mlp.down_proj.weight")));
     std::vector<int64_t> units;
     for (int64_t i = 0; i < I; ++i)
       if (gate.rows[i] && up.rows[i] && down.cols[i]) units.push_back(i);
-    mute(T(layer_name(l, "mlp.gate_proj.weight")), units, w_post, torch::zeros({int64_t(units.size())}));
+    mute(gate_w, units, w_post, torch::zeros({int64_t(units.size())}));
     const std::string a = layer_name(l, "linear_attn.");
     const Lines qkv = lines(T(a + "in_proj_qkv.weight")), outp = lines(T(a + "out_proj.weight")),
                 z = lines(T(a + "in_proj_z.weight"));

@@ -23,7 +23,7 @@ std::string write_model(const std::string& dir, ModelFormat format, const Progre
 // std::runtime_error naming the directory and the file at fault, or the two
 // versions when another circuit version compiled it.  `storage`: as
 // qwen::Checkpoint::load holds the large matrices (Sparse for a model that is
-// only run, Dense for one whose tensors are edited, as a merge does).
+// run or merged, Dense for code that edits or scans the tensors densely).
 struct LoadedModel {
   qwen::Checkpoint checkpoint;
   Layout layout;

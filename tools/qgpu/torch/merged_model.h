@@ -20,7 +20,8 @@ struct CircuitModel {
 };
 
 // A compiled circuit directory: a GPU model (with its layout) or any circuit
-// checkpoint; its large matrices sparse (merge makes the ones it edits dense).
+// checkpoint; its large matrices sparse (merge reads them through their entries
+// and writes the ones it edits as sparse matrices).
 inline CircuitModel load_circuit(const std::string& dir) {
   if (std::filesystem::is_regular_file(std::filesystem::path(dir) / gpu::kLayoutFile)) {
     gpu::LoadedModel m = gpu::load_model(dir, qwen::Storage::Sparse);
