@@ -1,6 +1,7 @@
 #include "model_host/chat/text_kl.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <sstream>

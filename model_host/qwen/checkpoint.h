@@ -28,7 +28,7 @@
 
 #include "model_host/qwen/config.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 #include <map>

@@ -13,7 +13,7 @@
 // in the lane scheme.  Everything here is fp32 and never fused into FMAs.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <vector>

@@ -18,7 +18,7 @@
 
 #include "model_host/qwen/checkpoint.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <memory>
 #include <vector>

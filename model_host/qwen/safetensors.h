@@ -3,7 +3,7 @@
 // then the raw little-endian tensor bytes.
 #pragma once
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <functional>
 #include <map>

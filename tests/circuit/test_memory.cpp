@@ -3,6 +3,8 @@
 // executors against the Python reference.
 #include "bench.h"
 
+#include <torch/utils.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

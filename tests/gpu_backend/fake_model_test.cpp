@@ -6,7 +6,7 @@
 // circuit vocabulary and a trace without END fail with errors naming them,
 // and --dump-tokens and the launch statistics describe what was generated.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <filesystem>
 #include <fstream>

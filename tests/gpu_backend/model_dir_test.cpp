@@ -3,7 +3,8 @@
 // determinism, files a previous save left behind, the cache location, and
 // the errors that name what is wrong.  No circuit is compiled here.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -6,7 +6,7 @@
 #include "model_host/qwen/checkpoint.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdlib>
 #include <filesystem>

@@ -6,6 +6,7 @@
 #include "model_host/qwen/model.h"
 
 #include <CLI/CLI.hpp>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <ctime>
