@@ -110,7 +110,15 @@ void write_side_file(const fs::path& dir, const std::string& config_text, const 
 
 // A coalesced sparse COO matrix from strictly increasing flat indices (int64) and values.
 torch::Tensor coo_matrix(int64_t rows, int64_t cols, const torch::Tensor& flat, const torch::Tensor& values) {
-  const torch::Tensor rc = torch::stack({flat.div(cols, "floor"), flat.remainder(cols)});
+  // One pass, no temporaries: fresh pages are costly here (each is a fault).
+  const int64_t n = flat.numel();
+  torch::Tensor rc = torch::empty({2, n}, torch::kInt64);
+  const int64_t* f = flat.data_ptr<int64_t>();
+  int64_t* r = rc.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    r[i] = f[i] / cols;
+    r[n + i] = f[i] % cols;
+  }
   return torch::sparse_coo_tensor(rc, values, {rows, cols}, torch::TensorOptions().dtype(torch::kFloat32))._coalesced_(true);
 }
 
@@ -252,14 +260,21 @@ std::vector<bool> written_pages(const void* data, size_t bytes) {
 NonZeros written_nonzeros(const torch::Tensor& t) {
   if (t.is_sparse()) {
     const torch::Tensor c = t.coalesce();
-    const torch::Tensor idx = c.indices(), val = c.values().to(torch::kFloat32).contiguous();
-    torch::Tensor flat = torch::zeros({val.numel()}, torch::kInt64);
-    for (int64_t d = 0; d < idx.size(0); ++d) flat = flat * t.size(d) + idx[d];
-    const torch::Tensor keep = val.ne(0);
-    flat = flat.masked_select(keep).contiguous();
-    const torch::Tensor v = val.masked_select(keep).contiguous();
-    return {{flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel()},
-            {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()}};
+    const torch::Tensor idx = c.indices().to(torch::kInt64).contiguous(), val = c.values().to(torch::kFloat32).contiguous();
+    const int64_t dims = idx.size(0), n = val.numel();
+    const int64_t* ix = idx.data_ptr<int64_t>();
+    const float* v = val.data_ptr<float>();
+    NonZeros nz;
+    nz.index.reserve(n);
+    nz.value.reserve(n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (v[i] == 0.0f) continue;
+      int64_t flat = 0;
+      for (int64_t d = 0; d < dims; ++d) flat = flat * t.size(d) + ix[d * n + i];
+      nz.index.push_back(flat);
+      nz.value.push_back(v[i]);
+    }
+    return nz;
   }
   auto flat = t.detach().to(torch::kFloat32).contiguous().view({-1});
   const float* p = flat.data_ptr<float>();
