@@ -368,21 +368,54 @@ class Lowerer {
   //
   // A 32-bit step subtracts with r = minu(r, r - dd): when dd <= r, r - dd is
   // the smaller; when dd > r, r - dd wraps to 2^32 - (dd - r) > r.
+  //
+  // The quotient costs 3 more operations a bit when the loop accumulates it.
+  // A long one (more than kShortQuotient bits) is computed after the loop
+  // instead: n - r = q d exactly, so with d = d' 2^s, d' odd, (n - r) >> s =
+  // q d' exactly (< 2^32), and q = (q d') x mod 2^32 for x the inverse of d'
+  // modulo 2^32 (exact_quotient): about 20 operations once, most of whose
+  // values are wide (two tokens each on the model), against 3 a bit.
+  static constexpr uint32_t kShortQuotient = 10;
   std::pair<Operand, Operand> udiv32(Operand n, Operand d, bool want_q) {
     Operand i0 = opr(Op::MAX, opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n)), K(uint32_t(-1)));
     Operand i = opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
     uint32_t dd = op(Op::SHL, d, i), r = op(Op::MOV, n), q = want_q ? op(Op::MOV, K(0)) : 0;
     uint32_t k = op(Op::ADD, i, K(1));
-    uint32_t loop = new_label(), done = new_label();
-    br(R(k), loop, done);
-    place(loop);
-    if (want_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), opr(Op::SLEU, R(dd), R(r)));
-    opd(r, Op::MINU, R(r), opr(Op::SUB, R(r), R(dd)));
-    opd(dd, Op::SHR, R(dd), K(1));
-    opd(k, Op::ADD, R(k), K(uint32_t(-1)));
-    br(R(k), loop, done);
+    // The remainder loop, with the quotient when `with_q`; `out` after the last bit.
+    auto steps = [&](bool with_q, uint32_t out) {
+      uint32_t loop = new_label();
+      br(R(k), loop, out);
+      place(loop);
+      if (with_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), opr(Op::SLEU, R(dd), R(r)));
+      opd(r, Op::MINU, R(r), opr(Op::SUB, R(r), R(dd)));
+      opd(dd, Op::SHR, R(dd), K(1));
+      opd(k, Op::ADD, R(k), K(uint32_t(-1)));
+      br(R(k), loop, out);
+    };
+    uint32_t done = new_label();
+    if (want_q) {
+      uint32_t short_q = new_label(), long_q = new_label(), after = new_label();
+      br(opr(Op::SLTU, K(kShortQuotient), R(k)), long_q, short_q);
+      place(short_q);
+      steps(true, done);
+      place(long_q);
+      steps(false, after);
+      place(after);
+      opd(q, Op::MOV, exact_quotient(opr(Op::SUB, n, R(r)), d));
+    } else {
+      steps(false, done);
+    }
     place(done);
     return {want_q ? R(q) : K(0), R(r)};
+  }
+  // m / d for m a multiple of d (see udiv32); all ones for d = 0.
+  Operand exact_quotient(Operand m, Operand d) {
+    Operand s = opr(Op::CLZ, opr(Op::BREV, d));
+    Operand odd = opr(Op::SHR, d, s);
+    Operand x = opr(Op::XOR, opr(Op::MUL, odd, K(3)), K(2));
+    for (int step = 0; step < 3; ++step) x = opr(Op::MUL, x, opr(Op::SUB, K(2), opr(Op::MUL, odd, x)));
+    Operand q = opr(Op::MUL, opr(Op::SHR, m, s), x);
+    return opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(uint32_t(-1)), q);
   }
   Operand clz64(V x) {
     return opr(Op::SEL, opr(Op::SEQ, x.hi, K(0)), opr(Op::ADD, opr(Op::CLZ, x.lo), K(32)), opr(Op::CLZ, x.hi));

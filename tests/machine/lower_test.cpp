@@ -384,7 +384,7 @@ TEST(MachineLowering, UnsupportedInstructionsAreNamedWithTheirLine) {
 
 // The division loops iterate only the quotient's bits: operands of every bit
 // length (and either sign) exercise every start of the loop, n < d (no
-// iteration) and zero divisors.
+// iteration), zero divisors, and 32-bit quotients of either length.
 TEST(MachineLowering, DivisionOfOperandsOfEveryBitLength) {
   for (uint64_t seed : {2026u, 7u, 1234567u, 99u}) {
   SCOPED_TRACE(seed);
@@ -416,6 +416,17 @@ TEST(MachineLowering, DivisionOfOperandsOfEveryBitLength) {
   a[9] = 0x7fffffff00000001u, b[9] = 0x80000000u;
   a[10] = 0x7ffffffe00000000u, b[10] = 0x7fffffffu;
   a[11] = 0x00000003ffffffffu, b[11] = 1;
+  // 32-bit quotients longer than the loop accumulates (computed from the
+  // remainder through the inverse of the divisor's odd part), at the edges:
+  // even divisors, a power of two, the longest quotient, and just past and
+  // at the loop's length.
+  a[12] = 0xffffffffu, b[12] = 6;
+  a[13] = 0xfffffff0u, b[13] = 0x10;
+  a[14] = 0xffffffffu, b[14] = 1;
+  a[15] = 0x7ff, b[15] = 1;
+  a[16] = 0x3ff, b[16] = 1;
+  a[17] = 0x80000000u, b[17] = 0x0000c000u;
+  a[18] = 0xfffffffbu, b[18] = 0xfffffffau;
   cross_check({"_Z12divide_pairsPKyS0_Py", {2, 1, 1}, {n / 2, 1, 1}, {buffer(a), buffer(b), zeros(n * 64)}});
   }
 }
