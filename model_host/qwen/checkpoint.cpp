@@ -259,21 +259,12 @@ std::vector<bool> written_pages(const void* data, size_t bytes) {
 
 NonZeros written_nonzeros(const torch::Tensor& t) {
   if (t.is_sparse()) {
-    const torch::Tensor c = t.coalesce();
-    const torch::Tensor idx = c.indices().to(torch::kInt64).contiguous(), val = c.values().to(torch::kFloat32).contiguous();
-    const int64_t dims = idx.size(0), n = val.numel();
-    const int64_t* ix = idx.data_ptr<int64_t>();
-    const float* v = val.data_ptr<float>();
     NonZeros nz;
-    nz.index.reserve(n);
-    nz.value.reserve(n);
-    for (int64_t i = 0; i < n; ++i) {
-      if (v[i] == 0.0f) continue;
-      int64_t flat = 0;
-      for (int64_t d = 0; d < dims; ++d) flat = flat * t.size(d) + ix[d * n + i];
-      nz.index.push_back(flat);
-      nz.value.push_back(v[i]);
-    }
+    const int64_t cols = t.size(1);
+    for_each_entry(t, [&](int64_t r, int64_t c, float v) {
+      nz.index.push_back(r * cols + c);
+      nz.value.push_back(v);
+    });
     return nz;
   }
   auto flat = t.detach().to(torch::kFloat32).contiguous().view({-1});

@@ -32,6 +32,7 @@
 
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 namespace qgpu::qwen {
@@ -70,6 +71,20 @@ struct NonZeros {
 };
 // A sparse tensor's entries come from its indices (coalesced first).
 NonZeros written_nonzeros(const torch::Tensor& t);
+// f(row, col, value) for every non-zero entry of a sparse COO matrix (the
+// only sparse tensors here, Storage::Sparse), in row-major order, straight
+// from its indices.
+template <class F>
+void for_each_entry(const torch::Tensor& sparse, F&& f) {
+  if (!sparse.is_sparse() || sparse.dim() != 2) throw std::invalid_argument("for_each_entry: not a sparse matrix");
+  const torch::Tensor c = sparse.coalesce();
+  const torch::Tensor idx = c.indices().to(torch::kInt64).contiguous(), val = c.values().to(torch::kFloat32).contiguous();
+  const int64_t n = val.numel();
+  const int64_t* ix = idx.data_ptr<int64_t>();
+  const float* v = val.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i)
+    if (v[i] != 0.0f) f(ix[i], ix[n + i], v[i]);
+}
 
 // How Checkpoint::load holds the matrices it reads from a side file.
 //   Dense   every tensor dense fp32 (lazily zero-filled from the side file).

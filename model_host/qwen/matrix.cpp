@@ -199,16 +199,19 @@ Matrix::Matrix(const torch::Tensor& weight, bool sparse) {
                             " is too large for sparse storage");
   if (weight.is_sparse()) {
     // Its entries as they are, in row-major order: no dense page is touched.
-    const NonZeros nz = written_nonzeros(weight);
-    if (!sparse || static_cast<int64_t>(nz.index.size()) * 2 >= out_ * in_) {
+    row_ptr_.assign(out_ + 1, 0);
+    if (sparse) {
+      by_row_.reserve(weight._nnz());
+      for_each_entry(weight, [&](int64_t r, int64_t c, float v) {
+        ++row_ptr_[r + 1];
+        by_row_.push_back({static_cast<int32_t>(c), v});
+      });
+    }
+    if (!sparse || static_cast<int64_t>(by_row_.size()) * 2 >= out_ * in_) {
+      row_ptr_ = {};
+      by_row_ = {};
       dense_ = dense(weight);
       return;
-    }
-    row_ptr_.assign(out_ + 1, 0);
-    by_row_.reserve(nz.index.size());
-    for (size_t i = 0; i < nz.index.size(); ++i) {
-      ++row_ptr_[nz.index[i] / in_ + 1];
-      by_row_.push_back({static_cast<int32_t>(nz.index[i] % in_), nz.value[i]});
     }
     for (int64_t r = 0; r < out_; ++r) row_ptr_[r + 1] += row_ptr_[r];
     finish_sparse();
