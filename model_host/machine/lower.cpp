@@ -408,24 +408,69 @@ class Lowerer {
     place(done);
     return {want_q ? R(q) : K(0), R(r)};
   }
-  // m / d for m a multiple of d (see udiv32); all ones for d = 0.
-  Operand exact_quotient(Operand m, Operand d) {
+  // (m / d) mod 2^32 for m = m_hi 2^32 + m_lo a multiple of d (see
+  // udiv32); all ones for d = 0.
+  Operand exact_quotient(Operand m_lo, Operand d, Operand m_hi = K(0)) {
     Operand s = opr(Op::CLZ, opr(Op::BREV, d));
     Operand odd = opr(Op::SHR, d, s);
     Operand x = opr(Op::XOR, opr(Op::MUL, odd, K(3)), K(2));
     for (int step = 0; step < 3; ++step) x = opr(Op::MUL, x, opr(Op::SUB, K(2), opr(Op::MUL, odd, x)));
-    Operand q = opr(Op::MUL, opr(Op::SHR, m, s), x);
+    Operand shifted = opr(Op::SHR, m_lo, s);
+    if (!m_hi.imm || m_hi.v != 0) shifted = opr(Op::OR, shifted, opr(Op::SHL, m_hi, opr(Op::SUB, K(32), s)));
+    Operand q = opr(Op::MUL, shifted, x);
     return opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(uint32_t(-1)), q);
+  }
+  // Division by a normalised divisor dn (bit 31 set) through its reciprocal
+  // v = floor((2^64 - 1) / dn) - 2^32 (Moller and Granlund, "Improved
+  // division by invariant integers", 2011): (u1 2^32 + u0) / dn for u1 < dn
+  // from one 32 x 32 -> 64 product and two corrections.
+  std::pair<Operand, Operand> div_preinv(Operand u1, Operand u0, Operand dn, Operand v, bool want_q) {
+    Operand p0 = opr(Op::MUL, v, u1), p1 = opr(Op::MULHU, v, u1);
+    Operand q0 = opr(Op::ADD, p0, u0);
+    Operand q1 = opr(Op::ADD, opr(Op::ADD, p1, u1), opr(Op::ADD, opr(Op::SLTU, q0, p0), K(1)));
+    Operand r = opr(Op::SUB, u0, opr(Op::MUL, q1, dn));
+    Operand over = opr(Op::SLTU, q0, r);  // the estimate was one too large
+    r = opr(Op::ADD, r, opr(Op::SEL, over, dn, K(0)));
+    if (want_q) q1 = opr(Op::ADD, opr(Op::SUB, q1, over), opr(Op::SLEU, dn, r));
+    return {q1, opr(Op::MINU, r, opr(Op::SUB, r, dn))};
+  }
+  // Makes recip_v_ the reciprocal of dn (>= 2^31) unless recip_d_ says it
+  // is already.  The remainder of (2^64 - 1) / dn comes from restoring
+  // division of (~dn, 2^32 - 1), whose high word is below dn, one bit a step
+  // (every incoming bit is 1); the quotient, v + 2^32, then from
+  // 2^64 - 1 - r = (v + 2^32) dn through exact_quotient.
+  void refresh_reciprocal(Operand dn) {
+    uint32_t compute = new_label(), ready = new_label(), loop = new_label(), out = new_label();
+    br(opr(Op::SNE, R(recip_d_), dn), compute, ready);
+    place(compute);
+    uint32_t r = op(Op::XOR, dn, K(~0u)), k = op(Op::MOV, K(32));
+    jmp(loop);
+    place(loop);
+    // 2r + 1 mod 2^32, then less dn where that is at least dn: always when
+    // r >= 2^31 (the sum overflowed: 2r + 1 - dn < dn), so the minimum
+    // takes the difference there.
+    Operand carry = opr(Op::SAR, R(r), K(31));
+    Operand twice = opr(Op::ADD, opr(Op::ADD, R(r), R(r)), K(1));
+    opd(r, Op::MINU, opr(Op::OR, twice, carry), opr(Op::SUB, twice, dn));
+    opd(k, Op::ADD, R(k), K(uint32_t(-1)));
+    br(R(k), loop, out);
+    place(out);
+    opd(recip_v_, Op::MOV, exact_quotient(opr(Op::XOR, R(r), K(~0u)), dn, K(~0u)));
+    opd(recip_d_, Op::MOV, dn);
+    place(ready);
   }
   Operand clz64(V x) {
     return opr(Op::SEL, opr(Op::SEQ, x.hi, K(0)), opr(Op::ADD, opr(Op::CLZ, x.lo), K(32)), opr(Op::CLZ, x.hi));
   }
-  // 64-bit division.  A divisor 0 < d < 2^31 (the common 64-by-32 case, such
-  // as a product reduced modulo a 32-bit number) takes a shorter path:
-  // q_hi, r = n_hi / d, n_hi % d as 32-bit words, then n_lo's bits enter r
-  // one by one from the top (r < d < 2^31, so 2r + 1 never overflows), each
-  // followed by a 32-bit step; when r = 0 there, n_lo's leading zero bits
-  // are skipped.  Other divisors run the 64-bit loop.
+  // 64-bit division.  A divisor below 2^32 (the common 64-by-32 case, such
+  // as a product reduced modulo a 32-bit number) takes a shorter path: a
+  // dividend below 2^32 too is divided by udiv32; otherwise, normalised, dn = d << s with s = clz(d), the dividend shifted by s has
+  // three words, and two steps of div_preinv divide them (the first only
+  // when n_hi >= d: otherwise its quotient is 0 and its remainder the middle
+  // word); the remainder is shifted back.  The reciprocal is kept per thread
+  // with the divisor it belongs to (recip_d_, recip_v_) and computed again
+  // only when the divisor changes: a loop that divides by a fixed modulus
+  // pays for it once.  Other divisors run the 64-bit loop.
   std::pair<V, V> udiv64(V n, V d, bool want_q) {
     uint32_t qlo = op(Op::MOV, K(0)), qhi = op(Op::MOV, K(0)), rlo = op(Op::MOV, n.lo), rhi = op(Op::MOV, n.hi);
     uint32_t narrow = new_label(), wide = new_label(), done = new_label();
@@ -433,29 +478,38 @@ class Lowerer {
       jmp(wide);
     } else {
       narrow_division_ = true;
-      br(opr(Op::OR, d.hi, opr(Op::SLEU, K(0x7fffffffu), opr(Op::ADD, d.lo, K(uint32_t(-1))))), wide, narrow);
+      br(opr(Op::OR, d.hi, opr(Op::SEQ, d.lo, K(0))), wide, narrow);
       place(narrow);
-      auto [q1, r1] = udiv32(n.hi, d.lo, want_q);
-      uint32_t r = op(Op::MOV, r1), lo = op(Op::MOV, n.lo);
-      uint32_t q = want_q ? op(Op::MOV, K(0)) : 0;
-      Operand skip = opr(Op::SEL, R(r), K(0), opr(Op::CLZ, R(lo)));
-      opd(lo, Op::SHL, R(lo), skip);
-      uint32_t k = op(Op::SUB, K(32), skip);
-      uint32_t loop = new_label(), out = new_label();
-      br(R(k), loop, out);
-      place(loop);
-      opd(r, Op::ADD, opr(Op::ADD, R(r), R(r)), opr(Op::SHR, R(lo), K(31)));
-      opd(lo, Op::ADD, R(lo), R(lo));
-      if (want_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), opr(Op::SLEU, d.lo, R(r)));
-      opd(r, Op::MINU, R(r), opr(Op::SUB, R(r), d.lo));
-      opd(k, Op::ADD, R(k), K(uint32_t(-1)));
-      br(R(k), loop, out);
-      place(out);
-      opd(rlo, Op::MOV, R(r));
+      uint32_t word = new_label(), words = new_label();
+      br(n.hi, words, word);
+      place(word);  // a 32-bit dividend: the 32-bit division, with no reciprocal
+      {
+        auto [q, r] = udiv32(n.lo, d.lo, want_q);
+        opd(rlo, Op::MOV, r);
+        if (want_q) opd(qlo, Op::MOV, q);
+        jmp(done);
+      }
+      place(words);
+      Operand s = opr(Op::CLZ, d.lo), back = opr(Op::SUB, K(32), s);
+      Operand dn = opr(Op::SHL, d.lo, s);
+      refresh_reciprocal(dn);
+      const Operand v = R(recip_v_);
+      Operand w1 = opr(Op::OR, opr(Op::SHL, n.hi, s), opr(Op::SHR, n.lo, back));
+      Operand w0 = opr(Op::SHL, n.lo, s);
+      uint32_t u1 = op(Op::MOV, w1), q1 = want_q ? op(Op::MOV, K(0)) : 0;
+      uint32_t low = new_label(), high = new_label();
+      br(opr(Op::SLTU, n.hi, d.lo), low, high);
+      place(high);
+      auto [qh, rh] = div_preinv(opr(Op::SHR, n.hi, back), w1, dn, v, want_q);
+      opd(u1, Op::MOV, rh);
+      if (want_q) opd(q1, Op::MOV, qh);
+      place(low);
+      auto [q0, r0] = div_preinv(R(u1), w0, dn, v, want_q);
+      opd(rlo, Op::MOV, opr(Op::SHR, r0, s));
       opd(rhi, Op::MOV, K(0));
       if (want_q) {
-        opd(qlo, Op::MOV, R(q));
-        opd(qhi, Op::MOV, q1);
+        opd(qlo, Op::MOV, q0);
+        opd(qhi, Op::MOV, R(q1));
       }
       jmp(done);
     }
@@ -585,7 +639,8 @@ class Lowerer {
   uint32_t nvregs_ = 0, nlabels_ = 0;
   uint32_t local_top_ = 0;
   uint32_t scratch_base_ = 0;  // shared offset of the scratch area
-  bool narrow_division_ = false;  // a 64-bit division has its path for divisors below 2^31
+  bool narrow_division_ = false;  // a 64-bit division has its path for divisors below 2^32
+  uint32_t recip_d_ = 0, recip_v_ = 0;  // vregs: the normalised divisor whose reciprocal recip_v_ holds (0: none)
   bool hoisted_ = false;          // hoist_invariants() moved code
   bool spilled_ = false;          // the allocator spilled a value
   bool scratch_used_ = false;
@@ -2598,6 +2653,8 @@ Program Lowerer::run(const std::string& kernel) {
   top.findex = kernel_;
   top.kernel = true;
   tid_ = op(Op::ADD, opr(Op::MUL, opr(Op::WARP), K(p_.lanes)), opr(Op::LANE));
+  recip_d_ = op(Op::MOV, K(0));  // dead unless a 64-bit division reads them
+  recip_v_ = op(Op::MOV, K(0));
   lower_function(top);
   if (opts_.for_model) expand_for_model();
 

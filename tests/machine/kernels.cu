@@ -92,6 +92,31 @@ __global__ void divide_pairs(const unsigned long long* a, const unsigned long lo
   o[7] = (unsigned long long)(sx % sy);
 }
 
+// A chain of 64-bit products reduced modulo divisors below 2^32 that change
+// from step to step or stay (the reciprocal of the 64-by-32 path is kept per
+// thread and computed again only for a new divisor), in a loop.
+__global__ void modular_chain(const unsigned long long* a, const unsigned* m, unsigned long long* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned long long acc = a[i], q = 0;
+#pragma unroll 1
+  for (int j = 0; j < 12; ++j) {
+    unsigned d = m[(i + j / 3) % 8];
+    unsigned long long x = acc * (a[(i + j) % 16] | 1) + j;
+    q ^= (x ^ q) / d;
+    acc = x % d;
+  }
+  out[2 * i] = acc;
+  out[2 * i + 1] = q;
+}
+
+// 64-bit remainders alone (nvcc computes a remainder beside a quotient from
+// the quotient): rem.u64 and rem.s64.
+__global__ void remainder_pairs(const unsigned long long* a, const unsigned long long* b, unsigned long long* out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[2 * i] = a[i] % b[i];
+  out[2 * i + 1] = (unsigned long long)((long long)a[i] % (long long)b[i]);
+}
+
 // Small types: char and short arithmetic, sign and zero extension.
 __global__ void small_types(const signed char* c, const short* s, const unsigned char* uc, int* out) {
   int t = threadIdx.x;
