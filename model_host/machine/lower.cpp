@@ -464,10 +464,11 @@ class Lowerer {
   }
   // 64-bit division.  A divisor below 2^32 (the common 64-by-32 case, such
   // as a product reduced modulo a 32-bit number) takes a shorter path: a
-  // dividend below 2^32 too is divided by udiv32; otherwise, normalised, dn = d << s with s = clz(d), the dividend shifted by s has
-  // three words, and two steps of div_preinv divide them (the first only
-  // when n_hi >= d: otherwise its quotient is 0 and its remainder the middle
-  // word); the remainder is shifted back.  The reciprocal is kept per thread
+  // dividend below 2^32 too is divided by udiv32; otherwise, normalised,
+  // dn = d << s with s = clz(d), the dividend shifted by s has three words,
+  // and two steps of div_preinv divide them (the first only when n_hi >= d:
+  // otherwise its quotient is 0 and its remainder the middle word); the
+  // remainder is shifted back.  The reciprocal is kept per thread
   // with the divisor it belongs to (recip_d_, recip_v_) and computed again
   // only when the divisor changes: a loop that divides by a fixed modulus
   // pays for it once.  Other divisors run the 64-bit loop.
