@@ -72,7 +72,8 @@ std::vector<const Operand*> sources(const Instr& in) {
 // the fast 64-bit division path when it does not fit the ROM, hoisting when
 // it made the allocator spill.  lower() does so.
 struct Relower {
-  bool compact_division = false, no_hoisting = false;
+  bool compact_division = false;
+  uint32_t max_hoisted = UINT32_MAX;  // the cap to lower with (0: no hoisting)
 };
 
 // The basic blocks of virtual code (a label or the instruction after a
@@ -440,6 +441,7 @@ class Lowerer {
   // (every incoming bit is 1); the quotient, v + 2^32, then from
   // 2^64 - 1 - r = (v + 2^32) dn through exact_quotient.
   void refresh_reciprocal(Operand dn) {
+    const uint32_t first = nvregs_;
     uint32_t compute = new_label(), ready = new_label(), loop = new_label(), out = new_label();
     br(opr(Op::SNE, R(recip_d_), dn), compute, ready);
     place(compute);
@@ -458,6 +460,10 @@ class Lowerer {
     opd(recip_v_, Op::MOV, exact_quotient(opr(Op::XOR, R(r), K(~0u)), dn, K(~0u)));
     opd(recip_d_, Op::MOV, dn);
     place(ready);
+    // Run once per divisor: hoisting its invariant part out of a loop would
+    // only hold more registers across the loop.
+    cold_.resize(nvregs_, false);
+    std::fill(cold_.begin() + first, cold_.end(), true);
   }
   Operand clz64(V x) {
     return opr(Op::SEL, opr(Op::SEQ, x.hi, K(0)), opr(Op::ADD, opr(Op::CLZ, x.lo), K(32)), opr(Op::CLZ, x.hi));
@@ -619,7 +625,7 @@ class Lowerer {
   bool rename_temp(uint32_t t, uint32_t dst);
   void remove_dead_code();
   void remove_unreachable();
-  bool hoist_invariants();
+  uint32_t hoist_invariants();
   void propagate_copies();
   void fold_constants();
   void fold_known_bits();
@@ -642,10 +648,11 @@ class Lowerer {
   uint32_t scratch_base_ = 0;  // shared offset of the scratch area
   bool narrow_division_ = false;  // a 64-bit division has its path for divisors below 2^32
   uint32_t recip_d_ = 0, recip_v_ = 0;  // vregs: the normalised divisor whose reciprocal recip_v_ holds (0: none)
-  bool hoisted_ = false;          // hoist_invariants() moved code
+  uint32_t hoisted_ = 0;          // instructions hoist_invariants() moved
   bool spilled_ = false;          // the allocator spilled a value
   bool scratch_used_ = false;
   std::vector<Frame*> frames_;
+  std::vector<bool> cold_;  // per vreg: defined by code that rarely runs (hoist_invariants leaves it)
   Operand guard_ = K(1);  // pure instructions under a guard write through SEL
   uint32_t mark_ = 0;
   uint32_t tid_ = 0;  // vreg: warp * L + lane     // first vreg created by the current PTX instruction
@@ -1120,12 +1127,12 @@ void Lowerer::simplify_local() {
 // on every iteration: it moves to the end of the block before h (ALU
 // operations never fault, so running one the loop might have skipped is
 // harmless).  Inner loops go first, so a value can leave several levels.
-// Returns whether anything moved.
-bool Lowerer::hoist_invariants() {
+// Returns how many instructions moved: at most opts_.max_hoisted.
+uint32_t Lowerer::hoist_invariants() {
   std::vector<uint32_t> defs(nvregs_, 0);
   for (const VI& v : code_)
     if (v.kind == VI::Ins && v.in.writes_reg()) defs[v.in.dst]++;
-  bool moved_any = false;
+  uint32_t moved_count = 0;
   for (bool moved = true; moved;) {
     moved = false;
     const Cfg cfg = build_cfg(code_, nlabels_);
@@ -1157,10 +1164,10 @@ bool Lowerer::hoist_invariants() {
       for (uint32_t i = begin; i < end; ++i) {
         const VI& v = code_[i];
         bool invariant = v.kind == VI::Ins && op_info(v.in.op).kind == OpKind::Alu && v.in.writes_reg() &&
-                         defs[v.in.dst] == 1;
+                         defs[v.in.dst] == 1 && !(v.in.dst < cold_.size() && cold_[v.in.dst]);
         if (invariant)
           for (const Operand* o : sources(v.in)) invariant &= !in_loop[o->v];
-        if (invariant) {
+        if (invariant && moved_count + hoisted.size() < opts_.max_hoisted) {
           hoisted.push_back(v.in);
           in_loop[v.in.dst] = false;
         } else {
@@ -1177,11 +1184,12 @@ bool Lowerer::hoist_invariants() {
       out.insert(out.end(), body.begin(), body.end());
       out.insert(out.end(), code_.begin() + end, code_.end());
       code_ = std::move(out);
-      moved = moved_any = true;
+      moved_count += static_cast<uint32_t>(hoisted.size());
+      moved = true;
       break;  // the blocks moved: find the loops again
     }
   }
-  return moved_any;
+  return moved_count;
 }
 
 // Removes the blocks no path from the entry reaches (behind a branch whose
@@ -2665,15 +2673,14 @@ Program Lowerer::run(const std::string& kernel) {
     simplify_local();
     propagate_copies();
   }
-  if (opts_.hoist_invariants && hoist_invariants()) {
-    hoisted_ = true;
+  if (opts_.hoist_invariants && opts_.max_hoisted > 0 && (hoisted_ = hoist_invariants()) > 0) {
     simplify_local();  // the values hoisted beside each other, numbered
     propagate_copies();
   }
   remove_unreachable();
   remove_dead_code();
   std::vector<VI> code = allocate();
-  if (spilled_ && hoisted_) throw Relower{.no_hoisting = true};
+  if (spilled_ && hoisted_ > 0) throw Relower{.max_hoisted = hoisted_ / 2};
   local_top_ = (local_top_ + 3) / 4 * 4;  // whole words: a byte access may be widened to its word
   uint32_t cuda_warps = (threads_ + 31) / 32;
   uint32_t total = scratch_base_ + (scratch_used_ ? (cuda_warps * kScratchWords + 1) * 4 : 0);
@@ -2716,7 +2723,7 @@ Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape
       return Lowerer(m, shape, p, o).run(kernel);
     } catch (const Relower& r) {
       if (r.compact_division) o.compact_division = true;
-      if (r.no_hoisting) o.hoist_invariants = false;
+      o.max_hoisted = std::min(o.max_hoisted, r.max_hoisted);
     }
   }
 }

@@ -44,13 +44,15 @@ struct LowerOptions {
   // 32-bit ones, mulhu/mulhs become 16-bit partial products, and a block
   // whose instruction is a store does not end in `br`.
   bool for_model = false;
-  // 64-bit division without its path for divisors below 2^31 (less code,
+  // 64-bit division without its path for divisors below 2^32 (less code,
   // slower).  lower() lowers this way by itself when a program would not fit
   // the ROM otherwise.
   bool compact_division = false;
-  // Loop-invariant code motion.  lower() lowers without it by itself when it
-  // would make the register allocator spill.
+  // Loop-invariant code motion, of at most `max_hoisted` instructions
+  // (innermost loops first).  When hoisting makes the register allocator
+  // spill, lower() lowers again with half as many, down to none.
   bool hoist_invariants = true;
+  uint32_t max_hoisted = UINT32_MAX;
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,
