@@ -377,10 +377,15 @@ class Lowerer {
   // modulo 2^32 (exact_quotient): about 20 operations once, most of whose
   // values are wide (two tokens each on the model), against 3 a bit.
   static constexpr uint32_t kShortQuotient = 10;
-  std::pair<Operand, Operand> udiv32(Operand n, Operand d, bool want_q) {
+  // With `out` (a register n and d do not read), the result it returns is
+  // computed in that register.
+  std::pair<Operand, Operand> udiv32(Operand n, Operand d, bool want_q, uint32_t out = kNoV) {
     Operand i0 = opr(Op::MAX, opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n)), K(uint32_t(-1)));
     Operand i = opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
-    uint32_t dd = op(Op::SHL, d, i), r = op(Op::MOV, n), q = want_q ? op(Op::MOV, K(0)) : 0;
+    uint32_t dd = op(Op::SHL, d, i);
+    uint32_t r = out != kNoV && !want_q ? out : nv(), q = out != kNoV && want_q ? out : nv();
+    opd(r, Op::MOV, n);
+    if (want_q) opd(q, Op::MOV, K(0));
     uint32_t k = op(Op::ADD, i, K(1));
     // The remainder loop, with the quotient when `with_q`; `out` after the last bit.
     auto steps = [&](bool with_q, uint32_t out) {
@@ -478,8 +483,12 @@ class Lowerer {
   // with the divisor it belongs to (recip_d_, recip_v_) and computed again
   // only when the divisor changes: a loop that divides by a fixed modulus
   // pays for it once.  Other divisors run the 64-bit loop.
-  std::pair<V, V> udiv64(V n, V d, bool want_q) {
-    uint32_t qlo = op(Op::MOV, K(0)), qhi = op(Op::MOV, K(0)), rlo = op(Op::MOV, n.lo), rhi = op(Op::MOV, n.hi);
+  // The result it returns is written into `out`'s registers when given
+  // (the caller's destination, which n and d must not read), else into
+  // registers of its own; each path writes it once, where it ends.
+  std::pair<V, V> udiv64(V n, V d, bool want_q, const std::pair<uint32_t, uint32_t>* out = nullptr) {
+    uint32_t qlo = nv(), qhi = nv(), rlo = nv(), rhi = nv();
+    if (out) (want_q ? qlo : rlo) = out->first, (want_q ? qhi : rhi) = out->second;
     uint32_t narrow = new_label(), wide = new_label(), done = new_label();
     if (opts_.compact_division) {
       jmp(wide);
@@ -492,8 +501,13 @@ class Lowerer {
       place(word);  // a 32-bit dividend: the 32-bit division, with no reciprocal
       {
         auto [q, r] = udiv32(n.lo, d.lo, want_q);
-        opd(rlo, Op::MOV, r);
-        if (want_q) opd(qlo, Op::MOV, q);
+        if (want_q) {
+          opd(qlo, Op::MOV, q);
+          opd(qhi, Op::MOV, K(0));
+        } else {
+          opd(rlo, Op::MOV, r);
+          opd(rhi, Op::MOV, K(0));
+        }
         jmp(done);
       }
       place(words);
@@ -512,17 +526,24 @@ class Lowerer {
       if (want_q) opd(q1, Op::MOV, qh);
       place(low);
       auto [q0, r0] = div_preinv(R(u1), w0, dn, v, want_q);
-      opd(rlo, Op::MOV, opr(Op::SHR, r0, s));
-      opd(rhi, Op::MOV, K(0));
       if (want_q) {
         opd(qlo, Op::MOV, q0);
         opd(qhi, Op::MOV, R(q1));
+      } else {
+        opd(rlo, Op::SHR, r0, s);
+        opd(rhi, Op::MOV, K(0));
       }
       jmp(done);
     }
 
     place(wide);
     {
+      opd(rlo, Op::MOV, n.lo);
+      opd(rhi, Op::MOV, n.hi);
+      if (want_q) {
+        opd(qlo, Op::MOV, K(0));
+        opd(qhi, Op::MOV, K(0));
+      }
       Operand i0 = opr(Op::MAX, opr(Op::SUB, clz64(d), clz64(n)), K(uint32_t(-1)));
       Operand i = opr(Op::SEL, opr(Op::SEQ, opr(Op::OR, d.lo, d.hi), K(0)), K(63), i0);
       V d0 = shl64(d, i);
@@ -547,7 +568,7 @@ class Lowerer {
     }
     place(done);
     const V q = want_q ? V{R(qlo), R(qhi)} : V{K(0), K(0)};
-    return {q, {R(rlo), R(rhi)}};
+    return {q, want_q ? V{K(0), K(0)} : V{R(rlo), R(rhi)}};
   }
   Operand neg_if32(Operand a, Operand neg) { return opr(Op::SEL, neg, opr(Op::SUB, K(0), a), a); }
   V neg_if64(V a, Operand neg) {
@@ -594,6 +615,7 @@ class Lowerer {
   void lower_setp(const ptx::Instr& in);
   void lower_cvt(const ptx::Instr& in);
   void lower_divrem(const ptx::Instr& in);
+  uint32_t direct_destination(const ptx::Instr& in, std::initializer_list<V> srcs, uint32_t bytes);
   void lower_ldst(const ptx::Instr& in);
   void lower_atom(const ptx::Instr& in);
   void lower_atom32(const ptx::Instr& in, Space sp, Operand addr);
@@ -1495,6 +1517,20 @@ void Lowerer::lower_cvt(const ptx::Instr& in) {
   write(in.ops[0], dt, v);
 }
 
+// The first register of an instruction's destination when a routine with
+// several paths can compute its result there directly (no copies after the
+// paths join): an unguarded register of `bytes` bytes that none of the
+// operands `srcs` reads; else kNoV.
+uint32_t Lowerer::direct_destination(const ptx::Instr& in, std::initializer_list<V> srcs, uint32_t bytes) {
+  if (!guard_.imm || guard_.v != 1 || in.ops[0].kind != ptx::Operand::Kind::Reg) return kNoV;
+  if (ptx::type_size(frames_.back()->f->regs[in.ops[0].reg].type) != bytes) return kNoV;
+  const auto& dst = frames_.back()->regs[in.ops[0].reg];
+  for (const V& v : srcs)
+    for (Operand o : {v.lo, v.hi})
+      if (!o.imm && (o.v == dst[0] || (dst[1] != kNoV && o.v == dst[1]))) return kNoV;
+  return dst[0];
+}
+
 void Lowerer::lower_divrem(const ptx::Instr& in) {
   Type t = in.type;
   bool sign = ptx::is_signed(t), rem = in.op == ptx::Op::Rem;
@@ -1503,6 +1539,11 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
   if (ptx::type_size(t) == 8) {
     Operand na = sign ? opr(Op::SLT, a.hi, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.hi, K(0)) : K(0);
     V ua = sign ? neg_if64(a, na) : a, ub = sign ? neg_if64(b, nb) : b;
+    if (const uint32_t lo = direct_destination(in, {a, b}, 8); !sign && lo != kNoV) {
+      const std::pair<uint32_t, uint32_t> out{lo, frames_.back()->regs[in.ops[0].reg][1]};
+      udiv64(ua, ub, !rem, &out);
+      return;
+    }
     auto [q, r] = udiv64(ua, ub, !rem);
     V res = rem ? r : q;
     if (sign) {
@@ -1518,6 +1559,10 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
   }
   Operand na = sign ? opr(Op::SLT, a.lo, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.lo, K(0)) : K(0);
   Operand ua = sign ? neg_if32(a.lo, na) : a.lo, ub = sign ? neg_if32(b.lo, nb) : b.lo;
+  if (const uint32_t out = direct_destination(in, {a, b}, 4); !sign && out != kNoV) {
+    udiv32(ua, ub, !rem, out);
+    return;
+  }
   auto [q, r] = udiv32(ua, ub, !rem);
   Operand res = rem ? r : q;
   if (sign) res = neg_if32(res, rem ? na : opr(Op::XOR, na, nb));

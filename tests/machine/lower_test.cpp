@@ -506,6 +506,67 @@ OneThread run_one_thread(const std::string& ptx, const Params& machine, const Lo
 
 // Division by zero through the lowered routines gives the values docs/isa.md
 // specifies (PTX leaves them undefined, so they are checked here directly).
+// An unsigned division writes its result straight into its destination
+// register unless an operand reads that register (x = x % y, y = x / y):
+// every form gives the quotient and remainder, on both machines, for
+// divisors on the 64-bit loop, the reciprocal path and the 32-bit path.
+TEST(MachineLowering, DivisionIntoARegisterItReads) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u64 x, .param .u64 y)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.param.u64 %rd3, [x];
+  ld.param.u64 %rd4, [y];
+  mov.u64 %rd5, %rd3;
+  rem.u64 %rd5, %rd5, %rd4;
+  mov.u64 %rd6, %rd4;
+  div.u64 %rd6, %rd3, %rd6;
+  div.u64 %rd7, %rd3, %rd4;
+  st.global.u64 [%rd2], %rd5;
+  st.global.u64 [%rd2+8], %rd6;
+  st.global.u64 [%rd2+16], %rd7;
+  cvt.u32.u64 %r1, %rd3;
+  cvt.u32.u64 %r2, %rd4;
+  mov.u32 %r3, %r1;
+  rem.u32 %r3, %r3, %r2;
+  mov.u32 %r4, %r2;
+  div.u32 %r4, %r1, %r4;
+  rem.u32 %r5, %r1, %r2;
+  st.global.u32 [%rd2+24], %r3;
+  st.global.u32 [%rd2+28], %r4;
+  st.global.u32 [%rd2+32], %r5;
+  ret;
+}
+)";
+  const uint64_t pairs[][2] = {{0xfedcba9876543210u, 1000000007u}, {0x123456789abcdefu, 0x100000001u},
+                               {0xffffffffu, 7u}, {12345u, 0}, {0x8000000000000000u, 0xffffffffu}};
+  for (const Params& machine : {default_params(), model_params()})
+    for (const auto& [x, y] : pairs) {
+      std::vector<uint8_t> rest(16);
+      std::memcpy(&rest[0], &x, 8);
+      std::memcpy(&rest[8], &y, 8);
+      const OneThread r = run_one_thread(ptx, machine, {.for_model = machine.lanes == 1}, rest, 36);
+      ASSERT_EQ(r.error, 0);
+      uint64_t d64[3];
+      uint32_t d32[3];
+      std::memcpy(d64, r.out.data(), 24);
+      std::memcpy(d32, r.out.data() + 24, 12);
+      const uint32_t x32 = uint32_t(x), y32 = uint32_t(y);
+      // Division by zero: quotient all ones, remainder the dividend (docs/isa.md).
+      EXPECT_EQ(d64[0], y ? x % y : x) << x << " " << y;
+      EXPECT_EQ(d64[1], y ? x / y : ~uint64_t(0)) << x << " " << y;
+      EXPECT_EQ(d64[2], y ? x / y : ~uint64_t(0)) << x << " " << y;
+      EXPECT_EQ(d32[0], y32 ? x32 % y32 : x32) << x << " " << y;
+      EXPECT_EQ(d32[1], y32 ? x32 / y32 : ~uint32_t(0)) << x << " " << y;
+      EXPECT_EQ(d32[2], y32 ? x32 % y32 : x32) << x << " " << y;
+    }
+}
+
 TEST(MachineLowering, DivisionByZeroFollowsTheSpec) {
   const std::string ptx = R"(.version 8.5
 .target sm_75
