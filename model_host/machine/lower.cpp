@@ -1059,10 +1059,13 @@ void Lowerer::simplify_local() {
     return o == Op::ADD || o == Op::MUL || o == Op::AND || o == Op::OR || o == Op::XOR || o == Op::MIN ||
            o == Op::MAX || o == Op::MINU || o == Op::MAXU || o == Op::SEQ || o == Op::SNE;
   };
+  // Whether reg holds 0 or 1: a comparison, x & 1, x >> 31, or p ^ 1 of such a p.
   auto is_predicate = [&](uint32_t reg) {
     const Instr* d = find(reg);
+    while (d && d->op == Op::XOR && same(d->b, K(1)) && !d->a.imm) d = find(d->a.v);
     return d && (d->op == Op::SEQ || d->op == Op::SNE || d->op == Op::SLT || d->op == Op::SLE ||
-                 d->op == Op::SLTU || d->op == Op::SLEU);
+                 d->op == Op::SLTU || d->op == Op::SLEU || (d->op == Op::AND && same(d->b, K(1))) ||
+                 (d->op == Op::SHR && same(d->b, K(31))));
   };
   const Cfg cfg = build_cfg(code_, nlabels_);
   for (uint32_t i = 0, b = 0; i < code_.size(); ++i) {
@@ -1075,8 +1078,8 @@ void Lowerer::simplify_local() {
     }
     VI& v = code_[i];
     if (v.kind == VI::Br) {
-      // A branch on x != 0 branches on x; on x == 0 or on !p (p a
-      // comparison), on x or p with the targets swapped.
+      // A branch on x != 0 branches on x; on x == 0 or on !p (p 0 or 1,
+      // p ^ 1), on x or p with the targets swapped.
       for (const Instr* d; (d = find(v.cond)) && !d->a.imm && d->b.imm;) {
         const bool on_x = (d->op == Op::SNE || d->op == Op::SEQ) && d->b.v == 0;
         const bool not_p = d->op == Op::XOR && d->b.v == 1 && is_predicate(d->a.v);

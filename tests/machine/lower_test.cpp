@@ -567,6 +567,52 @@ TEST(MachineLowering, DivisionIntoARegisterItReads) {
     }
 }
 
+// A branch on the negation of a 0/1 value (x & 1, x >> 31, a comparison)
+// branches on the value with its targets swapped: no xor is left, and both
+// directions still go where they should.
+TEST(MachineLowering, BranchOnANegatedBitBranchesOnTheBit) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 p, .param .u32 x)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [p];
+  cvta.to.global.u64 %rd2, %rd1;
+  ld.param.u32 %r1, [x];
+  mov.u32 %r5, 10;
+  and.b32 %r2, %r1, 1;
+  xor.b32 %r3, %r2, 1;
+  setp.ne.u32 %p1, %r3, 0;
+  @%p1 bra $even;
+  add.u32 %r5, %r5, 1;
+$even:
+  shr.u32 %r4, %r1, 31;
+  xor.b32 %r6, %r4, 1;
+  setp.eq.u32 %p2, %r6, 0;
+  @%p2 bra $negative;
+  add.u32 %r5, %r5, 100;
+$negative:
+  st.global.u32 [%rd2], %r5;
+  ret;
+}
+)";
+  for (const Params& machine : {default_params(), model_params()})
+    for (uint32_t x : {0u, 1u, 2u, 7u, 0x80000000u, 0x80000001u, 0xfffffffeu}) {
+      std::vector<uint8_t> rest(4);
+      std::memcpy(rest.data(), &x, 4);
+      const OneThread r = run_one_thread(ptx, machine, {.for_model = machine.lanes == 1}, rest, 4);
+      ASSERT_EQ(r.error, 0);
+      uint32_t got;
+      std::memcpy(&got, r.out.data(), 4);
+      EXPECT_EQ(got, 10u + (x & 1) + (x >> 31 ? 0u : 100u)) << x;
+      for (const Block& b : r.prog.blocks)
+        for (const Instr& i : b.instrs) EXPECT_NE(i.op, Op::XOR) << x;
+    }
+}
+
 TEST(MachineLowering, DivisionByZeroFollowsTheSpec) {
   const std::string ptx = R"(.version 8.5
 .target sm_75
