@@ -504,8 +504,6 @@ OneThread run_one_thread(const std::string& ptx, const Params& machine, const Lo
   return r;
 }
 
-// Division by zero through the lowered routines gives the values docs/isa.md
-// specifies (PTX leaves them undefined, so they are checked here directly).
 // An unsigned division writes its result straight into its destination
 // register unless an operand reads that register (x = x % y, y = x / y):
 // every form gives the quotient and remainder, on both machines, for
@@ -613,6 +611,8 @@ $negative:
     }
 }
 
+// Division by zero through the lowered routines gives the values docs/isa.md
+// specifies (PTX leaves them undefined, so they are checked here directly).
 TEST(MachineLowering, DivisionByZeroFollowsTheSpec) {
   const std::string ptx = R"(.version 8.5
 .target sm_75
