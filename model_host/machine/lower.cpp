@@ -486,9 +486,9 @@ class Lowerer {
   // The result it returns is written into `out`'s registers when given
   // (the caller's destination, which n and d must not read), else into
   // registers of its own; each path writes it once, where it ends.
-  std::pair<V, V> udiv64(V n, V d, bool want_q, const std::pair<uint32_t, uint32_t>* out = nullptr) {
+  std::pair<V, V> udiv64(V n, V d, bool want_q, const std::array<uint32_t, 2>* out = nullptr) {
     uint32_t qlo = nv(), qhi = nv(), rlo = nv(), rhi = nv();
-    if (out) (want_q ? qlo : rlo) = out->first, (want_q ? qhi : rhi) = out->second;
+    if (out) (want_q ? qlo : rlo) = (*out)[0], (want_q ? qhi : rhi) = (*out)[1];
     uint32_t narrow = new_label(), wide = new_label(), done = new_label();
     if (opts_.compact_division) {
       jmp(wide);
@@ -615,7 +615,8 @@ class Lowerer {
   void lower_setp(const ptx::Instr& in);
   void lower_cvt(const ptx::Instr& in);
   void lower_divrem(const ptx::Instr& in);
-  uint32_t direct_destination(const ptx::Instr& in, std::initializer_list<V> srcs, uint32_t bytes);
+  const std::array<uint32_t, 2>* direct_destination(const ptx::Instr& in, std::initializer_list<V> srcs,
+                                                    uint32_t bytes);
   void lower_ldst(const ptx::Instr& in);
   void lower_atom(const ptx::Instr& in);
   void lower_atom32(const ptx::Instr& in, Space sp, Operand addr);
@@ -1520,18 +1521,19 @@ void Lowerer::lower_cvt(const ptx::Instr& in) {
   write(in.ops[0], dt, v);
 }
 
-// The first register of an instruction's destination when a routine with
-// several paths can compute its result there directly (no copies after the
-// paths join): an unguarded register of `bytes` bytes that none of the
-// operands `srcs` reads; else kNoV.
-uint32_t Lowerer::direct_destination(const ptx::Instr& in, std::initializer_list<V> srcs, uint32_t bytes) {
-  if (!guard_.imm || guard_.v != 1 || in.ops[0].kind != ptx::Operand::Kind::Reg) return kNoV;
-  if (ptx::type_size(frames_.back()->f->regs[in.ops[0].reg].type) != bytes) return kNoV;
+// An instruction's destination registers when a routine with several paths
+// can compute its result there directly (no copies after the paths join): an
+// unguarded register of `bytes` bytes that none of the operands `srcs`
+// reads; else null.
+const std::array<uint32_t, 2>* Lowerer::direct_destination(const ptx::Instr& in, std::initializer_list<V> srcs,
+                                                           uint32_t bytes) {
+  if (!guard_.imm || guard_.v != 1 || in.ops[0].kind != ptx::Operand::Kind::Reg) return nullptr;
+  if (ptx::type_size(frames_.back()->f->regs[in.ops[0].reg].type) != bytes) return nullptr;
   const auto& dst = frames_.back()->regs[in.ops[0].reg];
   for (const V& v : srcs)
     for (Operand o : {v.lo, v.hi})
-      if (!o.imm && (o.v == dst[0] || (dst[1] != kNoV && o.v == dst[1]))) return kNoV;
-  return dst[0];
+      if (!o.imm && (o.v == dst[0] || (dst[1] != kNoV && o.v == dst[1]))) return nullptr;
+  return &dst;
 }
 
 void Lowerer::lower_divrem(const ptx::Instr& in) {
@@ -1542,9 +1544,8 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
   if (ptx::type_size(t) == 8) {
     Operand na = sign ? opr(Op::SLT, a.hi, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.hi, K(0)) : K(0);
     V ua = sign ? neg_if64(a, na) : a, ub = sign ? neg_if64(b, nb) : b;
-    if (const uint32_t lo = direct_destination(in, {a, b}, 8); !sign && lo != kNoV) {
-      const std::pair<uint32_t, uint32_t> out{lo, frames_.back()->regs[in.ops[0].reg][1]};
-      udiv64(ua, ub, !rem, &out);
+    if (const auto* out = sign ? nullptr : direct_destination(in, {a, b}, 8)) {
+      udiv64(ua, ub, !rem, out);
       return;
     }
     auto [q, r] = udiv64(ua, ub, !rem);
@@ -1562,8 +1563,8 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
   }
   Operand na = sign ? opr(Op::SLT, a.lo, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.lo, K(0)) : K(0);
   Operand ua = sign ? neg_if32(a.lo, na) : a.lo, ub = sign ? neg_if32(b.lo, nb) : b.lo;
-  if (const uint32_t out = direct_destination(in, {a, b}, 4); !sign && out != kNoV) {
-    udiv32(ua, ub, !rem, out);
+  if (const auto* out = sign ? nullptr : direct_destination(in, {a, b}, 4)) {
+    udiv32(ua, ub, !rem, (*out)[0]);
     return;
   }
   auto [q, r] = udiv32(ua, ub, !rem);
