@@ -103,6 +103,38 @@ void address_weights(const Program& p, const std::vector<AddrBit>& bits, int row
   }
 }
 
+// A form's coefficients per value and slot (0 for the slots it does not
+// name), values in order of first appearance.  A term of coefficient 0 (an
+// ordering dependency, see Program::wait_for) still lists its value.
+std::vector<std::pair<ValueId, std::vector<int>>> per_value(const std::vector<Term>& form, const Program& p) {
+  std::vector<std::pair<ValueId, std::vector<int>>> out;
+  for (const Term& t : form) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == t.v; });
+    if (it == out.end()) it = out.insert(out.end(), {t.v, std::vector<int>(p.info(t.v).size, 0)});
+    it->second[t.slot] += t.coef;
+  }
+  return out;
+}
+
+// The coefficient most of a value's slots share (0 among equals).  A value
+// holds exactly one slot, so subtracting it from every slot's coefficient
+// and adding it to the bias leaves the form's value unchanged on every valid
+// input, while only the slots that differ from it keep a weight: a literal
+// that holds on most slots ("kind is not D") weighs the few that falsify it.
+// Fewer weights mean fewer MLP rows that a residual entry reaches, which is
+// what the sparse executor pays for.
+int most_common(const std::vector<int>& coefs) {
+  std::map<int, int> count;
+  for (int c : coefs) ++count[c];
+  int best = 0, best_count = count[0];
+  for (auto [c, n] : count)
+    if (n > best_count) {
+      best = c;
+      best_count = n;
+    }
+  return best;
+}
+
 // An MLP step in placed form: weights on residual dimensions.
 struct PlacedStep {
   std::vector<std::pair<int, float>> gate;   // dim -> coefficient of F (anchor carries the bias)
@@ -638,8 +670,14 @@ Compiled compile(const Program& program, const Options& options) {
       bias_pair.down.push_back({dim_of(m->out, m->base), 1.f});
       for (const Step& s : m->steps) {
         PlacedStep p;
-        for (const Term& t : s.form) p.gate.push_back({dim_of(t.v, t.slot), static_cast<float>(t.coef)});
-        p.bias = static_cast<float>(s.bias);
+        int bias = s.bias;
+        for (const auto& [v, coefs] : per_value(s.form, program)) {
+          const int k = most_common(coefs);
+          bias += k;
+          for (int slot = 0; slot < static_cast<int>(coefs.size()); ++slot)
+            if (coefs[slot] != k) p.gate.push_back({dim_of(v, slot), static_cast<float>(coefs[slot] - k)});
+        }
+        p.bias = static_cast<float>(bias);
         p.down = {{dim_of(m->out, s.to), 1.f}, {dim_of(m->out, s.from), -1.f}};
         steps.push_back(std::move(p));
       }

@@ -347,5 +347,65 @@ TEST(CircuitEmission, ResidualsAreExactlyZeroOrOneWithPadsWhereNeeded) {
   EXPECT_GT(padded, 0) << "no program of the range needed a pad";
 }
 
+
+// A literal that holds on most slots of a value ("kind is not 26", written
+// as 26 positive terms) is emitted as a weight on the slot that falsifies
+// it, and a value whose slots mostly share a coefficient keeps weights only
+// where they differ from it: fewer MLP rows for each residual entry to
+// reach, the same integer form on every token.  Every token of the program
+// runs through the model and matches the evaluator.
+TEST(CircuitEmission, LiteralsWeighTheSlotsThatFalsifyThem) {
+  Program p;
+  ValueId kind = p.field("kind", 27), x = p.field("x", 16);
+  for (int k = 0; k < 27; ++k)
+    for (int i = 0; i < 16; ++i) p.token("t" + std::to_string(k * 16 + i), {{kind, k}, {x, i}});
+  Step not26_and_5;
+  for (int k = 0; k < 26; ++k) not26_and_5.form.push_back({kind, k, 1});
+  not26_and_5.form.push_back({x, 5, 1});
+  not26_and_5.bias = -1;
+  not26_and_5.from = 0;
+  not26_and_5.to = 1;
+  ValueId hit = p.mlp("hit", 2, 0, {not26_and_5});
+  // 2 on fourteen slots of x, 3 on slot 14, 0 on slot 15: fires unless x is 15.
+  Step mostly_two;
+  for (int i = 0; i < 14; ++i) mostly_two.form.push_back({x, i, 2});
+  mostly_two.form.push_back({x, 14, 3});
+  mostly_two.bias = -1;
+  mostly_two.from = 0;
+  mostly_two.to = 1;
+  ValueId below15 = p.mlp("below15", 2, 0, {mostly_two});
+  p.keep(hit);
+  p.keep(below15);
+  Compiled c = compile(p);
+  const auto& gate = c.checkpoint().tensors.at("layers.0.mlp.gate_proj.weight");
+  auto weights_on = [&](int64_t unit, ValueId v) {
+    int n = 0;
+    for (int d : c.dims(v)) n += gate[unit][d].item<float>() != 0.0f;
+    return n;
+  };
+  // The ops' steps are the layer's first units, two per step.
+  EXPECT_EQ(weights_on(0, kind), 1);
+  EXPECT_EQ(weights_on(0, x), 1);
+  EXPECT_EQ(weights_on(2, x), 2);   // slots 14 (+1) and 15 (-2)
+  EXPECT_EQ(weights_on(2, kind), 0);
+  qgpu::qwen::Model model(c.checkpoint(), qgpu::qwen::Exec::Sparse);
+  std::vector<int64_t> ids;
+  for (int t = 0; t < static_cast<int>(p.tokens().size()); ++t) ids.push_back(c.token_id(t));
+  auto st = model.new_state();
+  auto out = model.forward(st, ids, {c.num_layers()});
+  Evaluator ev(p);
+  int hits = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const auto& v = ev.step(static_cast<int>(t));
+    hits += v[hit];
+    EXPECT_EQ(v[hit], t / 16 != 26 && t % 16 == 5) << "token " << t;
+    EXPECT_EQ(v[below15], t % 16 != 15) << "token " << t;
+    const float* res = out.residuals[0][t].data_ptr<float>();
+    EXPECT_EQ(c.decode(hit, res), v[hit]) << "token " << t;
+    EXPECT_EQ(c.decode(below15, res), v[below15]) << "token " << t;
+  }
+  EXPECT_EQ(hits, 26);
+}
+
 }  // namespace
 }  // namespace circuit_test
