@@ -359,21 +359,13 @@ TEST(CircuitEmission, LiteralsWeighTheSlotsThatFalsifyThem) {
   ValueId kind = p.field("kind", 27), x = p.field("x", 16);
   for (int k = 0; k < 27; ++k)
     for (int i = 0; i < 16; ++i) p.token("t" + std::to_string(k * 16 + i), {{kind, k}, {x, i}});
-  Step not26_and_5;
-  for (int k = 0; k < 26; ++k) not26_and_5.form.push_back({kind, k, 1});
-  not26_and_5.form.push_back({x, 5, 1});
-  not26_and_5.bias = -1;
-  not26_and_5.from = 0;
-  not26_and_5.to = 1;
-  ValueId hit = p.mlp("hit", 2, 0, {not26_and_5});
+  std::vector<Term> not26_and_5{{x, 5, 1}};
+  for (int k = 0; k < 26; ++k) not26_and_5.push_back({kind, k, 1});
+  ValueId hit = p.mlp("hit", 2, 0, {Step{not26_and_5, -1, 0, 1}});
   // 2 on fourteen slots of x, 3 on slot 14, 0 on slot 15: fires unless x is 15.
-  Step mostly_two;
-  for (int i = 0; i < 14; ++i) mostly_two.form.push_back({x, i, 2});
-  mostly_two.form.push_back({x, 14, 3});
-  mostly_two.bias = -1;
-  mostly_two.from = 0;
-  mostly_two.to = 1;
-  ValueId below15 = p.mlp("below15", 2, 0, {mostly_two});
+  std::vector<Term> mostly_two{{x, 14, 3}};
+  for (int i = 0; i < 14; ++i) mostly_two.push_back({x, i, 2});
+  ValueId below15 = p.mlp("below15", 2, 0, {Step{mostly_two, -1, 0, 1}});
   p.keep(hit);
   p.keep(below15);
   Compiled c = compile(p);
