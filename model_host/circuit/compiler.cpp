@@ -3,6 +3,7 @@
 #include "model_host/qwen/equations.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <map>
@@ -104,17 +105,59 @@ void address_weights(const Program& p, const std::vector<AddrBit>& bits, int row
 }
 
 // A form's coefficients per value and slot (0 for the slots it does not
-// name), values in order of first appearance.  A term of coefficient 0 (an
-// ordering dependency, see Program::wait_for) still lists its value.
+// name; a scalar's one coefficient, of its amount), values in order of
+// first appearance.  A term of coefficient 0 (an ordering dependency, see
+// Program::wait_for) still lists its value.
 std::vector<std::pair<ValueId, std::vector<int>>> per_value(const std::vector<Term>& form, const Program& p) {
   std::vector<std::pair<ValueId, std::vector<int>>> out;
   for (const Term& t : form) {
+    const ValueInfo& info = p.info(t.v);
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == t.v; });
-    if (it == out.end()) it = out.insert(out.end(), {t.v, std::vector<int>(p.info(t.v).size, 0)});
-    it->second[t.slot] += t.coef;
+    if (it == out.end()) it = out.insert(out.end(), {t.v, std::vector<int>(info.scalar ? 1 : info.size, 0)});
+    it->second[info.scalar ? 0 : t.slot] += t.coef;
   }
   return out;
 }
+
+// ---- Scalars (docs/circuit.md, section 1).  A scalar of maximum m holding n
+// occupies 5 dimensions: n, then four integers whose squares sum to m^2 -
+// n^2 (Lagrange's four squares), so its energy is m^2 whatever n is.
+
+// The lexicographically largest a >= b >= c >= d >= 0 with a^2 + b^2 + c^2 + d^2 = m.
+std::array<int, 4> four_squares(int m) {
+  auto root = [](int x) {
+    int r = static_cast<int>(std::sqrt(static_cast<double>(x)));
+    while (r * r > x) --r;
+    while ((r + 1) * (r + 1) <= x) ++r;
+    return r;
+  };
+  for (int a = root(m); a >= 0; --a)
+    for (int b = std::min(a, root(m - a * a)); b >= 0; --b)
+      for (int c = std::min(b, root(m - a * a - b * b)); c >= 0; --c) {
+        const int rest = m - a * a - b * b - c * c, d = root(rest);
+        if (d * d == rest && d <= c) return {a, b, c, d};
+      }
+  throw std::logic_error("circuit: no four squares for " + std::to_string(m));
+}
+
+constexpr int kScalarDims = 5;
+int width(const ValueInfo& v) { return v.scalar ? kScalarDims : v.size; }
+int64_t energy(const ValueInfo& v) { return v.scalar ? int64_t{v.size - 1} * (v.size - 1) : 1; }
+// What a scalar holding n puts in its dimensions.
+std::array<int, kScalarDims> scalar_code(const ValueInfo& v, int n) {
+  const int m = v.size - 1;
+  const auto sq = four_squares(m * m - n * n);
+  return {n, sq[0], sq[1], sq[2], sq[3]};
+}
+
+// With fixed energies every norm's squared sum is exactly 4096 H = 2^23:
+// the mean is then 4096, and eps (1e-6) is below half an ulp of 4096, so the
+// scale is exactly 1/64 and (1 + w) = 64 maps every entry to itself,
+// integers beyond 1 included (every partial sum of the squares is an integer
+// below 2^24, exact in any order).  kFixedPads dimensions hold integers that
+// make up the rest.
+constexpr int64_t kFixedMean = 4096;
+constexpr int kFixedPads = 4;
 
 // The coefficient most of a value's slots share (0 among equals).  A value
 // holds exactly one slot, so subtracting it from every slot's coefficient
@@ -258,6 +301,14 @@ int Compiled::capture_index(ValueId v) const {
 int Compiled::decode(ValueId v, const float* residual, float tol) const {
   int slot = -1;
   const auto& d = dims_.at(v);
+  if (infos_.at(v).scalar) {
+    const float n = std::nearbyint(residual[d[0]]);
+    if (std::fabs(residual[d[0]] - n) > tol || n < 0 || n >= infos_[v].size) return -1;
+    const auto code = scalar_code(infos_[v], static_cast<int>(n));
+    for (int i = 1; i < kScalarDims; ++i)
+      if (std::fabs(residual[d[i]] - static_cast<float>(code[i])) > tol) return -1;
+    return static_cast<int>(n);
+  }
   for (size_t i = 0; i < d.size(); ++i) {
     float x = residual[d[i]];
     if (std::fabs(x - 1.f) <= tol) {
@@ -305,6 +356,8 @@ Compiled compile(const Program& program, const Options& options) {
     throw std::invalid_argument("circuit: vocabulary too small for the circuit tokens");
   qwen::Config cfg = qwen::Config::qwen35_2b(1, vocab);
   const int H = static_cast<int>(cfg.hidden_size);
+  const bool fixed = options.fixed_energy ||
+                     std::any_of(values.begin(), values.end(), [](const ValueInfo& v) { return v.scalar; });
   const int units_cap = static_cast<int>(cfg.intermediate_size);
   const int heads_cap = static_cast<int>(cfg.linear_num_value_heads);
   const int head_dim = static_cast<int>(cfg.linear_value_head_dim);
@@ -376,7 +429,9 @@ Compiled compile(const Program& program, const Options& options) {
           g += fit;
         }
       }
-      plan.preset = mem.zero_default || plan.pieces.size() > 1;
+      // With fixed energies the outs are always preset, so that a layer's
+      // two norms see the same live values (and pads).
+      plan.preset = fixed || mem.zero_default || plan.pieces.size() > 1;
       const int first = plan.pieces.front().layer;
       op_layer[i] = plan.pieces.back().layer;
       for (ValueId v : mem.outs) {
@@ -419,7 +474,8 @@ Compiled compile(const Program& program, const Options& options) {
     for (ValueId v = 0; v < nvalues; ++v) {
       if (pinned[v]) continue;
       int l = last_use[v] >= 0 ? last_use[v] / 2 : first_mlp_layer_after(ready[v]);
-      const int need = 2 * values[v].size;
+      // A slot each (a categorical value), or a ladder over the amount (a scalar).
+      const int need = 2 * (values[v].scalar ? values[v].size - 1 : values[v].size);
       while (l < L - 1 && units[l] + need > units_cap) ++l;
       if (l >= L - 1) continue;   // clearing in the last layer frees nothing
       units[l] += need;
@@ -436,32 +492,39 @@ Compiled compile(const Program& program, const Options& options) {
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return born[a] < born[b]; });
   std::vector<int> busy_until(H, -2);   // slot of the clear of the dimension's last occupant
   busy_until[kAnchor] = kNever;
+  std::vector<int> fixed_pad_dims;   // with fixed energies: dimensions 1..kFixedPads, throughout
+  if (fixed)
+    for (int k = 1; k <= kFixedPads; ++k) {
+      busy_until[k] = kNever;
+      fixed_pad_dims.push_back(k);
+    }
   for (ValueId v : order) {
-    for (int d = 0; d < H && static_cast<int>(out.dims_[v].size()) < values[v].size; ++d)
+    for (int d = 0; d < H && static_cast<int>(out.dims_[v].size()) < width(values[v]); ++d)
       if (busy_until[d] < born[v]) out.dims_[v].push_back(d);
-    if (static_cast<int>(out.dims_[v].size()) < values[v].size) {
+    if (static_cast<int>(out.dims_[v].size()) < width(values[v])) {
       // Name what fills the residual there, largest groups first (by name prefix).
       std::map<std::string, int> groups;
       for (ValueId u = 0; u < nvalues; ++u)
         if (!out.dims_[u].empty() && born[u] < born[v] + 1 && born[v] <= cleared[u])
-          groups[values[u].name.substr(0, values[u].name.find('.'))] += values[u].size;
+          groups[values[u].name.substr(0, values[u].name.find('.'))] += width(values[u]);
       std::vector<std::pair<int, std::string>> by_size;
       for (const auto& [name, n] : groups) by_size.push_back({n, name});
       std::sort(by_size.rbegin(), by_size.rend());
       std::string live_list;
       for (size_t i = 0; i < by_size.size() && i < 40; ++i)
         live_list += (i ? ", " : "") + by_size[i].second + " " + std::to_string(by_size[i].first);
-      budget_error("residual full: no " + std::to_string(values[v].size) + " free dimensions for '" +
+      budget_error("residual full: no " + std::to_string(width(values[v])) + " free dimensions for '" +
                    values[v].name + "' at depth slot " + std::to_string(born[v]) + "; live: " + live_list);
     }
     for (int d : out.dims_[v]) busy_until[d] = cleared[v];
   }
 
-  // Live values (each a one-hot of energy 1) entering depth slot p.
+  // The live values entering depth slot p: their dimensions, or their
+  // energy (1 for a one-hot, m^2 for a scalar of maximum m).
   auto live = [&](int p, bool count_dims) {
-    int n = 0;
+    int64_t n = 0;
     for (ValueId v = 0; v < nvalues; ++v)
-      if (born[v] < p && p <= cleared[v]) n += count_dims ? values[v].size : 1;
+      if (born[v] < p && p <= cleared[v]) n += count_dims ? width(values[v]) : energy(values[v]);
     return n;
   };
 
@@ -473,8 +536,27 @@ Compiled compile(const Program& program, const Options& options) {
   const float eps = static_cast<float>(cfg.rms_norm_eps);
   std::vector<int> pads(L, 0);
   std::vector<NormChoice> attn_norm(L), mlp_norm(L);
+  // With fixed energies: per layer boundary (L: the final norm) the pads'
+  // integers, and one norm for all.
+  std::vector<std::array<int, 4>> fixed_pads;
+  const int64_t fixed_energy = kFixedMean * H;
+  for (int l = 0; fixed && l <= L; ++l) {
+    const int64_t e = 1 + live(l < L ? attn_slot(l) : kNever - 1, false);
+    if (l < L && e != 1 + live(mlp_slot(l), false))
+      throw std::logic_error("circuit: layer " + std::to_string(l) + "'s norms see different energies");
+    if (e > fixed_energy)
+      budget_error("energy " + std::to_string(e) + " at layer " + std::to_string(l) + " is above " +
+                   std::to_string(fixed_energy) + " (4096 x hidden): fewer or smaller scalars live at once");
+    fixed_pads.push_back(four_squares(static_cast<int>(fixed_energy - e)));
+  }
   for (int l = 0; l < L; ++l) {
-    const int ea = 1 + live(attn_slot(l), false), em = 1 + live(mlp_slot(l), false);
+    if (fixed) {
+      const auto n = exact_norm(static_cast<int>(fixed_energy), H, eps);
+      if (!n || n->level != 1.0f) throw std::logic_error("circuit: the fixed energy's norm is not the identity");
+      attn_norm[l] = mlp_norm[l] = *n;
+      continue;
+    }
+    const int ea = static_cast<int>(1 + live(attn_slot(l), false)), em = static_cast<int>(1 + live(mlp_slot(l), false));
     int p = 0;
     std::optional<NormChoice> a, m;
     for (; p <= kMaxPads; ++p) {
@@ -524,6 +606,7 @@ Compiled compile(const Program& program, const Options& options) {
   qwen::TensorMap& T = out.checkpoint_.tensors;
   out.checkpoint_.config = cfg;
   out.ready_ = ready;
+  out.infos_ = values;
   out.cleared_ = cleared;
   out.token_base_ = options.token_base;
   const int64_t Q = cfg.linear_key_dim(), V = cfg.linear_value_dim(), conv = cfg.linear_conv_dim();
@@ -571,9 +654,10 @@ Compiled compile(const Program& program, const Options& options) {
 
   for (int l = 0; l < L; ++l) {
     LayerUse& use = out.layers_[l];
-    use.dims_attn = 1 + live(attn_slot(l), true) + pads[l];
-    use.dims_mlp = 1 + live(mlp_slot(l), true) + pads[l];
-    use.pads = pads[l];
+    const int npads = fixed ? kFixedPads : pads[l];
+    use.dims_attn = static_cast<int>(1 + live(attn_slot(l), true)) + npads;
+    use.dims_mlp = static_cast<int>(1 + live(mlp_slot(l), true)) + npads;
+    use.pads = npads;
     use.units = units[l];
     use.heads = heads[l];
     use.clears = static_cast<int>(clears[l].size());
@@ -665,24 +749,53 @@ Compiled compile(const Program& program, const Options& options) {
       if (now != next && now >= 0) bias_pair.down.push_back({now, -1.f});
       if (now != next && next >= 0) bias_pair.down.push_back({next, 1.f});
     }
+    for (int k = 0; fixed && k < kFixedPads; ++k)   // the next boundary's integers
+      if (const int delta = fixed_pads[l + 1][k] - fixed_pads[l][k])
+        bias_pair.down.push_back({fixed_pad_dims[k], static_cast<float>(delta)});
+    // What a value holding `slot` puts on each of its dimensions, as (dimension, entry).
+    auto code = [&](ValueId v, int slot) {
+      std::vector<std::pair<int, float>> c;
+      if (!values[v].scalar) return std::vector<std::pair<int, float>>{{dim_of(v, slot), 1.f}};
+      const auto sc = scalar_code(values[v], slot);
+      for (int i = 0; i < kScalarDims; ++i)
+        if (sc[i]) c.push_back({dim_of(v, i), static_cast<float>(sc[i])});
+      return c;
+    };
+    // code(v, to) - code(v, from).
+    auto move = [&](ValueId v, int from, int to) {
+      std::vector<std::pair<int, float>> d = code(v, to);
+      for (auto [dim, x] : code(v, from)) d.push_back({dim, -x});
+      return d;
+    };
     for (size_t i : ops_in[l]) {
       const auto* m = &std::get<MlpOp>(ops[i]);
-      bias_pair.down.push_back({dim_of(m->out, m->base), 1.f});
+      for (const auto& e : code(m->out, m->base)) bias_pair.down.push_back(e);
       for (const Step& s : m->steps) {
         PlacedStep p;
         int bias = s.bias;
         for (const auto& [v, coefs] : per_value(s.form, program)) {
+          if (values[v].scalar) {   // the amount, on the scalar's first dimension
+            if (coefs[0]) p.gate.push_back({dim_of(v, 0), static_cast<float>(coefs[0])});
+            continue;
+          }
           const int k = most_common(coefs);
           bias += k;
           for (int slot = 0; slot < static_cast<int>(coefs.size()); ++slot)
             if (coefs[slot] != k) p.gate.push_back({dim_of(v, slot), static_cast<float>(coefs[slot] - k)});
         }
         p.bias = static_cast<float>(bias);
-        p.down = {{dim_of(m->out, s.to), 1.f}, {dim_of(m->out, s.from), -1.f}};
+        p.down = move(m->out, s.from, s.to);
         steps.push_back(std::move(p));
       }
     }
     for (ValueId v : clears[l]) {
+      if (values[v].scalar) {
+        // The code of 0 always, and for n = 1..max the change from n - 1 to n where the amount is >= n.
+        for (auto [dim, x] : code(v, 0)) bias_pair.down.push_back({dim, -x});
+        for (int n = 1; n < values[v].size; ++n)
+          steps.push_back({{{dim_of(v, 0), 1.f}}, static_cast<float>(1 - n), move(v, n, n - 1)});
+        continue;
+      }
       for (int slot = 0; slot < values[v].size; ++slot)
         steps.push_back({{{dim_of(v, slot), 1.f}}, 0.f, {{dim_of(v, slot), -1.f}}});
     }
@@ -727,7 +840,17 @@ Compiled compile(const Program& program, const Options& options) {
   for (size_t t = 0; t < program.tokens().size(); ++t) {
     const int64_t row = options.token_base + static_cast<int64_t>(t);
     e_a[row][kAnchor] = 1.f;
-    for (size_t f = 0; f < fields.size(); ++f) e_a[row][dim_of(fields[f], program.tokens()[t].slots[f])] = 1.f;
+    for (size_t f = 0; f < fields.size(); ++f) {
+      const ValueId v = fields[f];
+      const int slot = program.tokens()[t].slots[f];
+      if (!values[v].scalar) {
+        e_a[row][dim_of(v, slot)] = 1.f;
+        continue;
+      }
+      const auto sc = scalar_code(values[v], slot);
+      for (int i = 0; i < kScalarDims; ++i) e_a[row][dim_of(v, i)] = static_cast<float>(sc[i]);
+    }
+    for (int k = 0; fixed && k < kFixedPads; ++k) e_a[row][fixed_pad_dims[k]] = static_cast<float>(fixed_pads[0][k]);
     for (ValueId v : presets[0]) e_a[row][dim_of(v, 0)] = 1.f;   // preset memories in layer 0
     for (int k = 0; k < pads[0]; ++k) e_a[row][pad_dim[k][0]] = 1.f;
   }
@@ -735,7 +858,7 @@ Compiled compile(const Program& program, const Options& options) {
   // Final norm: only the output fields reach the tied LM head.
   auto final_norm = torch::full({H}, -1.f);
   if (!out_head.empty()) {
-    const double energy = 1.0 + live(kNever - 1, false);
+    const double energy = fixed ? static_cast<double>(fixed_energy) : 1.0 + static_cast<double>(live(kNever - 1, false));
     const float w = static_cast<float>(kLogitScale * std::sqrt(energy / H + cfg.rms_norm_eps) - 1.0);
     for (auto [f, v] : out_head)
       for (int d : out.dims_[f]) final_norm[d] = w;

@@ -5,7 +5,10 @@
 //  - Residual codes: the anchor dimension holds 1 on every circuit token, every
 //    live value holds exactly one slot at 1.  The energy sum(x^2) at each norm is
 //    therefore a compile-time integer E, and each norm weight (1 + w) is set to
-//    sqrt(E / hidden + eps), so the normalised input equals the residual.
+//    sqrt(E / hidden + eps), so the normalised input equals the residual.  A
+//    scalar of maximum m holds n and four integers whose squares add up to
+//    m^2 - n^2; with scalars every norm is padded to E = 4096 x hidden, where
+//    the norm maps every entry to itself (docs/circuit.md, section 4).
 //  - A step (form F = sum of terms + bias, integer on valid inputs) is two units
 //    with gates 256F - 96 and 256F - 160 and up = anchor; their difference is
 //    exactly 0 for F <= 0 (both gates <= -96, where SiLU returns 0) and 64 for
@@ -54,6 +57,10 @@ struct Options {
   bool reuse_dims = true;     // clear dead values so their dimensions can be reused
   int min_layers = 0;         // pad with empty layers up to this depth
   bool weights = true;        // false: place and allocate only (budget planning)
+  // Every norm's squared sum padded to exactly 4096 x hidden, so that the
+  // norms map every entry to itself (integers beyond 1 included), and every
+  // memory's outs preset.  On whenever the program has a scalar.
+  bool fixed_energy = false;
 };
 
 // What one layer uses of its budget.
@@ -109,8 +116,9 @@ class Compiled {
   // The residual capture index (Model::forward's capture_layers) at which
   // value v can be read, or -1 when it is never in a layer-boundary residual.
   int capture_index(ValueId v) const;
-  // Reads value v from one captured residual row [hidden]: its slot, or -1
-  // when the dimensions do not hold a one-hot within `tol`.
+  // Reads value v from one captured residual row [hidden]: its slot (a
+  // scalar's integer), or -1 when the dimensions do not hold a one-hot (a
+  // scalar's code) within `tol`.
   int decode(ValueId v, const float* residual, float tol = 1e-3f) const;
   const std::vector<int>& dims(ValueId v) const { return dims_.at(v); }
   // Per value, the depth slot that produces it (-1 embedding, 2L layer L's
@@ -128,6 +136,7 @@ class Compiled {
   std::vector<LayerUse> layers_;
   std::vector<std::vector<int>> dims_;   // per value
   std::vector<int> ready_, cleared_;     // per value: depth slot produced, slot cleared (INT_MAX: never)
+  std::vector<ValueInfo> infos_;         // per value
   std::vector<MemoryLayout> memories_;   // in program order
   int64_t token_base_ = 0;
 };

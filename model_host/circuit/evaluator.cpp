@@ -53,7 +53,8 @@ int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
     int form = s.bias;
     for (const Term& t : s.form) {
       if (vals[t.v] == kUndefined) return kUndefined;
-      if (vals[t.v] == t.slot) form += t.coef;
+      if (t.slot == kAmount) form += t.coef * vals[t.v];
+      else if (vals[t.v] == t.slot) form += t.coef;
     }
     if (form >= 1) {
       --code[s.from];
@@ -64,7 +65,7 @@ int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
   for (int i = 0; i < size; ++i) {
     if (code[i] == 0) continue;
     if (code[i] != 1 || slot >= 0)
-      throw std::logic_error("circuit: op '" + program_.info(op.out).name + "' does not produce a one-hot");
+      throw std::logic_error("circuit: op '" + program_.info(op.out).name + "' does not produce one slot");
     slot = i;
   }
   if (slot < 0) throw std::logic_error("circuit: op '" + program_.info(op.out).name + "' produces no slot");

@@ -25,8 +25,9 @@ class Evaluator {
   explicit Evaluator(const Program& program, std::vector<int> depth = {});
 
   // Feeds one circuit token (an index into Program::tokens()); returns the
-  // slot of every value on it.  Throws std::logic_error when an MLP op's steps
-  // do not produce a one-hot (a bug in the program's lowering).
+  // slot of every value on it (a scalar's integer).  Throws std::logic_error
+  // when an MLP op's steps do not leave exactly one slot (a bug in the
+  // program's lowering).
   const std::vector<int>& step(int token);
   // The token the output head selects on the last token fed, or -1 when no
   // token carries the computed slots (or a computed slot is undefined).

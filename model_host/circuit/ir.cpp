@@ -12,9 +12,10 @@ namespace {
 [[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument("circuit: " + msg); }
 }  // namespace
 
-ValueId Program::new_value(const std::string& name, int size, int producer) {
+ValueId Program::new_value(const std::string& name, int size, int producer, bool scalar) {
   if (size < 1) fail("value '" + name + "' needs at least one slot");
-  values_.push_back({name, size, producer});
+  if (scalar && size < 2) fail("scalar '" + name + "' needs a maximum of at least 1");
+  values_.push_back({name, size, producer, scalar});
   return static_cast<ValueId>(values_.size() - 1);
 }
 
@@ -28,9 +29,14 @@ void Program::check_value(ValueId v, const char* what) const {
     fail(std::string(what) + ": no value with id " + std::to_string(v));
 }
 
+void Program::check_categorical(ValueId v, const std::string& what) const {
+  check_value(v, what.c_str());
+  if (values_[v].scalar) fail(what + ": '" + values_[v].name + "' is a scalar; a categorical value is needed");
+}
+
 void Program::check_operand(const Operand& o, int size, const char* what) const {
   if (o.is_value()) {
-    check_value(o.v, what);
+    check_categorical(o.v, what);
     if (values_[o.v].size > size)
       fail(std::string(what) + " '" + values_[o.v].name + "' has " +
            std::to_string(values_[o.v].size) + " slots, more than " + std::to_string(size));
@@ -43,6 +49,13 @@ void Program::check_operand(const Operand& o, int size, const char* what) const 
 ValueId Program::field(const std::string& name, int size) {
   if (!tokens_.empty()) fail("field '" + name + "' declared after the first token");
   ValueId v = new_value(name, size, -1);
+  fields_.push_back(v);
+  return v;
+}
+
+ValueId Program::scalar_field(const std::string& name, int max) {
+  if (!tokens_.empty()) fail("field '" + name + "' declared after the first token");
+  ValueId v = new_value(name, max + 1, -1, true);
   fields_.push_back(v);
   return v;
 }
@@ -63,30 +76,49 @@ int Program::token(const std::string& name, const std::vector<std::pair<ValueId,
 }
 
 ValueId Program::mlp(const std::string& name, int size, int base, std::vector<Step> steps) {
+  return make_mlp(name, size, base, std::move(steps), false);
+}
+
+ValueId Program::make_mlp(const std::string& name, int size, int base, std::vector<Step> steps, bool scalar) {
   if (base < 0 || base >= size) fail("op '" + name + "': base slot outside the value");
   for (const Step& s : steps) {
     if (s.from < 0 || s.from >= size || s.to < 0 || s.to >= size || s.from == s.to)
       fail("op '" + name + "': a step moves between invalid slots");
     for (const Term& t : s.form) {
-      check_value(t.v, ("op '" + name + "'").c_str());
-      if (t.slot < 0 || t.slot >= values_[t.v].size) fail("op '" + name + "': term slot outside its value");
+      check_term(t, "op '" + name + "'");
     }
   }
-  ValueId out = new_value(name, size, static_cast<int>(ops_.size()));
+  ValueId out = new_value(name, size, static_cast<int>(ops_.size()), scalar);
   ops_.push_back(MlpOp{out, base, std::move(steps)});
   return out;
+}
+
+void Program::check_term(const Term& t, const std::string& what) const {
+  check_value(t.v, what.c_str());
+  if (values_[t.v].scalar) {
+    if (t.slot != kAmount) fail(what + ": scalar '" + values_[t.v].name + "' is read by its amount");
+  } else if (t.slot < 0 || t.slot >= values_[t.v].size) {
+    fail(what + ": term slot outside its value");
+  }
 }
 
 std::pair<int, int> Program::form_range(const std::vector<Term>& terms) const {
   // Each value holds exactly one slot: its contribution ranges over the sums
   // of the coefficients given to each of its slots (0 for slots not named).
   std::map<ValueId, std::vector<int>> per_slot;
+  int lo = 0, hi = 0;
   for (const Term& t : terms) {
+    check_term(t, "form");
+    if (values_[t.v].scalar) {   // coef * n for n in [0, size)
+      const int far = t.coef * (values_[t.v].size - 1);
+      lo += std::min(0, far);
+      hi += std::max(0, far);
+      continue;
+    }
     auto& v = per_slot[t.v];
     if (v.empty()) v.assign(values_.at(t.v).size, 0);
     v.at(t.slot) += t.coef;
   }
-  int lo = 0, hi = 0;
   for (auto& [v, coefs] : per_slot) {
     lo += *std::min_element(coefs.begin(), coefs.end());
     hi += *std::max_element(coefs.begin(), coefs.end());
@@ -96,6 +128,16 @@ std::pair<int, int> Program::form_range(const std::vector<Term>& terms) const {
 
 ValueId Program::ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
                         const std::function<int(int)>& f) {
+  return make_ladder(name, size, terms, bias, f, false);
+}
+
+ValueId Program::scalar_ladder(const std::string& name, int max, const std::vector<Term>& terms, int bias,
+                               const std::function<int(int)>& f) {
+  return make_ladder(name, max + 1, terms, bias, f, true);
+}
+
+ValueId Program::make_ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
+                             const std::function<int(int)>& f, bool scalar) {
   auto [lo, hi] = form_range(terms);
   lo += bias;
   hi += bias;
@@ -114,7 +156,7 @@ ValueId Program::ladder(const std::string& name, int size, const std::vector<Ter
     if (cur != prev) steps.push_back({terms, bias - s + 1, prev, cur});
     prev = cur;
   }
-  return mlp(name, size, at(lo), std::move(steps));
+  return make_mlp(name, size, at(lo), std::move(steps), scalar);
 }
 
 ValueId Program::lookup(const std::string& name, int size, const std::vector<ValueId>& inputs,
@@ -122,7 +164,7 @@ ValueId Program::lookup(const std::string& name, int size, const std::vector<Val
   if (inputs.empty()) fail("lookup '" + name + "' has no inputs");
   size_t combos = 1;
   for (ValueId v : inputs) {
-    check_value(v, ("lookup '" + name + "'").c_str());
+    check_categorical(v, "lookup '" + name + "'");
     combos *= values_[v].size;
   }
   if (combos > (1u << 20)) fail("lookup '" + name + "' has more than 2^20 input combinations");
@@ -177,7 +219,7 @@ void Program::resolve_address(Address& a, int rows, const std::string& what) con
     const AddrBit& b = a.bits[i];
     const std::string which = what + " bit " + std::to_string(i);
     if (b.is_value()) {
-      check_value(b.v, which.c_str());
+      check_categorical(b.v, which);
       if (b.bit < 0 || b.bit > 30 || (1 << b.bit) >= values_[b.v].size)
         fail(which + ": bit " + std::to_string(b.bit) + " of '" + values_[b.v].name + "' (" +
              std::to_string(values_[b.v].size) + " slots) is always 0");
@@ -198,7 +240,7 @@ std::vector<ValueId> Program::memory(MemoryOp op) {
   check_operand(op.write_enable, 2, "write enable");
   check_operand(op.reset, 2, "reset");
   for (const auto& p : op.parts) {
-    check_value(p.data, "memory data");
+    check_categorical(p.data, "memory '" + op.name + "' data");
     if (p.age < 0 || p.age > 3) fail("memory '" + op.name + "': a part is " + std::to_string(p.age) +
                                      " tokens back; the conv reaches 3");
     if (values_[p.data].size > 128) fail("memory '" + op.name + "': a part wider than one head (128)");
@@ -215,7 +257,8 @@ std::vector<ValueId> Program::memory(MemoryOp op) {
 void Program::wait_for(size_t from, ValueId dep) {
   check_value(dep, "wait_for");
   for (size_t i = from; i < ops_.size(); ++i)
-    if (auto* m = std::get_if<MlpOp>(&ops_[i]); m && !m->steps.empty()) m->steps[0].form.push_back({dep, 0, 0});
+    if (auto* m = std::get_if<MlpOp>(&ops_[i]); m && !m->steps.empty())
+      m->steps[0].form.push_back({dep, values_[dep].scalar ? kAmount : 0, 0});
 }
 
 void Program::keep(ValueId v) {
@@ -226,7 +269,8 @@ void Program::keep(ValueId v) {
 void Program::output(const std::vector<std::pair<ValueId, ValueId>>& field_to_value) {
   for (auto [f, v] : field_to_value) {
     if (std::find(fields_.begin(), fields_.end(), f) == fields_.end()) fail("output: value is not a field");
-    check_value(v, "output");
+    check_categorical(f, "output");
+    check_categorical(v, "output");
     if (values_[v].size != values_[f].size)
       fail("output: value '" + values_[v].name + "' and field '" + values_[f].name + "' differ in size");
   }

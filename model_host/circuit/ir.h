@@ -1,10 +1,14 @@
 // The circuit IR: a declared computation over circuit tokens, before it is
 // placed into layers.
 //
-// Every quantity is a categorical *value*: a one-hot code over `size` slots
-// of the residual stream (a flag or a bit is a value of size 2, a nibble of
-// size 16).  One-hot codes have constant energy, which is what keeps the
-// residual's RMS a compile-time constant (docs/circuit.md).  Values come from
+// A quantity is a *value* holding one of `size` slots.  A categorical value
+// is a one-hot code over `size` residual dimensions (a flag or a bit is a
+// value of size 2, a nibble of size 16).  A scalar value holds the integer
+// n in [0, size) as the amount n in one dimension beside the anchor, with
+// four compensating integers whose squares make up the rest of a fixed
+// energy, so that every value's energy is constant: that is what keeps the
+// residual's RMS a compile-time constant (docs/circuit.md).  Forms read a
+// categorical value by its slots and a scalar by its amount.  Values come from
 //   - embedding fields: each circuit token sets one slot of every field;
 //   - MLP ops: a base slot plus *steps*, each "if an integer linear form of
 //     input slots is >= 1, move the output from one slot to another"; every
@@ -27,16 +31,22 @@ using ValueId = int;
 
 struct ValueInfo {
   std::string name;
-  int size = 0;        // number of slots
+  int size = 0;        // number of slots (a scalar: the integers 0 .. size - 1)
   int producer = -1;   // index into Program::ops(), or -1 for an embedding field
+  bool scalar = false;
 };
 
-// One term of an integer linear form: contributes `coef` when value `v`
-// holds slot `slot`.
+// The slot of a Term that reads a scalar's amount.
+inline constexpr int kAmount = -1;
+
+// One term of an integer linear form: contributes `coef` when categorical
+// value `v` holds slot `slot`, or coef * n when `slot` is kAmount and v is a
+// scalar holding n.
 struct Term {
   ValueId v;
   int slot;
   int coef = 1;
+  static Term amount(ValueId v, int coef = 1) { return {v, kAmount, coef}; }
 };
 
 // If sum(terms) + bias >= 1, the output's one-hot moves: +1 on slot `to`,
@@ -124,8 +134,10 @@ struct Token {
 // std::invalid_argument naming what is wrong.
 class Program {
  public:
-  // Embedding fields must all be declared before the first token.
+  // Embedding fields must all be declared before the first token.  A
+  // token's slot of a scalar field is its integer.
   ValueId field(const std::string& name, int size);
+  ValueId scalar_field(const std::string& name, int max);
   // A circuit token: the slot of every embedding field (by field id).
   int token(const std::string& name, const std::vector<std::pair<ValueId, int>>& slots);
 
@@ -136,12 +148,18 @@ class Program {
   // reachable s into [0, size).  One step per change of f along s.
   ValueId ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
                  const std::function<int(int)>& f);
-  // out = f(x1, ..., xk) over every combination of input slots; one step per
-  // combination whose result differs from the most common one.
+  // The same with a scalar out = f(s) in [0, max]: as many steps, but 5
+  // residual dimensions instead of max + 1.
+  ValueId scalar_ladder(const std::string& name, int max, const std::vector<Term>& terms, int bias,
+                        const std::function<int(int)>& f);
+  // out = f(x1, ..., xk) over every combination of input slots (categorical
+  // inputs); one step per combination whose result differs from the most
+  // common one.
   ValueId lookup(const std::string& name, int size, const std::vector<ValueId>& inputs,
                  const std::function<int(const std::vector<int>&)>& f);
 
-  // Returns the outputs, one per part.
+  // Returns the outputs, one per part.  Memories store, and are addressed
+  // by, categorical values.
   std::vector<ValueId> memory(MemoryOp op);
 
   // Keeps a value in the residual until the last layer (so it can be read
@@ -169,7 +187,12 @@ class Program {
   std::pair<int, int> form_range(const std::vector<Term>& terms) const;
 
  private:
-  ValueId new_value(const std::string& name, int size, int producer);
+  ValueId new_value(const std::string& name, int size, int producer, bool scalar = false);
+  ValueId make_mlp(const std::string& name, int size, int base, std::vector<Step> steps, bool scalar);
+  ValueId make_ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
+                      const std::function<int(int)>& f, bool scalar);
+  void check_categorical(ValueId v, const std::string& what) const;
+  void check_term(const Term& t, const std::string& what) const;
   void check_value(ValueId v, const char* what) const;
   void check_operand(const Operand& o, int size, const char* what) const;
   void resolve_address(Address& a, int rows, const std::string& what) const;

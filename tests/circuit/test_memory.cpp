@@ -117,6 +117,20 @@ TEST(CircuitMemory, HundredThousandRandomWritesAndReads) {
   expect_exact(b, r, tokens, c, static_cast<int64_t>(tokens.size() / 4));
 }
 
+// The same traffic with every norm padded to the fixed energy that scalars
+// use (and so every memory's outs preset): the reads and answers are still
+// exact.
+TEST(CircuitMemory, FixedEnergyNormsKeepEveryReadExact) {
+  MemoryBench b;
+  Options o;
+  o.fixed_energy = true;
+  Compiled c = compile(b.p, o);
+  qgpu::qwen::Model model(c.take_checkpoint(), qgpu::qwen::Exec::Sparse);
+  auto tokens = b.traffic(scaled(100'000), 12);
+  Comparison r = compare(b.p, c, model, tokens, b.observed(), true);
+  expect_exact(b, r, tokens, c, static_cast<int64_t>(tokens.size() / 4));
+}
+
 TEST(CircuitMemory, TokensOutsideTheCircuitAddExactlyZero) {
   MemoryBench b;
   Options o;
