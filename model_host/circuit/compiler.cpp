@@ -755,10 +755,13 @@ Compiled compile(const Program& program, const Options& options) {
     // What a value holding `slot` puts on each of its dimensions, as (dimension, entry).
     auto code = [&](ValueId v, int slot) {
       std::vector<std::pair<int, float>> c;
-      if (!values[v].scalar) return std::vector<std::pair<int, float>>{{dim_of(v, slot), 1.f}};
-      const auto sc = scalar_code(values[v], slot);
-      for (int i = 0; i < kScalarDims; ++i)
-        if (sc[i]) c.push_back({dim_of(v, i), static_cast<float>(sc[i])});
+      if (!values[v].scalar) {
+        c.push_back({dim_of(v, slot), 1.f});
+      } else {
+        const auto sc = scalar_code(values[v], slot);
+        for (int i = 0; i < kScalarDims; ++i)
+          if (sc[i]) c.push_back({dim_of(v, i), static_cast<float>(sc[i])});
+      }
       return c;
     };
     // code(v, to) - code(v, from).

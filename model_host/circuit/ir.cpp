@@ -46,19 +46,16 @@ void Program::check_operand(const Operand& o, int size, const char* what) const 
   }
 }
 
-ValueId Program::field(const std::string& name, int size) {
+ValueId Program::add_field(const std::string& name, int size, bool scalar) {
   if (!tokens_.empty()) fail("field '" + name + "' declared after the first token");
-  ValueId v = new_value(name, size, -1);
+  ValueId v = new_value(name, size, -1, scalar);
   fields_.push_back(v);
   return v;
 }
 
-ValueId Program::scalar_field(const std::string& name, int max) {
-  if (!tokens_.empty()) fail("field '" + name + "' declared after the first token");
-  ValueId v = new_value(name, max + 1, -1, true);
-  fields_.push_back(v);
-  return v;
-}
+ValueId Program::field(const std::string& name, int size) { return add_field(name, size, false); }
+
+ValueId Program::scalar_field(const std::string& name, int max) { return add_field(name, max + 1, true); }
 
 int Program::token(const std::string& name, const std::vector<std::pair<ValueId, int>>& slots) {
   Token t{name, std::vector<int>(fields_.size(), -1)};

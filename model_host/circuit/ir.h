@@ -188,6 +188,7 @@ class Program {
 
  private:
   ValueId new_value(const std::string& name, int size, int producer, bool scalar = false);
+  ValueId add_field(const std::string& name, int size, bool scalar);
   ValueId make_mlp(const std::string& name, int size, int base, std::vector<Step> steps, bool scalar);
   ValueId make_ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
                       const std::function<int(int)>& f, bool scalar);
