@@ -106,8 +106,7 @@ void address_weights(const Program& p, const std::vector<AddrBit>& bits, int row
 
 // A form's coefficients per value and slot (0 for the slots it does not
 // name; a scalar's one coefficient, of its amount), values in order of
-// first appearance.  A term of coefficient 0 (an ordering dependency, see
-// Program::wait_for) still lists its value.
+// first appearance.
 std::vector<std::pair<ValueId, std::vector<int>>> per_value(const std::vector<Term>& form, const Program& p) {
   std::vector<std::pair<ValueId, std::vector<int>>> out;
   for (const Term& t : form) {
@@ -184,6 +183,64 @@ struct PlacedStep {
   float bias = 0;
   std::vector<std::pair<int, float>> down;   // dim -> output when the step fires
 };
+
+// One SwiGLU unit on its own, silu(gate . x + bias) x[up], spread by its down
+// weights: the passes and the clears of scalars (docs/circuit.md, section 2).
+// In residual units; the emission divides by the norm's level.
+struct PlacedUnit {
+  std::vector<std::pair<int, float>> gate;
+  float bias = 0;
+  int up = kAnchor;
+  std::vector<std::pair<int, float>> down;
+};
+
+// How a pass (or a clear) reads one dimension x of a code: its gate is
+// gain x - offset, SiLU is the identity on it where x is not 0, and down
+// divides by `level`.  A scalar's entries are any integers >= 0: gain 64,
+// no offset (silu(64 x) == 64 x, and 0 gives 0), an error in x passes at
+// gain 1.  A categorical entry is 0 or 1: gain 1120 and offset 96, so a 1
+// gives exactly 1024 and a 0 gives -96, where SiLU gives -0 and the sparse
+// executor skips the row (an error in x passes at gain 1120/1024).
+struct Reading {
+  float gain, offset, level;
+};
+Reading reading(const ValueInfo& v) { return v.scalar ? Reading{64.f, 0.f, 64.f} : Reading{1120.f, 96.f, 1024.f}; }
+
+// A pass's cut weight G over its source: the least power of two from 128
+// with gain x - offset - G <= -96 for every entry x of the source's code,
+// so a pass with a literal that is false has gates of -96 or below.
+float pass_cut(const ValueInfo& src) {
+  const int top = src.scalar ? src.size - 1 : 1;   // a scalar's entries: n and the four integers, all <= max
+  const Reading r = reading(src);
+  float g = 128.f;
+  while (r.gain * static_cast<float>(top) - r.offset - g > -96.f) g *= 2.f;
+  return g;
+}
+
+// Whether an op's passes each hold on one slot of the same value, every slot
+// once: exactly one then holds on every token, so the base is never the result.
+bool passes_cover(const MlpOp& m, const std::vector<ValueInfo>& values) {
+  if (m.passes.empty() || m.passes.front().when.size() != 1) return false;
+  const ValueId sel = m.passes.front().when.front().v;
+  std::vector<bool> seen(values[sel].size, false);
+  for (const Pass& ps : m.passes) {
+    if (ps.when.size() != 1 || ps.when.front().v != sel || seen[ps.when.front().slot]) return false;
+    seen[ps.when.front().slot] = true;
+  }
+  return std::find(seen.begin(), seen.end(), false) == seen.end();
+}
+
+// Units of an MLP op: two per step, and per pass: for a categorical source
+// one per slot but the base (each moves the output from the base to its
+// slot); for a scalar one per dimension, and a step taking the base back
+// unless the passes cover a value.
+int mlp_units(const MlpOp& m, const std::vector<ValueInfo>& values) {
+  int n = 2 * static_cast<int>(m.steps.size());
+  const bool cover = passes_cover(m, values);
+  for (const Pass& ps : m.passes)
+    n += values[ps.src].scalar ? kScalarDims + (cover ? 0 : 2) : values[ps.src].size - 1;
+  return n;
+}
 
 // ---- Exact fp32 levels (docs/circuit.md, section 4).  Every residual entry
 // of a circuit token is exactly 0 or 1, so each layer's norm sees a squared
@@ -396,7 +453,7 @@ Compiled compile(const Program& program, const Options& options) {
     int r = -1;
     for (ValueId v : program.inputs_of(ops[i])) r = std::max(r, ready[v]);
     if (const auto* m = std::get_if<MlpOp>(&ops[i])) {
-      const int need = 2 * static_cast<int>(m->steps.size());
+      const int need = mlp_units(*m, values);
       if (need > units_cap - 2)
         budget_error("op '" + values[m->out].name + "' needs " + std::to_string(need) + " units, a layer has " +
                      std::to_string(units_cap - 2));
@@ -474,8 +531,8 @@ Compiled compile(const Program& program, const Options& options) {
     for (ValueId v = 0; v < nvalues; ++v) {
       if (pinned[v]) continue;
       int l = last_use[v] >= 0 ? last_use[v] / 2 : first_mlp_layer_after(ready[v]);
-      // A slot each (a categorical value), or a ladder over the amount (a scalar).
-      const int need = 2 * (values[v].scalar ? values[v].size - 1 : values[v].size);
+      // A step per slot (a categorical value), or a unit per dimension (a scalar).
+      const int need = values[v].scalar ? kScalarDims : 2 * values[v].size;
       while (l < L - 1 && units[l] + need > units_cap) ++l;
       if (l >= L - 1) continue;   // clearing in the last layer frees nothing
       units[l] += need;
@@ -740,6 +797,7 @@ Compiled compile(const Program& program, const Options& options) {
 
     // MLP: the bias pair (base slots), then the steps of each op, clears, output copies.
     std::vector<PlacedStep> steps;
+    std::vector<PlacedUnit> singles;
     PlacedStep bias_pair;
     bias_pair.bias = 1;   // always fires on circuit tokens
     if (l + 1 < L)
@@ -772,7 +830,39 @@ Compiled compile(const Program& program, const Options& options) {
     };
     for (size_t i : ops_in[l]) {
       const auto* m = &std::get<MlpOp>(ops[i]);
-      for (const auto& e : code(m->out, m->base)) bias_pair.down.push_back(e);
+      const bool scalar = values[m->out].scalar, no_base = scalar && passes_cover(*m, values);
+      if (!no_base)
+        for (const auto& e : code(m->out, m->base)) bias_pair.down.push_back(e);
+      for (const Pass& ps : m->passes) {
+        // Per entry x, silu(gain x - offset + G (sum of [when] - n)) [when[0]]
+        // / level: x where every literal holds, -0 elsewhere.  A categorical
+        // source's slot s moves the output from the base to s; a scalar's
+        // entries are added, and the base taken back by a step.
+        const float cut = pass_cut(values[ps.src]);
+        const Reading r = reading(values[ps.src]);
+        std::vector<std::pair<int, float>> when;
+        for (const Literal& lit : ps.when) when.push_back({dim_of(lit.v, lit.slot), 1.f});
+        const float bias = -r.offset - cut * static_cast<float>(when.size());
+        auto gate = [&](int src_dim) {
+          std::vector<std::pair<int, float>> g{{src_dim, r.gain}};
+          for (auto [dim, c] : when) g.push_back({dim, cut});
+          return g;
+        };
+        if (!scalar) {
+          for (int s = 0; s < values[ps.src].size; ++s)
+            if (s != m->base)
+              singles.push_back({gate(dim_of(ps.src, s)), bias, when.front().first,
+                                 {{dim_of(m->out, s), 1.f / r.level}, {dim_of(m->out, m->base), -1.f / r.level}}});
+          continue;
+        }
+        for (int d = 0; d < kScalarDims; ++d)
+          singles.push_back({gate(dim_of(ps.src, d)), bias, when.front().first, {{dim_of(m->out, d), 1.f / r.level}}});
+        if (!no_base) {   // the conjunction as a step's form: sum of the literals - (n - 1)
+          PlacedStep back{when, 1.f - static_cast<float>(when.size()), {}};
+          for (auto [dim, x] : code(m->out, m->base)) back.down.push_back({dim, -x});
+          steps.push_back(std::move(back));
+        }
+      }
       for (const Step& s : m->steps) {
         PlacedStep p;
         int bias = s.bias;
@@ -792,11 +882,10 @@ Compiled compile(const Program& program, const Options& options) {
       }
     }
     for (ValueId v : clears[l]) {
-      if (values[v].scalar) {
-        // The code of 0 always, and for n = 1..max the change from n - 1 to n where the amount is >= n.
-        for (auto [dim, x] : code(v, 0)) bias_pair.down.push_back({dim, -x});
-        for (int n = 1; n < values[v].size; ++n)
-          steps.push_back({{{dim_of(v, 0), 1.f}}, static_cast<float>(1 - n), move(v, n, n - 1)});
+      if (values[v].scalar) {   // silu(64 x) / 64 off each dimension
+        const Reading r = reading(values[v]);
+        for (int d = 0; d < kScalarDims; ++d)
+          singles.push_back({{{dim_of(v, d), r.gain}}, -r.offset, kAnchor, {{dim_of(v, d), -1.f / r.level}}});
         continue;
       }
       for (int slot = 0; slot < values[v].size; ++slot)
@@ -811,7 +900,7 @@ Compiled compile(const Program& program, const Options& options) {
       }
     }
     steps.push_back(std::move(bias_pair));
-    if (2 * static_cast<int>(steps.size()) != units[l])
+    if (2 * static_cast<int>(steps.size()) + static_cast<int>(singles.size()) != units[l])
       throw std::logic_error("circuit: unit accounting out of step with placement");
     auto gate = zeros({units_cap, H}), up = zeros({units_cap, H}), down = zeros({H, units_cap});
     auto g_a = gate.accessor<float, 2>(), u_a = up.accessor<float, 2>(), d_a = down.accessor<float, 2>();
@@ -830,6 +919,14 @@ Compiled compile(const Program& program, const Options& options) {
         d_a[d][ua] += c / kStepLevel;
         d_a[d][ub] -= c / kStepLevel;
       }
+    }
+    for (size_t k = 0; k < singles.size(); ++k) {
+      const PlacedUnit& s = singles[k];
+      const int64_t u = 2 * static_cast<int64_t>(steps.size()) + static_cast<int64_t>(k);
+      for (auto [d, c] : s.gate) g_a[u][d] += c * in_m;
+      g_a[u][kAnchor] += s.bias * in_m;
+      u_a[u][s.up] = in_m;
+      for (auto [d, c] : s.down) d_a[d][u] += c;
     }
     T[pre + "mlp.gate_proj.weight"] = gate;
     T[pre + "mlp.up_proj.weight"] = up;

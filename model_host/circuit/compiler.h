@@ -14,6 +14,14 @@
 //    exactly 0 for F <= 0 (both gates <= -96, where SiLU returns 0) and 64 for
 //    F >= 1 (both gates >= 96, where SiLU is the identity); down scales by 1/64.
 //    Decision margin: F may be off by 0.3 and the step still saturates.
+//  - A pass (a copy of src where a conjunction of n literals holds) is one
+//    unit per entry x of src it copies: silu(gain x - offset + G (sum of the
+//    literals - n)) [first literal] / level.  A scalar's integers: gain 64,
+//    level 64, every dimension added.  A categorical 0 or 1: gain 1120,
+//    offset 96 and level 1024 (a 0 gives -96), a unit per slot but the base,
+//    moving the output from the base to it.  G is a power of two putting
+//    every gate of a pass that does not hold at -96 or below.  Clears of
+//    scalars are such units too, silu(64 x) / 64 off each dimension.
 //  - Memories: every value channel is silu(256 x - 128) of one slot x: exactly
 //    0 for x <= 0.15 (SiLU underflows below -89), the identity above 0.85; the
 //    key or query channel of a row is silu(256 s - (256 n - 128)), s the sum of

@@ -46,9 +46,24 @@ int Evaluator::row(const Address& a, const std::vector<int>& vals) const {
 }
 
 int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
+  const std::string& name = program_.info(op.out).name;
+  for (ValueId v : op.after)
+    if (vals[v] == kUndefined) return kUndefined;
+  const Pass* held = nullptr;
+  for (const Pass& ps : op.passes) {
+    bool holds = true;
+    for (const Literal& l : ps.when) {
+      if (vals[l.v] == kUndefined) return kUndefined;
+      holds = holds && vals[l.v] == l.slot;
+    }
+    if (!holds) continue;
+    if (held) throw std::logic_error("circuit: op '" + name + "' holds two passes at once");
+    held = &ps;
+  }
   const int size = program_.info(op.out).size;
   std::vector<int> code(size, 0);
   code[op.base] = 1;
+  bool fired = false;
   for (const Step& s : op.steps) {
     int form = s.bias;
     for (const Term& t : s.form) {
@@ -59,16 +74,21 @@ int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
     if (form >= 1) {
       --code[s.from];
       ++code[s.to];
+      fired = true;
     }
+  }
+  if (held) {
+    if (fired) throw std::logic_error("circuit: op '" + name + "' fires a step while a pass holds");
+    return vals[held->src];   // kUndefined stays undefined
   }
   int slot = -1;
   for (int i = 0; i < size; ++i) {
     if (code[i] == 0) continue;
     if (code[i] != 1 || slot >= 0)
-      throw std::logic_error("circuit: op '" + program_.info(op.out).name + "' does not produce one slot");
+      throw std::logic_error("circuit: op '" + name + "' does not produce one slot");
     slot = i;
   }
-  if (slot < 0) throw std::logic_error("circuit: op '" + program_.info(op.out).name + "' produces no slot");
+  if (slot < 0) throw std::logic_error("circuit: op '" + name + "' produces no slot");
   return slot;
 }
 

@@ -72,22 +72,51 @@ int Program::token(const std::string& name, const std::vector<std::pair<ValueId,
   return static_cast<int>(tokens_.size() - 1);
 }
 
-ValueId Program::mlp(const std::string& name, int size, int base, std::vector<Step> steps) {
-  return make_mlp(name, size, base, std::move(steps), false);
+ValueId Program::mlp(const std::string& name, int size, int base, std::vector<Step> steps,
+                     std::vector<Pass> passes) {
+  const bool scalar = !passes.empty() && passes.front().src >= 0 && passes.front().src < static_cast<int>(values_.size()) &&
+                      values_[passes.front().src].scalar;
+  return make_mlp(name, size, base, std::move(steps), scalar, std::move(passes));
 }
 
-ValueId Program::make_mlp(const std::string& name, int size, int base, std::vector<Step> steps, bool scalar) {
-  if (base < 0 || base >= size) fail("op '" + name + "': base slot outside the value");
+ValueId Program::make_mlp(const std::string& name, int size, int base, std::vector<Step> steps, bool scalar,
+                          std::vector<Pass> passes) {
+  const std::string what = "op '" + name + "'";
+  if (base < 0 || base >= size) fail(what + ": base slot outside the value");
   for (const Step& s : steps) {
     if (s.from < 0 || s.from >= size || s.to < 0 || s.to >= size || s.from == s.to)
-      fail("op '" + name + "': a step moves between invalid slots");
+      fail(what + ": a step moves between invalid slots");
     for (const Term& t : s.form) {
-      check_term(t, "op '" + name + "'");
+      check_term(t, what);
     }
   }
+  for (const Pass& ps : passes) {
+    check_value(ps.src, what.c_str());
+    if (ps.when.empty()) fail(what + ": a pass without a condition");
+    for (const Literal& l : ps.when) {
+      check_categorical(l.v, what + ": a pass's condition");
+      if (l.slot < 0 || l.slot >= values_[l.v].size) fail(what + ": a pass's slot outside its value");
+    }
+    if (values_[ps.src].scalar != scalar || values_[ps.src].size != size)
+      fail(what + ": pass source '" + values_[ps.src].name + "' is not a " +
+           (scalar ? "scalar of maximum " + std::to_string(size - 1) : "categorical value of size " + std::to_string(size)));
+  }
   ValueId out = new_value(name, size, static_cast<int>(ops_.size()), scalar);
-  ops_.push_back(MlpOp{out, base, std::move(steps)});
+  ops_.push_back(MlpOp{out, base, std::move(steps), std::move(passes), {}});
   return out;
+}
+
+ValueId Program::select(const std::string& name, ValueId sel, const std::vector<ValueId>& inputs) {
+  const std::string what = "select '" + name + "'";
+  check_categorical(sel, what + ": the selector");
+  if (static_cast<int>(inputs.size()) != values_[sel].size)
+    fail(what + ": " + std::to_string(inputs.size()) + " inputs for a selector of size " +
+         std::to_string(values_[sel].size));
+  for (ValueId v : inputs) check_value(v, what.c_str());
+  const ValueInfo& first = values_[inputs.front()];
+  std::vector<Pass> passes;
+  for (size_t k = 0; k < inputs.size(); ++k) passes.push_back({{{sel, static_cast<int>(k)}}, inputs[k]});
+  return make_mlp(name, first.size, 0, {}, first.scalar, std::move(passes));
 }
 
 void Program::check_term(const Term& t, const std::string& what) const {
@@ -254,8 +283,7 @@ std::vector<ValueId> Program::memory(MemoryOp op) {
 void Program::wait_for(size_t from, ValueId dep) {
   check_value(dep, "wait_for");
   for (size_t i = from; i < ops_.size(); ++i)
-    if (auto* m = std::get_if<MlpOp>(&ops_[i]); m && !m->steps.empty())
-      m->steps[0].form.push_back({dep, values_[dep].scalar ? kAmount : 0, 0});
+    if (auto* m = std::get_if<MlpOp>(&ops_[i]); m && (!m->steps.empty() || !m->passes.empty())) m->after.push_back(dep);
 }
 
 void Program::keep(ValueId v) {
@@ -279,6 +307,11 @@ std::vector<ValueId> Program::inputs_of(const Op& op) const {
   if (const auto* m = std::get_if<MlpOp>(&op)) {
     for (const Step& s : m->steps)
       for (const Term& t : s.form) in.push_back(t.v);
+    for (const Pass& ps : m->passes) {
+      for (const Literal& l : ps.when) in.push_back(l.v);
+      in.push_back(ps.src);
+    }
+    in.insert(in.end(), m->after.begin(), m->after.end());
   } else {
     const auto& mem = std::get<MemoryOp>(op);
     for (const Operand* o : {&mem.write_enable, &mem.reset})

@@ -12,8 +12,10 @@
 //   - embedding fields: each circuit token sets one slot of every field;
 //   - MLP ops: a base slot plus *steps*, each "if an integer linear form of
 //     input slots is >= 1, move the output from one slot to another"; every
-//     integer primitive (tables, ladders, carries, select, logic) lowers to
-//     steps, and a step is two SwiGLU units;
+//     integer primitive (tables, ladders, carries, logic) lowers to steps,
+//     and a step is two SwiGLU units; and *passes*, "where a literal holds,
+//     the output is a copy of another value", one unit per copied dimension
+//     (Program::select);
 //   - memory ops: a store of rows in Gated DeltaNet heads, written with a
 //     one-hot key and read back with a one-hot query.
 // Integers wider than one value are vectors of values (see words.h).
@@ -58,12 +60,32 @@ struct Step {
   int from = 0, to = 0;
 };
 
-// An MLP operation: out = e[base] + sum of the steps that fire.  The steps
-// must keep the result a one-hot for every input (checked by the evaluator).
+// A literal: categorical value v holds slot `slot`.
+struct Literal {
+  ValueId v;
+  int slot = 1;
+};
+
+// Where every literal of `when` holds, the op's result is the value `src`
+// itself (of the output's kind and size: a copy of its code) instead of
+// base + steps.  A pass is the exact-product trick, one SwiGLU unit per
+// entry it copies: silu(gain x + G (sum of [when] - n)) [when[0]] is
+// gain x [when] (docs/circuit.md, section 2).
+struct Pass {
+  std::vector<Literal> when;   // a conjunction, at least one
+  ValueId src;
+};
+
+// An MLP operation: out = e[base] + sum of the steps that fire, or the
+// source of the pass that holds.  The steps must keep the result a one-hot
+// for every input, at most one pass may hold, and no step may fire while
+// one does (all checked by the evaluator).
 struct MlpOp {
   ValueId out;
   int base = 0;
   std::vector<Step> steps;
+  std::vector<Pass> passes;
+  std::vector<ValueId> after;   // values it waits for without reading them (Program::wait_for)
 };
 
 // A write enable or reset, or a memory address in its whole-value form:
@@ -141,8 +163,10 @@ class Program {
   // A circuit token: the slot of every embedding field (by field id).
   int token(const std::string& name, const std::vector<std::pair<ValueId, int>>& slots);
 
-  // Low-level MLP op.
-  ValueId mlp(const std::string& name, int size, int base, std::vector<Step> steps);
+  // Low-level MLP op.  With passes the output is of their sources' kind
+  // (all categorical of `size` slots, or all scalars of maximum size - 1).
+  ValueId mlp(const std::string& name, int size, int base, std::vector<Step> steps,
+              std::vector<Pass> passes = {});
 
   // out = f(s) for the integer form s = sum(terms) + bias; f maps every
   // reachable s into [0, size).  One step per change of f along s.
@@ -158,6 +182,11 @@ class Program {
   ValueId lookup(const std::string& name, int size, const std::vector<ValueId>& inputs,
                  const std::function<int(const std::vector<int>&)>& f);
 
+  // out = inputs[k] where sel holds slot k: a multiplexer of categorical
+  // values of one size, or of scalars of one maximum, made of passes alone
+  // (one unit per dimension of each input: size, or 5 for a scalar).
+  ValueId select(const std::string& name, ValueId sel, const std::vector<ValueId>& inputs);
+
   // Returns the outputs, one per part.  Memories store, and are addressed
   // by, categorical values.
   std::vector<ValueId> memory(MemoryOp op);
@@ -166,7 +195,8 @@ class Program {
   // from the final residual); values that nothing uses are otherwise freed.
   void keep(ValueId v);
   // Orders the schedule: every MLP op added since op index `from` (see
-  // ops().size()) also waits for value `dep`, through a zero-weight term.
+  // ops().size()) that reads anything also waits for value `dep`
+  // (MlpOp::after: no weight reads it).
   // Placing work after a wide computation instead of beside it keeps the
   // residual from holding both at once.
   void wait_for(size_t from, ValueId dep);
@@ -189,7 +219,8 @@ class Program {
  private:
   ValueId new_value(const std::string& name, int size, int producer, bool scalar = false);
   ValueId add_field(const std::string& name, int size, bool scalar);
-  ValueId make_mlp(const std::string& name, int size, int base, std::vector<Step> steps, bool scalar);
+  ValueId make_mlp(const std::string& name, int size, int base, std::vector<Step> steps, bool scalar,
+                   std::vector<Pass> passes = {});
   ValueId make_ladder(const std::string& name, int size, const std::vector<Term>& terms, int bias,
                       const std::function<int(int)>& f, bool scalar);
   void check_categorical(ValueId v, const std::string& what) const;

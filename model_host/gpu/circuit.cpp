@@ -111,12 +111,17 @@ class Builder {
     Digits out;
     for (size_t d = 0; d < n; ++d) {
       std::vector<Step> steps;
+      std::vector<circuit::Pass> passes;
       for (const Case& c : cases) {
         const Dig x = d < c.w.size() ? c.w[d] : Dig{};
         std::vector<Term> when{{sel, c.k, 1}};
         if (c.guard >= 0) when.push_back({c.guard, c.guard_slot, 1});
         const int bias = 1 - int(when.size());
-        if (x.v >= 0) {
+        if (x.v >= 0 && p.info(x.v).size == 16) {   // a pass: one unit per non-zero slot
+          circuit::Pass ps{{}, x.v};
+          for (const Term& t : when) ps.when.push_back({t.v, t.slot});
+          passes.push_back(std::move(ps));
+        } else if (x.v >= 0) {
           for (int s = 1; s < p.info(x.v).size; ++s) {
             auto form = when;
             form.push_back({x.v, s, 1});
@@ -126,11 +131,11 @@ class Builder {
           steps.push_back({when, bias, 0, x.k});
         }
       }
-      if (steps.empty()) {
+      if (steps.empty() && passes.empty()) {
         out.push_back({-1, 0});
         continue;
       }
-      out.push_back({p.mlp(name + ".d" + std::to_string(d), 16, 0, std::move(steps)), 0});
+      out.push_back({p.mlp(name + ".d" + std::to_string(d), 16, 0, std::move(steps), std::move(passes)), 0});
     }
     return out;
   }

@@ -125,4 +125,30 @@ inline Comparison compare(const Program& p, const Compiled& c, const qgpu::qwen:
   return r;
 }
 
+// Runs `tokens` (-1: the token below token_base) through the model and
+// checks every residual entry entering every layer, and after the last: an
+// exact integer, 0 on tokens outside the circuit, and, with `fixed_energy`,
+// every circuit token's squared sum exactly 4096 x hidden.
+inline void expect_integer_residuals(const Compiled& c, const qgpu::qwen::Model& model, const std::vector<int>& tokens,
+                                     bool fixed_energy) {
+  std::vector<int> all;
+  for (int l = 0; l <= c.num_layers(); ++l) all.push_back(l);
+  std::vector<int64_t> ids;
+  for (int t : tokens) ids.push_back(t < 0 ? c.token_id(0) - 1 : c.token_id(t));
+  auto st = model.new_state();
+  auto out = model.forward(st, ids, all);
+  for (size_t l = 0; l < out.residuals.size(); ++l) {
+    const auto& res = out.residuals[l];
+    ASSERT_TRUE(torch::equal(res, res.round())) << "layer boundary " << l;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      if (tokens[t] < 0) {
+        ASSERT_EQ(res[t].abs().sum().item<float>(), 0.0f) << "token " << t << ", boundary " << l;
+      } else if (fixed_energy) {
+        ASSERT_EQ(res[t].pow(2).sum().item<double>(), 4096.0 * static_cast<double>(res.size(1)))
+            << "boundary " << l << " token " << t;
+      }
+    }
+  }
+}
+
 }  // namespace circuit_test

@@ -83,26 +83,9 @@ TEST(CircuitScalars, EveryByteThroughScalarsExact) {
   }
 
   // Every residual entry entering every layer and after the last is an exact
-  // integer, on circuit tokens and outside them (where it is 0).
-  std::vector<int> all;
-  for (int l = 0; l <= c.num_layers(); ++l) all.push_back(l);
-  std::vector<int64_t> ids;
-  for (int t : tokens) ids.push_back(t < 0 ? 0 : c.token_id(t));
-  auto st = model.new_state();
-  auto out = model.forward(st, ids, all);
-  for (size_t l = 0; l < out.residuals.size(); ++l) {
-    const auto& res = out.residuals[l];
-    ASSERT_TRUE(torch::equal(res, res.round())) << "layer boundary " << l;
-    for (size_t t = 0; t < ids.size(); ++t)
-      if (ids[t] == 0) ASSERT_EQ(res[t].abs().sum().item<float>(), 0.0f) << "token " << t << ", boundary " << l;
-  }
-  // Circuit tokens: the squared sum of every residual row is the fixed
-  // energy, 4096 x hidden, at every boundary.
-  for (size_t l = 0; l < out.residuals.size(); ++l)
-    for (size_t t = 0; t < ids.size(); ++t) {
-      if (ids[t] == 0) continue;
-      ASSERT_EQ(out.residuals[l][t].pow(2).sum().item<double>(), 4096.0 * 2048) << "boundary " << l << " token " << t;
-    }
+  // integer (0 outside the circuit), and every circuit token's squared sum
+  // is the fixed energy, 4096 x hidden.
+  expect_integer_residuals(c, model, tokens, true);
 }
 
 // The same program through the dense executor: both give the same residuals.
