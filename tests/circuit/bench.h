@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,26 @@ inline Comparison compare(const Program& p, const Compiled& c, const qgpu::qwen:
   }
   if (final_state) *final_state = std::move(state);
   return r;
+}
+
+// The 256 byte tokens in a shuffled order, then again in order with every
+// `blank_every`-th replaced by a token outside the circuit (-1).
+inline std::vector<int> bytes_twice(unsigned seed, int blank_every) {
+  std::vector<int> tokens;
+  for (int t = 0; t < 256; ++t) tokens.push_back(t);
+  std::mt19937 rng(seed);
+  std::shuffle(tokens.begin(), tokens.end(), rng);
+  for (int t = 0; t < 256; ++t) tokens.push_back(t % blank_every == 0 ? -1 : t);
+  return tokens;
+}
+
+// Every observed value (named in order) compared at least `min` times, and
+// always equal to the evaluator's.
+inline void expect_no_mismatch(const Comparison& r, const std::vector<std::string>& names, int64_t min) {
+  for (size_t k = 0; k < r.compared.size(); ++k) {
+    EXPECT_EQ(r.mismatched[k], 0) << names.at(k) << ", first at token " << r.first_mismatch[k];
+    EXPECT_GE(r.compared[k], min) << names.at(k);
+  }
 }
 
 // Runs `tokens` (-1: the token below token_base) through the model and

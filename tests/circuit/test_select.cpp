@@ -7,7 +7,6 @@
 #include "bench.h"
 
 #include <iostream>
-#include <random>
 
 namespace circuit_test {
 namespace {
@@ -63,17 +62,9 @@ TEST(CircuitSelect, EveryByteThroughPassesExact) {
   Compiled c = compile(bench.p, o);
   std::cout << c.report();
   qgpu::qwen::Model model(c.checkpoint(), qgpu::qwen::Exec::Sparse);
-  std::vector<int> tokens;
-  for (int t = 0; t < 256; ++t) tokens.push_back(t);
-  std::mt19937 rng(11);
-  std::shuffle(tokens.begin(), tokens.end(), rng);
-  for (int t = 0; t < 256; ++t) tokens.push_back(t % 5 == 0 ? -1 : t);
+  const std::vector<int> tokens = bytes_twice(11, 5);
   Comparison r = compare(bench.p, c, model, tokens, bench.observed());
-  const char* names[] = {"pick", "high", "nib", "partial", "guarded", "guarded_scalar", "mixed"};
-  for (size_t k = 0; k < r.compared.size(); ++k) {
-    EXPECT_EQ(r.mismatched[k], 0) << names[k] << ", first at token " << r.first_mismatch[k];
-    EXPECT_GE(r.compared[k], 460) << names[k];
-  }
+  expect_no_mismatch(r, {"pick", "high", "nib", "partial", "guarded", "guarded_scalar", "mixed"}, 460);
   // The evaluator against the plain integers.
   for (size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0) continue;
