@@ -49,10 +49,17 @@ struct HeadPlan {
 HeadPlan plan_heads(const Program& p, const MemoryOp& op, int head_dim) {
   HeadPlan plan;
   plan.groups = (op.rows + head_dim - 1) / head_dim;
+  // Parts in order, or by age when ages must not share a head.
+  std::vector<int> order(op.parts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  if (op.split_ages)
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return op.parts[a].age < op.parts[b].age; });
   int used = head_dim;
-  for (size_t i = 0; i < op.parts.size(); ++i) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int i = order[k];
     int size = p.info(op.parts[i].data).size;
-    if (used + size > head_dim) {
+    const bool new_age = op.split_ages && k > 0 && op.parts[order[k - 1]].age != op.parts[i].age;
+    if (used + size > head_dim || new_age) {
       plan.slices.emplace_back();
       plan.offset.emplace_back();
       used = 0;

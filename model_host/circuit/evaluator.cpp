@@ -114,16 +114,33 @@ void Evaluator::eval_memory(size_t op_index, const MemoryOp& op, std::vector<int
           record.push_back(kUndefined);   // before the sequence start
         }
       }
-      // The read-back norm couples a record's parts: one unknown part makes
-      // the whole row unknown.  A record made only of parts from before the
-      // sequence start is all zero in the model (the conv window starts at
-      // zero): with zero_default it reads as a row never written.
-      bool before_start = true;
-      for (const auto& p : op.parts) before_start = before_start && static_cast<int>(history_.size()) < p.age;
-      if (op.zero_default && before_start)
+      // The read-back norm couples the parts that share a head: one unknown
+      // part makes them all unknown.  Parts from before the sequence start
+      // are all zero in the model (the conv window starts at zero): with
+      // zero_default a record made only of them reads as a row never
+      // written.  Without split_ages every part may share a head with every
+      // other; with it, parts of one age are coupled (a superset of the heads
+      // they share), and a head of parts from before the start reads as 0.
+      auto before_start = [&](size_t i) { return static_cast<int>(history_.size()) < op.parts[i].age; };
+      auto coupled = [&](size_t i, size_t j) { return !op.split_ages || op.parts[i].age == op.parts[j].age; };
+      bool all_before = true;
+      for (size_t i = 0; i < op.parts.size(); ++i) all_before = all_before && before_start(i);
+      if (op.zero_default && all_before) {
         record.clear();
-      else if (std::find(record.begin(), record.end(), kUndefined) != record.end())
-        record.assign(record.size(), kUndefined);
+      } else {
+        std::vector<int> read = record;
+        for (size_t i = 0; i < op.parts.size(); ++i) {
+          bool unknown = false, group_before = true;
+          for (size_t j = 0; j < op.parts.size(); ++j) {
+            if (!coupled(i, j)) continue;
+            unknown = unknown || record[j] == kUndefined;
+            group_before = group_before && before_start(j);
+          }
+          if (op.zero_default && group_before) read[i] = 0;
+          else if (unknown) read[i] = kUndefined;
+        }
+        record = std::move(read);
+      }
       store.rows[waddr] = std::move(record);
     }
   }

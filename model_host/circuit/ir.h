@@ -137,6 +137,12 @@ struct MemoryOp {
   Operand write_enable;
   Operand reset = Operand::fixed(0);
   bool zero_default = false;
+  // A read row comes back through a per-head norm, which couples the parts
+  // that share a head: parts from before the sequence start (all zero in the
+  // model) leave the others of their head unknown.  With split_ages, parts of
+  // different ages never share a head (more heads), so on the first tokens of
+  // a sequence the parts already there read back exactly.
+  bool split_ages = false;
   struct Part {
     ValueId data;
     int age = 0;

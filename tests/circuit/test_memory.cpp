@@ -219,5 +219,81 @@ TEST(CircuitMemory, DenseSparseAndPythonReferenceAgree) {
   }
 }
 
+// Stores whose records mix ages (this token's byte and the three before it),
+// read on the first tokens of many sequences: with split_ages the parts
+// already there read back exactly; without it the evaluator calls the
+// whole record unknown until the oldest part exists.
+TEST(CircuitMemory, SplitAgesReadTheFirstTokensExactly) {
+  ByteBench b;
+  std::vector<std::vector<ValueId>> outs;   // per store: the parts' outs, age 0 first
+  for (int split = 0; split < 2; ++split)
+    for (int zero_default = 0; zero_default < 2; ++zero_default) {
+      MemoryOp m;
+      m.name = "mix" + std::to_string(split) + std::to_string(zero_default);
+      m.rows = 1;
+      m.write_addr = m.read_addr = Operand::fixed(0);
+      m.write_enable = Operand::fixed(1);
+      m.zero_default = zero_default;
+      m.split_ages = split;
+      for (int age = 3; age >= 0; --age) {   // oldest first: the split sorts them
+        m.parts.push_back({b.lo, age});
+        m.parts.push_back({b.hi, age});
+      }
+      std::vector<ValueId> o = b.p.memory(m);
+      std::reverse(o.begin(), o.end());   // hi, lo of age 0 first
+      for (ValueId v : o) b.p.keep(v);
+      outs.push_back(o);
+    }
+  Options opt;
+  opt.token_base = 1;
+  Compiled c = compile(b.p, opt);
+  for (int s = 0; s < 4; ++s)
+    EXPECT_EQ(c.memory_layout("mix" + std::to_string(s / 2) + std::to_string(s % 2)).slices, s < 2 ? 1 : 4);
+  qgpu::qwen::Model model(c.checkpoint(), qgpu::qwen::Exec::Sparse);
+  std::vector<ValueId> observed;
+  for (const auto& o : outs) observed.insert(observed.end(), o.begin(), o.end());
+  std::mt19937 rng(3);
+  // Per store and age: reads compared on the first three tokens, and mismatches.
+  std::vector<std::vector<int64_t>> compared(4, std::vector<int64_t>(4, 0)), wrong = compared;
+  for (int run = 0; run < 40; ++run) {
+    std::vector<int> tokens, bytes;
+    for (int t = 0; t < 5; ++t) {
+      bytes.push_back(static_cast<int>(rng() % 256));
+      tokens.push_back(ByteBench::token(bytes.back(), t));
+    }
+    Comparison r = compare(b.p, c, model, tokens, observed);
+    for (int s = 0; s < 4; ++s)
+      for (int age = 0; age < 4; ++age)
+        for (int half = 0; half < 2; ++half) {
+          const size_t k = 8 * s + 2 * age + half;
+          wrong[s][age] += r.mismatched[k];
+          for (int t = 0; t < 3; ++t) {
+            const int want = r.expected[t][k];
+            if (want == kUndefined) continue;
+            ++compared[s][age];
+            // The evaluator's read: the byte `age` tokens back, or 0 (zero default) before the start.
+            const int byte = t >= age ? bytes[t - age] : -1;
+            const int expect = byte < 0 ? 0 : half == 0 ? byte >> 4 : byte & 15;
+            ASSERT_TRUE(byte >= 0 || s % 2 == 1) << "store " << s << " defined before the start";
+            ASSERT_EQ(want, expect) << "store " << s << " age " << age << " token " << t;
+          }
+        }
+  }
+  for (int s = 0; s < 4; ++s)
+    for (int age = 0; age < 4; ++age) EXPECT_EQ(wrong[s][age], 0) << "store " << s << " age " << age;
+  // Unsplit: on the first three tokens a part of the record is from before
+  // the start, which makes the whole record unknown: nothing is compared.
+  for (int age = 0; age < 4; ++age) {
+    EXPECT_EQ(compared[0][age], 0);
+    EXPECT_EQ(compared[1][age], 0);
+  }
+  // Split: age a is there from token a on (3 - a of the first three tokens,
+  // over 40 runs, two nibbles each); with the zero default, on all three.
+  for (int age = 0; age < 4; ++age) {
+    EXPECT_EQ(compared[2][age], 40 * 2 * std::max(0, 3 - age)) << "age " << age;
+    EXPECT_EQ(compared[3][age], 40 * 2 * 3) << "age " << age;
+  }
+}
+
 }  // namespace
 }  // namespace circuit_test
