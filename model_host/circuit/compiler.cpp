@@ -203,13 +203,13 @@ struct PlacedUnit {
 
 // How a pass (or a clear) reads one dimension x of a code: its gate is
 // gain x - offset, SiLU is the identity on it where x is not 0, and down
-// divides by `level`.  A scalar's entries are any integers >= 0: gain 64,
+// divides by `scale`.  A scalar's entries are any integers >= 0: gain 64,
 // no offset (silu(64 x) == 64 x, and 0 gives 0), an error in x passes at
 // gain 1.  A categorical entry is 0 or 1: gain 1120 and offset 96, so a 1
 // gives exactly 1024 and a 0 gives -96, where SiLU gives -0 and the sparse
 // executor skips the row (an error in x passes at gain 1120/1024).
 struct Reading {
-  float gain, offset, level;
+  float gain, offset, scale;
 };
 Reading reading(const ValueInfo& v) { return v.scalar ? Reading{64.f, 0.f, 64.f} : Reading{1120.f, 96.f, 1024.f}; }
 
@@ -859,11 +859,11 @@ Compiled compile(const Program& program, const Options& options) {
           for (int s = 0; s < values[ps.src].size; ++s)
             if (s != m->base)
               singles.push_back({gate(dim_of(ps.src, s)), bias, when.front().first,
-                                 {{dim_of(m->out, s), 1.f / r.level}, {dim_of(m->out, m->base), -1.f / r.level}}});
+                                 {{dim_of(m->out, s), 1.f / r.scale}, {dim_of(m->out, m->base), -1.f / r.scale}}});
           continue;
         }
         for (int d = 0; d < kScalarDims; ++d)
-          singles.push_back({gate(dim_of(ps.src, d)), bias, when.front().first, {{dim_of(m->out, d), 1.f / r.level}}});
+          singles.push_back({gate(dim_of(ps.src, d)), bias, when.front().first, {{dim_of(m->out, d), 1.f / r.scale}}});
         if (!no_base) {   // the conjunction as a step's form: sum of the literals - (n - 1)
           PlacedStep back{when, 1.f - static_cast<float>(when.size()), {}};
           for (auto [dim, x] : code(m->out, m->base)) back.down.push_back({dim, -x});
@@ -892,7 +892,7 @@ Compiled compile(const Program& program, const Options& options) {
       if (values[v].scalar) {   // silu(64 x) / 64 off each dimension
         const Reading r = reading(values[v]);
         for (int d = 0; d < kScalarDims; ++d)
-          singles.push_back({{{dim_of(v, d), r.gain}}, -r.offset, kAnchor, {{dim_of(v, d), -1.f / r.level}}});
+          singles.push_back({{{dim_of(v, d), r.gain}}, -r.offset, kAnchor, {{dim_of(v, d), -1.f / r.scale}}});
         continue;
       }
       for (int slot = 0; slot < values[v].size; ++slot)

@@ -1,7 +1,8 @@
 // The circuit compiler: schedules a Program into Qwen3.5 linear-attention
 // layers, allocates residual dimensions, and emits the weights.
 //
-// Numbers (every one exact in bf16; docs/circuit.md explains each):
+// Numbers (every one exact in bf16, passes on conjunctions of up to 3
+// literals included; docs/circuit.md explains each):
 //  - Residual codes: the anchor dimension holds 1 on every circuit token, every
 //    live value holds exactly one slot at 1.  The energy sum(x^2) at each norm is
 //    therefore a compile-time integer E, and each norm weight (1 + w) is set to
@@ -16,9 +17,9 @@
 //    Decision margin: F may be off by 0.3 and the step still saturates.
 //  - A pass (a copy of src where a conjunction of n literals holds) is one
 //    unit per entry x of src it copies: silu(gain x - offset + G (sum of the
-//    literals - n)) [first literal] / level.  A scalar's integers: gain 64,
-//    level 64, every dimension added.  A categorical 0 or 1: gain 1120,
-//    offset 96 and level 1024 (a 0 gives -96), a unit per slot but the base,
+//    literals - n)) [first literal] / scale.  A scalar's integers: gain 64,
+//    scale 64, every dimension added.  A categorical 0 or 1: gain 1120,
+//    offset 96 and scale 1024 (a 0 gives -96), a unit per slot but the base,
 //    moving the output from the base to it.  G is a power of two putting
 //    every gate of a pass that does not hold at -96 or below.  Clears of
 //    scalars are such units too, silu(64 x) / 64 off each dimension.

@@ -51,6 +51,7 @@ int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
     if (vals[v] == kUndefined) return kUndefined;
   const Pass* held = nullptr;
   for (const Pass& ps : op.passes) {
+    if (vals[ps.src] == kUndefined) return kUndefined;   // its gates read it, held or not
     bool holds = true;
     for (const Literal& l : ps.when) {
       if (vals[l.v] == kUndefined) return kUndefined;

@@ -62,18 +62,19 @@ struct Step {
 
 // A literal: categorical value v holds slot `slot`.
 struct Literal {
-  ValueId v;
-  int slot = 1;
+  ValueId v = -1;
+  int slot = 1;   // the default: a flag holds
 };
 
 // Where every literal of `when` holds, the op's result is the value `src`
 // itself (of the output's kind and size: a copy of its code) instead of
 // base + steps.  A pass is the exact-product trick, one SwiGLU unit per
-// entry it copies: silu(gain x + G (sum of [when] - n)) [when[0]] is
-// gain x [when] (docs/circuit.md, section 2).
+// entry x it copies: silu(gain x - offset + G (sum of [when] - n))
+// [when[0]] / scale, which is x where the conjunction holds and -0 elsewhere
+// (docs/circuit.md, section 2).
 struct Pass {
   std::vector<Literal> when;   // a conjunction, at least one
-  ValueId src;
+  ValueId src = -1;
 };
 
 // An MLP operation: out = e[base] + sum of the steps that fire, or the
@@ -169,8 +170,9 @@ class Program {
   // A circuit token: the slot of every embedding field (by field id).
   int token(const std::string& name, const std::vector<std::pair<ValueId, int>>& slots);
 
-  // Low-level MLP op.  With passes the output is of their sources' kind
-  // (all categorical of `size` slots, or all scalars of maximum size - 1).
+  // Low-level MLP op.  With passes the output is of the first source's kind,
+  // and every source must be of it (all categorical of `size` slots, or all
+  // scalars of maximum size - 1).
   ValueId mlp(const std::string& name, int size, int base, std::vector<Step> steps,
               std::vector<Pass> passes = {});
 
@@ -190,7 +192,7 @@ class Program {
 
   // out = inputs[k] where sel holds slot k: a multiplexer of categorical
   // values of one size, or of scalars of one maximum, made of passes alone
-  // (one unit per dimension of each input: size, or 5 for a scalar).
+  // (per input: size - 1 units, or 5 for a scalar).
   ValueId select(const std::string& name, ValueId sel, const std::vector<ValueId>& inputs);
 
   // Returns the outputs, one per part.  Memories store, and are addressed

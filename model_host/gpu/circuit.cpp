@@ -117,7 +117,7 @@ class Builder {
         std::vector<Term> when{{sel, c.k, 1}};
         if (c.guard >= 0) when.push_back({c.guard, c.guard_slot, 1});
         const int bias = 1 - int(when.size());
-        if (x.v >= 0 && p.info(x.v).size == 16) {   // a pass: one unit per non-zero slot
+        if (x.v >= 0 && p.info(x.v).size == 16 && !p.info(x.v).scalar) {   // a pass: one unit per non-zero slot
           circuit::Pass ps{{}, x.v};
           for (const Term& t : when) ps.when.push_back({t.v, t.slot});
           passes.push_back(std::move(ps));

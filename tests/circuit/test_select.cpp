@@ -1,6 +1,8 @@
 // Passes: the exact-product trick (docs/circuit.md, section 2).  A pass
-// copies a value's code where a literal holds, one SwiGLU unit per copied
-// dimension, silu(64 x + G [when] - G) [when] / 64.  Program::select is a
+// copies a value's code where a conjunction of literals holds, one SwiGLU
+// unit per copied entry x, silu(gain x - offset + G (sum of the literals -
+// n)) [first literal] / scale (gain 64 and scale 64 for a scalar's integers;
+// 1120, offset 96 and 1024 for a categorical slot).  Program::select is a
 // multiplexer made of passes alone.  Every token of the programs here runs
 // through the runtime and is compared with the evaluator, the evaluator with
 // the plain integers, and every residual entry is checked to be exact.
@@ -137,11 +139,11 @@ TEST(CircuitSelect, CategoricalBf16Measured) {
   p.keep(again);
   Options o;
   o.token_base = 1;
+  Compiled c = compile(p, o);
   for (auto act : {qgpu::qwen::Activations::Fp32, qgpu::qwen::Activations::Bf16}) {
-    auto weights = compile(p, o).take_checkpoint();
+    auto weights = c.checkpoint();
     for (auto& [name, t] : weights.tensors)   // norm weights stay fp32 (docs/circuit.md, bf16)
       if (name.find("norm") == std::string::npos) t = t.to(torch::kBFloat16).to(torch::kFloat32);
-    Compiled c = compile(p, o);
     qgpu::qwen::Model model(weights, qgpu::qwen::Exec::Sparse, act);
     std::vector<int> tokens;
     for (int t = 0; t < 3 * 16 * 16; ++t) tokens.push_back(t);
@@ -149,6 +151,7 @@ TEST(CircuitSelect, CategoricalBf16Measured) {
     std::cout << "select, bf16 weights" << (act == qgpu::qwen::Activations::Bf16 ? " and activations" : "") << ": "
               << r.compared[0] << " inputs, " << r.mismatched[0] << " mismatches\n";
     EXPECT_EQ(r.compared[0], 768);
+    EXPECT_EQ(r.mismatched[0], 0);   // measured: none; the weights and held gates are bf16 values
   }
 }
 
@@ -173,11 +176,18 @@ TEST(CircuitSelect, ErrorsNameTheFault) {
   EXPECT_NE(message([&] { p.select("bad", sel, {x, x, x}); }).find("3 inputs for a selector of size 2"),
             std::string::npos);
   EXPECT_NE(message([&] { p.select("bad", n, {x}); }).find("is a scalar"), std::string::npos);
-  // Two passes holding at once: the evaluator refuses.
-  ValueId two = p.mlp("two", 16, 0, {}, {Pass{{{sel, 1}}, x}, Pass{{{sel, 1}}, x}});
-  p.keep(two);
-  Evaluator ev(p);
-  EXPECT_NE(message([&] { ev.step(0); }).find("holds two passes at once"), std::string::npos);
+  EXPECT_NE(message([&] { p.mlp("bad", 16, 0, {}, {Pass{{}, x}}); }).find("a pass without a condition"),
+            std::string::npos);
+  EXPECT_NE(message([&] { p.mlp("bad", 16, 0, {}, {Pass{{{sel, 2}}, x}}); }).find("slot outside its value"),
+            std::string::npos);
+  // Two passes holding at once, and a step firing while a pass holds: the evaluator refuses.
+  p.mlp("two", 16, 0, {}, {Pass{{{sel, 1}}, x}, Pass{{{sel, 1}}, x}});
+  EXPECT_NE(message([&] { Evaluator(p).step(0); }).find("holds two passes at once"), std::string::npos);
+  Program q;
+  ValueId f = q.field("f", 2), g = q.field("g", 16);
+  q.token("t", {{f, 1}, {g, 4}});
+  q.mlp("both", 16, 0, {Step{{{g, 4, 1}}, 0, 0, 3}}, {Pass{{{f, 1}}, g}});
+  EXPECT_NE(message([&] { Evaluator(q).step(0); }).find("fires a step while a pass holds"), std::string::npos);
 }
 
 }  // namespace
