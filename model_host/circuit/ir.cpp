@@ -74,8 +74,8 @@ int Program::token(const std::string& name, const std::vector<std::pair<ValueId,
 
 ValueId Program::mlp(const std::string& name, int size, int base, std::vector<Step> steps,
                      std::vector<Pass> passes) {
-  const bool scalar = !passes.empty() && passes.front().src >= 0 && passes.front().src < static_cast<int>(values_.size()) &&
-                      values_[passes.front().src].scalar;
+  if (!passes.empty()) check_value(passes.front().src, ("op '" + name + "'").c_str());
+  const bool scalar = !passes.empty() && values_[passes.front().src].scalar;   // the first source's kind
   return make_mlp(name, size, base, std::move(steps), scalar, std::move(passes));
 }
 
