@@ -23,6 +23,7 @@ constexpr int64_t kParallelGrain = 1 << 18;
 // Stored rows per argmax block, and at most per cut block.
 constexpr int64_t kBlockRows = 64;
 constexpr int32_t kCutRows = 8;
+constexpr int32_t kCutGroup = 8;  // cut blocks per group
 
 // The lane tree, written out step by step so that each step is one vector add.
 inline float reduce_lanes(float* acc) {
@@ -312,10 +313,10 @@ void Matrix::derive_indexes() {
 
 Matrix::BlockWeights::BlockWeights(int64_t in) : lo(in), hi(in), rows_with(in, 0) {}
 
-int64_t Matrix::gather_block(int64_t k0, int64_t k1, BlockWeights& bw) const {
+int64_t Matrix::gather_block(const int32_t* rows, const int32_t* rows_end, BlockWeights& bw) const {
   int64_t longest = 0;
-  for (int64_t k = k0; k < k1; ++k) {
-    const int64_t r = active_rows_[k];
+  for (const int32_t* k = rows; k != rows_end; ++k) {
+    const int64_t r = *k;
     longest = std::max(longest, row_ptr_[r + 1] - row_ptr_[r]);
     for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) {
       const auto [c, w] = by_row_[i];
@@ -343,7 +344,7 @@ void Matrix::prepare_argmax() {
   block_slack_.assign(n_blocks, 0.0);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t k0 = b * kBlockRows, k1 = std::min(n_rows, k0 + kBlockRows);
-    const int64_t longest = gather_block(k0, k1, bw);
+    const int64_t longest = gather_block(active_rows_.data() + k0, active_rows_.data() + k1, bw);
     for (int32_t c : used) {
       if (rows_with[c] < k1 - k0) {  // a row without this column has weight 0 there
         lo[c] = std::min(lo[c], 0.0f);
@@ -490,32 +491,62 @@ void Matrix::prepare_cut(const std::vector<float>& cut) {
 
 void Matrix::derive_cut() {
   cut_blocks_ = {};
+  cut_rows_ = {};
   cut_col_ptr_ = {};
   cut_ranges_ = {};
   cut_hub_reach_[0] = cut_hub_reach_[1] = {};
+  cut_groups_ = {};
+  group_col_ptr_ = {};
+  group_ranges_ = {};
   if (cut_.empty()) return;
-  // Blocks of consecutive active rows: a row that always matters (cut
-  // -inf) and one that matters from a finite cut on never share a block.
+  // The rows that matter, in block order: those that always do (cut -inf)
+  // ascending, then those that matter from a cut on, sorted by the columns
+  // they read (the hub's apart), each row's listed from the column most rows
+  // read to the least: rows that test the same fields share blocks, so an
+  // input column reaches few blocks and a block's bound is close to its
+  // rows' values.
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  std::vector<int32_t> block_of_row;  // per active row (by its index in active_rows_)
-  int kind = -1;                      // the open block's: 0 always, 1 from a cut, -1 not yet known
-  for (int32_t r : active_rows_) {
-    const float c = cut_[r];
-    const int row_kind = c == -kInf ? 0 : c == kInf ? -1 : 1;
-    const bool full = !cut_blocks_.empty() && cut_blocks_.back().end - cut_blocks_.back().first >= kCutRows;
-    if (cut_blocks_.empty() || full || (row_kind >= 0 && kind >= 0 && row_kind != kind)) {
-      cut_blocks_.push_back({r, r + 1, kInf, 0.0, 0.0f, 0.0f, 0, 0});
-      kind = -1;
+  std::vector<int32_t> from_cut;
+  for (int32_t r : active_rows_)
+    if (cut_[r] == -kInf) cut_rows_.push_back(r);
+    else if (cut_[r] != kInf) from_cut.push_back(r);
+  const size_t n_always = cut_rows_.size();
+  {
+    auto reads = [&](int32_t c) { return col_ptr_[c + 1] - col_ptr_[c]; };
+    std::vector<std::pair<std::vector<int32_t>, int32_t>> keyed;
+    keyed.reserve(from_cut.size());
+    for (int32_t r : from_cut) {
+      std::vector<int32_t> cols;
+      for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i)
+        if (by_row_[i].index != hub_col_) cols.push_back(by_row_[i].index);
+      std::sort(cols.begin(), cols.end(), [&](int32_t a, int32_t b) {
+        return reads(a) != reads(b) ? reads(a) > reads(b) : a < b;
+      });
+      keyed.emplace_back(std::move(cols), r);
     }
+    std::sort(keyed.begin(), keyed.end());
+    for (const auto& k : keyed) cut_rows_.push_back(k.second);
+  }
+  for (size_t k = 0; k < cut_rows_.size(); ++k) {
+    const bool always = k < n_always;
+    if (k == 0 || k == n_always || cut_blocks_.back().end - cut_blocks_.back().first >= kCutRows)
+      cut_blocks_.push_back({static_cast<int32_t>(k), static_cast<int32_t>(k), always ? -kInf : kInf, 0.0, 0.0f,
+                             0.0f, 0, 0});
     CutBlock& b = cut_blocks_.back();
-    b.end = r + 1;
-    b.cut = std::min(b.cut, c);
-    if (row_kind >= 0) kind = row_kind;
-    block_of_row.push_back(static_cast<int32_t>(cut_blocks_.size() - 1));
+    b.end = static_cast<int32_t>(k + 1);
+    b.cut = std::min(b.cut, cut_[cut_rows_[k]]);
+  }
+  // Each column's entries in block order (rows in no block after them).
+  {
+    std::vector<int32_t> position(out_, std::numeric_limits<int32_t>::max());
+    for (size_t k = 0; k < cut_rows_.size(); ++k) position[cut_rows_[k]] = static_cast<int32_t>(k);
+    for (int64_t c = 0; c < in_; ++c)
+      std::stable_sort(by_col_.begin() + col_ptr_[c], by_col_.begin() + col_ptr_[c + 1],
+                       [&](const Entry& a, const Entry& b) { return position[a.index] < position[b.index]; });
   }
   // Per block, per column it uses: the range of its weights and how many
   // rows have one; those rows' entries are the next ones of the column in
-  // by_col_ (rows ascending there, blocks ascending here).
+  // by_col_ (in block order there, blocks ascending here).
   BlockWeights bw(in_);
   std::vector<float>& lo = bw.lo;
   std::vector<float>& hi = bw.hi;
@@ -523,13 +554,10 @@ void Matrix::derive_cut() {
   std::vector<int32_t>& used = bw.used;
   std::vector<uint32_t> cursor(col_ptr_.begin(), col_ptr_.end() - 1);
   std::vector<std::pair<int32_t, CutRange>> ranges;  // (column, range), the hub's apart
-  int64_t k0 = 0;
   for (size_t b = 0; b < cut_blocks_.size(); ++b) {
     CutBlock& block = cut_blocks_[b];
-    int64_t k1 = k0;
-    while (k1 < static_cast<int64_t>(active_rows_.size()) && block_of_row[k1] == static_cast<int32_t>(b)) ++k1;
-    const int64_t longest = gather_block(k0, k1, bw), rows = k1 - k0;
-    k0 = k1;
+    const int64_t longest = gather_block(cut_rows_.data() + block.first, cut_rows_.data() + block.end, bw),
+                  rows = block.end - block.first;
     // The allowance of prepare_argmax: the lane scheme's value of a row
     // differs from its exact sum by at most gamma_m sum |w x|.
     block.slack = static_cast<double>(longest + 6 + static_cast<int64_t>(used.size()) + 2) * 0x1p-23;
@@ -569,6 +597,38 @@ void Matrix::derive_cut() {
   for (auto& reach : cut_hub_reach_)
     std::stable_sort(reach.begin(), reach.end(), [](const HubReach& x, const HubReach& y) { return x.up_to > y.up_to; });
   by_column(ranges, in_, cut_col_ptr_, cut_ranges_);
+  // The groups, and per column its runs of ranges by group (a column's
+  // ranges are in block order).
+  const int64_t n_blocks = static_cast<int64_t>(cut_blocks_.size());
+  auto group_blocks = [&](int64_t g) { return std::min<int64_t>(kCutGroup, n_blocks - g * kCutGroup); };
+  cut_groups_.assign((n_blocks + kCutGroup - 1) / kCutGroup, CutGroup{kInf, 0.0, kInf, -kInf, false});
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const CutBlock& block = cut_blocks_[b];
+    CutGroup& g = cut_groups_[b / kCutGroup];
+    g.cut = std::min(g.cut, block.cut);
+    g.slack = std::max(g.slack, block.slack);
+    const bool has_hub = block.hub_begin != block.hub_end;
+    g.hub = g.hub || has_hub;
+    g.hub_lo = std::min(g.hub_lo, has_hub ? block.hub_lo : 0.0f);
+    g.hub_hi = std::max(g.hub_hi, has_hub ? block.hub_hi : 0.0f);
+  }
+  std::vector<std::pair<int32_t, CutRange>> group_ranges;
+  for (int64_t c = 0; c < in_; ++c)
+    for (uint32_t i = cut_col_ptr_[c]; i < cut_col_ptr_[c + 1];) {
+      const int32_t g = cut_ranges_[i].block / kCutGroup;
+      CutRange run{g, cut_ranges_[i].lo, cut_ranges_[i].hi, i, i};
+      for (; i < cut_col_ptr_[c + 1] && cut_ranges_[i].block / kCutGroup == g; ++i) {
+        run.lo = std::min(run.lo, cut_ranges_[i].lo);
+        run.hi = std::max(run.hi, cut_ranges_[i].hi);
+      }
+      run.end = i;
+      if (run.end - run.begin < group_blocks(g)) {  // a block of the group without the column: weight 0
+        run.lo = std::min(run.lo, 0.0f);
+        run.hi = std::max(run.hi, 0.0f);
+      }
+      group_ranges.push_back({static_cast<int32_t>(c), run});
+    }
+  by_column(group_ranges, in_, group_col_ptr_, group_ranges_);
 }
 
 void Matrix::apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const {
@@ -583,11 +643,13 @@ void Matrix::apply_cut(const float* x, const Support& support, float* y, Scratch
 // rounding allowance times sum max(|lo_c|, |hi_c|) |x_c|, plus 1e-37 for
 // products that underflow.  A block the input does not reach holds +0
 // throughout; one whose bound is below its cut holds no row that reaches
-// its own.  Blocks reached by a column other than the hub are bounded with
-// the hub's term added; those the hub alone reaches come from the hub's
-// list (see derive_cut).  The blocks computed receive every product of
-// their rows (their runs of each listed column) and are finished as
-// apply_sparse finishes a row.
+// its own.  Groups of blocks are bounded the same way first, and only the
+// blocks of groups that reach their cut are bounded one by one (a group's
+// bound is at least each of its blocks').  Blocks reached by a column
+// other than the hub are bounded with the hub's term added; those the hub
+// alone reaches come from the hub's list (see derive_cut).  The blocks
+// computed receive every product of their rows (their runs of each listed
+// column) and are finished as apply_sparse finishes a row.
 void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
                         uint64_t* computed) const {
   const bool finite_x = std::all_of(nz, nz_end, [&](int32_t c) { return std::isfinite(x[c]); });
@@ -596,48 +658,85 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
     for (int64_t r = 0; r < out_; ++r) computed[r / 64] |= uint64_t{1} << (r % 64);
     return;
   }
-  const size_t n_blocks = cut_blocks_.size();
+  const size_t n_blocks = cut_blocks_.size(), n_groups = cut_groups_.size();
   if (s.cut_state.size() < n_blocks) {
     s.cut_high.resize(n_blocks, 0.0);
     s.cut_size.resize(n_blocks, 0.0);
     s.cut_state.resize(n_blocks, 0);
   }
+  if (s.group_state.size() < n_groups) {
+    s.group_high.resize(n_groups, 0.0);
+    s.group_size.resize(n_groups, 0.0);
+    s.group_state.resize(n_groups, 0);
+  }
   double* high = s.cut_high.data();
   double* size = s.cut_size.data();
   uint8_t* state = s.cut_state.data();
+  double* group_high = s.group_high.data();
+  double* group_size = s.group_size.data();
+  uint8_t* group_state = s.group_state.data();
   s.reached.clear();
   s.computed.clear();
   s.columns.clear();
+  s.groups_reached.clear();
+  const float x_hub = hub_col_ >= 0 ? x[hub_col_] : 0.0f;  // +-0 when not listed
+  const double xh = x_hub;
+  // The bound of each group the input reaches; the groups that may hold a
+  // row reaching its cut are then bounded block by block.
+  auto add_bound = [](double* hi, double* sz, int32_t i, float lo_w, float hi_w, double xc) {
+    const double a = lo_w * xc, b = hi_w * xc;
+    hi[i] += std::max(a, b);
+    sz[i] += std::max(std::fabs(a), std::fabs(b));
+  };
+  auto bound_of = [](double high_sum, double size_sum, double slack) {
+    return size_sum < 0x1p100 ? high_sum + size_sum * slack + 1e-37 : std::numeric_limits<double>::infinity();
+  };
   for (const int32_t* c = nz; c != nz_end; ++c) {
     if (*c == hub_col_ || !((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;
     s.columns.push_back(*c);
     const double xc = x[*c];
-    for (const CutRange *r = &cut_ranges_[cut_col_ptr_[*c]], *end = &cut_ranges_[cut_col_ptr_[*c + 1]]; r != end; ++r) {
-      if (state[r->block] == 0) {
-        state[r->block] = 1;
-        s.reached.push_back(r->block);
+    for (const CutRange *r = &group_ranges_[group_col_ptr_[*c]], *end = &group_ranges_[group_col_ptr_[*c + 1]]; r != end;
+         ++r) {
+      if (group_state[r->block] == 0) {
+        group_state[r->block] = 1;
+        s.groups_reached.push_back(r->block);
       }
-      const double a = r->lo * xc, b = r->hi * xc;
-      high[r->block] += std::max(a, b);
-      size[r->block] += std::max(std::fabs(a), std::fabs(b));
+      add_bound(group_high, group_size, r->block, r->lo, r->hi, xc);
     }
   }
-  const float x_hub = hub_col_ >= 0 ? x[hub_col_] : 0.0f;  // +-0 when not listed
-  const double xh = x_hub;
+  bool any_group = false;
+  for (int32_t g : s.groups_reached) {
+    const CutGroup& group = cut_groups_[g];
+    if (xh != 0.0 && group.hub) add_bound(group_high, group_size, g, group.hub_lo, group.hub_hi, xh);
+    if (!(bound_of(group_high[g], group_size[g], group.slack) < group.cut)) {
+      group_state[g] = 2;
+      any_group = true;
+    }
+  }
+  if (any_group)
+    for (int32_t c : s.columns) {
+      const double xc = x[c];
+      for (const CutRange *g = &group_ranges_[group_col_ptr_[c]], *g_end = &group_ranges_[group_col_ptr_[c + 1]];
+           g != g_end; ++g) {
+        if (group_state[g->block] != 2) continue;
+        for (const CutRange *r = &cut_ranges_[g->begin], *end = &cut_ranges_[g->end]; r != end; ++r) {
+          if (state[r->block] == 0) {
+            state[r->block] = 1;
+            s.reached.push_back(r->block);
+          }
+          add_bound(high, size, r->block, r->lo, r->hi, xc);
+        }
+      }
+    }
   for (int32_t b : s.reached) {
     const CutBlock& block = cut_blocks_[b];
-    if (xh != 0.0 && block.hub_begin != block.hub_end) {
-      const double a = block.hub_lo * xh, c = block.hub_hi * xh;
-      high[b] += std::max(a, c);
-      size[b] += std::max(std::fabs(a), std::fabs(c));
-    }
-    const double bound = size[b] < 0x1p100 ? high[b] + size[b] * block.slack + 1e-37
-                                           : std::numeric_limits<double>::infinity();
-    if (!(bound < block.cut)) {
+    if (xh != 0.0 && block.hub_begin != block.hub_end) add_bound(high, size, b, block.hub_lo, block.hub_hi, xh);
+    if (!(bound_of(high[b], size[b], block.slack) < block.cut)) {
       state[b] = 2;
       s.computed.push_back(b);
     }
   }
+  // Blocks the hub alone may lift; their groups' runs are scattered too.
   if (xh != 0.0)
     for (const HubReach& h : cut_hub_reach_[xh > 0.0 ? 0 : 1]) {
       if (h.up_to < std::fabs(xh)) break;
@@ -645,6 +744,9 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
         state[h.block] = 2;
         s.computed.push_back(h.block);
       }
+      const int32_t g = h.block / kCutGroup;
+      if (group_state[g] == 0) s.groups_reached.push_back(g);
+      group_state[g] = 2;
     }
   if (!s.computed.empty()) {
     if (static_cast<int64_t>(s.rows.size()) < out_) s.rows.resize(out_, Scratch::Row{});
@@ -666,14 +768,19 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
       }
     };
     for (int32_t c : s.columns)
-      for (const CutRange *r = &cut_ranges_[cut_col_ptr_[c]], *end = &cut_ranges_[cut_col_ptr_[c + 1]]; r != end; ++r)
-        if (state[r->block] == 2) scatter(x[c], col_grid_[c], &by_col_[r->begin], &by_col_[r->end]);
+      for (const CutRange *g = &group_ranges_[group_col_ptr_[c]], *g_end = &group_ranges_[group_col_ptr_[c + 1]];
+           g != g_end; ++g) {
+        if (group_state[g->block] != 2) continue;
+        for (const CutRange *r = &cut_ranges_[g->begin], *end = &cut_ranges_[g->end]; r != end; ++r)
+          if (state[r->block] == 2) scatter(x[c], col_grid_[c], &by_col_[r->begin], &by_col_[r->end]);
+      }
     if (xh != 0.0)
       for (int32_t b : s.computed)
         scatter(x_hub, col_grid_[hub_col_], &by_col_[cut_blocks_[b].hub_begin], &by_col_[cut_blocks_[b].hub_end]);
     // A row's sum starts at +0 and is never -0; below the bound it is exact.
     for (int32_t b : s.computed) {
-      for (int32_t r = cut_blocks_[b].first; r < cut_blocks_[b].end; ++r) {
+      for (int32_t k = cut_blocks_[b].first; k < cut_blocks_[b].end; ++k) {
+        const int32_t r = cut_rows_[k];
         Scratch::Row& row = rows[r];
         y[r] = row.magnitude < kExactBound || short_row(r) ? row.sum : row_dot(r, x);
         row = Scratch::Row{};
@@ -685,6 +792,10 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
   for (int32_t b : s.reached) {
     high[b] = size[b] = 0.0;
     state[b] = 0;
+  }
+  for (int32_t g : s.groups_reached) {
+    group_high[g] = group_size[g] = 0.0;
+    group_state[g] = 0;
   }
 }
 

@@ -78,6 +78,11 @@ class Matrix {
     std::vector<double> cut_high, cut_size;
     std::vector<uint8_t> cut_state;
     std::vector<int32_t> reached, computed, columns;  // columns: the listed ones with weights, but the hub
+    // The same per group of blocks (state 0 untouched, 1 reached, 2 its
+    // blocks are bounded and scattered); the groups reached.
+    std::vector<double> group_high, group_size;
+    std::vector<uint8_t> group_state;
+    std::vector<int32_t> groups_reached;
   };
 
   Matrix() = default;
@@ -102,8 +107,10 @@ class Matrix {
   void prepare_cut(const std::vector<float>& cut);
   bool has_cut() const { return !cut_.empty(); }
   // y = W x at the rows whose bit it sets in `computed` (T bitmaps as
-  // above); a row whose bit is clear holds +0, or a value below its cut,
-  // and its entry of y is left as it was.  Blocks of rows whose bound (from
+  // above); a row whose bit is clear holds +0, or a value below its cut, or
+  // never matters (cut +inf: such rows are computed only when every row
+  // is, for non-finite weights or inputs), and its entry of y is left as it
+  // was.  Blocks of rows whose bound (from
   // per-block weight ranges, as argmax's) stays below the block's cut are
   // not computed.  Needs prepare_cut().
   void apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const;
@@ -159,7 +166,7 @@ class Matrix {
   // One vector through the sparse storage; y[out] is fully written.
   void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
                     uint64_t* written) const;
-  // The weights of the active rows [k0, k1) (indices into active_rows_):
+  // The weights of the rows [rows, rows_end):
   // the columns they use (in `used`, in order of first use), per column the
   // range of its weights and how many of the rows have one.  Returns the
   // longest row's weights.  The caller resets rows_with and used.
@@ -168,7 +175,7 @@ class Matrix {
     std::vector<float> lo, hi;
     std::vector<int32_t> rows_with, used;
   };
-  int64_t gather_block(int64_t k0, int64_t k1, BlockWeights& bw) const;
+  int64_t gather_block(const int32_t* rows, const int32_t* rows_end, BlockWeights& bw) const;
   // Builds the cut blocks from cut_.
   void derive_cut();
   // One vector of apply_cut.
@@ -210,10 +217,14 @@ class Matrix {
   std::vector<int64_t> block_col_ptr_;
   std::vector<BlockRange> block_ranges_;
   std::vector<double> block_slack_;
-  // Cut blocks (see prepare_cut): runs of up to kCutRows consecutive rows
-  // holding weights, all that always matter or all that matter from a cut
-  // on (rows that never matter join either).  Per block its rows [first,
-  // end), its cut (the least of its rows'; -inf when they always matter),
+  // Cut blocks (see derive_cut): runs of up to kCutRows rows of cut_rows_,
+  // all that always matter or all that matter from a cut on (rows that
+  // never matter are in none).  cut_rows_ lists the rows that always matter
+  // in ascending order, then those that matter from a cut, ordered so that
+  // rows reading the same columns share blocks; each column's run of
+  // by_col_ follows that order (rows in no block last).  Per block its rows
+  // cut_rows_[first, end), its cut (the least of its rows'; -inf when they
+  // always matter),
   // rounding allowance, and the hub's weights there: their range (0
   // included when a row of the block lacks one) and their run of by_col_.
   // Per column other than the hub, the blocks it reaches with the range of
@@ -239,8 +250,25 @@ class Matrix {
   };
   std::vector<HubReach> cut_hub_reach_[2];  // [0]: x[hub] > 0, [1]: x[hub] < 0
   std::vector<CutBlock> cut_blocks_;
+  std::vector<int32_t> cut_rows_;
   std::vector<uint32_t> cut_col_ptr_;
   std::vector<CutRange> cut_ranges_;
+  // Groups of kCutGroup consecutive cut blocks, bounded first: a group's
+  // cut is the least of its blocks', its allowance the largest, its hub
+  // range and its per-column ranges the union of its blocks' (0 included
+  // where a block lacks the column), so its bound is at least each of its
+  // blocks' and a group below its cut holds no block that reaches its own.
+  // Per column, its groups with the range of its weights there and, in
+  // begin/end, its run of cut_ranges_ (the column's blocks in the group).
+  struct CutGroup {
+    float cut;
+    double slack;
+    float hub_lo, hub_hi;
+    bool hub;  // a block of the group holds hub weights
+  };
+  std::vector<CutGroup> cut_groups_;
+  std::vector<uint32_t> group_col_ptr_;
+  std::vector<CutRange> group_ranges_;
 };
 
 }  // namespace qgpu::qwen
