@@ -399,12 +399,18 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   while (first != nz_end && !((col_used_[*first / 64] >> (*first % 64)) & 1)) ++first;
   const bool hub_first = hub_col_ >= 0 && first != nz_end && *first == hub_col_ && std::isfinite(x[*first]);
   const float x_hub = hub_first ? x[hub_col_] : 0.0f;
+  // With `written`, only the rows it names are written (the caller reads no
+  // other): the hub's rows here, the rows the scatter reaches below.
   if (hub_first) {
-    hub_pass(x_hub, y);
-    if (written)
+    if (written) {
+      for (const Entry *e = &by_col_[col_ptr_[hub_col_]], *end = &by_col_[col_ptr_[hub_col_ + 1]]; e != end; ++e)
+        y[e->index] = e->w * x_hub + 0.0f;
       for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
+    } else {
+      hub_pass(x_hub, y);
+    }
     ++first;
-  } else {
+  } else if (!written) {
     std::fill(y, y + out_, 0.0f);
   }
   if (static_cast<int64_t>(s.rows.size()) < out_) s.rows.resize(out_, Scratch::Row{});
@@ -436,11 +442,21 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     if (on_grid) scatter([](float p) { return std::fabs(p); });
     else scatter(grid_magnitude);
   }
+  // A row reached first here starts at +0.
+  if (written)
+    for (size_t i = 0; i < n_touched; ++i) {
+      const int32_t r = s.touched[i];
+      uint64_t& word = written[r / 64];
+      const uint64_t bit = uint64_t{1} << (r % 64);
+      if (!(word & bit)) {
+        word |= bit;
+        y[r] = 0.0f;
+      }
+    }
   // y (+0, or the hub's product) plus the row's sum is exact when the
   // total magnitude is below the bound, whatever the grouping.
   for (size_t i = 0; i < n_touched; ++i) {
     const int32_t r = s.touched[i];
-    if (written) written[r / 64] |= uint64_t{1} << (r % 64);
     Scratch::Row& row = rows[r];
     float m = row.magnitude;
     if (m == 0.0f) continue;  // seen already, or only zero products: y is exact

@@ -96,8 +96,10 @@ class Matrix {
 
   // y[t, :] = W x[t, :] for the T vectors of `support` (every row of y[T,
   // out] is written, rows without stored weights as +0); x is [T, in].  With
-  // `written` (T bitmaps of `out` bits, laid out as in Support::assign_bits),
-  // sets the bits of the rows that may be non-zero.  No entry of y is -0.
+  // `written` (T bitmaps of `out` bits, laid out as in Support::assign_bits,
+  // clear on entry), sets the bits of the rows that may be non-zero, and
+  // sparse storage writes only those rows (the others are +0 and keep what
+  // y held).  No entry of y is -0.
   void apply(const float* x, const Support& support, float* y, Scratch& scratch,
              uint64_t* written = nullptr) const;
   // A product whose row r matters only where its value may reach cut[r] <=

@@ -126,6 +126,7 @@ struct Workspace {
   std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows apply_cut computed
   std::vector<int64_t> conv_written;                // entries of conv_out written by this layer (+0 elsewhere)
   std::vector<uint8_t> key_live;                    // per token and key head: query or key may be non-zero
+  std::vector<uint8_t> head_out;                    // per token and value head: it wrote its output
   std::vector<float> q, k, v, attn;                 // full attention
   std::vector<float> gate, up, act;                 // MLP
   std::vector<uint64_t> gate_bits;                  // MLP: per token, the gate rows apply_cut computed
@@ -494,6 +495,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // The gated delta rule per value head, token by token, in fp32.
   const float scale = query_scale(dk);
   float* S_all = st.recurrent[layer].data_ptr<float>();
+  ws.head_out.assign(T * nv, 0);
   ws.per_thread.resize(std::max<size_t>(ws.per_thread.size(), static_cast<size_t>(at::get_num_threads())));
   parallel_items(static_cast<int64_t>(la.heads.size()), T * dk * dv * 4, [&](int64_t hi) {
     const int64_t h = la.heads[hi], kh = h / group;
@@ -559,11 +561,13 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       const float r = inv_rms(out, dv, eps);
       float* dst = &o[t * VD + h * dv];
       for (int64_t j = 0; j < dv; ++j) dst[j] = store((la.norm[j] * (out[j] * r)) * silu(zr[j]));
+      ws.head_out[t * nv + h] = 1;
     }
   });
   ws.support.clear();
   for (int64_t t = 0; t < T; ++t) {
-    for (int32_t h : la.heads) ws.support.add_nonzero(o + t * VD, h * dv, (h + 1) * dv);
+    for (int32_t h : la.heads)
+      if (ws.head_out[t * nv + h]) ws.support.add_nonzero(o + t * VD, h * dv, (h + 1) * dv);
     ws.support.end_vector();
   }
   la.out.apply(o, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
