@@ -22,6 +22,7 @@ constexpr int kLanes = 32;
 constexpr int64_t kParallelGrain = 1 << 18;
 // Stored rows per argmax block, and at most per cut block.
 constexpr int64_t kBlockRows = 64;
+constexpr int32_t kArgmaxGroup = 16;  // argmax blocks per group
 constexpr int32_t kCutRows = 8;
 constexpr int32_t kCutGroup = 8;  // cut blocks per group
 
@@ -307,6 +308,9 @@ void Matrix::derive_indexes() {
   block_col_ptr_ = {};
   block_ranges_ = {};
   block_slack_ = {};
+  argmax_group_slack_ = {};
+  argmax_group_col_ptr_ = {};
+  argmax_group_ranges_ = {};
   if (argmax_ready) prepare_argmax();
   derive_cut();
 }
@@ -362,6 +366,10 @@ void Matrix::prepare_argmax() {
     used.clear();
   }
   by_column(ranges, in_, block_col_ptr_, block_ranges_);
+  argmax_group_slack_.assign((n_blocks + kArgmaxGroup - 1) / kArgmaxGroup, 0.0);
+  for (int64_t b = 0; b < n_blocks; ++b)
+    argmax_group_slack_[b / kArgmaxGroup] = std::max(argmax_group_slack_[b / kArgmaxGroup], block_slack_[b]);
+  group_runs(block_col_ptr_, block_ranges_, n_blocks, kArgmaxGroup, argmax_group_col_ptr_, argmax_group_ranges_);
 }
 
 float Matrix::row_dot(int64_t r, const float* x) const {
@@ -616,7 +624,6 @@ void Matrix::derive_cut() {
   // The groups, and per column its runs of ranges by group (a column's
   // ranges are in block order).
   const int64_t n_blocks = static_cast<int64_t>(cut_blocks_.size());
-  auto group_blocks = [&](int64_t g) { return std::min<int64_t>(kCutGroup, n_blocks - g * kCutGroup); };
   cut_groups_.assign((n_blocks + kCutGroup - 1) / kCutGroup, CutGroup{kInf, 0.0, kInf, -kInf, false});
   for (int64_t b = 0; b < n_blocks; ++b) {
     const CutBlock& block = cut_blocks_[b];
@@ -628,23 +635,31 @@ void Matrix::derive_cut() {
     g.hub_lo = std::min(g.hub_lo, has_hub ? block.hub_lo : 0.0f);
     g.hub_hi = std::max(g.hub_hi, has_hub ? block.hub_hi : 0.0f);
   }
-  std::vector<std::pair<int32_t, CutRange>> group_ranges;
-  for (int64_t c = 0; c < in_; ++c)
-    for (uint32_t i = cut_col_ptr_[c]; i < cut_col_ptr_[c + 1];) {
-      const int32_t g = cut_ranges_[i].block / kCutGroup;
-      CutRange run{g, cut_ranges_[i].lo, cut_ranges_[i].hi, i, i};
-      for (; i < cut_col_ptr_[c + 1] && cut_ranges_[i].block / kCutGroup == g; ++i) {
-        run.lo = std::min(run.lo, cut_ranges_[i].lo);
-        run.hi = std::max(run.hi, cut_ranges_[i].hi);
+  group_runs(cut_col_ptr_, cut_ranges_, n_blocks, kCutGroup, group_col_ptr_, group_ranges_);
+}
+
+template <class Range, class Ptr>
+void Matrix::group_runs(const std::vector<Ptr>& col_ptr, const std::vector<Range>& ranges, int64_t n_blocks,
+                        int32_t per_group, std::vector<uint32_t>& run_ptr, std::vector<CutRange>& runs) {
+  const int64_t columns = static_cast<int64_t>(col_ptr.size()) - 1;
+  auto group_blocks = [&](int64_t g) { return std::min<int64_t>(per_group, n_blocks - g * per_group); };
+  std::vector<std::pair<int32_t, CutRange>> all;
+  for (int64_t c = 0; c < columns; ++c)
+    for (auto i = static_cast<uint32_t>(col_ptr[c]); i < col_ptr[c + 1];) {
+      const int32_t g = ranges[i].block / per_group;
+      CutRange run{g, ranges[i].lo, ranges[i].hi, i, i};
+      for (; i < col_ptr[c + 1] && ranges[i].block / per_group == g; ++i) {
+        run.lo = std::min(run.lo, ranges[i].lo);
+        run.hi = std::max(run.hi, ranges[i].hi);
       }
       run.end = i;
       if (run.end - run.begin < group_blocks(g)) {  // a block of the group without the column: weight 0
         run.lo = std::min(run.lo, 0.0f);
         run.hi = std::max(run.hi, 0.0f);
       }
-      group_ranges.push_back({static_cast<int32_t>(c), run});
+      all.push_back({static_cast<int32_t>(c), run});
     }
-  by_column(group_ranges, in_, group_col_ptr_, group_ranges_);
+  by_column(all, columns, run_ptr, runs);
 }
 
 void Matrix::apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const {
@@ -855,32 +870,68 @@ int64_t Matrix::argmax(const float* x, const Support& support, int64_t t, Scratc
   if (n_blocks == 0 || !finite_x) {
     fold_rows(0, n_rows, xt, best, best_row);
   } else {
-    s.high.assign(n_blocks, 0.0);
-    s.size.assign(n_blocks, 0.0);
+    // Groups of blocks are bounded first, then the blocks of each group that
+    // is not pruned, the most promising group first and in it the most
+    // promising block first, so that its value prunes the others.
+    const int64_t n_groups = static_cast<int64_t>(argmax_group_slack_.size());
+    if (static_cast<int64_t>(s.high.size()) < n_blocks) {
+      s.high.resize(n_blocks, 0.0);
+      s.size.resize(n_blocks, 0.0);
+    }
+    s.argmax_group_high.assign(n_groups, 0.0);
+    s.argmax_group_size.assign(n_groups, 0.0);
     double* high = s.high.data();
     double* size = s.size.data();
-    for (const int32_t* c = nz; c != nz_end; ++c) {
-      const double xc = xt[*c];
-      for (int64_t e = block_col_ptr_[*c]; e < block_col_ptr_[*c + 1]; ++e) {
-        const BlockRange& r = block_ranges_[e];
-        const double a = r.lo * xc, b = r.hi * xc;
-        high[r.block] += std::max(a, b);
-        size[r.block] += std::max(std::fabs(a), std::fabs(b));
+    double* group_bound = s.argmax_group_high.data();
+    double* group_size = s.argmax_group_size.data();
+    auto bound_of = [](double high_sum, double size_sum, double slack) {
+      return size_sum < 0x1p100 ? high_sum + size_sum * slack + 1e-37 : std::numeric_limits<double>::infinity();
+    };
+    auto add = [](double* hi, double* sz, int32_t i, float lo_w, float hi_w, double xc) {
+      const double a = lo_w * xc, b = hi_w * xc;
+      hi[i] += std::max(a, b);
+      sz[i] += std::max(std::fabs(a), std::fabs(b));
+    };
+    for (const int32_t* c = nz; c != nz_end; ++c)
+      for (uint32_t e = argmax_group_col_ptr_[*c]; e < argmax_group_col_ptr_[*c + 1]; ++e) {
+        const CutRange& r = argmax_group_ranges_[e];
+        add(group_bound, group_size, r.block, r.lo, r.hi, xt[*c]);
       }
+    int64_t first_group = 0;
+    for (int64_t g = 0; g < n_groups; ++g) {
+      group_bound[g] = bound_of(group_bound[g], group_size[g], argmax_group_slack_[g]);
+      if (group_bound[g] > group_bound[first_group]) first_group = g;
     }
-    int64_t first = 0;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      high[b] = size[b] < 0x1p100 ? high[b] + size[b] * block_slack_[b] + 1e-37
-                                  : std::numeric_limits<double>::infinity();
-      if (high[b] > high[first]) first = b;
-    }
-    // The most promising block first, so that its value prunes the others.
+    auto pruned = [&](double bound) { return bound < static_cast<double>(best) && !isnan_(best); };
     auto fold_block = [&](int64_t b) {
       fold_rows(b * kBlockRows, std::min(n_rows, (b + 1) * kBlockRows), xt, best, best_row);
     };
-    fold_block(first);
-    for (int64_t b = 0; b < n_blocks; ++b)
-      if (b != first && !(high[b] < static_cast<double>(best) && !isnan_(best))) fold_block(b);
+    auto visit_group = [&](int64_t g) {
+      const int64_t b0 = g * kArgmaxGroup, b1 = std::min(n_blocks, b0 + kArgmaxGroup);
+      for (const int32_t* c = nz; c != nz_end; ++c) {
+        // The column's run in group g, if any (a column's runs are in group order).
+        const CutRange *run = &argmax_group_ranges_[argmax_group_col_ptr_[*c]],
+                       *end = &argmax_group_ranges_[argmax_group_col_ptr_[*c + 1]];
+        run = std::lower_bound(run, end, g, [](const CutRange& x, int64_t v) { return x.block < v; });
+        if (run == end || run->block != g) continue;
+        for (uint32_t i = run->begin; i < run->end; ++i)
+          add(high, size, block_ranges_[i].block, block_ranges_[i].lo, block_ranges_[i].hi, xt[*c]);
+      }
+      int64_t first = b0;
+      for (int64_t b = b0; b < b1; ++b) {
+        high[b] = bound_of(high[b], size[b], block_slack_[b]);
+        size[b] = 0.0;
+        if (high[b] > high[first]) first = b;
+      }
+      if (best_row < 0 || !pruned(high[first])) fold_block(first);
+      for (int64_t b = b0; b < b1; ++b) {
+        if (b != first && !pruned(high[b])) fold_block(b);
+        high[b] = 0.0;
+      }
+    };
+    visit_group(first_group);
+    for (int64_t g = 0; g < n_groups; ++g)
+      if (g != first_group && !pruned(group_bound[g])) visit_group(g);
   }
   // Rows without weights are +0; the first of them stands for all.
   if (first_zero_row_ >= 0 && before(0.0f, first_zero_row_, best, best_row)) best_row = first_zero_row_;

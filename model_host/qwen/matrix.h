@@ -71,7 +71,8 @@ class Matrix {
     };
     std::vector<Row> rows;
     std::vector<int32_t> touched;    // rows that received a product, in order (with repeats)
-    std::vector<double> high, size;  // argmax: per block of rows, bound terms
+    std::vector<double> high, size;  // argmax: per block of rows, bound terms (0 between calls)
+    std::vector<double> argmax_group_high, argmax_group_size;  // argmax: per group of blocks, bound terms
     // apply_cut, per cut block: bound terms and state (0 untouched, 1
     // reached, 2 computed), all 0 between calls; the blocks reached, and
     // those computed.
@@ -219,6 +220,11 @@ class Matrix {
   std::vector<int64_t> block_col_ptr_;
   std::vector<BlockRange> block_ranges_;
   std::vector<double> block_slack_;
+  // Groups of argmax blocks, bounded first as cut groups are (see
+  // cut_groups_): per group its largest allowance, and per column its runs
+  // of block_ranges_ by group.
+  std::vector<double> argmax_group_slack_;
+  std::vector<uint32_t> argmax_group_col_ptr_;
   // Cut blocks (see derive_cut): runs of up to kCutRows rows of cut_rows_,
   // all that always matter or all that matter from a cut on (rows that
   // never matter are in none).  cut_rows_ lists the rows that always matter
@@ -271,6 +277,14 @@ class Matrix {
   std::vector<CutGroup> cut_groups_;
   std::vector<uint32_t> group_col_ptr_;
   std::vector<CutRange> group_ranges_;
+  std::vector<CutRange> argmax_group_ranges_;  // as group_ranges_, into block_ranges_
+  // Per column, its ranges (in block order, column by column as col_ptr
+  // gives them) in runs by group of `per_group` blocks: each run's range is
+  // the union of its blocks' (0 included where a block of the group lacks
+  // the column), begin/end its place in `ranges`.
+  template <class Range, class Ptr>
+  static void group_runs(const std::vector<Ptr>& col_ptr, const std::vector<Range>& ranges, int64_t n_blocks,
+                         int32_t per_group, std::vector<uint32_t>& run_ptr, std::vector<CutRange>& runs);
 };
 
 }  // namespace qgpu::qwen

@@ -343,7 +343,8 @@ TEST(QwenMatrix, ArgmaxAsTorchArgmaxOfTheProduct) {
     // near and far (ties: the first wins), inputs that make every entry
     // negative, and inputs with two columns of a field set (then a block's
     // bound exceeds every row in it).
-    const int64_t out = 200 + rng() % 400, in = 40 + rng() % 40;
+    // Every fourth head has several groups of blocks (1024 rows each).
+    const int64_t out = trial % 4 == 1 ? 1500 + rng() % 2500 : 200 + rng() % 400, in = 40 + rng() % 40;
     torch::Tensor w = torch::zeros({out, in});
     auto a = w.accessor<float, 2>();
     const int64_t zero_rows = trial % 3 == 0 ? 0 : rng() % out;
@@ -406,6 +407,53 @@ TEST(QwenMatrix, ArgmaxOverRowsTheInputDoesNotReach) {
     const int64_t expected = reference_product(w, x[0]).argmax().item<int64_t>();
     EXPECT_EQ(expected, s > 0.0f ? 100 : 0);
     EXPECT_EQ(head.argmax(x.data_ptr<float>(), support, 0, scratch), expected) << "s = " << s;
+  }
+}
+
+// Groups of blocks are bounded before their blocks; a block that lacks a
+// column the rest of its group reads has weight 0 there, which the group's
+// bound must count (else the group below is pruned wrongly).
+TEST(QwenMatrix, GroupBoundsCountBlocksThatLackAColumn) {
+  {  // Cut: 56 rows read column 0 (-200), 8 rows column 2 (+100); one group.
+    torch::Tensor w = torch::zeros({64, 3});
+    for (int64_t r = 0; r < 64; ++r) {
+      if (r < 56) w[r][0] = -200.0f;
+      else w[r][2] = 100.0f;
+    }
+    Matrix m(w, true);
+    m.prepare_cut(std::vector<float>(64, -91.0f));
+    torch::Tensor x = torch::zeros({1, 3});
+    x[0][0] = 1.0f;
+    x[0][2] = 1.0f;
+    Support support;
+    support.scan(x.data_ptr<float>(), 1, 3);
+    Matrix::Scratch scratch;
+    std::vector<float> y(64, 0.0f);
+    std::vector<uint64_t> computed(1, 0);
+    m.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
+    for (int64_t r = 56; r < 64; ++r) {
+      EXPECT_TRUE((computed[0] >> r) & 1) << "row " << r << " reaches its cut";
+      EXPECT_EQ(y[r], 100.0f);
+    }
+  }
+  {  // Argmax: two groups of 1024 rows.  Group 0: column 0 at -1, but its
+     // last block reads column 1 alone (+0); group 1: column 0 at -0.5.
+    const int64_t out = 2048;
+    torch::Tensor w = torch::zeros({out, 2});
+    for (int64_t r = 0; r < out; ++r) {
+      if (r < 960) w[r][0] = -1.0f;
+      else if (r < 1024) w[r][1] = 1.0f;
+      else w[r][0] = -0.5f;
+    }
+    Matrix head(w, true);
+    head.prepare_argmax();
+    torch::Tensor x = torch::zeros({1, 2});
+    x[0][0] = 1.0f;
+    Support support;
+    support.scan(x.data_ptr<float>(), 1, 2);
+    Matrix::Scratch scratch;
+    EXPECT_EQ(reference_product(w, x[0]).argmax().item<int64_t>(), 960);
+    EXPECT_EQ(head.argmax(x.data_ptr<float>(), support, 0, scratch), 960);
   }
 }
 
