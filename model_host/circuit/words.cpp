@@ -183,14 +183,8 @@ Word select(Program& p, const std::string& name, ValueId c, const Word& a, const
   check_same(a, b, name);
   if (p.info(c).size != 2) fail("select '" + name + "': the condition is not a flag");
   Word out{{}, a.bits};
-  for (size_t k = 0; k < a.digits.size(); ++k) {
-    std::vector<Step> steps;
-    for (int v = 1; v < a.base(); ++v) {
-      steps.push_back({{{c, 1, 1}, {a.digits[k], v, 1}}, -1, 0, v});
-      steps.push_back({{{c, 0, 1}, {b.digits[k], v, 1}}, -1, 0, v});
-    }
-    out.digits.push_back(p.mlp(digit_name(name, "d", k), a.base(), 0, std::move(steps)));
-  }
+  for (size_t k = 0; k < a.digits.size(); ++k)
+    out.digits.push_back(p.select(digit_name(name, "d", k), c, {b.digits[k], a.digits[k]}));
   return out;
 }
 
