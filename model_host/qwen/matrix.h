@@ -95,8 +95,9 @@ class Matrix {
   // read from its entries and made dense (lazily) only for dense storage.
   Matrix(const torch::Tensor& weight, bool sparse);
 
-  // y[t, :] = W x[t, :] for the T vectors of `support` (every row of y[T,
-  // out] is written, rows without stored weights as +0); x is [T, in].  With
+  // y[t, :] = W x[t, :] for the T vectors of `support` (without `written`,
+  // or with dense storage, every row of y[T, out] is written, rows without
+  // stored weights as +0); x is [T, in].  With
   // `written` (T bitmaps of `out` bits, laid out as in Support::assign_bits,
   // clear on entry), sets the bits of the rows that may be non-zero, and
   // sparse storage writes only those rows (the others are +0 and keep what
@@ -166,7 +167,8 @@ class Matrix {
   bool short_row(int64_t r) const { return row_ptr_[r + 1] - row_ptr_[r] <= 2; }
   // y[r] = hub weight(r) * x_hub + 0 for every row.
   void hub_pass(float x_hub, float* y) const;
-  // One vector through the sparse storage; y[out] is fully written.
+  // One vector through the sparse storage; y[out] is fully written without
+  // `written`, and with it only at the rows whose bits it sets.
   void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,
                     uint64_t* written) const;
   // The weights of the rows [rows, rows_end):

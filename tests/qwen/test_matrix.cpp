@@ -119,6 +119,14 @@ int64_t expect_cut_product(Matrix sparse, const torch::Tensor& x, Expected expec
         EXPECT_EQ(v, unset) << what << ": a row not computed was written";
       }
     }
+  // The whole product through the index prepare_cut re-sorted, with the
+  // same scratch, is unchanged.
+  std::vector<float> full(T * out, unset);
+  sparse.apply(x.data_ptr<float>(), support, full.data(), scratch);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t r = 0; r < out; ++r)
+      EXPECT_TRUE(same_bits(full[t * out + r], e[t][r].item<float>()))
+          << what << ": product after prepare_cut, token " << t << " row " << r;
   return n;
 }
 
@@ -337,6 +345,7 @@ TEST(QwenMatrix, NonFiniteWeightsAndInputs) {
 TEST(QwenMatrix, ArgmaxAsTorchArgmaxOfTheProduct) {
   std::mt19937 rng(3);
   const float nan = std::numeric_limits<float>::quiet_NaN();
+  Matrix::Scratch scratch;  // one for all heads and calls, as a workspace serves many
   for (int trial = 0; trial < 300; ++trial) {
     // An output head like the circuit's: rows that compare a few one-hot
     // fields, many rows without weights (their entry is +0), repeated rows
@@ -368,7 +377,6 @@ TEST(QwenMatrix, ArgmaxAsTorchArgmaxOfTheProduct) {
     if (trial % 11 == 0) xa[1][rng() % in] = nan;
     Support support;
     support.scan(x.data_ptr<float>(), 2, in);
-    Matrix::Scratch scratch;
     for (int64_t t = 0; t < 2; ++t) {
       const int64_t expected = reference_product(w, x[t]).argmax().item<int64_t>();
       ASSERT_EQ(head.argmax(x.data_ptr<float>(), support, t, scratch), expected) << "trial " << trial << " token " << t;
@@ -433,6 +441,30 @@ TEST(QwenMatrix, GroupBoundsCountBlocksThatLackAColumn) {
     m.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
     for (int64_t r = 56; r < 64; ++r) {
       EXPECT_TRUE((computed[0] >> r) & 1) << "row " << r << " reaches its cut";
+      EXPECT_EQ(y[r], 100.0f);
+    }
+  }
+  {  // Cut with a hub (column 0, read by 112 rows at -200): rows 112..119
+     // read column 2 alone (+100), a block without hub weights in a group
+     // of blocks with them.
+    torch::Tensor w = torch::zeros({120, 3});
+    for (int64_t r = 0; r < 120; ++r) {
+      if (r < 112) w[r][0] = -200.0f;
+      else w[r][2] = 100.0f;
+    }
+    Matrix m(w, true);
+    m.prepare_cut(std::vector<float>(120, -91.0f));
+    torch::Tensor x = torch::zeros({1, 3});
+    x[0][0] = 1.0f;
+    x[0][2] = 1.0f;
+    Support support;
+    support.scan(x.data_ptr<float>(), 1, 3);
+    Matrix::Scratch scratch;
+    std::vector<float> y(120, 0.0f);
+    std::vector<uint64_t> computed(2, 0);
+    m.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
+    for (int64_t r = 112; r < 120; ++r) {
+      EXPECT_TRUE((computed[r / 64] >> (r % 64)) & 1) << "row " << r << " reaches its cut (hub case)";
       EXPECT_EQ(y[r], 100.0f);
     }
   }
