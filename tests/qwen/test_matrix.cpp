@@ -422,52 +422,35 @@ TEST(QwenMatrix, ArgmaxOverRowsTheInputDoesNotReach) {
 // column the rest of its group reads has weight 0 there, which the group's
 // bound must count (else the group below is pruned wrongly).
 TEST(QwenMatrix, GroupBoundsCountBlocksThatLackAColumn) {
-  {  // Cut: 56 rows read column 0 (-200), 8 rows column 2 (+100); one group.
-    torch::Tensor w = torch::zeros({64, 3});
-    for (int64_t r = 0; r < 64; ++r) {
-      if (r < 56) w[r][0] = -200.0f;
+  // Cut: the first `negative` of `out` rows read column 0 (-200), the other
+  // 8 column 2 (+100); both columns set, every cut -91: those 8 reach it.
+  auto expect_positive_rows_computed = [](int64_t out, int64_t negative, const std::string& what) {
+    torch::Tensor w = torch::zeros({out, 3});
+    for (int64_t r = 0; r < out; ++r) {
+      if (r < negative) w[r][0] = -200.0f;
       else w[r][2] = 100.0f;
     }
     Matrix m(w, true);
-    m.prepare_cut(std::vector<float>(64, -91.0f));
+    m.prepare_cut(std::vector<float>(out, -91.0f));
     torch::Tensor x = torch::zeros({1, 3});
     x[0][0] = 1.0f;
     x[0][2] = 1.0f;
     Support support;
     support.scan(x.data_ptr<float>(), 1, 3);
     Matrix::Scratch scratch;
-    std::vector<float> y(64, 0.0f);
-    std::vector<uint64_t> computed(1, 0);
+    std::vector<float> y(out, 0.0f);
+    std::vector<uint64_t> computed(Support::words(out), 0);
     m.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
-    for (int64_t r = 56; r < 64; ++r) {
-      EXPECT_TRUE((computed[0] >> r) & 1) << "row " << r << " reaches its cut";
+    for (int64_t r = negative; r < out; ++r) {
+      EXPECT_TRUE((computed[r / 64] >> (r % 64)) & 1) << "row " << r << " reaches its cut" << what;
       EXPECT_EQ(y[r], 100.0f);
     }
-  }
-  {  // Cut with a hub (column 0, read by 112 rows at -200): rows 112..119
-     // read column 2 alone (+100), a block without hub weights in a group
-     // of blocks with them.
-    torch::Tensor w = torch::zeros({120, 3});
-    for (int64_t r = 0; r < 120; ++r) {
-      if (r < 112) w[r][0] = -200.0f;
-      else w[r][2] = 100.0f;
-    }
-    Matrix m(w, true);
-    m.prepare_cut(std::vector<float>(120, -91.0f));
-    torch::Tensor x = torch::zeros({1, 3});
-    x[0][0] = 1.0f;
-    x[0][2] = 1.0f;
-    Support support;
-    support.scan(x.data_ptr<float>(), 1, 3);
-    Matrix::Scratch scratch;
-    std::vector<float> y(120, 0.0f);
-    std::vector<uint64_t> computed(2, 0);
-    m.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
-    for (int64_t r = 112; r < 120; ++r) {
-      EXPECT_TRUE((computed[r / 64] >> (r % 64)) & 1) << "row " << r << " reaches its cut (hub case)";
-      EXPECT_EQ(y[r], 100.0f);
-    }
-  }
+  };
+  // One group of 8 blocks, no hub (56 rows < kHubRows).
+  expect_positive_rows_computed(64, 56, "");
+  // Column 0 is a hub (112 rows): rows 112..119 are a block without hub
+  // weights in a group of blocks with them.
+  expect_positive_rows_computed(120, 112, " (hub case)");
   {  // Argmax: two groups of 1024 rows.  Group 0: column 0 at -1, but its
      // last block reads column 1 alone (+0); group 1: column 0 at -0.5.
     const int64_t out = 2048;
