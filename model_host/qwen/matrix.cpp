@@ -165,9 +165,11 @@ void Support::assign_bits(const uint64_t* bits, int64_t T, int64_t n) {
   }
 }
 
-void Support::clear() {
+void Support::clear(int64_t bitmap_cols) {
   cols_.clear();
   ends_.clear();
+  words_ = bitmap_cols > 0 ? words(bitmap_cols) : 0;
+  bits_.assign(static_cast<size_t>(words_), 0);
 }
 
 void Support::add_nonzero(const float* x, int64_t begin, int64_t end) {
@@ -480,13 +482,24 @@ void Matrix::hub_pass(float x_hub, float* y) const {
   for (int64_t r = 0; r < out_; ++r) y[r] = hw[r] * x_hub + 0.0f;
 }
 
+std::pair<const int32_t*, const int32_t*> Matrix::columns_of(const Support& support, int64_t t, Scratch& s) const {
+  const uint64_t* bits = support.bits(t);
+  if (!bits || support.bitmap_words() != static_cast<int64_t>(col_used_.size())) return {support.begin(t), support.end(t)};
+  s.listed.clear();
+  for (size_t i = 0; i < col_used_.size(); ++i)
+    for (uint64_t b = bits[i] & col_used_[i]; b != 0; b &= b - 1)
+      s.listed.push_back(static_cast<int32_t>(i * 64 + __builtin_ctzll(b)));
+  return {s.listed.data(), s.listed.data() + s.listed.size()};
+}
+
 void Matrix::apply(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* written) const {
   const int64_t T = support.vectors();
   const int64_t words = Support::words(out_);
   if (sparse_) {
-    for (int64_t t = 0; t < T; ++t)
-      apply_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch,
-                   written ? written + t * words : nullptr);
+    for (int64_t t = 0; t < T; ++t) {
+      const auto [nz, nz_end] = columns_of(support, t, scratch);
+      apply_sparse(x + t * in_, nz, nz_end, y + t * out_, scratch, written ? written + t * words : nullptr);
+    }
     return;
   }
   if (written)
@@ -665,8 +678,10 @@ void Matrix::group_runs(const std::vector<Ptr>& col_ptr, const std::vector<Range
 void Matrix::apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const {
   if (cut_.empty()) throw std::logic_error("Matrix::apply_cut: prepare_cut() was not called");
   const int64_t words = Support::words(out_);
-  for (int64_t t = 0; t < support.vectors(); ++t)
-    cut_sparse(x + t * in_, support.begin(t), support.end(t), y + t * out_, scratch, computed + t * words);
+  for (int64_t t = 0; t < support.vectors(); ++t) {
+    const auto [nz, nz_end] = columns_of(support, t, scratch);
+    cut_sparse(x + t * in_, nz, nz_end, y + t * out_, scratch, computed + t * words);
+  }
 }
 
 // A block's rows are bounded as argmax bounds them: each row's value is at
@@ -863,7 +878,7 @@ int64_t Matrix::argmax(const float* x, const Support& support, int64_t t, Scratc
     }
     return best_row;
   }
-  const int32_t *nz = support.begin(t), *nz_end = support.end(t);
+  const auto [nz, nz_end] = columns_of(support, t, s);
   const int64_t n_rows = static_cast<int64_t>(active_rows_.size());
   const int64_t n_blocks = static_cast<int64_t>(block_slack_.size());
   const bool finite_x = std::all_of(nz, nz_end, [&](int32_t c) { return std::isfinite(xt[c]); });

@@ -35,12 +35,21 @@ class Support {
   // Every column of the T rows of x[T, n] that is not +-0 (NaNs included).
   void scan(const float* x, int64_t T, int64_t n);
   // Building vector by vector: clear(), then per vector its columns (add or
-  // add_nonzero, ascending) and end_vector().
-  void clear();
-  void add(int32_t col) { cols_.push_back(col); }
+  // add_nonzero, ascending) and end_vector().  With bitmap_cols > 0, add()
+  // also keeps a bitmap of each vector's columns (of that many columns),
+  // from which a sparse product takes the listed columns it holds weights
+  // in with a word-wise AND instead of a test per listed column.
+  void clear(int64_t bitmap_cols = 0);
+  void add(int32_t col) {
+    cols_.push_back(col);
+    if (words_) bits_[static_cast<size_t>(vectors() * words_ + col / 64)] |= uint64_t{1} << (col % 64);
+  }
   // The columns in [begin, end) where x (the vector's full row) is not +-0.
   void add_nonzero(const float* x, int64_t begin, int64_t end);
-  void end_vector() { ends_.push_back(static_cast<int64_t>(cols_.size())); }
+  void end_vector() {
+    ends_.push_back(static_cast<int64_t>(cols_.size()));
+    if (words_) bits_.resize(bits_.size() + static_cast<size_t>(words_), 0);
+  }
   // The set bits of T bitmaps of n bits (bit c of vector t is bit c % 64 of
   // word t * words(n) + c / 64).
   void assign_bits(const uint64_t* bits, int64_t T, int64_t n);
@@ -49,10 +58,15 @@ class Support {
   int64_t vectors() const { return static_cast<int64_t>(ends_.size()); }
   const int32_t* begin(int64_t t) const { return cols_.data() + (t == 0 ? 0 : ends_[t - 1]); }
   const int32_t* end(int64_t t) const { return cols_.data() + ends_[t]; }
+  // Vector t's bitmap (words(bitmap_cols) words), or null when none is kept.
+  const uint64_t* bits(int64_t t) const { return words_ ? bits_.data() + t * words_ : nullptr; }
+  int64_t bitmap_words() const { return words_; }
 
  private:
   std::vector<int32_t> cols_;
   std::vector<int64_t> ends_;  // per vector, one past its last column in cols_
+  int64_t words_ = 0;          // bitmap words per vector (0: no bitmap)
+  std::vector<uint64_t> bits_;
 };
 
 // A Linear weight [out, in] (no bias), stored dense or sparse (its non-zeros
@@ -84,6 +98,7 @@ class Matrix {
     std::vector<double> group_high, group_size;
     std::vector<uint8_t> group_state;
     std::vector<int32_t> groups_reached;
+    std::vector<int32_t> listed;  // the support's columns that hold weights (from its bitmap)
   };
 
   Matrix() = default;
@@ -167,6 +182,10 @@ class Matrix {
   bool short_row(int64_t r) const { return row_ptr_[r + 1] - row_ptr_[r] <= 2; }
   // y[r] = hub weight(r) * x_hub + 0 for every row.
   void hub_pass(float x_hub, float* y) const;
+  // Vector t's listed columns for a sparse product: all of them, or, when
+  // the support keeps a bitmap, only those that hold weights (the others
+  // add nothing), in the same ascending order.
+  std::pair<const int32_t*, const int32_t*> columns_of(const Support& support, int64_t t, Scratch& s) const;
   // One vector through the sparse storage; y[out] is fully written without
   // `written`, and with it only at the rows whose bits it sets.
   void apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_end, float* y, Scratch& s,

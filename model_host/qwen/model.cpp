@@ -108,6 +108,10 @@ struct Mlp {
 struct Layer {
   bool full = false;
   std::vector<float> input_norm, post_norm;  // 1 + w
+  // Sparse executor: bit per residual entry that a product after the norm
+  // reads (a column holding a weight); the norm writes only those entries.
+  // Empty: all (a product with dense storage reads every column).
+  std::vector<uint64_t> input_reads, post_reads;
   LinearAttention la;
   FullAttention fa;
   Mlp mlp;
@@ -182,6 +186,7 @@ struct Model::Impl {
   Matrix embed;                  // [vocab, hidden]
   std::optional<Matrix> lm_head; // absent when tied
   std::vector<float> final_norm; // 1 + w
+  std::vector<uint64_t> final_reads;  // as Layer::input_reads, for the head
   std::vector<Layer> layers;
   std::vector<float> inv_freq;   // rope: [rotary_dim / 2]
   Stats stats;
@@ -210,6 +215,22 @@ float round_bf16(float x) {
   std::memcpy(&r, &u, 4);
   return r;
 }
+
+namespace {
+// The columns that the products of `mats` read, as a bitmap; empty (all)
+// when one of them has dense storage.
+std::vector<uint64_t> reads_of(std::initializer_list<const Matrix*> mats) {
+  std::vector<uint64_t> bits;
+  for (const Matrix* m : mats) {
+    if (!m->is_sparse()) return {};
+    const auto used = m->col_mask();
+    bits.resize(Support::words(static_cast<int64_t>(used.size())), 0);
+    for (size_t c = 0; c < used.size(); ++c)
+      if (used[c]) bits[c / 64] |= uint64_t{1} << (c % 64);
+  }
+  return bits;
+}
+}  // namespace
 
 Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(std::make_unique<Impl>()) {
   ck.validate();
@@ -348,11 +369,15 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
       L.mlp.gate.prepare_cut(cut);
     }
     for (auto* mat : {&L.mlp.gate, &L.mlp.up, &L.mlp.down}) count(*mat);
+    if (L.full) L.input_reads = reads_of({&L.fa.q, &L.fa.k, &L.fa.v});
+    else L.input_reads = reads_of({&L.la.qkv, &L.la.z, &L.la.b, &L.la.a});
+    L.post_reads = reads_of({&L.mlp.gate, &L.mlp.up});
     m.stats.total_units += c.intermediate_size;
     m.stats.active_units += static_cast<int64_t>(L.mlp.units.size());
     m.layers.push_back(std::move(L));
   }
   if (sparse) (m.lm_head ? *m.lm_head : m.embed).prepare_argmax();
+  m.final_reads = reads_of({&m.head()});
 }
 
 Model::~Model() = default;
@@ -733,16 +758,26 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   // rms-normalise every row of x with weight (1 + w) into ws.normed.  Its
   // support is the entries whose normed value is not +0 (an entry of x_bits
   // whose (1 + w) is 0 drops out), which are all the projections visit.
-  auto norm = [&](const std::vector<float>& one_plus_w) {
+  // With `reads` (non-empty), only the entries the next products read are
+  // normalised and listed; the others of normed are not read before the
+  // next norm writes them (or they leave x_bits and become +0).
+  auto norm = [&](const std::vector<float>& one_plus_w, const std::vector<uint64_t>& reads) {
     ws.x_support.assign_bits(ws.x_bits.data(), T, H);
-    ws.support.clear();
+    ws.support.clear(H);
+    const bool all = reads.empty();
     for (int64_t t = 0; t < T; ++t) {
       const float* xt = &x[t * H];
       const float r = rms_scale(lane_dot(xt, xt, ws.x_support.begin(t), ws.x_support.end(t)), H, eps);
-      for (const int32_t* c = ws.x_support.begin(t); c != ws.x_support.end(t); ++c) {
-        const float v = store((xt[*c] * r) * one_plus_w[*c]);
-        normed[t * H + *c] = v;
-        if (v != 0.0f || v != v) ws.support.add(*c);
+      auto put = [&](int64_t c) {
+        const float v = store((xt[c] * r) * one_plus_w[c]);
+        normed[t * H + c] = v;
+        if (v != 0.0f || v != v) ws.support.add(static_cast<int32_t>(c));
+      };
+      if (all) {
+        for (const int32_t* c = ws.x_support.begin(t); c != ws.x_support.end(t); ++c) put(*c);
+      } else {
+        for (int64_t i = 0; i < words; ++i)
+          for (uint64_t b = ws.x_bits[t * words + i] & reads[i]; b != 0; b &= b - 1) put(i * 64 + __builtin_ctzll(b));
       }
       ws.support.end_vector();
     }
@@ -779,18 +814,18 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     const Layer& L = layers[l];
     capture(l);
-    norm(L.input_norm);
+    norm(L.input_norm, L.input_reads);
     std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
     if (L.full) full_attention(L, l, st, T, ws);
     else linear_attention(L, l, st, T, ws);
     add_residual();
-    norm(L.post_norm);
+    norm(L.post_norm, L.post_reads);
     std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
     mlp(L, T, ws);
     add_residual();
   }
   capture(static_cast<int>(cfg.num_hidden_layers));
-  norm(final_norm);
+  norm(final_norm, final_reads);
   st.position += T;
 }
 

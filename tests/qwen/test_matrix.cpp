@@ -29,6 +29,26 @@ constexpr float kPool[] = {1.0f, -1.0f, 0.5f, -2.0f, 3.0f, 1e30f, -1e30f, 1e-30f
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
+// The support of x[T, n]: its non-zero columns as Support::scan lists them,
+// or (with `bitmap`) built column by column with a bitmap beside the list,
+// from which the products take only the columns that hold weights.
+Support support_of(const torch::Tensor& x, bool bitmap) {
+  Support support;
+  const int64_t T = x.size(0), n = x.size(1);
+  if (!bitmap) {
+    support.scan(x.data_ptr<float>(), T, n);
+    return support;
+  }
+  support.clear(n);
+  const float* p = x.data_ptr<float>();
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t c = 0; c < n; ++c)
+      if (p[t * n + c] != 0.0f || p[t * n + c] != p[t * n + c]) support.add(static_cast<int32_t>(c));
+    support.end_vector();
+  }
+  return support;
+}
+
 // The lane scheme written out for one row, over its non-zero weights only
 // (sparse storage never multiplies a zero weight, so with a non-finite input
 // it differs from the dense product, where 0 * inf is NaN).
@@ -98,35 +118,37 @@ int64_t expect_cut_product(Matrix sparse, const torch::Tensor& x, Expected expec
     }
   }
   sparse.prepare_cut(cut);
-  Support support;
-  support.scan(x.data_ptr<float>(), T, x.size(1));
-  Matrix::Scratch scratch;
-  const float unset = 12345.0f;
-  std::vector<float> y(T * out, unset);
-  std::vector<uint64_t> computed(T * words, 0);
-  sparse.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
   int64_t n = 0;
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t r = 0; r < out; ++r) {
-      const float v = y[t * out + r], ev = e[t][r].item<float>();
-      if ((computed[t * words + r / 64] >> (r % 64)) & 1) {
-        ++n;
-        EXPECT_TRUE(same_bits(v, ev)) << what << ": cut product, token " << t << " row " << r << ": " << v << " vs " << ev;
-      } else {
-        // A row that never matters (cut +inf) is left out whatever its value.
-        EXPECT_TRUE(same_bits(ev, 0.0f) || ev < cut[r] || cut[r] == inf)
-            << what << ": token " << t << " row " << r << " (" << ev << ", cut " << cut[r] << ") was not computed";
-        EXPECT_EQ(v, unset) << what << ": a row not computed was written";
+  Matrix::Scratch scratch;
+  for (const bool bitmap : {false, true}) {
+    const Support support = support_of(x, bitmap);
+    const std::string how = what + (bitmap ? " (support with a bitmap)" : "");
+    const float unset = 12345.0f;
+    std::vector<float> y(T * out, unset);
+    std::vector<uint64_t> computed(T * words, 0);
+    sparse.apply_cut(x.data_ptr<float>(), support, y.data(), scratch, computed.data());
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t r = 0; r < out; ++r) {
+        const float v = y[t * out + r], ev = e[t][r].item<float>();
+        if ((computed[t * words + r / 64] >> (r % 64)) & 1) {
+          n += !bitmap;
+          EXPECT_TRUE(same_bits(v, ev)) << how << ": cut product, token " << t << " row " << r << ": " << v << " vs " << ev;
+        } else {
+          // A row that never matters (cut +inf) is left out whatever its value.
+          EXPECT_TRUE(same_bits(ev, 0.0f) || ev < cut[r] || cut[r] == inf)
+              << how << ": token " << t << " row " << r << " (" << ev << ", cut " << cut[r] << ") was not computed";
+          EXPECT_EQ(v, unset) << how << ": a row not computed was written";
+        }
       }
-    }
-  // The whole product through the index prepare_cut re-sorted, with the
-  // same scratch, is unchanged.
-  std::vector<float> full(T * out, unset);
-  sparse.apply(x.data_ptr<float>(), support, full.data(), scratch);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t r = 0; r < out; ++r)
-      EXPECT_TRUE(same_bits(full[t * out + r], e[t][r].item<float>()))
-          << what << ": product after prepare_cut, token " << t << " row " << r;
+    // The whole product through the index prepare_cut re-sorted, with the
+    // same scratch, is unchanged.
+    std::vector<float> full(T * out, unset);
+    sparse.apply(x.data_ptr<float>(), support, full.data(), scratch);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t r = 0; r < out; ++r)
+        EXPECT_TRUE(same_bits(full[t * out + r], e[t][r].item<float>()))
+            << how << ": product after prepare_cut, token " << t << " row " << r;
+  }
   return n;
 }
 
@@ -136,25 +158,27 @@ int64_t expect_cut_product(Matrix sparse, const torch::Tensor& x, Expected expec
 template <class Expected>
 void expect_product(const Matrix& sparse, const torch::Tensor& x, Expected expected, const std::string& what) {
   const int64_t T = x.size(0), out = sparse.rows(), words = Support::words(out);
-  Support support;
-  support.scan(x.data_ptr<float>(), T, x.size(1));
   Matrix::Scratch scratch;
-  const float unset = 12345.0f;
-  std::vector<float> y(T * out, unset), all(T * out, unset);
-  std::vector<uint64_t> written(T * words, 0);
-  sparse.apply(x.data_ptr<float>(), support, y.data(), scratch, written.data());
-  sparse.apply(x.data_ptr<float>(), support, all.data(), scratch);
-  for (int64_t t = 0; t < T; ++t) {
-    const torch::Tensor e = expected(t);
-    for (int64_t r = 0; r < out; ++r) {
-      const float v = y[t * out + r], ev = e[r].item<float>();
-      ASSERT_TRUE(same_bits(all[t * out + r], ev)) << what << ": token " << t << " row " << r << ": "
-                                                   << all[t * out + r] << " vs " << ev << " (no written map)";
-      if ((written[t * words + r / 64] >> (r % 64)) & 1) {
-        ASSERT_TRUE(same_bits(v, ev)) << what << ": token " << t << " row " << r << ": " << v << " vs " << ev;
-      } else {
-        ASSERT_TRUE(same_bits(ev, 0.0f)) << what << ": row " << r << " (" << ev << ") not reported written";
-        ASSERT_TRUE(v == unset || same_bits(v, 0.0f)) << what << ": row " << r << " not reported but written " << v;
+  for (const bool bitmap : {false, true}) {
+    const Support support = support_of(x, bitmap);
+    const std::string how = what + (bitmap ? " (support with a bitmap)" : "");
+    const float unset = 12345.0f;
+    std::vector<float> y(T * out, unset), all(T * out, unset);
+    std::vector<uint64_t> written(T * words, 0);
+    sparse.apply(x.data_ptr<float>(), support, y.data(), scratch, written.data());
+    sparse.apply(x.data_ptr<float>(), support, all.data(), scratch);
+    for (int64_t t = 0; t < T; ++t) {
+      const torch::Tensor e = expected(t);
+      for (int64_t r = 0; r < out; ++r) {
+        const float v = y[t * out + r], ev = e[r].item<float>();
+        ASSERT_TRUE(same_bits(all[t * out + r], ev)) << how << ": token " << t << " row " << r << ": "
+                                                     << all[t * out + r] << " vs " << ev << " (no written map)";
+        if ((written[t * words + r / 64] >> (r % 64)) & 1) {
+          ASSERT_TRUE(same_bits(v, ev)) << how << ": token " << t << " row " << r << ": " << v << " vs " << ev;
+        } else {
+          ASSERT_TRUE(same_bits(ev, 0.0f)) << how << ": row " << r << " (" << ev << ") not reported written";
+          ASSERT_TRUE(v == unset || same_bits(v, 0.0f)) << how << ": row " << r << " not reported but written " << v;
+        }
       }
     }
   }
@@ -375,11 +399,12 @@ TEST(QwenMatrix, ArgmaxAsTorchArgmaxOfTheProduct) {
         if (trial % 2) xa[t][f * 8 + rng() % 8] = 1.0f;
       }
     if (trial % 11 == 0) xa[1][rng() % in] = nan;
-    Support support;
-    support.scan(x.data_ptr<float>(), 2, in);
+    const Support support = support_of(x, false), with_bitmap = support_of(x, true);
     for (int64_t t = 0; t < 2; ++t) {
       const int64_t expected = reference_product(w, x[t]).argmax().item<int64_t>();
       ASSERT_EQ(head.argmax(x.data_ptr<float>(), support, t, scratch), expected) << "trial " << trial << " token " << t;
+      ASSERT_EQ(head.argmax(x.data_ptr<float>(), with_bitmap, t, scratch), expected)
+          << "trial " << trial << " token " << t << " (support with a bitmap)";
       ASSERT_EQ(unprepared.argmax(x.data_ptr<float>(), support, t, scratch), expected) << "trial " << trial;
       if (std::isfinite(x[t].sum().item<float>()))  // the dense storage multiplies zero weights too
         ASSERT_EQ(Matrix(w, false).argmax(x.data_ptr<float>(), support, t, scratch), expected) << "trial " << trial;
