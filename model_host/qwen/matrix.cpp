@@ -153,6 +153,16 @@ float lane_dot(const float* w, const float* x, const int32_t* index, const int32
       [&](int64_t i) { return w[index[i]] * x[index[i]]; });
 }
 
+float lane_dot(const float* w, const float* x, const uint64_t* bits, int64_t words) {
+  float acc[kLanes] = {};
+  for (int64_t i = 0; i < words; ++i)
+    for (uint64_t b = bits[i]; b != 0; b &= b - 1) {
+      const int64_t c = i * 64 + __builtin_ctzll(b);
+      acc[c % kLanes] += w[c] * x[c];
+    }
+  return reduce_lanes(acc);
+}
+
 // ---- Support ----
 
 void Support::assign_bits(const uint64_t* bits, int64_t T, int64_t n) {

@@ -24,6 +24,9 @@ namespace qgpu::qwen {
 float lane_dot(const float* w, const float* x, int64_t n);
 // The same sum when w[i] * x[i] is +-0 outside the listed indices (ascending).
 float lane_dot(const float* w, const float* x, const int32_t* index, const int32_t* index_end);
+// The same sum when w[i] * x[i] is +-0 outside the set bits of bits[words]
+// (bit i % 64 of word i / 64).
+float lane_dot(const float* w, const float* x, const uint64_t* bits, int64_t words);
 
 // Where T activation vectors may be non-zero: per vector, columns in
 // ascending order.  A sparse product visits only these columns, so a column

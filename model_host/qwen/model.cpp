@@ -128,6 +128,7 @@ struct Workspace {
   std::vector<uint64_t> x_bits, y_bits;
   std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
   std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows apply_cut computed
+  std::vector<uint64_t> z_bits;                     // per token, the z rows the product wrote
   std::vector<int64_t> conv_written;                // entries of conv_out written by this layer (+0 elsewhere)
   std::vector<uint8_t> key_live;                    // per token and key head: query or key may be non-zero
   std::vector<uint8_t> head_out;                    // per token and value head: it wrote its output
@@ -135,7 +136,7 @@ struct Workspace {
   std::vector<float> gate, up, act;                 // MLP
   std::vector<uint64_t> gate_bits;                  // MLP: per token, the gate rows apply_cut computed
   std::vector<std::vector<float>> per_thread;       // GDN heads: q, k, kv_mem, d, out per thread
-  Support support, x_support;  // x_support: the entries of x that may be non-zero
+  Support support;
   Matrix::Scratch scratch;
 };
 
@@ -447,7 +448,13 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   } else {
     la.qkv.apply(n, ws.support, qkv, ws.scratch);
   }
-  la.z.apply(n, ws.support, z, ws.scratch);
+  // z is read only at the live heads' rows: those start at +0 and the
+  // product writes the rows it reaches (a written map), instead of every
+  // row of z being written.
+  for (int64_t t = 0; t < T; ++t)
+    for (int32_t h : la.heads) std::fill(z + t * VD + h * dv, z + t * VD + (h + 1) * dv, 0.0f);
+  ws.z_bits.assign(T * Support::words(VD), 0);
+  la.z.apply(n, ws.support, z, ws.scratch, ws.z_bits.data());
   la.b.apply(n, ws.support, b, ws.scratch);
   la.a.apply(n, ws.support, a, ws.scratch);
   store(qkv, T * C);
@@ -762,23 +769,19 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   // normalised and listed; the others of normed are not read before the
   // next norm writes them (or they leave x_bits and become +0).
   auto norm = [&](const std::vector<float>& one_plus_w, const std::vector<uint64_t>& reads) {
-    ws.x_support.assign_bits(ws.x_bits.data(), T, H);
     ws.support.clear(H);
     const bool all = reads.empty();
     for (int64_t t = 0; t < T; ++t) {
       const float* xt = &x[t * H];
-      const float r = rms_scale(lane_dot(xt, xt, ws.x_support.begin(t), ws.x_support.end(t)), H, eps);
+      const uint64_t* xb = &ws.x_bits[t * words];
+      const float r = rms_scale(lane_dot(xt, xt, xb, words), H, eps);
       auto put = [&](int64_t c) {
         const float v = store((xt[c] * r) * one_plus_w[c]);
         normed[t * H + c] = v;
         if (v != 0.0f || v != v) ws.support.add(static_cast<int32_t>(c));
       };
-      if (all) {
-        for (const int32_t* c = ws.x_support.begin(t); c != ws.x_support.end(t); ++c) put(*c);
-      } else {
-        for (int64_t i = 0; i < words; ++i)
-          for (uint64_t b = ws.x_bits[t * words + i] & reads[i]; b != 0; b &= b - 1) put(i * 64 + __builtin_ctzll(b));
-      }
+      for (int64_t i = 0; i < words; ++i)
+        for (uint64_t b = xb[i] & (all ? ~uint64_t{0} : reads[i]); b != 0; b &= b - 1) put(i * 64 + __builtin_ctzll(b));
       ws.support.end_vector();
     }
   };
