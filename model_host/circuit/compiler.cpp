@@ -1,6 +1,7 @@
 #include "model_host/circuit/compiler.h"
 
 #include "model_host/qwen/equations.h"
+#include "model_host/qwen/matrix.h"
 
 #include <algorithm>
 #include <array>
@@ -189,6 +190,12 @@ struct PlacedStep {
   std::vector<std::pair<int, float>> gate;   // dim -> coefficient of F (anchor carries the bias)
   float bias = 0;
   std::vector<std::pair<int, float>> down;   // dim -> output when the step fires
+  // For the exactness check (check_mlp_sums): the largest F, the largest
+  // sum of |coefficient x entry| over the gate's terms and the bias, and
+  // the op the step belongs to (-1: the layer's own bias pair, a clear).
+  double reach = 1, size = 1;
+  ValueId op = -1;
+  double low = 1;   // the least F (a ladder's steps share their form and differ by bias)
 };
 
 // One SwiGLU unit on its own, silu(gate . x + bias) x[up], spread by its down
@@ -199,7 +206,99 @@ struct PlacedUnit {
   float bias = 0;
   int up = kAnchor;
   std::vector<std::pair<int, float>> down;
+  double reach = 1;   // the largest gate (where every literal holds)
+  ValueId op = -1;
 };
+
+// Whether the down row of dimension d, which the steps of one ladder `op`
+// (one form, F = phi + bias) and steps that always fire with F = 1 (the bias
+// pair) write, sums exactly in the runtime's lane scheme (the dense
+// product's order, and the sparse one's above its exactness bound) for
+// every value phi of the form: the products computed in fp32 as the runtime
+// does, summed by qwen::lane_dot, against their exact sum.
+bool ladder_row_exact(int d, ValueId op, const std::vector<PlacedStep>& steps) {
+  std::vector<int32_t> units;
+  std::vector<float> w(2 * steps.size(), 0.0f), act(2 * steps.size(), 0.0f);
+  std::vector<double> bias(steps.size(), 0.0);
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (size_t k = 0; k < steps.size(); ++k)
+    for (auto [dim, c] : steps[k].down) {
+      if (dim != d) continue;
+      if (steps[k].op == op) {
+        if (first) {
+          lo = steps[k].low - steps[k].bias;
+          hi = steps[k].reach - steps[k].bias;
+          first = false;
+        }
+      } else if (!(steps[k].gate.empty() && steps[k].bias == 1)) {
+        return false;   // another input-dependent writer
+      }
+      units.push_back(static_cast<int32_t>(2 * k));
+      units.push_back(static_cast<int32_t>(2 * k + 1));
+      w[2 * k] += c / kStepLevel;
+      w[2 * k + 1] -= c / kStepLevel;
+    }
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  if (hi - lo > (1 << 20)) return false;
+  for (double phi = lo; phi <= hi; ++phi) {
+    double exact = 0;
+    for (int32_t u : units) {
+      const PlacedStep& s = steps[u / 2];
+      const double F = s.op == op ? phi + s.bias : 1.0;
+      const float gate = static_cast<float>(kStepGain * F - (u % 2 ? kStepOffHi : kStepOffLo));
+      act[u] = qgpu::qwen::silu(gate);
+      exact += static_cast<double>(w[u]) * act[u];
+    }
+    if (static_cast<double>(qgpu::qwen::lane_dot(w.data(), act.data(), units.data(), units.data() + units.size())) != exact)
+      return false;
+  }
+  return true;
+}
+
+// The MLP of layer `l` computes every sum exactly when its steps' gates
+// stay below 2^24 (integers) and, per residual dimension, the products its
+// units may add there sum below 2^23 in magnitude (multiples of 1/2: a
+// step's two units add (4F - 1.5) c and -(4F - 2.5) c): then every partial
+// sum is representable, in any order.  A ladder's row above that bound (a
+// scalar ladder: its steps' products grow with F) is exact when the lane
+// scheme's sum is, for every value of its form (ladder_row_exact; the
+// runtime's sparse product sums such a row in that scheme too).  Throws
+// naming the dimension's largest writer otherwise.
+void check_mlp_sums(int l, const std::vector<PlacedStep>& steps, const std::vector<PlacedUnit>& singles, int64_t H,
+                    const std::vector<ValueInfo>& values) {
+  auto name = [&](ValueId v) { return v >= 0 ? "'" + values[v].name + "'" : std::string("the layer's bias pair or clears"); };
+  std::vector<double> total(H, 0.0), largest(H, 0.0);
+  std::vector<ValueId> who(H, -1);
+  auto add = [&](int d, double magnitude, ValueId op) {
+    total[d] += magnitude;
+    if (magnitude > largest[d]) {
+      largest[d] = magnitude;
+      who[d] = op;
+    }
+  };
+  for (const PlacedStep& s : steps) {
+    const double gate = kStepGain * s.size + kStepOffHi;
+    if (gate >= 0x1p24)
+      budget_error("layer " + std::to_string(l) + ": a step of " + name(s.op) + " has gates up to " +
+                   std::to_string(static_cast<int64_t>(gate)) + ", beyond 2^24 where fp32 integers are exact");
+    const double pair =
+        (std::max(0.0, kStepGain * s.reach - kStepOffLo) + std::max(0.0, kStepGain * s.reach - kStepOffHi)) / kStepLevel;
+    for (auto [d, c] : s.down) add(d, pair * std::fabs(c), s.op);
+  }
+  for (const PlacedUnit& u : singles)
+    for (auto [d, c] : u.down) add(d, std::max(0.0, u.reach) * std::fabs(c), u.op);
+  std::vector<bool> single_writes(H, false);
+  for (const PlacedUnit& u : singles)
+    for (auto [d, c] : u.down) single_writes[d] = true;
+  for (int64_t d = 0; d < H; ++d)
+    if (total[d] >= 0x1p23 && (single_writes[d] || !ladder_row_exact(static_cast<int>(d), who[d], steps)))
+      budget_error("layer " + std::to_string(l) + ": the MLP may add up to " +
+                   std::to_string(static_cast<int64_t>(total[d])) + " in magnitude to residual dimension " +
+                   std::to_string(d) + " (most from " + name(who[d]) +
+                   "); its sums are exact only below 2^23 (docs/circuit.md, section 4)");
+}
 
 // How a pass (or a clear) reads one dimension x of a code: its gate is
 // gain x - offset, SiLU is the identity on it where x is not 0, and down
@@ -850,6 +949,8 @@ Compiled compile(const Program& program, const Options& options) {
         std::vector<std::pair<int, float>> when;
         for (const Literal& lit : ps.when) when.push_back({dim_of(lit.v, lit.slot), 1.f});
         const float bias = -r.offset - cut * static_cast<float>(when.size());
+        // The largest gate: the largest entry, every literal holding.
+        const double reach = r.gain * (values[ps.src].scalar ? values[ps.src].size - 1 : 1) - r.offset;
         auto gate = [&](int src_dim) {
           std::vector<std::pair<int, float>> g{{src_dim, r.gain}};
           for (auto [dim, c] : when) g.push_back({dim, cut});
@@ -859,30 +960,49 @@ Compiled compile(const Program& program, const Options& options) {
           for (int s = 0; s < values[ps.src].size; ++s)
             if (s != m->base)
               singles.push_back({gate(dim_of(ps.src, s)), bias, when.front().first,
-                                 {{dim_of(m->out, s), 1.f / r.scale}, {dim_of(m->out, m->base), -1.f / r.scale}}});
+                                 {{dim_of(m->out, s), 1.f / r.scale}, {dim_of(m->out, m->base), -1.f / r.scale}},
+                                 reach, m->out});
           continue;
         }
         for (int d = 0; d < kScalarDims; ++d)
-          singles.push_back({gate(dim_of(ps.src, d)), bias, when.front().first, {{dim_of(m->out, d), 1.f / r.scale}}});
+          singles.push_back({gate(dim_of(ps.src, d)), bias, when.front().first, {{dim_of(m->out, d), 1.f / r.scale}},
+                             reach, m->out});
         if (!no_base) {   // the conjunction as a step's form: sum of the literals - (n - 1)
-          PlacedStep back{when, 1.f - static_cast<float>(when.size()), {}};
+          const double n = static_cast<double>(when.size());
+          PlacedStep back{when, 1.f - static_cast<float>(when.size()), {}, 1, 2 * n - 1, m->out};
           for (auto [dim, x] : code(m->out, m->base)) back.down.push_back({dim, -x});
           steps.push_back(std::move(back));
         }
       }
       for (const Step& s : m->steps) {
         PlacedStep p;
+        p.op = m->out;
+        p.reach = p.size = 0;
         int bias = s.bias;
         for (const auto& [v, coefs] : per_value(s.form, program)) {
           if (values[v].scalar) {   // the amount, on the scalar's first dimension
             if (coefs[0]) p.gate.push_back({dim_of(v, 0), static_cast<float>(coefs[0])});
+            const double far = static_cast<double>(coefs[0]) * (values[v].size - 1);
+            p.reach += std::max(0.0, far);
+            p.size += std::fabs(far);
             continue;
           }
           const int k = most_common(coefs);
           bias += k;
           for (int slot = 0; slot < static_cast<int>(coefs.size()); ++slot)
             if (coefs[slot] != k) p.gate.push_back({dim_of(v, slot), static_cast<float>(coefs[slot] - k)});
+          // One slot holds: the term is one of coefs[slot] - k.
+          double top = 0, widest = 0;
+          for (int c : coefs) {
+            top = std::max(top, static_cast<double>(c - k));
+            widest = std::max(widest, std::fabs(static_cast<double>(c - k)));
+          }
+          p.reach += top;
+          p.size += widest;
         }
+        p.low = static_cast<double>(program.form_range(s.form).first) + s.bias;
+        p.reach += bias;
+        p.size += std::abs(bias);
         p.bias = static_cast<float>(bias);
         p.down = move(m->out, s.from, s.to);
         steps.push_back(std::move(p));
@@ -892,7 +1012,11 @@ Compiled compile(const Program& program, const Options& options) {
       if (values[v].scalar) {   // silu(64 x) / 64 off each dimension
         const Reading r = reading(values[v]);
         for (int d = 0; d < kScalarDims; ++d)
-          singles.push_back({{{dim_of(v, d), r.gain}}, -r.offset, kAnchor, {{dim_of(v, d), -1.f / r.scale}}});
+          singles.push_back({{{dim_of(v, d), r.gain}},
+                             -r.offset,
+                             kAnchor,
+                             {{dim_of(v, d), -1.f / r.scale}},
+                             r.gain * (values[v].size - 1) - r.offset});
         continue;
       }
       for (int slot = 0; slot < values[v].size; ++slot)
@@ -909,6 +1033,7 @@ Compiled compile(const Program& program, const Options& options) {
     steps.push_back(std::move(bias_pair));
     if (2 * static_cast<int>(steps.size()) + static_cast<int>(singles.size()) != units[l])
       throw std::logic_error("circuit: unit accounting out of step with placement");
+    check_mlp_sums(l, steps, singles, H, values);
     auto gate = zeros({units_cap, H}), up = zeros({units_cap, H}), down = zeros({H, units_cap});
     auto g_a = gate.accessor<float, 2>(), u_a = up.accessor<float, 2>(), d_a = down.accessor<float, 2>();
     for (size_t k = 0; k < steps.size(); ++k) {

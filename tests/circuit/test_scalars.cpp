@@ -134,5 +134,30 @@ TEST(CircuitScalars, ErrorsNameTheFault) {
   EXPECT_NE(message([&] { compile(big, o); }).find("fewer or smaller scalars"), std::string::npos);
 }
 
+// A scalar ladder's steps add (4F - 1.5) c and take back (4F - 2.5) c: over
+// a wide form the products grow with F and the lane scheme's partial sums
+// outgrow fp32's integers.  The compiler simulates such a row for every
+// value of the form and refuses it when a sum would round; the narrow
+// ladders of ScalarBench pass the same simulation (they compile above).
+TEST(CircuitScalars, LadderSumsThatWouldRoundAreRefused) {
+  auto build = [](int max) {
+    Program p;
+    ValueId f = p.scalar_field("f", max);
+    p.token("t", {{f, 5}});
+    p.keep(p.scalar_ladder("g", max, {Term::amount(f)}, 0, [](int v) { return v; }));
+    return p;
+  };
+  std::string error;
+  try {
+    compile(build(2000), Options{});
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("residual dimension"), std::string::npos) << error;
+  EXPECT_NE(error.find("'g'"), std::string::npos) << error;
+  EXPECT_NE(error.find("2^23"), std::string::npos) << error;
+  EXPECT_NO_THROW(compile(build(255), Options{}));
+}
+
 }  // namespace
 }  // namespace circuit_test
