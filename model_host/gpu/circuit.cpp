@@ -592,7 +592,6 @@ MachineProgram machine_program() {
   // whose block is still the current one, before D and DF), kept one token
   // in a one-row store: on a VX pass the ROM already
   // reads the next block.
-  const ValueId is_vx = b.is_kind(Kind::VX);
   std::vector<Term> vx_terms;
   for (int s = 1; s < 16; ++s) {
     if (s >> 2) vx_terms.push_back({b.pay[2], s, s >> 2});
@@ -806,11 +805,11 @@ MachineProgram machine_program() {
     });
     acc = b.mux("r.loads", g,
                 {{kAdd, sum},
-                 {kLdGlobal + kGlobal, v_global},
-                 {kLdGlobal + kShared, v_shared},
-                 {kLdGlobal + kLocal, v_local},
-                 {kLdGlobal + kParam, v_param},
-                 {kLdGlobal + kPrint, v_print},
+                 {int(kLdGlobal) + kGlobal, v_global},
+                 {int(kLdGlobal) + kShared, v_shared},
+                 {int(kLdGlobal) + kLocal, v_local},
+                 {int(kLdGlobal) + kParam, v_param},
+                 {int(kLdGlobal) + kPrint, v_print},
                  {kOther, acc}},
                 8);
   }
