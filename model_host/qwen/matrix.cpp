@@ -119,6 +119,19 @@ constexpr float kGridRound = 0x1.8p19f;
 constexpr float kOffGrid = 0x1p30f;
 inline float grid_magnitude(float p) { return (p + kGridRound) - kGridRound == p ? std::fabs(p) : kOffGrid; }
 
+// A row bound's terms for one column (argmax and cut_sparse): with weights in
+// [lo_w, hi_w] and input xc, the largest product is added to hi[i] and the
+// largest magnitude to sz[i]; a bound is then hi + sz * slack + 1e-37
+// (bound_of).
+inline void add_bound(double* hi, double* sz, int32_t i, float lo_w, float hi_w, double xc) {
+  const double a = lo_w * xc, b = hi_w * xc;
+  hi[i] += std::max(a, b);
+  sz[i] += std::max(std::fabs(a), std::fabs(b));
+}
+inline double bound_of(double high_sum, double size_sum, double slack) {
+  return size_sum < 0x1p100 ? high_sum + size_sum * slack + 1e-37 : std::numeric_limits<double>::infinity();
+}
+
 // The fewest fractional bits of v: the least g >= 0 with v * 2^g an integer
 // (0 for 0), or kNoGrid when v is not finite or needs more than 32.
 constexpr uint8_t kNoGrid = 255;
@@ -739,14 +752,6 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
   const double xh = x_hub;
   // The bound of each group the input reaches; the groups that may hold a
   // row reaching its cut are then bounded block by block.
-  auto add_bound = [](double* hi, double* sz, int32_t i, float lo_w, float hi_w, double xc) {
-    const double a = lo_w * xc, b = hi_w * xc;
-    hi[i] += std::max(a, b);
-    sz[i] += std::max(std::fabs(a), std::fabs(b));
-  };
-  auto bound_of = [](double high_sum, double size_sum, double slack) {
-    return size_sum < 0x1p100 ? high_sum + size_sum * slack + 1e-37 : std::numeric_limits<double>::infinity();
-  };
   for (const int32_t* c = nz; c != nz_end; ++c) {
     if (*c == hub_col_ || !((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;
     s.columns.push_back(*c);
@@ -909,18 +914,10 @@ int64_t Matrix::argmax(const float* x, const Support& support, int64_t t, Scratc
     double* size = s.size.data();
     double* group_bound = s.argmax_group_high.data();
     double* group_size = s.argmax_group_size.data();
-    auto bound_of = [](double high_sum, double size_sum, double slack) {
-      return size_sum < 0x1p100 ? high_sum + size_sum * slack + 1e-37 : std::numeric_limits<double>::infinity();
-    };
-    auto add = [](double* hi, double* sz, int32_t i, float lo_w, float hi_w, double xc) {
-      const double a = lo_w * xc, b = hi_w * xc;
-      hi[i] += std::max(a, b);
-      sz[i] += std::max(std::fabs(a), std::fabs(b));
-    };
     for (const int32_t* c = nz; c != nz_end; ++c)
       for (uint32_t e = argmax_group_col_ptr_[*c]; e < argmax_group_col_ptr_[*c + 1]; ++e) {
         const CutRange& r = argmax_group_ranges_[e];
-        add(group_bound, group_size, r.block, r.lo, r.hi, xt[*c]);
+        add_bound(group_bound, group_size, r.block, r.lo, r.hi, xt[*c]);
       }
     int64_t first_group = 0;
     for (int64_t g = 0; g < n_groups; ++g) {
@@ -940,7 +937,7 @@ int64_t Matrix::argmax(const float* x, const Support& support, int64_t t, Scratc
         run = std::lower_bound(run, end, g, [](const CutRange& x, int64_t v) { return x.block < v; });
         if (run == end || run->block != g) continue;
         for (uint32_t i = run->begin; i < run->end; ++i)
-          add(high, size, block_ranges_[i].block, block_ranges_[i].lo, block_ranges_[i].hi, xt[*c]);
+          add_bound(high, size, block_ranges_[i].block, block_ranges_[i].lo, block_ranges_[i].hi, xt[*c]);
       }
       int64_t first = b0;
       for (int64_t b = b0; b < b1; ++b) {
