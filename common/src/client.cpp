@@ -327,7 +327,11 @@ struct Connection::Impl {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    int rc = posix_spawn(&child, exe.c_str(), &fa, &attr, argv.data(), environ);
+    std::vector<std::string> env = endpoint::daemon_environment();
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    int rc = posix_spawn(&child, exe.c_str(), &fa, &attr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (rc != 0) throw Error(kUnknown, "cannot start " + exe + ": " + std::strerror(rc));

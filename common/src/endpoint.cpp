@@ -15,6 +15,23 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
+std::vector<std::string> daemon_environment() {
+  std::vector<std::string> env;
+  bool has_tunables = false;
+  const bool huge = env_or("QGPU_HUGE_PAGES", "1") != "0";
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    if (huge && entry.rfind("GLIBC_TUNABLES=", 0) == 0) {
+      has_tunables = true;
+      if (entry.find("glibc.malloc.hugetlb=") == std::string::npos)
+        entry += entry.size() > sizeof("GLIBC_TUNABLES=") - 1 ? ":glibc.malloc.hugetlb=1" : "glibc.malloc.hugetlb=1";
+    }
+    env.push_back(std::move(entry));
+  }
+  if (huge && !has_tunables) env.push_back("GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
+  return env;
+}
+
 std::string runtime_dir() {
   std::string base = env_or("XDG_RUNTIME_DIR", "");
   std::string dir = base.empty() ? "/tmp/qgpu-" + std::to_string(getuid()) : base + "/qgpu";

@@ -14,6 +14,7 @@
 
 #include "process.h"
 #include "qgpu/client.h"
+#include "qgpu/endpoint.h"
 
 namespace fs = std::filesystem;
 using qgpu::client::Connection;
@@ -82,7 +83,7 @@ const char* kPtx = R"(.version 9.0
 }
 )";
 
-}  // namespace
+
 
 TEST_F(DaemonTest, MemoryRoundTripAndTheLimit) {
   auto c = connect();
@@ -316,3 +317,37 @@ TEST(DaemonDevice, ReportsTheMachineOfItsBackend) {
     fs::remove_all(dir);
   }
 }
+
+// The environment clients give the model_host they spawn: glibc's huge-page
+// heap is asked for, added to any other tunables, unless already set either
+// way or switched off with QGPU_HUGE_PAGES=0.
+TEST(DaemonEnvironment, SpawnedDaemonsAskForAHugePageHeap) {
+  auto tunables = [] {
+    std::vector<std::string> found;
+    for (const std::string& e : qgpu::endpoint::daemon_environment())
+      if (e.rfind("GLIBC_TUNABLES=", 0) == 0) found.push_back(e);
+    return found;
+  };
+  const char* saved = std::getenv("GLIBC_TUNABLES");
+  const std::string saved_value = saved ? saved : "";
+  unsetenv("QGPU_HUGE_PAGES");
+  unsetenv("GLIBC_TUNABLES");
+  EXPECT_EQ(tunables(), std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"});
+  setenv("GLIBC_TUNABLES", "glibc.malloc.check=0", 1);
+  EXPECT_EQ(tunables(), std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.check=0:glibc.malloc.hugetlb=1"});
+  setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1);
+  EXPECT_EQ(tunables(), std::vector<std::string>{"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"});
+  setenv("QGPU_HUGE_PAGES", "0", 1);
+  unsetenv("GLIBC_TUNABLES");
+  EXPECT_TRUE(tunables().empty());
+  unsetenv("QGPU_HUGE_PAGES");
+  // Every other entry is passed on unchanged.
+  setenv("QGPU_TEST_MARKER", "a=b", 1);
+  const auto env = qgpu::endpoint::daemon_environment();
+  EXPECT_NE(std::find(env.begin(), env.end(), "QGPU_TEST_MARKER=a=b"), env.end());
+  unsetenv("QGPU_TEST_MARKER");
+  if (saved) setenv("GLIBC_TUNABLES", saved_value.c_str(), 1);
+  else unsetenv("GLIBC_TUNABLES");
+}
+
+}  // namespace

@@ -18,6 +18,7 @@
 #include "command.h"
 #include "model_host/gpu/model_dir.h"
 #include "qgpu/client.h"
+#include "qgpu/endpoint.h"
 #include "torch_commands.h"
 
 namespace fs = std::filesystem;
@@ -32,14 +33,21 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-pid_t spawn(const std::vector<std::string>& args) {
+// Runs `args` in a child process, with `env` as its environment when given
+// (else this process's).
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>* env = nullptr) {
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  if (env) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(argv[0], argv.data());
+    if (env) execvpe(argv[0], argv.data(), envp.data());
+    else execvp(argv[0], argv.data());
     std::fprintf(stderr, "qgpu run: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }
@@ -133,7 +141,8 @@ int run(const RunOptions& o) {
 
   std::vector<std::string> dargs = {model_host.string(), "--endpoint", endpoint, "--log", log.string()};
   dargs.insert(dargs.end(), bargs.begin(), bargs.end());
-  pid_t daemon = spawn(dargs);
+  const std::vector<std::string> denv = qgpu::endpoint::daemon_environment();
+  pid_t daemon = spawn(dargs, &denv);
   auto cleanup = [&] {
     stop_daemon(daemon);
     fs::remove_all(dir);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace qgpu::endpoint {
 
@@ -27,5 +28,12 @@ bool is_tcp(const std::string& endpoint);
 
 // Returns the environment variable or `fallback` when unset or empty.
 std::string env_or(const char* name, const std::string& fallback);
+
+// The environment a spawned model_host gets: this process's, with
+// glibc.malloc.hugetlb=1 added to GLIBC_TUNABLES, so that its heap is backed
+// by transparent huge pages (the sparse executor reads scattered entries of
+// about 100 MB of weights and indexes; with 4 KiB pages most reads miss the
+// TLB).  Unchanged when QGPU_HUGE_PAGES=0 or GLIBC_TUNABLES already sets it.
+std::vector<std::string> daemon_environment();
 
 }  // namespace qgpu::endpoint
