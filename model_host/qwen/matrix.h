@@ -153,6 +153,8 @@ class Matrix {
   // Which rows / columns hold a non-zero weight.
   std::vector<bool> row_mask() const;
   std::vector<bool> col_mask() const;
+  // Sparse storage: bit per column, set where the column holds a weight.
+  const std::vector<uint64_t>& column_bits() const { return col_used_; }
   // Sparse storage only: forgets the rows where keep[r] is false (their
   // outputs become 0).  Dense storage is shared with the checkpoint and left as is.
   void drop_rows(const std::vector<bool>& keep);

@@ -224,10 +224,9 @@ std::vector<uint64_t> reads_of(std::initializer_list<const Matrix*> mats) {
   std::vector<uint64_t> bits;
   for (const Matrix* m : mats) {
     if (!m->is_sparse()) return {};
-    const auto used = m->col_mask();
-    bits.resize(Support::words(static_cast<int64_t>(used.size())), 0);
-    for (size_t c = 0; c < used.size(); ++c)
-      if (used[c]) bits[c / 64] |= uint64_t{1} << (c % 64);
+    const std::vector<uint64_t>& used = m->column_bits();
+    bits.resize(std::max(bits.size(), used.size()), 0);
+    for (size_t i = 0; i < used.size(); ++i) bits[i] |= used[i];
   }
   return bits;
 }
