@@ -3,7 +3,7 @@
 # nothing when everything is already present.
 set -euo pipefail
 PKGS=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libtorch-dev libopenblas0-pthread
   libzmq3-dev cppzmq-dev libcli11-dev
   googletest libgtest-dev libgmock-dev

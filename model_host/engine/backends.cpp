@@ -7,6 +7,10 @@
 #include "model_host/gpu/trace_backend.h"
 #include "model_host/machine/api.h"
 
+#ifdef QGPU_HAVE_MODEL_BACKEND
+#include "build_paths.h"   // QGPU_GPU_LIBRARY: qgpu_paths() in CMakeLists.txt
+#endif
+
 namespace qgpu::engine {
 
 std::string default_backend() {

@@ -1,6 +1,8 @@
 // The GPU circuit merged with a generated base (trained-like embedding
 // statistics): text left intact, and chat whose numbers come from kernels run
 // on the GPU inside the merged model (normal and advanced mode).
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,6 +1,8 @@
 // GDN row memories over long random runs, the output head, tokens outside the
 // circuit, perturbed norms, bf16 weights, and the cross-check of both
 // executors against the Python reference.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include "bench.h"
 
 #include <torch/utils.h>
@@ -193,7 +195,7 @@ TEST(CircuitMemory, DenseSparseAndPythonReferenceAgree) {
   std::string join;
   for (auto id : ids) join += std::to_string(id) + " ";
   const std::string out = dir + ".expected";
-  const std::string cmd = "/usr/bin/python3 " CIRCUIT_REFERENCE_PY " run " + dir + " --tokens \"" + join +
+  const std::string cmd = std::string("/usr/bin/python3 ") + CIRCUIT_REFERENCE_PY + " run " + dir + " --tokens \"" + join +
                           "\" --out " + out;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const auto& cfg = c.checkpoint().config;

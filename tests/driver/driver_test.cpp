@@ -2,6 +2,8 @@
 // formats modules load from, launches, and the errors a user sees.  The
 // tests run in order in one process (one daemon session); the sticky-error
 // test is last because it leaves the context unusable, as on a GPU.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <cuda.h>
 #include <gtest/gtest.h>
 #include <nvrtc.h>

@@ -1,6 +1,8 @@
 // The expected trace (docs/tokens.md section 4) of hand-built programs,
 // compared token for token with traces derived by hand from the spec's table,
 // and of the dot-product sample lowered from its PTX.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <fstream>

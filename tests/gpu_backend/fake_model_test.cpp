@@ -5,6 +5,8 @@
 // (zero), --check stops at the first token that differs, a token outside the
 // circuit vocabulary and a trace without END fail with errors naming them,
 // and --dump-tokens and the launch statistics describe what was generated.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 #include <torch/types.h>
 

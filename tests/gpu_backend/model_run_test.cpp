@@ -11,6 +11,8 @@
 // shim-spawned daemon runs the model by default, two builds give the same
 // bytes, and a changed ALU weight makes --check report a divergence and the
 // result go wrong: the model, not the host, computes.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -1,6 +1,8 @@
 // The interpreter backend through the engine::Backend contract the daemon
 // uses: a launch runs, reports steps and printf output, and a launch the
 // machine cannot run fails with the CUDA error and a message naming why.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -2,6 +2,8 @@
 // machine interpreter (lowered for L = 4, 8 and 32 lanes, and for the model's
 // machine) and on the PTX-level interpreter; every output byte, the error and
 // the printf output must agree.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include "model_host/machine/lower.h"
 
 #include <gtest/gtest.h>

@@ -2,6 +2,8 @@
 // each expansion against direct expectations computed here, the shape of
 // every program it produces, model_unsupported(), and the interpreter
 // backend running the model's machine.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,6 +1,8 @@
 // model_host through the client library: memory rules, isolation between
 // clients, module and launch errors, chunked transfers, clients that die,
 // and a bounded fuzz of the daemon's message handling.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <driver_types.h>
 #include <gtest/gtest.h>
 

@@ -3,6 +3,8 @@
 // packing by the .entry layout.
 #pragma once
 
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -3,6 +3,8 @@
 // logits and GDN states it computes for them.
 #pragma once
 
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include "model_host/qwen/checkpoint.h"
 
 #include <gtest/gtest.h>

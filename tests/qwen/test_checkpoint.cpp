@@ -1,5 +1,7 @@
 // Config parsing (text and vision-language layouts, both rope spellings) and
 // checkpoint save/load, including the sparse side file and its staleness check.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include "harness.h"
 #include "model_host/qwen/model.h"
 

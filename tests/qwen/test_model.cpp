@@ -1,6 +1,8 @@
 // The forward pass against the independent Python reference, and the
 // properties the circuit relies on: prefill equals token-by-token decoding,
 // the sparse executor equals the dense one, snapshots restore exactly.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include "harness.h"
 #include "model_host/qwen/model.h"
 

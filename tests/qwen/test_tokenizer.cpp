@@ -1,6 +1,8 @@
 // Tokenizer: a tiny BPE trained by make_tokenizer.py in Qwen's tokenizer.json
 // format; pieces and ids are checked against that script's independent
 // encoder (Python's regex engine on the same pattern), plus hand-derived splits.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include "harness.h"
 #include "model_host/qwen/tokenizer.h"
 

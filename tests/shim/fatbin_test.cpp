@@ -1,5 +1,7 @@
 // Fatbinary parsing on programs nvcc built in every form the shim must
 // accept (see CMakeLists.txt), read straight from their ELF sections.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,6 +1,8 @@
 // Real nvcc-built programs under libcudart.so.13 with a model_host of their
 // own: both ways of loading the drop-in, fatbinary forms, bad input, sticky
 // errors, printf, a daemon that dies mid-launch, and `qgpu run`.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <filesystem>

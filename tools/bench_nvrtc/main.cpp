@@ -2,6 +2,8 @@
 // running clang-19 as a subprocess on the same source, with the same
 // built-in device headers, target and optimisation level.  Prints the
 // median and minimum of each over --iterations runs per source.
+#include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
+
 #include <CLI/CLI.hpp>
 #include <nvrtc.h>
 #include <spawn.h>

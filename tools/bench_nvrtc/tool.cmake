@@ -5,7 +5,7 @@ if(TARGET qgpu_nvrtc)
   add_executable(bench_nvrtc ${CMAKE_CURRENT_LIST_DIR}/main.cpp)
   target_include_directories(bench_nvrtc PRIVATE ${QGPU_CUDA_ROOT}/include)
   target_link_libraries(bench_nvrtc PRIVATE qgpu_nvrtc CLI11::CLI11)
-  target_compile_definitions(bench_nvrtc PRIVATE
-    QGPU_RTC_DEVICE_HEADERS="${CMAKE_SOURCE_DIR}/libnvrtc_shim/device"
-    QGPU_CLANG19="${QGPU_CLANG19_BENCH}")
+  qgpu_paths(bench_nvrtc
+    QGPU_RTC_DEVICE_HEADERS "${CMAKE_SOURCE_DIR}/libnvrtc_shim/device"
+    QGPU_CLANG19 "${QGPU_CLANG19_BENCH}")
 endif()
