@@ -23,6 +23,44 @@ Evaluator::Evaluator(const Program& program, std::vector<int> depth) : program_(
     }
     output_tokens_.emplace(key, static_cast<int>(t));   // the first token with these slots
   }
+  // Tables for the ops where reading the terms costs more than finding the
+  // entry: at least 4 terms per value read, at most 2^16 combinations each,
+  // 2^24 entries (64 MiB) in all.
+  constexpr size_t kMaxCombinations = size_t{1} << 16;
+  memo_budget_ = size_t{1} << 24;
+  memo_.resize(program.ops().size());
+  repeats_.resize(program.ops().size());
+  auto same_form = [](const Step& a, const Step& b) {
+    return std::equal(a.form.begin(), a.form.end(), b.form.begin(), b.form.end(),
+                      [](const Term& x, const Term& y) { return x.v == y.v && x.slot == y.slot && x.coef == y.coef; });
+  };
+  for (size_t i = 0; i < program.ops().size(); ++i) {
+    const auto* m = std::get_if<MlpOp>(&program.ops()[i]);
+    if (!m) continue;
+    repeats_[i].assign(m->steps.size(), 0);
+    for (size_t k = 1; k < m->steps.size(); ++k) repeats_[i][k] = same_form(m->steps[k], m->steps[k - 1]);
+    std::vector<ValueId> reads;
+    size_t terms = 0;
+    for (const Step& st : m->steps) {
+      terms += st.form.size();
+      for (const Term& t : st.form) reads.push_back(t.v);
+    }
+    for (const Pass& ps : m->passes)
+      for (const Literal& l : ps.when) reads.push_back(l.v);
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    if (reads.empty() || terms < 4 * reads.size()) continue;
+    Memo memo;
+    memo.combinations = 1;
+    for (ValueId v : reads) {
+      memo.sizes.push_back(program.info(v).size);
+      memo.combinations *= static_cast<size_t>(memo.sizes.back());
+      if (memo.combinations > kMaxCombinations) break;
+    }
+    if (memo.combinations > kMaxCombinations) continue;
+    memo.reads = std::move(reads);
+    memo_[i] = std::move(memo);
+  }
 }
 
 void Evaluator::reset() {
@@ -45,13 +83,45 @@ int Evaluator::row(const Address& a, const std::vector<int>& vals) const {
   return r;
 }
 
-int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
-  const std::string& name = program_.info(op.out).name;
+int Evaluator::eval_mlp(size_t op_index, const MlpOp& op, const std::vector<int>& vals) const {
   for (ValueId v : op.after)
     if (vals[v] == kUndefined) return kUndefined;
+  for (const Pass& ps : op.passes)
+    if (vals[ps.src] == kUndefined) return kUndefined;   // its gates read it, held or not
+  const int outcome = mlp_outcome(op_index, op, vals);
+  return outcome >= 0 || outcome == kUndefined ? outcome : vals[op.passes[-2 - outcome].src];
+}
+
+int Evaluator::eval_mlp_memo(size_t op_index, const MlpOp& op, const std::vector<int>& vals) {
+  Memo& memo = memo_[op_index];
+  if (memo.reads.empty()) return eval_mlp(op_index, op, vals);
+  size_t key = 0;
+  for (size_t i = 0; i < memo.reads.size(); ++i) {
+    const int slot = vals[memo.reads[i]];
+    if (slot < 0 || slot >= memo.sizes[i]) return eval_mlp(op_index, op, vals);   // undefined
+    key = key * static_cast<size_t>(memo.sizes[i]) + static_cast<size_t>(slot);
+  }
+  for (ValueId v : op.after)
+    if (vals[v] == kUndefined) return kUndefined;
+  for (const Pass& ps : op.passes)
+    if (vals[ps.src] == kUndefined) return kUndefined;
+  if (memo.table.empty()) {
+    if (memo.combinations > memo_budget_) {
+      memo.reads.clear();   // no room: evaluated directly from now on
+      return eval_mlp(op_index, op, vals);
+    }
+    memo_budget_ -= memo.combinations;
+    memo.table.assign(memo.combinations, kUnknown);
+  }
+  int& outcome = memo.table[key];
+  if (outcome == kUnknown) outcome = mlp_outcome(op_index, op, vals);
+  return outcome >= 0 ? outcome : vals[op.passes[-2 - outcome].src];
+}
+
+int Evaluator::mlp_outcome(size_t op_index, const MlpOp& op, const std::vector<int>& vals) const {
+  const std::string& name = program_.info(op.out).name;
   const Pass* held = nullptr;
   for (const Pass& ps : op.passes) {
-    if (vals[ps.src] == kUndefined) return kUndefined;   // its gates read it, held or not
     bool holds = true;
     for (const Literal& l : ps.when) {
       if (vals[l.v] == kUndefined) return kUndefined;
@@ -65,14 +135,19 @@ int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
   std::vector<int> code(size, 0);
   code[op.base] = 1;
   bool fired = false;
-  for (const Step& s : op.steps) {
-    int form = s.bias;
-    for (const Term& t : s.form) {
-      if (vals[t.v] == kUndefined) return kUndefined;
-      if (t.slot == kAmount) form += t.coef * vals[t.v];
-      else if (vals[t.v] == t.slot) form += t.coef;
+  const std::vector<char>& repeats = repeats_[op_index];
+  int terms = 0;   // the form's sum without the bias; a ladder's steps share it
+  for (size_t k = 0; k < op.steps.size(); ++k) {
+    const Step& s = op.steps[k];
+    if (!repeats[k]) {
+      terms = 0;
+      for (const Term& t : s.form) {
+        if (vals[t.v] == kUndefined) return kUndefined;
+        if (t.slot == kAmount) terms += t.coef * vals[t.v];
+        else if (vals[t.v] == t.slot) terms += t.coef;
+      }
     }
-    if (form >= 1) {
+    if (s.bias + terms >= 1) {
       --code[s.from];
       ++code[s.to];
       fired = true;
@@ -80,7 +155,7 @@ int Evaluator::eval_mlp(const MlpOp& op, const std::vector<int>& vals) const {
   }
   if (held) {
     if (fired) throw std::logic_error("circuit: op '" + name + "' fires a step while a pass holds");
-    return vals[held->src];   // kUndefined stays undefined
+    return -2 - static_cast<int>(held - op.passes.data());
   }
   int slot = -1;
   for (int i = 0; i < size; ++i) {
@@ -174,7 +249,7 @@ const std::vector<int>& Evaluator::step(int token) {
   for (size_t i : order_) {
     const bool poisoned = !depth_.empty() && op_depth(i) > poisoned_after;
     if (const auto* m = std::get_if<MlpOp>(&ops[i])) {
-      current_[m->out] = poisoned ? kUndefined : eval_mlp(*m, current_);
+      current_[m->out] = poisoned ? kUndefined : eval_mlp_memo(i, *m, current_);
       if (current_[m->out] == kUndefined && !depth_.empty()) poisoned_after = std::min(poisoned_after, op_depth(i));
     } else {
       const auto& mem = std::get<MemoryOp>(ops[i]);

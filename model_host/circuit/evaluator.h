@@ -3,6 +3,7 @@
 
 #include "model_host/circuit/ir.h"
 
+#include <climits>
 #include <deque>
 #include <map>
 #include <vector>
@@ -45,7 +46,11 @@ class Evaluator {
   void advance();
   int operand(const Operand& o, const std::vector<int>& vals) const;
   int row(const Address& a, const std::vector<int>& vals) const;   // or kUndefined
-  int eval_mlp(const MlpOp& op, const std::vector<int>& vals) const;
+  int eval_mlp(size_t op_index, const MlpOp& op, const std::vector<int>& vals) const;
+  // eval_mlp through the op's table of results when it has one (see Memo).
+  int eval_mlp_memo(size_t op_index, const MlpOp& op, const std::vector<int>& vals);
+  // Which result eval_mlp gives: a slot (>= 0), or -2 - k when pass k holds.
+  int mlp_outcome(size_t op_index, const MlpOp& op, const std::vector<int>& vals) const;
   void eval_memory(size_t op_index, const MemoryOp& op, std::vector<int>& vals);
   void poison_memory(size_t op_index, const MemoryOp& op, std::vector<int>& vals);
   int op_depth(size_t op_index) const;
@@ -57,6 +62,21 @@ class Evaluator {
   std::vector<int> current_;
   std::map<size_t, Store> stores_;         // by op index
   std::map<std::vector<int>, int> output_tokens_;   // output-field slots -> token
+  // An MLP op is a pure function of the slots its forms and literals read
+  // (its pass sources only give the value a held pass copies).  An op with
+  // many terms over few slot combinations keeps its outcomes in a table
+  // indexed by those slots, filled on first use by eval_mlp itself: the
+  // same results, without rereading every term on every token.
+  struct Memo {
+    std::vector<ValueId> reads;   // the values its forms and literals read
+    std::vector<int> sizes;       // their slot counts
+    std::vector<int> table;       // outcome per combination, or kUnknown; allocated on first use
+    size_t combinations = 0;
+  };
+  static constexpr int kUnknown = INT_MIN;
+  std::vector<Memo> memo_;                 // per op; empty reads: evaluated directly
+  size_t memo_budget_ = 0;                 // table entries still allowed
+  std::vector<std::vector<char>> repeats_;   // per op, per step: its form is the step before's
 };
 
 }  // namespace qgpu::circuit

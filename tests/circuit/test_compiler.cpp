@@ -63,6 +63,46 @@ TEST(CircuitIr, ErrorsNameTheFault) {
   }
 }
 
+// An op with many terms over few slot combinations is evaluated through a
+// table filled on first use: every combination gives, the first time and
+// every time after, what the op's terms give, a held pass copies its source
+// (which the table's index does not hold), and a fault is reported on every token that
+// meets it, not only the first.
+TEST(CircuitIr, TheEvaluatorsTablesGiveWhatTheTermsGive) {
+  Program p;
+  ValueId x = p.field("x", 16), y = p.field("y", 16), on = p.field("on", 2);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j)
+      for (int k = 0; k < 2; ++k)
+        p.token("t" + std::to_string(i) + "_" + std::to_string(j) + "_" + std::to_string(k), {{x, i}, {y, j}, {on, k}});
+  auto token = [](int i, int j, int k) { return (i * 16 + j) * 2 + k; };
+  auto f = [](int a, int b) { return (a * 7 + b * b) % 13; };
+  ValueId table = p.lookup("table", 16, {x, y}, [&](const std::vector<int>& v) { return f(v[0], v[1]); });
+  // y where `on` holds (a pass), else x where it is 1 to 4 (steps gated off by `on`), else 0.
+  std::vector<Step> gated;
+  for (int k = 1; k <= 4; ++k) gated.push_back({{{x, k, 1}, {on, 0, 1}}, -1, 0, k});
+  ValueId copied = p.mlp("copied", 16, 0, gated, {{{{on, 1}}, y}});
+  // Steps that break the one-hot where x is 5: a fault, on every such token.
+  std::vector<Step> steps;
+  for (int k = 1; k <= 4; ++k) steps.push_back({{{x, k, 1}}, 0, 0, k});
+  steps.push_back({{{x, 5, 1}}, 0, 1, 2});
+  p.mlp("faulty", 16, 0, steps);
+  Evaluator ev(p);
+  std::mt19937 rng(3);
+  for (int round = 0; round < 4; ++round)
+    for (int n = 0; n < 600; ++n) {
+      const int i = static_cast<int>(rng() % 16), j = static_cast<int>(rng() % 16), k = static_cast<int>(rng() % 2);
+      if (i == 5) {
+        EXPECT_THROW(ev.step(token(i, j, k)), std::logic_error);
+        ev.reset();
+        continue;
+      }
+      const auto& v = ev.step(token(i, j, k));
+      ASSERT_EQ(v[table], f(i, j)) << i << " " << j;
+      ASSERT_EQ(v[copied], k ? j : i >= 1 && i <= 4 ? i : 0) << i << " " << j << " " << k;
+    }
+}
+
 // Bit addresses (bits of two values, reversed bit order, a constant top bit)
 // and zero-default reads in the evaluator, against arrays indexed by hand.
 TEST(CircuitIr, AddressBitsAndZeroDefaultInTheEvaluator) {
