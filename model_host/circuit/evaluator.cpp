@@ -83,13 +83,25 @@ int Evaluator::row(const Address& a, const std::vector<int>& vals) const {
   return r;
 }
 
-int Evaluator::eval_mlp(size_t op_index, const MlpOp& op, const std::vector<int>& vals) const {
+namespace {
+// Whether a value the op waits for, or a pass source (its gates read it,
+// held or not), is undefined: then so is the op's result.
+bool reads_undefined(const MlpOp& op, const std::vector<int>& vals) {
   for (ValueId v : op.after)
-    if (vals[v] == kUndefined) return kUndefined;
+    if (vals[v] == kUndefined) return true;
   for (const Pass& ps : op.passes)
-    if (vals[ps.src] == kUndefined) return kUndefined;   // its gates read it, held or not
-  const int outcome = mlp_outcome(op_index, op, vals);
+    if (vals[ps.src] == kUndefined) return true;
+  return false;
+}
+// The result an outcome stands for: its slot, or what the held pass copies.
+int result_of(int outcome, const MlpOp& op, const std::vector<int>& vals) {
   return outcome >= 0 || outcome == kUndefined ? outcome : vals[op.passes[-2 - outcome].src];
+}
+}  // namespace
+
+int Evaluator::eval_mlp(size_t op_index, const MlpOp& op, const std::vector<int>& vals) const {
+  if (reads_undefined(op, vals)) return kUndefined;
+  return result_of(mlp_outcome(op_index, op, vals), op, vals);
 }
 
 int Evaluator::eval_mlp_memo(size_t op_index, const MlpOp& op, const std::vector<int>& vals) {
@@ -101,10 +113,7 @@ int Evaluator::eval_mlp_memo(size_t op_index, const MlpOp& op, const std::vector
     if (slot < 0 || slot >= memo.sizes[i]) return eval_mlp(op_index, op, vals);   // undefined
     key = key * static_cast<size_t>(memo.sizes[i]) + static_cast<size_t>(slot);
   }
-  for (ValueId v : op.after)
-    if (vals[v] == kUndefined) return kUndefined;
-  for (const Pass& ps : op.passes)
-    if (vals[ps.src] == kUndefined) return kUndefined;
+  if (reads_undefined(op, vals)) return kUndefined;
   if (memo.table.empty()) {
     if (memo.combinations > memo_budget_) {
       memo.reads.clear();   // no room: evaluated directly from now on
@@ -115,7 +124,7 @@ int Evaluator::eval_mlp_memo(size_t op_index, const MlpOp& op, const std::vector
   }
   int& outcome = memo.table[key];
   if (outcome == kUnknown) outcome = mlp_outcome(op_index, op, vals);
-  return outcome >= 0 ? outcome : vals[op.passes[-2 - outcome].src];
+  return result_of(outcome, op, vals);
 }
 
 int Evaluator::mlp_outcome(size_t op_index, const MlpOp& op, const std::vector<int>& vals) const {
