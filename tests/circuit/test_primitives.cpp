@@ -1,8 +1,8 @@
 // Integer primitives compiled into Qwen3.5 layers and run through the runtime
 // in fp32: every result equals the evaluator's, and the evaluator's equals an
 // independent C++ reference.  8-bit binary operations over all byte pairs,
-// 16-bit unary ones over all 16-bit values, 32-bit ones over two million
-// random pairs (the multiplies over fewer, scaled).
+// 16-bit unary ones over all 16-bit values, 32-bit word operations over two
+// million random pairs, the multiplies over a million.
 #include "bench.h"
 
 #include <bit>
@@ -236,7 +236,7 @@ void thirty_two_bit(Precision precision, unsigned seed = 5) {
 }
 
 // Two million random pairs for every word operation, whatever the scale:
-// four streams of half a million (each about 80 CPU-s and 0.8 GB), so that
+// four streams of half a million (each about 70 CPU-s and 0.8 GB), so that
 // two test processes share them.
 class ThirtyTwoBitRandom : public ::testing::TestWithParam<unsigned> {};
 TEST_P(ThirtyTwoBitRandom, HalfAMillionPairs) { thirty_two_bit(Precision::Fp32, GetParam()); }
@@ -247,21 +247,31 @@ INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitRandom, ::testing::Value
 TEST(CircuitPrimitives, ThirtyTwoBitBf16WeightsMeasured) { thirty_two_bit(Precision::Bf16Weights); }
 TEST(CircuitPrimitives, ThirtyTwoBitBf16ActivationsMeasured) { thirty_two_bit(Precision::Bf16Activations); }
 
-TEST(CircuitPrimitives, ThirtyTwoBitMultiplyRandom) {
+// A million random pairs for each multiply, whatever the scale, in streams
+// of half a million (low half) and a quarter of a million (high halves,
+// about three times the work per pair), so that two test processes share
+// them.  A stream's seed draws its pairs.
+constexpr size_t kMultiplyPairs = 1'000'000;
+
+class ThirtyTwoBitMultiply : public ::testing::TestWithParam<unsigned> {};
+TEST_P(ThirtyTwoBitMultiply, LowHalf) {
   Operands32 o;
   o.run({{"mul32", mul_lo(o.b.p, "mul", o.a, o.c), [](uint64_t x, uint64_t y) { return (x * y) & kMask32; }}},
-        "32-bit multiply, random", scaled(100'008), Precision::Fp32);
+        "32-bit multiply, random", kMultiplyPairs / 2, Precision::Fp32, GetParam());
 }
+INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitMultiply, ::testing::Values(9u, 10u));
 
-TEST(CircuitPrimitives, ThirtyTwoBitMultiplyHighRandom) {
+class ThirtyTwoBitMultiplyHigh : public ::testing::TestWithParam<unsigned> {};
+TEST_P(ThirtyTwoBitMultiplyHigh, UnsignedAndSigned) {
   Operands32 o;
   auto s32 = [](uint64_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)); };
   const Word hu = mul_hi(o.b.p, "mulhu", o.a, o.c);
   o.run({{"mulhu32", hu, [](uint64_t x, uint64_t y) { return (x * y) >> 32; }},
          {"mulhs32", signed_high(o.b.p, "mulhs", hu, o.a, o.c),
           [=](uint64_t x, uint64_t y) { return static_cast<uint64_t>((s32(x) * s32(y)) >> 32) & kMask32; }}},
-        "32-bit multiply, high half, random", scaled(30'000), Precision::Fp32);
+        "32-bit multiply, high half, random", kMultiplyPairs / 4, Precision::Fp32, GetParam());
 }
+INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitMultiplyHigh, ::testing::Values(11u, 12u, 13u, 14u));
 
 }  // namespace
 }  // namespace circuit_test
