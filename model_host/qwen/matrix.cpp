@@ -149,6 +149,19 @@ inline uint8_t fraction_bits(float v) {
 
 }  // namespace
 
+// A float is not finite exactly when its exponent bits are all set: the
+// largest magnitude's bits are then at least those of +inf.
+__attribute__((target_clones("avx2", "default")))
+bool all_finite(const float* x, int64_t n) {
+  uint32_t largest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    largest = std::max(largest, bits & 0x7fffffffu);
+  }
+  return largest < 0x7f800000u;
+}
+
 __attribute__((target_clones("avx2", "default")))
 float lane_dot(const float* w, const float* x, int64_t n) {
   float acc[kLanes] = {};
@@ -432,16 +445,15 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   while (first != nz_end && !((col_used_[*first / 64] >> (*first % 64)) & 1)) ++first;
   const bool hub_first = hub_col_ >= 0 && first != nz_end && *first == hub_col_ && std::isfinite(x[*first]);
   const float x_hub = hub_first ? x[hub_col_] : 0.0f;
-  // With `written`, only the rows it names are written (the caller reads no
-  // other): the hub's rows here, the rows the scatter reaches below.
+  // With `written`, it names the rows written with their value (the caller
+  // reads no other): the hub's rows here, the rows the scatter reaches
+  // below.  The hub's pass writes every row (+0 where the hub has no
+  // weight): a hub reaches at least a sixteenth of the rows, and a dense,
+  // vectorised pass costs less than scattering to them.
   if (hub_first) {
-    if (written) {
-      for (const Entry *e = &by_col_[col_ptr_[hub_col_]], *end = &by_col_[col_ptr_[hub_col_ + 1]]; e != end; ++e)
-        y[e->index] = e->w * x_hub + 0.0f;
+    hub_pass(x_hub, y);
+    if (written)
       for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
-    } else {
-      hub_pass(x_hub, y);
-    }
     ++first;
   } else if (!written) {
     std::fill(y, y + out_, 0.0f);
@@ -840,11 +852,13 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
         scatter(x_hub, col_grid_[hub_col_], &by_col_[cut_blocks_[b].hub_begin], &by_col_[cut_blocks_[b].hub_end]);
     // A row's sum starts at +0 and is never -0; below the bound it is exact.
     for (int32_t b : s.computed) {
-      for (int32_t k = cut_blocks_[b].first; k < cut_blocks_[b].end; ++k) {
-        const int32_t r = cut_rows_[k];
+      const CutBlock& block = cut_blocks_[b];
+      for (const int32_t *k = cut_rows_.data() + block.first, *k_end = cut_rows_.data() + block.end; k != k_end; ++k) {
+        const auto r = static_cast<uint32_t>(*k);
         Scratch::Row& row = rows[r];
-        y[r] = row.magnitude < kExactBound || short_row(r) ? row.sum : row_dot(r, x);
+        const Scratch::Row done = row;
         row = Scratch::Row{};
+        y[r] = done.magnitude < kExactBound || short_row(r) ? done.sum : row_dot(r, x);
         computed[r / 64] |= uint64_t{1} << (r % 64);
       }
       state[b] = 0;

@@ -28,6 +28,9 @@ float lane_dot(const float* w, const float* x, const int32_t* index, const int32
 // (bit i % 64 of word i / 64).
 float lane_dot(const float* w, const float* x, const uint64_t* bits, int64_t words);
 
+// Whether x[0..n) holds no infinity and no NaN (vectorised).
+bool all_finite(const float* x, int64_t n);
+
 // Where T activation vectors may be non-zero: per vector, columns in
 // ascending order.  A sparse product visits only these columns, so a column
 // that is listed but holds +-0 costs time and changes nothing, while an
@@ -118,8 +121,8 @@ class Matrix {
   // stored weights as +0); x is [T, in].  With
   // `written` (T bitmaps of `out` bits, laid out as in Support::assign_bits,
   // clear on entry), sets the bits of the rows that may be non-zero, and
-  // sparse storage writes only those rows (the others are +0 and keep what
-  // y held).  No entry of y is -0.
+  // sparse storage writes those rows; the others are +0, and y there keeps
+  // what it held or holds +0.  No entry of y is -0.
   void apply(const float* x, const Support& support, float* y, Scratch& scratch,
              uint64_t* written = nullptr) const;
   // A product whose row r matters only where its value may reach cut[r] <=

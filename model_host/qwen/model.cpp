@@ -471,21 +471,30 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // current-only channel has acc = +0 + tap * in: the earlier taps' products
   // are +-0 and the sum starts at +0.  Its output is written only where it
   // is not zero, at the computed rows: below the cut, acc is below -90 and
-  // SiLU gives -0.  conv_out holds +0 at every other entry (cleared after
-  // use), which stands for silu's -0: q, k and v are only ever tested
-  // against zero or added to.
+  // SiLU gives -0.  Every channel's output is written only where it is not
+  // +-0 (most are zero on most tokens); conv_out holds +0 at every other
+  // entry (cleared after use), which stands for either zero: q, k and v are
+  // only ever tested against zero or added to.
   float* windows = st.conv[layer].data_ptr<float>();
   for (int64_t e : ws.conv_written) conv_out[e] = 0.0f;
   ws.conv_written.clear();
+  // Per token and key head, whether its query or key can be non-zero: with
+  // conv_split, only the entries written here are.
+  const int64_t nk = cfg.linear_num_key_heads;
+  ws.key_live.assign(T * nk, !la.conv_split);
+  // A conv output that is not +-0 (a zero stays the +0 conv_out holds).
+  auto put = [&](int64_t t, int64_t ch, float v) {
+    conv_out[t * C + ch] = v;
+    ws.conv_written.push_back(t * C + ch);
+    if (ch < 2 * key_dim) ws.key_live[t * nk + (ch < key_dim ? ch : ch - key_dim) / dk] = 1;
+  };
   for (int64_t t = 0; t < T && la.conv_split; ++t) {
     const uint64_t* bits = &ws.qkv_bits[t * cwords];
     for (int64_t i = 0; i < cwords; ++i)
       for (uint64_t w = bits[i] & la.conv_now[i]; w != 0; w &= w - 1) {
         const int64_t ch = i * 64 + __builtin_ctzll(w);
         const float v = store(silu(0.0f + la.conv[ch * K + K - 1] * qkv[t * C + ch]));
-        if (v == 0.0f) continue;
-        conv_out[t * C + ch] = v;
-        ws.conv_written.push_back(t * C + ch);
+        if (v != 0.0f) put(t, ch, v);
       }
   }
   for (int64_t t = 0; t < T; ++t)
@@ -498,8 +507,8 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         float acc = 0.0f;
         for (int64_t j = 0; j < K - 1; ++j) acc += w[j] * window[j];
         acc += w[K - 1] * in;
-        conv_out[t * C + cc.channel] = store(silu(acc));
-        ws.conv_written.push_back(t * C + cc.channel);
+        const float v = store(silu(acc));
+        if (v != 0.0f) put(t, cc.channel, v);
       }
       if (cc.moves) {
         if (K == 4) {  // Qwen3.5's kernel, written out (a loop here becomes a memmove call)
@@ -511,16 +520,6 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
           window[K - 2] = in;
         }
       }
-    }
-
-  // Per token and key head, whether its query or key can be non-zero: with
-  // conv_split, only the entries of conv_written are.
-  const int64_t nk = cfg.linear_num_key_heads;
-  ws.key_live.assign(T * nk, !la.conv_split);
-  if (la.conv_split)
-    for (int64_t e : ws.conv_written) {
-      const int64_t ch = e % C;
-      if (ch < 2 * key_dim) ws.key_live[(e / C) * nk + (ch % key_dim) / dk] = 1;
     }
 
   // The gated delta rule per value head, token by token, in fp32.
@@ -548,7 +547,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // gate, leaves S as it is and outputs (w * (0 * r)) * silu(z), a zero
       // for finite z: o keeps its +0 (a circuit memory not addressed here).
       if (!ws.key_live[t * nk + kh] && decay == 1.0f &&
-          std::all_of(zr, zr + dv, [](float x) { return std::isfinite(x); }))
+          all_finite(zr, dv))
         continue;
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
       const float rq = l2norm_scale(lane_dot(qr, qr, dk));

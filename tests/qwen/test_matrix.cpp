@@ -524,6 +524,22 @@ TEST(QwenMatrix, SupportListsNonZeroColumnsAscending) {
   }
 }
 
+// all_finite against std::isfinite, for every length up to 70 (the vector
+// loop's body and its tail) and every special value at every position.
+TEST(QwenMatrix, AllFiniteFindsEveryInfinityAndNaN) {
+  using L = std::numeric_limits<float>;
+  const std::vector<float> special = {L::infinity(), -L::infinity(), L::quiet_NaN(), -L::quiet_NaN(),
+                                      L::signaling_NaN(), L::max(), -L::max(), L::denorm_min(), -0.0f};
+  EXPECT_TRUE(qgpu::qwen::all_finite(nullptr, 0));
+  for (int64_t n = 1; n <= 70; ++n)
+    for (int64_t at = 0; at < n; ++at)
+      for (float v : special) {
+        std::vector<float> x(n, 1.5f);
+        x[at] = v;
+        ASSERT_EQ(qgpu::qwen::all_finite(x.data(), n), std::isfinite(v)) << "n " << n << ", " << v << " at " << at;
+      }
+}
+
 // Sparse storage skips pages of lazily zero-filled memory that were never
 // written, and still finds values on pages that were: written and cleared
 // again, only read (then the kernel maps a zero page), or written.
