@@ -487,10 +487,13 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
     if (on_grid) scatter([](float p) { return std::fabs(p); });
     else scatter(grid_magnitude);
   }
-  // A row reached first here starts at +0.
-  if (written)
-    for (size_t i = 0; i < n_touched; ++i) {
-      const int32_t r = s.touched[i];
+  // y (+0, or the hub's product) plus the row's sum is exact when the
+  // total magnitude is below the bound, whatever the grouping.  With
+  // `written`, a row reached first here starts at +0 (at its first
+  // occurrence in touched, before its sum is added).
+  for (size_t i = 0; i < n_touched; ++i) {
+    const auto r = static_cast<uint32_t>(s.touched[i]);
+    if (written) {
       uint64_t& word = written[r / 64];
       const uint64_t bit = uint64_t{1} << (r % 64);
       if (!(word & bit)) {
@@ -498,10 +501,6 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
         y[r] = 0.0f;
       }
     }
-  // y (+0, or the hub's product) plus the row's sum is exact when the
-  // total magnitude is below the bound, whatever the grouping.
-  for (size_t i = 0; i < n_touched; ++i) {
-    const int32_t r = s.touched[i];
     Scratch::Row& row = rows[r];
     float m = row.magnitude;
     if (m == 0.0f) continue;  // seen already, or only zero products: y is exact

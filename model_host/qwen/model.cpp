@@ -38,7 +38,8 @@ std::vector<float> one_plus(const torch::Tensor& w) {
 }
 
 // Makes `v` hold at least n elements (contents unspecified).
-inline float* grow(std::vector<float>& v, int64_t n) {
+template <class T>
+T* grow(std::vector<T>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(n);
   return v.data();
 }
@@ -136,6 +137,7 @@ struct Workspace {
   std::vector<float> gate, up, act;                 // MLP
   std::vector<uint64_t> gate_bits;                  // MLP: per token, the gate rows apply_cut computed
   std::vector<std::vector<float>> per_thread;       // GDN heads: q, k, kv_mem, d, out per thread
+  std::vector<std::vector<int32_t>> per_thread_nz;  // GDN heads: where k and q are not zero, per thread
   Support support;
   Matrix::Scratch scratch;
 };
@@ -527,11 +529,14 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   float* S_all = st.recurrent[layer].data_ptr<float>();
   ws.head_out.assign(T * nv, 0);
   ws.per_thread.resize(std::max<size_t>(ws.per_thread.size(), static_cast<size_t>(at::get_num_threads())));
+  ws.per_thread_nz.resize(ws.per_thread.size());
   parallel_items(static_cast<int64_t>(la.heads.size()), T * dk * dv * 4, [&](int64_t hi) {
     const int64_t h = la.heads[hi], kh = h / group;
     float* S = S_all + h * dk * dv;
     float* q = grow(ws.per_thread[at::get_thread_num()], 2 * dk + 3 * dv);
     float *k = q + dk, *kv_mem = k + dk, *d = kv_mem + dv, *out = d + dv;
+    int32_t* k_nz = grow(ws.per_thread_nz[at::get_thread_num()], 2 * dk);
+    int32_t* q_nz = k_nz + dk;
     const float A = std::exp(la.A_log[h]);
     for (int64_t t = 0; t < T; ++t) {
       const float* row = &conv_out[t * C];
@@ -552,9 +557,14 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
       const float rq = l2norm_scale(lane_dot(qr, qr, dk));
       const float rk = l2norm_scale(lane_dot(kr, kr, dk));
+      // The entries of q and k that are not zero, ascending.
+      int32_t* k_at = k_nz;
+      int32_t* q_at = q_nz;
       for (int64_t i = 0; i < dk; ++i) {
         q[i] = (qr[i] * rq) * scale;
         k[i] = kr[i] * rk;
+        if (k[i] != 0.0f) *k_at++ = static_cast<int32_t>(i);
+        if (q[i] != 0.0f) *q_at++ = static_cast<int32_t>(i);
       }
       // S = decay * S; d = beta * (v - S^T k); S = S + k d^T; o = S^T q.
       // Sums run over i ascending; a term with k[i] = 0 (or q[i] = 0) adds
@@ -565,27 +575,21 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // circuit's open gate) leaves S unchanged and is skipped too.
       if (decay != 1.0f)
         for (int64_t i = 0; i < dk * dv; ++i) S[i] *= decay;
-      std::fill(kv_mem, kv_mem + dv, 0.0f);
-      bool any_k = false;
-      for (int64_t i = 0; i < dk; ++i)
-        if (k[i] != 0.0f) {
-          any_k = true;
-          for (int64_t j = 0; j < dv; ++j) kv_mem[j] += S[i * dv + j] * k[i];
-        }
-      if (any_k) {
+      if (k_at != k_nz) {
+        std::fill(kv_mem, kv_mem + dv, 0.0f);
+        for (const int32_t* i = k_nz; i != k_at; ++i)
+          for (int64_t j = 0; j < dv; ++j) kv_mem[j] += S[*i * dv + j] * k[*i];
         for (int64_t j = 0; j < dv; ++j) d[j] = (v[j] - kv_mem[j]) * beta;
-        for (int64_t i = 0; i < dk; ++i)
-          if (k[i] != 0.0f) {
-            float* Si = S + i * dv;
-            for (int64_t j = 0; j < dv; ++j) Si[j] += k[i] * d[j];
-          }
+        for (const int32_t* i = k_nz; i != k_at; ++i) {
+          float* Si = S + *i * dv;
+          for (int64_t j = 0; j < dv; ++j) Si[j] += k[*i] * d[j];
+        }
       }
       std::fill(out, out + dv, 0.0f);
-      for (int64_t i = 0; i < dk; ++i)
-        if (q[i] != 0.0f) {
-          const float* Si = S + i * dv;
-          for (int64_t j = 0; j < dv; ++j) out[j] += Si[j] * q[i];
-        }
+      for (const int32_t* i = q_nz; i != q_at; ++i) {
+        const float* Si = S + *i * dv;
+        for (int64_t j = 0; j < dv; ++j) out[j] += Si[j] * q[*i];
+      }
       // Gated RMSNorm per head (weight not zero-centred):
       // o = (w * (o * rsqrt(mean(o^2) + eps))) * silu(z).
       const float r = inv_rms(out, dv, eps);
