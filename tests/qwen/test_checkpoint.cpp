@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <iterator>
+
 using namespace qgpu::qwen;
 using namespace qwen_test;
 using nlohmann::json;
@@ -108,6 +111,35 @@ TEST(QwenCheckpoint, SaveLoadAndSideFile) {
                              std::filesystem::copy_options::overwrite_existing);
   EXPECT_TRUE(torch::equal(Checkpoint::load(tmp / "stale").tensors.at("norm.weight"),
                            changed.tensors.at("norm.weight")));
+}
+
+namespace {
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+}  // namespace
+
+// tools/hf_compare/expand_compact.py (how the compiled GPU reaches machines
+// that cannot build it: a few MB instead of 20 GB) turns a side file back
+// into the safetensors that save() writes, byte for byte, from the compact
+// form and from a full directory's side file (which lists file stamps).
+TEST(QwenCheckpoint, CompactFormExpandsToTheSafetensorsByteForByte) {
+  Scratch tmp("expand");
+  python(QWEN_REFERENCE_PY, "make " + (tmp / "src") + " --size tiny --layers 4 --vocab 60 --seed 5 --sparse --untied");
+  Checkpoint src = Checkpoint::load(tmp / "src");
+  src.save(tmp / "full");
+  src.save_compact(tmp / "compact");
+  ASSERT_FALSE(std::filesystem::exists(tmp / "compact/model.safetensors"));
+  const std::string expected = file_bytes(tmp / "full/model.safetensors");
+  ASSERT_GT(expected.size(), 1000u);
+  for (const std::string from : {"compact", "full"}) {
+    python(EXPAND_COMPACT_PY, (tmp / from) + " " + (tmp / (from + "-expanded")) + " > /dev/null");
+    EXPECT_TRUE(file_bytes(tmp / (from + "-expanded/model.safetensors")) == expected) << "expanded from " << from;
+    EXPECT_EQ(file_bytes(tmp / (from + "-expanded/config.json")), file_bytes(tmp / "full/config.json"));
+    Checkpoint back = Checkpoint::load(tmp / (from + "-expanded"));
+    for (const auto& [name, t] : src.tensors) EXPECT_TRUE(torch::equal(back.tensors.at(name), t)) << name;
+  }
 }
 
 TEST(QwenCheckpoint, MissingOrMisshapenTensorsAreNamed) {
