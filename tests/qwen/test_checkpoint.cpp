@@ -128,18 +128,28 @@ TEST(QwenCheckpoint, CompactFormExpandsToTheSafetensorsByteForByte) {
   Scratch tmp("expand");
   python(QWEN_REFERENCE_PY, "make " + (tmp / "src") + " --size tiny --layers 4 --vocab 60 --seed 5 --sparse --untied");
   Checkpoint src = Checkpoint::load(tmp / "src");
+  src.tensors["norm.weight"].zero_();  // a tensor without a non-zero value
   src.save(tmp / "full");
   src.save_compact(tmp / "compact");
   ASSERT_FALSE(std::filesystem::exists(tmp / "compact/model.safetensors"));
   const std::string expected = file_bytes(tmp / "full/model.safetensors");
   ASSERT_GT(expected.size(), 1000u);
-  for (const std::string from : {"compact", "full"}) {
+  // The side file compressed, as tools/hf_compare/make_bundle.sh ships it.
+  std::filesystem::create_directories(tmp / "xz");
+  std::filesystem::copy_file(tmp / "compact/config.json", tmp / "xz/config.json");
+  ASSERT_EQ(std::system(("xz -c " + (tmp / "compact/qgpu-sparse.bin") + " > " + (tmp / "xz/qgpu-sparse.bin.xz")).c_str()), 0);
+  for (const std::string from : {"compact", "full", "xz"}) {
     python(EXPAND_COMPACT_PY, (tmp / from) + " " + (tmp / (from + "-expanded")) + " > /dev/null");
     EXPECT_TRUE(file_bytes(tmp / (from + "-expanded/model.safetensors")) == expected) << "expanded from " << from;
     EXPECT_EQ(file_bytes(tmp / (from + "-expanded/config.json")), file_bytes(tmp / "full/config.json"));
     Checkpoint back = Checkpoint::load(tmp / (from + "-expanded"));
     for (const auto& [name, t] : src.tensors) EXPECT_TRUE(torch::equal(back.tensors.at(name), t)) << name;
   }
+  // --sha256 fails the run unless the expansion has that hash.
+  const std::string run = "/usr/bin/python3 " + std::string(EXPAND_COMPACT_PY) + " " + (tmp / "compact") + " " +
+                          (tmp / "checked") + " > /dev/null --sha256 ";
+  EXPECT_NE(std::system((run + std::string(64, '0')).c_str()), 0);
+  EXPECT_EQ(std::system((run + "$(sha256sum " + (tmp / "full/model.safetensors") + " | cut -c1-64)").c_str()), 0);
 }
 
 TEST(QwenCheckpoint, MissingOrMisshapenTensorsAreNamed) {

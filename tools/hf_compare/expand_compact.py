@@ -3,9 +3,11 @@
 
   expand_compact.py COMPACT_DIR OUT_DIR [--sha256 HEX]
 
-COMPACT_DIR is what `qgpu build-model --compact` writes: config.json and the
-sparse side file qgpu-sparse.bin (format in model_host/qwen/checkpoint.h;
-qgpu-sparse.bin.xz or .gz are read too).  OUT_DIR gets config.json and
+COMPACT_DIR holds config.json and a sparse side file, qgpu-sparse.bin (format
+in model_host/qwen/checkpoint.h; qgpu-sparse.bin.xz or .gz are read too): what
+`qgpu build-model --compact` writes, or those two files of a full model
+directory (whose side file also lists file stamps, ignored here).  OUT_DIR
+gets config.json and
 model.safetensors, written the way model_host/qwen/safetensors.cpp writes
 them (tensors in name order, "model." before every name but lm_head, a
 compact sorted JSON header padded with spaces to 8 bytes, fp32 data), so the
@@ -15,7 +17,9 @@ that one.
 
 Needs only numpy: it runs where the compiled model cannot be built (a GPU
 machine with transformers but none of qgpu's build dependencies), from a
-compact form a few tens of MB in size.
+compact form a few tens of MB in size.  One difference is possible: the
+side file leaves out -0.0 weights (they are zeros), which come back as +0.0;
+the compiled GPU has none, and --sha256 would tell.
 """
 import argparse
 import gzip
@@ -24,6 +28,7 @@ import json
 import lzma
 import mmap
 import os
+import re
 import shutil
 import struct
 import sys
@@ -39,12 +44,17 @@ def open_side_file(directory):
     """The side file's bytes: a memory map of the plain file, or the decompressed file."""
     plain = os.path.join(directory, SIDE_FILE)
     if os.path.exists(plain):
+        if os.path.getsize(plain) == 0:
+            raise SystemExit(f"expand_compact: {plain} is empty")
         with open(plain, "rb") as f:
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     for ext, opener in ((".xz", lzma.open), (".gz", gzip.open)):
         if os.path.exists(plain + ext):
-            with opener(plain + ext, "rb") as f:
-                return f.read()
+            try:
+                with opener(plain + ext, "rb") as f:
+                    return f.read()
+            except (EOFError, OSError, lzma.LZMAError) as e:
+                raise SystemExit(f"expand_compact: cannot decompress {plain + ext}: {e}")
     raise SystemExit(f"expand_compact: no {SIDE_FILE} (or .xz, .gz) in {directory}")
 
 
@@ -63,21 +73,27 @@ class SideFile:
         self.tensors = {}
         for _ in range(self.u64()):
             name = self.raw(self.u64()).decode()
-            ndim = struct.unpack_from("<I", self.data, self.pos)[0]
-            self.pos += 4
+            ndim = struct.unpack("<I", self.raw(4))[0]
             shape = [self.u64() for _ in range(ndim)]
             nnz = self.u64()
+            self.need(12 * nnz)
             index = np.frombuffer(self.data, dtype="<i8", count=nnz, offset=self.pos)
             self.pos += 8 * nnz
             value = np.frombuffer(self.data, dtype="<f4", count=nnz, offset=self.pos)
             self.pos += 4 * nnz
+            numel = int(np.prod(shape, dtype=np.int64))
+            if nnz and (index[0] < 0 or index[-1] >= numel or np.any(np.diff(index) <= 0)):
+                raise SystemExit(f"expand_compact: tensor {name}: indices not ascending within its {numel} values")
             self.tensors[name] = (shape, index, value)
         if self.pos != len(self.data):
             raise SystemExit(f"expand_compact: {len(self.data) - self.pos} bytes after the last tensor")
 
-    def raw(self, n):
+    def need(self, n):
         if self.pos + n > len(self.data):
             raise SystemExit("expand_compact: the side file is truncated")
+
+    def raw(self, n):
+        self.need(n)
         out = bytes(self.data[self.pos:self.pos + n])
         self.pos += n
         return out
@@ -105,7 +121,7 @@ def expand(compact_dir, out_dir):
         size = 4 * int(np.prod(shape, dtype=np.int64))
         header[name] = {"data_offsets": [offset, offset + size], "dtype": "F32", "shape": shape}
         offset += size
-    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * ((8 - len(text) % 8) % 8)
 
     digest, path = hashlib.sha256(), os.path.join(out_dir, "model.safetensors")
@@ -133,9 +149,11 @@ def main():
     ap.add_argument("out_dir")
     ap.add_argument("--sha256", help="the SHA-256 model.safetensors must have")
     args = ap.parse_args()
+    if args.sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", args.sha256):
+        ap.error(f"--sha256 {args.sha256!r} is not 64 hex digits")
     sha = expand(args.compact_dir, args.out_dir)
     print(f"expand_compact: model.safetensors sha256 {sha}")
-    if args.sha256 and sha != args.sha256.lower():
+    if args.sha256 is not None and sha != args.sha256.lower():
         print(f"expand_compact: expected sha256 {args.sha256}: the expansion differs from build-model's file")
         return 1
     return 0

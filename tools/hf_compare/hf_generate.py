@@ -8,7 +8,7 @@ DIR is a compiled GPU checkpoint with its safetensors (`qgpu build-model`,
 or expand_compact.py from the compact form).  Each DUMP is a file written by
 `qgpu run --dump-tokens DUMP`: one line per launch, the prompt ids, a `|`,
 the generated ids (the last one the end token).  Each launch is decoded
-twice from its prompt alone:
+three ways from its prompt alone:
 
   generate    HF's own `generate` (greedy): the prompt in one forward pass
               (the chunked gated delta rule), then one token per pass
@@ -192,7 +192,7 @@ def main():
     global DEADLINE
     if args.time_limit:
         DEADLINE = time.time() + args.time_limit
-    failures, decoded, stopped = 0, 0, 0
+    failures, decoded, stopped, ran = 0, 0, 0, 0
     for name, prompt, expected in launches:
         if time.time() > DEADLINE:
             print(f"{name}: not decoded (past --time-limit {args.time_limit:g} s)")
@@ -201,11 +201,12 @@ def main():
         decoded += 1
         print(f"{name}: prompt {len(prompt)} tokens, qgpu generated {len(expected)}", flush=True)
         for mode in args.modes.split(","):
-            if args.device == "cuda":
+            if mode == "recompute" and len(prompt) + len(expected) > args.recompute_max:
+                print(f"  {mode}: skipped (over --recompute-max {args.recompute_max} tokens)")
+                continue
+            if args.device.startswith("cuda"):
                 torch.cuda.synchronize()
             t0 = time.time()
-            if mode == "recompute" and len(prompt) + len(expected) > args.recompute_max:
-                continue
             try:
                 written, logits = decoders[mode](model, prompt, expected, args.device)
             except OutOfTime as e:
@@ -218,9 +219,10 @@ def main():
                 failures += 1
                 print(f"  {mode}: ERROR {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
                 continue
-            if args.device == "cuda":
+            if args.device.startswith("cuda"):
                 torch.cuda.synchronize()
             dt = time.time() - t0
+            ran += 1
             if written == expected:
                 print(f"  {mode}: SAME {len(written)} tokens as qgpu, end token included "
                       f"({dt:.2f} s, {len(written) / dt:.1f} generated tok/s; smallest top-two logit gap "
@@ -228,6 +230,9 @@ def main():
             else:
                 failures += 1
                 report_divergence(mode, expected, written, logits)
+    if not launches or not ran:
+        print(f"FAIL: no decode ran to its end ({len(launches)} launches read)")
+        return 1
     cut = f" ({stopped} decodes cut short or not started at the time limit)" if stopped else ""
     print(f"PASS: HF transformers wrote qgpu's tokens in all {decoded} launches decoded, of {len(launches)}{cut}"
           if not failures
