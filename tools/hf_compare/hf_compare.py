@@ -24,12 +24,22 @@ def hf_logits(model_dir, tokens, device):
     torch.backends.cudnn.allow_tf32 = False
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).to(device).eval()
     ids = torch.tensor([tokens], device=device)
+
+    def given(first, n):
+        # A model whose layers are all linear attention (the compiled GPU) is
+        # given its positions and masks: transformers would derive them from
+        # the cache's length, which such a cache does not answer (see
+        # hf_generate.py).  Others get the cache position.
+        if all(t == "linear_attention" for t in model.config.layer_types):
+            return {"position_ids": torch.arange(first, first + n, device=device)[None],
+                    "attention_mask": {"full_attention": None, "linear_attention": None}}
+        return {} if n > 1 else {"cache_position": torch.tensor([first], device=device)}
+
     with torch.no_grad():
-        prefill = model(ids, use_cache=False).logits[0].float().cpu().numpy()
+        prefill = model(ids, use_cache=False, **given(0, len(tokens))).logits[0].float().cpu().numpy()
         steps, past = [], None
         for i in range(len(tokens)):
-            out = model(ids[:, i:i + 1], past_key_values=past, use_cache=True,
-                        cache_position=torch.tensor([i], device=device))
+            out = model(ids[:, i:i + 1], past_key_values=past, use_cache=True, **given(i, 1))
             past = out.past_key_values
             steps.append(out.logits[0, -1].float().cpu().numpy())
     return prefill, np.stack(steps)
