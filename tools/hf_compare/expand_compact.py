@@ -29,7 +29,6 @@ import lzma
 import mmap
 import os
 import re
-import shutil
 import struct
 import sys
 import time
@@ -59,7 +58,7 @@ def open_side_file(directory):
 
 
 class SideFile:
-    """The tensors of a side file: name -> (shape, flat indices, fp32 values), as views."""
+    """The tensors of a side file: name -> (shape, element count, flat indices, fp32 values), as views."""
 
     def __init__(self, data):
         self.data, self.pos = data, 0
@@ -84,7 +83,7 @@ class SideFile:
             numel = int(np.prod(shape, dtype=np.int64))
             if nnz and (index[0] < 0 or index[-1] >= numel or np.any(np.diff(index) <= 0)):
                 raise SystemExit(f"expand_compact: tensor {name}: indices not ascending within its {numel} values")
-            self.tensors[name] = (shape, index, value)
+            self.tensors[name] = (shape, numel, index, value)
         if self.pos != len(self.data):
             raise SystemExit(f"expand_compact: {len(self.data) - self.pos} bytes after the last tensor")
 
@@ -113,12 +112,13 @@ def expand(compact_dir, out_dir):
     if config_text != side.config_text:
         raise SystemExit("expand_compact: config.json is not the one the side file was written with")
     os.makedirs(out_dir, exist_ok=True)
-    shutil.copyfile(os.path.join(compact_dir, "config.json"), os.path.join(out_dir, "config.json"))
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        f.write(config_text)
 
     tensors = sorted((hf_name(n), t) for n, t in side.tensors.items())
     header, offset = {"__metadata__": {"format": "pt"}}, 0
-    for name, (shape, _, _) in tensors:
-        size = 4 * int(np.prod(shape, dtype=np.int64))
+    for name, (shape, numel, _, _) in tensors:
+        size = 4 * numel
         header[name] = {"data_offsets": [offset, offset + size], "dtype": "F32", "shape": shape}
         offset += size
     text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
@@ -130,8 +130,8 @@ def expand(compact_dir, out_dir):
         for chunk in (struct.pack("<Q", len(text)), text):
             out.write(chunk)
             digest.update(chunk)
-        for name, (shape, index, value) in tensors:
-            flat = np.zeros(int(np.prod(shape, dtype=np.int64)), dtype="<f4")
+        for name, (_, numel, index, value) in tensors:
+            flat = np.zeros(numel, dtype="<f4")
             flat[index] = value
             nnz += len(index)
             view = memoryview(flat).cast("B")

@@ -15,6 +15,8 @@ import sys
 import numpy as np
 import torch
 
+from hf_generate import NO_MASKS
+
 
 def hf_logits(model_dir, tokens, device):
     from transformers import AutoModelForCausalLM
@@ -25,14 +27,14 @@ def hf_logits(model_dir, tokens, device):
     model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32).to(device).eval()
     ids = torch.tensor([tokens], device=device)
 
+    # A model whose layers are all linear attention (the compiled GPU) is
+    # given its positions and masks, as in hf_generate.py; others get the
+    # cache position.
+    all_linear = all(t == "linear_attention" for t in model.config.layer_types)
+
     def given(first, n):
-        # A model whose layers are all linear attention (the compiled GPU) is
-        # given its positions and masks: transformers would derive them from
-        # the cache's length, which such a cache does not answer (see
-        # hf_generate.py).  Others get the cache position.
-        if all(t == "linear_attention" for t in model.config.layer_types):
-            return {"position_ids": torch.arange(first, first + n, device=device)[None],
-                    "attention_mask": {"full_attention": None, "linear_attention": None}}
+        if all_linear:
+            return {"position_ids": torch.arange(first, first + n, device=device)[None], "attention_mask": NO_MASKS}
         return {} if n > 1 else {"cache_position": torch.tensor([first], device=device)}
 
     with torch.no_grad():

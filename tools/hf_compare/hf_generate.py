@@ -35,12 +35,7 @@ def load_model(model_dir, device):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
-    try:
-        cls = transformers.AutoModelForCausalLM
-        model = cls.from_pretrained(model_dir, dtype=torch.float32, device_map=device)
-    except (KeyError, ValueError):
-        cls = transformers.Qwen3_5ForCausalLM
-        model = cls.from_pretrained(model_dir, dtype=torch.float32, device_map=device)
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, device_map=device)
     print(f"loaded {type(model).__name__} (transformers {transformers.__version__}, torch {torch.__version__}): "
           f"{model.config.num_hidden_layers} layers, vocab {model.config.vocab_size}, "
           f"{sum(p.numel() for p in model.parameters()) / 1e9:.2f} B parameters, on {device}", flush=True)
@@ -132,16 +127,24 @@ def greedy(model, prompt, expected, device, prefill_at_once):
     return written, rows
 
 
+# Whether transformers' generate refused the model once already.
+GENERATE_REFUSED = False
+
+
 def decode_generate(model, prompt, expected, device):
-    try:
-        return hf_generate(model, prompt, expected, device)
-    except ValueError as e:
-        # transformers' generate asks the cache for its length, which a cache
-        # of linear-attention layers alone does not answer (every layer of the
-        # compiled GPU is one); the same decode written out instead.
-        print(f"  generate: transformers' generate refused this model ({str(e).splitlines()[0]}); "
-              "decoding with one prefill pass and greedy steps instead", flush=True)
-        return greedy(model, prompt, expected, device, prefill_at_once=True)
+    global GENERATE_REFUSED
+    if not GENERATE_REFUSED:
+        try:
+            return hf_generate(model, prompt, expected, device)
+        except ValueError as e:
+            # transformers' generate asks the cache for its length, which a
+            # cache of linear-attention layers alone does not answer (every
+            # layer of the compiled GPU is one); the same decode written out
+            # instead, for this launch and the rest.
+            GENERATE_REFUSED = True
+            print(f"  generate: transformers' generate refused this model ({str(e).splitlines()[0]}); "
+                  "decoding with one prefill pass and greedy steps instead", flush=True)
+    return greedy(model, prompt, expected, device, prefill_at_once=True)
 
 
 def decode_stepwise(model, prompt, expected, device):
