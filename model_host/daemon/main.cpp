@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-tokens", bopts.model.max_tokens, "generated tokens per launch before cudaErrorLaunchTimeout")
       ->capture_default_str();
   app.add_flag("--dense", bopts.model.dense, "run the dense executor instead of the sparse one (same numbers, slower)");
+  bool no_memo = false;
+  app.add_flag("--no-memo", no_memo, "run the sparse executor without its sublayer memo (same numbers, slower)");
   app.add_option("--perturb", bopts.model.perturb, "change one weight after loading, NAME:INDEX:VALUE (negative tests)")
       ->group("Testing");
   app.add_option("--secret", opts.secret, "shared secret clients must present (default: $QGPU_SECRET; required on tcp://)");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--progress-s", opts.progress_s, "log running requests this often")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  bopts.model.memo = !no_memo;
 
   try {
     if (!log_file.empty()) {
@@ -78,9 +81,9 @@ int main(int argc, char** argv) {
         }
       });
     } else {
-      if (!bopts.model_dir.empty() || bopts.model.check || bopts.model.dense || !bopts.model.perturb.empty() ||
+      if (!bopts.model_dir.empty() || bopts.model.check || bopts.model.dense || no_memo || !bopts.model.perturb.empty() ||
           app.count("--max-tokens") > 0)
-        throw std::runtime_error("--model, --check, --max-tokens, --dense and --perturb need --backend model");
+        throw std::runtime_error("--model, --check, --max-tokens, --dense, --no-memo and --perturb need --backend model");
       if (!bopts.model.dump_tokens.empty() && backend_name != "model-trace")
         throw std::runtime_error("--dump-tokens needs --backend model or model-trace");
       backend = engine::make_backend(backend_name, bopts);

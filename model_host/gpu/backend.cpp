@@ -130,11 +130,15 @@ struct Decoded {
 class ModelBackend : public engine::Backend {
  public:
   ModelBackend(LoadedModel loaded, ModelOptions opts)
-      : ModelBackend(std::make_shared<const qwen::Model>(loaded.checkpoint,
-                                                         opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse),
-                     std::move(loaded.layout), std::move(opts)) {}
+      : ModelBackend(make_model(loaded.checkpoint, opts), std::move(loaded.layout), std::move(opts)) {}
   ModelBackend(std::shared_ptr<const qwen::Model> model, Layout layout, ModelOptions opts)
       : layout_(std::move(layout)), model_(std::move(model)), opts_(std::move(opts)), end_(token_id(Kind::END)) {}
+
+  static std::shared_ptr<const qwen::Model> make_model(const qwen::Checkpoint& ck, const ModelOptions& opts) {
+    auto model = std::make_shared<qwen::Model>(ck, opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse);
+    if (!opts.memo) model->set_memo_entries(0);
+    return model;
+  }
 
   std::string name() const override { return "model"; }
 

@@ -40,6 +40,7 @@ struct ModelOptions {
   std::string dump_tokens;
   uint64_t max_tokens = 5'000'000;  // generated tokens before cudaErrorLaunchTimeout
   bool dense = false;               // the dense executor instead of the sparse one
+  bool memo = true;                 // the sparse executor's sublayer memo (qwen/memo.h)
   // Testing: weights changed after loading, each "NAME:INDEX:VALUE" (a
   // canonical tensor name, a flat row-major index, the new value).  Changing
   // one ALU weight must make `check` diverge: the model, not the host, computes.

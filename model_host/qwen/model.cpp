@@ -2,6 +2,7 @@
 
 #include "model_host/qwen/equations.h"
 #include "model_host/qwen/matrix.h"
+#include "model_host/qwen/memo.h"
 
 #include <ATen/Parallel.h>
 
@@ -140,6 +141,19 @@ struct Workspace {
   std::vector<std::vector<int32_t>> per_thread_nz;  // GDN heads: where k and q are not zero, per thread
   Support support;
   Matrix::Scratch scratch;
+  // Per layer, the memos of its two stateless sublayers (2 * layer: the
+  // linear-attention projections, 2 * layer + 1: the MLP), of `memo_capacity`
+  // entries each.
+  std::vector<SublayerMemo> memo;
+  size_t memo_capacity = 0;
+  SublayerMemo* memo_for(int64_t index, size_t capacity, int64_t count) {
+    if (capacity == 0) return nullptr;
+    if (memo_capacity != capacity || static_cast<int64_t>(memo.size()) != count) {
+      memo.assign(static_cast<size_t>(count), SublayerMemo(capacity));
+      memo_capacity = capacity;
+    }
+    return &memo[static_cast<size_t>(index)];
+  }
 };
 
 class WorkspacePool {
@@ -166,6 +180,13 @@ class WorkspacePool {
     return Lease(*this, std::move(ws));
   }
 
+  // f(workspace) for each workspace not in use.
+  template <class F>
+  void for_each_idle(F f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& ws : free_) f(*ws);
+  }
+
  private:
   void put(std::unique_ptr<Workspace> ws) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -180,6 +201,7 @@ struct Model::Impl {
   Exec exec;
   bool bf16 = false;  // Activations::Bf16
   float eps;
+  size_t memo_entries = 0;  // per stateless sublayer (0: none)
   // With bf16 activations, rounds the n values at p (a no-op otherwise).
   void store(float* p, int64_t n) const {
     if (bf16)
@@ -204,7 +226,7 @@ struct Model::Impl {
             Workspace& ws) const;
   void linear_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const;
   void full_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const;
-  void mlp(const Layer& L, int64_t T, Workspace& ws) const;
+  void mlp(const Layer& L, int layer, int64_t T, Workspace& ws) const;
   void rope(float* x, int64_t position) const;
 };
 
@@ -240,6 +262,7 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
   Impl& m = *impl_;
   m.cfg = ck.config;
   m.exec = exec;
+  m.memo_entries = exec == Exec::Sparse ? kMemoEntries : 0;
   m.bf16 = activations == Activations::Bf16;
   const Config& c = m.cfg;
   m.eps = static_cast<float>(c.rms_norm_eps);
@@ -389,6 +412,21 @@ Model& Model::operator=(Model&&) noexcept = default;
 const Config& Model::config() const { return impl_->cfg; }
 Exec Model::exec() const { return impl_->exec; }
 Model::Stats Model::stats() const { return impl_->stats; }
+void Model::set_memo_entries(size_t entries) { impl_->memo_entries = impl_->exec == Exec::Sparse ? entries : 0; }
+size_t Model::memo_entries() const { return impl_->memo_entries; }
+void Model::clear_memo() const {
+  impl_->workspaces.for_each_idle([](Workspace& ws) { ws.memo.clear(); });
+}
+Model::MemoStats Model::memo_stats() const {
+  MemoStats s;
+  impl_->workspaces.for_each_idle([&](Workspace& ws) {
+    for (const SublayerMemo& m : ws.memo) {
+      s.hits += m.hits();
+      s.misses += m.misses();
+    }
+  });
+  return s;
+}
 
 State::State(const State& o) : position(o.position), keys(o.keys), values(o.values) {
   for (const auto& t : o.conv) conv.push_back(t.defined() ? t.clone() : t);
@@ -443,25 +481,42 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // holds every entry that is not).
   float* o = grow(ws.o, T * VD);
   const int64_t cwords = Support::words(C);
-  if (la.conv_split) {
-    ws.qkv_bits.assign(T * cwords, 0);
-    la.qkv.apply_cut(n, ws.support, qkv, ws.scratch, ws.qkv_bits.data());
-  } else {
-    la.qkv.apply(n, ws.support, qkv, ws.scratch);
-  }
   // z is read only at the live heads' rows: those start at +0 and the
   // product writes the rows it reaches (a written map), instead of every
-  // row of z being written.
+  // row of z being written.  (Its rows are the heads' gates, most of them
+  // from the anchor: one dense pass, cheaper than a memo's copy.)
   for (int64_t t = 0; t < T; ++t)
     for (int32_t h : la.heads) std::fill(z + t * VD + h * dv, z + t * VD + (h + 1) * dv, 0.0f);
   ws.z_bits.assign(T * Support::words(VD), 0);
   la.z.apply(n, ws.support, z, ws.scratch, ws.z_bits.data());
-  la.b.apply(n, ws.support, b, ws.scratch);
-  la.a.apply(n, ws.support, a, ws.scratch);
-  store(qkv, T * C);
   store(z, T * VD);
-  store(b, T * nv);
-  store(a, T * nv);
+  // qkv (what the conv reads of it: the rows of qkv_bits), b and a from the
+  // memo when this input recurs.
+  SublayerMemo* memo = T == 1 && la.conv_split ? ws.memo_for(2 * layer, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
+  if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), n)) memo = nullptr;
+  if (la.conv_split) ws.qkv_bits.assign(T * cwords, 0);
+  if (const SublayerMemo::Output* out = memo ? memo->find() : nullptr) {
+    size_t v = 0;
+    SublayerMemo::replay(*out, 0, ws.qkv_bits.data(), qkv, v);
+    std::copy(&out->values[v], &out->values[v] + nv, b);
+    std::copy(&out->values[v + nv], &out->values[v + nv] + nv, a);
+  } else {
+    if (la.conv_split) la.qkv.apply_cut(n, ws.support, qkv, ws.scratch, ws.qkv_bits.data());
+    else la.qkv.apply(n, ws.support, qkv, ws.scratch);
+    la.b.apply(n, ws.support, b, ws.scratch);
+    la.a.apply(n, ws.support, a, ws.scratch);
+    store(qkv, T * C);
+    store(b, T * nv);
+    store(a, T * nv);
+    if (SublayerMemo::Output* rec = memo ? memo->insert() : nullptr) {
+      if (SublayerMemo::record(*rec, ws.qkv_bits.data(), cwords, qkv)) {
+        rec->values.insert(rec->values.end(), b, b + nv);
+        rec->values.insert(rec->values.end(), a, a + nv);
+      } else {
+        memo->forget_last();
+      }
+    }
+  }
 
   // Causal depthwise conv, then SiLU: c[t] = silu(sum_j w[ch, j] * in[t-K+1+j]),
   // with the K-1 previous inputs kept in the state (oldest first).  Outputs
@@ -689,7 +744,7 @@ void Model::Impl::full_attention(const Layer& L, int layer, State& st, int64_t T
 }
 
 // SwiGLU MLP on the T rows of ws.normed: ws.y = down(silu(gate(m)) * up(m)).
-void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
+void Model::Impl::mlp(const Layer& L, int layer, int64_t T, Workspace& ws) const {
   const int64_t I = cfg.intermediate_size, H = cfg.hidden_size;
   const float* m = ws.normed.data();
   float* g = grow(ws.gate, T * I);
@@ -698,6 +753,14 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   float* act = grow(ws.act, T * I);
   const int64_t words = Support::words(I);
   const Mlp& mlp = L.mlp;
+  // The output (y at y_bits) from the memo when this input recurs.
+  SublayerMemo* memo = T == 1 && mlp.split ? ws.memo_for(2 * layer + 1, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
+  if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), m)) memo = nullptr;
+  if (const SublayerMemo::Output* out = memo ? memo->find() : nullptr) {
+    size_t v = 0;
+    SublayerMemo::replay(*out, 0, ws.y_bits.data(), ws.y.data(), v);
+    return;
+  }
   auto put = [&](int64_t t, int32_t i, float v) {
     act[t * I + i] = v;
     if (v != 0.0f || v != v) ws.support.add(i);
@@ -735,6 +798,8 @@ void Model::Impl::mlp(const Layer& L, int64_t T, Workspace& ws) const {
   }
   mlp.down.apply(act, ws.support, ws.y.data(), ws.scratch, ws.y_bits.data());
   clear_support(act, I, ws.support);
+  if (SublayerMemo::Output* rec = memo ? memo->insert() : nullptr)
+    if (!SublayerMemo::record(*rec, ws.y_bits.data(), Support::words(H), ws.y.data())) memo->forget_last();
 }
 
 void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers,
@@ -826,7 +891,7 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
     add_residual();
     norm(L.post_norm, L.post_reads);
     std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
-    mlp(L, T, ws);
+    mlp(L, l, T, ws);
     add_residual();
   }
   capture(static_cast<int>(cfg.num_hidden_layers));

@@ -100,6 +100,23 @@ class Model {
   };
   Stats stats() const;
 
+  // The sparse executor's sublayer memo (memo.h): per stateless sublayer,
+  // the outputs of its last `entries` distinct inputs on single-token steps,
+  // written again when an input recurs (bit-identical to computing them).
+  // kMemoEntries by default with Exec::Sparse; 0 turns it off.  Not to be
+  // called while another call runs.
+  static constexpr size_t kMemoEntries = 256;
+  void set_memo_entries(size_t entries);
+  size_t memo_entries() const;
+  // Forgets every stored output (and the counts below).  Not to be called
+  // while another call runs.
+  void clear_memo() const;
+  // Sublayer steps served from the memo and computed, in idle workspaces.
+  struct MemoStats {
+    int64_t hits = 0, misses = 0;
+  };
+  MemoStats memo_stats() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

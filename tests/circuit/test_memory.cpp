@@ -221,6 +221,43 @@ TEST(CircuitMemory, DenseSparseAndPythonReferenceAgree) {
   }
 }
 
+// The sublayer memo (model_host/qwen/memo.h) on single-token steps: a
+// circuit's traffic repeats the projections' and the MLP's inputs, the memo
+// serves them, and every step's logits and the final GDN states are
+// bit-identical to the sparse executor without it and to the dense one.
+TEST(CircuitMemory, SublayerMemoStepsAreBitIdentical) {
+  MemoryBench b;
+  Compiled c = compile(b.p);
+  auto tokens = b.traffic(120, 14);
+  qgpu::qwen::Model dense(c.checkpoint(), qgpu::qwen::Exec::Dense);
+  qgpu::qwen::Model plain(c.checkpoint(), qgpu::qwen::Exec::Sparse), memo(c.checkpoint(), qgpu::qwen::Exec::Sparse);
+  plain.set_memo_entries(0);
+  EXPECT_EQ(memo.memo_entries(), qgpu::qwen::Model::kMemoEntries);
+  EXPECT_EQ(dense.memo_entries(), 0u);
+  memo.set_memo_entries(8);  // small: entries are replaced too
+  auto sd = dense.new_state(), sp = plain.new_state(), sm = memo.new_state();
+  int64_t steps = 0;
+  for (int t : tokens) {
+    const int64_t id = c.token_id(t);
+    const auto ld = dense.step(sd, id), lp = plain.step(sp, id), lm = memo.step(sm, id);
+    ASSERT_TRUE(torch::equal(lm, lp)) << "step " << steps;
+    ASSERT_TRUE(torch::equal(lm, ld)) << "step " << steps;
+    ASSERT_EQ(memo.step_argmax(sm, id), plain.step_argmax(sp, id)) << "step " << steps;
+    dense.step(sd, id);
+    ++steps;
+  }
+  for (int l = 0; l < c.checkpoint().config.num_hidden_layers; ++l) {
+    EXPECT_TRUE(torch::equal(memo.recurrent_state(sm, l), plain.recurrent_state(sp, l))) << "layer " << l;
+    EXPECT_TRUE(torch::equal(memo.recurrent_state(sm, l), dense.recurrent_state(sd, l))) << "layer " << l;
+  }
+  const auto served = memo.memo_stats();
+  EXPECT_GT(served.hits, served.misses / 4) << "the traffic's repeated inputs were not served from the memo";
+  EXPECT_GT(served.misses, 0);
+  EXPECT_EQ(plain.memo_stats().hits + plain.memo_stats().misses, 0);
+  memo.clear_memo();
+  EXPECT_EQ(memo.memo_stats().hits + memo.memo_stats().misses, 0);
+}
+
 // Stores whose records mix ages (this token's byte and the three before it),
 // read on the first tokens of many sequences: with split_ages the parts
 // already there read back exactly; without it the evaluator calls the

@@ -27,7 +27,7 @@ namespace {
 
 struct RunOptions {
   std::string backend = "model";
-  bool check = false, stats = false, dense = false;
+  bool check = false, stats = false, dense = false, no_memo = false;
   std::string model_dir, dump_tokens, daemon_log;
   uint64_t max_tokens = 0;  // 0: the daemon's default
   std::vector<std::string> command;
@@ -83,7 +83,7 @@ std::vector<std::string> backend_args(const RunOptions& o) {
     // model-trace writes the model's tokens, so it can dump them.
     const bool dump_ok = o.backend == "model-trace";
     for (auto [given, flag] : {std::pair{o.check, "--check"}, std::pair{!o.model_dir.empty(), "--model"},
-                               std::pair{o.dense, "--dense"},
+                               std::pair{o.dense, "--dense"}, std::pair{o.no_memo, "--no-memo"},
                                std::pair{!o.dump_tokens.empty() && !dump_ok, "--dump-tokens"},
                                std::pair{o.max_tokens > 0, "--max-tokens"}})
       if (given) throw std::runtime_error(std::string(flag) + " needs the model backend; --backend " + o.backend + " was given");
@@ -102,6 +102,7 @@ std::vector<std::string> backend_args(const RunOptions& o) {
   args.insert(args.end(), {"--model", fs::absolute(dir).string()});
   if (o.check) args.push_back("--check");
   if (o.dense) args.push_back("--dense");
+  if (o.no_memo) args.push_back("--no-memo");
   if (!o.dump_tokens.empty()) args.insert(args.end(), {"--dump-tokens", fs::absolute(o.dump_tokens).string()});
   if (o.max_tokens > 0) args.insert(args.end(), {"--max-tokens", std::to_string(o.max_tokens)});
   return args;
@@ -217,6 +218,7 @@ qgpu::cli::Register reg("run", [](CLI::App& app) {
                 "compare every generated token, and the memory after each launch, with the reference interpreter; "
                 "the first divergence fails the launch with a report (model backend)");
   sub->add_flag("--dense", o->dense, "the model's dense executor (every weight visited: same tokens, far slower)");
+  sub->add_flag("--no-memo", o->no_memo, "the sparse executor without its sublayer memo (same tokens, slower)");
   sub->add_flag("--stats", o->stats, "print launch, step and token counts (prompt, generated, tokens/s) at exit");
   sub->add_option("--model", o->model_dir,
                   "compiled GPU model directory (model backend; default: $QGPU_MODEL_DIR, else the cache, built on first use)");

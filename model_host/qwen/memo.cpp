@@ -1,0 +1,95 @@
+#include "model_host/qwen/memo.h"
+
+#include <cstring>
+
+namespace qgpu::qwen {
+
+bool SublayerMemo::set_key(const int32_t* cols, const int32_t* cols_end, const float* x) {
+  if (static_cast<size_t>(cols_end - cols) > kMaxColumns) return false;
+  key_.clear();
+  uint64_t h = 0x243f6a8885a308d3ull;
+  for (const int32_t* c = cols; c != cols_end; ++c) {
+    uint32_t bits;
+    std::memcpy(&bits, x + *c, 4);
+    const uint64_t k = (static_cast<uint64_t>(static_cast<uint32_t>(*c)) << 32) | bits;
+    key_.push_back(k);
+    h = (h ^ k) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  }
+  hash_ = h;
+  return true;
+}
+
+const SublayerMemo::Output* SublayerMemo::find() const {
+  const auto it = index_.find(hash_);
+  if (it != index_.end() && entries_[it->second].key == key_) {
+    ++hits_;
+    return &entries_[it->second].out;
+  }
+  ++misses_;
+  return nullptr;
+}
+
+SublayerMemo::Output* SublayerMemo::insert() {
+  if (capacity_ == 0) return nullptr;
+  if (entries_.size() < capacity_) {
+    last_ = entries_.size();
+    entries_.emplace_back();
+  } else {
+    last_ = next_;
+    next_ = (next_ + 1) % capacity_;
+    const auto it = index_.find(entries_[last_].hash);
+    if (it != index_.end() && it->second == last_) index_.erase(it);
+  }
+  Entry& e = entries_[last_];
+  e.key = key_;
+  e.hash = hash_;
+  e.out.word_index.clear();
+  e.out.word.clear();
+  e.out.section_end.clear();
+  e.out.values.clear();
+  index_[hash_] = static_cast<uint32_t>(last_);
+  return &e.out;
+}
+
+void SublayerMemo::forget_last() {
+  Entry& e = entries_[last_];
+  const auto it = index_.find(e.hash);
+  if (it != index_.end() && it->second == last_) index_.erase(it);
+  e.key.clear();
+}
+
+bool SublayerMemo::record(Output& out, const uint64_t* bits, int64_t words, const float* y) {
+  const size_t words_before = out.word_index.size(), values_before = out.values.size();
+  for (int64_t i = 0; i < words; ++i) {
+    uint64_t kept = 0;
+    for (uint64_t b = bits[i]; b != 0; b &= b - 1) {
+      const float v = y[i * 64 + __builtin_ctzll(b)];
+      if (v == 0.0f) continue;  // +0: as if not written
+      kept |= b & -b;
+      out.values.push_back(v);
+    }
+    if (kept == 0) continue;
+    out.word_index.push_back(static_cast<uint32_t>(i));
+    out.word.push_back(kept);
+  }
+  if (out.values.size() > kMaxValues) {
+    out.word_index.resize(words_before);
+    out.word.resize(words_before);
+    out.values.resize(values_before);
+    return false;
+  }
+  out.section_end.push_back(static_cast<uint32_t>(out.word_index.size()));
+  return true;
+}
+
+void SublayerMemo::replay(const Output& out, size_t section, uint64_t* bits, float* y, size_t& value) {
+  const size_t begin = section == 0 ? 0 : out.section_end[section - 1];
+  for (size_t k = begin; k < out.section_end[section]; ++k) {
+    const uint32_t i = out.word_index[k];
+    bits[i] = out.word[k];
+    for (uint64_t b = out.word[k]; b != 0; b &= b - 1) y[int64_t{i} * 64 + __builtin_ctzll(b)] = out.values[value++];
+  }
+}
+
+}  // namespace qgpu::qwen
