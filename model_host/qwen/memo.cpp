@@ -22,16 +22,19 @@ bool SublayerMemo::set_key(const int32_t* cols, const int32_t* cols_end, const f
 
 const SublayerMemo::Output* SublayerMemo::find() const {
   const auto it = index_.find(hash_);
-  if (it != index_.end() && entries_[it->second].key == key_) {
-    ++hits_;
-    return &entries_[it->second].out;
+  const Output* out = it != index_.end() && entries_[it->second].key == key_ ? &entries_[it->second].out : nullptr;
+  ++(out ? hits_ : misses_);
+  window_hits_ += out != nullptr;
+  if (++window_lookups_ == kWindow) {
+    cold_ = window_hits_ < kColdHits;
+    window_lookups_ = window_hits_ = 0;
   }
-  ++misses_;
-  return nullptr;
+  return out;
 }
 
 SublayerMemo::Output* SublayerMemo::insert() {
   if (capacity_ == 0) return nullptr;
+  if (cold_ && ++cold_misses_ % kColdStride != 0) return nullptr;
   if (entries_.size() < capacity_) {
     last_ = entries_.size();
     entries_.emplace_back();

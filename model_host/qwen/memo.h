@@ -47,8 +47,14 @@ class SublayerMemo {
   // The output stored for the key, or null.
   const Output* find() const;
   // An output to fill for the key (replacing the oldest entry when full),
-  // empty; null when the memo holds nothing (capacity 0).
+  // empty; null when the memo holds nothing (capacity 0), and for all but
+  // one in kColdStride misses while the memo is cold: fewer than
+  // kColdHits of its last kWindow lookups found an entry (a sublayer whose
+  // inputs do not recur, such as an ALU's on operand values, then costs its
+  // lookups only; one in kColdStride still records, so that inputs that
+  // begin to recur warm it again).
   Output* insert();
+  static constexpr int kWindow = 64, kColdHits = 4, kColdStride = 16;
   // Drops the entry insert() gave (its output was too large to keep).
   void forget_last();
 
@@ -81,6 +87,9 @@ class SublayerMemo {
   size_t next_ = 0;                               // the entry insert() replaces next once full
   size_t last_ = 0;                               // the entry insert() gave last
   mutable int64_t hits_ = 0, misses_ = 0;
+  mutable int window_lookups_ = 0, window_hits_ = 0;
+  mutable bool cold_ = false;
+  int cold_misses_ = 0;
 };
 
 }  // namespace qgpu::qwen

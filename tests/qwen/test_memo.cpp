@@ -112,6 +112,30 @@ TEST(SublayerMemo, ReplacesTheOldestEntryWhenFull) {
   EXPECT_EQ(memo.find(), nullptr);
 }
 
+TEST(SublayerMemo, AMemoWhoseInputsDoNotRecurRecordsOneMissInSixteen) {
+  SublayerMemo memo(1024);
+  const int32_t col = 0;
+  auto miss = [&](int i) {
+    auto x = input({{col, static_cast<float>(i + 1)}});
+    EXPECT_TRUE(memo.set_key(&col, &col + 1, x.data()));
+    EXPECT_EQ(memo.find(), nullptr);
+    return memo.insert() != nullptr;
+  };
+  int recorded = 0;
+  for (int i = 0; i < SublayerMemo::kWindow; ++i) recorded += miss(i);
+  EXPECT_EQ(recorded, SublayerMemo::kWindow - 1);  // warm until the window's last lookup finds it cold
+  recorded = 0;
+  for (int i = 0; i < 4 * SublayerMemo::kColdStride; ++i) recorded += miss(1000 + i);
+  EXPECT_EQ(recorded, 4);
+  // Inputs that recur warm it again: a window with enough hits.
+  for (int i = 0; i < SublayerMemo::kWindow; ++i) {
+    auto x = input({{col, 1.0f}});
+    memo.set_key(&col, &col + 1, x.data());
+    EXPECT_NE(memo.find(), nullptr);
+  }
+  EXPECT_TRUE(miss(5000));
+}
+
 TEST(SublayerMemo, KeepsNeitherLongInputsNorLargeOutputs) {
   SublayerMemo memo(2);
   std::vector<int32_t> cols(SublayerMemo::kMaxColumns + 1);
