@@ -128,6 +128,12 @@ struct Workspace {
   // Per token, a bit per residual entry that may be non-zero (x_bits), and
   // per row of y that the last mixer or MLP may have made non-zero (y_bits).
   std::vector<uint64_t> x_bits, y_bits;
+  // Per token, the squared sum of x, kept exactly while it can be (see body()).
+  struct SquaredSum {
+    int64_t sum = 0;      // of the squares of the entries that are small integers
+    int64_t inexact = 0;  // entries that are not (NaN and infinities included)
+  };
+  std::vector<SquaredSum> squares;
   std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
   std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows apply_cut computed
   std::vector<uint64_t> z_bits;                     // per token, the z rows the product wrote
@@ -835,13 +841,33 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   // With `reads` (non-empty), only the entries the next products read are
   // normalised and listed; the others of normed are not read before the
   // next norm writes them (or they leave x_bits and become +0).
+  //
+  // The squared sum the norm needs is kept per token as x changes: when
+  // every entry is an integer of magnitude below 2^12 (its square an integer
+  // below 2^24) and the sum is below 2^24, every partial sum of the lane
+  // scheme is an integer below 2^24, exact in fp32, so lane_dot(x, x) is the
+  // sum itself whatever the order of its terms, and the norm takes the kept
+  // sum instead of adding the squares again.  (A compiled circuit's residual
+  // holds integers whose squares sum to 2^23.)  Otherwise it sums them.
+  ws.squares.assign(T, {});
+  auto account = [](float v, Workspace::SquaredSum& s, int64_t sign) {
+    if (std::fabs(v) < 4096.0f && static_cast<float>(static_cast<int32_t>(v)) == v) {
+      const auto i = static_cast<int64_t>(v);
+      s.sum += sign * i * i;
+    } else {
+      s.inexact += sign;
+    }
+  };
   auto norm = [&](const std::vector<float>& one_plus_w, const std::vector<uint64_t>& reads) {
     ws.support.clear(H);
     const bool all = reads.empty();
     for (int64_t t = 0; t < T; ++t) {
       const float* xt = &x[t * H];
       const uint64_t* xb = &ws.x_bits[t * words];
-      const float r = rms_scale(lane_dot(xt, xt, xb, words), H, eps);
+      const Workspace::SquaredSum& sq = ws.squares[t];
+      const float squares = sq.inexact == 0 && sq.sum < (int64_t{1} << 24) ? static_cast<float>(sq.sum)
+                                                                             : lane_dot(xt, xt, xb, words);
+      const float r = rms_scale(squares, H, eps);
       auto put = [&](int64_t c) {
         const float v = store((xt[c] * r) * one_plus_w[c]);
         normed[t * H + c] = v;
@@ -863,7 +889,9 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
         xb |= bits;
         for (uint64_t b = bits; b != 0; b &= b - 1) {
           const int64_t c = t * H + i * 64 + __builtin_ctzll(b);
+          account(x[c], ws.squares[t], -1);
           x[c] = store(x[c] + store(y[c]));
+          account(x[c], ws.squares[t], 1);
           if (x[c] == 0.0f) {
             xb &= ~(b & -b);
             normed[c] = 0.0f;
@@ -878,7 +906,10 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
     store(&x[t * H], H);
     for (int64_t c = 0; c < H; ++c) {
       x[t * H + c] += 0.0f;
-      if (x[t * H + c] != 0.0f || x[t * H + c] != x[t * H + c]) ws.x_bits[t * words + c / 64] |= uint64_t{1} << (c % 64);
+      if (x[t * H + c] != 0.0f || x[t * H + c] != x[t * H + c]) {
+        ws.x_bits[t * words + c / 64] |= uint64_t{1} << (c % 64);
+        account(x[t * H + c], ws.squares[t], 1);
+      }
     }
   }
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {

@@ -540,6 +540,40 @@ TEST(QwenMatrix, AllFiniteFindsEveryInfinityAndNaN) {
       }
 }
 
+// The norm's squared sum kept as the residual changes (Model's body): when
+// every entry is an integer below 2^12 in magnitude and the squares sum
+// below 2^24, the lane scheme gives exactly that integer sum, whatever the
+// entries, so a sum kept term by term is the one lane_dot would give.
+TEST(QwenMatrix, SquaredSumsOfSmallIntegersAreExactInTheLaneScheme) {
+  std::mt19937 rng(5);
+  const int64_t n = 2048, words = Support::words(n);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<float> x(n, 0.0f);
+    std::vector<uint64_t> bits(words, 0);
+    // Up to the bound: a few large entries (a circuit's anchors) and many
+    // small ones, in random places, until the next would pass 2^24.
+    const int64_t limit = (trial % 3 == 0) ? (int64_t{1} << 23) : (int64_t{1} << 24) - 1;
+    int64_t exact = 0;
+    const int large = trial % 5;
+    for (int k = 0; k < 1500; ++k) {
+      const int magnitude = k < large ? 4095 - static_cast<int>(rng() % 64) : 1 + static_cast<int>(rng() % (trial % 2 ? 64 : 600));
+      const int64_t c = static_cast<int64_t>(rng() % n);
+      const int64_t old = static_cast<int64_t>(x[c]);
+      const int64_t next = exact - old * old + int64_t{magnitude} * magnitude;
+      if (next > limit) continue;
+      exact = next;
+      x[c] = (rng() & 1) ? static_cast<float>(magnitude) : -static_cast<float>(magnitude);
+      bits[c / 64] |= uint64_t{1} << (c % 64);
+    }
+    const float kept = static_cast<float>(exact);
+    ASSERT_TRUE(same_bits(qgpu::qwen::lane_dot(x.data(), x.data(), bits.data(), words), kept)) << "trial " << trial;
+    ASSERT_TRUE(same_bits(qgpu::qwen::lane_dot(x.data(), x.data(), n), kept)) << "trial " << trial;
+  }
+  // Past the bound the lane scheme rounds: 2^24 + 1 is not a float.
+  std::vector<float> x = {4096.0f, 1.0f};
+  EXPECT_EQ(qgpu::qwen::lane_dot(x.data(), x.data(), 2), 16777216.0f);
+}
+
 // Sparse storage skips pages of lazily zero-filled memory that were never
 // written, and still finds values on pages that were: written and cleared
 // again, only read (then the kernel maps a zero page), or written.
