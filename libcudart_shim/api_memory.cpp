@@ -120,21 +120,20 @@ cudaError_t copy_on(Runtime& rt, const StreamPtr& s, void* dst, const void* src,
   }
   Op op;
   op.kind = Op::Device;
-  op.waited = wait;
   op.body = [&rt, dst, src, n, dir, staged](double& seconds) {
     return do_copy(rt, dst, src, n, dir, staged.get(), seconds);
   };
-  Mark m = rt.streams().enqueue(s, std::move(op));
-  if (!wait) return cudaSuccess;
-  rt.streams().wait(m);
-  return m.at->error;
+  if (!wait) {
+    rt.streams().enqueue(s, std::move(op));
+    return cudaSuccess;
+  }
+  return rt.streams().run(s, std::move(op)).at->error;
 }
 
 cudaError_t memset_on(Runtime& rt, const StreamPtr& s, void* p, int value, size_t n, bool wait) {
   if (n == 0) return cudaSuccess;
   Op op;
   op.kind = Op::Device;
-  op.waited = wait;
   op.body = [&rt, p, value, n](double& seconds) {
     qgpu::client::Connection& c = rt.conn();
     auto t = std::chrono::steady_clock::now();
@@ -143,10 +142,11 @@ cudaError_t memset_on(Runtime& rt, const StreamPtr& s, void* p, int value, size_
     seconds += since(t);
     return cudaSuccess;
   };
-  Mark m = rt.streams().enqueue(s, std::move(op));
-  if (!wait) return cudaSuccess;
-  rt.streams().wait(m);
-  return m.at->error;
+  if (!wait) {
+    rt.streams().enqueue(s, std::move(op));
+    return cudaSuccess;
+  }
+  return rt.streams().run(s, std::move(op)).at->error;
 }
 
 // cudaMemcpy: the copy on the default stream, then what a synchronizing

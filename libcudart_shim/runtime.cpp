@@ -90,7 +90,7 @@ Runtime& Runtime::get() {
       Runtime& rt = Runtime::get();
       // Work still queued completes first (its printf output included), then
       // the goodbye: the daemon frees this process's memory now.
-      rt.streams_.wait(rt.streams_.all_marks());
+      if (!Streams::on_runtime_thread()) rt.streams_.wait(rt.streams_.all_marks());
       rt.flush_printf();
       std::lock_guard<std::recursive_mutex> g(rt.mu_);
       rt.conn_ptr_ = nullptr;

@@ -17,6 +17,7 @@ struct PerThread {
   }
 };
 thread_local PerThread t_stream;
+thread_local bool t_runtime_thread = false;
 
 }  // namespace
 
@@ -72,8 +73,7 @@ bool Streams::destroy(cudaStream_t handle) {
   return true;
 }
 
-Mark Streams::enqueue(const StreamPtr& s, Op op) {
-  std::lock_guard<std::mutex> g(mu_);
+void Streams::add_implicit_locked(const StreamPtr& s, Op& op) {
   if (s->kind == Stream::Kind::Legacy) {
     for (auto& [p, t] : live_)
       if (t->blocking() && t->enqueued > t->completed) op.after.push_back(tail_locked(t));
@@ -81,6 +81,11 @@ Mark Streams::enqueue(const StreamPtr& s, Op op) {
     op.after.push_back(tail_locked(legacy_));
   }
   if (!op.done) op.done = std::make_shared<Completion>();
+}
+
+Mark Streams::enqueue(const StreamPtr& s, Op op) {
+  std::lock_guard<std::mutex> g(mu_);
+  add_implicit_locked(s, op);
   Mark m{s, s->enqueued + 1, op.done};
   s->queue.push_back(std::move(op));
   s->enqueued += 1;
@@ -90,6 +95,62 @@ Mark Streams::enqueue(const StreamPtr& s, Op op) {
   }
   cv_.notify_all();
   return m;
+}
+
+Mark Streams::run(const StreamPtr& s, Op op) {
+  op.waited = true;
+  std::unique_lock<std::mutex> g(mu_);
+  add_implicit_locked(s, op);
+  bool ready = s->completed == s->enqueued;
+  for (const Mark& m : op.after) ready &= reached_locked(m);
+  if (!ready) {
+    g.unlock();
+    Mark m = enqueue(s, std::move(op));
+    wait(m);
+    return m;
+  }
+  // The stream is idle: the operation runs here, counted as queued so that
+  // work queued meanwhile (on this stream, or waiting for it) waits for it.
+  s->enqueued += 1;
+  Mark m{s, s->enqueued, op.done};
+  g.unlock();
+  double seconds = 0;
+  cudaError_t e = execute(op, seconds);
+  g.lock();
+  complete_locked(s, op, e, seconds);
+  return m;
+}
+
+bool Streams::on_runtime_thread() { return t_runtime_thread; }
+
+cudaError_t Streams::execute(Op& op, double& seconds) {
+  Runtime& rt = Runtime::get();
+  cudaError_t e = cudaSuccess;
+  if (op.kind == Op::Device && rt.sticky() != cudaSuccess) {
+    e = rt.sticky();
+  } else if (op.body) {
+    try {
+      e = op.body(seconds);
+    } catch (const client::Error& x) {
+      if (x.lost) rt.make_sticky(cudaError_t(x.code));
+      e = fail(cudaError_t(x.code), x.what());
+    } catch (const std::exception& x) {
+      e = fail(cudaErrorUnknown, x.what());
+    }
+  }
+  // An error nobody waits for is reported by the next synchronizing call
+  // (a sticky one already is, by every call).
+  if (e != cudaSuccess && !op.waited && !is_execution_error(e) && e != rt.sticky()) rt.defer_error(e);
+  return e;
+}
+
+void Streams::complete_locked(const StreamPtr& s, Op& op, cudaError_t e, double seconds) {
+  clock_ += seconds;
+  op.done->error = e;
+  op.done->clock = clock_;
+  s->completed += 1;
+  op = Op{};  // drops what the operation held (staged bytes, marks) before waking waiters
+  cv_.notify_all();
 }
 
 bool Streams::reached(const Mark& m) {
@@ -140,11 +201,14 @@ double Streams::clock() {
 }
 
 void Streams::serve(StreamPtr s) {
-  Runtime& rt = Runtime::get();
+  t_runtime_thread = true;
   std::unique_lock<std::mutex> g(mu_);
   for (;;) {
     cv_.wait(g, [&] {
       if (s->queue.empty()) return s->destroyed;
+      // Nothing of this stream in flight (an operation run by its caller),
+      // and what the next operation waits for is reached.
+      if (s->completed + s->queue.size() != s->enqueued) return false;
       for (const Mark& m : s->queue.front().after)
         if (!reached_locked(m)) return false;
       return true;
@@ -153,33 +217,10 @@ void Streams::serve(StreamPtr s) {
     Op op = std::move(s->queue.front());
     s->queue.pop_front();
     g.unlock();
-
     double seconds = 0;
-    cudaError_t e = cudaSuccess;
-    if (op.kind == Op::Device && rt.sticky() != cudaSuccess) {
-      e = rt.sticky();
-    } else if (op.body) {
-      try {
-        e = op.body(seconds);
-      } catch (const client::Error& x) {
-        if (x.lost) rt.make_sticky(cudaError_t(x.code));
-        e = fail(cudaError_t(x.code), x.what());
-      } catch (const std::exception& x) {
-        e = fail(cudaErrorUnknown, x.what());
-      }
-    }
-    // An error nobody waits for is reported by the next synchronizing call
-    // (a sticky one already is, by every call).
-    if (e != cudaSuccess && !op.waited && !is_execution_error(e) && e != rt.sticky())
-      rt.defer_error(e);
-
+    cudaError_t e = execute(op, seconds);
     g.lock();
-    clock_ += seconds;
-    op.done->error = e;
-    op.done->clock = clock_;
-    s->completed += 1;
-    op = Op{};  // drops what the operation held (staged bytes, marks) before waking waiters
-    cv_.notify_all();
+    complete_locked(s, op, e, seconds);
   }
   live_.erase(s.get());
   cv_.notify_all();

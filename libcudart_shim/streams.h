@@ -72,7 +72,7 @@ struct Stream {
   int priority = 0;
   unsigned long long id = 0;
   std::deque<Op> queue;
-  uint64_t enqueued = 0, completed = 0;
+  uint64_t enqueued = 0, completed = 0;  // operations queued (or running) and completed
   bool started = false;    // its runtime thread runs
   bool destroyed = false;  // the thread ends once the queue is empty
   bool blocking() const { return kind != Kind::Legacy && !(flags & cudaStreamNonBlocking); }
@@ -92,6 +92,10 @@ class Streams {
   // Queues `op` on `s` (with the legacy stream's implicit dependencies) and
   // returns the point after it.
   Mark enqueue(const StreamPtr& s, Op op);
+  // Queues `op` and waits for it; runs it on the calling thread when the
+  // stream is idle and nothing it waits for is pending (a synchronous copy
+  // then costs no hand-over to the runtime thread).
+  Mark run(const StreamPtr& s, Op op);
   bool reached(const Mark& m);
   void wait(const Mark& m);
   // The points a synchronisation of `s` waits for: its own queue, and for
@@ -102,9 +106,14 @@ class Streams {
   bool reached(const std::vector<Mark>& ms);
   void wait(const std::vector<Mark>& ms);
   double clock();
+  // Whether the calling thread is a stream's runtime thread.
+  static bool on_runtime_thread();
 
  private:
   void serve(StreamPtr s);
+  void add_implicit_locked(const StreamPtr& s, Op& op);
+  static cudaError_t execute(Op& op, double& seconds);
+  void complete_locked(const StreamPtr& s, Op& op, cudaError_t e, double seconds);
   StreamPtr legacy_locked();
   bool reached_locked(const Mark& m) const { return !m.stream || m.stream->completed >= m.seq; }
   Mark tail_locked(const StreamPtr& s) const { return {s, s->enqueued, nullptr}; }
