@@ -400,6 +400,28 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* pt
   });
 }
 
+// Hints: managed memory moves at launches and synchronization whatever the
+// program says, so prefetching and advice are accepted for managed ranges.
+static cudaError_t managed_hint(const void* p, size_t count, cudaStream_t* stream, bool per_thread) {
+  return guarded([&](Runtime& rt) {
+    if (stream) stream_of(*stream, per_thread);
+    auto m = rt.mirrors().find_device(addr(p));
+    if (!m || (m->kind != Mirrors::Managed && m->kind != Mirrors::ManagedVariable) || addr(p) + count > m->dev + m->size)
+      return fail(cudaErrorInvalidValue, "prefetch or advice for a range that is not managed memory");
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaMemPrefetchAsync(const void* p, size_t count, cudaMemLocation, unsigned int, cudaStream_t stream) {
+  return managed_hint(p, count, &stream, false);
+}
+cudaError_t cudaMemPrefetchAsync_ptsz(const void* p, size_t count, cudaMemLocation, unsigned int, cudaStream_t stream) {
+  return managed_hint(p, count, &stream, true);
+}
+cudaError_t cudaMemAdvise(const void* p, size_t count, cudaMemoryAdvise, cudaMemLocation) {
+  return managed_hint(p, count, nullptr, false);
+}
+
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   return memcpy_sync(dst, src, count, kind, false);
 }

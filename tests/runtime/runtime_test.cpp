@@ -164,6 +164,8 @@ TEST(Runtime, ManagedAndMappedMemory) {
   EXPECT_EQ(m["managed_after_kernel"], "1");
   EXPECT_EQ(m["managed_two_kernels"], "1");
   EXPECT_EQ(m["managed_copies"], "1");
+  EXPECT_EQ(m["prefetch_managed"], "cudaSuccess");
+  EXPECT_EQ(m["prefetch_unmanaged"], "cudaErrorInvalidValue");
   EXPECT_EQ(m["managed_var_initial"], "5");
   EXPECT_EQ(m["managed_var_after_kernel"], "15");
   EXPECT_EQ(m["managed_var_after_host_write"], "30");

@@ -47,6 +47,9 @@ int main() {
   inc_all<<<1, 16>>>(m, 10);  // sees the first kernel's results, not the host's stale copy
   cudaDeviceSynchronize();
   value("managed_two_kernels", all_equal(m, 16, 111));
+  cudaMemLocation loc{};
+  loc.type = cudaMemLocationTypeDevice;
+  report("prefetch_managed", cudaMemPrefetchAsync(m, 16 * sizeof(int), loc, 0, 0));
   // Copies from and to managed memory see the current copy.
   int* d;
   cudaMalloc(&d, 16 * sizeof(int));
@@ -92,6 +95,7 @@ int main() {
   cudaMallocHost(&pinned, 64);
   void* none = nullptr;
   report("unmapped_device_pointer", cudaHostGetDevicePointer(&none, pinned, 0));
+  report("prefetch_unmanaged", cudaMemPrefetchAsync(pinned, 64, loc, 0, 0));
   cudaGetLastError();
 
   int local = 0;
