@@ -117,6 +117,32 @@ std::optional<Mirrors::Range> Mirrors::find_host(const void* p) {
   return std::nullopt;
 }
 
+// Writes the host copy to the device: the pages that differ from what the
+// device holds, or all of it when that is not known.
+void Mirrors::push(client::Connection& c, Range& r) {
+  if (!r.device_bytes) {
+    if (r.size) c.write(r.dev, r.host, r.size);
+    return;
+  }
+  const uint64_t chunk = page_size();
+  const uint8_t* known = r.device_bytes->data();
+  for (uint64_t off = 0; off < r.size;) {
+    uint64_t n = std::min(chunk, r.size - off);
+    if (std::memcmp(known + off, r.host + off, n) == 0) {
+      off += n;
+      continue;
+    }
+    uint64_t end = off + n;  // a run of changed pages, one write
+    while (end < r.size) {
+      uint64_t m = std::min(chunk, r.size - end);
+      if (std::memcmp(known + end, r.host + end, m) == 0) break;
+      end += m;
+    }
+    c.write(r.dev + off, r.host + off, end - off);
+    off = end;
+  }
+}
+
 bool Mirrors::overlaps(const Range& r, const Access& a) const {
   if (a.all) return true;
   uint64_t lo = a.device ? r.dev : reinterpret_cast<uint64_t>(r.host);
@@ -131,11 +157,13 @@ std::unique_lock<std::mutex> Mirrors::prepare(client::Connection& c, std::initia
     for (const Access& a : accesses)
       if (overlaps(r, a)) (a.device ? device : host) = true;
     if (device && r.host_current) {
-      if (r.size) c.write(r.dev, r.host, r.size);
+      push(c, r);
       r.host_current = false;
+      r.device_bytes.reset();  // the operation may change the device copy
     } else if (host && !device && !r.host_current) {
       if (r.size) c.read(r.host, r.dev, r.size);
       r.host_current = true;
+      r.device_bytes = std::make_shared<std::vector<uint8_t>>(r.host, r.host + r.size);
     }
   }
   return g;

@@ -7,7 +7,10 @@
 // coherent at CUDA's points: before the device uses a range (a launch, a
 // copy or memset that touches it) the host copy is written to the device if
 // the host's is the current one; after a synchronizing call the device copy
-// is read back if the device's is.  Managed memory and cudaHostAllocMapped
+// is read back if the device's is (and only the pages the host changed go
+// to the device: the runtime keeps what the device holds to compare with,
+// rather than write-protecting the pages, which would turn a system call
+// writing into them into EFAULT).  Managed memory and cudaHostAllocMapped
 // memory live on the host at exactly their device address (pages mapped
 // with MAP_FIXED_NOREPLACE), so one pointer is valid on both sides;
 // cudaHostRegisterMapped memory keeps the program's address and gets a
@@ -20,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -38,6 +42,10 @@ class Mirrors {
     Kind kind = Managed;
     unsigned flags = 0;
     bool host_current = true;  // else the device copy is the newer one
+    // While the host copy is current: the bytes the device copy holds, when
+    // known (after a copy either way), so that only the pages the host
+    // changed are written to the device.
+    std::shared_ptr<std::vector<uint8_t>> device_bytes;
   };
   // One side of an operation's memory: `n` bytes at `addr`, a device
   // address (device = true) or a host one; all = every range.
@@ -68,6 +76,7 @@ class Mirrors {
 
  private:
   bool overlaps(const Range& r, const Access& a) const;
+  void push(client::Connection& c, Range& r);
   void map_pages(uint64_t dev, uint64_t size);
   void unmap_pages(uint64_t dev, uint64_t size);
 

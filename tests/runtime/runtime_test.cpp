@@ -164,6 +164,7 @@ TEST(Runtime, ManagedAndMappedMemory) {
   EXPECT_EQ(m["managed_after_kernel"], "1");
   EXPECT_EQ(m["managed_two_kernels"], "1");
   EXPECT_EQ(m["managed_copies"], "1");
+  EXPECT_EQ(m["managed_pages"], "1");
   EXPECT_EQ(m["prefetch_managed"], "cudaSuccess");
   EXPECT_EQ(m["prefetch_unmanaged"], "cudaErrorInvalidValue");
   EXPECT_EQ(m["managed_var_initial"], "5");

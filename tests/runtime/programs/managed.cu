@@ -9,6 +9,7 @@ __managed__ int counter = 5;
 
 __global__ void inc_all(int* p, int by) { p[threadIdx.x] += by; }
 __global__ void add_counter(int by) { counter += by; }
+__global__ void sum_two(int* p, int a, int b) { p[0] = p[a] + p[b]; }
 
 static int all_equal(const int* p, int n, int base) {
   int ok = 1;
@@ -58,6 +59,23 @@ int main() {
   inc_all<<<1, 16>>>(d, 1);
   cudaMemcpy(m, d, 16 * sizeof(int), cudaMemcpyDefault);
   value("managed_copies", all_equal(m, 16, 201));
+
+  // Host writes to the first and last of three pages after a synchronization
+  // reach the device, and the page between keeps the device's bytes.
+  int* big = nullptr;
+  cudaMallocManaged(&big, 3072 * sizeof(int));
+  for (int i = 0; i < 3072; ++i) big[i] = i;
+  inc_all<<<1, 16>>>(big + 1024, 1000);  // the device changes page 1
+  cudaDeviceSynchronize();
+  big[10] = -3;
+  big[2500] = -7;
+  sum_two<<<1, 1>>>(big, 10, 2500);
+  cudaDeviceSynchronize();
+  int intact = big[0] == -10 && big[10] == -3 && big[2500] == -7;
+  for (int i = 1; i < 3072; ++i)
+    if (i != 10 && i != 2500) intact &= big[i] == i + (i >= 1024 && i < 1040 ? 1000 : 0);
+  value("managed_pages", intact);
+  cudaFree(big);
 
   // __managed__: the module's initial value, kernels' updates, host writes.
   value("managed_var_initial", counter);
