@@ -7,7 +7,9 @@
 // device copies and for copies between the device and pinned host memory,
 // while a copy from pageable memory is staged first and one to pageable
 // memory waits, since the program may reuse or read its buffer as soon as
-// the call returns; cudaMemset waits, cudaMemsetAsync does not.
+// the call returns; cudaMemset returns at once unless it sets managed or
+// mapped memory.  The device ranges of asynchronous copies and memsets are
+// checked when the call is made.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -110,6 +112,11 @@ cudaError_t copy_on(Runtime& rt, const StreamPtr& s, void* dst, const void* src,
     return set_error(cudaErrorInvalidMemcpyDirection);
   std::shared_ptr<std::vector<uint8_t>> staged;
   if (!wait) {
+    // Checked now, as CUDA checks an asynchronous copy's pointers.
+    if (dir == cudaMemcpyDeviceToDevice || dir == cudaMemcpyDeviceToHost)
+      rt.check_device_range(addr(src), n, "asynchronous copy source");
+    if (dir == cudaMemcpyDeviceToDevice || dir == cudaMemcpyHostToDevice)
+      rt.check_device_range(addr(dst), n, "asynchronous copy destination");
     bool src_host = dir == cudaMemcpyHostToHost || dir == cudaMemcpyHostToDevice;
     bool dst_host = dir == cudaMemcpyHostToHost || dir == cudaMemcpyDeviceToHost;
     if (dst_host && !stable(rt, dst, n)) wait = true;
@@ -132,6 +139,7 @@ cudaError_t copy_on(Runtime& rt, const StreamPtr& s, void* dst, const void* src,
 
 cudaError_t memset_on(Runtime& rt, const StreamPtr& s, void* p, int value, size_t n, bool wait) {
   if (n == 0) return cudaSuccess;
+  if (!wait) rt.check_device_range(addr(p), n, "memset");
   Op op;
   op.kind = Op::Device;
   op.body = [&rt, p, value, n](double& seconds) {
@@ -164,8 +172,13 @@ cudaError_t memcpy_async(void* dst, const void* src, size_t count, cudaMemcpyKin
   return guarded([&](Runtime& rt) { return copy_on(rt, stream_of(stream, per_thread), dst, src, count, kind, false); });
 }
 
-cudaError_t memset_call(void* p, int value, size_t count, cudaStream_t stream, bool per_thread, bool wait) {
-  return guarded([&](Runtime& rt) { return memset_on(rt, stream_of(stream, per_thread), p, value, count, wait); });
+// cudaMemset returns before the device has done it, as CUDA's does, except
+// on managed and mapped memory (which the host may read right after).
+cudaError_t memset_call(void* p, int value, size_t count, cudaStream_t stream, bool per_thread, bool async) {
+  return guarded([&](Runtime& rt) {
+    bool wait = !async && rt.mirrors().find_device(addr(p));
+    return memset_on(rt, stream_of(stream, per_thread), p, value, count, wait);
+  });
 }
 
 // The device address of a symbol's bytes [offset, offset + count).
@@ -214,6 +227,7 @@ void free_device(Runtime& rt, uint64_t dev) {
   rt.streams().wait(rt.streams().all_marks());
   rt.mirrors().remove(dev);
   rt.conn().free(dev);
+  rt.note_free(dev);
 }
 
 }  // namespace
@@ -223,7 +237,9 @@ extern "C" {
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
   if (!devPtr) return set_error(cudaErrorInvalidValue);
   return guarded([&](Runtime& rt) {
-    *devPtr = reinterpret_cast<void*>(rt.conn().malloc(size));
+    uint64_t a = rt.conn().malloc(size);
+    rt.note_allocation(a, size);
+    *devPtr = reinterpret_cast<void*>(a);
     return cudaSuccess;
   });
 }
@@ -249,6 +265,7 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
       rt.conn().free(a);
       throw;
     }
+    rt.note_allocation(a, size);
     *devPtr = reinterpret_cast<void*>(a);
     return cudaSuccess;
   });
@@ -274,6 +291,7 @@ cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
       rt.conn().free(a);
       throw;
     }
+    rt.note_allocation(a, size);
     std::lock_guard<std::mutex> g(g_pinned_mu);
     g_pinned[a] = Pinned{size, flags, false, a};
     *pHost = reinterpret_cast<void*>(a);
@@ -318,6 +336,7 @@ cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
       rt.conn().free(a);
       throw;
     }
+    rt.note_allocation(a, size);
     std::lock_guard<std::mutex> g(g_pinned_mu);
     g_pinned[addr(ptr)] = Pinned{size, flags, true, a};
     return cudaSuccess;
@@ -435,15 +454,15 @@ cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count, cudaM
   return memcpy_async(dst, src, count, kind, stream, true);
 }
 
-cudaError_t cudaMemset(void* devPtr, int value, size_t count) { return memset_call(devPtr, value, count, nullptr, false, true); }
+cudaError_t cudaMemset(void* devPtr, int value, size_t count) { return memset_call(devPtr, value, count, nullptr, false, false); }
 cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
-  return memset_call(devPtr, value, count, nullptr, true, true);
+  return memset_call(devPtr, value, count, nullptr, true, false);
 }
 cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
-  return memset_call(devPtr, value, count, stream, false, false);
+  return memset_call(devPtr, value, count, stream, false, true);
 }
 cudaError_t cudaMemsetAsync_ptsz(void* devPtr, int value, size_t count, cudaStream_t stream) {
-  return memset_call(devPtr, value, count, stream, true, false);
+  return memset_call(devPtr, value, count, stream, true, true);
 }
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind) {

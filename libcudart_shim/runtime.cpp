@@ -137,6 +137,37 @@ void Runtime::defer_error(cudaError_t e) {
   if (deferred_ == cudaSuccess) deferred_ = e;
 }
 
+void Runtime::note_allocation(uint64_t addr, uint64_t size) {
+  if (addr == 0) return;
+  std::lock_guard<std::mutex> g(allocations_mu_);
+  allocations_[addr] = size;
+}
+
+void Runtime::note_free(uint64_t addr) {
+  std::lock_guard<std::mutex> g(allocations_mu_);
+  allocations_.erase(addr);
+}
+
+void Runtime::check_device_range(uint64_t addr, uint64_t n, const std::string& what) {
+  auto hex = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  std::lock_guard<std::mutex> g(allocations_mu_);
+  auto it = allocations_.upper_bound(addr);
+  if (it != allocations_.begin()) {
+    --it;
+    if (addr < it->first + it->second) {
+      if (n <= it->first + it->second - addr) return;
+      throw client::Error(cudaErrorInvalidValue, what + ": [" + hex(addr) + ", +" + std::to_string(n) +
+                                                     ") runs past the end of the allocation at " + hex(it->first) +
+                                                     " of " + std::to_string(it->second) + " bytes");
+    }
+  }
+  throw client::Error(cudaErrorInvalidValue, what + ": " + hex(addr) + " is not inside any live allocation");
+}
+
 void Runtime::add_printf(const std::string& s) {
   if (s.empty()) return;
   std::lock_guard<std::mutex> g(printf_mu_);
@@ -217,6 +248,7 @@ Module& Runtime::load(Module& m) {
   if (m.loaded) return m;
   m.image = conn().load_module(m.ptx);
   m.loaded = true;
+  for (const auto& mv : m.image.vars) note_allocation(mv.addr, mv.size);
   // __managed__ variables: host pages at their device addresses, holding
   // what the module initialised them to; the program reads them through
   // the pointer it registered.
@@ -351,6 +383,10 @@ void Runtime::reset() {
   flush_printf();
   std::lock_guard<std::recursive_mutex> g(mu_);
   mirrors_.clear();
+  {
+    std::lock_guard<std::mutex> a(allocations_mu_);
+    allocations_.clear();
+  }
   conn_ptr_ = nullptr;
   conn_.reset();
   conn_error_.reset();

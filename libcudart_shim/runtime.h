@@ -110,6 +110,16 @@ class Runtime {
   void add_printf(const std::string& s);
   void reset();  // cudaDeviceReset: a fresh session, errors cleared
 
+  // Device allocations as this process made them (cudaMalloc, managed and
+  // mapped memory, module variables): an asynchronous copy or memset is
+  // checked against them when it is made, as CUDA's are, rather than only
+  // when the daemon runs it.
+  void note_allocation(uint64_t addr, uint64_t size);
+  void note_free(uint64_t addr);
+  // Throws client::Error (cudaErrorInvalidValue) naming what is wrong unless
+  // [addr, addr + n) lies inside one live allocation.
+  void check_device_range(uint64_t addr, uint64_t n, const std::string& what);
+
   Streams& streams() { return streams_; }
   Mirrors& mirrors() { return mirrors_; }
 
@@ -128,6 +138,8 @@ class Runtime {
   std::atomic<cudaError_t> sticky_{cudaSuccess};
   std::mutex deferred_mu_;
   cudaError_t deferred_ = cudaSuccess;
+  std::mutex allocations_mu_;
+  std::map<uint64_t, uint64_t> allocations_;  // device address -> size
   std::mutex printf_mu_;
   std::string pending_printf_;
   Streams streams_;

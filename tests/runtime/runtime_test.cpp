@@ -130,10 +130,13 @@ TEST(Runtime, ErrorsOfAsynchronousWork) {
   EXPECT_EQ(m["config_launch"], "cudaErrorInvalidConfiguration");
   EXPECT_EQ(m["config_cleared"], "cudaSuccess");
   EXPECT_EQ(m["config_sync"], "cudaSuccess");
-  EXPECT_EQ(m["async_copy_call"], "cudaSuccess");
-  EXPECT_EQ(m["async_copy_sync"], "cudaErrorInvalidValue");
-  EXPECT_EQ(m["async_copy_sync_again"], "cudaSuccess");
+  EXPECT_EQ(m["async_copy_call"], "cudaErrorInvalidValue");
   EXPECT_EQ(m["async_copy_last_error"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["async_copy_sync"], "cudaSuccess");
+  EXPECT_EQ(m["memset_async_past_end"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["memset_unallocated"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["memset"], "cudaSuccess");
+  EXPECT_EQ(m["memset_value"], "abababab");
   EXPECT_EQ(m["after_async_copy"], "cudaSuccess");
   EXPECT_EQ(m["assert_launch"], "cudaSuccess");
   EXPECT_EQ(m["assert_query_gated"], "cudaErrorNotReady");
@@ -141,6 +144,7 @@ TEST(Runtime, ErrorsOfAsynchronousWork) {
                         "assert_device_sync"})
     EXPECT_EQ(m[k], "cudaErrorAssert") << k;
   EXPECT_NE(r.err.find("runs past the end of the allocation"), std::string::npos);
+  EXPECT_NE(r.err.find("not inside any live allocation"), std::string::npos);
 }
 
 TEST(Runtime, PerThreadDefaultStreams) {

@@ -35,7 +35,7 @@ PROGRAMS = [
     ("tests/runtime/programs/streams", [], ["stream_order 1", "wait_event_value 11", "elapsed_adds_up 1", "final_sync cudaSuccess"]),
     ("tests/runtime/programs/threads", [], ["callbacks_good 80", "threads_failed 0", "final_sync cudaSuccess"]),
     ("tests/runtime/programs/managed", [], ["managed_two_kernels 1", "managed_var_after_host_write 30", "registered_after_kernel 1", "final_sync cudaSuccess"]),
-    ("tests/runtime/programs/errors_async", [], ["async_copy_sync cudaErrorInvalidValue", "assert_sync cudaErrorAssert", "done"]),
+    ("tests/runtime/programs/errors_async", [], ["async_copy_call cudaErrorInvalidValue", "memset_value abababab", "assert_sync cudaErrorAssert", "done"]),
     ("tests/runtime/programs/per_thread", [], ["values 12"]),
     ("tests/shim/programs/basic", [], ["PASSED"]),
     ("tests/shim/programs/spin", ["2000000"], ["sync cudaSuccess"]),

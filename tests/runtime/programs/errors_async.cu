@@ -1,7 +1,7 @@
 // CUDA's error rules with asynchronous work: a configuration error fails
-// the launch call; a failed asynchronous copy is reported once, at the next
-// synchronization; a device-side assert is sticky from the next
-// synchronization on.
+// the launch call, an asynchronous copy or memset outside an allocation
+// fails the call (neither is sticky); a device-side assert is sticky from the
+// next synchronization on.
 #include <cassert>
 
 #include "gate.h"
@@ -20,10 +20,19 @@ int main() {
   report("config_cleared", cudaGetLastError());
   report("config_sync", cudaStreamSynchronize(s));
 
+  // An asynchronous copy or memset outside an allocation fails when it is
+  // made, and is not sticky.
   report("async_copy_call", cudaMemcpyAsync(d + 8, d, 64, cudaMemcpyDeviceToDevice, s));
+  report("async_copy_last_error", cudaGetLastError());
   report("async_copy_sync", cudaStreamSynchronize(s));
-  report("async_copy_sync_again", cudaStreamSynchronize(s));
-  report("async_copy_last_error", cudaGetLastError());  // the failed synchronization's, as any call's
+  report("memset_async_past_end", cudaMemsetAsync(d, 0, 65, s));
+  report("memset_unallocated", cudaMemset((void*)0x10003f00, 0, 4));
+  cudaGetLastError();
+  // cudaMemset returns before the device has done it; a copy after it sees it.
+  report("memset", cudaMemset(d, 0xab, 64));
+  unsigned word = 0;
+  cudaMemcpy(&word, d + 15, 4, cudaMemcpyDeviceToHost);
+  printf("memset_value %x\n", word);
   set1<<<1, 1, 0, s>>>(d, 3);
   report("after_async_copy", cudaStreamSynchronize(s));
 
