@@ -6,11 +6,13 @@
 // memset, an event record or a host callback is queued on its stream and the
 // call returns; each stream has a runtime thread that issues its operations
 // to the daemon in order (streams.h).  Errors follow CUDA: a launch
-// configuration the machine cannot run fails the launch call itself; an
-// execution error (assert, illegal address, ...) is sticky and surfaces at
-// the next synchronizing call and every call after; an asynchronous copy that
-// fails reports its error once, at the next synchronizing call.  Device
-// printf output is written to stdout at synchronization.
+// configuration the machine cannot run fails the launch call itself, and an
+// asynchronous copy or memset outside the process's allocations fails its
+// call; an execution error (assert, illegal address, ...) is sticky and
+// surfaces at the next synchronizing call and every call after; any other
+// error of queued work (the daemon refusing what the shim accepted) is
+// reported once, by the next synchronizing call.  Device printf output is
+// written to stdout at synchronization.
 #pragma once
 
 #include <cuda_runtime_api.h>
