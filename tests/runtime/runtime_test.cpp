@@ -140,6 +140,8 @@ TEST(Runtime, ErrorsOfAsynchronousWork) {
   EXPECT_EQ(m["after_async_copy"], "cudaSuccess");
   EXPECT_EQ(m["assert_launch"], "cudaSuccess");
   EXPECT_EQ(m["assert_query_gated"], "cudaErrorNotReady");
+  EXPECT_EQ(m["callback_status_after_assert"], "cudaErrorAssert");
+  EXPECT_EQ(m["host_func_after_assert_called"], "0");
   for (const char* k : {"assert_sync", "assert_query", "assert_malloc", "assert_last", "assert_last_again",
                         "assert_device_sync"})
     EXPECT_EQ(m[k], "cudaErrorAssert") << k;

@@ -9,6 +9,9 @@
 __global__ void set1(int* p, int v) { *p = v; }
 __global__ void check(int v) { assert(v == 0); }
 
+static void CUDART_CB record_status(cudaStream_t, cudaError_t status, void* p) { *static_cast<cudaError_t*>(p) = status; }
+static void CUDART_CB set_flag(void* p) { *static_cast<int*>(p) = 1; }
+
 int main() {
   int* d;
   cudaMalloc(&d, 64);
@@ -40,10 +43,18 @@ int main() {
   cudaLaunchHostFunc(s, wait_gate, &g);
   check<<<1, 1, 0, s>>>(1);
   report("assert_launch", cudaGetLastError());
+  // Queued behind the failing kernel: a callback is told the error; a host
+  // function is not called (CUDA's rules for the two).
+  cudaError_t callback_status = cudaErrorUnknown;
+  int host_func_called = 0;
+  cudaStreamAddCallback(s, record_status, &callback_status, 0);
+  cudaLaunchHostFunc(s, set_flag, &host_func_called);
   report("assert_query_gated", cudaStreamQuery(s));
   g.open = 1;
   report("assert_sync", cudaStreamSynchronize(s));
   report("assert_query", cudaStreamQuery(s));
+  report("callback_status_after_assert", callback_status);
+  value("host_func_after_assert_called", host_func_called);
   int* p;
   report("assert_malloc", cudaMalloc(&p, 4));
   report("assert_last", cudaGetLastError());
