@@ -662,7 +662,9 @@ class Lowerer {
   void lower_indirect_call(const ptx::Instr& in);
   void serialize_lanes(const std::function<void()>& body);
   uint32_t carry_ = kNoV;  // vreg: PTX's CC.CF flag (created at its first use)
-  bool counted_barriers_ = false;
+  bool counted_barriers_ = false;  // every barrier is counted (lower_named_barrier)
+  uint32_t barrier_base_ = 0;      // shared offset of the counted barriers' words
+  void reserve_barrier_words();
   std::vector<bool> address_taken_;  // per function: the module takes its address
 
   // ---- the model's machine (pass 1, continued) ------------------------------------
@@ -2359,7 +2361,7 @@ bool Lowerer::lower_more(const ptx::Instr& in) {
       if (in.prmt != ptx::PrmtMode::None) return lower_prmt_mode(in), true;
       return false;
     case PO::Bar:
-      if (in.bar != ptx::BarKind::Red && counted_barriers_) return lower_named_barrier(in), true;
+      if (counted_barriers_) return lower_named_barrier(in), true;
       return false;
     case PO::Call: {
       const ptx::Operand& callee = in.ops[1];
@@ -2867,8 +2869,51 @@ void Lowerer::lower_free(const ptx::Instr& in) {
 // address of every function the module takes the address of with the call's
 // numbers of parameters and returns, each followed by that function inlined
 // (those being inlined already excluded); no match traps.
+// Counted barriers (docs/isa.md, 8.2).  A kernel with bar.arrive, or with a
+// bar.sync whose thread count may be below the CTA's, runs every barrier
+// through two shared words per barrier id (16 ids): arrivals and a
+// generation.  reserve_barrier_words() decides, at kernel entry, and puts
+// the words before the warp scratch area (shared memory starts zeroed).
+void Lowerer::reserve_barrier_words() {
+  for (const ptx::Function& f : m_.functions)
+    for (const ptx::Instr& x : f.body) {
+      if (x.op != ptx::Op::Bar || x.bar == ptx::BarKind::Red) continue;
+      if (x.bar == ptx::BarKind::Arrive) counted_barriers_ = true;
+      if (x.ops.size() >= 2 && !(x.ops[1].kind == ptx::Operand::Kind::Imm && uint64_t(x.ops[1].imm) >= threads_))
+        counted_barriers_ = true;
+    }
+  if (!counted_barriers_) return;
+  barrier_base_ = scratch_base_;
+  scratch_base_ += 16 * 8;
+}
+
+// bar.sync / bar.arrive id, count (count: the CTA's threads when absent):
+// read the id's generation, add one arrival; the arrival that makes the
+// count resets it and starts the next generation; bar.sync's other threads
+// wait at the CTA barrier until the generation changes (each time the CTA
+// barrier opens, they look again).
 void Lowerer::lower_named_barrier(const ptx::Instr& in) {
-  unsupported(in, "is a counted barrier the lowering does not take");
+  if (in.bar == ptx::BarKind::Red) unsupported(in, "is bar.red in a kernel with counted barriers");
+  Operand id = opr(Op::AND, read32(in, in.ops[0], Type::U32), K(15));
+  Operand count = in.ops.size() >= 2 ? read32(in, in.ops[1], Type::U32) : K(threads_);
+  Operand cnt_at = opr(Op::ADD, opr(Op::SHL, id, K(3)), K(barrier_base_));
+  Operand gen = R(ld(Space::Shared, cnt_at, 4, 4, false));
+  Operand old = atom(Space::Shared, AtomOp::ADD, cnt_at, K(1));
+  uint32_t complete = new_label(), wait = new_label(), out = new_label();
+  br(opr(Op::SLEU, count, opr(Op::ADD, old, K(1))), complete, in.bar == ptx::BarKind::Sync ? wait : out);
+  place(complete);
+  st(Space::Shared, cnt_at, 0, 4, K(0));
+  st(Space::Shared, cnt_at, 4, 4, opr(Op::ADD, gen, K(1)));
+  jmp(out);
+  if (in.bar == ptx::BarKind::Sync) {
+    place(wait);
+    uint32_t again = new_label();
+    place(again);
+    barrier(VI::Bar);
+    Operand now = R(ld(Space::Shared, cnt_at, 4, 4, false));
+    br(opr(Op::SEQ, now, gen), again, out);
+  }
+  place(out);
 }
 
 void Lowerer::lower_indirect_call(const ptx::Instr& in) {
@@ -3330,6 +3375,7 @@ Program Lowerer::run(const std::string& kernel) {
   // Shared memory: the program's own, then dynamic, then the scratch area.
   uint32_t own = std::max<uint32_t>(shared_.static_size, shared_.dynamic_offset + shape_.dynamic_smem);
   scratch_base_ = (own + 3) / 4 * 4;
+  reserve_barrier_words();
   Frame top;
   top.f = &m_.functions[kernel_];
   top.findex = kernel_;

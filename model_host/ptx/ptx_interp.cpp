@@ -97,6 +97,7 @@ struct Thread {
   const Instr* bar = nullptr;  // the barrier instruction waited on (for bar.red)
   bool bar_pred = false;
   bool carry = false;          // CC.CF for add.cc/addc/sub.cc/subc/mad.cc/madc
+  int named = -1;              // waiting at this counted barrier (bar.sync id, count)
   std::vector<Frame> frames;
   std::vector<uint8_t> local;
 };
@@ -157,6 +158,7 @@ class Interp {
   uint32_t cta_[3] = {0, 0, 0};
   std::vector<uint8_t> shared_;
   std::vector<Thread> threads_;
+  uint32_t named_[16] = {};  // arrivals at each counted barrier
   uint64_t steps_ = 0;
   std::string printf_;
 
@@ -178,6 +180,7 @@ class Interp {
   void run_cta(uint32_t x, uint32_t y, uint32_t z) {
     cta_[0] = x; cta_[1] = y; cta_[2] = z;
     shared_.assign(uint64_t(layout_.dynamic_offset) + dyn_, 0);
+    std::fill(std::begin(named_), std::end(named_), 0u);
     uint32_t n = static_cast<uint32_t>(block_.count());
     threads_.assign(n, Thread{});
     for (uint32_t i = 0; i < n; ++i) {
@@ -194,9 +197,10 @@ class Interp {
     for (;;) {
       for (uint32_t w = 0; w < warps; ++w)
         while (step(w)) {}
-      bool any_live = false;
-      for (Thread& t : threads_) any_live |= !t.exited;
+      bool any_live = false, any_runnable = false;
+      for (Thread& t : threads_) any_live |= !t.exited, any_runnable |= !t.exited && !t.waiting;
       if (!any_live) return;
+      if (any_runnable) continue;  // a counted barrier released a warp already passed
       release_barrier();
     }
   }
@@ -214,8 +218,29 @@ class Interp {
     t.frames.push_back(std::move(fr));
   }
 
-  // Every live thread waits at a barrier: open it, completing bar.red.
+  void counted_barrier(const Instr& in, Thread& t) {
+    const uint32_t id = static_cast<uint32_t>(read(in.ops[0], Type::U32, t, in)) & 15;
+    const uint64_t count = read(in.ops[1], Type::U32, t, in);
+    if (++named_[id] >= count) {
+      named_[id] = 0;
+      for (Thread& o : threads_)
+        if (o.waiting && o.named == int(id)) o.waiting = false, o.named = -1;
+    } else if (in.bar == BarKind::Sync) {
+      t.waiting = true;
+      t.named = int(id);
+    }
+  }
+
+  // Every live thread waits at a barrier: open it, completing bar.red.  A
+  // thread at a counted barrier has not arrived at this one: nothing can
+  // run again, which is a deadlock.
   void release_barrier() {
+    for (Thread& t : threads_)
+      if (!t.exited && t.named >= 0)
+        throw Fault{kErrLaunchFailure, "deadlock: every live thread waits at a barrier, thread (" +
+                                           std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) + "," +
+                                           std::to_string(t.tid[2]) + ") at barrier " + std::to_string(t.named) +
+                                           ", which too few threads reached"};
     uint32_t popc = 0;
     bool all = true, any = false;
     for (Thread& t : threads_) {
@@ -533,9 +558,13 @@ class Interp {
         if (!active.empty()) fault(kErrLaunchFailure, in, *active[0], "breakpoint");
         break;
       case Op::Bar:
-        // Every barrier waits for all live threads of the CTA (barrier ids
-        // and thread counts are not modelled), so bar.arrive cannot be.
-        if (in.bar == BarKind::Arrive && !active.empty()) unsupported(in, *active[0], "bar.arrive");
+        // A barrier with a thread count (bar.sync id, count; bar.arrive)
+        // completes when that many threads have arrived at its id; one
+        // without waits for all live threads of the CTA.
+        if (in.bar != BarKind::Red && (in.bar == BarKind::Arrive || in.ops.size() >= 2)) {
+          for (Thread* t : active) counted_barrier(in, *t);
+          break;
+        }
         for (Thread* t : active) {
           t->waiting = true;
           t->bar = &in;

@@ -14,9 +14,12 @@
 //     output places reconvergence points after divergent code, so diverged
 //     threads meet again there.
 //
-//   * bar.sync/bar.red/barrier wait for every live thread of the CTA
-//     (barrier ids and counts are not modelled); bar.red combines the
-//     predicates of all of them.  Atomics apply in execution order.
+//   * bar.sync/bar.red/barrier without a thread count wait for every live
+//     thread of the CTA; bar.red combines the predicates of all of them.
+//     With a count (bar.sync id, count; bar.arrive id, count) a barrier
+//     completes when that many threads have arrived at its id (16 ids);
+//     when every live thread waits and one waits at such a barrier, the
+//     launch fails (deadlock).  Atomics apply in execution order.
 //   * %clock/%clock64 count warp instructions executed so far.
 //
 // Device runtime calls: vprintf appends to LaunchResult::printf_output;

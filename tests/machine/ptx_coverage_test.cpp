@@ -468,6 +468,53 @@ TEST(PtxCoverage, MatchAnyAndAll) {
   }
 }
 
+// ---- named barriers --------------------------------------------------------------
+
+// Producers (warps 0-1) and consumers (warps 2-3) hand a shared buffer back
+// and forth through bar.arrive and bar.sync with counts; each half also
+// synchronises alone on a barrier of its own (64 threads), and everyone
+// meets at __syncthreads.  The consumers read exactly what was produced
+// for the round.
+TEST(PtxCoverage, NamedBarriersProducerConsumer) {
+  std::string body =
+      "  .shared .align 4 .b32 buf[64];\n"
+      "  mov.u32 %r1, %tid.x;\n  mov.u32 %r2, buf;\n"
+      "  bar.sync 0;\n"
+      "  setp.ge.u32 %p1, %r1, 64;\n  @%p1 bra CONSUMER;\n"
+      // producer: round 1
+      "  shl.b32 %r3, %r1, 2;\n  add.u32 %r4, %r2, %r3;\n  mul.lo.u32 %r5, %r1, 7;\n  st.shared.u32 [%r4], %r5;\n"
+      "  bar.sync 3, 64;\n"
+      "  bar.arrive 1, 128;\n"
+      "  bar.sync 2, 128;\n"
+      // round 2, after the consumers have read round 1
+      "  add.u32 %r5, %r5, 1000;\n  st.shared.u32 [%r4], %r5;\n"
+      "  bar.arrive 1, 128;\n"
+      "  mov.u32 %r10, 0;\n  mov.u32 %r11, 0;\n  bra DONE;\n"
+      "CONSUMER:\n"
+      "  sub.u32 %r6, %r1, 64;\n  shl.b32 %r3, %r6, 2;\n  add.u32 %r4, %r2, %r3;\n"
+      "  bar.sync 4, 64;\n"
+      "  bar.sync 1, 128;\n  ld.shared.u32 %r10, [%r4];\n"
+      "  bar.arrive 2, 128;\n"
+      "  bar.sync 1, 128;\n  ld.shared.u32 %r11, [%r4];\n"
+      "DONE:\n"
+      "  bar.sync 0;\n" +
+      st_out("%r10", 0) + st_out("%r11", 1);
+  std::vector<uint32_t> out = cross_check(kernel_text(body, 1, 2), 128, {}, 2, 128);
+  for (uint32_t t = 64; t < 128; ++t) {
+    EXPECT_EQ(out[2 * t], (t - 64) * 7) << t;
+    EXPECT_EQ(out[2 * t + 1], (t - 64) * 7 + 1000) << t;
+  }
+}
+
+// A counted barrier that too few threads reach is a deadlock: the launch
+// fails instead of running forever on the oracle.
+TEST(PtxCoverage, CountedBarrierDeadlockFails) {
+  std::string body = "  bar.sync 1, 96;\n" + st_out("%ti1", 0);
+  Outcome ref = run_reference(kernel_text(body, 1, 1), {1, 1, 1}, {64, 1, 1}, {}, 64);
+  EXPECT_EQ(ref.error, 719);
+  EXPECT_NE(ref.message.find("deadlock"), std::string::npos) << ref.message;
+}
+
 // ---- device malloc and free, and indirect calls ---------------------------------
 
 const std::string kHeapDecls =
