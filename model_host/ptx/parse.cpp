@@ -1066,8 +1066,11 @@ class Parser {
       return o;
     }
     if (t.text[0] == '%') fail(t, "undeclared register");
-    // A call prototype (last operand of an indirect call) is a bare name.
-    if (in.op == Op::Call && path.size() == 1 && in.ops.size() >= 3) {
+    // A call prototype (last operand of an indirect call, after the argument
+    // list, with or without a return list) is a bare name.
+    if (in.op == Op::Call && path.size() == 1 &&
+        (in.ops.size() >= 3 || (in.ops.size() == 2 && in.ops[0].kind == Operand::Kind::Reg &&
+                                in.ops[1].kind == Operand::Kind::Vector))) {
       o.kind = Operand::Kind::Name;
       o.name = std::string(t.text);
       return o;
@@ -1154,7 +1157,7 @@ class Parser {
   // The written forms of call; resolve_module_symbols() normalises them to
   // { rets, callee, args [, prototype] }:
   //   call f;  call f, (a..);  call (r..), f;  call (r..), f, (a..);
-  //   call (r..), %rd, (a..), proto;
+  //   call (r..), %rd, (a..), proto;  call %rd, (a..), proto;
   void check_call(const Instr& in, const Token& mt) {
     const auto& o = in.ops;
     size_t i = 0;

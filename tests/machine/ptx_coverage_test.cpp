@@ -600,6 +600,8 @@ TEST(PtxCoverage, IndirectCalls) {
       "  mul.lo.u32 %a2, %a1, %a1;\n  st.param.b32 [r], %a2;\n  ret;\n}\n"
       ".func (.param .b32 r) negate(.param .b32 x)\n{\n  .reg .b32 %a<3>;\n  ld.param.b32 %a1, [x];\n"
       "  neg.s32 %a2, %a1;\n  st.param.b32 [r], %a2;\n  ret;\n}\n"
+      ".func sink(.param .b64 p, .param .b32 v)\n{\n  .reg .b64 %q<2>;\n  .reg .b32 %b<2>;\n"
+      "  ld.param.b64 %q1, [p];\n  ld.param.b32 %b1, [v];\n  st.global.u32 [%q1+4], %b1;\n  ret;\n}\n"
       ".global .align 8 .u64 table[2] = {twice, square};\n";
   std::string body = ld_in("%r1", 0) +
                      "  and.b32 %r2, %ti1, 1;\n  mul.wide.u32 %rd1, %r2, 8;\n  mov.u64 %rd2, table;\n"
@@ -609,14 +611,20 @@ TEST(PtxCoverage, IndirectCalls) {
                      "  {\n  .param .b32 a0;\n  st.param.b32 [a0], %r1;\n  .param .b32 r0;\n"
                      "  prototype_1 : .callprototype (.param .b32 _) _ (.param .b32 _);\n"
                      "  call (r0), %rd4, (a0), prototype_1;\n  ld.param.b32 %r3, [r0];\n  }\n" +
-                     st_out("%r3", 0);
+                     st_out("%r3", 0) +
+                     // no return value, as a virtual void method: sink(out, x + 1)
+                     "  mov.u64 %rd6, sink;\n  add.u32 %r4, %r1, 1;\n"
+                     "  {\n  .param .b64 b0;\n  st.param.b64 [b0], %rout;\n  .param .b32 b1;\n  st.param.b32 [b1], %r4;\n"
+                     "  prototype_2 : .callprototype ()_ (.param .b64 _, .param .b32 _);\n"
+                     "  call\n  %rd6,\n  (\n  b0,\n  b1\n  )\n  , prototype_2;\n  }\n";
   const uint32_t threads = 64;
   std::vector<uint32_t> in = inputs(threads, 41);
-  std::vector<uint32_t> out = cross_check(kernel_text(body, 1, 1, prelude), threads, in, 1);
+  std::vector<uint32_t> out = cross_check(kernel_text(body, 1, 2, prelude), threads, in, 2);
   for (uint32_t t = 0; t < threads; ++t) {
     const uint32_t x = in[t];
     const uint32_t want = (t & 2) ? 0u - x : (t & 1) ? x * x : 2 * x;
-    EXPECT_EQ(out[t], want) << t;
+    EXPECT_EQ(out[2 * t], want) << t;
+    EXPECT_EQ(out[2 * t + 1], x + 1) << t;
   }
 }
 
