@@ -2747,7 +2747,7 @@ void Lowerer::serialize_lanes(const std::function<void()>& body) {
   place(done);
 }
 
-// The device heap (docs/isa.md, 8.3): a header of kHeapHeader bytes at
+// The device heap (docs/isa.md, 8.2): a header of kHeapHeader bytes at
 // heap_base (word 0: bytes handed out so far; word 1 + k: the first free
 // block of class k), then blocks of 16 << k bytes, each a 16-byte header
 // (word 0: k; word 1: the next free block while free) and the user's bytes.

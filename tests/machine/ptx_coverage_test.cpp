@@ -384,6 +384,42 @@ TEST(PtxCoverage, BitFields64) {
   }
 }
 
+// Every position and length from 0 to 66 (past the top bit and the
+// register), for 64-bit bfe (both signs) and bfi, on two values whose top
+// bits differ: 4489 threads.
+TEST(PtxCoverage, BitFields64EveryPositionAndLength) {
+  const uint32_t span = 67, threads = span * span;
+  std::vector<uint32_t> in(4 * threads);
+  for (uint32_t t = 0; t < threads; ++t) {
+    in[4 * t] = t / span, in[4 * t + 1] = t % span;
+    in[4 * t + 2] = (t & 1) ? 0x9e3779b9u : 0x7f4a7c15u, in[4 * t + 3] = (t & 2) ? 0xf39cc060u : 0x1b873593u;
+  }
+  std::string body = ld_in("%r1", 0) + ld_in("%r2", 1) + ld_in("%rd1", 2, "b64") +
+                     "  not.b64 %rd2, %rd1;\n"
+                     "  bfe.u64 %rd3, %rd1, %r1, %r2;\n  bfe.s64 %rd4, %rd1, %r1, %r2;\n"
+                     "  bfi.b64 %rd5, %rd1, %rd2, %r1, %r2;\n" +
+                     st_out("%rd3", 0, "b64") + st_out("%rd4", 2, "b64") + st_out("%rd5", 4, "b64");
+  std::vector<uint32_t> out = cross_check(kernel_text(body, 4, 6), threads, in, 6, 256);
+  for (uint32_t t = 0; t < threads; ++t) {
+    const uint32_t pos = t / span, len = t % span;
+    const uint64_t a = uint64_t(in[4 * t + 3]) << 32 | in[4 * t + 2];
+    uint64_t u = 0, ins = ~a;
+    for (uint32_t i = 0; i < len && pos + i < 64; ++i) {
+      u |= ((a >> (pos + i)) & 1) << i;
+      ins = (ins & ~(uint64_t(1) << (pos + i))) | (((a >> i) & 1) << (pos + i));
+    }
+    uint64_t sgn = u;
+    if (len > 0) {
+      const uint64_t bit = (a >> std::min(pos + len - 1, 63u)) & 1;
+      for (uint32_t i = std::min(len, pos < 64 ? 64 - pos : 0u); i < 64; ++i) sgn |= bit << i;
+    }
+    auto at = [&](int w) { return uint64_t(out[6 * t + w + 1]) << 32 | out[6 * t + w]; };
+    ASSERT_EQ(at(0), u) << "bfe.u64 pos " << pos << " len " << len;
+    ASSERT_EQ(at(2), sgn) << "bfe.s64 pos " << pos << " len " << len;
+    ASSERT_EQ(at(4), ins) << "bfi.b64 pos " << pos << " len " << len;
+  }
+}
+
 TEST(PtxCoverage, PrmtEveryMode) {
   const uint32_t threads = 256;
   std::vector<uint32_t> in = inputs(3 * threads, 29);
