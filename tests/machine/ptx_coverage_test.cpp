@@ -5,9 +5,13 @@
 // values and random ones; small spaces are covered exhaustively (every lop3
 // table, every prmt selector).  Some tests also check the oracle's own
 // results against a direct computation.
+#include "build_paths.h"  // qgpu_paths() in CMakeLists.txt
+
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -80,23 +84,23 @@ std::vector<uint32_t> output(const Placed& p, size_t words) {
 }
 
 Outcome run_reference(const std::string& ptx, engine::Dim3 grid, engine::Dim3 block, const std::vector<uint32_t>& in,
-                  size_t out_words) {
+                      size_t out_words, const std::string& kernel = "k") {
   Placed p = place(ptx, machine_params(8), in, out_words);
   ptx::InterpOptions opts;
   opts.heap_base = p.heap;
   opts.heap_bytes = kHeapBytes;
-  engine::LaunchResult r = ptx::run(p.img.module, "k", grid, block, 0, p.params, p.img.symbols, p.img.mem, opts);
+  engine::LaunchResult r = ptx::run(p.img.module, kernel, grid, block, 0, p.params, p.img.symbols, p.img.mem, opts);
   return {r.error, r.message, output(p, out_words)};
 }
 
 Outcome run_machine(const std::string& ptx, uint32_t lanes, engine::Dim3 grid, engine::Dim3 block,
-                const std::vector<uint32_t>& in, size_t out_words) {
+                    const std::vector<uint32_t>& in, size_t out_words, const std::string& kernel = "k") {
   const Params params = machine_params(lanes);
   Placed p = place(ptx, params, in, out_words);
   LaunchShape shape{grid, block, 0, p.img.symbols};
   shape.heap_base = p.heap;
   shape.heap_bytes = kHeapBytes;
-  Program prog = lower(p.img.module, "k", shape, params, {.for_model = lanes == 0});
+  Program prog = lower(p.img.module, kernel, shape, params, {.for_model = lanes == 0});
   Interpreter interp(prog, params, prog.ctas, prog.threads, p.params, p.img.mem);
   interp.run(50'000'000);
   return {interp.fault().error, interp.fault().message, output(p, out_words)};
@@ -106,14 +110,14 @@ std::string machine_name(uint32_t lanes) { return lanes ? std::to_string(lanes) 
 
 // Runs `ptx` on the oracle and every machine; returns the oracle's output.
 std::vector<uint32_t> cross_check(const std::string& ptx, uint32_t threads, const std::vector<uint32_t>& in,
-                                  uint32_t out_words, uint32_t block = 64) {
+                                  uint32_t out_words, uint32_t block = 64, const std::string& kernel = "k") {
   const engine::Dim3 grid{(threads + block - 1) / block, 1, 1}, blk{std::min(threads, block), 1, 1};
   const size_t n = size_t(out_words) * grid.x * blk.x;
-  Outcome ref = run_reference(ptx, grid, blk, in, n);
+  Outcome ref = run_reference(ptx, grid, blk, in, n, kernel);
   EXPECT_EQ(ref.error, 0) << ref.message;
   for (uint32_t lanes : kLanes) {
     SCOPED_TRACE(machine_name(lanes));
-    Outcome got = run_machine(ptx, lanes, grid, blk, in, n);
+    Outcome got = run_machine(ptx, lanes, grid, blk, in, n, kernel);
     EXPECT_EQ(got.error, 0) << got.message;
     if (got.error) continue;
     for (size_t i = 0; i < n; ++i)
@@ -661,6 +665,24 @@ TEST(PtxCoverage, IndirectCalls) {
     const uint32_t want = (t & 2) ? 0u - x : (t & 1) ? x * x : 2 * x;
     EXPECT_EQ(out[2 * t], want) << t;
     EXPECT_EQ(out[2 * t + 1], x + 1) << t;
+  }
+}
+
+// nvcc's own shape of device new/delete and virtual calls (kernels.cu):
+// virtual tables in global memory, operator new through malloc, virtual
+// destructors through indirect calls to functions that call free.
+TEST(PtxCoverage, NvccVirtualCallsWithNewAndDelete) {
+  std::ifstream f(QGPU_MACHINE_KERNELS_PTX);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const uint32_t threads = 128;
+  std::vector<uint32_t> in = inputs(threads, 43);
+  for (auto& x : in) x &= 0xfff;
+  std::vector<uint32_t> out = cross_check(ss.str(), threads, in, 2, 64, "_Z18virtual_new_deletePKiPi");
+  for (uint32_t t = 0; t < threads; ++t) {
+    const int32_t x = int32_t(in[t]);
+    EXPECT_EQ(int32_t(out[2 * t]), (t & 1) ? x * x : x * x / 2 + int32_t(t)) << t;
+    EXPECT_EQ(int32_t(out[2 * t + 1]), 2 * x + 3) << t;
   }
 }
 
