@@ -101,6 +101,10 @@ Outcome run_machine(const std::string& ptx, uint32_t lanes, engine::Dim3 grid, e
   shape.heap_base = p.heap;
   shape.heap_bytes = kHeapBytes;
   Program prog = lower(p.img.module, kernel, shape, params, {.for_model = lanes == 0});
+  if (lanes == 0) {  // the model's circuit runs every operation of it
+    auto why = model_unsupported(prog);
+    EXPECT_FALSE(why.has_value()) << *why;
+  }
   Interpreter interp(prog, params, prog.ctas, prog.threads, p.params, p.img.mem);
   interp.run(50'000'000);
   return {interp.fault().error, interp.fault().message, output(p, out_words)};
