@@ -354,6 +354,46 @@ TEST(PtxCoverage, Mul24Mad24SadDp4a) {
   }
 }
 
+// Under a guard (true in some threads, false in others) each form writes
+// its destination, or the carry flag, only where the guard holds.
+TEST(PtxCoverage, GuardedForms) {
+  const uint32_t threads = 128;
+  std::vector<uint32_t> in = inputs(4 * threads, 47);
+  std::string body = ld_in("%r1", 0) + ld_in("%r2", 1) + ld_in("%r3", 2) + ld_in("%r4", 3) +
+                     "  and.b32 %r5, %r4, 1;\n  setp.ne.u32 %p1, %r5, 0;\n"
+                     "  mov.u32 %r10, 11;\n  mov.u32 %r11, 12;\n  mov.u32 %r12, 13;\n  mov.u32 %r13, 14;\n"
+                     "  mov.u32 %r14, 15;\n  mov.u32 %r15, 16;\n  mov.u64 %rd10, 17;\n  mov.u32 %r16, 18;\n"
+                     "  @%p1 lop3.b32 %r10, %r1, %r2, %r3, 0xe8;\n"
+                     "  @!%p1 mul24.hi.s32 %r11, %r1, %r2;\n"
+                     "  @%p1 sad.s32 %r12, %r1, %r2, %r3;\n"
+                     "  @!%p1 prmt.b32.ecl %r13, %r1, %r2, %r3;\n"
+                     "  @%p1 add.sat.s32 %r14, %r1, %r2;\n"
+                     "  mov.b64 %rd1, {%r1, %r2};\n  @!%p1 bfe.s64 %rd10, %rd1, %r3, %r4;\n"
+                     "  add.cc.u32 %r20, %r1, %r2;\n  @%p1 add.cc.u32 %r21, 0, 0;\n  addc.u32 %r15, 0, 0;\n"
+                     "  @!%p1 redux.sync.add.u32 %r16, %r1, -1;\n" +
+                     st_out("%r10", 0) + st_out("%r11", 1) + st_out("%r12", 2) + st_out("%r13", 3) + st_out("%r14", 4) +
+                     st_out("%r15", 5) + st_out("%rd10", 6, "b64");
+  // redux under a guard that differs by lane would need a member mask per
+  // branch: only its guard-false threads' value is checked (word 8).
+  body += st_out("%r16", 8);
+  std::vector<uint32_t> out = cross_check(kernel_text(body, 4, 10), threads, in, 10);
+  for (uint32_t t = 0; t < threads; ++t) {
+    const bool p = in[4 * t + 3] & 1;
+    const uint32_t a = in[4 * t], b = in[4 * t + 1];
+    if (!p) {
+      EXPECT_EQ(out[10 * t + 0], 11u);
+      EXPECT_EQ(out[10 * t + 2], 13u);
+      EXPECT_EQ(out[10 * t + 4], 15u);
+      EXPECT_EQ(out[10 * t + 5], uint32_t(uint64_t(a) + b > 0xffffffffu)) << t;
+    } else {
+      EXPECT_EQ(out[10 * t + 0], (a & b) | (a & in[4 * t + 2]) | (b & in[4 * t + 2])) << t;  // 0xe8: majority
+      EXPECT_EQ(out[10 * t + 1], 12u);
+      EXPECT_EQ(out[10 * t + 3], 14u);
+      EXPECT_EQ(out[10 * t + 5], 0u) << t;
+    }
+  }
+}
+
 // ---- bit fields and permutations ---------------------------------------------------
 
 TEST(PtxCoverage, BitFields64) {
