@@ -62,6 +62,9 @@ State& state() {
 }
 
 thread_local CUctx_st* current = nullptr;
+// The calling thread's context stack below `current` (its top):
+// cuCtxPushCurrent and cuCtxPopCurrent move contexts between the two.
+thread_local std::vector<CUctx_st*> pushed;
 
 // Runs an entry point's body under the driver lock; a failure is printed
 // with the entry point's name and returned as a CUresult.
@@ -328,6 +331,7 @@ QGPU_CU_API CUresult CUDAAPI cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams* p
     check_device(dev);
     auto* c = new CUctx_st;
     state().contexts.insert(c);
+    if (current) pushed.push_back(current);  // pushed onto the thread's stack
     current = c;
     *ctx = c;
   });
@@ -339,7 +343,13 @@ QGPU_CU_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     require(ctx && ctx != &s.primary && s.contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT,
             "not a context created by cuCtxCreate");
     s.contexts.erase(ctx);
-    if (current == ctx) current = nullptr;
+    if (current == ctx) {  // popped off the thread's stack
+      current = nullptr;
+      if (!pushed.empty()) {
+        current = pushed.back();
+        pushed.pop_back();
+      }
+    }
     delete ctx;
   });
 }
@@ -357,6 +367,28 @@ QGPU_CU_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
     device();
     require(!ctx || state().contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT, "not a live context");
     current = ctx;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
+  return api("cuCtxPushCurrent", [&] {
+    device();
+    require(ctx && state().contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT, "not a live context");
+    if (current) pushed.push_back(current);
+    current = ctx;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* ctx) {
+  return api("cuCtxPopCurrent", [&] {
+    device();
+    require(current != nullptr, CUDA_ERROR_INVALID_CONTEXT, "the calling thread has no current context to pop");
+    if (ctx) *ctx = current;
+    current = nullptr;
+    if (!pushed.empty()) {
+      current = pushed.back();
+      pushed.pop_back();
+    }
   });
 }
 
@@ -630,6 +662,7 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuDeviceGetAttribute), QGPU_ENTRY(cuDevicePrimaryCtxRetain),
     QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4),
     QGPU_ENTRY(cuCtxDestroy_v2), QGPU_ENTRY(cuCtxGetCurrent), QGPU_ENTRY(cuCtxSetCurrent),
+    QGPU_ENTRY(cuCtxPushCurrent_v2), QGPU_ENTRY(cuCtxPopCurrent_v2),
     QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuMemAlloc_v2),
     QGPU_ENTRY(cuMemFree_v2), QGPU_ENTRY(cuMemGetInfo_v2), QGPU_ENTRY(cuMemcpyHtoD_v2),
     QGPU_ENTRY(cuMemcpyDtoH_v2), QGPU_ENTRY(cuMemcpyDtoD_v2), QGPU_ENTRY(cuMemsetD8_v2),
