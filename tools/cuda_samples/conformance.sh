@@ -19,7 +19,11 @@
 #     with its default arguments and a time limit;
 #   - judge it: PASS when it exits 0, prints a line matching its success
 #     pattern and no line matching its failure pattern (several samples exit
-#     0 after a failed check, so the exit code alone is not enough).
+#     0 after a failed check, so the exit code alone is not enough), and qgpu
+#     reported no entry point it does not implement and no failed kernel
+#     (several samples check no CUDA error and print their success line
+#     anyway; a sample whose list entry says expects-kernel-failure, such as
+#     simpleAssert, may have a failed kernel).
 # Prints one line per sample (name, built?, result, seconds, and on failure
 # the reason: the first error line of the output) and writes a Markdown
 # table of the same (--results).
@@ -94,6 +98,9 @@ if ((${#subset[@]})); then
   names=("${subset[@]}")
 fi
 
+unsupported_re='^qgpu[^:]*: .* is not supported'
+kernel_failed_re="^qgpu[^:]*: (kernel .* failed|cuLaunchKernel: kernel )"
+
 # build_sample NAME DIR: builds into $out/NAME; the log is $out/NAME/build.log.
 build_sample() {
   local n=$1 src=$samples_dir/Samples/${path_of[$1]} dst=$out/$1
@@ -103,8 +110,9 @@ build_sample() {
   local srcs
   srcs=$(sed -n "s/^[[:space:]]*add_executable([[:space:]]*$n[[:space:]]\+\([^)]*\)).*/\1/p" "$cm" | head -1)
   [ -n "$srcs" ] || { echo "no add_executable($n ...) in $cm" >"$dst/build.log"; return 1; }
-  local files=() f libs=() incs=(-I "$samples_dir/Common") flags=(${flags_of[$n]})
+  local files=() f libs=() incs=(-I "$samples_dir/Common") flags=() f0
   for f in $srcs; do files+=("$src/$f"); done
+  for f0 in ${flags_of[$n]}; do [[ $f0 == -* ]] && flags+=("$f0"); done
   [ -d "$src/inc" ] && incs+=(-I "$src/inc")
   grep -q 'CUDA::cuda_driver' "$cm" && libs+=(-lcuda)
   grep -q 'CUDA::nvrtc' "$cm" && libs+=(-lnvrtc)
@@ -138,9 +146,9 @@ first_error() {
   local log=$1 bad=$2 l= q
   [ -n "$bad" ] && l=$(grep -m1 -E -- "$bad" "$log")
   [ -n "$l" ] || l=$(grep -v '^qgpu run: the .* backend runs kernels' "$log" |
-    grep -m1 -E '[Ee]rror|ERROR|FAIL|[Ff]ail(ed|ure)|Abort|Segmentation|terminate called|core dumped|[Ww]aiv|not supported|^qgpu [^ ]+:')
+    grep -m1 -E '[Ee]rror|ERROR|FAIL|[Ff]ail(ed|ure)\b|Abort|Segmentation|terminate called|core dumped|[Ww]aiv|not supported|^qgpu( [^ ]+)?:')
   [ -n "$l" ] || l=$(tail -n 1 "$log")
-  q=$(grep -v '^qgpu run: the .* backend runs kernels' "$log" | grep -m1 '^qgpu [^ ]*:')
+  q=$(grep -v '^qgpu run: the .* backend runs kernels' "$log" | grep -m1 -E '^qgpu( [^ ]+)?:')
   [ -n "$q" ] && [ "$q" != "$l" ] && l="$l [$q]"
   printf '%s' "${l//$samples_dir\//}"
 }
@@ -162,7 +170,12 @@ run_one() {
   rc=$?
   t1=$(date +%s.%N)
   secs=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
-  local ok=${ok_of[$n]} bad=${bad_of[$n]}
+  local ok=${ok_of[$n]} bad=${bad_of[$n]} ignored=
+  # A qgpu diagnostic the program went past: an entry point qgpu does not
+  # implement, or a kernel that failed (unless the sample expects one).
+  ignored=$(grep -m1 -E "$unsupported_re" "$dst/run.log")
+  [ -z "$ignored" ] && [[ " ${flags_of[$n]} " != *" expects-kernel-failure "* ]] &&
+    ignored=$(grep -m1 -E "$kernel_failed_re" "$dst/run.log")
   if ((rc == 124 || rc == 137)); then
     result=FAIL reason="timeout after ${timeout_s} s (last line: $(tail -n1 "$dst/run.log"))"
   elif ((rc != 0)); then
@@ -171,6 +184,8 @@ run_one() {
     result=FAIL reason="exit 0 but: $(first_error "$dst/run.log" "$bad")"
   elif ! grep -qE -- "$ok" "$dst/run.log"; then
     result=FAIL reason="exit 0 without the success line /$ok/: $(first_error "$dst/run.log" "")"
+  elif [ -n "$ignored" ]; then
+    result=FAIL reason="exit 0 and its success line, but qgpu reported: $ignored"
   else
     result=PASS
   fi
