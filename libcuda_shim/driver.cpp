@@ -4,7 +4,8 @@
 // One device (the machine in model_host).  Every call is synchronous, so
 // streams are accepted and ignored and synchronisation only reports errors.
 // An execution error of a kernel (illegal address, assert, launch failure)
-// is sticky, as on a GPU: every later call that needs the context returns it.
+// is sticky, as on a GPU: the launch itself returns CUDA_SUCCESS and every
+// later call that needs the context returns the error.
 #include <cuda.h>
 
 #include <cstdio>
@@ -712,8 +713,13 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     if (out.error != 0) {
       CUresult r = from_runtime_error(out.error);
       if (sticky_error(r)) {
+        // An execution error: the launch itself succeeded, as on a GPU,
+        // and the next call that uses the context reports it (sticky).
         state().sticky = r;
         state().sticky_message = out.message;
+        std::fprintf(stderr, "qgpu libcuda: cuLaunchKernel: kernel '%s': %s\n", fn->layout.name.c_str(),
+                     out.message.c_str());
+        return;
       }
       throw DriverError(r, "kernel '" + fn->layout.name + "': " + out.message);
     }

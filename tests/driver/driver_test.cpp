@@ -294,8 +294,11 @@ TEST(Driver, DeviceAssertIsStickyLikeOnAGpu) {
   ASSERT_EQ(cuMemAlloc(&d, 16), CUDA_SUCCESS);
   ASSERT_EQ(cuMemcpyHtoD(d, data.data(), 16), CUDA_SUCCESS);
   void* args[] = {&d};
-  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 4, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_ASSERT);
+  // The launch succeeds (it is asynchronous on a GPU); the next call that
+  // uses the context reports the assert, and every later one too.
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 4, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(cuCtxSynchronize(), CUDA_ERROR_ASSERT);
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 4, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_ASSERT);
   CUdeviceptr more;
   EXPECT_EQ(cuMemAlloc(&more, 16), CUDA_ERROR_ASSERT);
 }
