@@ -166,8 +166,13 @@ run_one() {
     fi
   fi
   t0=$(date +%s.%N)
-  (cd "$dst" && timeout -k 5 "$timeout_s" "$qgpu" run --backend "$backend" -- "./$n") >"$dst/run.log" 2>&1 </dev/null
+  # timeout puts the run in its own process group; its id is kept in
+  # $dst/pid so that an interrupted script can stop the runs it started.
+  env -C "$dst" timeout -k 5 "$timeout_s" "$qgpu" run --backend "$backend" -- "./$n" >"$dst/run.log" 2>&1 </dev/null &
+  echo $! >"$dst/pid"
+  wait $!
   rc=$?
+  rm -f "$dst/pid"
   t1=$(date +%s.%N)
   secs=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
   local ok=${ok_of[$n]} bad=${bad_of[$n]} ignored=
@@ -199,6 +204,13 @@ report() {
   IFS=$'\t' read -r built result secs reason <"$out/$n/result"
   printf '%-30s built=%-3s %-4s %6ss  %s\n' "$n" "$built" "$result" "$secs" "$reason"
 }
+
+stop_runs() {
+  local f
+  for f in "$out"/*/pid; do [ -f "$f" ] && kill -- -"$(cat "$f")" 2>/dev/null; done
+  exit 130
+}
+trap stop_runs INT TERM
 
 for n in "${names[@]}"; do rm -f "$out/$n/result"; done
 running=0
