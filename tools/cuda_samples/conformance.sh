@@ -231,6 +231,11 @@ fi
 # The Markdown table.
 pass=0 total=0
 {
+  printf '# cuda-samples on qgpu: %s samples, %s backend\n\n' "$class" "$backend"
+  printf 'Written by `tools/cuda_samples/conformance.sh` (docs/conformance.md): each sample built with\n'
+  printf '`nvcc -cudart shared -arch=sm_75`, run with `qgpu run --backend %s` (%s s at most), and\n' "$backend" "$timeout_s"
+  printf 'judged by its exit code, its own success line and qgpu'"'"'s diagnostics.  The reason is the\n'
+  printf 'first error line of the output, with qgpu'"'"'s own message in brackets when it printed one.\n\n'
   printf '| sample | API | built | result | seconds | reason |\n'
   printf '| --- | --- | --- | --- | ---: | --- |\n'
   for n in "${names[@]}"; do
