@@ -191,7 +191,7 @@ Fatbin* Runtime::register_fatbin(const void* wrapper) {
       if (!e) continue;
       auto m = std::make_unique<Module>();
       m->ptx = e->payload;
-      m->ptx_version = int(e->major * 10 + e->minor);
+      m->ptx_version = int(e->arch);
       fb->units.push_back(std::move(m));
     }
     if (fb->units.empty()) {

@@ -37,7 +37,7 @@ constexpr int kMajor = 7, kMinor = 5;
 // One translation unit's PTX, loaded into the daemon on first use.
 struct Module {
   std::string ptx;
-  int ptx_version = 0;  // major * 10 + minor
+  int ptx_version = 0;  // the PTX's virtual architecture (compute_75: 75), as cudaFuncAttributes::ptxVersion reports it
   bool loaded = false;
   proto::ModuleImage image;
 };
