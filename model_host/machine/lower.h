@@ -19,6 +19,9 @@ struct LaunchShape {
   engine::Dim3 grid, block;
   uint32_t dynamic_smem = 0;
   std::map<std::string, uint64_t> symbols;  // module variables -> device address
+  // The device heap (engine::LaunchRequest, docs/isa.md "Device heap"):
+  // where device malloc allocates; heap_bytes 0: none.
+  uint64_t heap_base = 0, heap_bytes = 0;
 };
 
 // A kernel the machine cannot run.  `error` is the cudaError_t the launch
