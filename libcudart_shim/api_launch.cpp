@@ -135,8 +135,6 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
     attr->ptxVersion = rk.module->ptx_version;
     attr->binaryVersion = kMajor * 10 + kMinor;
     attr->maxDynamicSharedSizeBytes = int(max_dynamic_smem(*k, rk, d));
-    attr->localSizeBytes = 0;
-    attr->maxThreadsPerBlock = int(d.max_threads_per_cta);
     return cudaSuccess;
   });
 }

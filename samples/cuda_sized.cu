@@ -5,37 +5,27 @@
 // static and 64 KiB of dynamic shared memory (after opting in), device
 // addresses above 2 GiB, and launches beyond the device failing with CUDA's
 // errors.
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <vector>
+#include <cuda_runtime.h>
+
+typedef unsigned int uint32_t;
+typedef unsigned long long u64;
 
 #define CHECK(call)                                                                              \
   do {                                                                                           \
     cudaError_t e_ = (call);                                                                     \
     if (e_ != cudaSuccess) {                                                                     \
-      std::printf("CUDA error at %s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));     \
-      std::exit(1);                                                                              \
+      printf("CUDA error at %s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));     \
+      exit(1);                                                                              \
     }                                                                                            \
   } while (0)
 
+// Host checks, defined after main.
 static bool ok = true;
-static void expect(bool cond, const char* what) {
-  if (!cond) {
-    std::printf("check failed: %s\n", what);
-    ok = false;
-  }
-}
+static void expect(bool cond, const char* what);
+static uint32_t hash32(uint32_t x);
 
-static uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
 __device__ uint32_t dhash32(uint32_t x) {
   x ^= x >> 16;
   x *= 0x7feb352du;
@@ -99,8 +89,8 @@ __global__ void high_addresses(uint32_t* low, uint32_t* high, uint32_t** table, 
   if (i == 0) {
     facts[0] = (long long)(high - low);
     facts[1] = high > low;
-    facts[2] = (long long)(uintptr_t)high >= 0x80000000ll;
-    facts[3] = (long long)(uintptr_t)(high + 256);
+    facts[2] = (long long)(u64)high >= 0x80000000ll;
+    facts[3] = (long long)(u64)(high + 256);
   }
 }
 
@@ -110,18 +100,18 @@ int main() {
   CHECK(cudaDeviceGetLimit(&fifo, cudaLimitPrintfFifoSize));
   CHECK(cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize));
   CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
-  std::printf("printf FIFO %zu, heap %zu\n", fifo, heap);
+  printf("printf FIFO %zu, heap %zu\n", fifo, heap);
   expect(fifo == (1u << 20) && heap == (8u << 20) && stack > 0, "default limits");
   CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 16u << 20));
   CHECK(cudaDeviceSetLimit(cudaLimitPrintfFifoSize, 4u << 20));
   CHECK(cudaDeviceGetLimit(&fifo, cudaLimitPrintfFifoSize));
   CHECK(cudaDeviceGetLimit(&heap, cudaLimitMallocHeapSize));
-  std::printf("printf FIFO %zu, heap %zu after cudaDeviceSetLimit\n", fifo, heap);
+  printf("printf FIFO %zu, heap %zu after cudaDeviceSetLimit\n", fifo, heap);
   expect(fifo == (4u << 20) && heap == (16u << 20), "limits set");
 
   cudaDeviceProp p;
   CHECK(cudaGetDeviceProperties(&p, 0));
-  std::printf("global %zu, shared/block %zu (opt-in %zu), constant %zu, threads/block %d, block (%d,%d,%d), "
+  printf("global %zu, shared/block %zu (opt-in %zu), constant %zu, threads/block %d, block (%d,%d,%d), "
               "grid (%d,%d,%d)\n",
               p.totalGlobalMem, p.sharedMemPerBlock, p.sharedMemPerBlockOptin, p.totalConstMem, p.maxThreadsPerBlock,
               p.maxThreadsDim[0], p.maxThreadsDim[1], p.maxThreadsDim[2], p.maxGridSize[0], p.maxGridSize[1],
@@ -149,13 +139,14 @@ int main() {
   CHECK(cudaMalloc(&big, n * sizeof(uint32_t)));
   fill<<<n / 1024, 1024>>>(big, n);
   CHECK(cudaGetLastError());
-  std::vector<uint32_t> host(n);
-  CHECK(cudaMemcpy(host.data(), big, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  uint32_t* host = (uint32_t*)malloc(n * sizeof(uint32_t));
+  CHECK(cudaMemcpy(host, big, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
   bool same = true;
   for (uint32_t i = 0; i < n; ++i) same &= host[i] == hash32(i);
   expect(same, "8 MiB filled by 2048 blocks of 1024 threads");
-  std::printf("8 MiB buffer: word 0x%x = %08x\n", n - 1, host[n - 1]);
+  printf("8 MiB buffer: word 0x%x = %08x\n", n - 1, host[n - 1]);
   CHECK(cudaFree(big));
+  free(host);
 
   // 100,000 x 2 blocks.
   const uint32_t gx = 100000, gy = 2;
@@ -165,18 +156,19 @@ int main() {
   CHECK(cudaMemset(count, 0, sizeof(uint32_t)));
   mark_blocks<<<dim3(gx, gy), 32>>>(marks, count);
   CHECK(cudaGetLastError());
-  std::vector<uint32_t> m(gx * gy);
+  uint32_t* m = (uint32_t*)malloc(gx * gy * sizeof(uint32_t));
   uint32_t blocks = 0;
-  CHECK(cudaMemcpy(m.data(), marks, m.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(m, marks, gx * gy * sizeof(uint32_t), cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(&blocks, count, sizeof blocks, cudaMemcpyDeviceToHost));
   same = blocks == gx * gy;
   for (uint32_t y = 0; y < gy; ++y)
     for (uint32_t x = 0; x < gx; ++x) same &= m[y * gx + x] == x * 3u + y;
   expect(same, "a (100000, 2) grid");
-  std::printf("grid (%u, %u): %u blocks ran\n", gx, gy, blocks);
+  free(m);
+  printf("grid (%u, %u): %u blocks ran\n", gx, gy, blocks);
 
   // 32,000 bytes of parameters.
-  Big* b = new Big;
+  Big* b = (Big*)malloc(sizeof(Big));
   uint32_t want = 0;
   for (uint32_t i = 0; i < 8000; ++i) want += b->v[i] = hash32(i + 77);
   CHECK(cudaMemset(count, 0, sizeof(uint32_t)));
@@ -185,8 +177,8 @@ int main() {
   uint32_t got = 0;
   CHECK(cudaMemcpy(&got, count, sizeof got, cudaMemcpyDeviceToHost));
   expect(got == want, "32,000 bytes of parameters");
-  std::printf("parameter sum %08x\n", got);
-  delete b;
+  printf("parameter sum %08x\n", got);
+  free(b);
 
   // 48 KiB of static shared memory.
   CHECK(cudaMemset(count, 0, sizeof(uint32_t)));
@@ -202,7 +194,7 @@ int main() {
   CHECK(cudaMalloc(&dyn, 65536));
   dynamic_shared<<<1, 1024, 65536>>>(dyn);
   cudaError_t e = cudaGetLastError();
-  std::printf("64 KiB dynamic shared memory without opting in: %s\n", cudaGetErrorName(e));
+  printf("64 KiB dynamic shared memory without opting in: %s\n", cudaGetErrorName(e));
   expect(e == cudaErrorInvalidValue, "64 KiB refused without the attribute");
   CHECK(cudaFuncSetAttribute(dynamic_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
   cudaFuncAttributes fa;
@@ -210,11 +202,12 @@ int main() {
   expect(fa.maxDynamicSharedSizeBytes == 65536, "cudaFuncGetAttributes reports the attribute");
   dynamic_shared<<<1, 1024, 65536>>>(dyn);
   CHECK(cudaGetLastError());
-  std::vector<uint32_t> d(16384);
-  CHECK(cudaMemcpy(d.data(), dyn, 65536, cudaMemcpyDeviceToHost));
+  uint32_t* d = (uint32_t*)malloc(65536);
+  CHECK(cudaMemcpy(d, dyn, 65536, cudaMemcpyDeviceToHost));
   same = true;
   for (uint32_t i = 0; i < 16384; ++i) same &= d[i] == hash32(16383 - i);
   expect(same, "64 KiB of dynamic shared memory");
+  free(d);
   e = cudaFuncSetAttribute(dynamic_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536 + 4);
   expect(e == cudaErrorInvalidValue, "more than 64 KiB refused");
   cudaGetLastError();
@@ -231,34 +224,34 @@ int main() {
   CHECK(cudaMalloc(&table, sizeof(uint32_t*)));
   CHECK(cudaMalloc(&facts, 4 * sizeof(long long)));
   CHECK(cudaMemcpy(table, &high, sizeof high, cudaMemcpyHostToDevice));
-  std::printf("high allocation at %p\n", (void*)high);
-  expect(uintptr_t(high) >= 0x80000000u, "an allocation above 2 GiB");
+  printf("high allocation at %p\n", (void*)high);
+  expect(u64(high) >= 0x80000000u, "an allocation above 2 GiB");
   high_addresses<<<1, 256>>>(pad, high, table, facts);
   CHECK(cudaGetLastError());
-  std::vector<uint32_t> h(512);
+  uint32_t h[512];
   long long f[4];
-  CHECK(cudaMemcpy(h.data(), high, 2048, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(h, high, 2048, cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(f, facts, sizeof f, cudaMemcpyDeviceToHost));
   same = true;
   for (uint32_t i = 0; i < 256; ++i) same &= h[i] == (hash32(i) ^ 0x80000000u) && h[256 + i] == i + 1;
   expect(same, "loads and stores above 2 GiB");
-  expect(f[0] == high - pad && f[1] == 1 && f[2] == 1 && f[3] == (long long)(uintptr_t)(high + 256),
+  expect(f[0] == high - pad && f[1] == 1 && f[2] == 1 && f[3] == (long long)(u64)(high + 256),
          "pointer arithmetic across 2^31");
-  std::printf("high - low = %lld words\n", f[0]);
+  printf("high - low = %lld words\n", f[0]);
   CHECK(cudaFree(pad));
 
   // Beyond the device: CUDA's errors.
   mark_blocks<<<1, 1025>>>(marks, count);
   e = cudaGetLastError();
-  std::printf("1025 threads per block: %s\n", cudaGetErrorName(e));
+  printf("1025 threads per block: %s\n", cudaGetErrorName(e));
   expect(e == cudaErrorInvalidConfiguration, "1025 threads refused");
   mark_blocks<<<dim3(1, 65536), 32>>>(marks, count);
   e = cudaGetLastError();
-  std::printf("grid y of 65536: %s\n", cudaGetErrorName(e));
+  printf("grid y of 65536: %s\n", cudaGetErrorName(e));
   expect(e == cudaErrorInvalidConfiguration, "grid y of 65536 refused");
   void* huge = nullptr;
   e = cudaMalloc(&huge, size_t(8) << 30);
-  std::printf("cudaMalloc of 8 GiB: %s\n", cudaGetErrorName(e));
+  printf("cudaMalloc of 8 GiB: %s\n", cudaGetErrorName(e));
   expect(e == cudaErrorMemoryAllocation, "8 GiB refused");
   cudaGetLastError();
   // No kernel that calls malloc has run: the heap may still change.
@@ -271,6 +264,22 @@ int main() {
   CHECK(cudaFree(facts));
   CHECK(cudaFree(marks));
   CHECK(cudaFree(count));
-  std::printf("%s\n", ok ? "PASSED" : "FAILED");
+  printf("%s\n", ok ? "PASSED" : "FAILED");
   return ok ? 0 : 1;
+}
+
+static void expect(bool cond, const char* what) {
+  if (!cond) {
+    printf("check failed: %s\n", what);
+    ok = false;
+  }
+}
+
+static uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
 }
