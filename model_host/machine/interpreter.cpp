@@ -1,6 +1,8 @@
 // The reference interpreter (docs/isa.md, "Execution").
 #include "model_host/machine/interpreter.h"
 
+#include "model_host/machine/alu.h"
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -310,16 +312,19 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = info.arity >= 2 ? lanes_of(in.b, 1) : a;
         const uint32_t* c = info.arity >= 3 ? lanes_of(in.c, 2) : a;
-        const AluFn fn = info.fn;
-        if (all && !kRecord) {
-          for (uint32_t l = 0; l < L; ++l) dst[l] = fn(a[l], bb[l], c[l]);
-        } else {
-          for (uint32_t l = 0; l < L; ++l) {
-            if (!(mask >> l & 1)) continue;
-            dst[l] = fn(a[l], bb[l], c[l]);
-            if constexpr (kRecord) rec->regs.push_back({l, in.dst, dst[l]});
+        // One switch per instruction, then the operation inline over the
+        // lanes (alu.h: the same functions as op_info(op).fn).
+        alu::dispatch(in.op, [&]<Op op>() {
+          if (all && !kRecord) {
+            for (uint32_t l = 0; l < L; ++l) dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
+          } else {
+            for (uint32_t l = 0; l < L; ++l) {
+              if (!(mask >> l & 1)) continue;
+              dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
+              if constexpr (kRecord) rec->regs.push_back({l, in.dst, dst[l]});
+            }
           }
-        }
+        });
         break;
       }
       case OpKind::Special:
