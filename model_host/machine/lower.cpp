@@ -579,23 +579,34 @@ class Lowerer {
   // ---- the thread's coordinates ---------------------------------------------
   // The thread's linear index in its CTA, computed once at kernel entry.
   Operand tid_linear() { return R(tid_); }
-  // x / d and x % d for a small x (< 2^16) and a launch constant d.
-  Operand div_const(Operand x, uint32_t d) {
+  // x / d and x % d for x < bound and a launch constant d.  When every
+  // x * d < 2^32 one high multiply is exact; otherwise (CUDA-sized grids)
+  // the round-up method that is exact for every 32-bit x: t = mulhu(x, m'),
+  // x / d = (t + ((x - t) >> 1)) >> (l - 1), l = ceil(log2 d).
+  Operand div_const(Operand x, uint32_t d, uint64_t bound) {
     if (d == 1) return x;
     if (std::has_single_bit(d)) return opr(Op::SHR, x, K(std::countr_zero(d)));
-    uint32_t m = uint32_t((uint64_t(1) << 32) / d + 1);  // exact for x * d < 2^32
-    return opr(Op::MULHU, x, K(m));
+    if (bound == 0 || (bound - 1) * d < (uint64_t(1) << 32)) {
+      uint32_t m = uint32_t((uint64_t(1) << 32) / d + 1);  // exact for x * d < 2^32
+      return opr(Op::MULHU, x, K(m));
+    }
+    const uint32_t l = uint32_t(std::bit_width(d - 1));
+    const uint32_t m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << l) - d)) / d + 1);
+    Operand t = opr(Op::MULHU, x, K(m));
+    return opr(Op::SHR, opr(Op::ADD, t, opr(Op::SHR, opr(Op::SUB, x, t), K(1))), K(l - 1));
   }
-  Operand rem_const(Operand x, uint32_t d) {
+  Operand rem_const(Operand x, uint32_t d, uint64_t bound) {
     if (d == 1) return K(0);
     if (std::has_single_bit(d)) return opr(Op::AND, x, K(d - 1));
-    return opr(Op::SUB, x, opr(Op::MUL, div_const(x, d), K(d)));
+    return opr(Op::SUB, x, opr(Op::MUL, div_const(x, d, bound), K(d)));
   }
+  // Component c of the linear index `lin` (< dim.count()) of a 3-D shape.
   Operand component(Operand lin, const engine::Dim3& dim, char c) {
-    if (c == 'x') return dim.y * dim.z == 1 ? lin : rem_const(lin, dim.x);
-    if (c == 'y' && dim.z == 1) return div_const(lin, dim.x);
-    if (c == 'y') return rem_const(div_const(lin, dim.x), dim.y);
-    return div_const(lin, dim.x * dim.y);
+    const uint64_t n = dim.count();
+    if (c == 'x') return dim.y * dim.z == 1 ? lin : rem_const(lin, dim.x, n);
+    if (c == 'y' && dim.z == 1) return div_const(lin, dim.x, n);
+    if (c == 'y') return rem_const(div_const(lin, dim.x, n), dim.y, (n + dim.x - 1) / dim.x);
+    return div_const(lin, dim.x * dim.y, n);
   }
   static uint32_t dim_of(const engine::Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; }
   Operand special(const ptx::Instr& in, const ptx::Operand& o);
