@@ -1,0 +1,394 @@
+// Software floating point (docs/isa.md, section 11): every f32 operation as a
+// branch-free sequence of 32-bit integer operations.
+//
+// Notation.  An f32 value is unpacked into its sign bit s (0 or 0x80000000),
+// its magnitude bits |x|, its exponent field ex and its significand: 24 bits
+// with the implicit bit for a normal number, the fraction for a subnormal
+// one, whose exponent counts as 1.  An exact intermediate result is carried
+// as (s, e, m, st): m a 32-bit significand with its leading 1 at bit 31, e a
+// signed exponent such that the value is m / 2^31 * 2^(e - 127), and st a
+// sticky bit for any nonzero bits below m.  round_pack() rounds that to f32.
+// The machine's shifts by 32 or more give 0 (docs/isa.md, section 3.1), which
+// the sequences rely on for their boundary cases.
+#include "model_host/machine/softfloat.h"
+
+namespace qgpu::machine::softfloat {
+namespace {
+
+Operand K(uint32_t v) { return Operand::k(v); }
+constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u, kSign = 0x80000000u, kAbs = 0x7FFFFFFFu;
+
+}  // namespace
+
+Operand Gen::e(Op o, Operand a, Operand b, Operand c) {
+  const int n = op_info(o).arity;
+  if (a.imm && (n < 2 || b.imm) && (n < 3 || c.imm)) return K(eval_alu(o, a.v, b.v, c.v));
+  if (o == Op::SEL && a.imm) return a.v ? b : c;
+  return emit_(o, a, b, c);
+}
+
+// A subnormal (magnitude below 2^-126) becomes zero of its sign.
+Operand Gen::flush(Operand x) {
+  return e(Op::SEL, e(Op::SLTU, e(Op::AND, x, K(kAbs)), K(0x800000)), e(Op::AND, x, K(kSign)), x);
+}
+
+// The significand of |x| with exponent field ex: the implicit bit when ex != 0.
+Operand Gen::sig_of(Operand abs, Operand ex) {
+  return e(Op::SEL, ex, e(Op::OR, e(Op::AND, abs, K(0x7FFFFF)), K(0x800000)), abs);
+}
+
+Operand Gen::saturate(Operand x) {
+  x = e(Op::SEL, e(Op::SLTU, K(kInf), e(Op::AND, x, K(kAbs))), K(0), x);  // NaN -> +0
+  x = e(Op::SEL, e(Op::SLT, x, K(0)), K(0), x);                            // negative, -0 included -> +0
+  return e(Op::MINU, x, K(0x3F800000u));                                   // above 1 -> 1
+}
+
+// (s, ex, m, st) rounded to f32.  A result below 2^-126 is shifted right into
+// the subnormal range first (its lost bits join the sticky bit), so that the
+// exponent field of the packed word is max(ex, 1) - 1 and the significand's
+// implicit bit, added to it, makes it ex (or 1 when a subnormal rounds up to
+// the smallest normal).  A carry of the rounding increment out of the
+// significand likewise increments the exponent; reaching 0x7F800000 is
+// overflow.
+Operand Gen::round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz) {
+  Operand sh = e(Op::MAX, e(Op::SUB, K(1), ex), K(0));
+  Operand mt = e(Op::SHR, m, sh);
+  st = e(Op::OR, st, e(Op::SNE, e(Op::SHL, mt, sh), m));
+  Operand eb = e(Op::MIN, e(Op::SUB, e(Op::MAX, ex, K(1)), K(1)), K(255));
+  Operand base = e(Op::ADD, e(Op::SHL, eb, K(23)), e(Op::SHR, mt, K(8)));
+  Operand rest = e(Op::AND, mt, K(0xFF));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: {  // round bit and (sticky or lsb): rest + (sticky | lsb) > 0x80
+      Operand lsb = e(Op::AND, e(Op::SHR, mt, K(8)), K(1));
+      inc = e(Op::SLTU, K(0x80), e(Op::ADD, rest, e(Op::OR, st, lsb)));
+      break;
+    }
+    case Round::Rz: break;
+    case Round::Rm:
+    case Round::Rp: {
+      Operand inexact = e(Op::SNE, e(Op::OR, rest, st), K(0));
+      Operand neg = e(Op::SHR, s, K(31));
+      inc = e(Op::AND, inexact, r == Round::Rm ? neg : e(Op::XOR, neg, K(1)));
+      break;
+    }
+  }
+  Operand res = e(Op::ADD, base, inc);
+  Operand ovf_val;
+  switch (r) {
+    case Round::Rn: ovf_val = K(kInf); break;
+    case Round::Rz: ovf_val = K(0x7F7FFFFFu); break;
+    case Round::Rm: ovf_val = e(Op::SEL, s, K(kInf), K(0x7F7FFFFFu)); break;
+    case Round::Rp: ovf_val = e(Op::SEL, s, K(0x7F7FFFFFu), K(kInf)); break;
+  }
+  res = e(Op::SEL, e(Op::SLEU, K(kInf), res), ovf_val, res);
+  res = e(Op::SEL, m, res, K(0));
+  if (ftz) res = e(Op::SEL, e(Op::SLTU, res, K(0x800000)), K(0), res);
+  return e(Op::OR, res, s);
+}
+
+// a + b: the operands ordered by magnitude (B >= S), S's significand shifted
+// right by the exponent difference with a sticky bit, then added or, for
+// operands of opposite signs, subtracted.  Both significands sit at bits
+// 30..7, leaving a carry bit and seven guard bits.  With a sticky bit the
+// subtraction takes one more unit off (the exact difference lies strictly
+// between that and the next integer, and the sticky bit says so); that only
+// happens for an exponent difference of 2 or more, where the result needs a
+// normalising shift of at most 2, so the sticky bits stay below the round
+// bit.  An exact zero difference is +0 (-0 rounding down).
+Operand Gen::add(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs));
+  Operand swap = e(Op::SLTU, absa, absb);
+  Operand big = e(Op::SEL, swap, b, a);
+  Operand absB = e(Op::MAXU, absa, absb), absS = e(Op::MINU, absa, absb);
+  Operand sB = e(Op::AND, big, K(kSign));
+  Operand subtract = e(Op::SHR, e(Op::XOR, a, b), K(31));
+  Operand exB = e(Op::SHR, absB, K(23)), exS = e(Op::SHR, absS, K(23));
+  Operand mB = e(Op::SHL, sig_of(absB, exB), K(7)), mS = e(Op::SHL, sig_of(absS, exS), K(7));
+  Operand eB = e(Op::MAX, exB, K(1));
+  Operand d = e(Op::SUB, eB, e(Op::MAX, exS, K(1)));
+  Operand mSs = e(Op::SHR, mS, d);
+  Operand st = e(Op::SNE, e(Op::SHL, mSs, d), mS);
+  Operand v = e(Op::SEL, subtract, e(Op::SUB, e(Op::SUB, mB, mSs), st), e(Op::ADD, mB, mSs));
+  Operand n = e(Op::CLZ, v);
+  Operand m = e(Op::SHL, v, n);
+  Operand ex = e(Op::SUB, e(Op::ADD, eB, K(1)), n);
+  Operand s = e(Op::SEL, e(Op::AND, subtract, e(Op::SEQ, v, K(0))), K(r == Round::Rm ? kSign : 0), sB);
+  Operand res = round_pack(s, ex, m, st, r, ftz);
+  // B infinite or NaN: B, or NaN for a NaN or inf - inf.
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), absB), e(Op::AND, subtract, e(Op::SEQ, absS, K(kInf))));
+  res = e(Op::SEL, e(Op::SLEU, K(kInf), absB), big, res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+Operand Gen::sub(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  return add(a, e(Op::XOR, b, K(kSign)), r, ftz, sat);
+}
+
+// a * b: subnormal significands normalised (leading 1 at bit 31, exponent
+// lowered by the shift), the 64-bit product from mul and mulhu, its top word
+// normalised (the product's leading 1 is at bit 62 or 63), the rest sticky.
+Operand Gen::mul(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand s = e(Op::AND, e(Op::XOR, a, b), K(kSign));
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs));
+  Operand exa = e(Op::SHR, absa, K(23)), exb = e(Op::SHR, absb, K(23));
+  Operand sa = sig_of(absa, exa), sb = sig_of(absb, exb);
+  Operand za = e(Op::CLZ, sa), zb = e(Op::CLZ, sb);
+  Operand A = e(Op::SHL, sa, za), B = e(Op::SHL, sb, zb);
+  Operand hi = e(Op::MULHU, A, B), lo = e(Op::MUL, A, B);
+  Operand n = e(Op::CLZ, hi);
+  Operand m = e(Op::OR, e(Op::SHL, hi, n), e(Op::SHR, lo, e(Op::SUB, K(32), n)));
+  Operand st = e(Op::SNE, e(Op::SHL, lo, n), K(0));
+  // value = A/2^31 * 2^(ea - (za - 8) - 127) * B/2^31 * 2^(eb - (zb - 8) - 127)
+  Operand ex = e(Op::SUB, e(Op::SUB, e(Op::ADD, e(Op::MAX, exa, K(1)), e(Op::MAX, exb, K(1))), e(Op::ADD, za, zb)),
+                 e(Op::ADD, n, K(110)));
+  Operand res = round_pack(s, ex, m, st, r, ftz);
+  Operand hi_abs = e(Op::MAXU, absa, absb);
+  Operand inf = e(Op::SEQ, hi_abs, K(kInf));  // an infinite operand and no NaN
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), hi_abs), e(Op::AND, inf, e(Op::SEQ, e(Op::MINU, absa, absb), K(0))));
+  res = e(Op::SEL, inf, e(Op::OR, s, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// a * b + c with one rounding: the exact product (48 bits) and c as 64-bit
+// significands (hi, lo) with their leading 1 at bit 62 and exponents Ep, Ec
+// (value M / 2^62 * 2^(E - 127); a zero gets E = -1000), ordered by (E, M),
+// the smaller shifted right with a sticky bit, added or subtracted (two's
+// complement with the sticky borrow, as in add()), normalised to bit 63, and
+// the top word rounded with the rest as sticky.  The product has at least 14
+// zero low bits and c 39, so a shift by 0 or 1, where cancellation can be
+// massive, is exact.
+Operand Gen::fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b), c = flush(c);
+  Operand sp = e(Op::AND, e(Op::XOR, a, b), K(kSign)), sc = e(Op::AND, c, K(kSign));
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs)), absc = e(Op::AND, c, K(kAbs));
+  Operand exa = e(Op::SHR, absa, K(23)), exb = e(Op::SHR, absb, K(23)), exc = e(Op::SHR, absc, K(23));
+  Operand sa = sig_of(absa, exa), sb = sig_of(absb, exb), sgc = sig_of(absc, exc);
+  Operand za = e(Op::CLZ, sa), zb = e(Op::CLZ, sb), zc = e(Op::CLZ, sgc);
+  Operand A = e(Op::SHL, sa, za), B = e(Op::SHL, sb, zb);
+  Operand ph = e(Op::MULHU, A, B), pl = e(Op::MUL, A, B);
+  // Leading 1 of the product at bit 63 (t = 1) or 62: bring it to 62.
+  Operand t = e(Op::SHR, ph, K(31));
+  Operand Ph = e(Op::SHR, ph, t), Pl = e(Op::OR, e(Op::SHR, pl, t), e(Op::SHL, ph, e(Op::SUB, K(32), t)));
+  // value = (A*B)/2^62 * 2^(ea + eb - za - zb + 16 - 254) = P/2^62 * 2^(Ep - 127)
+  Operand Ep = e(Op::ADD, e(Op::SUB, e(Op::ADD, e(Op::MAX, exa, K(1)), e(Op::MAX, exb, K(1))), e(Op::ADD, za, zb)),
+                 e(Op::SUB, t, K(111)));
+  Ep = e(Op::SEL, ph, Ep, K(uint32_t(-1000)));
+  Operand C = e(Op::SHL, sgc, zc);
+  Operand Ch = e(Op::SHR, C, K(1)), Cl = e(Op::SHL, C, K(31));
+  Operand Ec = e(Op::SEL, C, e(Op::SUB, e(Op::MAX, exc, K(1)), e(Op::SUB, zc, K(8))), K(uint32_t(-1000)));
+  // Order: c is the bigger one when (Ec, C) > (Ep, P).
+  Operand lt_m = e(Op::OR, e(Op::SLTU, Ph, Ch), e(Op::AND, e(Op::SEQ, Ph, Ch), e(Op::SLTU, Pl, Cl)));
+  Operand cbig = e(Op::OR, e(Op::SLT, Ep, Ec), e(Op::AND, e(Op::SEQ, Ep, Ec), lt_m));
+  Operand Bh = e(Op::SEL, cbig, Ch, Ph), Bl = e(Op::SEL, cbig, Cl, Pl), EB = e(Op::SEL, cbig, Ec, Ep);
+  Operand Sh = e(Op::SEL, cbig, Ph, Ch), Sl = e(Op::SEL, cbig, Pl, Cl), ES = e(Op::SEL, cbig, Ep, Ec);
+  Operand sB = e(Op::SEL, cbig, sc, sp);
+  Operand d = e(Op::SUB, EB, ES);
+  // S >> d (64-bit) and the sticky bit of what it loses.
+  Operand Shs = e(Op::SHR, Sh, d);
+  Operand Sls = e(Op::OR, e(Op::OR, e(Op::SHR, Sl, d), e(Op::SHL, Sh, e(Op::SUB, K(32), d))),
+                  e(Op::SHR, Sh, e(Op::SUB, d, K(32))));
+  Operand lost_l = e(Op::SEL, e(Op::SLTU, K(32), d), Sl, e(Op::SHL, Sl, e(Op::SUB, K(32), d)));
+  Operand lost_h = e(Op::SEL, e(Op::SLTU, K(64), d), Sh, e(Op::SHL, Sh, e(Op::SUB, K(64), d)));
+  Operand st = e(Op::SNE, e(Op::OR, lost_l, lost_h), K(0));
+  // B + S or B - S - st (as B + ~S + 1 - st).
+  Operand subtract = e(Op::SHR, e(Op::XOR, sp, sc), K(31));
+  Operand Xl = e(Op::SEL, subtract, e(Op::XOR, Sls, K(~0u)), Sls);
+  Operand Xh = e(Op::SEL, subtract, e(Op::XOR, Shs, K(~0u)), Shs);
+  Operand cin = e(Op::AND, subtract, e(Op::XOR, st, K(1)));
+  Operand l1 = e(Op::ADD, Bl, Xl);
+  Operand l2 = e(Op::ADD, l1, cin);
+  Operand h = e(Op::ADD, e(Op::ADD, e(Op::ADD, Bh, Xh), e(Op::SLTU, l1, Bl)), e(Op::SLTU, l2, cin));
+  // Normalise (h, l2) to bit 63.
+  Operand hz = e(Op::SEQ, h, K(0));
+  Operand n = e(Op::SEL, hz, e(Op::ADD, e(Op::CLZ, l2), K(32)), e(Op::CLZ, h));
+  Operand m = e(Op::OR, e(Op::OR, e(Op::SHL, h, n), e(Op::SHR, l2, e(Op::SUB, K(32), n))),
+                e(Op::SHL, l2, e(Op::SUB, n, K(32))));
+  st = e(Op::OR, st, e(Op::SNE, e(Op::SHL, l2, n), K(0)));
+  Operand ex = e(Op::SUB, e(Op::ADD, EB, K(1)), n);
+  Operand zero = e(Op::AND, subtract, e(Op::AND, hz, e(Op::SEQ, l2, K(0))));
+  Operand s = e(Op::SEL, zero, K(r == Round::Rm ? kSign : 0), sB);
+  Operand res = round_pack(s, ex, m, st, r, ftz);
+  // Infinities and NaNs.
+  Operand absab = e(Op::MAXU, absa, absb);
+  Operand pinf = e(Op::SEQ, absab, K(kInf));
+  Operand cinf = e(Op::SEQ, absc, K(kInf));
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), e(Op::MAXU, absab, absc)),
+                  e(Op::AND, pinf, e(Op::OR, e(Op::SEQ, e(Op::MINU, absa, absb), K(0)), e(Op::AND, cinf, subtract))));
+  res = e(Op::SEL, cinf, c, res);
+  res = e(Op::SEL, pinf, e(Op::OR, sp, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// min/max order the values by a key that is the signed order of the floats
+// with -0 below +0: negative values get their magnitude bits inverted.  A NaN
+// operand gives the other one; two NaNs the canonical NaN.
+Operand Gen::min(Operand a, Operand b, bool ftz) {
+  if (ftz) a = flush(a), b = flush(b);
+  auto key = [&](Operand x) { return e(Op::SEL, e(Op::SLT, x, K(0)), e(Op::XOR, x, K(kAbs)), x); };
+  Operand res = e(Op::SEL, e(Op::SLT, key(b), key(a)), b, a);
+  Operand na = e(Op::SLTU, K(kInf), e(Op::AND, a, K(kAbs))), nb = e(Op::SLTU, K(kInf), e(Op::AND, b, K(kAbs)));
+  res = e(Op::SEL, na, b, res);
+  res = e(Op::SEL, nb, a, res);
+  return e(Op::SEL, e(Op::AND, na, nb), K(kNaN), res);
+}
+Operand Gen::max(Operand a, Operand b, bool ftz) {
+  if (ftz) a = flush(a), b = flush(b);
+  auto key = [&](Operand x) { return e(Op::SEL, e(Op::SLT, x, K(0)), e(Op::XOR, x, K(kAbs)), x); };
+  Operand res = e(Op::SEL, e(Op::SLT, key(a), key(b)), b, a);
+  Operand na = e(Op::SLTU, K(kInf), e(Op::AND, a, K(kAbs))), nb = e(Op::SLTU, K(kInf), e(Op::AND, b, K(kAbs)));
+  res = e(Op::SEL, na, b, res);
+  res = e(Op::SEL, nb, a, res);
+  return e(Op::SEL, e(Op::AND, na, nb), K(kNaN), res);
+}
+Operand Gen::abs(Operand a, bool ftz) { return e(Op::AND, ftz ? flush(a) : a, K(kAbs)); }
+Operand Gen::neg(Operand a, bool ftz) { return e(Op::XOR, ftz ? flush(a) : a, K(kSign)); }
+Operand Gen::copysign(Operand a, Operand b) {
+  return e(Op::OR, e(Op::AND, b, K(kAbs)), e(Op::AND, a, K(kSign)));
+}
+
+Operand Gen::testp(int kind, Operand a) {
+  Operand x = e(Op::AND, a, K(kAbs));
+  switch (kind) {
+    case 1: return e(Op::SLTU, x, K(kInf));
+    case 2: return e(Op::SEQ, x, K(kInf));
+    case 3: return e(Op::SLEU, x, K(kInf));
+    case 4: return e(Op::SLTU, K(kInf), x);
+    case 5: return e(Op::SLTU, e(Op::SUB, x, K(0x800000)), K(kInf - 0x800000));
+    case 6: return e(Op::SLTU, e(Op::SUB, x, K(1)), K(0x7FFFFF));
+    default: return K(0);
+  }
+}
+
+// Comparisons: the signed order of keys where a negative value is minus its
+// magnitude (so -0 == +0), and unordered when either operand is a NaN.
+Operand Gen::compare(ptx::Cmp c, Operand a, Operand b, bool ftz) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand un = e(Op::SLTU, K(kInf), e(Op::MAXU, e(Op::AND, a, K(kAbs)), e(Op::AND, b, K(kAbs))));
+  if (c == ptx::Cmp::Nan) return un;
+  if (c == ptx::Cmp::Num) return e(Op::XOR, un, K(1));
+  auto key = [&](Operand x) { return e(Op::SEL, e(Op::SLT, x, K(0)), e(Op::SUB, K(kSign), x), x); };
+  Operand ka = key(a), kb = key(b);
+  Operand r;
+  bool unordered = false;
+  switch (c) {
+    case ptx::Cmp::Equ: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Eq: r = e(Op::SEQ, ka, kb); break;
+    case ptx::Cmp::Neu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ne: r = e(Op::SNE, ka, kb); break;
+    case ptx::Cmp::Ltu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Lt: r = e(Op::SLT, ka, kb); break;
+    case ptx::Cmp::Leu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Le: r = e(Op::SLE, ka, kb); break;
+    case ptx::Cmp::Gtu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Gt: r = e(Op::SLT, kb, ka); break;
+    case ptx::Cmp::Geu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ge: r = e(Op::SLE, kb, ka); break;
+    default: return K(0);
+  }
+  if (unordered) return e(Op::OR, r, un);
+  return e(Op::AND, r, e(Op::XOR, un, K(1)));
+}
+
+Operand Gen::from_int32(Operand v, bool is_signed, Round r) {
+  Operand s = is_signed ? e(Op::AND, v, K(kSign)) : K(0);
+  Operand mag = is_signed ? e(Op::SEL, s, e(Op::SUB, K(0), v), v) : v;
+  Operand n = e(Op::CLZ, mag);
+  // mag = (mag << n) / 2^31 * 2^(31 - n)
+  return round_pack(s, e(Op::SUB, K(158), n), e(Op::SHL, mag, n), K(0), r, false);
+}
+
+Operand Gen::from_int64(Operand lo, Operand hi, bool is_signed, Round r) {
+  Operand s = is_signed ? e(Op::AND, hi, K(kSign)) : K(0);
+  if (is_signed) {  // the magnitude: negate when negative
+    Operand nl = e(Op::SUB, K(0), lo);
+    Operand nh = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+    lo = e(Op::SEL, s, nl, lo);
+    hi = e(Op::SEL, s, nh, hi);
+  }
+  Operand hz = e(Op::SEQ, hi, K(0));
+  Operand n = e(Op::SEL, hz, e(Op::ADD, e(Op::CLZ, lo), K(32)), e(Op::CLZ, hi));
+  Operand m = e(Op::OR, e(Op::OR, e(Op::SHL, hi, n), e(Op::SHR, lo, e(Op::SUB, K(32), n))),
+                e(Op::SHL, lo, e(Op::SUB, n, K(32))));
+  Operand st = e(Op::SNE, e(Op::SHL, lo, n), K(0));
+  return round_pack(s, e(Op::SUB, K(190), n), m, st, r, false);
+}
+
+// |f| = m / 2^31 * 2^(ex - 127) with m = significand << 8: its integer part
+// is m >> (158 - ex), the next bit the round bit, the rest sticky.
+Operand Gen::to_int32(Operand f, bool is_signed, unsigned bits, Round r, bool ftz) {
+  if (ftz) f = flush(f);
+  Operand neg = e(Op::SHR, f, K(31));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand m = e(Op::SHL, sig_of(abs, ex), K(8));
+  Operand sh = e(Op::SUB, K(158), e(Op::MAX, ex, K(1)));
+  Operand ip = e(Op::SHR, m, sh);
+  Operand rb = e(Op::AND, e(Op::SHR, m, e(Op::SUB, sh, K(1))), K(1));
+  Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, m, K(0)),
+                 e(Op::SNE, e(Op::SHL, m, e(Op::SUB, K(33), sh)), K(0)));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+    case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+  }
+  Operand mag = e(Op::ADD, ip, inc);
+  Operand big = e(Op::SLT, K(158), ex);  // |f| >= 2^32, infinities and NaNs
+  Operand res;
+  if (is_signed) {
+    const uint32_t top = 1u << (bits - 1);
+    Operand pos = e(Op::SEL, e(Op::OR, big, e(Op::SLTU, K(top - 1), mag)), K(top - 1), mag);
+    Operand ng = e(Op::SEL, e(Op::OR, big, e(Op::SLTU, K(top), mag)), K(uint32_t(-int64_t(top))),
+                   e(Op::SUB, K(0), mag));
+    res = e(Op::SEL, neg, ng, pos);
+  } else {
+    const uint32_t all = bits == 32 ? ~0u : (1u << bits) - 1;
+    Operand pos = e(Op::SEL, e(Op::OR, big, e(Op::SLTU, K(all), mag)), K(all), mag);
+    res = e(Op::SEL, neg, K(0), pos);
+  }
+  return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(0), res);
+}
+
+// Below 2^23 the value is rounded as in to_int32 (an integer below 2^24,
+// converted back exactly, keeping the sign: -0.25 rounds to -0); from 2^23 on
+// it is integral already.
+Operand Gen::round_int(Operand f, bool integral, Round r, bool ftz, bool sat) {
+  if (ftz) f = flush(f);
+  Operand res = f;
+  Operand abs = e(Op::AND, f, K(kAbs));
+  if (integral) {
+    Operand s = e(Op::AND, f, K(kSign));
+    Operand neg = e(Op::SHR, f, K(31));
+    Operand ex = e(Op::SHR, abs, K(23));
+    Operand m = e(Op::SHL, sig_of(abs, ex), K(8));
+    Operand sh = e(Op::SUB, K(158), e(Op::MAX, ex, K(1)));  // >= 9 below 2^23
+    Operand ip = e(Op::SHR, m, sh);
+    Operand rb = e(Op::AND, e(Op::SHR, m, e(Op::SUB, sh, K(1))), K(1));
+    Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, m, K(0)),
+                   e(Op::SNE, e(Op::SHL, m, e(Op::SUB, K(33), sh)), K(0)));
+    Operand inc = K(0);
+    switch (r) {
+      case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip, K(1)))); break;
+      case Round::Rz: break;
+      case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+      case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+    }
+    Operand mag = e(Op::ADD, ip, inc);
+    Operand n = e(Op::CLZ, mag);
+    // mag = (mag << n) / 2^31 * 2^(31 - n): exponent field 158 - n, the implicit bit adding 1 to 157 - n.
+    Operand packed = e(Op::ADD, e(Op::SHL, e(Op::SUB, K(157), n), K(23)), e(Op::SHR, e(Op::SHL, mag, n), K(8)));
+    packed = e(Op::OR, e(Op::SEL, mag, packed, K(0)), s);
+    res = e(Op::SEL, e(Op::SLTU, abs, K(0x4B000000u)), packed, f);  // below 2^23
+  }
+  res = e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+}  // namespace qgpu::machine::softfloat

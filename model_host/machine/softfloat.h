@@ -1,0 +1,63 @@
+// Software floating point: IEEE-754 binary32 operations as sequences of the
+// machine's integer ALU operations (docs/isa.md, section 11).
+//
+// Each generator emits a branch-free sequence through `Emit` (one ALU
+// operation, its result returned as an operand) and returns the operand that
+// holds the result's bits.  The lowering passes its own emission; the tests
+// pass one that evaluates at once.  Operations whose operands are all
+// immediates are folded here.  The semantics are those of sm_75 (canonical
+// NaN 0x7FFFFFFF, .ftz flushing subnormal inputs and results after rounding,
+// .sat clamping to [0, 1]); model_host/ptx/float_ref.cpp is the independent
+// reference they are tested against.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "model_host/machine/isa.h"
+#include "model_host/ptx/ir.h"
+
+namespace qgpu::machine::softfloat {
+
+using Emit = std::function<Operand(Op, Operand, Operand, Operand)>;
+
+enum class Round : uint8_t { Rn, Rz, Rm, Rp };
+
+class Gen {
+ public:
+  explicit Gen(Emit e) : emit_(std::move(e)) {}
+
+  Operand add(Operand a, Operand b, Round r, bool ftz, bool sat);
+  Operand sub(Operand a, Operand b, Round r, bool ftz, bool sat);
+  Operand mul(Operand a, Operand b, Round r, bool ftz, bool sat);
+  Operand fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat);
+  Operand min(Operand a, Operand b, bool ftz);
+  Operand max(Operand a, Operand b, bool ftz);
+  Operand abs(Operand a, bool ftz);
+  Operand neg(Operand a, bool ftz);
+  Operand copysign(Operand a, Operand b);  // |b| with a's sign
+  // 0 or 1.  testp's kinds: 1 finite, 2 infinite, 3 number, 4 notanumber,
+  // 5 normal, 6 subnormal (ptx::TestpKind's order).
+  Operand testp(int kind, Operand a);
+  Operand compare(ptx::Cmp c, Operand a, Operand b, bool ftz);
+  // Integer (32-bit word, or 64-bit as lo/hi) to f32.
+  Operand from_int32(Operand v, bool is_signed, Round r);
+  Operand from_int64(Operand lo, Operand hi, bool is_signed, Round r);
+  // f32 to an integer of `bits` (8, 16, 32) bits, rounded (Rn/Rz/Rm/Rp as
+  // rni/rzi/rmi/rpi) and saturated; NaN gives 0.  The result is the value
+  // sign- or zero-extended to 32 bits.
+  Operand to_int32(Operand f, bool is_signed, unsigned bits, Round r, bool ftz);
+  // f32 rounded to an integral f32 (cvt.rni.f32.f32 ...); `integral` false:
+  // cvt.f32.f32 without a rounding suffix (flush and saturation only).
+  Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);
+  Operand saturate(Operand x);
+
+ private:
+  Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));
+  Operand flush(Operand x);
+  Operand round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz);
+  Operand sig_of(Operand abs, Operand ex);
+  Emit emit_;
+};
+
+}  // namespace qgpu::machine::softfloat

@@ -1,0 +1,231 @@
+// The reference floating point: the host's IEEE-754 arithmetic (docs/isa.md,
+// section 11).  Compiled with -frounding-math; every operation runs between
+// fesetround calls on volatile operands, so the compiler neither folds nor
+// moves it across the mode change.
+#include "model_host/ptx/float_ref.h"
+
+#include <cfenv>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+namespace qgpu::ptx {
+
+FloatMods float_mods(const Instr& in) {
+  FloatMods m;
+  std::string_view s = in.opcode;
+  size_t at = s.find('.');
+  while (at != std::string_view::npos) {
+    size_t next = s.find('.', at + 1);
+    std::string_view p = s.substr(at + 1, next == std::string_view::npos ? std::string_view::npos : next - at - 1);
+    at = next;
+    if (p == "rn") m.rnd = Rnd::Rn;
+    else if (p == "rz") m.rnd = Rnd::Rz;
+    else if (p == "rm") m.rnd = Rnd::Rm;
+    else if (p == "rp") m.rnd = Rnd::Rp;
+    else if (p == "rni") m.rnd = Rnd::Rni;
+    else if (p == "rzi") m.rnd = Rnd::Rzi;
+    else if (p == "rmi") m.rnd = Rnd::Rmi;
+    else if (p == "rpi") m.rnd = Rnd::Rpi;
+    else if (p == "ftz") m.ftz = true;
+    else if (p == "sat") m.sat = true;
+    else if (p == "approx") m.approx = true;
+    else if (p == "full") m.full = true;
+    else if (p == "finite") m.testp = TestpKind::Finite;
+    else if (p == "infinite") m.testp = TestpKind::Infinite;
+    else if (p == "number") m.testp = TestpKind::Number;
+    else if (p == "notanumber") m.testp = TestpKind::NotANumber;
+    else if (p == "normal") m.testp = TestpKind::Normal;
+    else if (p == "subnormal") m.testp = TestpKind::Subnormal;
+  }
+  return m;
+}
+
+Rnd base_rounding(Rnd r) {
+  switch (r) {
+    case Rnd::Rz: case Rnd::Rzi: return Rnd::Rz;
+    case Rnd::Rm: case Rnd::Rmi: return Rnd::Rm;
+    case Rnd::Rp: case Rnd::Rpi: return Rnd::Rp;
+    default: return Rnd::Rn;
+  }
+}
+
+namespace fref {
+namespace {
+
+float F(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+uint32_t B(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+bool is_nan(uint32_t a) { return (a & 0x7FFFFFFFu) > 0x7F800000u; }
+bool is_sub(uint32_t a) { return (a & 0x7F800000u) == 0 && (a & 0x7FFFFFu) != 0; }
+uint32_t flush(uint32_t a, bool ftz) { return ftz && is_sub(a) ? a & 0x80000000u : a; }
+
+int fe_mode(Rnd r) {
+  switch (base_rounding(r)) {
+    case Rnd::Rz: return FE_TOWARDZERO;
+    case Rnd::Rm: return FE_DOWNWARD;
+    case Rnd::Rp: return FE_UPWARD;
+    default: return FE_TONEAREST;
+  }
+}
+
+// A value the compiler must compute here: an optimiser may otherwise move
+// floating-point arithmetic across the fesetround calls (-frounding-math does
+// not stop GCC from doing so), so every operand and result of an operation
+// that rounds passes through this barrier.
+template <class T>
+T fix(T v) {
+  asm volatile("" : "+x"(v) : : "memory");
+  return v;
+}
+
+// Runs `f` with the host rounding mode of `r`.
+template <class Fn>
+auto rounded(Rnd r, Fn f) {
+  const int old = std::fegetround();
+  std::fesetround(fe_mode(r));
+  auto v = f();
+  std::fesetround(old);
+  return v;
+}
+
+// A computed f32 result as sm_75 returns it: NaN canonical, subnormals
+// flushed under .ftz (after rounding), clamped to [0, 1] under .sat (NaN: +0).
+uint32_t finish(uint32_t r, bool ftz, bool sat) {
+  if (is_nan(r)) r = kNaN32;
+  r = flush(r, ftz);
+  if (sat) {
+    if (is_nan(r) || (r & 0x80000000u)) return 0;
+    if (F(r) > 1.0f) return 0x3F800000u;
+  }
+  return r;
+}
+
+}  // namespace
+
+uint32_t add(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) + fix(float(y)))); }), ftz, sat);
+}
+uint32_t sub(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) - fix(float(y)))); }), ftz, sat);
+}
+uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) * fix(float(y)))); }), ftz, sat);
+}
+uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz)), z = F(flush(c, ftz));
+  return finish(rounded(r, [&] { return B(fix(std::fmaf(fix(float(x)), fix(float(y)), fix(float(z))))); }), ftz, sat);
+}
+
+uint32_t min(uint32_t a, uint32_t b, bool ftz) {
+  a = flush(a, ftz), b = flush(b, ftz);
+  if (is_nan(a) && is_nan(b)) return kNaN32;
+  if (is_nan(a)) return b;
+  if (is_nan(b)) return a;
+  if (F(a) == F(b)) return (a | b) & 0x80000000u ? (a | b) : a;  // -0 < +0
+  return F(a) < F(b) ? a : b;
+}
+uint32_t max(uint32_t a, uint32_t b, bool ftz) {
+  a = flush(a, ftz), b = flush(b, ftz);
+  if (is_nan(a) && is_nan(b)) return kNaN32;
+  if (is_nan(a)) return b;
+  if (is_nan(b)) return a;
+  if (F(a) == F(b)) return a & b;  // +0 > -0
+  return F(a) > F(b) ? a : b;
+}
+uint32_t abs(uint32_t a, bool ftz) { return flush(a, ftz) & 0x7FFFFFFFu; }
+uint32_t neg(uint32_t a, bool ftz) { return flush(a, ftz) ^ 0x80000000u; }
+uint32_t saturate(uint32_t r, bool sat) { return finish(r, false, sat); }
+uint32_t copysign(uint32_t a, uint32_t b) { return (b & 0x7FFFFFFFu) | (a & 0x80000000u); }
+
+bool testp(TestpKind k, uint32_t a) {
+  const float f = F(a);
+  switch (k) {
+    case TestpKind::Finite: return std::isfinite(f);
+    case TestpKind::Infinite: return std::isinf(f);
+    case TestpKind::Number: return !std::isnan(f);
+    case TestpKind::NotANumber: return std::isnan(f);
+    case TestpKind::Normal: return std::isnormal(f);
+    case TestpKind::Subnormal: return std::fpclassify(f) == FP_SUBNORMAL;
+    default: return false;
+  }
+}
+
+bool compare(Cmp c, uint32_t a, uint32_t b, bool ftz) {
+  const float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  const bool u = std::isnan(x) || std::isnan(y);
+  switch (c) {
+    case Cmp::Eq: return !u && x == y;
+    case Cmp::Ne: return !u && x != y;
+    case Cmp::Lt: return !u && x < y;
+    case Cmp::Le: return !u && x <= y;
+    case Cmp::Gt: return !u && x > y;
+    case Cmp::Ge: return !u && x >= y;
+    case Cmp::Equ: return u || x == y;
+    case Cmp::Neu: return u || x != y;
+    case Cmp::Ltu: return u || x < y;
+    case Cmp::Leu: return u || x <= y;
+    case Cmp::Gtu: return u || x > y;
+    case Cmp::Geu: return u || x >= y;
+    case Cmp::Num: return !u;
+    case Cmp::Nan: return u;
+    default: return false;
+  }
+}
+
+uint32_t from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
+  if (bits < 64) v &= (uint64_t(1) << bits) - 1;
+  if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t(0) << bits;
+  volatile uint64_t u = v;
+  volatile int64_t s = int64_t(v);
+  return rounded(r, [&] { return B(fix(is_signed ? float(fix(int64_t(s))) : float(fix(uint64_t(u))))); });
+}
+
+uint64_t to_int(uint32_t f, bool is_signed, unsigned bits, Rnd r, bool ftz) {
+  const float x = F(flush(f, ftz));
+  if (std::isnan(x)) return 0;
+  double d = x;  // exact
+  switch (r) {
+    case Rnd::Rzi: case Rnd::Rz: d = std::trunc(d); break;
+    case Rnd::Rmi: case Rnd::Rm: d = std::floor(d); break;
+    case Rnd::Rpi: case Rnd::Rp: d = std::ceil(d); break;
+    default: d = rounded(Rnd::Rn, [&] { return fix(std::nearbyint(fix(d))); }); break;
+  }
+  const uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  if (is_signed) {
+    const double hi = std::ldexp(1.0, int(bits) - 1);  // 2^(bits-1)
+    if (d >= hi) return mask >> 1;
+    if (d < -hi) return (uint64_t(1) << (bits - 1)) & mask;
+    return uint64_t(int64_t(d)) & mask;
+  }
+  const double hi = std::ldexp(1.0, int(bits));
+  if (d <= 0) return 0;
+  if (d >= hi) return mask;
+  return uint64_t(d) & mask;
+}
+
+uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(f, ftz));
+  uint32_t res;
+  switch (r) {
+    case Rnd::Rni: res = rounded(Rnd::Rn, [&] { return B(fix(::nearbyintf(fix(float(x))))); }); break;
+    case Rnd::Rzi: res = B(::truncf(x)); break;
+    case Rnd::Rmi: res = B(::floorf(x)); break;
+    case Rnd::Rpi: res = B(::ceilf(x)); break;
+    default: res = B(x); break;
+  }
+  return finish(res, ftz, sat);
+}
+
+}  // namespace fref
+}  // namespace qgpu::ptx

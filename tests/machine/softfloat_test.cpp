@@ -1,0 +1,233 @@
+// The software floating point's generators (softfloat.h) evaluated directly
+// (constant operands fold every operation), bit for bit against the host's
+// IEEE arithmetic (float_ref.h): every edge-value pair and random pairs, per
+// operation, rounding mode and .ftz.  QGPU_FLOAT_PAIRS=10000000 runs the full
+// count (docs/isa.md, section 11).
+#include <gtest/gtest.h>
+
+#include "float_cases.h"
+#include "model_host/machine/softfloat.h"
+
+namespace qgpu::machine {
+namespace {
+
+using floattest::hex;
+using ptx::Rnd;
+using softfloat::Round;
+
+softfloat::Gen folding() {
+  return softfloat::Gen([](Op o, Operand, Operand, Operand) -> Operand {
+    ADD_FAILURE() << "an operation on constants did not fold: " << op_info(o).name;
+    return Operand::k(0);
+  });
+}
+uint32_t val(Operand o) { return o.v; }
+Operand K(uint32_t v) { return Operand::k(v); }
+
+const Round kRounds[] = {Round::Rn, Round::Rz, Round::Rm, Round::Rp};
+const Rnd kRnds[] = {Rnd::Rn, Rnd::Rz, Rnd::Rm, Rnd::Rp};
+const char* kNames[] = {"rn", "rz", "rm", "rp"};
+
+enum class Bin { Add, Sub, Mul };
+uint32_t soft(Bin op, uint32_t a, uint32_t b, int r, bool ftz, bool sat) {
+  auto g = folding();
+  switch (op) {
+    case Bin::Add: return val(g.add(K(a), K(b), kRounds[r], ftz, sat));
+    case Bin::Sub: return val(g.sub(K(a), K(b), kRounds[r], ftz, sat));
+    default: return val(g.mul(K(a), K(b), kRounds[r], ftz, sat));
+  }
+}
+uint32_t ref(Bin op, uint32_t a, uint32_t b, int r, bool ftz, bool sat) {
+  switch (op) {
+    case Bin::Add: return ptx::fref::add(a, b, kRnds[r], ftz, sat);
+    case Bin::Sub: return ptx::fref::sub(a, b, kRnds[r], ftz, sat);
+    default: return ptx::fref::mul(a, b, kRnds[r], ftz, sat);
+  }
+}
+
+void check_binary(Bin op, const char* name, uint64_t n) {
+  floattest::Operands gen(1234 + int(op));
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      for (uint32_t a : floattest::edges())
+        for (uint32_t b : floattest::edges())
+          ASSERT_EQ(hex(soft(op, a, b, r, ftz, false)), hex(ref(op, a, b, r, ftz, false)))
+              << name << "." << kNames[r] << (ftz ? ".ftz" : "") << " " << hex(a) << " " << hex(b);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t a = gen.any(), b = i % 2 ? gen.near(a) : gen.any();
+        bool sat = i % 16 == 0;
+        ASSERT_EQ(hex(soft(op, a, b, r, ftz, sat)), hex(ref(op, a, b, r, ftz, sat)))
+            << name << "." << kNames[r] << (ftz ? ".ftz" : "") << (sat ? ".sat" : "") << " " << hex(a) << " "
+            << hex(b);
+      }
+    }
+}
+
+TEST(SoftFloat, Add) { check_binary(Bin::Add, "add", floattest::pairs(200000)); }
+TEST(SoftFloat, Sub) { check_binary(Bin::Sub, "sub", floattest::pairs(100000)); }
+TEST(SoftFloat, Mul) { check_binary(Bin::Mul, "mul", floattest::pairs(200000)); }
+
+TEST(SoftFloat, Fma) {
+  const uint64_t n = floattest::pairs(200000);
+  floattest::Operands gen(99);
+  auto check = [&](uint32_t a, uint32_t b, uint32_t c, int r, bool ftz, bool sat) {
+    auto g = folding();
+    uint32_t got = val(g.fma(K(a), K(b), K(c), kRounds[r], ftz, sat));
+    uint32_t want = ptx::fref::fma(a, b, c, kRnds[r], ftz, sat);
+    ASSERT_EQ(hex(got), hex(want)) << "fma." << kNames[r] << (ftz ? ".ftz" : "") << (sat ? ".sat" : "") << " "
+                                   << hex(a) << " " << hex(b) << " " << hex(c);
+  };
+  const auto& E = floattest::edges();
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      for (size_t i = 0; i < E.size(); i += 3)
+        for (size_t j = 0; j < E.size(); j += 2)
+          for (size_t k = 0; k < E.size(); k += 5) check(E[i], E[j], E[k], r, ftz, false);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t a = gen.any(), b = gen.any(), c;
+        switch (i % 3) {
+          case 0: c = gen.any(); break;
+          case 1: c = gen.near(ptx::fref::mul(a, b, Rnd::Rn, false, false)); break;  // cancellation
+          default: c = ptx::fref::mul(a, b, Rnd::Rz, false, false) ^ 0x80000000u; break;
+        }
+        check(a, b, c, r, ftz, i % 16 == 0);
+      }
+    }
+}
+
+TEST(SoftFloat, MinMaxAbsNegCopysign) {
+  floattest::Operands gen(7);
+  const auto& E = floattest::edges();
+  auto check = [&](uint32_t a, uint32_t b) {
+    for (bool ftz : {false, true}) {
+      auto g = folding();
+      ASSERT_EQ(hex(val(g.min(K(a), K(b), ftz))), hex(ptx::fref::min(a, b, ftz))) << hex(a) << " " << hex(b);
+      ASSERT_EQ(hex(val(g.max(K(a), K(b), ftz))), hex(ptx::fref::max(a, b, ftz))) << hex(a) << " " << hex(b);
+      ASSERT_EQ(hex(val(g.abs(K(a), ftz))), hex(ptx::fref::abs(a, ftz))) << hex(a);
+      ASSERT_EQ(hex(val(g.neg(K(a), ftz))), hex(ptx::fref::neg(a, ftz))) << hex(a);
+    }
+    auto g = folding();
+    ASSERT_EQ(val(g.copysign(K(a), K(b))), ptx::fref::copysign(a, b));
+    for (int k = 1; k <= 6; ++k) ASSERT_EQ(val(g.testp(k, K(a))), ptx::fref::testp(ptx::TestpKind(k), a)) << k;
+  };
+  for (uint32_t a : E)
+    for (uint32_t b : E) check(a, b);
+  for (int i = 0; i < 100000; ++i) {
+    uint32_t a = gen.any();
+    check(a, i % 2 ? gen.near(a) : gen.any());
+  }
+}
+
+TEST(SoftFloat, Comparisons) {
+  using ptx::Cmp;
+  const Cmp all[] = {Cmp::Eq,  Cmp::Ne,  Cmp::Lt,  Cmp::Le,  Cmp::Gt,  Cmp::Ge,  Cmp::Equ,
+                     Cmp::Neu, Cmp::Ltu, Cmp::Leu, Cmp::Gtu, Cmp::Geu, Cmp::Num, Cmp::Nan};
+  floattest::Operands gen(8);
+  auto check = [&](uint32_t a, uint32_t b) {
+    for (Cmp c : all)
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(val(g.compare(c, K(a), K(b), ftz)), uint32_t(ptx::fref::compare(c, a, b, ftz)))
+            << int(c) << (ftz ? " ftz " : " ") << hex(a) << " " << hex(b);
+      }
+  };
+  for (uint32_t a : floattest::edges())
+    for (uint32_t b : floattest::edges()) check(a, b);
+  for (int i = 0; i < 100000; ++i) {
+    uint32_t a = gen.any();
+    check(a, i % 2 ? gen.near(a) : a + uint32_t(gen.rng()() % 3) - 1);
+  }
+}
+
+TEST(SoftFloat, Conversions) {
+  floattest::Operands gen(9);
+  const uint64_t n = floattest::pairs(200000);
+  for (int r = 0; r < 4; ++r) {
+    const Rnd ri[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+    auto f2i = [&](uint32_t f) {
+      for (bool ftz : {false, true})
+        for (unsigned bits : {8u, 16u, 32u})
+          for (bool sgn : {false, true}) {
+            auto g = folding();
+            uint32_t got = val(g.to_int32(K(f), sgn, bits, kRounds[r], ftz));
+            uint64_t want = ptx::fref::to_int(f, sgn, bits, ri[r], ftz);
+            if (sgn && bits < 32 && (want >> (bits - 1)) & 1) want |= ~uint64_t(0) << bits;  // sign-extended
+            ASSERT_EQ(hex(got), hex(uint32_t(want)))
+                << "cvt." << kNames[r] << "i." << (sgn ? "s" : "u") << bits << ".f32" << (ftz ? " ftz " : " ")
+                << hex(f);
+          }
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.round_int(K(f), true, kRounds[r], ftz, false))),
+                  hex(ptx::fref::round_int(f, ri[r], ftz, false)))
+            << "cvt." << kNames[r] << "i.f32.f32 " << hex(f);
+        ASSERT_EQ(hex(val(g.round_int(K(f), false, kRounds[r], ftz, true))),
+                  hex(ptx::fref::round_int(f, Rnd::None, ftz, true)))
+            << "cvt.sat.f32.f32 " << hex(f);
+      }
+    };
+    auto i2f = [&](uint64_t v) {
+      auto g = folding();
+      for (bool sgn : {false, true}) {
+        ASSERT_EQ(hex(val(g.from_int32(K(uint32_t(v)), sgn, kRounds[r]))),
+                  hex(ptx::fref::from_int(v, sgn, 32, kRnds[r])))
+            << "cvt." << kNames[r] << ".f32." << (sgn ? "s32 " : "u32 ") << uint32_t(v);
+        ASSERT_EQ(hex(val(g.from_int64(K(uint32_t(v)), K(uint32_t(v >> 32)), sgn, kRounds[r]))),
+                  hex(ptx::fref::from_int(v, sgn, 64, kRnds[r])))
+            << "cvt." << kNames[r] << ".f32." << (sgn ? "s64 " : "u64 ") << v;
+      }
+    };
+    for (uint32_t f : floattest::edges()) f2i(f);
+    for (uint64_t i = 0; i < n / 4; ++i) {
+      uint32_t f = gen.any();
+      f2i(i % 2 ? f : (f & 0x807FFFFFu) | ((120 + uint32_t(gen.rng()() % 40)) << 23));
+      uint64_t v = gen.rng()();
+      i2f(v >> (gen.rng()() % 64));
+      i2f(uint64_t(int64_t(v) >> (gen.rng()() % 64)));
+    }
+    for (uint64_t v : {uint64_t(0), uint64_t(1), uint64_t(0x7FFFFFFF), uint64_t(0x80000000), uint64_t(0xFFFFFFFF),
+                       uint64_t(0x01000001), uint64_t(0x8000000000000000ull), ~uint64_t(0), uint64_t(0x0080000080000000ull)})
+      i2f(v);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// The reference itself on values worked out by hand.
+TEST(SoftFloat, ReferenceKnownValues) {
+  using ptx::fref::add;
+  using ptx::fref::mul;
+  const uint32_t one = 0x3F800000u, half_ulp = 0x33800000u;  // 1.0, 2^-24
+  EXPECT_EQ(add(one, half_ulp, Rnd::Rn, false, false), one);                // tie to even
+  EXPECT_EQ(add(0x3F800001u, half_ulp, Rnd::Rn, false, false), 0x3F800002u);  // tie to even, up
+  EXPECT_EQ(add(one, half_ulp, Rnd::Rp, false, false), 0x3F800001u);
+  EXPECT_EQ(add(one, half_ulp, Rnd::Rz, false, false), one);
+  EXPECT_EQ(add(0xBF800000u, 0xB3800000u, Rnd::Rm, false, false), 0xBF800001u);
+  EXPECT_EQ(add(one, 0xBF800000u, Rnd::Rn, false, false), 0u);              // x - x = +0
+  EXPECT_EQ(add(one, 0xBF800000u, Rnd::Rm, false, false), 0x80000000u);     // ... -0 rounding down
+  EXPECT_EQ(mul(1, 0x3FC00000u, Rnd::Rz, false, false), 1u);                // 1.5 * 2^-149
+  EXPECT_EQ(mul(1, 0x3FC00000u, Rnd::Rn, false, false), 2u);
+  EXPECT_EQ(mul(1, 0x3FC00000u, Rnd::Rn, true, false), 0u);                 // .ftz: input flushed
+  EXPECT_EQ(mul(0x00800000u, 0x3F000000u, Rnd::Rn, true, false), 0u);       // .ftz: result flushed
+  EXPECT_EQ(mul(0x00800000u, 0xBF000000u, Rnd::Rn, true, false), 0x80000000u);
+  EXPECT_EQ(mul(0x7F7FFFFFu, 0x40000000u, Rnd::Rz, false, false), 0x7F7FFFFFu);  // overflow toward zero
+  EXPECT_EQ(mul(0x7F7FFFFFu, 0x40000000u, Rnd::Rn, false, false), 0x7F800000u);
+  EXPECT_EQ(add(0x7F800000u, 0xFF800000u, Rnd::Rn, false, false), 0x7FFFFFFFu);  // canonical NaN
+  EXPECT_EQ(add(0x7FC00001u, one, Rnd::Rn, false, false), 0x7FFFFFFFu);
+  EXPECT_EQ(add(0x3F400000u, one, Rnd::Rn, false, true), one);               // .sat: 1.75 -> 1
+  EXPECT_EQ(add(0xBF400000u, 0x3E800000u, Rnd::Rn, false, true), 0u);        // .sat: -0.5 -> +0
+  EXPECT_EQ(ptx::fref::to_int(0x3FC00000u, true, 32, Rnd::Rni, false), 2u);  // 1.5 -> 2
+  EXPECT_EQ(ptx::fref::to_int(0x40200000u, true, 32, Rnd::Rni, false), 2u);  // 2.5 -> 2
+  EXPECT_EQ(ptx::fref::to_int(0xBFC00000u, true, 32, Rnd::Rmi, false), 0xFFFFFFFEu);  // -1.5 -> -2
+  EXPECT_EQ(ptx::fref::to_int(0x4F000000u, true, 32, Rnd::Rzi, false), 0x7FFFFFFFu);  // 2^31 saturates
+  EXPECT_EQ(ptx::fref::to_int(0x7FC00000u, true, 32, Rnd::Rzi, false), 0u);          // NaN -> 0
+  EXPECT_EQ(ptx::fref::from_int(0x01000001u, false, 32, Rnd::Rn), 0x4B800000u);       // 2^24+1 -> 2^24
+  EXPECT_EQ(ptx::fref::from_int(0x01000001u, false, 32, Rnd::Rp), 0x4B800001u);
+}
+
+}  // namespace
+}  // namespace qgpu::machine
