@@ -308,6 +308,9 @@ __QGPU_FN float floorf(float x) { return __builtin_floorf(x); }
 __QGPU_FN float ceilf(float x) { return __builtin_ceilf(x); }
 __QGPU_FN float truncf(float x) { return __builtin_truncf(x); }
 __QGPU_FN float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+__QGPU_FN float __fmaf_rn(float a, float b, float c) { return __nvvm_fma_rn_f(a, b, c); }
+__QGPU_FN float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
+__QGPU_FN float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
 __QGPU_FN double fabs(double x) { return __builtin_fabs(x); }
 __QGPU_FN double fmin(double a, double b) { return __builtin_fmin(a, b); }
 __QGPU_FN double fmax(double a, double b) { return __builtin_fmax(a, b); }
