@@ -311,6 +311,11 @@ __QGPU_FN float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c)
 __QGPU_FN float __fmaf_rn(float a, float b, float c) { return __nvvm_fma_rn_f(a, b, c); }
 __QGPU_FN float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
 __QGPU_FN float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
+__QGPU_FN float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
+__QGPU_FN float rsqrtf(float x) { return __nvvm_rsqrt_approx_f(x); }
+__QGPU_FN float rintf(float x) { return __builtin_rintf(x); }
+__QGPU_FN int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+__QGPU_FN float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
 __QGPU_FN double fabs(double x) { return __builtin_fabs(x); }
 __QGPU_FN double fmin(double a, double b) { return __builtin_fmin(a, b); }
 __QGPU_FN double fmax(double a, double b) { return __builtin_fmax(a, b); }

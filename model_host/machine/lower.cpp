@@ -1553,9 +1553,10 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       unsupported(in, std::string("operates on ") + ptx::type_name(x) +
                           " values: the machine's software floating point has f32 only");
   const ptx::FloatMods fm = ptx::float_mods(in);
-  if (fm.approx || fm.full)
-    unsupported(in, "is an approximate floating-point function: the machine's software floating point has "
-                    "add, sub, mul, fma, min, max, abs, neg, comparisons and conversions");
+  const bool defined_approx = in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt;
+  if ((fm.approx || fm.full) && !defined_approx)
+    unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
+                    "have (it has div, rcp, sqrt and rsqrt among them, docs/isa.md section 11)");
   softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
   const softfloat::Round r = [&] {
     switch (ptx::base_rounding(fm.rnd)) {
@@ -1575,6 +1576,23 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Fma:
     case PO::Mad: return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
+    case PO::Div: {
+      Operand a = f(1), b = f(2);
+      Operand q = g.div(a, b, fm.approx || fm.full ? softfloat::Round::Rn : r, fm.ftz, fm.sat);
+      if (fm.approx) {  // a divisor above 2^126 gives 0 (NaN for an infinite dividend)
+        Operand ab = opr(Op::AND, b, K(0x7FFFFFFFu));
+        Operand big = opr(Op::AND, opr(Op::SLTU, K(0x7E800000u), ab), opr(Op::SLTU, ab, K(0x7F800000u)));
+        Operand zero = opr(Op::SEL, opr(Op::SEQ, opr(Op::AND, a, K(0x7FFFFFFFu)), K(0x7F800000u)), K(0x7FFFFFFFu),
+                           opr(Op::AND, opr(Op::XOR, a, b), K(0x80000000u)));
+        q = opr(Op::SEL, opr(Op::AND, big, opr(Op::SLEU, opr(Op::AND, a, K(0x7FFFFFFFu)), K(0x7F800000u))), zero, q);
+      }
+      return out(q);
+    }
+    case PO::Rcp: return out(g.div(K(0x3F800000u), f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz, false));
+    case PO::Sqrt: return out(g.sqrt(f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz));
+    case PO::Rsqrt:
+      return out(g.div(K(0x3F800000u), g.sqrt(f(1), softfloat::Round::Rn, fm.ftz), softfloat::Round::Rn, fm.ftz,
+                       false));
     case PO::Min: return out(g.min(f(1), f(2), fm.ftz));
     case PO::Max: return out(g.max(f(1), f(2), fm.ftz));
     case PO::Abs: return out(g.abs(f(1), fm.ftz));

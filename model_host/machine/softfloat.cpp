@@ -225,6 +225,76 @@ Operand Gen::fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat) {
   return sat ? saturate(res) : res;
 }
 
+// a / b: significands normalised to [2^23, 2^24), a's doubled when below b's
+// so the quotient lies in [1, 2); 25 steps of restoring division give its
+// 24 bits and the round bit, the remainder the sticky bit.
+Operand Gen::div(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand s = e(Op::AND, e(Op::XOR, a, b), K(kSign));
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs));
+  Operand exa = e(Op::SHR, absa, K(23)), exb = e(Op::SHR, absb, K(23));
+  Operand sa = sig_of(absa, exa), sb = sig_of(absb, exb);
+  Operand za = e(Op::SUB, e(Op::CLZ, sa), K(8)), zb = e(Op::SUB, e(Op::CLZ, sb), K(8));
+  Operand ma = e(Op::SHL, sa, za), mb = e(Op::SHL, sb, zb);
+  Operand lt = e(Op::SLTU, ma, mb);
+  Operand rem = e(Op::SHL, ma, lt);
+  Operand q = K(0);
+  for (int i = 0; i < 25; ++i) {
+    Operand ge = e(Op::SLEU, mb, rem);
+    rem = e(Op::SUB, rem, e(Op::SEL, ge, mb, K(0)));
+    q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
+    if (i < 24) rem = e(Op::SHL, rem, K(1));
+  }
+  // value = (ma / mb) * 2^(ea - za - eb + zb) = q / 2^24 * 2^(... - lt)
+  Operand ex = e(Op::ADD, e(Op::SUB, e(Op::SUB, e(Op::MAX, exa, K(1)), za), e(Op::SUB, e(Op::MAX, exb, K(1)), zb)),
+                 e(Op::SUB, K(127), lt));
+  Operand res = round_pack(s, ex, e(Op::SHL, q, K(7)), e(Op::SNE, rem, K(0)), r, ftz);
+  // Zeros, infinities and NaNs.
+  Operand za0 = e(Op::SEQ, absa, K(0)), zb0 = e(Op::SEQ, absb, K(0));
+  Operand ia = e(Op::SEQ, absa, K(kInf)), ib = e(Op::SEQ, absb, K(kInf));
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), e(Op::MAXU, absa, absb)),
+                  e(Op::OR, e(Op::AND, za0, zb0), e(Op::AND, ia, ib)));
+  res = e(Op::SEL, e(Op::OR, za0, ib), s, res);
+  res = e(Op::SEL, e(Op::OR, ia, zb0), e(Op::OR, s, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// sqrt(a): the significand normalised, doubled when the unbiased exponent
+// is odd, then the integer square root of m * 2^25 (a 25-bit root: 24 bits
+// and the round bit) digit by digit, two bits of the radicand a step; the
+// remainder gives the sticky bit.  -0 stays -0; other negatives are NaN.
+Operand Gen::sqrt(Operand a, Round r, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand z = e(Op::SUB, e(Op::CLZ, sg), K(8));
+  Operand m = e(Op::SHL, sg, z);
+  Operand E = e(Op::SUB, e(Op::SUB, e(Op::MAX, ex, K(1)), z), K(127));  // unbiased exponent
+  Operand odd = e(Op::AND, E, K(1));
+  m = e(Op::SHL, m, odd);
+  E = e(Op::SUB, E, odd);
+  Operand rem = K(0), q = K(0);
+  for (int i = 24; i >= 0; --i) {
+    // Bits 2i+1, 2i of m * 2^25.
+    Operand pair = 2 * i - 25 >= 0 ? e(Op::AND, e(Op::SHR, m, K(uint32_t(2 * i - 25))), K(3))
+                   : 2 * i - 25 == -1 ? e(Op::AND, e(Op::SHL, m, K(1)), K(2))
+                                      : K(0);
+    rem = e(Op::OR, e(Op::SHL, rem, K(2)), pair);
+    Operand t = e(Op::OR, e(Op::SHL, q, K(2)), K(1));
+    Operand ge = e(Op::SLEU, t, rem);
+    rem = e(Op::SUB, rem, e(Op::SEL, ge, t, K(0)));
+    q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
+  }
+  Operand res = round_pack(K(0), e(Op::ADD, e(Op::SAR, E, K(1)), K(127)), e(Op::SHL, q, K(7)),
+                           e(Op::SNE, rem, K(0)), r, ftz);
+  res = e(Op::SEL, abs, res, a);                                  // +-0
+  res = e(Op::SEL, e(Op::SEQ, a, K(kInf)), K(kInf), res);         // +inf
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), abs), e(Op::AND, e(Op::SLT, a, K(0)), e(Op::SNE, abs, K(0))));
+  return e(Op::SEL, nan, K(kNaN), res);
+}
+
 // min/max order the values by a key that is the signed order of the floats
 // with -0 below +0: negative values get their magnitude bits inverted.  A NaN
 // operand gives the other one; two NaNs the canonical NaN.

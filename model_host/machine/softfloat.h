@@ -31,6 +31,11 @@ class Gen {
   Operand sub(Operand a, Operand b, Round r, bool ftz, bool sat);
   Operand mul(Operand a, Operand b, Round r, bool ftz, bool sat);
   Operand fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat);
+  // Correctly rounded a / b and square root (restoring division and
+  // digit-by-digit root, one result bit per step: about 200 and 290
+  // operations).
+  Operand div(Operand a, Operand b, Round r, bool ftz, bool sat);
+  Operand sqrt(Operand a, Round r, bool ftz);
   Operand min(Operand a, Operand b, bool ftz);
   Operand max(Operand a, Operand b, bool ftz);
   Operand abs(Operand a, bool ftz);

@@ -127,6 +127,15 @@ uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat) {
   return finish(rounded(r, [&] { return B(fix(std::fmaf(fix(float(x)), fix(float(y)), fix(float(z))))); }), ftz, sat);
 }
 
+uint32_t div(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) / fix(float(y)))); }), ftz, sat);
+}
+uint32_t sqrt(uint32_t a, Rnd r, bool ftz) {
+  volatile float x = F(flush(a, ftz));
+  return finish(rounded(r, [&] { return B(fix(std::sqrt(fix(float(x))))); }), ftz, false);
+}
+
 uint32_t min(uint32_t a, uint32_t b, bool ftz) {
   a = flush(a, ftz), b = flush(b, ftz);
   if (is_nan(a) && is_nan(b)) return kNaN32;

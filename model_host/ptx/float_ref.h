@@ -40,6 +40,8 @@ uint32_t add(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t sub(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat);
+uint32_t div(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
+uint32_t sqrt(uint32_t a, Rnd r, bool ftz);
 uint32_t min(uint32_t a, uint32_t b, bool ftz);
 uint32_t max(uint32_t a, uint32_t b, bool ftz);
 uint32_t abs(uint32_t a, bool ftz);

@@ -1210,11 +1210,12 @@ class Interp {
     if (!f32 || in.type == Type::F64 || in.type2 == Type::F64) return false;
     if (is_float(in.type) && in.type != Type::F32) return false;
     if (is_float(in.type2) && in.type2 != Type::F32) return false;
-    if (float_mods(in).approx) return false;
+    const bool defined_approx = in.op == Op::Div || in.op == Op::Rcp || in.op == Op::Sqrt || in.op == Op::Rsqrt;
+    if ((float_mods(in).approx || float_mods(in).full) && !defined_approx) return false;
     switch (in.op) {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Fma: case Op::Mad: case Op::Min: case Op::Max:
       case Op::Abs: case Op::Neg: case Op::Copysign: case Op::Testp: case Op::Setp: case Op::Set:
-      case Op::Cvt: case Op::Slct:
+      case Op::Cvt: case Op::Slct: case Op::Div: case Op::Rcp: case Op::Sqrt: case Op::Rsqrt:
         return in.op != Op::Mul || in.mul == MulMode::None;
       default: return false;
     }
@@ -1242,6 +1243,20 @@ class Interp {
       case Op::Sub: dst(fref::sub(f(1), f(2), r, fm.ftz, fm.sat), Type::F32); return;
       case Op::Mul: dst(fref::mul(f(1), f(2), r, fm.ftz, fm.sat), Type::F32); return;
       case Op::Fma: case Op::Mad: dst(fref::fma(f(1), f(2), f(3), r, fm.ftz, fm.sat), Type::F32); return;
+      case Op::Div: {  // div.full and div.approx: the correctly rounded quotient (docs/isa.md 11.1)
+        const uint32_t a = f(1), b = f(2);
+        uint32_t q = fref::div(a, b, fm.approx || fm.full ? Rnd::Rn : r, fm.ftz, fm.sat);
+        const uint32_t ab = b & 0x7FFFFFFFu;
+        if (fm.approx && ab > 0x7E800000u && ab < 0x7F800000u && (a & 0x7FFFFFFFu) <= 0x7F800000u)
+          q = (a & 0x7FFFFFFFu) == 0x7F800000u ? fref::kNaN32 : (a ^ b) & 0x80000000u;
+        dst(q, Type::F32);
+        return;
+      }
+      case Op::Rcp: dst(fref::div(0x3F800000u, f(1), fm.approx ? Rnd::Rn : r, fm.ftz, false), Type::F32); return;
+      case Op::Sqrt: dst(fref::sqrt(f(1), fm.approx ? Rnd::Rn : r, fm.ftz), Type::F32); return;
+      case Op::Rsqrt:
+        dst(fref::div(0x3F800000u, fref::sqrt(f(1), Rnd::Rn, fm.ftz), Rnd::Rn, fm.ftz, false), Type::F32);
+        return;
       case Op::Min: dst(fref::min(f(1), f(2), fm.ftz), Type::F32); return;
       case Op::Max: dst(fref::max(f(1), f(2), fm.ftz), Type::F32); return;
       case Op::Abs: dst(fref::abs(f(1), fm.ftz), Type::F32); return;

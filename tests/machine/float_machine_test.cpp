@@ -90,6 +90,30 @@ std::vector<Case> cases() {
       v.push_back({"fma" + m, fres("fma" + m + ".f32 %f4, %f1, %f2, %f3;"),
                    [=](uint32_t a, uint32_t b, uint32_t c) { return fref::fma(a, b, c, rr, ftz, false); }});
     }
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      const std::string m = std::string(".") + kR[r] + (ftz ? ".ftz" : "");
+      const Rnd rr = kRnd[r];
+      v.push_back({"div" + m, fres("div" + m + ".f32 %f4, %f1, %f2;"),
+                   [=](uint32_t a, uint32_t b, uint32_t) { return fref::div(a, b, rr, ftz, false); }});
+      v.push_back({"rcp" + m, fres("rcp" + m + ".f32 %f4, %f1;"),
+                   [=](uint32_t a, uint32_t, uint32_t) { return fref::div(0x3F800000u, a, rr, ftz, false); }});
+      v.push_back({"sqrt" + m, fres("sqrt" + m + ".f32 %f4, %f1;"),
+                   [=](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, rr, ftz); }});
+    }
+  v.push_back({"div.full", fres("div.full.f32 %f4, %f1, %f2;"),
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::div(a, b, Rnd::Rn, false, false); }});
+  v.push_back({"div.approx", fres("div.approx.f32 %f4, %f1, %f2;"), [](uint32_t a, uint32_t b, uint32_t) {
+                 const uint32_t ab = b & 0x7FFFFFFFu, aa = a & 0x7FFFFFFFu;
+                 if (ab > 0x7E800000u && ab < 0x7F800000u && aa <= 0x7F800000u)
+                   return aa == 0x7F800000u ? 0x7FFFFFFFu : (a ^ b) & 0x80000000u;
+                 return fref::div(a, b, Rnd::Rn, false, false);
+               }});
+  v.push_back({"rsqrt.approx.ftz", fres("rsqrt.approx.ftz.f32 %f4, %f1;"), [](uint32_t a, uint32_t, uint32_t) {
+                 return fref::div(0x3F800000u, fref::sqrt(a, Rnd::Rn, true), Rnd::Rn, true, false);
+               }});
+  v.push_back({"sqrt.approx", fres("sqrt.approx.f32 %f4, %f1;"),
+               [](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, Rnd::Rn, false); }});
   v.push_back({"add.f32 (no rounding suffix)", fres("add.f32 %f4, %f1, %f2;"),
                [](uint32_t a, uint32_t b, uint32_t) { return fref::add(a, b, Rnd::Rn, false, false); }});
   v.push_back({"mul.ftz.sat", fres("mul.rn.ftz.sat.f32 %f4, %f1, %f2;"),
@@ -256,12 +280,16 @@ uint64_t baseline(const Params& p, bool model) {
   return n;
 }
 
-void check_all(uint64_t batches_machine, uint64_t batches_model, bool arithmetic) {
+// Groups of instructions, one test each: 0 add/sub/mul/fma, 1 div/rcp/sqrt, 2 the rest.
+void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
   const Params machine = default_params(), model = model_params();
   const uint64_t base8 = baseline(machine, false), base_model = baseline(model, true);
   for (const Case& cs : cases()) {
     const std::string op = cs.name.substr(0, cs.name.find('.'));
-    if ((op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad") != arithmetic) continue;
+    const int g = op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad"   ? 0
+                  : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" ? 1
+                                                                                 : 2;
+    if (g != group) continue;
     SCOPED_TRACE(cs.name);
     const std::string text = kernel(cs.body);
     Runner r8(text, machine, false), rm(text, model, true);
@@ -300,15 +328,18 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, bool arithmetic
 // Batches of 768 operand triples; the first 11 batches hold every pair of
 // edge values.  The model's machine runs the first 4 (3072 triples).
 TEST(FloatMachine, ArithmeticBitForBit) {
-  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, true);
+  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 0);
+}
+TEST(FloatMachine, DivisionAndRootBitForBit) {
+  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 1);
 }
 TEST(FloatMachine, ComparisonsConversionsBitForBit) {
-  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, false);
+  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 2);
 }
 
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
-  for (const char* body : {"  div.approx.f32 %f4, %f1, %f2;\n  mov.b32 %r20, %f4;",
+  for (const char* body : {"  ex2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  mov.b64 {%r20, %r21}, %fd1;"}) {
     ModuleImage img = load_module(kernel(body), p);
     try {

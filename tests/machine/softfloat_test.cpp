@@ -231,3 +231,34 @@ TEST(SoftFloat, ReferenceKnownValues) {
 
 }  // namespace
 }  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+TEST(SoftFloat, DivRcpSqrt) {
+  const uint64_t n = floattest::pairs(200000) / 4;
+  floattest::Operands gen(31);
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      auto check = [&](uint32_t a, uint32_t b) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.div(K(a), K(b), kRounds[r], ftz, false))), hex(ptx::fref::div(a, b, kRnds[r], ftz, false)))
+            << "div." << kNames[r] << (ftz ? ".ftz " : " ") << hex(a) << " " << hex(b);
+        ASSERT_EQ(hex(val(g.sqrt(K(a), kRounds[r], ftz))), hex(ptx::fref::sqrt(a, kRnds[r], ftz)))
+            << "sqrt." << kNames[r] << (ftz ? ".ftz " : " ") << hex(a);
+      };
+      for (uint32_t a : floattest::edges())
+        for (uint32_t b : floattest::edges()) check(a, b);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t a = gen.any();
+        check(a, i % 2 ? gen.near(a) : gen.any());
+        // Exact quotients and roots (products and squares), where rounding must not move them.
+        uint32_t b = gen.any() & 0xFFFFF000u;
+        check(ptx::fref::mul(a & 0xFFFFF000u, b, Rnd::Rn, false, false), b);
+        check(ptx::fref::mul(a & 0x7FFFF000u, a & 0x7FFFF000u, Rnd::Rn, false, false), b);
+      }
+    }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
