@@ -1548,8 +1548,10 @@ V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
 
 void Lowerer::lower_float(const ptx::Instr& in) {
   using PO = ptx::Op;
+  const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
+                                            (in.type == Type::F32 && in.type2 == Type::F64));
   for (Type x : {in.type, in.type2})
-    if (ptx::is_float(x) && x != Type::F32)
+    if (ptx::is_float(x) && x != Type::F32 && !f32_f64)
       unsupported(in, std::string("operates on ") + ptx::type_name(x) +
                           " values: the machine's software floating point has f32 only");
   const ptx::FloatMods fm = ptx::float_mods(in);
@@ -1643,13 +1645,24 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
                             fm.rnd == ptx::Rnd::Rpi;
       if (dt == Type::F32 && st == Type::F32) return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
+      if (dt == Type::F64) {
+        auto [lo, hi] = g.to_f64(f(1), fm.ftz);
+        return write(in.ops[0], dt, {lo, hi});
+      }
+      if (st == Type::F64) {
+        V v = read(in, in.ops[1], st);
+        return out(g.from_f64(v.lo, v.hi, r, fm.ftz, fm.sat));
+      }
       if (dt == Type::F32) {
         V v = read(in, in.ops[1], st);
         Operand res = ptx::type_size(st) == 8 ? g.from_int64(v.lo, v.hi, ptx::is_signed(st), r)
                                                : g.from_int32(v.lo, ptx::is_signed(st), r);
         return out(fm.sat ? g.saturate(res) : res);
       }
-      if (ptx::type_size(dt) == 8) break;
+      if (ptx::type_size(dt) == 8) {
+        auto [lo, hi] = g.to_int64(f(1), ptx::is_signed(dt), r, fm.ftz);
+        return write(in.ops[0], dt, {lo, hi});
+      }
       Operand res = g.to_int32(f(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r, fm.ftz);
       return write(in.ops[0], dt, {res, K(0)});
     }

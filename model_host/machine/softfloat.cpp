@@ -426,6 +426,91 @@ Operand Gen::to_int32(Operand f, bool is_signed, unsigned bits, Round r, bool ft
   return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(0), res);
 }
 
+// Up to 2^32 as to_int32's magnitude; above, the significand shifted left
+// (exact); then the sign and saturation.
+std::pair<Operand, Operand> Gen::to_int64(Operand f, bool is_signed, Round r, bool ftz) {
+  if (ftz) f = flush(f);
+  Operand neg = e(Op::SHR, f, K(31));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand m = e(Op::SHL, sig_of(abs, ex), K(8));
+  Operand sh = e(Op::SUB, K(158), e(Op::MAX, ex, K(1)));
+  Operand ip = e(Op::SHR, m, sh);
+  Operand rb = e(Op::AND, e(Op::SHR, m, e(Op::SUB, sh, K(1))), K(1));
+  Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, m, K(0)),
+                 e(Op::SNE, e(Op::SHL, m, e(Op::SUB, K(33), sh)), K(0)));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+    case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+  }
+  Operand small = e(Op::ADD, ip, inc);  // below 2^31 unless sh = 0, where nothing rounds
+  Operand k = e(Op::SUB, ex, K(158));   // the left shift when ex > 158
+  Operand big_hi = e(Op::OR, e(Op::SHR, m, e(Op::SUB, K(32), k)), e(Op::SHL, m, e(Op::SUB, k, K(32))));
+  Operand big_lo = e(Op::SHL, m, k);
+  Operand is_big = e(Op::SLT, K(158), ex);
+  Operand hi = e(Op::SEL, is_big, big_hi, K(0)), lo = e(Op::SEL, is_big, big_lo, small);
+  Operand nan = e(Op::SLTU, K(kInf), abs);
+  if (is_signed) {
+    Operand over = e(Op::SLT, K(189), ex);  // |f| >= 2^63
+    Operand nl = e(Op::SUB, K(0), lo), nh = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+    lo = e(Op::SEL, neg, nl, lo), hi = e(Op::SEL, neg, nh, hi);
+    lo = e(Op::SEL, over, e(Op::SEL, neg, K(0), K(~0u)), lo);
+    hi = e(Op::SEL, over, e(Op::SEL, neg, K(kSign), K(kAbs)), hi);
+  } else {
+    Operand over = e(Op::SLT, K(190), ex);  // |f| >= 2^64
+    lo = e(Op::SEL, over, K(~0u), lo), hi = e(Op::SEL, over, K(~0u), hi);
+    lo = e(Op::SEL, neg, K(0), lo), hi = e(Op::SEL, neg, K(0), hi);
+  }
+  return {e(Op::SEL, nan, K(0), lo), e(Op::SEL, nan, K(0), hi)};
+}
+
+// f32 to f64: the significand normalised (a subnormal f32 is a normal f64),
+// the exponent rebiased; the 23 fraction bits become the top of the 52.
+std::pair<Operand, Operand> Gen::to_f64(Operand f, bool ftz) {
+  if (ftz) f = flush(f);
+  Operand s = e(Op::AND, f, K(kSign));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand z = e(Op::SUB, e(Op::CLZ, sg), K(8));
+  Operand frac = e(Op::AND, e(Op::SHL, sg, z), K(0x7FFFFF));
+  Operand E = e(Op::ADD, e(Op::SUB, e(Op::MAX, ex, K(1)), z), K(1023 - 127));
+  Operand hi = e(Op::OR, e(Op::SHL, E, K(20)), e(Op::SHR, frac, K(3)));
+  Operand lo = e(Op::SHL, frac, K(29));
+  // Zero; infinity and NaN (exponent all ones, the payload's top bit set for a NaN).
+  Operand zero = e(Op::SEQ, abs, K(0)), special = e(Op::SLEU, K(kInf), abs);
+  Operand ffrac = e(Op::AND, abs, K(0x7FFFFF));
+  Operand shi = e(Op::OR, K(0x7FF00000u), e(Op::SHR, ffrac, K(3)));
+  shi = e(Op::SEL, ffrac, e(Op::OR, shi, K(0x00080000u)), shi);
+  hi = e(Op::SEL, special, shi, e(Op::SEL, zero, K(0), hi));
+  lo = e(Op::SEL, special, e(Op::SHL, ffrac, K(29)), e(Op::SEL, zero, K(0), lo));
+  return {lo, e(Op::OR, hi, s)};
+}
+
+// f64 to f32: the 53-bit significand's top 32 bits (leading 1 at bit 31)
+// and the rest as sticky; an f64 subnormal is far below the f32 range and
+// only rounds (to 0 or the smallest subnormal).
+Operand Gen::from_f64(Operand lo, Operand hi, Round r, bool ftz, bool sat) {
+  Operand s = e(Op::AND, hi, K(kSign));
+  Operand ahi = e(Op::AND, hi, K(kAbs));
+  Operand ex = e(Op::SHR, ahi, K(20));
+  Operand fh = e(Op::AND, ahi, K(0xFFFFF));
+  Operand m = e(Op::OR, e(Op::OR, e(Op::SHL, fh, K(11)), e(Op::SHR, lo, K(21))), K(kSign));
+  Operand st = e(Op::SNE, e(Op::SHL, lo, K(11)), K(0));
+  Operand nonzero = e(Op::OR, ahi, lo);
+  Operand ef = e(Op::SEL, ex, e(Op::SUB, ex, K(1023 - 127)), K(uint32_t(-2000)));
+  m = e(Op::SEL, nonzero, m, K(0));
+  Operand res = round_pack(s, ef, m, st, r, ftz);
+  Operand inf = e(Op::AND, e(Op::SEQ, ahi, K(0x7FF00000u)), e(Op::SEQ, lo, K(0)));
+  Operand nan = e(Op::OR, e(Op::SLTU, K(0x7FF00000u), ahi), e(Op::AND, e(Op::SEQ, ahi, K(0x7FF00000u)), e(Op::SNE, lo, K(0))));
+  res = e(Op::SEL, inf, e(Op::OR, s, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
 // Below 2^23 the value is rounded as in to_int32 (an integer below 2^24,
 // converted back exactly, keeping the sign: -0.25 rounds to -0); from 2^23 on
 // it is integral already.

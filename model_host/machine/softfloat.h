@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 
 #include "model_host/machine/isa.h"
 #include "model_host/ptx/ir.h"
@@ -52,6 +53,12 @@ class Gen {
   // rni/rzi/rmi/rpi) and saturated; NaN gives 0.  The result is the value
   // sign- or zero-extended to 32 bits.
   Operand to_int32(Operand f, bool is_signed, unsigned bits, Round r, bool ftz);
+  // f32 to a 64-bit integer, rounded and saturated (NaN: 0): {lo, hi}.
+  std::pair<Operand, Operand> to_int64(Operand f, bool is_signed, Round r, bool ftz);
+  // f32 to f64 (exact; a NaN keeps its payload, quieted): {lo, hi}.
+  std::pair<Operand, Operand> to_f64(Operand f, bool ftz);
+  // f64 {lo, hi} to f32, rounded (a NaN gives the canonical NaN).
+  Operand from_f64(Operand lo, Operand hi, Round r, bool ftz, bool sat);
   // f32 rounded to an integral f32 (cvt.rni.f32.f32 ...); `integral` false:
   // cvt.f32.f32 without a rounding suffix (flush and saturation only).
   Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);

@@ -223,6 +223,20 @@ uint64_t to_int(uint32_t f, bool is_signed, unsigned bits, Rnd r, bool ftz) {
   return uint64_t(d) & mask;
 }
 
+uint64_t to_f64(uint32_t f, bool ftz) {
+  volatile float x = F(flush(f, ftz));
+  const double d = fix(double(fix(float(x))));
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+uint32_t from_f64(uint64_t bits, Rnd r, bool ftz, bool sat) {
+  double d;
+  std::memcpy(&d, &bits, 8);
+  volatile double x = d;
+  return finish(rounded(r, [&] { return B(fix(float(fix(double(x))))); }), ftz, sat);
+}
+
 uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat) {
   volatile float x = F(flush(f, ftz));
   uint32_t res;

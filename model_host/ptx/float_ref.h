@@ -57,6 +57,10 @@ uint32_t from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r);
 // cvt.RNDI.{s,u}{8,16,32,64}.f32: rounded to an integer, saturated to the
 // destination's range (NaN: 0); the result's low `bits` bits.
 uint64_t to_int(uint32_t f, bool is_signed, unsigned bits, Rnd r, bool ftz);
+// cvt.f64.f32 (exact; NaN payload kept, quieted) and cvt.RND.f32.f64 (NaN:
+// the canonical f32 NaN).
+uint64_t to_f64(uint32_t f, bool ftz);
+uint32_t from_f64(uint64_t d, Rnd r, bool ftz, bool sat);
 // cvt.RNDI.f32.f32: rounded to an integral value (cvt.ftz.f32.f32 without a
 // rounding suffix only flushes).
 uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat);

@@ -1207,9 +1207,11 @@ class Interp {
   // -- floating point (f32; float_ref.h: the host's IEEE arithmetic) ---------
   static bool float_supported(const Instr& in) {
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
-    if (!f32 || in.type == Type::F64 || in.type2 == Type::F64) return false;
-    if (is_float(in.type) && in.type != Type::F32) return false;
-    if (is_float(in.type2) && in.type2 != Type::F32) return false;
+    const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
+                                              (in.type == Type::F32 && in.type2 == Type::F64));
+    if (!f32) return false;
+    if (is_float(in.type) && in.type != Type::F32 && !f32_f64) return false;
+    if (is_float(in.type2) && in.type2 != Type::F32 && !f32_f64) return false;
     const bool defined_approx = in.op == Op::Div || in.op == Op::Rcp || in.op == Op::Sqrt || in.op == Op::Rsqrt;
     if ((float_mods(in).approx || float_mods(in).full) && !defined_approx) return false;
     switch (in.op) {
@@ -1296,6 +1298,10 @@ class Interp {
         const Type dt = in.type, st = in.type2;
         if (dt == Type::F32 && st == Type::F32) {
           dst(fref::round_int(f(1), fm.rnd, fm.ftz, fm.sat), Type::F32);
+        } else if (dt == Type::F64) {
+          dst(fref::to_f64(f(1), fm.ftz), Type::F64);
+        } else if (st == Type::F64) {
+          dst(fref::from_f64(read(in.ops[1], Type::F64, t, in), r, fm.ftz, fm.sat), Type::F32);
         } else if (dt == Type::F32) {
           const uint64_t v = read(in.ops[1], st, t, in);
           dst(fref::saturate(fref::from_int(v, is_signed(st), bits_of(st), r), fm.sat), Type::F32);

@@ -201,6 +201,29 @@ std::vector<Case> cases() {
                    },
                    1});
   }
+  for (int r = 0; r < 4; ++r) {
+    const std::string ri = std::string(".") + kR[r] + "i";
+    const Rnd rri = kRndI[r], rr = kRnd[r];
+    for (const char* t : {"s64", "u64"})
+      v.push_back({std::string("cvt") + ri + "." + t + ".f32",
+                   std::string("  cvt") + ri + "." + t + ".f32 %rd10, %f1;\n  mov.b64 {%r20, %r21}, %rd10;\n"
+                                                 "  xor.b32 %r20, %r20, %r21;",
+                   [=](uint32_t a, uint32_t, uint32_t) {
+                     uint64_t x = fref::to_int(a, t[0] == 's', 64, rri, false);
+                     return uint32_t(x) ^ uint32_t(x >> 32);
+                   }});
+    v.push_back({std::string("cvt.") + kR[r] + ".f32.f64",
+                 "  .reg .f64 %fd<2>;\n  mov.b64 %fd1, {%r11, %r12};\n  cvt." + std::string(kR[r]) +
+                     ".f32.f64 %f4, %fd1;\n  mov.b32 %r20, %f4;",
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fref::from_f64(uint64_t(b) << 32 | a, rr, false, false); },
+                 1});
+  }
+  v.push_back({"cvt.f64.f32", "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  mov.b64 {%r20, %r21}, %fd1;\n"
+                              "  xor.b32 %r20, %r20, %r21;",
+               [](uint32_t a, uint32_t, uint32_t) {
+                 uint64_t x = fref::to_f64(a, false);
+                 return uint32_t(x) ^ uint32_t(x >> 32);
+               }});
   v.push_back({"cvt.ftz.sat.f32.f32", fres("cvt.ftz.sat.f32.f32 %f4, %f1;"),
                [](uint32_t a, uint32_t, uint32_t) { return fref::round_int(a, Rnd::None, true, true); }});
   return v;
@@ -340,7 +363,8 @@ TEST(FloatMachine, ComparisonsConversionsBitForBit) {
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
   for (const char* body : {"  ex2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
-                           "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  mov.b64 {%r20, %r21}, %fd1;"}) {
+                           "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  add.f64 %fd1, %fd1, %fd1;\n"
+                           "  mov.b64 {%r20, %r21}, %fd1;"}) {
     ModuleImage img = load_module(kernel(body), p);
     try {
       lower(img.module, "k", {{1, 1, 1}, {32, 1, 1}, 0, img.symbols}, p);

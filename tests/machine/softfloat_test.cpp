@@ -262,3 +262,55 @@ TEST(SoftFloat, DivRcpSqrt) {
 
 }  // namespace
 }  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+TEST(SoftFloat, Conversions64) {
+  floattest::Operands gen(41);
+  const uint64_t n = floattest::pairs(200000) / 4;
+  const Rnd ri[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+  auto f2 = [&](uint32_t f) {
+    for (bool ftz : {false, true}) {
+      auto g = folding();
+      auto [lo, hi] = g.to_f64(K(f), ftz);
+      const uint64_t got = uint64_t(val(hi)) << 32 | val(lo);
+      ASSERT_EQ(got, ptx::fref::to_f64(f, ftz)) << "cvt.f64.f32 " << hex(f);
+      for (int r = 0; r < 4; ++r)
+        for (bool sgn : {false, true}) {
+          auto [ilo, ihi] = g.to_int64(K(f), sgn, kRounds[r], ftz);
+          ASSERT_EQ(uint64_t(val(ihi)) << 32 | val(ilo), ptx::fref::to_int(f, sgn, 64, ri[r], ftz))
+              << "cvt." << kNames[r] << "i." << (sgn ? "s64" : "u64") << ".f32 " << hex(f);
+        }
+    }
+  };
+  auto d2 = [&](uint64_t d) {
+    for (int r = 0; r < 4; ++r)
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.from_f64(K(uint32_t(d)), K(uint32_t(d >> 32)), kRounds[r], ftz, false))),
+                  hex(ptx::fref::from_f64(d, kRnds[r], ftz, false)))
+            << "cvt." << kNames[r] << ".f32.f64 " << std::hex << d;
+      }
+  };
+  for (uint32_t f : floattest::edges()) {
+    f2(f);
+    d2(ptx::fref::to_f64(f, false));
+  }
+  for (uint64_t d : {0ull, 1ull, 0x000FFFFFFFFFFFFFull, 0x7FF0000000000001ull, 0x7FF8000000000000ull,
+                     0x47EFFFFFE0000000ull, 0x47EFFFFFF0000000ull, 0x47EFFFFFEFFFFFFFull, 0x3690000000000000ull,
+                     0x36A0000000000001ull, 0x380FFFFFF0000000ull, 0x8000000000000000ull})
+    d2(d);
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t f = gen.any();
+    f2(i % 2 ? f : (f & 0x807FFFFFu) | ((150 + uint32_t(gen.rng()() % 45)) << 23));
+    uint64_t d = gen.rng()();
+    d2(d);
+    // Doubles near the f32 range, its subnormals and its rounding boundaries.
+    d2((d & 0x800FFFFFFFFFFFFFull) | ((uint64_t(0x360 + gen.rng()() % 0xA0)) << 52));
+    d2(ptx::fref::to_f64(f, false) + (gen.rng()() % 3) - 1);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
