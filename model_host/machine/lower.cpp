@@ -1555,10 +1555,11 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       unsupported(in, std::string("operates on ") + ptx::type_name(x) +
                           " values: the machine's software floating point has f32 only");
   const ptx::FloatMods fm = ptx::float_mods(in);
-  const bool defined_approx = in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt;
+  const bool defined_approx =
+      in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt || in.op == PO::Ex2;
   if ((fm.approx || fm.full) && !defined_approx)
     unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
-                    "have (it has div, rcp, sqrt and rsqrt among them, docs/isa.md section 11)");
+                    "have (it has div, rcp, sqrt, rsqrt and ex2 among them, docs/isa.md section 11)");
   softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
   const softfloat::Round r = [&] {
     switch (ptx::base_rounding(fm.rnd)) {
@@ -1595,6 +1596,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     case PO::Rsqrt:
       return out(g.div(K(0x3F800000u), g.sqrt(f(1), softfloat::Round::Rn, fm.ftz), softfloat::Round::Rn, fm.ftz,
                        false));
+    case PO::Ex2: return out(g.ex2(f(1), fm.ftz));
     case PO::Min: return out(g.min(f(1), f(2), fm.ftz));
     case PO::Max: return out(g.max(f(1), f(2), fm.ftz));
     case PO::Abs: return out(g.abs(f(1), fm.ftz));

@@ -17,6 +17,9 @@ namespace {
 
 Operand K(uint32_t v) { return Operand::k(v); }
 constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u, kSign = 0x80000000u, kAbs = 0x7FFFFFFFu;
+// q(f) = (2^f - 1) / f on [0, 1), interpolated at the 7 Chebyshev nodes, in
+// 0.32 fixed point: 1 + f q(f) is within 2^-33 of 2^f (relative).
+constexpr uint32_t kEx2Poly[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
 
 }  // namespace
 
@@ -258,6 +261,33 @@ Operand Gen::div(Operand a, Operand b, Round r, bool ftz, bool sat) {
   res = e(Op::SEL, e(Op::OR, ia, zb0), e(Op::OR, s, K(kInf)), res);
   res = e(Op::SEL, nan, K(kNaN), res);
   return sat ? saturate(res) : res;
+}
+
+// 2^x: X = x * 2^32 with the magnitude truncated (64-bit two's complement),
+// n = X >> 32 = floor(x) for the integer part and F = X mod 2^32 for the
+// fraction f in [0, 1); 2^f = 1 + f * q(f), q of degree 6 in Horner form
+// with mulhu (every coefficient below 1, unsigned 0.32 fixed point), and the
+// result 1.F' * 2^n rounded to nearest.
+Operand Gen::ex2(Operand a, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand s = e(Op::SUB, e(Op::MAX, ex, K(1)), K(118));  // |X| = sg * 2^s
+  Operand lo = e(Op::SEL, e(Op::SLT, s, K(0)), e(Op::SHR, sg, e(Op::SUB, K(0), s)), e(Op::SHL, sg, s));
+  Operand hi = e(Op::SHR, sg, e(Op::SUB, K(32), s));
+  Operand neg = e(Op::SLT, a, K(0));
+  Operand nlo = e(Op::SUB, K(0), lo), nhi = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+  Operand F = e(Op::SEL, neg, nlo, lo), n = e(Op::SEL, neg, nhi, hi);
+  Operand t = K(kEx2Poly[6]);
+  for (int i = 5; i >= 0; --i) t = e(Op::ADD, e(Op::MULHU, t, F), K(kEx2Poly[i]));
+  Operand pf = e(Op::MULHU, t, F);  // f * q(f) in [0, 1)
+  Operand m = e(Op::OR, e(Op::SHR, pf, K(1)), K(kSign));
+  Operand res = round_pack(K(0), e(Op::ADD, n, K(127)), m, e(Op::AND, pf, K(1)), Round::Rn, ftz);
+  // |x| >= 256 (infinities included): +inf or +0; NaN.
+  Operand big = e(Op::SLTU, K(134), ex);
+  res = e(Op::SEL, big, e(Op::SEL, neg, K(0), K(kInf)), res);
+  return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
 }
 
 // sqrt(a): the significand normalised, doubled when the unbiased exponent

@@ -36,6 +36,10 @@ class Gen {
   // digit-by-digit root, one result bit per step: about 200 and 290
   // operations).
   Operand div(Operand a, Operand b, Round r, bool ftz, bool sat);
+  // ex2.approx: 2^x from x in fixed point (32 fraction bits) and a degree-7
+  // polynomial in the fraction (docs/isa.md section 11.1; ptx::fref::ex2
+  // computes the same definition on the host).
+  Operand ex2(Operand a, bool ftz);
   Operand sqrt(Operand a, Round r, bool ftz);
   Operand min(Operand a, Operand b, bool ftz);
   Operand max(Operand a, Operand b, bool ftz);

@@ -5,6 +5,7 @@
 #include "model_host/ptx/float_ref.h"
 
 #include <cfenv>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -134,6 +135,27 @@ uint32_t div(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
 uint32_t sqrt(uint32_t a, Rnd r, bool ftz) {
   volatile float x = F(flush(a, ftz));
   return finish(rounded(r, [&] { return B(fix(std::sqrt(fix(float(x))))); }), ftz, false);
+}
+
+uint32_t ex2(uint32_t a, bool ftz) {
+  a = flush(a, ftz);
+  const uint32_t abs = a & 0x7FFFFFFFu, ex = abs >> 23;
+  if (abs > 0x7F800000u) return kNaN32;
+  if (ex > 134) return (a >> 31) ? 0u : 0x7F800000u;
+  // x * 2^32, magnitude truncated, as a 64-bit two's complement number.
+  const uint64_t sig = ex ? (abs & 0x7FFFFFu) | 0x800000u : abs;
+  const int s = int(std::max(ex, 1u)) - 118;
+  uint64_t X = s >= 0 ? sig << s : (-s >= 64 ? 0 : sig >> -s);
+  if (a >> 31) X = uint64_t(0) - X;
+  const int64_t n = int64_t(X) >> 32;
+  const uint64_t F = X & 0xFFFFFFFFu;
+  static const uint64_t q[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
+  uint64_t t = q[6];
+  for (int i = 5; i >= 0; --i) t = (((t * F) >> 32) + q[i]) & 0xFFFFFFFFu;
+  const uint64_t pf = (t * F) >> 32;
+  // 1.pf * 2^n is exact in a double; the conversion rounds it to nearest.
+  volatile double v = std::ldexp(1.0 + double(pf) / 4294967296.0, int(n));
+  return finish(rounded(Rnd::Rn, [&] { return B(fix(float(fix(double(v))))); }), ftz, false);
 }
 
 uint32_t min(uint32_t a, uint32_t b, bool ftz) {

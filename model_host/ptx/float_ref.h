@@ -42,6 +42,9 @@ uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat);
 uint32_t div(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t sqrt(uint32_t a, Rnd r, bool ftz);
+// ex2.approx{.ftz}.f32 as docs/isa.md section 11.1 defines it: the fixed-point
+// polynomial, then the host's rounding of 1.F * 2^n.
+uint32_t ex2(uint32_t a, bool ftz);
 uint32_t min(uint32_t a, uint32_t b, bool ftz);
 uint32_t max(uint32_t a, uint32_t b, bool ftz);
 uint32_t abs(uint32_t a, bool ftz);

@@ -112,6 +112,10 @@ std::vector<Case> cases() {
   v.push_back({"rsqrt.approx.ftz", fres("rsqrt.approx.ftz.f32 %f4, %f1;"), [](uint32_t a, uint32_t, uint32_t) {
                  return fref::div(0x3F800000u, fref::sqrt(a, Rnd::Rn, true), Rnd::Rn, true, false);
                }});
+  for (bool ftz : {false, true})
+    v.push_back({std::string("ex2.approx") + (ftz ? ".ftz" : ""),
+                 fres(std::string("ex2.approx") + (ftz ? ".ftz" : "") + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::ex2(a, ftz); }});
   v.push_back({"sqrt.approx", fres("sqrt.approx.f32 %f4, %f1;"),
                [](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, Rnd::Rn, false); }});
   v.push_back({"add.f32 (no rounding suffix)", fres("add.f32 %f4, %f1, %f2;"),
@@ -310,7 +314,7 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
   for (const Case& cs : cases()) {
     const std::string op = cs.name.substr(0, cs.name.find('.'));
     const int g = op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad"   ? 0
-                  : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" ? 1
+                  : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" || op == "ex2" ? 1
                                                                                  : 2;
     if (g != group) continue;
     SCOPED_TRACE(cs.name);
@@ -362,7 +366,7 @@ TEST(FloatMachine, ComparisonsConversionsBitForBit) {
 
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
-  for (const char* body : {"  ex2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
+  for (const char* body : {"  lg2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  add.f64 %fd1, %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;"}) {
     ModuleImage img = load_module(kernel(body), p);

@@ -5,6 +5,10 @@
 // count (docs/isa.md, section 11).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include "float_cases.h"
 #include "model_host/machine/softfloat.h"
 
@@ -309,6 +313,54 @@ TEST(SoftFloat, Conversions64) {
     // Doubles near the f32 range, its subnormals and its rounding boundaries.
     d2((d & 0x800FFFFFFFFFFFFFull) | ((uint64_t(0x360 + gen.rng()() % 0xA0)) << 52));
     d2(ptx::fref::to_f64(f, false) + (gen.rng()() % 3) - 1);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// ex2.approx: the generator against the reference's computation of the same
+// definition, and the definition's accuracy against the host's exp2 in
+// double precision (the polynomial is within 2^-33 of 2^f, then one
+// rounding to nearest).
+TEST(SoftFloat, Ex2Approx) {
+  floattest::Operands gen(51);
+  auto check = [&](uint32_t a) {
+    for (bool ftz : {false, true}) {
+      auto g = folding();
+      ASSERT_EQ(hex(val(g.ex2(K(a), ftz))), hex(ptx::fref::ex2(a, ftz))) << "ex2.approx " << hex(a);
+    }
+  };
+  for (uint32_t a : floattest::edges()) check(a);
+  const uint64_t n = floattest::pairs(200000);
+  double worst = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t a = i % 2 ? gen.any() : (uint32_t(gen.rng()()) & 0x807FFFFFu) | ((100 + uint32_t(gen.rng()() % 35)) << 23);
+    check(a);
+    float x;
+    std::memcpy(&x, &a, 4);
+    if (!(x > -126.0f && x < 128.0f)) continue;
+    const uint32_t r = ptx::fref::ex2(a, false);
+    float got;
+    std::memcpy(&got, &r, 4);
+    const double want = std::exp2(double(x));
+    const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+    worst = std::max(worst, std::fabs(got - want) / ulp);
+  }
+  EXPECT_LE(worst, 1.0) << "largest error of ex2.approx in ulp";
+  std::printf("ex2.approx: largest error %.4f ulp (normal results)\n", worst);
+  // 2^x for integral x is exact.
+  for (int k = -149; k < 128; ++k) {
+    float x = float(k);
+    uint32_t a;
+    std::memcpy(&a, &x, 4);
+    const uint32_t r = ptx::fref::ex2(a, false);
+    float got;
+    std::memcpy(&got, &r, 4);
+    ASSERT_EQ(got, std::ldexp(1.0f, k)) << k;
   }
 }
 
