@@ -1550,8 +1550,13 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   using PO = ptx::Op;
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
+  // binary64: add, sub, mul, min, max, abs, neg and comparisons.
+  const Type ft = in.op == PO::Set ? in.type2 : in.type;
+  const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
+                                      in.op == PO::Min || in.op == PO::Max || in.op == PO::Abs || in.op == PO::Neg ||
+                                      in.op == PO::Setp || in.op == PO::Set);
   for (Type x : {in.type, in.type2})
-    if (ptx::is_float(x) && x != Type::F32 && !f32_f64)
+    if (ptx::is_float(x) && x != Type::F32 && !f32_f64 && !(f64 && x == Type::F64))
       unsupported(in, std::string("operates on ") + ptx::type_name(x) +
                           " values: the machine's software floating point has f32 only");
   const ptx::FloatMods fm = ptx::float_mods(in);
@@ -1571,6 +1576,28 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   }();
   auto f = [&](size_t i) { return read32(in, in.ops[i], Type::F32); };
   auto out = [&](Operand v) { write(in.ops[0], Type::F32, {v, K(0)}); };
+  auto w = [&](size_t i) {
+    V v = read(in, in.ops[i], Type::F64);
+    return softfloat::Gen::W{v.lo, v.hi};
+  };
+  auto out64 = [&](softfloat::Gen::W x) { write(in.ops[0], Type::F64, {x.first, x.second}); };
+  if (f64 && in.op != PO::Setp && in.op != PO::Set) {
+    switch (in.op) {
+      case PO::Add: return out64(g.add64(w(1), w(2), r));
+      case PO::Sub: return out64(g.sub64(w(1), w(2), r));
+      case PO::Mul: return out64(g.mul64(w(1), w(2), r));
+      case PO::Min: return out64(g.min64(w(1), w(2)));
+      case PO::Max: return out64(g.max64(w(1), w(2)));
+      case PO::Abs: {
+        auto [lo, hi] = w(1);
+        return out64({lo, opr(Op::AND, hi, K(0x7FFFFFFFu))});
+      }
+      default: {
+        auto [lo, hi] = w(1);
+        return out64({lo, opr(Op::XOR, hi, K(0x80000000u))});
+      }
+    }
+  }
   switch (in.op) {
     case PO::Add: return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Sub: return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
@@ -1611,7 +1638,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     }
     case PO::Setp:
     case PO::Set: {
-      Operand res = g.compare(in.cmp, f(1), f(2), fm.ftz);
+      Operand res = f64 ? g.compare64(in.cmp, w(1), w(2)) : g.compare(in.cmp, f(1), f(2), fm.ftz);
       if (in.bool_op != ptx::BoolOp::None) {
         Operand c = read32(in, in.ops[3], Type::Pred);
         Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;

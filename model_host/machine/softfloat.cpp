@@ -576,4 +576,235 @@ Operand Gen::round_int(Operand f, bool integral, Round r, bool ftz, bool sat) {
   return sat ? saturate(res) : res;
 }
 
+// ---- binary64 ---------------------------------------------------------------
+//
+// The same scheme on register pairs {lo, hi}: a significand with its leading
+// 1 at bit 63 and value m / 2^63 * 2^(e - 1023); eleven guard bits below the
+// 53 that are kept.
+
+Gen::W Gen::shl64(W x, Operand n) {
+  auto [l, h] = x;
+  return {e(Op::SHL, l, n), e(Op::OR, e(Op::OR, e(Op::SHL, h, n), e(Op::SHR, l, e(Op::SUB, K(32), n))),
+                              e(Op::SHL, l, e(Op::SUB, n, K(32))))};
+}
+Gen::W Gen::shr64(W x, Operand n) {
+  auto [l, h] = x;
+  return {e(Op::OR, e(Op::OR, e(Op::SHR, l, n), e(Op::SHL, h, e(Op::SUB, K(32), n))), e(Op::SHR, h, e(Op::SUB, n, K(32)))),
+          e(Op::SHR, h, n)};
+}
+// 1 when x >> n drops a nonzero bit.
+Operand Gen::shr64_lost(W x, Operand n) {
+  auto [l, h] = x;
+  Operand lost_l = e(Op::SEL, e(Op::SLTU, K(32), n), l, e(Op::SHL, l, e(Op::SUB, K(32), n)));
+  Operand lost_h = e(Op::SEL, e(Op::SLTU, K(64), n), h, e(Op::SHL, h, e(Op::SUB, K(64), n)));
+  return e(Op::SNE, e(Op::OR, lost_l, lost_h), K(0));
+}
+Operand Gen::clz64(W x) {
+  return e(Op::SEL, e(Op::SEQ, x.second, K(0)), e(Op::ADD, e(Op::CLZ, x.first), K(32)), e(Op::CLZ, x.second));
+}
+Operand Gen::nan64(W x) {
+  Operand ah = e(Op::AND, x.second, K(kAbs));
+  return e(Op::OR, e(Op::SLTU, K(0x7FF00000u), ah), e(Op::AND, e(Op::SEQ, ah, K(0x7FF00000u)), e(Op::SNE, x.first, K(0))));
+}
+
+Gen::W Gen::round_pack64(Operand s, Operand ex, W m, Operand st, Round r) {
+  Operand sh = e(Op::MAX, e(Op::SUB, K(1), ex), K(0));
+  st = e(Op::OR, st, shr64_lost(m, sh));
+  W mt = shr64(m, sh);
+  Operand eb = e(Op::MIN, e(Op::SUB, e(Op::MAX, ex, K(1)), K(1)), K(2047));
+  Operand blo = e(Op::OR, e(Op::SHR, mt.first, K(11)), e(Op::SHL, mt.second, K(21)));
+  Operand bhi = e(Op::ADD, e(Op::SHL, eb, K(20)), e(Op::SHR, mt.second, K(11)));
+  Operand rest = e(Op::AND, mt.first, K(0x7FF));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn:
+      inc = e(Op::SLTU, K(0x400), e(Op::ADD, rest, e(Op::OR, st, e(Op::AND, blo, K(1)))));
+      break;
+    case Round::Rz: break;
+    case Round::Rm:
+    case Round::Rp: {
+      Operand inexact = e(Op::SNE, e(Op::OR, rest, st), K(0));
+      Operand neg = e(Op::SHR, s, K(31));
+      inc = e(Op::AND, inexact, r == Round::Rm ? neg : e(Op::XOR, neg, K(1)));
+      break;
+    }
+  }
+  Operand lo = e(Op::ADD, blo, inc);
+  Operand hi = e(Op::ADD, bhi, e(Op::SLTU, lo, inc));
+  // Overflow: infinity or the largest finite value, as the rounding says.
+  Operand to_inf = r == Round::Rn   ? K(1)
+                   : r == Round::Rz ? K(0)
+                   : r == Round::Rm ? e(Op::SHR, s, K(31))
+                                    : e(Op::XOR, e(Op::SHR, s, K(31)), K(1));
+  Operand ovf = e(Op::SLEU, K(0x7FF00000u), hi);
+  lo = e(Op::SEL, ovf, e(Op::SEL, to_inf, K(0), K(~0u)), lo);
+  hi = e(Op::SEL, ovf, e(Op::SEL, to_inf, K(0x7FF00000u), K(0x7FEFFFFFu)), hi);
+  Operand nz = e(Op::OR, m.first, m.second);
+  lo = e(Op::SEL, nz, lo, K(0));
+  hi = e(Op::SEL, nz, hi, K(0));
+  return {lo, e(Op::OR, hi, s)};
+}
+
+Gen::W Gen::add64(W a, W b, Round r) {
+  Operand ah = e(Op::AND, a.second, K(kAbs)), bh = e(Op::AND, b.second, K(kAbs));
+  // |a| < |b| as 64-bit magnitudes: b is the bigger one.
+  Operand swap = e(Op::OR, e(Op::SLTU, ah, bh), e(Op::AND, e(Op::SEQ, ah, bh), e(Op::SLTU, a.first, b.first)));
+  W big = {e(Op::SEL, swap, b.first, a.first), e(Op::SEL, swap, b.second, a.second)};
+  W sml = {e(Op::SEL, swap, a.first, b.first), e(Op::SEL, swap, a.second, b.second)};
+  Operand sB = e(Op::AND, big.second, K(kSign));
+  Operand subtract = e(Op::SHR, e(Op::XOR, a.second, b.second), K(31));
+  auto unpack = [&](W x, Operand& ex) -> W {
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand xe = e(Op::SHR, h, K(20));
+    ex = e(Op::MAX, xe, K(1));
+    Operand fh = e(Op::AND, h, K(0xFFFFF));
+    return shl64({x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)}, K(10));  // leading 1 at bit 62
+  };
+  Operand eB, eS;
+  W mB = unpack(big, eB), mS = unpack(sml, eS);
+  Operand d = e(Op::SUB, eB, eS);
+  Operand st = shr64_lost(mS, d);
+  W ms = shr64(mS, d);
+  // B + S, or B - S - st as B + ~S + 1 - st.
+  Operand xl = e(Op::SEL, subtract, e(Op::XOR, ms.first, K(~0u)), ms.first);
+  Operand xh = e(Op::SEL, subtract, e(Op::XOR, ms.second, K(~0u)), ms.second);
+  Operand cin = e(Op::AND, subtract, e(Op::XOR, st, K(1)));
+  Operand l1 = e(Op::ADD, mB.first, xl);
+  Operand l2 = e(Op::ADD, l1, cin);
+  Operand h = e(Op::ADD, e(Op::ADD, e(Op::ADD, mB.second, xh), e(Op::SLTU, l1, mB.first)), e(Op::SLTU, l2, cin));
+  W v = {l2, h};
+  Operand n = clz64(v);
+  W m = shl64(v, n);
+  Operand ex = e(Op::SUB, e(Op::ADD, eB, K(1)), n);
+  Operand zero = e(Op::AND, subtract, e(Op::SEQ, e(Op::OR, l2, h), K(0)));
+  Operand s = e(Op::SEL, zero, K(r == Round::Rm ? kSign : 0), sB);
+  W res = round_pack64(s, ex, m, st, r);
+  // B infinite or NaN: B; NaN for a NaN or inf - inf.
+  Operand bigh = e(Op::AND, big.second, K(kAbs));
+  Operand special = e(Op::SLEU, K(0x7FF00000u), bigh);
+  Operand smlinf = e(Op::AND, e(Op::SEQ, e(Op::AND, sml.second, K(kAbs)), K(0x7FF00000u)), e(Op::SEQ, sml.first, K(0)));
+  Operand nan = e(Op::OR, nan64(big), e(Op::AND, subtract, smlinf));
+  Operand lo = e(Op::SEL, special, big.first, res.first), hi = e(Op::SEL, special, big.second, res.second);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+Gen::W Gen::sub64(W a, W b, Round r) { return add64(a, {b.first, e(Op::XOR, b.second, K(kSign))}, r); }
+
+// a * b: significands normalised to bit 63, the 128-bit product from four
+// 32x32 products, its top 64 bits normalised, the rest sticky.
+Gen::W Gen::mul64(W a, W b, Round r) {
+  Operand s = e(Op::AND, e(Op::XOR, a.second, b.second), K(kSign));
+  auto unpack = [&](W x, Operand& ex) -> W {
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand xe = e(Op::SHR, h, K(20));
+    Operand fh = e(Op::AND, h, K(0xFFFFF));
+    W sig = {x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)};
+    Operand z = clz64(sig);
+    ex = e(Op::SUB, e(Op::MAX, xe, K(1)), e(Op::SUB, z, K(11)));
+    return shl64(sig, z);
+  };
+  Operand ea, eb;
+  W A = unpack(a, ea), B = unpack(b, eb);
+  Operand w0 = e(Op::MUL, A.first, B.first), c0 = e(Op::MULHU, A.first, B.first);
+  Operand lh_lo = e(Op::MUL, A.first, B.second), lh_hi = e(Op::MULHU, A.first, B.second);
+  Operand hl_lo = e(Op::MUL, A.second, B.first), hl_hi = e(Op::MULHU, A.second, B.first);
+  Operand hh_lo = e(Op::MUL, A.second, B.second), hh_hi = e(Op::MULHU, A.second, B.second);
+  Operand t1 = e(Op::ADD, c0, lh_lo);
+  Operand k1 = e(Op::SLTU, t1, c0);
+  Operand w1 = e(Op::ADD, t1, hl_lo);
+  k1 = e(Op::ADD, k1, e(Op::SLTU, w1, t1));
+  Operand t2 = e(Op::ADD, lh_hi, hl_hi);
+  Operand k2 = e(Op::SLTU, t2, lh_hi);
+  Operand t3 = e(Op::ADD, t2, hh_lo);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, t3, t2));
+  Operand w2 = e(Op::ADD, t3, k1);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, w2, t3));
+  Operand w3 = e(Op::ADD, hh_hi, k2);
+  Operand n = e(Op::CLZ, w3);  // 0 or 1 (32: a zero operand)
+  W m = {e(Op::OR, e(Op::SHL, w2, n), e(Op::SHR, w1, e(Op::SUB, K(32), n))),
+         e(Op::OR, e(Op::SHL, w3, n), e(Op::SHR, w2, e(Op::SUB, K(32), n)))};
+  Operand st = e(Op::SNE, e(Op::OR, e(Op::SHL, w1, n), w0), K(0));
+  // value = (A / 2^63)(B / 2^63) 2^(ea + eb - 2046) = m / 2^63 * 2^(ea + eb - 2046 + 1 - n)
+  Operand ex = e(Op::SUB, e(Op::ADD, ea, eb), e(Op::ADD, n, K(1023 - 1)));
+  W res = round_pack64(s, ex, m, st, r);
+  Operand ah = e(Op::AND, a.second, K(kAbs)), bh = e(Op::AND, b.second, K(kAbs));
+  Operand ainf = e(Op::AND, e(Op::SEQ, ah, K(0x7FF00000u)), e(Op::SEQ, a.first, K(0)));
+  Operand binf = e(Op::AND, e(Op::SEQ, bh, K(0x7FF00000u)), e(Op::SEQ, b.first, K(0)));
+  Operand azero = e(Op::SEQ, e(Op::OR, ah, a.first), K(0)), bzero = e(Op::SEQ, e(Op::OR, bh, b.first), K(0));
+  Operand inf = e(Op::OR, ainf, binf);
+  Operand nan = e(Op::OR, e(Op::OR, nan64(a), nan64(b)), e(Op::OR, e(Op::AND, ainf, bzero), e(Op::AND, binf, azero)));
+  Operand lo = e(Op::SEL, inf, K(0), res.first), hi = e(Op::SEL, inf, e(Op::OR, s, K(0x7FF00000u)), res.second);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+// Comparisons on keys: a negative value is minus its magnitude (64-bit two's
+// complement), so -0 = +0.
+Operand Gen::compare64(ptx::Cmp c, W a, W b) {
+  Operand un = e(Op::OR, nan64(a), nan64(b));
+  if (c == ptx::Cmp::Nan) return un;
+  if (c == ptx::Cmp::Num) return e(Op::XOR, un, K(1));
+  auto key = [&](W x) -> W {
+    Operand neg = e(Op::SLT, x.second, K(0));
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand nl = e(Op::SUB, K(0), x.first), nh = e(Op::SUB, e(Op::SUB, K(0), h), e(Op::SNE, x.first, K(0)));
+    return {e(Op::SEL, neg, nl, x.first), e(Op::SEL, neg, nh, h)};
+  };
+  W ka = key(a), kb = key(b);
+  auto lt = [&](W x, W y, bool le) {
+    Operand hl = e(Op::SLT, x.second, y.second), he = e(Op::SEQ, x.second, y.second);
+    return e(Op::OR, hl, e(Op::AND, he, e(le ? Op::SLEU : Op::SLTU, x.first, y.first)));
+  };
+  Operand eq = e(Op::AND, e(Op::SEQ, ka.first, kb.first), e(Op::SEQ, ka.second, kb.second));
+  Operand r;
+  bool unordered = false;
+  switch (c) {
+    case ptx::Cmp::Equ: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Eq: r = eq; break;
+    case ptx::Cmp::Neu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ne: r = e(Op::XOR, eq, K(1)); break;
+    case ptx::Cmp::Ltu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Lt: r = lt(ka, kb, false); break;
+    case ptx::Cmp::Leu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Le: r = lt(ka, kb, true); break;
+    case ptx::Cmp::Gtu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Gt: r = lt(kb, ka, false); break;
+    case ptx::Cmp::Geu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ge: r = lt(kb, ka, true); break;
+    default: return K(0);
+  }
+  if (unordered) return e(Op::OR, r, un);
+  return e(Op::AND, r, e(Op::XOR, un, K(1)));
+}
+
+// min/max: -0 below +0 (keys with the magnitude bits of negative values
+// inverted); a NaN operand gives the other; two NaNs the canonical NaN.
+Gen::W Gen::min64(W a, W b) {
+  auto key = [&](W x) -> W {
+    Operand neg = e(Op::SLT, x.second, K(0));
+    return {e(Op::SEL, neg, e(Op::XOR, x.first, K(~0u)), x.first), e(Op::SEL, neg, e(Op::XOR, x.second, K(kAbs)), x.second)};
+  };
+  W ka = key(a), kb = key(b);
+  Operand b_lt = e(Op::OR, e(Op::SLT, kb.second, ka.second),
+                   e(Op::AND, e(Op::SEQ, kb.second, ka.second), e(Op::SLTU, kb.first, ka.first)));
+  Operand na = nan64(a), nb = nan64(b);
+  Operand take_b = e(Op::AND, e(Op::OR, b_lt, na), e(Op::XOR, nb, K(1)));
+  Operand both = e(Op::AND, na, nb);
+  Operand lo = e(Op::SEL, take_b, b.first, a.first), hi = e(Op::SEL, take_b, b.second, a.second);
+  return {e(Op::SEL, both, K(~0u), lo), e(Op::SEL, both, K(kAbs), hi)};
+}
+Gen::W Gen::max64(W a, W b) {
+  auto key = [&](W x) -> W {
+    Operand neg = e(Op::SLT, x.second, K(0));
+    return {e(Op::SEL, neg, e(Op::XOR, x.first, K(~0u)), x.first), e(Op::SEL, neg, e(Op::XOR, x.second, K(kAbs)), x.second)};
+  };
+  W ka = key(a), kb = key(b);
+  Operand a_lt = e(Op::OR, e(Op::SLT, ka.second, kb.second),
+                   e(Op::AND, e(Op::SEQ, ka.second, kb.second), e(Op::SLTU, ka.first, kb.first)));
+  Operand na = nan64(a), nb = nan64(b);
+  Operand take_b = e(Op::AND, e(Op::OR, a_lt, na), e(Op::XOR, nb, K(1)));
+  Operand both = e(Op::AND, na, nb);
+  Operand lo = e(Op::SEL, take_b, b.first, a.first), hi = e(Op::SEL, take_b, b.second, a.second);
+  return {e(Op::SEL, both, K(~0u), lo), e(Op::SEL, both, K(kAbs), hi)};
+}
+
 }  // namespace qgpu::machine::softfloat

@@ -68,11 +68,27 @@ class Gen {
   Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);
   Operand saturate(Operand x);
 
+  // binary64, on {lo, hi} register pairs (no .ftz: PTX's f64 keeps
+  // subnormals); NaN results are the canonical 0x7FFFFFFFFFFFFFFF.
+  using W = std::pair<Operand, Operand>;
+  W add64(W a, W b, Round r);
+  W sub64(W a, W b, Round r);
+  W mul64(W a, W b, Round r);
+  W min64(W a, W b);
+  W max64(W a, W b);
+  Operand compare64(ptx::Cmp c, W a, W b);
+
  private:
   Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));
   Operand flush(Operand x);
   Operand round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz);
   Operand sig_of(Operand abs, Operand ex);
+  W round_pack64(Operand s, Operand ex, W m, Operand st, Round r);
+  W shl64(W x, Operand n);
+  W shr64(W x, Operand n);
+  Operand shr64_lost(W x, Operand n);
+  Operand clz64(W x);
+  Operand nan64(W x);
   Emit emit_;
 };
 

@@ -245,6 +245,69 @@ uint64_t to_int(uint32_t f, bool is_signed, unsigned bits, Rnd r, bool ftz) {
   return uint64_t(d) & mask;
 }
 
+namespace {
+double D(uint64_t b) {
+  double d;
+  std::memcpy(&d, &b, 8);
+  return d;
+}
+uint64_t DB(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return std::isnan(d) ? kNaN64 : b;
+}
+}  // namespace
+
+uint64_t add64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) + fix(double(y)))); });
+}
+uint64_t sub64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) - fix(double(y)))); });
+}
+uint64_t mul64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) * fix(double(y)))); });
+}
+uint64_t min64(uint64_t a, uint64_t b) {
+  const double x = D(a), y = D(b);
+  if (std::isnan(x) && std::isnan(y)) return kNaN64;
+  if (std::isnan(x)) return b;
+  if (std::isnan(y)) return a;
+  if (x == y) return (a | b) >> 63 ? (a | b) : a;
+  return x < y ? a : b;
+}
+uint64_t max64(uint64_t a, uint64_t b) {
+  const double x = D(a), y = D(b);
+  if (std::isnan(x) && std::isnan(y)) return kNaN64;
+  if (std::isnan(x)) return b;
+  if (std::isnan(y)) return a;
+  if (x == y) return a & b;
+  return x > y ? a : b;
+}
+bool compare64(Cmp c, uint64_t a, uint64_t b) {
+  const double x = D(a), y = D(b);
+  const bool u = std::isnan(x) || std::isnan(y);
+  switch (c) {
+    case Cmp::Eq: return !u && x == y;
+    case Cmp::Ne: return !u && x != y;
+    case Cmp::Lt: return !u && x < y;
+    case Cmp::Le: return !u && x <= y;
+    case Cmp::Gt: return !u && x > y;
+    case Cmp::Ge: return !u && x >= y;
+    case Cmp::Equ: return u || x == y;
+    case Cmp::Neu: return u || x != y;
+    case Cmp::Ltu: return u || x < y;
+    case Cmp::Leu: return u || x <= y;
+    case Cmp::Gtu: return u || x > y;
+    case Cmp::Geu: return u || x >= y;
+    case Cmp::Num: return !u;
+    case Cmp::Nan: return u;
+    default: return false;
+  }
+}
+
 uint64_t to_f64(uint32_t f, bool ftz) {
   volatile float x = F(flush(f, ftz));
   const double d = fix(double(fix(float(x))));

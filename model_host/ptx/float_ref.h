@@ -60,6 +60,15 @@ uint32_t from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r);
 // cvt.RNDI.{s,u}{8,16,32,64}.f32: rounded to an integer, saturated to the
 // destination's range (NaN: 0); the result's low `bits` bits.
 uint64_t to_int(uint32_t f, bool is_signed, unsigned bits, Rnd r, bool ftz);
+// binary64 (no .ftz; NaN results 0x7FFFFFFFFFFFFFFF).
+constexpr uint64_t kNaN64 = 0x7FFFFFFFFFFFFFFFull;
+uint64_t add64(uint64_t a, uint64_t b, Rnd r);
+uint64_t sub64(uint64_t a, uint64_t b, Rnd r);
+uint64_t mul64(uint64_t a, uint64_t b, Rnd r);
+uint64_t min64(uint64_t a, uint64_t b);
+uint64_t max64(uint64_t a, uint64_t b);
+bool compare64(Cmp c, uint64_t a, uint64_t b);
+
 // cvt.f64.f32 (exact; NaN payload kept, quieted) and cvt.RND.f32.f64 (NaN:
 // the canonical f32 NaN).
 uint64_t to_f64(uint32_t f, bool ftz);

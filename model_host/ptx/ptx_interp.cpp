@@ -1209,6 +1209,11 @@ class Interp {
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
     const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                               (in.type == Type::F32 && in.type2 == Type::F64));
+    const Type ft = in.op == Op::Set ? in.type2 : in.type;
+    if (ft == Type::F64 && !float_mods(in).approx &&
+        (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Min ||
+         in.op == Op::Max || in.op == Op::Abs || in.op == Op::Neg || in.op == Op::Setp || in.op == Op::Set))
+      return true;
     if (!f32) return false;
     if (is_float(in.type) && in.type != Type::F32 && !f32_f64) return false;
     if (is_float(in.type2) && in.type2 != Type::F32 && !f32_f64) return false;
@@ -1241,6 +1246,20 @@ class Interp {
       return static_cast<uint32_t>(read(o, Type::B32, t, in));
     };
     auto dst = [&](uint64_t v, Type k) { write(in.ops[0], k, v, t); };
+    const Type ft = in.op == Op::Set ? in.type2 : in.type;
+    if (ft == Type::F64) {
+      auto d = [&](size_t i) { return read(in.ops[i], Type::F64, t, in); };
+      switch (in.op) {
+        case Op::Add: dst(fref::add64(d(1), d(2), r), Type::F64); return;
+        case Op::Sub: dst(fref::sub64(d(1), d(2), r), Type::F64); return;
+        case Op::Mul: dst(fref::mul64(d(1), d(2), r), Type::F64); return;
+        case Op::Min: dst(fref::min64(d(1), d(2)), Type::F64); return;
+        case Op::Max: dst(fref::max64(d(1), d(2)), Type::F64); return;
+        case Op::Abs: dst(d(1) & ~(uint64_t(1) << 63), Type::F64); return;
+        case Op::Neg: dst(d(1) ^ (uint64_t(1) << 63), Type::F64); return;
+        default: break;  // setp, set: below
+      }
+    }
     switch (in.op) {
       case Op::Add: dst(fref::add(f(1), f(2), r, fm.ftz, fm.sat), Type::F32); return;
       case Op::Sub: dst(fref::sub(f(1), f(2), r, fm.ftz, fm.sat), Type::F32); return;
@@ -1272,7 +1291,9 @@ class Interp {
         return;
       }
       case Op::Setp: case Op::Set: {
-        bool res = fref::compare(in.cmp, f(1), f(2), fm.ftz), nres = !res;
+        bool res = ft == Type::F64 ? fref::compare64(in.cmp, read(in.ops[1], Type::F64, t, in), read(in.ops[2], Type::F64, t, in))
+                                   : fref::compare(in.cmp, f(1), f(2), fm.ftz);
+        bool nres = !res;
         if (in.bool_op != BoolOp::None) {
           bool c = read(in.ops[3], Type::Pred, t, in) != 0;
           auto comb = [&](bool x) {

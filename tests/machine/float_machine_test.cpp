@@ -67,7 +67,7 @@ DONE:
 struct Case {
   std::string name, body;
   std::function<uint32_t(uint32_t, uint32_t, uint32_t)> ref;
-  int kind = 0;  // operands: 0 floats, 1 integers (a = low word, b = high word)
+  int kind = 0;  // operands: 0 floats, 1 integers (a = low word, b = high word), 2 doubles {a, b} and {c, b'}
 };
 
 const char* kR[] = {"rn", "rz", "rm", "rp"};
@@ -228,6 +228,40 @@ std::vector<Case> cases() {
                  uint64_t x = fref::to_f64(a, false);
                  return uint32_t(x) ^ uint32_t(x >> 32);
                }});
+  // binary64: x = {a, b}, y = {c, b ^ (c & 0x80F00000)} (y's exponent near x's,
+  // either sign); the result folded to one word, lo + 3 hi.
+  const std::string f64in =
+      "  .reg .f64 %fd<4>;\n  and.b32 %r14, %r13, -2131755008;\n  xor.b32 %r14, %r14, %r12;\n"
+      "  mov.b64 %fd1, {%r11, %r12};\n  mov.b64 %fd2, {%r13, %r14};\n";
+  const std::string f64out = "\n  mov.b64 {%r20, %r21}, %fd3;\n  mad.lo.s32 %r20, %r21, 3, %r20;";
+  auto y64 = [](uint32_t b, uint32_t c) { return uint64_t(b ^ (c & 0x80F00000u)) << 32 | c; };
+  auto fold = [](uint64_t x) { return uint32_t(x) + 3 * uint32_t(x >> 32); };
+  for (int r = 0; r < 4; ++r) {
+    const Rnd rr = kRnd[r];
+    const std::string m = std::string(".") + kR[r];
+    v.push_back({"add" + m + ".f64", f64in + "  add" + m + ".f64 %fd3, %fd1, %fd2;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::add64(uint64_t(b) << 32 | a, y64(b, c), rr)); },
+                 2});
+    v.push_back({"sub" + m + ".f64", f64in + "  sub" + m + ".f64 %fd3, %fd1, %fd2;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::sub64(uint64_t(b) << 32 | a, y64(b, c), rr)); },
+                 2});
+    v.push_back({"mul" + m + ".f64", f64in + "  mul" + m + ".f64 %fd3, %fd1, %fd2;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::mul64(uint64_t(b) << 32 | a, y64(b, c), rr)); },
+                 2});
+  }
+  v.push_back({"min.f64", f64in + "  min.f64 %fd3, %fd1, %fd2;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::min64(uint64_t(b) << 32 | a, y64(b, c))); }, 2});
+  v.push_back({"max.f64", f64in + "  max.f64 %fd3, %fd1, %fd2;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::max64(uint64_t(b) << 32 | a, y64(b, c))); }, 2});
+  v.push_back({"neg.f64", f64in + "  neg.f64 %fd3, %fd1;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t) { return fold((uint64_t(b) << 32 | a) ^ (uint64_t(1) << 63)); }, 2});
+  for (auto [name, c] : cmps)
+    v.push_back({std::string("setp.") + name + ".f64",
+                 f64in + "  setp." + name + ".f64 %p2, %fd1, %fd2;\n  selp.u32 %r20, 1, 0, %p2;",
+                 [=](uint32_t a, uint32_t b, uint32_t cc) {
+                   return uint32_t(fref::compare64(c, uint64_t(b) << 32 | a, y64(b, cc)));
+                 },
+                 2});
   v.push_back({"cvt.ftz.sat.f32.f32", fres("cvt.ftz.sat.f32.f32 %f4, %f1;"),
                [](uint32_t a, uint32_t, uint32_t) { return fref::round_int(a, Rnd::None, true, true); }});
   return v;
@@ -241,6 +275,14 @@ void fill(floattest::Operands& gen, uint64_t batch, int kind, std::vector<uint32
   const auto& E = floattest::edges();
   for (uint32_t i = 0; i < kBatch; ++i) {
     const uint64_t at = batch * kBatch + i;
+    if (kind == 2) {  // doubles: words of f32 edge values and random bits, f64 edges
+      static const uint32_t hi[] = {0x7FF00000u, 0x7FF80000u, 0x7FEFFFFFu, 0x00100000u, 0x000FFFFFu, 0,
+                                    0x3FF00000u, 0x3CA00000u, 0x43300000u, 0x7FF00001u};
+      a[i] = gen.rng()() % 4 ? uint32_t(gen.rng()()) : 0u;
+      b[i] = gen.rng()() % 3 ? gen.any() : hi[gen.rng()() % 10] | uint32_t(gen.rng()() % 2) << 31;
+      c[i] = gen.rng()() % 4 ? uint32_t(gen.rng()()) : 0u;
+      continue;
+    }
     if (kind == 1) {  // integers: small, large, every sign
       uint64_t x = gen.rng()() >> (gen.rng()() % 64);
       if (gen.rng()() % 2) x = uint64_t(-int64_t(x));
@@ -307,13 +349,15 @@ uint64_t baseline(const Params& p, bool model) {
   return n;
 }
 
-// Groups of instructions, one test each: 0 add/sub/mul/fma, 1 div/rcp/sqrt, 2 the rest.
+// Groups of instructions, one test each: 0 add/sub/mul/fma, 1 div/rcp/sqrt,
+// 2 the rest of f32, 3 f64.
 void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
   const Params machine = default_params(), model = model_params();
   const uint64_t base8 = baseline(machine, false), base_model = baseline(model, true);
   for (const Case& cs : cases()) {
     const std::string op = cs.name.substr(0, cs.name.find('.'));
-    const int g = op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad"   ? 0
+    const int g = cs.kind == 2 ? 3
+                  : op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad"   ? 0
                   : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" || op == "ex2" ? 1
                                                                                  : 2;
     if (g != group) continue;
@@ -363,11 +407,14 @@ TEST(FloatMachine, DivisionAndRootBitForBit) {
 TEST(FloatMachine, ComparisonsConversionsBitForBit) {
   check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 2);
 }
+TEST(FloatMachine, Binary64BitForBit) {
+  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 3);
+}
 
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
   for (const char* body : {"  lg2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
-                           "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  add.f64 %fd1, %fd1, %fd1;\n"
+                           "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  fma.rn.f64 %fd1, %fd1, %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;"}) {
     ModuleImage img = load_module(kernel(body), p);
     try {

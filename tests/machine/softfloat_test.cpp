@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "float_cases.h"
 #include "model_host/machine/softfloat.h"
@@ -361,6 +363,79 @@ TEST(SoftFloat, Ex2Approx) {
     float got;
     std::memcpy(&got, &r, 4);
     ASSERT_EQ(got, std::ldexp(1.0f, k)) << k;
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// binary64 edge values: zeros, subnormals, the smallest and largest normals,
+// infinities, NaNs, 1 and its neighbours, halfway cases.
+std::vector<uint64_t> edges64() {
+  std::vector<uint64_t> base = {0, 1, 2, 0x000FFFFFFFFFFFFFull, 0x0008000000000000ull, 0x0010000000000000ull,
+                                0x0010000000000001ull, 0x3CA0000000000000ull /*2^-53*/, 0x3CA0000000000001ull,
+                                0x3FE0000000000000ull, 0x3FF0000000000000ull, 0x3FF0000000000001ull,
+                                0x3FF8000000000000ull, 0x3FFFFFFFFFFFFFFFull, 0x4000000000000000ull,
+                                0x4340000000000000ull /*2^53*/, 0x4340000000000001ull, 0x7FE0000000000000ull,
+                                0x7FEFFFFFFFFFFFFFull, 0x7FF0000000000000ull, 0x7FF0000000000001ull,
+                                0x7FF8000000000000ull, 0x7FFFFFFFFFFFFFFFull, 0x3FEFFFFFFFFFFFFFull,
+                                0x0000000100000000ull, 0x00000000FFFFFFFFull, 0x4330000000000000ull};
+  std::vector<uint64_t> all;
+  for (uint64_t x : base) {
+    all.push_back(x);
+    all.push_back(x | 0x8000000000000000ull);
+  }
+  return all;
+}
+
+uint64_t any64(std::mt19937_64& rng) {
+  const auto E = edges64();
+  switch (rng() % 6) {
+    case 0: return E[rng() % E.size()];
+    case 1: return rng();
+    case 2: return rng() & 0x800FFFFFFFFFFFFFull;  // subnormal
+    default: return (rng() & 0x800FFFFFFFFFFFFFull) | ((1000 + rng() % 48) << 52);
+  }
+}
+
+TEST(SoftFloat, Binary64) {
+  std::mt19937_64 rng(64);
+  using ptx::Cmp;
+  const Cmp cmps[] = {Cmp::Eq,  Cmp::Ne,  Cmp::Lt,  Cmp::Le,  Cmp::Gt,  Cmp::Ge,  Cmp::Equ,
+                      Cmp::Neu, Cmp::Ltu, Cmp::Leu, Cmp::Gtu, Cmp::Geu, Cmp::Num, Cmp::Nan};
+  auto W = [](uint64_t x) { return std::make_pair(K(uint32_t(x)), K(uint32_t(x >> 32))); };
+  auto U = [](std::pair<Operand, Operand> w) { return uint64_t(w.second.v) << 32 | w.first.v; };
+  auto check = [&](uint64_t a, uint64_t b) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_EQ(U(g.add64(W(a), W(b), kRounds[r])), ptx::fref::add64(a, b, kRnds[r]))
+          << "add.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      ASSERT_EQ(U(g.sub64(W(a), W(b), kRounds[r])), ptx::fref::sub64(a, b, kRnds[r]))
+          << "sub.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      ASSERT_EQ(U(g.mul64(W(a), W(b), kRounds[r])), ptx::fref::mul64(a, b, kRnds[r]))
+          << "mul.f64." << kNames[r] << " " << std::hex << a << " " << b;
+    }
+    ASSERT_EQ(U(g.min64(W(a), W(b))), ptx::fref::min64(a, b)) << std::hex << a << " " << b;
+    ASSERT_EQ(U(g.max64(W(a), W(b))), ptx::fref::max64(a, b)) << std::hex << a << " " << b;
+    for (Cmp c : cmps)
+      ASSERT_EQ(g.compare64(c, W(a), W(b)).v, uint32_t(ptx::fref::compare64(c, a, b)))
+          << int(c) << " " << std::hex << a << " " << b;
+  };
+  const auto E = edges64();
+  for (uint64_t a : E)
+    for (uint64_t b : E) check(a, b);
+  const uint64_t n = floattest::pairs(200000) / 4;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t a = any64(rng), b;
+    switch (i % 3) {
+      case 0: b = any64(rng); break;
+      case 1: b = a ^ 0x8000000000000000ull ^ (rng() % 4); break;                    // cancellation
+      default: b = (a ^ (rng() % 2 ? 0x8000000000000000ull : 0)) + ((rng() % 128) << 52) - (rng() % 1024); break;
+    }
+    check(a, b);
   }
 }
 
