@@ -1548,18 +1548,25 @@ V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
 
 void Lowerer::lower_float(const ptx::Instr& in) {
   using PO = ptx::Op;
+  const ptx::FloatMods fm = ptx::float_mods(in);
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
+  // cvt between f64 and 32/64-bit integers, and f64 rounded to an integral f64.
+  const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
+                        fm.rnd == ptx::Rnd::Rpi;
+  auto word_int = [](Type x) { return !ptx::is_float(x) && (ptx::type_size(x) == 4 || ptx::type_size(x) == 8); };
+  const bool cvt64 = in.op == PO::Cvt && ((in.type == Type::F64 && word_int(in.type2)) ||
+                                         (word_int(in.type) && in.type2 == Type::F64) ||
+                                         (in.type == Type::F64 && in.type2 == Type::F64 && integral));
   // binary64: add, sub, mul, min, max, abs, neg and comparisons.
   const Type ft = in.op == PO::Set ? in.type2 : in.type;
   const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
                                       in.op == PO::Min || in.op == PO::Max || in.op == PO::Abs || in.op == PO::Neg ||
                                       in.op == PO::Setp || in.op == PO::Set);
   for (Type x : {in.type, in.type2})
-    if (ptx::is_float(x) && x != Type::F32 && !f32_f64 && !(f64 && x == Type::F64))
+    if (ptx::is_float(x) && x != Type::F32 && !f32_f64 && !cvt64 && !(f64 && x == Type::F64))
       unsupported(in, std::string("operates on ") + ptx::type_name(x) +
-                          " values: the machine's software floating point has f32 only");
-  const ptx::FloatMods fm = ptx::float_mods(in);
+                          " values in a way the machine's software floating point does not have (docs/isa.md section 11)");
   const bool defined_approx =
       in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt || in.op == PO::Ex2;
   if ((fm.approx || fm.full) && !defined_approx)
@@ -1581,6 +1588,17 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     return softfloat::Gen::W{v.lo, v.hi};
   };
   auto out64 = [&](softfloat::Gen::W x) { write(in.ops[0], Type::F64, {x.first, x.second}); };
+  if (cvt64) {
+    const Type dt = in.type, st = in.type2;
+    if (dt == Type::F64 && st == Type::F64) return out64(g.round_int64(w(1), r));
+    if (dt == Type::F64) {
+      V v = read(in, in.ops[1], st);
+      if (ptx::type_size(st) == 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
+      return out64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r));
+    }
+    auto [lo, hi] = g.to_int_from64(w(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
+    return write(in.ops[0], dt, V{lo, hi});
+  }
   if (f64 && in.op != PO::Setp && in.op != PO::Set) {
     switch (in.op) {
       case PO::Add: return out64(g.add64(w(1), w(2), r));
@@ -1671,8 +1689,6 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     }
     case PO::Cvt: {
       const Type dt = in.type, st = in.type2;
-      const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
-                            fm.rnd == ptx::Rnd::Rpi;
       if (dt == Type::F32 && st == Type::F32) return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
       if (dt == Type::F64) {
         auto [lo, hi] = g.to_f64(f(1), fm.ftz);

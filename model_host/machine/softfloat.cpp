@@ -737,6 +737,92 @@ Gen::W Gen::mul64(W a, W b, Round r) {
   return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
 }
 
+Gen::W Gen::from_int_to64(W v, bool is_signed, Round r) {
+  Operand s = is_signed ? e(Op::AND, v.second, K(kSign)) : K(0);
+  if (is_signed) {
+    Operand nl = e(Op::SUB, K(0), v.first), nh = e(Op::SUB, e(Op::SUB, K(0), v.second), e(Op::SNE, v.first, K(0)));
+    v = {e(Op::SEL, s, nl, v.first), e(Op::SEL, s, nh, v.second)};
+  }
+  Operand n = clz64(v);
+  return round_pack64(s, e(Op::SUB, K(1023 + 63), n), shl64(v, n), K(0), r);
+}
+
+// The magnitude rounded to an integer: with M the significand at bit 63,
+// |f| = M * 2^(ex - 1086), so the integer part is M >> (1086 - ex), the next
+// bit the round bit and the rest sticky; then the sign and saturation.
+
+Gen::W Gen::to_int_from64(W f, bool is_signed, unsigned bits, Round r) {
+  Operand h = e(Op::AND, f.second, K(kAbs));
+  Operand xe = e(Op::SHR, h, K(20));
+  Operand fh = e(Op::AND, h, K(0xFFFFF));
+  W M = shl64({f.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)}, K(11));
+  Operand neg = e(Op::SHR, f.second, K(31));
+  Operand sh = e(Op::SUB, K(1086), e(Op::MAX, xe, K(1)));
+  W ip = shr64(M, sh);
+  Operand sh1 = e(Op::SUB, sh, K(1));
+  Operand rb = e(Op::AND, shr64(M, sh1).first, K(1));
+  Operand st = e(Op::AND, shr64_lost(M, sh1), e(Op::SNE, sh, K(0)));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip.first, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+    case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+  }
+  Operand lo = e(Op::ADD, ip.first, inc);
+  Operand hi = e(Op::ADD, ip.second, e(Op::SLTU, lo, inc));
+  Operand big = e(Op::SLT, K(1086), xe);  // |f| >= 2^64, infinities and NaNs
+  Operand nan = nan64(f);
+  W res;
+  if (bits == 64) {
+    if (is_signed) {  // at most 2^63 - 1, or 2^63 for a negative value
+      Operand over = e(Op::OR, big, e(Op::SLTU, e(Op::ADD, K(0x7FFFFFFFu), neg), hi));
+      over = e(Op::OR, over, e(Op::AND, neg, e(Op::AND, e(Op::SEQ, hi, K(0x80000000u)), e(Op::SNE, lo, K(0)))));
+      Operand nl = e(Op::SUB, K(0), lo), nh = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+      res = {e(Op::SEL, neg, nl, lo), e(Op::SEL, neg, nh, hi)};
+      res = {e(Op::SEL, over, e(Op::SEL, neg, K(0), K(~0u)), res.first),
+             e(Op::SEL, over, e(Op::SEL, neg, K(kSign), K(kAbs)), res.second)};
+    } else {
+      Operand over = big;
+      res = {e(Op::SEL, over, K(~0u), lo), e(Op::SEL, over, K(~0u), hi)};
+      res = {e(Op::SEL, neg, K(0), res.first), e(Op::SEL, neg, K(0), res.second)};
+    }
+  } else {
+    Operand wide = e(Op::OR, big, e(Op::SNE, hi, K(0)));
+    Operand v;
+    if (is_signed) {
+      Operand pos = e(Op::SEL, e(Op::OR, wide, e(Op::SLTU, K(0x7FFFFFFFu), lo)), K(0x7FFFFFFFu), lo);
+      Operand ng = e(Op::SEL, e(Op::OR, wide, e(Op::SLTU, K(0x80000000u), lo)), K(0x80000000u), e(Op::SUB, K(0), lo));
+      v = e(Op::SEL, neg, ng, pos);
+    } else {
+      v = e(Op::SEL, neg, K(0), e(Op::SEL, wide, K(~0u), lo));
+    }
+    res = {v, K(0)};
+  }
+  return {e(Op::SEL, nan, K(0), res.first), e(Op::SEL, nan, K(0), res.second)};
+}
+
+Gen::W Gen::round_int64(W f, Round r) {
+  Operand h = e(Op::AND, f.second, K(kAbs));
+  Operand xe = e(Op::SHR, h, K(20));
+  // Below 2^52 the rounded magnitude (an integer below 2^53) converts back exactly.
+  W mag = to_int_from64({f.first, h}, false, 64, r == Round::Rm ? Round::Rp : r == Round::Rp ? Round::Rm : r);
+  Operand s = e(Op::AND, f.second, K(kSign));
+  // to_int_from64 rounded the magnitude; the direction of rm/rp depends on the sign.
+  W magm = to_int_from64({f.first, h}, false, 64, r);
+  if (r == Round::Rm || r == Round::Rp) {
+    mag = {e(Op::SEL, s, mag.first, magm.first), e(Op::SEL, s, mag.second, magm.second)};
+  } else {
+    mag = magm;
+  }
+  W back = from_int_to64(mag, false, Round::Rz);
+  Operand small = e(Op::SLTU, xe, K(1075));
+  Operand lo = e(Op::SEL, small, back.first, f.first);
+  Operand hi = e(Op::SEL, small, e(Op::OR, back.second, s), f.second);
+  Operand nan = nan64(f);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
 // Comparisons on keys: a negative value is minus its magnitude (64-bit two's
 // complement), so -0 = +0.
 Operand Gen::compare64(ptx::Cmp c, W a, W b) {

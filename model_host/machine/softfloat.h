@@ -77,6 +77,13 @@ class Gen {
   W min64(W a, W b);
   W max64(W a, W b);
   Operand compare64(ptx::Cmp c, W a, W b);
+  // Integers (lo, hi; a 32-bit one has hi = its extension) to f64, rounded.
+  W from_int_to64(W v, bool is_signed, Round r);
+  // f64 to an integer of 32 or 64 bits, rounded (Rn/Rz/Rm/Rp as rni/rzi/rmi/
+  // rpi) and saturated; NaN gives 0.
+  W to_int_from64(W f, bool is_signed, unsigned bits, Round r);
+  // cvt.rndi.f64.f64.
+  W round_int64(W f, Round r);
 
  private:
   Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));

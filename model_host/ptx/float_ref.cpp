@@ -308,6 +308,43 @@ bool compare64(Cmp c, uint64_t a, uint64_t b) {
   }
 }
 
+uint64_t int_to_f64(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
+  if (bits < 64) v &= (uint64_t(1) << bits) - 1;
+  if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t(0) << bits;
+  volatile uint64_t u = v;
+  volatile int64_t s = int64_t(v);
+  return rounded(r, [&] { return DB(fix(is_signed ? double(fix(int64_t(s))) : double(fix(uint64_t(u))))); });
+}
+uint64_t f64_to_int(uint64_t bits_in, bool is_signed, unsigned bits, Rnd r) {
+  double d = D(bits_in);
+  if (std::isnan(d)) return 0;
+  switch (r) {
+    case Rnd::Rzi: case Rnd::Rz: d = std::trunc(d); break;
+    case Rnd::Rmi: case Rnd::Rm: d = std::floor(d); break;
+    case Rnd::Rpi: case Rnd::Rp: d = std::ceil(d); break;
+    default: d = rounded(Rnd::Rn, [&] { return fix(std::nearbyint(fix(d))); }); break;
+  }
+  const uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  if (is_signed) {
+    const double hi = std::ldexp(1.0, int(bits) - 1);
+    if (d >= hi) return mask >> 1;
+    if (d < -hi) return (uint64_t(1) << (bits - 1)) & mask;
+    return uint64_t(int64_t(d)) & mask;
+  }
+  if (d <= 0) return 0;
+  if (d >= std::ldexp(1.0, int(bits))) return mask;
+  return uint64_t(d) & mask;
+}
+uint64_t round_int_f64(uint64_t bits_in, Rnd r) {
+  volatile double x = D(bits_in);
+  switch (r) {
+    case Rnd::Rzi: return DB(std::trunc(double(x)));
+    case Rnd::Rmi: return DB(std::floor(double(x)));
+    case Rnd::Rpi: return DB(std::ceil(double(x)));
+    default: return rounded(Rnd::Rn, [&] { return DB(fix(std::nearbyint(fix(double(x))))); });
+  }
+}
+
 uint64_t to_f64(uint32_t f, bool ftz) {
   volatile float x = F(flush(f, ftz));
   const double d = fix(double(fix(float(x))));

@@ -68,6 +68,11 @@ uint64_t mul64(uint64_t a, uint64_t b, Rnd r);
 uint64_t min64(uint64_t a, uint64_t b);
 uint64_t max64(uint64_t a, uint64_t b);
 bool compare64(Cmp c, uint64_t a, uint64_t b);
+// cvt.RND.f64.{s,u}{32,64}, cvt.RNDI.{s,u}{32,64}.f64 (saturating, NaN: 0),
+// cvt.RNDI.f64.f64.
+uint64_t int_to_f64(uint64_t v, bool is_signed, unsigned bits, Rnd r);
+uint64_t f64_to_int(uint64_t d, bool is_signed, unsigned bits, Rnd r);
+uint64_t round_int_f64(uint64_t d, Rnd r);
 
 // cvt.f64.f32 (exact; NaN payload kept, quieted) and cvt.RND.f32.f64 (NaN:
 // the canonical f32 NaN).

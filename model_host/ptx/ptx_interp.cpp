@@ -1209,6 +1209,12 @@ class Interp {
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
     const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                               (in.type == Type::F32 && in.type2 == Type::F64));
+    auto word_int = [](Type x) { return !is_float(x) && (type_size(x) == 4 || type_size(x) == 8); };
+    const Rnd rnd = float_mods(in).rnd;
+    const bool integral = rnd == Rnd::Rni || rnd == Rnd::Rzi || rnd == Rnd::Rmi || rnd == Rnd::Rpi;
+    if (in.op == Op::Cvt && ((in.type == Type::F64 && word_int(in.type2)) || (word_int(in.type) && in.type2 == Type::F64) ||
+                             (in.type == Type::F64 && in.type2 == Type::F64 && integral)))
+      return true;
     const Type ft = in.op == Op::Set ? in.type2 : in.type;
     if (ft == Type::F64 && !float_mods(in).approx &&
         (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Min ||
@@ -1247,6 +1253,15 @@ class Interp {
     };
     auto dst = [&](uint64_t v, Type k) { write(in.ops[0], k, v, t); };
     const Type ft = in.op == Op::Set ? in.type2 : in.type;
+    if (in.op == Op::Cvt && (in.type == Type::F64 || in.type2 == Type::F64) &&
+        !(in.type == Type::F32 || in.type2 == Type::F32)) {
+      const Type dt = in.type, st = in.type2;
+      const uint64_t v = read(in.ops[1], st, t, in);
+      if (dt == Type::F64 && st == Type::F64) dst(fref::round_int_f64(v, fm.rnd), Type::F64);
+      else if (dt == Type::F64) dst(fref::int_to_f64(v, is_signed(st), bits_of(st), r), Type::F64);
+      else dst(fref::f64_to_int(v, is_signed(dt), bits_of(dt), fm.rnd), dt);
+      return;
+    }
     if (ft == Type::F64) {
       auto d = [&](size_t i) { return read(in.ops[i], Type::F64, t, in); };
       switch (in.op) {

@@ -249,6 +249,33 @@ std::vector<Case> cases() {
                  [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::mul64(uint64_t(b) << 32 | a, y64(b, c), rr)); },
                  2});
   }
+  for (int r = 0; r < 4; ++r) {
+    const Rnd rr = kRnd[r], rri = kRndI[r];
+    const std::string m = std::string(".") + kR[r], mi = m + "i";
+    for (const char* t : {"s32", "u32", "s64", "u64"}) {
+      const bool sgn = t[0] == 's';
+      const unsigned bits = std::atoi(t + 1);
+      const std::string dreg = bits == 32 ? "%r20" : "%rdi";
+      v.push_back({"cvt" + mi + "." + t + ".f64",
+                   f64in + "  .reg .b64 %rdi;\n  cvt" + mi + "." + t + ".f64 " + dreg + ", %fd1;\n" +
+                       (bits == 32 ? std::string("  mov.b32 %r21, 0;") : std::string("  mov.b64 {%r20, %r21}, %rdi;")) +
+                       "\n  mad.lo.s32 %r20, %r21, 3, %r20;",
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     uint64_t x = fref::f64_to_int(uint64_t(b) << 32 | a, sgn, bits, rri);
+                     return fold(x);
+                   },
+                   2});
+      v.push_back({"cvt" + m + ".f64." + t,
+                   f64in + "  .reg .b64 %rdi;\n  mov.b64 %rdi, %fd1;\n  cvt" + m + ".f64." + t + " %fd3, " +
+                       (bits == 32 ? "%r11" : "%rdi") + ";" + f64out,
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     return fold(fref::int_to_f64(bits == 32 ? a : uint64_t(b) << 32 | a, sgn, bits, rr));
+                   },
+                   2});
+    }
+    v.push_back({"cvt" + mi + ".f64.f64", f64in + "  cvt" + mi + ".f64.f64 %fd3, %fd1;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fold(fref::round_int_f64(uint64_t(b) << 32 | a, rri)); }, 2});
+  }
   v.push_back({"min.f64", f64in + "  min.f64 %fd3, %fd1, %fd2;" + f64out,
                [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::min64(uint64_t(b) << 32 | a, y64(b, c))); }, 2});
   v.push_back({"max.f64", f64in + "  max.f64 %fd3, %fd1, %fd2;" + f64out,

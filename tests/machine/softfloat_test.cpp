@@ -391,6 +391,12 @@ std::vector<uint64_t> edges64() {
   return all;
 }
 
+uint64_t double_bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
 uint64_t any64(std::mt19937_64& rng) {
   const auto E = edges64();
   switch (rng() % 6) {
@@ -436,6 +442,57 @@ TEST(SoftFloat, Binary64) {
       default: b = (a ^ (rng() % 2 ? 0x8000000000000000ull : 0)) + ((rng() % 128) << 52) - (rng() % 1024); break;
     }
     check(a, b);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+TEST(SoftFloat, Binary64Conversions) {
+  std::mt19937_64 rng(65);
+  auto W = [](uint64_t x) { return std::make_pair(K(uint32_t(x)), K(uint32_t(x >> 32))); };
+  auto U = [](std::pair<Operand, Operand> w) { return uint64_t(w.second.v) << 32 | w.first.v; };
+  const Rnd ri[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+  auto f2i = [&](uint64_t d) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r) {
+      for (unsigned bits : {32u, 64u})
+        for (bool sgn : {false, true}) {
+          uint64_t got = U(g.to_int_from64(W(d), sgn, bits, kRounds[r]));
+          uint64_t want = ptx::fref::f64_to_int(d, sgn, bits, ri[r]);
+          if (bits == 32) got &= 0xFFFFFFFFu;
+          ASSERT_EQ(got, want) << "cvt." << kNames[r] << "i." << (sgn ? "s" : "u") << bits << ".f64 " << std::hex << d;
+        }
+      ASSERT_EQ(U(g.round_int64(W(d), kRounds[r])), ptx::fref::round_int_f64(d, ri[r]))
+          << "cvt." << kNames[r] << "i.f64.f64 " << std::hex << d;
+    }
+  };
+  auto i2f = [&](uint64_t v) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r)
+      for (bool sgn : {false, true}) {
+        ASSERT_EQ(U(g.from_int_to64(W(v), sgn, kRounds[r])), ptx::fref::int_to_f64(v, sgn, 64, kRnds[r]))
+            << "cvt." << kNames[r] << ".f64." << (sgn ? "s64 " : "u64 ") << std::hex << v;
+        const uint32_t w = uint32_t(v);
+        const uint32_t ext = sgn && (w >> 31) ? ~0u : 0u;
+        ASSERT_EQ(U(g.from_int_to64({K(w), K(ext)}, sgn, kRounds[r])), ptx::fref::int_to_f64(w, sgn, 32, kRnds[r]))
+            << "cvt." << kNames[r] << ".f64." << (sgn ? "s32 " : "u32 ") << std::hex << w;
+      }
+  };
+  for (uint64_t d : edges64()) {
+    f2i(d);
+    i2f(d);
+  }
+  const uint64_t n = floattest::pairs(200000) / 8;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t d = any64(rng);
+    f2i(i % 2 ? d : (d & 0x800FFFFFFFFFFFFFull) | ((1000 + rng() % 90) << 52));  // around 1 .. 2^66
+    f2i(double_bits(double(int64_t(rng() >> (rng() % 64))) + 0.5 * double(rng() % 3)));
+    i2f(rng() >> (rng() % 64));
+    i2f(uint64_t(int64_t(rng()) >> (rng() % 64)));
   }
 }
 
