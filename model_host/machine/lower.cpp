@@ -1561,6 +1561,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   // binary64: add, sub, mul, min, max, abs, neg and comparisons.
   const Type ft = in.op == PO::Set ? in.type2 : in.type;
   const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
+                                      in.op == PO::Fma || in.op == PO::Mad ||
                                       in.op == PO::Min || in.op == PO::Max || in.op == PO::Abs || in.op == PO::Neg ||
                                       in.op == PO::Setp || in.op == PO::Set);
   for (Type x : {in.type, in.type2})
@@ -1604,6 +1605,8 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       case PO::Add: return out64(g.add64(w(1), w(2), r));
       case PO::Sub: return out64(g.sub64(w(1), w(2), r));
       case PO::Mul: return out64(g.mul64(w(1), w(2), r));
+      case PO::Fma:
+      case PO::Mad: return out64(g.fma64(w(1), w(2), w(3), r));
       case PO::Min: return out64(g.min64(w(1), w(2)));
       case PO::Max: return out64(g.max64(w(1), w(2)));
       case PO::Abs: {

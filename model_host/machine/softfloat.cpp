@@ -12,6 +12,8 @@
 // the sequences rely on for their boundary cases.
 #include "model_host/machine/softfloat.h"
 
+#include <array>
+
 namespace qgpu::machine::softfloat {
 namespace {
 
@@ -820,6 +822,127 @@ Gen::W Gen::round_int64(W f, Round r) {
   Operand lo = e(Op::SEL, small, back.first, f.first);
   Operand hi = e(Op::SEL, small, e(Op::OR, back.second, s), f.second);
   Operand nan = nan64(f);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+// a * b + c with one rounding: the exact 128-bit product and c as 128-bit
+// significands with their leading 1 at bit 126 (value X / 2^126 * 2^(E - 1023),
+// a zero with E = -5000), ordered by (E, X), the smaller shifted right by
+// any distance with a sticky bit (whole words selected by the distance / 32,
+// then bits), added or subtracted as in add64, normalised to bit 127, and the
+// top 64 bits rounded with the rest sticky.  The product has at least 21 zero
+// low bits and c 63, so shifts by 0 or 1 are exact.
+Gen::W Gen::fma64(W a, W b, W c, Round r) {
+  using X = std::array<Operand, 4>;
+  Operand sp = e(Op::AND, e(Op::XOR, a.second, b.second), K(kSign)), sc = e(Op::AND, c.second, K(kSign));
+  auto unpack = [&](W x, Operand& ex) -> W {
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand xe = e(Op::SHR, h, K(20));
+    Operand fh = e(Op::AND, h, K(0xFFFFF));
+    W sig = {x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)};
+    Operand z = clz64(sig);
+    ex = e(Op::SUB, e(Op::MAX, xe, K(1)), e(Op::SUB, z, K(11)));
+    return shl64(sig, z);
+  };
+  Operand ea, eb, ec;
+  W A = unpack(a, ea), B = unpack(b, eb), C = unpack(c, ec);
+  // The product's four words.
+  Operand w0 = e(Op::MUL, A.first, B.first), c0 = e(Op::MULHU, A.first, B.first);
+  Operand lh_lo = e(Op::MUL, A.first, B.second), lh_hi = e(Op::MULHU, A.first, B.second);
+  Operand hl_lo = e(Op::MUL, A.second, B.first), hl_hi = e(Op::MULHU, A.second, B.first);
+  Operand hh_lo = e(Op::MUL, A.second, B.second), hh_hi = e(Op::MULHU, A.second, B.second);
+  Operand t1 = e(Op::ADD, c0, lh_lo);
+  Operand k1 = e(Op::SLTU, t1, c0);
+  Operand w1 = e(Op::ADD, t1, hl_lo);
+  k1 = e(Op::ADD, k1, e(Op::SLTU, w1, t1));
+  Operand t2 = e(Op::ADD, lh_hi, hl_hi);
+  Operand k2 = e(Op::SLTU, t2, lh_hi);
+  Operand t3 = e(Op::ADD, t2, hh_lo);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, t3, t2));
+  Operand w2 = e(Op::ADD, t3, k1);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, w2, t3));
+  Operand w3 = e(Op::ADD, hh_hi, k2);
+  // Leading 1 at bit 127 (t = 1) or 126: bring it to 126.
+  Operand t = e(Op::SHR, w3, K(31));
+  Operand ts = e(Op::SUB, K(32), t);
+  X P = {e(Op::OR, e(Op::SHR, w0, t), e(Op::SHL, w1, ts)), e(Op::OR, e(Op::SHR, w1, t), e(Op::SHL, w2, ts)),
+         e(Op::OR, e(Op::SHR, w2, t), e(Op::SHL, w3, ts)), e(Op::SHR, w3, t)};
+  Operand Ep = e(Op::SEL, w3, e(Op::ADD, e(Op::ADD, ea, eb), e(Op::SUB, t, K(1023))), K(uint32_t(-5000)));
+  X Cx = {K(0), e(Op::SHL, C.first, K(31)), e(Op::OR, e(Op::SHR, C.first, K(1)), e(Op::SHL, C.second, K(31))),
+          e(Op::SHR, C.second, K(1))};
+  Operand Ec = e(Op::SEL, e(Op::OR, C.first, C.second), ec, K(uint32_t(-5000)));
+  // c the bigger one when (Ec, Cx) > (Ep, P).
+  Operand lt = K(0);
+  for (int i = 0; i < 4; ++i)  // from the low word up: the highest differing word decides
+    lt = e(Op::SEL, e(Op::SEQ, P[i], Cx[i]), lt, e(Op::SLTU, P[i], Cx[i]));
+  Operand cbig = e(Op::OR, e(Op::SLT, Ep, Ec), e(Op::AND, e(Op::SEQ, Ep, Ec), lt));
+  X Bx, Sx;
+  for (int i = 0; i < 4; ++i) Bx[i] = e(Op::SEL, cbig, Cx[i], P[i]), Sx[i] = e(Op::SEL, cbig, P[i], Cx[i]);
+  Operand EB = e(Op::SEL, cbig, Ec, Ep), ES = e(Op::SEL, cbig, Ep, Ec);
+  Operand sB = e(Op::SEL, cbig, sc, sp);
+  // S >> d: whole words (ws = d / 32, at most 4), then bits.
+  Operand d = e(Op::SUB, EB, ES);
+  Operand ws = e(Op::MINU, e(Op::SHR, d, K(5)), K(4)), bs = e(Op::AND, d, K(31));
+  Operand is[4];
+  for (int k = 0; k < 4; ++k) is[k] = e(Op::SEQ, ws, K(uint32_t(k)));
+  Operand y[5];
+  for (int m = 0; m < 5; ++m) {
+    Operand v = K(0);
+    for (int k = 3; k >= 0; --k) v = e(Op::SEL, is[k], m + k < 4 ? Sx[m + k] : K(0), v);
+    y[m] = v;
+  }
+  Operand bsc = e(Op::SUB, K(32), bs);
+  X Ss;
+  for (int j = 0; j < 4; ++j) Ss[j] = e(Op::OR, e(Op::SHR, y[j], bs), e(Op::SHL, y[j + 1], bsc));
+  Operand lost = e(Op::AND, y[0], e(Op::SUB, e(Op::SHL, K(1), bs), K(1)));
+  for (int k = 0; k < 4; ++k) lost = e(Op::OR, lost, e(Op::SEL, e(Op::SLTU, K(uint32_t(k)), ws), Sx[k], K(0)));
+  Operand st = e(Op::SNE, lost, K(0));
+  // B + S, or B + ~S + 1 - st.
+  Operand subtract = e(Op::SHR, e(Op::XOR, sp, sc), K(31));
+  Operand carry = e(Op::AND, subtract, e(Op::XOR, st, K(1)));
+  X R;
+  for (int j = 0; j < 4; ++j) {
+    Operand xj = e(Op::SEL, subtract, e(Op::XOR, Ss[j], K(~0u)), Ss[j]);
+    Operand s1 = e(Op::ADD, Bx[j], xj);
+    Operand c1 = e(Op::SLTU, s1, Bx[j]);
+    R[j] = e(Op::ADD, s1, carry);
+    carry = e(Op::ADD, c1, e(Op::SLTU, R[j], carry));
+  }
+  // Normalise to bit 127: n = clz of the 128 bits, a shift left by n.
+  Operand n = e(Op::CLZ, R[3]);
+  n = e(Op::SEL, R[3], n, e(Op::ADD, K(32), e(Op::CLZ, R[2])));
+  n = e(Op::SEL, e(Op::OR, R[3], R[2]), n, e(Op::ADD, K(64), e(Op::CLZ, R[1])));
+  n = e(Op::SEL, e(Op::OR, e(Op::OR, R[3], R[2]), R[1]), n, e(Op::ADD, K(96), e(Op::CLZ, R[0])));
+  Operand nw = e(Op::MINU, e(Op::SHR, n, K(5)), K(4)), nb = e(Op::AND, n, K(31));
+  Operand isn[4];
+  for (int k = 0; k < 4; ++k) isn[k] = e(Op::SEQ, nw, K(uint32_t(k)));
+  // z[m] = R[m - nw] (0 below word 0), for m = -1 .. 3.
+  Operand z[5];
+  for (int m = 0; m < 5; ++m) {
+    Operand v = K(0);
+    for (int k = 3; k >= 0; --k) v = e(Op::SEL, isn[k], m - 1 - k >= 0 ? R[m - 1 - k] : K(0), v);
+    z[m] = v;
+  }
+  Operand nbc = e(Op::SUB, K(32), nb);
+  X M;
+  for (int j = 0; j < 4; ++j) M[j] = e(Op::OR, e(Op::SHL, z[j + 1], nb), e(Op::SHR, z[j], nbc));
+  st = e(Op::OR, st, e(Op::SNE, e(Op::OR, M[0], M[1]), K(0)));
+  Operand ex = e(Op::SUB, e(Op::ADD, EB, K(1)), n);
+  Operand zero = e(Op::AND, subtract, e(Op::SEQ, e(Op::OR, e(Op::OR, R[0], R[1]), e(Op::OR, R[2], R[3])), K(0)));
+  Operand s = e(Op::SEL, zero, K(r == Round::Rm ? kSign : 0), sB);
+  W res = round_pack64(s, ex, {M[2], M[3]}, st, r);
+  // Infinities and NaNs.
+  auto inf = [&](W x) {
+    return e(Op::AND, e(Op::SEQ, e(Op::AND, x.second, K(kAbs)), K(0x7FF00000u)), e(Op::SEQ, x.first, K(0)));
+  };
+  auto is_zero = [&](W x) { return e(Op::SEQ, e(Op::OR, e(Op::AND, x.second, K(kAbs)), x.first), K(0)); };
+  Operand ai = inf(a), bi = inf(b), ci = inf(c);
+  Operand pinf = e(Op::OR, ai, bi);
+  Operand nan = e(Op::OR, e(Op::OR, nan64(a), nan64(b)), nan64(c));
+  nan = e(Op::OR, nan, e(Op::OR, e(Op::AND, ai, is_zero(b)), e(Op::AND, bi, is_zero(a))));
+  nan = e(Op::OR, nan, e(Op::AND, e(Op::AND, pinf, ci), subtract));
+  Operand lo = e(Op::SEL, ci, c.first, res.first), hi = e(Op::SEL, ci, c.second, res.second);
+  lo = e(Op::SEL, pinf, K(0), lo), hi = e(Op::SEL, pinf, e(Op::OR, sp, K(0x7FF00000u)), hi);
   return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
 }
 

@@ -74,6 +74,7 @@ class Gen {
   W add64(W a, W b, Round r);
   W sub64(W a, W b, Round r);
   W mul64(W a, W b, Round r);
+  W fma64(W a, W b, W c, Round r);
   W min64(W a, W b);
   W max64(W a, W b);
   Operand compare64(ptx::Cmp c, W a, W b);

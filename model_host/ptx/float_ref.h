@@ -65,6 +65,7 @@ constexpr uint64_t kNaN64 = 0x7FFFFFFFFFFFFFFFull;
 uint64_t add64(uint64_t a, uint64_t b, Rnd r);
 uint64_t sub64(uint64_t a, uint64_t b, Rnd r);
 uint64_t mul64(uint64_t a, uint64_t b, Rnd r);
+uint64_t fma64(uint64_t a, uint64_t b, uint64_t c, Rnd r);
 uint64_t min64(uint64_t a, uint64_t b);
 uint64_t max64(uint64_t a, uint64_t b);
 bool compare64(Cmp c, uint64_t a, uint64_t b);

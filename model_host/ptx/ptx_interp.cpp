@@ -1217,7 +1217,8 @@ class Interp {
       return true;
     const Type ft = in.op == Op::Set ? in.type2 : in.type;
     if (ft == Type::F64 && !float_mods(in).approx &&
-        (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Min ||
+        (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma ||
+         (in.op == Op::Mad && in.mul == MulMode::None) || in.op == Op::Min ||
          in.op == Op::Max || in.op == Op::Abs || in.op == Op::Neg || in.op == Op::Setp || in.op == Op::Set))
       return true;
     if (!f32) return false;
@@ -1268,6 +1269,7 @@ class Interp {
         case Op::Add: dst(fref::add64(d(1), d(2), r), Type::F64); return;
         case Op::Sub: dst(fref::sub64(d(1), d(2), r), Type::F64); return;
         case Op::Mul: dst(fref::mul64(d(1), d(2), r), Type::F64); return;
+        case Op::Fma: case Op::Mad: dst(fref::fma64(d(1), d(2), d(3), r), Type::F64); return;
         case Op::Min: dst(fref::min64(d(1), d(2)), Type::F64); return;
         case Op::Max: dst(fref::max64(d(1), d(2)), Type::F64); return;
         case Op::Abs: dst(d(1) & ~(uint64_t(1) << 63), Type::F64); return;

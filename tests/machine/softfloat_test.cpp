@@ -423,6 +423,9 @@ TEST(SoftFloat, Binary64) {
           << "sub.f64." << kNames[r] << " " << std::hex << a << " " << b;
       ASSERT_EQ(U(g.mul64(W(a), W(b), kRounds[r])), ptx::fref::mul64(a, b, kRnds[r]))
           << "mul.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      for (uint64_t c : std::initializer_list<uint64_t>{a ^ b, ptx::fref::mul64(a, b, Rnd::Rn) ^ 0x8000000000000000ull ^ (b & 3), b, 0})
+        ASSERT_EQ(U(g.fma64(W(a), W(b), W(c), kRounds[r])), ptx::fref::fma64(a, b, c, kRnds[r]))
+            << "fma.f64." << kNames[r] << " " << std::hex << a << " " << b << " " << c;
     }
     ASSERT_EQ(U(g.min64(W(a), W(b))), ptx::fref::min64(a, b)) << std::hex << a << " " << b;
     ASSERT_EQ(U(g.max64(W(a), W(b))), ptx::fref::max64(a, b)) << std::hex << a << " " << b;
