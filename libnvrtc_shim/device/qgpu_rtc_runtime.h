@@ -311,6 +311,8 @@ __QGPU_FN float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c)
 __QGPU_FN float __fmaf_rn(float a, float b, float c) { return __nvvm_fma_rn_f(a, b, c); }
 __QGPU_FN float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
 __QGPU_FN float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
+__QGPU_FN double __fma_rn(double a, double b, double c) { return __nvvm_fma_rn_d(a, b, c); }
+__QGPU_FN double __dadd_rn(double a, double b) { return __nvvm_add_rn_d(a, b); }
 __QGPU_FN float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
 __QGPU_FN float rsqrtf(float x) { return __nvvm_rsqrt_approx_f(x); }
 __QGPU_FN float rintf(float x) { return __builtin_rintf(x); }

@@ -393,6 +393,8 @@ inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned s) {
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __dadd_rn(double a, double b) { return a + b; }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline int __float_as_int(float x) {
