@@ -4,12 +4,15 @@
 // One device (the machine in model_host).  Every call is synchronous, so
 // streams are accepted and ignored and synchronisation only reports errors.
 // An execution error of a kernel (illegal address, assert, launch failure)
-// is sticky, as on a GPU: every later call that needs the context returns it.
+// is sticky, as on a GPU: the launch itself returns CUDA_SUCCESS and every
+// later call that needs the context returns the error.
 #include <cuda.h>
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -25,6 +28,14 @@
 #define QGPU_CU_API extern "C" __attribute__((visibility("default")))
 
 struct CUctx_st {};
+// A pending cuLink* invocation: qgpu runs PTX, so "linking" one PTX input
+// gives that PTX back as the image cuModuleLoadData takes.
+struct CUlinkState_st {
+  std::string ptx;
+  int inputs = 0;
+  char* error_log = nullptr;
+  size_t error_log_size = 0;
+};
 
 struct CUmod_st {
   std::vector<qgpu::proto::ModuleImage> images;  // one per PTX module of the image
@@ -50,6 +61,7 @@ struct State {
   std::unique_ptr<client::Connection> conn;
   CUctx_st primary;
   int primary_refs = 0;
+  std::set<CUlinkState_st*> links;
   std::set<CUctx_st*> contexts;  // live contexts, the primary one while retained
   std::set<CUmod_st*> modules;
   CUresult sticky = CUDA_SUCCESS;
@@ -62,6 +74,9 @@ State& state() {
 }
 
 thread_local CUctx_st* current = nullptr;
+// The calling thread's context stack below `current` (its top):
+// cuCtxPushCurrent and cuCtxPopCurrent move contexts between the two.
+thread_local std::vector<CUctx_st*> pushed;
 
 // Runs an entry point's body under the driver lock; a failure is printed
 // with the entry point's name and returned as a CUresult.
@@ -328,6 +343,7 @@ QGPU_CU_API CUresult CUDAAPI cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams* p
     check_device(dev);
     auto* c = new CUctx_st;
     state().contexts.insert(c);
+    if (current) pushed.push_back(current);  // pushed onto the thread's stack
     current = c;
     *ctx = c;
   });
@@ -339,7 +355,13 @@ QGPU_CU_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     require(ctx && ctx != &s.primary && s.contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT,
             "not a context created by cuCtxCreate");
     s.contexts.erase(ctx);
-    if (current == ctx) current = nullptr;
+    if (current == ctx) {  // popped off the thread's stack
+      current = nullptr;
+      if (!pushed.empty()) {
+        current = pushed.back();
+        pushed.pop_back();
+      }
+    }
     delete ctx;
   });
 }
@@ -357,6 +379,28 @@ QGPU_CU_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
     device();
     require(!ctx || state().contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT, "not a live context");
     current = ctx;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
+  return api("cuCtxPushCurrent", [&] {
+    device();
+    require(ctx && state().contexts.count(ctx), CUDA_ERROR_INVALID_CONTEXT, "not a live context");
+    if (current) pushed.push_back(current);
+    current = ctx;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* ctx) {
+  return api("cuCtxPopCurrent", [&] {
+    device();
+    require(current != nullptr, CUDA_ERROR_INVALID_CONTEXT, "the calling thread has no current context to pop");
+    if (ctx) *ctx = current;
+    current = nullptr;
+    if (!pushed.empty()) {
+      current = pushed.back();
+      pushed.pop_back();
+    }
   });
 }
 
@@ -490,6 +534,114 @@ QGPU_CU_API CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   });
 }
 
+// -------------------------------------------------------------------- linker
+// cuLinkCreate/AddData/AddFile/Complete/Destroy for one input: PTX text, a
+// fatbinary with PTX, or qgpu's NVRTC CUBIN.  The "linked image" is that
+// PTX, which cuModuleLoadData loads.  Several inputs would need a device
+// linker (relocatable device code across modules), which qgpu does not have.
+namespace {
+
+void link_logs(unsigned int n, CUjit_option* options, void** values, CUlinkState_st* st) {
+  for (unsigned int i = 0; options && values && i < n; ++i) {
+    if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER) {
+      char* buf = static_cast<char*>(values[i]);
+      if (buf) buf[0] = '\0';
+      if (st && options[i] == CU_JIT_ERROR_LOG_BUFFER) st->error_log = buf;
+    }
+    if (st && options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+      st->error_log_size = static_cast<size_t>(reinterpret_cast<uintptr_t>(values[i]));
+  }
+}
+
+CUlinkState_st* link_state(CUlinkState st) {
+  require(st && state().links.count(st), CUDA_ERROR_INVALID_HANDLE, "not a live link state (cuLinkCreate)");
+  return st;
+}
+
+void link_add(CUlinkState_st* st, CUjitInputType type, const void* data, size_t size, const std::string& what) {
+  require(data != nullptr, CUDA_ERROR_INVALID_VALUE, "no data");
+  require(st->inputs == 0, CUDA_ERROR_NOT_SUPPORTED,
+          "qgpu links one input per module (it has no device linker for relocatable code across inputs); "
+          "the second input is " + what);
+  std::string ptx;
+  if (type == CU_JIT_INPUT_PTX) {
+    ptx.assign(static_cast<const char*>(data), strnlen(static_cast<const char*>(data), size));
+  } else if (type == CU_JIT_INPUT_FATBINARY || type == CU_JIT_INPUT_CUBIN) {
+    std::vector<std::string> modules = ptx_modules(data);
+    require(modules.size() == 1, CUDA_ERROR_NOT_SUPPORTED, what + " holds several modules; qgpu links one");
+    ptx = modules[0];
+  } else {
+    throw DriverError(CUDA_ERROR_NOT_SUPPORTED,
+                      what + ": qgpu links PTX, a fatbinary with PTX or its NVRTC's CUBIN (CUjitInputType " +
+                          std::to_string(static_cast<int>(type)) + " is not one of them)");
+  }
+  st->ptx = std::move(ptx);
+  ++st->inputs;
+}
+
+template <typename Body>
+CUresult link_api(const char* entry, CUlinkState st, Body&& body) {
+  CUresult r = api(entry, body);
+  if (r != CUDA_SUCCESS && st && state().links.count(st) && st->error_log && st->error_log_size > 0)
+    std::snprintf(st->error_log, st->error_log_size, "%s failed (error %d); see qgpu's message on stderr", entry,
+                  static_cast<int>(r));
+  return r;
+}
+
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuLinkCreate_v2(unsigned int num_options, CUjit_option* options, void** values,
+                                             CUlinkState* state_out) {
+  return api("cuLinkCreate", [&] {
+    require(state_out != nullptr, CUDA_ERROR_INVALID_VALUE, "state is NULL");
+    device();
+    auto* st = new CUlinkState_st;
+    link_logs(num_options, options, values, st);
+    state().links.insert(st);
+    *state_out = st;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLinkAddData_v2(CUlinkState st, CUjitInputType type, void* data, size_t size,
+                                              const char* name, unsigned int num_options, CUjit_option* options,
+                                              void** values) {
+  return link_api("cuLinkAddData", st, [&] {
+    link_logs(num_options, options, values, nullptr);
+    link_add(link_state(st), type, data, size, name && *name ? std::string(name) : std::string("the data"));
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLinkAddFile_v2(CUlinkState st, CUjitInputType type, const char* path,
+                                              unsigned int num_options, CUjit_option* options, void** values) {
+  return link_api("cuLinkAddFile", st, [&] {
+    link_logs(num_options, options, values, nullptr);
+    require(path != nullptr, CUDA_ERROR_INVALID_VALUE, "path is NULL");
+    std::ifstream in(path, std::ios::binary);
+    require(in.good(), CUDA_ERROR_FILE_NOT_FOUND, std::string("cannot open ") + path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string bytes = text.str();
+    link_add(link_state(st), type, bytes.c_str(), bytes.size() + 1, path);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLinkComplete(CUlinkState st, void** image_out, size_t* size_out) {
+  return link_api("cuLinkComplete", st, [&] {
+    CUlinkState_st* s = link_state(st);
+    require(image_out != nullptr, CUDA_ERROR_INVALID_VALUE, "image is NULL");
+    require(s->inputs == 1, CUDA_ERROR_INVALID_VALUE, "nothing was added to the link (cuLinkAddData/cuLinkAddFile)");
+    *image_out = s->ptx.data();
+    if (size_out) *size_out = s->ptx.size() + 1;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLinkDestroy(CUlinkState st) {
+  return api("cuLinkDestroy", [&] {
+    delete link_state(st);
+    state().links.erase(st);
+  });
+}
+
 QGPU_CU_API CUresult CUDAAPI cuModuleGetFunction(CUfunction* fn, CUmodule module, const char* name) {
   return api("cuModuleGetFunction", [&] {
     require(fn && name, CUDA_ERROR_INVALID_VALUE, "function or name is NULL");
@@ -561,8 +713,13 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     if (out.error != 0) {
       CUresult r = from_runtime_error(out.error);
       if (sticky_error(r)) {
+        // An execution error: the launch itself succeeded, as on a GPU,
+        // and the next call that uses the context reports it (sticky).
         state().sticky = r;
         state().sticky_message = out.message;
+        std::fprintf(stderr, "qgpu libcuda: cuLaunchKernel: kernel '%s': %s\n", fn->layout.name.c_str(),
+                     out.message.c_str());
+        return;
       }
       throw DriverError(r, "kernel '" + fn->layout.name + "': " + out.message);
     }
@@ -630,13 +787,16 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuDeviceGetAttribute), QGPU_ENTRY(cuDevicePrimaryCtxRetain),
     QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4),
     QGPU_ENTRY(cuCtxDestroy_v2), QGPU_ENTRY(cuCtxGetCurrent), QGPU_ENTRY(cuCtxSetCurrent),
+    QGPU_ENTRY(cuCtxPushCurrent_v2), QGPU_ENTRY(cuCtxPopCurrent_v2),
     QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuMemAlloc_v2),
     QGPU_ENTRY(cuMemFree_v2), QGPU_ENTRY(cuMemGetInfo_v2), QGPU_ENTRY(cuMemcpyHtoD_v2),
     QGPU_ENTRY(cuMemcpyDtoH_v2), QGPU_ENTRY(cuMemcpyDtoD_v2), QGPU_ENTRY(cuMemsetD8_v2),
     QGPU_ENTRY(cuMemsetD32_v2), QGPU_ENTRY(cuModuleLoadData), QGPU_ENTRY(cuModuleLoadDataEx),
     QGPU_ENTRY(cuModuleLoadFatBinary), QGPU_ENTRY(cuModuleUnload), QGPU_ENTRY(cuModuleGetFunction),
     QGPU_ENTRY(cuModuleGetGlobal_v2), QGPU_ENTRY(cuLaunchKernel), QGPU_ENTRY(cuGetErrorString),
-    QGPU_ENTRY(cuGetErrorName), QGPU_ENTRY(cuGetProcAddress_v2),
+    QGPU_ENTRY(cuGetErrorName), QGPU_ENTRY(cuGetProcAddress_v2), QGPU_ENTRY(cuLinkCreate_v2),
+    QGPU_ENTRY(cuLinkAddData_v2), QGPU_ENTRY(cuLinkAddFile_v2), QGPU_ENTRY(cuLinkComplete),
+    QGPU_ENTRY(cuLinkDestroy),
 };
 #undef QGPU_ENTRY
 

@@ -1,6 +1,5 @@
-// Device queries (the machine described honestly), synchronization,
-// streams and events (synchronous: work is done when a call returns).
-#include <chrono>
+// Device queries (the machine described honestly) and device management;
+// streams, events and synchronization are in api_stream.cpp.
 #include <cstdio>
 #include <cstring>
 
@@ -40,6 +39,13 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   p->sharedMemPerBlockOptin = d.shared_bytes_per_cta;
   p->maxBlocksPerMultiProcessor = 1;
   p->hostRegisterSupported = 1;
+  // Managed and mapped memory are coherent at launches and synchronization
+  // (mirrors.h): the host must not touch them while the device works, and
+  // the device reaches no other host memory.
+  p->managedMemory = 1;
+  p->canMapHostMemory = 1;
+  p->concurrentManagedAccess = 0;
+  p->pageableMemoryAccess = 0;
   p->pciBusID = 0;
   p->pciDeviceID = 0;
 }
@@ -78,13 +84,15 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: return int(p.sharedMemPerBlockOptin);
     case cudaDevAttrMaxBlocksPerMultiprocessor: return p.maxBlocksPerMultiProcessor;
     case cudaDevAttrHostRegisterSupported: return 1;
+    case cudaDevAttrManagedMemory: return p.managedMemory;
+    case cudaDevAttrCanMapHostMemory: return p.canMapHostMemory;
     case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 1;
     // Capabilities the machine does not have: honest zeros.
     case cudaDevAttrGpuOverlap: case cudaDevAttrKernelExecTimeout: case cudaDevAttrIntegrated:
-    case cudaDevAttrCanMapHostMemory: case cudaDevAttrConcurrentKernels: case cudaDevAttrEccEnabled:
+    case cudaDevAttrConcurrentKernels: case cudaDevAttrEccEnabled:
     case cudaDevAttrPciBusId: case cudaDevAttrPciDeviceId: case cudaDevAttrPciDomainId: case cudaDevAttrTccDriver:
     case cudaDevAttrL2CacheSize: case cudaDevAttrAsyncEngineCount: case cudaDevAttrStreamPrioritiesSupported:
-    case cudaDevAttrGlobalL1CacheSupported: case cudaDevAttrLocalL1CacheSupported: case cudaDevAttrManagedMemory:
+    case cudaDevAttrGlobalL1CacheSupported: case cudaDevAttrLocalL1CacheSupported:
     case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrMultiGpuBoardGroupID: case cudaDevAttrHostNativeAtomicSupported:
     case cudaDevAttrPageableMemoryAccess: case cudaDevAttrConcurrentManagedAccess:
     case cudaDevAttrComputePreemptionSupported: case cudaDevAttrCanUseHostPointerForRegisteredMem:
@@ -100,20 +108,6 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
       return 0;
   }
 }
-
-// Synchronization reports what the device left behind: a failed start-up,
-// the sticky error of a kernel, its printf output.
-cudaError_t sync_point() {
-  return guarded([](Runtime& rt) {
-    rt.conn();
-    return rt.synchronize();
-  });
-}
-
-struct Event {
-  std::chrono::steady_clock::time_point at{};
-  bool recorded = false;
-};
 
 }  // namespace
 
@@ -202,8 +196,6 @@ cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* c) {
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return sync_point(); }
-
 cudaError_t cudaDeviceReset(void) {
   Runtime::get().reset();
   return cudaSuccess;
@@ -223,69 +215,5 @@ cudaError_t cudaDriverGetVersion(int* v) {
 
 cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
 cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
-
-// ---- Streams: every operation is complete when its call returns. ---------
-
-cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  if (!s) return set_error(cudaErrorInvalidValue);
-  *s = reinterpret_cast<cudaStream_t>(new char);
-  return cudaSuccess;
-}
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) { return cudaStreamCreate(s); }
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  delete reinterpret_cast<char*>(s);
-  return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return sync_point(); }
-cudaError_t cudaStreamQuery(cudaStream_t) { return sync_point(); }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
-cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void* userData, unsigned int) {
-  if (!callback) return set_error(cudaErrorInvalidValue);
-  callback(stream, sync_point(), userData);
-  return cudaSuccess;
-}
-cudaError_t cudaLaunchHostFunc(cudaStream_t, cudaHostFn_t fn, void* userData) {
-  if (!fn) return set_error(cudaErrorInvalidValue);
-  sync_point();
-  fn(userData);
-  return cudaSuccess;
-}
-
-// ---- Events: record the host clock, since work completes in order. -------
-
-cudaError_t cudaEventCreate(cudaEvent_t* e) {
-  if (!e) return set_error(cudaErrorInvalidValue);
-  *e = reinterpret_cast<cudaEvent_t>(new Event);
-  return cudaSuccess;
-}
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) { return cudaEventCreate(e); }
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  delete reinterpret_cast<Event*>(e);
-  return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
-  if (!e) return set_error(cudaErrorInvalidResourceHandle);
-  auto* ev = reinterpret_cast<Event*>(e);
-  ev->at = std::chrono::steady_clock::now();
-  ev->recorded = true;
-  return cudaSuccess;
-}
-cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int) { return cudaEventRecord(e, s); }
-cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  if (!e) return set_error(cudaErrorInvalidResourceHandle);
-  return sync_point();
-}
-cudaError_t cudaEventQuery(cudaEvent_t e) {
-  if (!e) return set_error(cudaErrorInvalidResourceHandle);
-  return sync_point();
-}
-cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-  if (!ms || !start || !end) return set_error(cudaErrorInvalidValue);
-  auto *a = reinterpret_cast<Event*>(start), *b = reinterpret_cast<Event*>(end);
-  if (!a->recorded || !b->recorded) return set_error(cudaErrorInvalidResourceHandle);
-  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
-  return cudaSuccess;
-}
 
 }  // extern "C"

@@ -14,11 +14,13 @@ struct CallConfig {
 };
 thread_local std::vector<CallConfig> t_configs;
 
-cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem) {
+// Queues the launch on its stream (0: the legacy default stream, or the
+// calling thread's with the _ptsz entry points) and returns.
+cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, cudaStream_t stream, bool per_thread) {
   return guarded([&](Runtime& rt) {
     if (!k || !rt.is_kernel(k))
       return fail(cudaErrorInvalidDeviceFunction, "launch of a function that is not a registered kernel");
-    return rt.launch(k, grid, block, args, smem);
+    return rt.launch(k, grid, block, args, smem, stream_of(stream, per_thread));
   });
 }
 
@@ -45,10 +47,19 @@ void __cudaRegisterVar(void** handle, char* hostVar, char*, const char* deviceNa
 
 void __cudaRegisterManagedVar(void** handle, void** hostVarPtrAddress, char*, const char* deviceName, int, size_t size,
                               int, int) {
-  Runtime::get().register_variable(reinterpret_cast<Fatbin*>(handle), hostVarPtrAddress, deviceName, size);
+  Runtime::get().register_variable(reinterpret_cast<Fatbin*>(handle), hostVarPtrAddress, deviceName, size,
+                                   hostVarPtrAddress);
 }
 
-char __cudaInitModule(void**) { return 1; }
+// Called before the host first touches a __managed__ variable: the module
+// is loaded and the variable's pointer set (Runtime::load).
+char __cudaInitModule(void** handle) {
+  cudaError_t e = guarded([&](Runtime& rt) {
+    rt.init_module(reinterpret_cast<Fatbin*>(handle));
+    return cudaSuccess;
+  });
+  return e == cudaSuccess;
+}
 
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st* stream) {
   t_configs.push_back({gridDim, blockDim, sharedMem, stream});
@@ -74,32 +85,35 @@ cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* func) {
 }
 
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
-                               cudaStream_t) {
-  return launch(reinterpret_cast<Kernel*>(kernel), gridDim, blockDim, args, sharedMem);
+                               cudaStream_t stream) {
+  return launch(reinterpret_cast<Kernel*>(kernel), gridDim, blockDim, args, sharedMem, stream, false);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                     cudaStream_t stream) {
-  return __cudaLaunchKernel(kernel, gridDim, blockDim, args, sharedMem, stream);
+  return launch(reinterpret_cast<Kernel*>(kernel), gridDim, blockDim, args, sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
-                             cudaStream_t) {
-  return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem);
+                             cudaStream_t stream) {
+  return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem, stream, false);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
                                   cudaStream_t stream) {
-  return cudaLaunchKernel(func, gridDim, blockDim, args, sharedMem, stream);
+  return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem, stream, true);
 }
 
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return set_error(cudaErrorInvalidValue);
-  return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes);
+  return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                config->stream, false);
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
-  return cudaLaunchKernelExC(config, func, args);
+  if (!config) return set_error(cudaErrorInvalidValue);
+  return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+                config->stream, true);
 }
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {

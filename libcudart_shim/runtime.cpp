@@ -12,6 +12,8 @@ namespace {
 
 thread_local cudaError_t t_last_error = cudaSuccess;
 
+}  // namespace
+
 bool is_execution_error(int e) {
   switch (e) {
     case cudaErrorAssert:
@@ -28,6 +30,8 @@ bool is_execution_error(int e) {
       return false;
   }
 }
+
+namespace {
 
 std::string program_name() {
   char buf[4096];
@@ -60,7 +64,7 @@ bool declares(const std::string& ptx, const char* keyword, const std::string& na
 }  // namespace
 
 cudaError_t set_error(cudaError_t e) {
-  if (e != cudaSuccess) t_last_error = e;
+  if (e != cudaSuccess && e != cudaErrorNotReady) t_last_error = e;  // "not ready" is an answer, not an error
   return e;
 }
 
@@ -76,18 +80,21 @@ cudaError_t fail(cudaError_t e, const std::string& message) {
   return set_error(e);
 }
 
+Runtime::Runtime() = default;
+
 Runtime& Runtime::get() {
   // Never destroyed: programs call the runtime from their own exit handlers.
   static Runtime* rt = [] {
     auto* r = new Runtime;
     std::atexit([] {
       Runtime& rt = Runtime::get();
+      // Work still queued completes first (its printf output included), then
+      // the goodbye: the daemon frees this process's memory now.
+      if (!Streams::on_runtime_thread()) rt.streams_.wait(rt.streams_.all_marks());
+      rt.flush_printf();
       std::lock_guard<std::recursive_mutex> g(rt.mu_);
-      if (!rt.pending_printf_.empty()) {
-        std::fwrite(rt.pending_printf_.data(), 1, rt.pending_printf_.size(), stdout);
-        std::fflush(stdout);
-      }
-      rt.conn_.reset();  // says goodbye: the daemon frees this process's memory now
+      rt.conn_ptr_ = nullptr;
+      rt.conn_.reset();
     });
     return r;
   }();
@@ -95,6 +102,7 @@ Runtime& Runtime::get() {
 }
 
 client::Connection& Runtime::conn() {
+  if (client::Connection* c = conn_ptr_.load()) return *c;
   std::lock_guard<std::recursive_mutex> g(mu_);
   if (conn_) return *conn_;
   if (conn_error_) throw *conn_error_;
@@ -109,6 +117,7 @@ client::Connection& Runtime::conn() {
     conn_error_ = std::make_unique<client::Error>(cudaErrorNoDevice, e.what());
     throw *conn_error_;
   }
+  conn_ptr_ = conn_.get();
   return *conn_;
 }
 
@@ -119,8 +128,58 @@ bool Runtime::is_device_pointer(const void* p) {
 }
 
 void Runtime::make_sticky(cudaError_t e) {
-  std::lock_guard<std::recursive_mutex> g(mu_);
-  if (sticky_ == cudaSuccess) sticky_ = e;
+  cudaError_t none = cudaSuccess;
+  sticky_.compare_exchange_strong(none, e);
+}
+
+void Runtime::defer_error(cudaError_t e) {
+  std::lock_guard<std::mutex> g(deferred_mu_);
+  if (deferred_ == cudaSuccess) deferred_ = e;
+}
+
+void Runtime::note_allocation(uint64_t addr, uint64_t size) {
+  if (addr == 0) return;
+  std::lock_guard<std::mutex> g(allocations_mu_);
+  allocations_[addr] = size;
+}
+
+void Runtime::note_free(uint64_t addr) {
+  std::lock_guard<std::mutex> g(allocations_mu_);
+  allocations_.erase(addr);
+}
+
+void Runtime::check_device_range(uint64_t addr, uint64_t n, const std::string& what) {
+  auto hex = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  std::lock_guard<std::mutex> g(allocations_mu_);
+  auto it = allocations_.upper_bound(addr);
+  if (it != allocations_.begin()) {
+    --it;
+    if (addr < it->first + it->second) {
+      if (n <= it->first + it->second - addr) return;
+      throw client::Error(cudaErrorInvalidValue, what + ": [" + hex(addr) + ", +" + std::to_string(n) +
+                                                     ") runs past the end of the allocation at " + hex(it->first) +
+                                                     " of " + std::to_string(it->second) + " bytes");
+    }
+  }
+  throw client::Error(cudaErrorInvalidValue, what + ": " + hex(addr) + " is not inside any live allocation");
+}
+
+void Runtime::add_printf(const std::string& s) {
+  if (s.empty()) return;
+  std::lock_guard<std::mutex> g(printf_mu_);
+  pending_printf_ += s;
+}
+
+void Runtime::flush_printf() {
+  std::lock_guard<std::mutex> g(printf_mu_);
+  if (pending_printf_.empty()) return;
+  std::fwrite(pending_printf_.data(), 1, pending_printf_.size(), stdout);
+  std::fflush(stdout);
+  pending_printf_.clear();
 }
 
 Fatbin* Runtime::register_fatbin(const void* wrapper) {
@@ -132,7 +191,7 @@ Fatbin* Runtime::register_fatbin(const void* wrapper) {
       if (!e) continue;
       auto m = std::make_unique<Module>();
       m->ptx = e->payload;
-      m->ptx_version = int(e->major * 10 + e->minor);
+      m->ptx_version = int(e->arch);
       fb->units.push_back(std::move(m));
     }
     if (fb->units.empty()) {
@@ -167,9 +226,9 @@ void Runtime::register_kernel(Fatbin* fb, const void* host_fun, const char* name
   kernels_[host_fun] = std::move(k);
 }
 
-void Runtime::register_variable(Fatbin* fb, const void* host_var, const char* name, size_t size) {
+void Runtime::register_variable(Fatbin* fb, const void* host_var, const char* name, size_t size, void** managed_ptr) {
   std::lock_guard<std::recursive_mutex> g(mu_);
-  variables_[host_var] = Variable{fb, name, size};
+  variables_[host_var] = Variable{fb, name, size, managed_ptr};
 }
 
 Kernel* Runtime::find_kernel(const void* host_fun) {
@@ -186,11 +245,32 @@ bool Runtime::is_kernel(const Kernel* k) {
 }
 
 Module& Runtime::load(Module& m) {
-  if (!m.loaded) {
-    m.image = conn().load_module(m.ptx);
-    m.loaded = true;
+  if (m.loaded) return m;
+  m.image = conn().load_module(m.ptx);
+  m.loaded = true;
+  for (const auto& mv : m.image.vars) note_allocation(mv.addr, mv.size);
+  // __managed__ variables: host pages at their device addresses, holding
+  // what the module initialised them to; the program reads them through
+  // the pointer it registered.
+  for (auto& [key, v] : variables_) {
+    if (!v.managed_ptr) continue;
+    bool mine = false;
+    for (auto& unit : v.fatbin->units) mine |= unit.get() == &m;
+    if (!mine) continue;
+    for (const auto& mv : m.image.vars) {
+      if (mv.name != v.name) continue;
+      mirrors_.add(mv.addr, nullptr, mv.size, Mirrors::ManagedVariable, 0, false);
+      mirrors_.prepare(conn(), {{mv.addr, mv.size, false, false}});
+      *v.managed_ptr = reinterpret_cast<void*>(mv.addr);
+    }
   }
   return m;
+}
+
+void Runtime::init_module(Fatbin* fb) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  if (!fb->error.empty()) throw client::Error(cudaErrorNoKernelImageForDevice, fb->error);
+  for (auto& unit : fb->units) load(*unit);
 }
 
 ResolvedKernel Runtime::resolve(Kernel& k) {
@@ -221,7 +301,7 @@ std::pair<uint64_t, size_t> Runtime::symbol(const void* host_var) {
   throw client::Error(cudaErrorInvalidSymbol, "variable '" + v.name + "' is not in the PTX of " + program_name());
 }
 
-cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem) {
+cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream) {
   ResolvedKernel rk = resolve(*k);
   proto::LaunchArgs a;
   a.module = rk.module->image.id;
@@ -229,6 +309,34 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
   a.grid[0] = grid.x, a.grid[1] = grid.y, a.grid[2] = grid.z;
   a.block[0] = block.x, a.block[1] = block.y, a.block[2] = block.z;
   a.dynamic_smem = uint32_t(smem);
+
+  // What the daemon would refuse, refused here: the launch call itself
+  // reports a configuration the machine cannot run, as CUDA's does.
+  const proto::DeviceInfo& d = device();
+  auto dims = [](const uint32_t* v) {
+    return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
+  };
+  std::string what = "launch of '" + k->name + "': ";
+  uint64_t threads = uint64_t(block.x) * block.y * block.z, ctas = uint64_t(grid.x) * grid.y * grid.z;
+  for (int i = 0; i < 3; ++i) {
+    if (a.grid[i] == 0 || a.block[i] == 0)
+      return fail(cudaErrorInvalidConfiguration, what + "grid " + dims(a.grid) + " block " + dims(a.block) + " has a zero dimension");
+    if (a.block[i] > d.max_block[i])
+      return fail(cudaErrorInvalidConfiguration, what + "block " + dims(a.block) + "; the machine's blocks are at most " + dims(d.max_block));
+    if (a.grid[i] > d.max_grid[i])
+      return fail(cudaErrorInvalidConfiguration, what + "grid " + dims(a.grid) + "; the machine's grids are at most " + dims(d.max_grid));
+  }
+  if (threads > d.max_threads_per_cta)
+    return fail(cudaErrorInvalidConfiguration, what + std::to_string(threads) + " threads per block; the machine runs at most " +
+                                                   std::to_string(d.max_threads_per_cta));
+  if (ctas > d.max_ctas_per_grid)
+    return fail(cudaErrorInvalidConfiguration, what + std::to_string(ctas) + " blocks; the machine runs at most " +
+                                                   std::to_string(d.max_ctas_per_grid) + " per launch");
+  if (uint64_t(rk.layout->static_smem) + smem > d.shared_bytes_per_cta)
+    return fail(cudaErrorInvalidValue, what + std::to_string(rk.layout->static_smem) + " static + " + std::to_string(smem) +
+                                           " dynamic bytes of shared memory; the machine has " +
+                                           std::to_string(d.shared_bytes_per_cta) + " per block");
+
   a.params.assign(rk.layout->param_bytes(), 0);
   for (size_t i = 0; i < rk.layout->params.size(); ++i) {
     const auto& p = rk.layout->params[i];
@@ -236,36 +344,57 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
       throw client::Error(cudaErrorInvalidValue, "launch of '" + k->name + "': argument " + std::to_string(i) + " is missing");
     std::memcpy(a.params.data() + p.offset, args[i], p.size);
   }
-  proto::LaunchOutcome o = conn().launch(a);
-  std::lock_guard<std::recursive_mutex> g(mu_);
-  pending_printf_ += o.printf_output;
-  if (o.error == cudaSuccess) return cudaSuccess;
-  std::fprintf(stderr, "qgpu: kernel %s failed: %s\n", k->name.c_str(), o.message.c_str());
-  if (is_execution_error(o.error)) {
-    make_sticky(cudaError_t(o.error));  // reported by the next synchronizing call, as CUDA does
-    return cudaSuccess;
-  }
-  return cudaError_t(o.error);
+
+  Op op;
+  op.kind = Op::Device;
+  op.body = [this, a = std::move(a)](double& seconds) {
+    client::Connection& c = conn();
+    auto held = mirrors_.prepare(c, {{0, 0, true, true}});  // the kernel may touch any of them
+    proto::LaunchOutcome o = c.launch(a);
+    if (held.owns_lock()) held.unlock();
+    seconds += o.counters.seconds;
+    add_printf(o.printf_output);
+    if (o.error == cudaSuccess) return cudaSuccess;
+    std::fprintf(stderr, "qgpu: kernel %s failed: %s\n", a.kernel.c_str(), o.message.c_str());
+    if (is_execution_error(o.error)) make_sticky(cudaError_t(o.error));  // reported by the next synchronizing call
+    return cudaError_t(o.error);
+  };
+  streams_.enqueue(stream, std::move(op));
+  return cudaSuccess;
 }
 
 cudaError_t Runtime::synchronize() {
-  std::lock_guard<std::recursive_mutex> g(mu_);
-  if (!pending_printf_.empty()) {
-    std::fwrite(pending_printf_.data(), 1, pending_printf_.size(), stdout);
-    std::fflush(stdout);
-    pending_printf_.clear();
+  flush_printf();
+  if (sticky() != cudaSuccess) return sticky();
+  try {
+    if (!mirrors_.empty()) mirrors_.prepare(conn(), {{0, 0, false, true}});
+  } catch (const client::Error& e) {
+    if (e.lost) make_sticky(cudaError_t(e.code));
+    return fail(cudaError_t(e.code), e.what());
   }
-  return sticky_;
+  std::lock_guard<std::mutex> g(deferred_mu_);
+  cudaError_t e = deferred_;
+  deferred_ = cudaSuccess;
+  return e;
 }
 
 void Runtime::reset() {
+  streams_.wait(streams_.all_marks());
+  flush_printf();
   std::lock_guard<std::recursive_mutex> g(mu_);
-  synchronize();
+  mirrors_.clear();
+  {
+    std::lock_guard<std::mutex> a(allocations_mu_);
+    allocations_.clear();
+  }
+  conn_ptr_ = nullptr;
   conn_.reset();
   conn_error_.reset();
   for (auto& fb : fatbins_)
     for (auto& m : fb->units) m->loaded = false;
   sticky_ = cudaSuccess;
+  std::lock_guard<std::mutex> d(deferred_mu_);
+  deferred_ = cudaSuccess;
 }
 
 cudaError_t last_error_take() {

@@ -28,23 +28,6 @@ std::vector<fs::path> base_safetensors(const fs::path& dir) {
   return files;
 }
 
-// The dtype of the first tensor in a safetensors file's header.
-torch::ScalarType stored_dtype(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  uint64_t n = 0;
-  in.read(reinterpret_cast<char*>(&n), 8);
-  if (!in || n > (1u << 30)) throw std::runtime_error(file.string() + ": not a safetensors file");
-  std::string header(n, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(n));
-  const json h = json::parse(header);
-  for (auto& [name, v] : h.items()) {
-    if (name == "__metadata__") continue;
-    const std::string d = v.at("dtype");
-    return d == "BF16" ? torch::kBFloat16 : d == "F16" ? torch::kFloat16 : torch::kFloat32;
-  }
-  return torch::kFloat32;
-}
-
 // The text section of a config.json: text_config for the vision-language layout.
 json& text_section(json& j) { return j.contains("text_config") ? j["text_config"] : j; }
 
@@ -88,24 +71,37 @@ BaseModel BaseModel::load(const std::string& dir_name) {
     throw std::runtime_error((dir / "config.json").string() + ": " + e.what());
   }
   const auto files = base_safetensors(dir);
-  b.dtype = stored_dtype(files.front());
   static const std::string vl = "model.language_model.", text = "model.";
+  std::map<torch::ScalarType, int64_t> counts;
   for (const auto& f : files)
-    qwen::safetensors::read(f.string(), [&](const std::string& hf, torch::Tensor t) {
+    qwen::safetensors::read(f.string(), [&](const std::string& hf, torch::Tensor t, torch::ScalarType stored) {
+      std::string name = hf;
       if (hf.rfind(vl, 0) == 0) {
         b.vision_language = true;
-        b.text.tensors[hf.substr(vl.size())] = std::move(t);
+        name = hf.substr(vl.size());
+        b.text.tensors[name] = std::move(t);
       } else if (hf.rfind("model.visual.", 0) != 0 && hf.rfind(text, 0) == 0) {
-        b.text.tensors[hf.substr(text.size())] = std::move(t);
+        name = hf.substr(text.size());
+        b.text.tensors[name] = std::move(t);
       } else if (hf == "lm_head.weight") {
         b.text.tensors[hf] = std::move(t);
       } else {
         b.extra[hf] = std::move(t);
       }
+      b.stored_dtypes[name] = stored;
+      ++counts[stored];
     });
+  b.dtype = std::max_element(counts.begin(), counts.end(), [](const auto& x, const auto& y) {
+              return x.second < y.second;
+            })->first;
   if (b.config_json.contains("text_config")) b.vision_language = true;
   b.text.validate();
   return b;
+}
+
+torch::ScalarType BaseModel::dtype_of(const std::string& name) const {
+  const auto it = stored_dtypes.find(name);
+  return it == stored_dtypes.end() ? dtype : it->second;
 }
 
 void BaseModel::save(const std::string& dir_name, const std::vector<std::string>& fp32_tensors) const {
@@ -125,20 +121,24 @@ void BaseModel::save(const std::string& dir_name, const std::vector<std::string>
   const std::set<std::string> wide(fp32_tensors.begin(), fp32_tensors.end());
   const std::string prefix = vision_language ? "model.language_model." : "model.";
   std::map<std::string, torch::Tensor> narrow_part, wide_part;
-  for (const auto& [name, t] : text.tensors)
-    (wide.count(name) ? wide_part : narrow_part)[name == "lm_head.weight" ? name : prefix + name] = t;
-  for (const auto& [name, t] : extra) narrow_part[name] = t;
+  std::map<std::string, torch::ScalarType> stored;  // HF name -> dtype, for the narrow part
+  for (const auto& [name, t] : text.tensors) {
+    const std::string hf = name == "lm_head.weight" ? name : prefix + name;
+    (wide.count(name) ? wide_part : narrow_part)[hf] = t;
+    if (!wide.count(name)) stored[hf] = dtype_of(name);
+  }
+  for (const auto& [name, t] : extra) narrow_part[name] = t, stored[name] = dtype_of(name);
   if (wide_part.empty()) {
-    qwen::safetensors::write((dir / "model.safetensors").string(), narrow_part, dtype);
+    qwen::safetensors::write((dir / "model.safetensors").string(), narrow_part, dtype, stored);
     return;
   }
   const std::string a = "model-00001-of-00002.safetensors", b = "model-00002-of-00002.safetensors";
-  qwen::safetensors::write((dir / a).string(), narrow_part, dtype);
+  qwen::safetensors::write((dir / a).string(), narrow_part, dtype, stored);
   qwen::safetensors::write((dir / b).string(), wide_part, torch::kFloat32);
   json index;
   uint64_t total = 0;
-  const int64_t narrow_bytes = dtype == torch::kFloat32 ? 4 : 2;
-  for (const auto& [n, t] : narrow_part) index["weight_map"][n] = a, total += t.numel() * narrow_bytes;
+  for (const auto& [n, t] : narrow_part)
+    index["weight_map"][n] = a, total += t.numel() * qwen::safetensors::element_bytes(stored.at(n));
   for (const auto& [n, t] : wide_part) index["weight_map"][n] = b, total += t.numel() * 4;
   index["metadata"]["total_size"] = total;
   write_text_file(dir / "model.safetensors.index.json", index.dump(2));
@@ -462,6 +462,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   m.dtype = base.dtype;
   m.vision_language = base.vision_language;
   m.extra = base.extra;
+  for (const auto& [name, t] : base.extra) m.stored_dtypes[name] = base.dtype_of(name);
   qwen::Config mc = bc;
   mc.num_hidden_layers = C + 1 + bc.num_hidden_layers;
   mc.vocab_size = V;
@@ -478,11 +479,15 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     if (name.rfind("layers.", 0) == 0) {
       const size_t dot = name.find('.', 7);
       const int l = std::stoi(name.substr(7, dot - 7));
-      mt["layers." + std::to_string(l + C + 1) + name.substr(dot)] = t;
+      const std::string moved = "layers." + std::to_string(l + C + 1) + name.substr(dot);
+      mt[moved] = t;
+      m.stored_dtypes[moved] = base.dtype_of(name);
     } else if (name == "embed_tokens.weight") {
       mt[name] = vocab_matrix(t, cv);
+      m.stored_dtypes[name] = base.dtype_of(name);
     } else if (name != "lm_head.weight") {
       mt[name] = t;
+      m.stored_dtypes[name] = base.dtype_of(name);
     }
   }
   // The untied LM head: the base's rows (its embedding, or its own head), then
@@ -492,6 +497,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     torch::Tensor vals = cv * kHeadScale;
     vals.masked_fill_(cc_.eq(0), 0.f);  // no anchor
     mt["lm_head.weight"] = vocab_matrix(own != base.text.tensors.end() ? own->second : E, vals);
+    m.stored_dtypes["lm_head.weight"] = base.dtype_of(own != base.text.tensors.end() ? "lm_head.weight" : "embed_tokens.weight");
     mc.tie_word_embeddings = false;
     m.text.config = mc;
   }

@@ -52,14 +52,23 @@ struct BaseModel {
   qwen::Checkpoint text;
   nlohmann::json config_json;                       // as on disk; null: text layout from text.config
   std::map<std::string, torch::Tensor> extra;       // HF name -> tensor (fp32)
-  torch::ScalarType dtype = torch::kFloat32;        // how the base's tensors are stored
+  torch::ScalarType dtype = torch::kFloat32;        // how most of the base's tensors are stored
+  // The dtype each tensor is stored in where it differs from `dtype` or is
+  // known (canonical names for the text model's tensors, HF names for
+  // `extra`): Qwen3.5's checkpoints keep A_log and the GDN norm weights in
+  // F32 among BF16 tensors, and a merge writes every base tensor back in the
+  // dtype it was read in, byte for byte.
+  std::map<std::string, torch::ScalarType> stored_dtypes;
   bool vision_language = false;                     // names under "model.language_model."
+
+  // The dtype `name` (as in `stored_dtypes`) is written in.
+  torch::ScalarType dtype_of(const std::string& name) const;
 
   // Reads config.json and the safetensors (single or sharded).
   static BaseModel load(const std::string& dir);
   // Writes config.json and safetensors: text-model tensors (and extras) in
-  // `dtype`, except those named in `fp32_tensors` (canonical names), which go
-  // to a second shard in fp32.
+  // their stored dtype (dtype_of), except those named in `fp32_tensors`
+  // (canonical names), which go to a second shard in fp32.
   void save(const std::string& dir, const std::vector<std::string>& fp32_tensors = {}) const;
 };
 

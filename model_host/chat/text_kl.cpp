@@ -72,9 +72,11 @@ BaseModel trained_like_base(const BaseSpec& spec) {
       t[a + "in_proj_a.weight"] = weight({nv, H}, 0.02);
       t[a + "conv1d.weight"] = bf16(randn({c.linear_conv_dim(), 1, c.linear_conv_kernel_dim}, 0.3));
       t[a + "out_proj.weight"] = weight({H, c.linear_value_dim()}, 0.02);
-      t[a + "A_log"] = bf16(torch::log(1 + 15 * torch::rand({nv}, gen)));
+      // Stored in F32 among BF16 tensors, as Qwen3.5's checkpoints store them.
+      t[a + "A_log"] = torch::log(1 + 15 * torch::rand({nv}, gen));
       t[a + "dt_bias"] = bf16(torch::ones({nv}));
-      t[a + "norm.weight"] = bf16(1 + randn({c.linear_value_head_dim}, 0.05));
+      t[a + "norm.weight"] = 1 + randn({c.linear_value_head_dim}, 0.05);
+      b.stored_dtypes[a + "A_log"] = b.stored_dtypes[a + "norm.weight"] = torch::kFloat32;
     }
   }
   if (spec.vision_language) {

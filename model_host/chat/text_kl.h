@@ -15,7 +15,8 @@ namespace qgpu::chat {
 // attention every 4th layer) with random weights, whose embedding table has
 // the statistics of a trained one: per-token norms spread log-normally, a
 // shared mean direction, and outlier dimensions with large consistent offsets
-// (stored rounded to bf16, as released checkpoints are).
+// (stored rounded to bf16, as released checkpoints are; the GDN layers' A_log
+// and norm weights in F32, as Qwen3.5's are).
 struct BaseSpec {
   int layers = 2;
   int full_attention_every = 4;   // layer i is full attention when (i + 1) % this == 0

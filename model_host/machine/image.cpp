@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "model_host/ptx/layout.h"
 #include "model_host/ptx/parse.h"
 
 namespace qgpu::machine {
@@ -41,8 +42,9 @@ ModuleImage load_module(std::string ptx_text, const Params& p) {
   for (const ptx::Var& v : img.module.vars)
     for (const auto& r : v.relocs) {
       auto self = img.symbols.find(v.name), target = img.symbols.find(r.symbol);
-      if (self == img.symbols.end() || target == img.symbols.end()) continue;
-      uint64_t value = target->second + uint64_t(r.addend);
+      auto function = img.module.function_index(r.symbol);
+      if (self == img.symbols.end() || (target == img.symbols.end() && !function)) continue;
+      uint64_t value = (function ? ptx::function_address(*function) : target->second) + uint64_t(r.addend);
       std::memcpy(img.mem.bytes.data() + (self->second - img.mem.base) + r.offset, &value,
                   std::min<uint32_t>(r.size, 8));
     }

@@ -641,6 +641,37 @@ class Lowerer {
   Operand warp_scratch(uint32_t word);  // shared offset of this CUDA warp's scratch word
   Operand warp_ballot(Operand bit_pred);
 
+  // ---- more of PTX's integer instructions (lower_more.*; docs/isa.md 8.2) -----
+  // Carry chains, lop3, mul24/mad24, sad, dp4a/dp2a, bmsk/szext, saturating
+  // add/sub, redux.sync, every match form, 64-bit bfe/bfi/bfind, prmt's
+  // modes, counted and named barriers, device malloc/free and indirect calls.
+  // lower_more() takes the instructions it handles and returns true.
+  bool lower_more(const ptx::Instr& in);
+  Operand special_more(const ptx::Instr& in, const ptx::Operand& o);
+  void set_carry(Operand c);
+  Operand carry_in();
+  void lower_carry(const ptx::Instr& in);
+  void lower_lop3(const ptx::Instr& in);
+  Operand lop3_expand(uint32_t lut, const std::array<Operand, 3>& x, int var, uint32_t nvars);
+  void lower_mul24(const ptx::Instr& in);
+  void lower_sad(const ptx::Instr& in);
+  void lower_dp(const ptx::Instr& in);
+  void lower_sat(const ptx::Instr& in);
+  void lower_redux(const ptx::Instr& in);
+  void lower_match_any_all(const ptx::Instr& in);
+  void lower_bitfield64(const ptx::Instr& in);
+  void lower_prmt_mode(const ptx::Instr& in);
+  void lower_named_barrier(const ptx::Instr& in);
+  void lower_malloc(const ptx::Instr& in);
+  void lower_free(const ptx::Instr& in);
+  void lower_indirect_call(const ptx::Instr& in);
+  void serialize_lanes(const std::function<void()>& body);
+  uint32_t carry_ = kNoV;  // vreg: PTX's CC.CF flag (created at its first use)
+  bool counted_barriers_ = false;  // every barrier is counted (lower_named_barrier)
+  uint32_t barrier_base_ = 0;      // shared offset of the counted barriers' words
+  void reserve_barrier_words();
+  std::vector<bool> address_taken_;  // per function: the module takes its address
+
   // ---- the model's machine (pass 1, continued) ------------------------------------
   void expand_for_model();
   void expand_atomic(const Instr& in);
@@ -725,6 +756,7 @@ Operand Lowerer::special(const ptx::Instr& in, const ptx::Operand& o) {
     case ptx::SReg::GlobaltimerLo: return opr(Op::CLOCK);  // EXECs so far; the high word is 0
     case ptx::SReg::ClockHi:
     case ptx::SReg::GlobaltimerHi: return K(0);
+    default: return special_more(in, o);
   }
   unsupported(in, "reads a special register the machine does not have");
 }
@@ -1311,9 +1343,9 @@ uint32_t Lowerer::symbol_address(const ptx::Instr& in, const ptx::SymRef& s, ptx
       *space = ptx::Space::Local;
       return fr.var_off[s.index];
     }
-    case ptx::SymKind::Func: break;
+    case ptx::SymKind::Func: *space = ptx::Space::Global; return ptx::function_address(s.index);
   }
-  unsupported(in, "takes the address of a function (indirect calls are not supported)");
+  unsupported(in, "names a symbol the lowering does not know");
 }
 
 Space Lowerer::mem_space(const ptx::Instr& in, ptx::Space sp) {
@@ -2212,6 +2244,7 @@ void Lowerer::lower_bar_red(const ptx::Instr& in) {
 }
 
 void Lowerer::lower_instr(const ptx::Instr& in) {
+  if (lower_more(in)) return;
   using PO = ptx::Op;
   Type t = in.type;
   const uint32_t size = ptx::type_size(t);
@@ -2486,6 +2519,642 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
     default: break;
   }
   unsupported(in, "is not supported by the machine");
+}
+
+// ---- more of PTX's integer instructions ------------------------------------------------
+//
+// docs/isa.md, section 8.2.  Each form becomes operations every machine has,
+// so it runs on every backend, the model's machine included.
+
+bool Lowerer::lower_more(const ptx::Instr& in) {
+  using PO = ptx::Op;
+  if (ptx::is_float(in.type)) return false;
+  const bool wide = ptx::type_size(in.type) == 8;
+  switch (in.op) {
+    case PO::Add:
+    case PO::Sub:
+      if (in.cc) return lower_carry(in), true;
+      if (in.sat && in.type == Type::S32) return lower_sat(in), true;
+      return false;
+    case PO::Mad:
+      if (in.cc && in.mul != ptx::MulMode::Wide) return lower_carry(in), true;
+      return false;
+    case PO::Addc:
+    case PO::Subc:
+    case PO::Madc: lower_carry(in); return true;
+    case PO::Mul24:
+    case PO::Mad24: lower_mul24(in); return true;
+    case PO::Sad: lower_sad(in); return true;
+    case PO::Lop3: lower_lop3(in); return true;
+    case PO::Dp4a: lower_dp(in); return true;
+    case PO::Bmsk:
+    case PO::Szext: lower_bitfield64(in); return true;
+    case PO::Redux: lower_redux(in); return true;
+    case PO::Match: lower_match_any_all(in); return true;
+    case PO::Bfe:
+    case PO::Bfi:
+    case PO::Bfind:
+      if (wide) return lower_bitfield64(in), true;
+      return false;
+    case PO::Prmt:
+      if (in.prmt != ptx::PrmtMode::None) return lower_prmt_mode(in), true;
+      return false;
+    case PO::Bar:
+      if (counted_barriers_) return lower_named_barrier(in), true;
+      return false;
+    case PO::Call: {
+      const ptx::Operand& callee = in.ops[1];
+      if (callee.kind == ptx::Operand::Kind::Reg) return lower_indirect_call(in), true;
+      if (callee.kind != ptx::Operand::Kind::Sym || callee.sym.kind != ptx::SymKind::Func) return false;
+      const std::string& name = m_.functions[callee.sym.index].name;
+      if (name == "malloc" && !m_.functions[callee.sym.index].has_body) return lower_malloc(in), true;
+      if (name == "free" && !m_.functions[callee.sym.index].has_body) return lower_free(in), true;
+      return false;
+    }
+    case PO::Mov:
+      if (in.ops[1].kind == ptx::Operand::Kind::Sym && in.ops[1].sym.kind == ptx::SymKind::Func) {
+        write(in.ops[0], in.type, {K(ptx::function_address(in.ops[1].sym.index)), K(0)});
+        return true;
+      }
+      return false;
+    default: return false;
+  }
+}
+
+// The other predefined identifiers: no driver environment, performance
+// counters, reserved shared memory or graph; every CTA its own 1x1x1 cluster.
+Operand Lowerer::special_more(const ptx::Instr& in, const ptx::Operand& o) {
+  switch (o.sreg) {
+    case ptx::SReg::AggrSmemSize:
+      return K(std::max<uint32_t>(shared_.static_size, shared_.dynamic_offset + shape_.dynamic_smem));
+    case ptx::SReg::Envreg:
+    case ptx::SReg::Pm:
+    case ptx::SReg::Pm64:
+    case ptx::SReg::CurrentGraphExec:
+    case ptx::SReg::ReservedSmemOffsetBegin:
+    case ptx::SReg::ReservedSmemOffsetEnd:
+    case ptx::SReg::ReservedSmemOffsetCap:
+    case ptx::SReg::ReservedSmemOffset:
+    case ptx::SReg::IsExplicitCluster:
+    case ptx::SReg::ClusterCtaid:
+    case ptx::SReg::ClusterCtarank: return K(0);
+    case ptx::SReg::ClusterNctaid:
+    case ptx::SReg::ClusterNctarank: return K(1);
+    case ptx::SReg::Clusterid: return component(opr(Op::CTA), shape_.grid, o.component);
+    case ptx::SReg::Nclusterid: return K(dim_of(shape_.grid, o.component));
+    default: break;
+  }
+  unsupported(in, "reads a special register the machine does not have");
+}
+
+// CC.CF: one virtual register per thread, written through the guard like
+// any destination.
+void Lowerer::set_carry(Operand c) {
+  if (carry_ == kNoV) carry_ = nv();
+  if (!guard_.imm || guard_.v != 1)
+    opd(carry_, Op::SEL, guard_, c, R(carry_));
+  else
+    opd(carry_, Op::MOV, c);
+}
+Operand Lowerer::carry_in() {
+  if (carry_ == kNoV) carry_ = nv();
+  return R(carry_);
+}
+
+// add.cc, addc, sub.cc, subc (CC.CF a borrow), mad.cc and madc, 32- and
+// 64-bit: with s = x + y + cin, the carry out is s < x, or s = x with a carry
+// in; a borrow out of x - y - bin is x < y, or x = y with a borrow in.
+void Lowerer::lower_carry(const ptx::Instr& in) {
+  using PO = ptx::Op;
+  const Type t = in.type;
+  const bool wide = ptx::type_size(t) == 8;
+  if (in.sat) unsupported(in, "saturates a carry chain");
+  const bool with_cin = in.op == PO::Addc || in.op == PO::Subc || in.op == PO::Madc;
+  const Operand cin = with_cin ? carry_in() : K(0);
+  V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+  auto ltu = [&](V x, V y) { return wide ? lt64(x, y, false, false) : opr(Op::SLTU, x.lo, y.lo); };
+  auto equ = [&](V x, V y) { return wide ? eq64(x, y) : opr(Op::SEQ, x.lo, y.lo); };
+  auto plus = [&](V x, V y) { return wide ? add64(x, y) : V{opr(Op::ADD, x.lo, y.lo), K(0)}; };
+  auto minus = [&](V x, V y) { return wide ? sub64(x, y) : V{opr(Op::SUB, x.lo, y.lo), K(0)}; };
+  V r;
+  Operand out;
+  if (in.op == PO::Sub || in.op == PO::Subc) {
+    r = minus(minus(a, b), {cin, K(0)});
+    out = opr(Op::OR, ltu(a, b), opr(Op::AND, cin, equ(a, b)));
+  } else {
+    V x = a, y = b;
+    if (in.op == PO::Mad || in.op == PO::Madc) {
+      const bool sign = ptx::is_signed(t);
+      if (in.mul == ptx::MulMode::Hi)
+        x = wide ? mulhi64(a, b, sign) : V{opr(sign ? Op::MULHS : Op::MULHU, a.lo, b.lo), K(0)};
+      else
+        x = wide ? mul64(a, b) : V{opr(Op::MUL, a.lo, b.lo), K(0)};
+      y = read(in, in.ops[3], t);
+    }
+    r = plus(plus(x, y), {cin, K(0)});
+    out = opr(Op::OR, ltu(r, x), opr(Op::AND, cin, equ(r, x)));
+  }
+  if (!wide) r.hi = K(0);
+  write(in.ops[0], t, r);
+  if (in.cc) set_carry(out);
+}
+
+// add.sat.s32 / sub.sat.s32: the wrapped result, or the bound on the side
+// of a's sign when the operation overflowed.
+void Lowerer::lower_sat(const ptx::Instr& in) {
+  Operand a = read32(in, in.ops[1], in.type), b = read32(in, in.ops[2], in.type);
+  const bool add = in.op == ptx::Op::Add;
+  Operand s = opr(add ? Op::ADD : Op::SUB, a, b);
+  Operand ov = add ? opr(Op::AND, opr(Op::XOR, s, a), opr(Op::XOR, s, b))
+                   : opr(Op::AND, opr(Op::XOR, a, b), opr(Op::XOR, a, s));
+  Operand bound = opr(Op::XOR, opr(Op::SAR, a, K(31)), K(0x7fffffff));
+  write(in.ops[0], in.type, {opr(Op::SEL, opr(Op::SHR, ov, K(31)), bound, s), K(0)});
+}
+
+// lop3.b32 d, a, b, c, lut: the function whose truth table is lut (bit
+// 4a + 2b + c), by Shannon expansion on a, b, c in turn; constant and
+// single-variable cofactors become and/or/xor of the variable.
+Operand Lowerer::lop3_expand(uint32_t lut, const std::array<Operand, 3>& x, int var, uint32_t nvars) {
+  const uint32_t size = 1u << nvars, all = size == 32 ? ~0u : (1u << size) - 1;
+  lut &= all;
+  if (lut == 0) return K(0);
+  if (lut == all) return K(~0u);
+  // Split on x[var], the highest index bit of the remaining table.
+  const uint32_t half = size / 2, hmask = (1u << half) - 1;
+  const uint32_t t0 = lut & hmask, t1 = (lut >> half) & hmask;
+  const Operand v = x[var];
+  if (t0 == t1) return lop3_expand(t0, x, var + 1, nvars - 1);
+  if (t0 == 0) return opr(Op::AND, v, lop3_expand(t1, x, var + 1, nvars - 1));
+  if (t1 == 0) return opr(Op::AND, opr(Op::XOR, v, K(~0u)), lop3_expand(t0, x, var + 1, nvars - 1));
+  if (t0 == hmask) return opr(Op::OR, opr(Op::XOR, v, K(~0u)), lop3_expand(t1, x, var + 1, nvars - 1));
+  if (t1 == hmask) return opr(Op::OR, v, lop3_expand(t0, x, var + 1, nvars - 1));
+  Operand g0 = lop3_expand(t0, x, var + 1, nvars - 1);
+  if ((t0 ^ t1) == hmask) return opr(Op::XOR, v, g0);
+  Operand g1 = lop3_expand(t1, x, var + 1, nvars - 1);
+  return opr(Op::XOR, g0, opr(Op::AND, v, opr(Op::XOR, g0, g1)));
+}
+void Lowerer::lower_lop3(const ptx::Instr& in) {
+  if (in.ops.size() != 5 || in.ops[4].kind != ptx::Operand::Kind::Imm)
+    unsupported(in, "is a lop3 form the lowering does not take (lop3.b32 d, a, b, c, immLut)");
+  std::array<Operand, 3> x = {read32(in, in.ops[1], Type::B32), read32(in, in.ops[2], Type::B32),
+                              read32(in, in.ops[3], Type::B32)};
+  write(in.ops[0], Type::B32, {lop3_expand(uint32_t(in.ops[4].imm) & 0xff, x, 0, 3), K(0)});
+}
+
+// mul24/mad24: the 48-bit product of the low 24 bits (sign-extended for
+// .s32); .lo its low 32 bits, .hi bits 16..47.
+void Lowerer::lower_mul24(const ptx::Instr& in) {
+  if (in.sat) unsupported(in, "saturates a 24-bit multiply");
+  const bool sign = ptx::is_signed(in.type);
+  auto narrow = [&](Operand v) {
+    return sign ? opr(Op::SAR, opr(Op::SHL, v, K(8)), K(8)) : opr(Op::AND, v, K(0xffffff));
+  };
+  Operand a = narrow(read32(in, in.ops[1], in.type)), b = narrow(read32(in, in.ops[2], in.type));
+  Operand r = opr(Op::MUL, a, b);
+  if (in.mul == ptx::MulMode::Hi)
+    r = opr(Op::OR, opr(Op::SHR, r, K(16)), opr(Op::SHL, opr(sign ? Op::MULHS : Op::MULHU, a, b), K(16)));
+  if (in.op == ptx::Op::Mad24) r = opr(Op::ADD, r, read32(in, in.ops[3], in.type));
+  write(in.ops[0], in.type, {r, K(0)});
+}
+
+// sad d, a, b, c: c + |a - b|.
+void Lowerer::lower_sad(const ptx::Instr& in) {
+  const Type t = in.type;
+  const bool sign = ptx::is_signed(t);
+  V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t), c = read(in, in.ops[3], t);
+  if (ptx::type_size(t) == 8) {
+    Operand gt = lt64(b, a, sign, false);
+    V d1 = sub64(a, b), d2 = sub64(b, a);
+    write(in.ops[0], t, add64(c, {opr(Op::SEL, gt, d1.lo, d2.lo), opr(Op::SEL, gt, d1.hi, d2.hi)}));
+    return;
+  }
+  Operand gt = opr(sign ? Op::SLT : Op::SLTU, b.lo, a.lo);
+  Operand d = opr(Op::SEL, gt, opr(Op::SUB, a.lo, b.lo), opr(Op::SUB, b.lo, a.lo));
+  write(in.ops[0], t, {opr(Op::ADD, c.lo, d), K(0)});
+}
+
+// dp4a.atype.btype d, a, b, c: c + the four products of a's and b's bytes.
+void Lowerer::lower_dp(const ptx::Instr& in) {
+  Operand a = read32(in, in.ops[1], Type::B32), b = read32(in, in.ops[2], Type::B32);
+  Operand acc = read32(in, in.ops[3], Type::B32);
+  auto byte = [&](Operand v, uint32_t i, bool sign) {
+    return sign ? opr(Op::SAR, opr(Op::SHL, v, K(24 - 8 * i)), K(24)) : opr(Op::AND, opr(Op::SHR, v, K(8 * i)), K(0xff));
+  };
+  for (uint32_t i = 0; i < 4; ++i)
+    acc = opr(Op::ADD, acc,
+              opr(Op::MUL, byte(a, i, ptx::is_signed(in.type)), byte(b, i, ptx::is_signed(in.type2))));
+  write(in.ops[0], Type::B32, {acc, K(0)});
+}
+
+// 64-bit bfe, bfi and bfind, and bmsk/szext (32-bit), as the PTX ISA defines
+// them: positions and lengths are taken mod 256 and may pass the top bit.
+void Lowerer::lower_bitfield64(const ptx::Instr& in) {
+  using PO = ptx::Op;
+  const Type t = in.type;
+  const bool sign = ptx::is_signed(t);
+  const V ones{K(~0u), K(~0u)};
+  auto not64 = [&](V x) { return V{opr(Op::XOR, x.lo, K(~0u)), opr(Op::XOR, x.hi, K(~0u))}; };
+  auto and64 = [&](V x, V y) { return V{opr(Op::AND, x.lo, y.lo), opr(Op::AND, x.hi, y.hi)}; };
+  auto or64 = [&](V x, V y) { return V{opr(Op::OR, x.lo, y.lo), opr(Op::OR, x.hi, y.hi)}; };
+  switch (in.op) {
+    case PO::Bmsk: {
+      Operand a = read32(in, in.ops[1], Type::U32), b = read32(in, in.ops[2], Type::U32);
+      const bool wrap = in.shf_mode == ptx::ShfMode::Wrap;
+      a = wrap ? opr(Op::AND, a, K(31)) : opr(Op::MINU, a, K(32));
+      b = wrap ? opr(Op::AND, b, K(31)) : opr(Op::MINU, b, K(32));
+      Operand lo = opr(Op::SHL, K(~0u), a), hi = opr(Op::SHL, K(~0u), opr(Op::ADD, a, b));
+      write(in.ops[0], Type::B32, {opr(Op::AND, lo, opr(Op::XOR, hi, K(~0u))), K(0)});
+      return;
+    }
+    case PO::Szext: {
+      Operand a = read32(in, in.ops[1], Type::B32), b = read32(in, in.ops[2], Type::U32);
+      b = in.shf_mode == ptx::ShfMode::Wrap ? opr(Op::AND, b, K(31)) : opr(Op::MINU, b, K(32));
+      Operand r;
+      if (sign) {
+        Operand up = opr(Op::SUB, K(32), b);  // 32 for b = 0: the shift left gives 0
+        r = opr(Op::SAR, opr(Op::SHL, a, up), opr(Op::AND, up, K(31)));
+      } else {
+        r = opr(Op::AND, a, opr(Op::SUB, opr(Op::SHL, K(1), b), K(1)));
+      }
+      write(in.ops[0], t, {r, K(0)});
+      return;
+    }
+    case PO::Bfind: {
+      V a = read(in, in.ops[1], t);
+      Operand neg = sign ? opr(Op::SLT, a.hi, K(0)) : K(0);
+      V x = sign ? V{opr(Op::SEL, neg, opr(Op::XOR, a.lo, K(~0u)), a.lo), opr(Op::SEL, neg, opr(Op::XOR, a.hi, K(~0u)), a.hi)}
+                 : a;
+      Operand clz = clz64(x);
+      Operand zero = opr(Op::SEQ, opr(Op::OR, x.lo, x.hi), K(0));
+      Operand r = in.shiftamt ? opr(Op::SEL, zero, K(~0u), clz) : opr(Op::SUB, K(63), clz);
+      write(in.ops[0], Type::U32, {r, K(0)});
+      return;
+    }
+    case PO::Bfe: {
+      V a = read(in, in.ops[1], t);
+      Operand pos = opr(Op::AND, read32(in, in.ops[2], Type::U32), K(0xff));
+      Operand len = opr(Op::AND, read32(in, in.ops[3], Type::U32), K(0xff));
+      V r;
+      if (sign) {
+        Operand top = opr(Op::MINU, opr(Op::ADD, pos, len), K(64));
+        Operand up = opr(Op::SUB, K(64), top);
+        r = shr64(shl64(a, up), opr(Op::ADD, up, pos), true);
+        Operand none = opr(Op::SEQ, len, K(0));
+        r = {opr(Op::SEL, none, K(0), r.lo), opr(Op::SEL, none, K(0), r.hi)};
+      } else {
+        r = and64(shr64(a, pos, false), not64(shl64(ones, len)));
+      }
+      write(in.ops[0], t, r);
+      return;
+    }
+    case PO::Bfi: {
+      V f = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
+      Operand pos = opr(Op::AND, read32(in, in.ops[3], Type::U32), K(0xff));
+      Operand len = opr(Op::AND, read32(in, in.ops[4], Type::U32), K(0xff));
+      V mask = shl64(not64(shl64(ones, len)), pos);
+      write(in.ops[0], t, or64(and64(b, not64(mask)), and64(shl64(f, pos), mask)));
+      return;
+    }
+    default: unsupported(in, "is not supported by the machine");
+  }
+}
+
+// prmt.b32.MODE d, a, b, c: byte i of d is byte idx(c & 3, i) of {b, a}
+// (bytes 0-3 from a, 4-7 from b), from the mode's table.
+void Lowerer::lower_prmt_mode(const ptx::Instr& in) {
+  static const uint8_t f4e[4][4] = {{0, 1, 2, 3}, {1, 2, 3, 4}, {2, 3, 4, 5}, {3, 4, 5, 6}};
+  static const uint8_t b4e[4][4] = {{0, 7, 6, 5}, {1, 0, 7, 6}, {2, 1, 0, 7}, {3, 2, 1, 0}};
+  static const uint8_t rc8[4][4] = {{0, 0, 0, 0}, {1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}};
+  static const uint8_t ecl[4][4] = {{0, 1, 2, 3}, {1, 1, 2, 3}, {2, 2, 2, 3}, {3, 3, 3, 3}};
+  static const uint8_t ecr[4][4] = {{0, 0, 0, 0}, {0, 1, 1, 1}, {0, 1, 2, 2}, {0, 1, 2, 3}};
+  static const uint8_t rc16[4][4] = {{0, 1, 0, 1}, {2, 3, 2, 3}, {0, 1, 0, 1}, {2, 3, 2, 3}};
+  const uint8_t(*table)[4] = nullptr;
+  switch (in.prmt) {
+    case ptx::PrmtMode::F4e: table = f4e; break;
+    case ptx::PrmtMode::B4e: table = b4e; break;
+    case ptx::PrmtMode::Rc8: table = rc8; break;
+    case ptx::PrmtMode::Ecl: table = ecl; break;
+    case ptx::PrmtMode::Ecr: table = ecr; break;
+    case ptx::PrmtMode::Rc16: table = rc16; break;
+    default: unsupported(in, "is a prmt mode the lowering does not take");
+  }
+  Operand a = read32(in, in.ops[1], Type::B32), b = read32(in, in.ops[2], Type::B32);
+  Operand c = read32(in, in.ops[3], Type::B32);
+  Operand sel = opr(Op::AND, c, K(3));
+  Operand r = K(0);
+  for (uint32_t i = 0; i < 4; ++i) {
+    Operand idx;
+    if (c.imm) {
+      idx = K(table[c.v & 3][i]);
+    } else {
+      uint32_t packed = 0;  // the column i of the table, a nibble per selector value
+      for (uint32_t s = 0; s < 4; ++s) packed |= uint32_t(table[s][i]) << (4 * s);
+      idx = opr(Op::AND, opr(Op::SHR, K(packed), opr(Op::SHL, sel, K(2))), K(7));
+    }
+    Operand src = opr(Op::SEL, opr(Op::AND, idx, K(4)), b, a);
+    Operand byte = opr(Op::AND, opr(Op::SHR, src, opr(Op::SHL, opr(Op::AND, idx, K(3)), K(3))), K(0xff));
+    r = opr(Op::OR, r, opr(Op::SHL, byte, K(8 * i)));
+  }
+  write(in.ops[0], Type::B32, {r, K(0)});
+}
+
+// redux.sync.OP.type d, a, membermask: every member stores a in its shuffle
+// word; after the warp-group barrier each reads the 32 words and combines
+// those of the member lanes present (docs/isa.md, section 7).
+void Lowerer::lower_redux(const ptx::Instr& in) {
+  const Type t = in.type;
+  const bool sign = ptx::is_signed(t);
+  if (ptx::type_size(t) != 4) unsupported(in, "is a redux of a type the lowering does not take (32-bit only)");
+  Operand a = read32(in, in.ops[1], t);
+  Operand member = in.ops.size() > 2 ? read32(in, in.ops[2], Type::B32) : K(~0u);
+  Op combine;
+  uint32_t identity = 0;
+  switch (in.atom) {
+    case ptx::AtomOp::Add: combine = Op::ADD; break;
+    case ptx::AtomOp::And: combine = Op::AND, identity = ~0u; break;
+    case ptx::AtomOp::Or: combine = Op::OR; break;
+    case ptx::AtomOp::Xor: combine = Op::XOR; break;
+    case ptx::AtomOp::Min: combine = sign ? Op::MIN : Op::MINU, identity = sign ? 0x7fffffffu : ~0u; break;
+    case ptx::AtomOp::Max: combine = sign ? Op::MAX : Op::MAXU, identity = sign ? 0x80000000u : 0u; break;
+    default: unsupported(in, "is a redux operation the machine does not have");
+  }
+  Operand present = opr(Op::AND, warp_ballot(K(1)), member);
+  Operand area = warp_scratch(kScratchShfl);
+  st(Space::Shared, opr(Op::ADD, area, opr(Op::SHL, opr(Op::AND, tid_linear(), K(31)), K(2))), 0, 4, a);
+  barrier(VI::Wbar);
+  Operand acc = K(identity);
+  for (uint32_t j = 0; j < 32; ++j) {
+    Operand w = R(ld(Space::Shared, area, 4 * j, 4, false));
+    acc = opr(Op::SEL, opr(Op::AND, present, K(1u << j)), opr(combine, acc, w), acc);
+  }
+  barrier(VI::Wbar);
+  write(in.ops[0], t, {acc, K(0)});
+}
+
+// match.{any,all}.sync.{b32,b64} d[|p], a, membermask: the member lanes
+// present whose a equals this thread's; .all gives them all when every one
+// is equal (p), else 0.  A 64-bit value is compared a word at a time.
+void Lowerer::lower_match_any_all(const ptx::Instr& in) {
+  const Type t = in.type;
+  const uint32_t size = ptx::type_size(t);
+  if (size != 4 && size != 8) unsupported(in, "is a match of a type the lowering does not take");
+  V a = read(in, in.ops[1], t);
+  Operand member = in.ops.size() > 2 ? read32(in, in.ops[2], Type::B32) : K(~0u);
+  Operand present = opr(Op::AND, warp_ballot(K(1)), member);
+  Operand area = warp_scratch(kScratchShfl);
+  Operand slot = opr(Op::ADD, area, opr(Op::SHL, opr(Op::AND, tid_linear(), K(31)), K(2)));
+  Operand eq = present;
+  for (Operand word : size == 8 ? std::vector<Operand>{a.lo, a.hi} : std::vector<Operand>{a.lo}) {
+    st(Space::Shared, slot, 0, 4, word);
+    barrier(VI::Wbar);
+    Operand acc = K(0);
+    for (uint32_t j = 0; j < 32; ++j) {
+      Operand w = R(ld(Space::Shared, area, 4 * j, 4, false));
+      acc = opr(Op::OR, acc, opr(Op::SHL, opr(Op::SEQ, w, word), K(j)));
+    }
+    barrier(VI::Wbar);
+    eq = opr(Op::AND, eq, acc);
+  }
+  Operand all = opr(Op::SEQ, eq, present);
+  Operand d = in.match == ptx::MatchMode::All ? opr(Op::SEL, all, present, K(0)) : eq;
+  const ptx::Operand& dst = in.ops[0];
+  if (dst.kind == ptx::Operand::Kind::PredPair) {
+    ptx::Operand dv = dst, dp = dst;
+    dv.kind = dp.kind = ptx::Operand::Kind::Reg;
+    dp.reg = dst.reg2;
+    write(dv, Type::B32, {d, K(0)});
+    write(dp, Type::Pred, {all, K(0)});
+  } else {
+    write(dst, Type::B32, {d, K(0)});
+  }
+}
+
+// Runs `body` for the active lanes one at a time, in lane order: on the
+// machine a warp runs until it exits or waits, so with no barrier inside,
+// each lane's `body` is atomic with respect to every other thread.
+void Lowerer::serialize_lanes(const std::function<void()>& body) {
+  if (p_.lanes == 1) return body();
+  uint32_t i = op(Op::MOV, K(0));
+  uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
+  place(loop);
+  br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
+  place(mine);
+  body();
+  place(next);
+  opd(i, Op::ADD, R(i), K(1));
+  br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
+  place(done);
+}
+
+// The device heap (docs/isa.md, 8.2): a header of kHeapHeader bytes at
+// heap_base (word 0: bytes handed out so far; word 1 + k: the first free
+// block of class k), then blocks of 16 << k bytes, each a 16-byte header
+// (word 0: k; word 1: the next free block while free) and the user's bytes.
+// Memory is zero before the first launch, which is an empty heap.
+constexpr uint32_t kHeapHeader = 128, kHeapClasses = 27;
+
+// malloc(size): a block of the smallest class k that holds size + 16 bytes,
+// from its free list, else from the untouched end, else split from the first
+// free block of a larger class; NULL when none fits.  Blocks are not merged
+// again: freed small blocks serve only requests of their class.
+void Lowerer::lower_malloc(const ptx::Instr& in) {
+  const ptx::Operand& rets = in.ops[0];
+  const ptx::Operand& args = in.ops[2];
+  if (args.elems.size() != 1 || rets.elems.size() != 1) unsupported(in, "calls malloc with an unexpected argument list");
+  auto slot = [&](const ptx::Operand& o) {
+    if (o.kind != ptx::Operand::Kind::Sym) unsupported(in, "passes an argument that is not a .param variable");
+    ptx::Space sp;
+    return symbol_address(in, o.sym, &sp);
+  };
+  const uint32_t arg = slot(args.elems[0]), ret = slot(rets.elems[0]);
+  const uint32_t base = uint32_t(shape_.heap_base), bytes = shape_.heap_bytes;
+  uint32_t result = op(Op::MOV, K(0));
+  if (bytes > kHeapHeader) {
+    Operand lo = R(ld(Space::Local, K(arg), 0, 4, false)), hi = R(ld(Space::Local, K(arg), 4, 4, false));
+    // Requests of 2^30 bytes or more never fit (nor does any with a high word).
+    Operand ok = opr(Op::AND, opr(Op::SEQ, hi, K(0)), opr(Op::SLTU, lo, K(1u << 30)));
+    Operand need = opr(Op::ADD, lo, K(16));
+    Operand bits = opr(Op::SUB, K(32), opr(Op::CLZ, opr(Op::SUB, need, K(1))));  // need <= 2^bits
+    Operand k = opr(Op::MAX, opr(Op::SUB, bits, K(4)), K(0));
+    Operand size = opr(Op::SHL, K(16), k);
+    Operand head_at = opr(Op::ADD, opr(Op::SHL, k, K(2)), K(base + 4));
+    uint32_t go = new_label(), skip = new_label();
+    br(ok, go, skip);
+    place(go);
+    serialize_lanes([&] {
+      uint32_t reuse = new_label(), fresh = new_label(), search = new_label(), done = new_label();
+      Operand head = R(ld(Space::Global, head_at, 0, 4, false));
+      br(head, reuse, fresh);
+      place(reuse);
+      st(Space::Global, head_at, 0, 4, R(ld(Space::Global, head, 4, 4, false)));
+      opd(result, Op::ADD, head, K(16));
+      jmp(done);
+      place(fresh);
+      Operand top = R(ld(Space::Global, K(base), 0, 4, false));
+      Operand end = opr(Op::ADD, top, size);
+      uint32_t fits = new_label();
+      br(opr(Op::SLEU, end, K(bytes - kHeapHeader)), fits, search);
+      place(fits);
+      Operand block = opr(Op::ADD, top, K(base + kHeapHeader));
+      st(Space::Global, K(base), 0, 4, end);
+      st(Space::Global, block, 0, 4, k);
+      opd(result, Op::ADD, block, K(16));
+      jmp(done);
+      // No room left: the first free block of a larger class, split in
+      // halves down to class k (each upper half to its class's list).
+      place(search);
+      uint32_t j = op(Op::ADD, k, K(1));
+      uint32_t sloop = new_label(), sbody = new_label(), take = new_label(), snext = new_label();
+      place(sloop);
+      br(opr(Op::SLTU, R(j), K(kHeapClasses)), sbody, done);
+      place(sbody);
+      Operand hj_at = opr(Op::ADD, opr(Op::SHL, R(j), K(2)), K(base + 4));
+      Operand hj = R(ld(Space::Global, hj_at, 0, 4, false));
+      br(hj, take, snext);
+      place(snext);
+      opd(j, Op::ADD, R(j), K(1));
+      jmp(sloop);
+      place(take);
+      st(Space::Global, hj_at, 0, 4, R(ld(Space::Global, hj, 4, 4, false)));
+      uint32_t split = new_label(), split_body = new_label(), split_done = new_label();
+      place(split);
+      br(opr(Op::SLTU, k, R(j)), split_body, split_done);
+      place(split_body);
+      opd(j, Op::ADD, R(j), K(uint32_t(-1)));
+      Operand half = opr(Op::ADD, hj, opr(Op::SHL, K(16), R(j)));
+      Operand hh_at = opr(Op::ADD, opr(Op::SHL, R(j), K(2)), K(base + 4));
+      Operand old = R(ld(Space::Global, hh_at, 0, 4, false));
+      st(Space::Global, half, 0, 4, R(j));
+      st(Space::Global, half, 4, 4, old);
+      st(Space::Global, hh_at, 0, 4, half);
+      jmp(split);
+      place(split_done);
+      st(Space::Global, hj, 0, 4, k);
+      opd(result, Op::ADD, hj, K(16));
+      place(done);
+    });
+    place(skip);
+  }
+  st(Space::Local, K(ret), 0, 4, R(result));
+  st(Space::Local, K(ret), 4, 4, K(0));
+}
+
+// free(p): the block goes to the front of its class's free list; free(NULL)
+// does nothing.
+void Lowerer::lower_free(const ptx::Instr& in) {
+  const ptx::Operand& args = in.ops[2];
+  if (args.elems.size() != 1) unsupported(in, "calls free with an unexpected argument list");
+  if (args.elems[0].kind != ptx::Operand::Kind::Sym) unsupported(in, "passes an argument that is not a .param variable");
+  ptx::Space sp;
+  const uint32_t arg = symbol_address(in, args.elems[0].sym, &sp);
+  if (shape_.heap_bytes <= kHeapHeader) return;
+  const uint32_t base = uint32_t(shape_.heap_base);
+  Operand p = R(ld(Space::Local, K(arg), 0, 4, false));
+  uint32_t go = new_label(), skip = new_label();
+  br(p, go, skip);
+  place(go);
+  Operand block = opr(Op::SUB, p, K(16));
+  Operand k = R(ld(Space::Global, block, 0, 4, false));
+  Operand head_at = opr(Op::ADD, opr(Op::SHL, opr(Op::MINU, k, K(kHeapClasses - 1)), K(2)), K(base + 4));
+  serialize_lanes([&] {
+    Operand head = R(ld(Space::Global, head_at, 0, 4, false));
+    st(Space::Global, block, 4, 4, head);
+    st(Space::Global, head_at, 0, 4, block);
+  });
+  place(skip);
+}
+
+// call (rets), %target, (args), prototype: a test of the target against the
+// address of every function the module takes the address of with the call's
+// numbers of parameters and returns, each followed by that function inlined
+// (those being inlined already excluded); no match traps.
+// Counted barriers (docs/isa.md, 8.2).  A kernel with bar.arrive, or with a
+// bar.sync whose thread count may be below the CTA's, runs every barrier
+// through two shared words per barrier id (16 ids): arrivals and a
+// generation.  reserve_barrier_words() decides, at kernel entry, and puts
+// the words before the warp scratch area (shared memory starts zeroed).
+void Lowerer::reserve_barrier_words() {
+  for (const ptx::Function& f : m_.functions)
+    for (const ptx::Instr& x : f.body) {
+      if (x.op != ptx::Op::Bar || x.bar == ptx::BarKind::Red) continue;
+      if (x.bar == ptx::BarKind::Arrive) counted_barriers_ = true;
+      if (x.ops.size() >= 2 && !(x.ops[1].kind == ptx::Operand::Kind::Imm && uint64_t(x.ops[1].imm) >= threads_))
+        counted_barriers_ = true;
+    }
+  if (!counted_barriers_) return;
+  barrier_base_ = scratch_base_;
+  scratch_base_ += 16 * 8;
+}
+
+// bar.sync / bar.arrive id, count (count: the CTA's threads when absent):
+// read the id's generation, add one arrival; the arrival that makes the
+// count resets it and starts the next generation; bar.sync's other threads
+// wait at the CTA barrier until the generation changes (each time the CTA
+// barrier opens, they look again).
+void Lowerer::lower_named_barrier(const ptx::Instr& in) {
+  if (in.bar == ptx::BarKind::Red) unsupported(in, "is bar.red in a kernel with counted barriers");
+  Operand id = opr(Op::AND, read32(in, in.ops[0], Type::U32), K(15));
+  Operand count = in.ops.size() >= 2 ? read32(in, in.ops[1], Type::U32) : K(threads_);
+  Operand cnt_at = opr(Op::ADD, opr(Op::SHL, id, K(3)), K(barrier_base_));
+  Operand gen = R(ld(Space::Shared, cnt_at, 4, 4, false));
+  Operand old = atom(Space::Shared, AtomOp::ADD, cnt_at, K(1));
+  uint32_t complete = new_label(), wait = new_label(), out = new_label();
+  br(opr(Op::SLEU, count, opr(Op::ADD, old, K(1))), complete, in.bar == ptx::BarKind::Sync ? wait : out);
+  place(complete);
+  st(Space::Shared, cnt_at, 0, 4, K(0));
+  st(Space::Shared, cnt_at, 4, 4, opr(Op::ADD, gen, K(1)));
+  jmp(out);
+  if (in.bar == ptx::BarKind::Sync) {
+    place(wait);
+    uint32_t again = new_label();
+    place(again);
+    barrier(VI::Bar);
+    Operand now = R(ld(Space::Shared, cnt_at, 4, 4, false));
+    br(opr(Op::SEQ, now, gen), again, out);
+  }
+  place(out);
+}
+
+void Lowerer::lower_indirect_call(const ptx::Instr& in) {
+  const ptx::Operand& callee = in.ops[1];
+  Operand target = R(frames_.back()->regs[callee.reg][0]);
+  if (address_taken_.empty()) {
+    address_taken_.assign(m_.functions.size(), false);
+    auto mark = [&](const ptx::Operand& o, auto&& self) -> void {
+      if ((o.kind == ptx::Operand::Kind::Sym || o.kind == ptx::Operand::Kind::Addr) && o.has_sym &&
+          o.sym.kind == ptx::SymKind::Func)
+        address_taken_[o.sym.index] = true;
+      for (const auto& e : o.elems) self(e, self);
+    };
+    for (const ptx::Function& f : m_.functions)
+      for (const ptx::Instr& x : f.body)
+        for (size_t i = 0; i < x.ops.size(); ++i)
+          if (!(x.op == ptx::Op::Call && i == 1)) mark(x.ops[i], mark);
+    for (const ptx::Var& v : m_.vars)
+      for (const auto& r : v.relocs)
+        if (auto fi = m_.function_index(r.symbol)) address_taken_[*fi] = true;
+  }
+  uint32_t done = new_label();
+  for (uint32_t fi = 0; fi < m_.functions.size(); ++fi) {
+    const ptx::Function& f = m_.functions[fi];
+    if (!address_taken_[fi] || !f.has_body || f.is_entry) continue;
+    if (f.params.size() != in.ops[2].elems.size() || f.rets.size() != in.ops[0].elems.size()) continue;
+    bool active = false;
+    for (auto* fr : frames_) active |= fr->findex == fi;
+    if (active) continue;
+    uint32_t yes = new_label(), no = new_label();
+    br(opr(Op::SEQ, target, K(ptx::function_address(fi))), yes, no);
+    place(yes);
+    ptx::Instr direct = in;
+    direct.ops[1].kind = ptx::Operand::Kind::Sym;
+    direct.ops[1].has_sym = true;
+    direct.ops[1].sym = {ptx::SymKind::Func, fi};
+    lower_call(direct);
+    jmp(done);
+    place(no);
+  }
+  code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(kErrLaunchFailure)});
+  place(done);
 }
 
 // ---- the model's machine ------------------------------------------------------------
@@ -2905,6 +3574,7 @@ Program Lowerer::run(const std::string& kernel) {
   // Shared memory: the program's own, then dynamic, then the scratch area.
   uint32_t own = std::max<uint32_t>(shared_.static_size, shared_.dynamic_offset + shape_.dynamic_smem);
   scratch_base_ = (own + 3) / 4 * 4;
+  reserve_barrier_words();
   Frame top;
   top.f = &m_.functions[kernel_];
   top.findex = kernel_;

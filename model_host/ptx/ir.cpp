@@ -180,6 +180,22 @@ const char* sreg_name(SReg s) {
     case SReg::GlobaltimerHi: return "%globaltimer_hi";
     case SReg::DynamicSmemSize: return "%dynamic_smem_size";
     case SReg::TotalSmemSize: return "%total_smem_size";
+    case SReg::Envreg: return "%envreg";
+    case SReg::Pm: return "%pm";
+    case SReg::Pm64: return "%pm_64";
+    case SReg::AggrSmemSize: return "%aggr_smem_size";
+    case SReg::ReservedSmemOffsetBegin: return "%reserved_smem_offset_begin";
+    case SReg::ReservedSmemOffsetEnd: return "%reserved_smem_offset_end";
+    case SReg::ReservedSmemOffsetCap: return "%reserved_smem_offset_cap";
+    case SReg::ReservedSmemOffset: return "%reserved_smem_offset_";
+    case SReg::CurrentGraphExec: return "%current_graph_exec";
+    case SReg::IsExplicitCluster: return "%is_explicit_cluster";
+    case SReg::Clusterid: return "%clusterid";
+    case SReg::Nclusterid: return "%nclusterid";
+    case SReg::ClusterCtaid: return "%cluster_ctaid";
+    case SReg::ClusterNctaid: return "%cluster_nctaid";
+    case SReg::ClusterCtarank: return "%cluster_ctarank";
+    case SReg::ClusterNctarank: return "%cluster_nctarank";
   }
   return "?";
 }

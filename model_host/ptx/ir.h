@@ -145,6 +145,13 @@ enum class SReg : uint8_t {
   LanemaskEq, LanemaskLe, LanemaskLt, LanemaskGe, LanemaskGt,
   Clock, ClockHi, Clock64, Globaltimer, GlobaltimerLo, GlobaltimerHi,
   DynamicSmemSize, TotalSmemSize,
+  // The other predefined identifiers of the PTX ISA.  Envreg, Pm and Pm64
+  // carry their index in Operand::imm (%envreg7: imm 7); the cluster
+  // registers describe the implicit 1x1x1 cluster of every CTA.
+  Envreg, Pm, Pm64, AggrSmemSize,
+  ReservedSmemOffsetBegin, ReservedSmemOffsetEnd, ReservedSmemOffsetCap, ReservedSmemOffset,
+  CurrentGraphExec, IsExplicitCluster,
+  Clusterid, Nclusterid, ClusterCtaid, ClusterNctaid, ClusterCtarank, ClusterNctarank,
 };
 const char* sreg_name(SReg s);  // "%tid" (no component)
 

@@ -94,7 +94,16 @@ engine::ModuleInfo module_info(const Module& m) {
     mv.init = v.init;
     if (!mv.init.empty()) mv.init.resize(v.size, 0);
     // Generic and global addresses coincide in qgpu's flat address space.
-    for (const auto& r : v.relocs) mv.relocs.push_back({r.offset, r.size, r.symbol, r.addend});
+    // The address of a function (a virtual table's entries) is a constant.
+    for (const auto& r : v.relocs) {
+      if (auto f = m.function_index(r.symbol)) {
+        if (mv.init.size() < v.size) mv.init.resize(v.size, 0);
+        const uint64_t value = function_address(*f) + uint64_t(r.addend);
+        for (uint32_t b = 0; b < r.size && r.offset + b < mv.init.size(); ++b) mv.init[r.offset + b] = uint8_t(value >> (8 * b));
+        continue;
+      }
+      mv.relocs.push_back({r.offset, r.size, r.symbol, r.addend});
+    }
     info.vars.push_back(std::move(mv));
   }
   for (uint32_t i = 0; i < m.functions.size(); ++i) {

@@ -12,6 +12,11 @@
 
 namespace qgpu::ptx {
 
+// The address of Module::functions[index] on every backend (function
+// pointers, virtual tables): 16 bytes apart in a window no memory uses.
+inline constexpr uint32_t kFunctionWindow = 0x03000000;
+inline constexpr uint32_t function_address(uint32_t index) { return kFunctionWindow + 16 * index; }
+
 // Shared memory of one kernel launch: every .shared variable the kernel can
 // reach (its own body, module-scope variables it or any function it calls
 // names), each at an aligned offset from the CTA's shared window.  Dynamic

@@ -84,11 +84,41 @@ std::optional<SReg> sreg_of(std::string_view s, bool& has_component) {
       {"%globaltimer_hi", {SReg::GlobaltimerHi, false}},
       {"%dynamic_smem_size", {SReg::DynamicSmemSize, false}},
       {"%total_smem_size", {SReg::TotalSmemSize, false}},
+      {"%aggr_smem_size", {SReg::AggrSmemSize, false}},
+      {"%reserved_smem_offset_begin", {SReg::ReservedSmemOffsetBegin, false}},
+      {"%reserved_smem_offset_end", {SReg::ReservedSmemOffsetEnd, false}},
+      {"%reserved_smem_offset_cap", {SReg::ReservedSmemOffsetCap, false}},
+      {"%current_graph_exec", {SReg::CurrentGraphExec, false}},
+      {"%is_explicit_cluster", {SReg::IsExplicitCluster, false}},
+      {"%clusterid", {SReg::Clusterid, true}}, {"%nclusterid", {SReg::Nclusterid, true}},
+      {"%cluster_ctaid", {SReg::ClusterCtaid, true}}, {"%cluster_nctaid", {SReg::ClusterNctaid, true}},
+      {"%cluster_ctarank", {SReg::ClusterCtarank, false}},
+      {"%cluster_nctarank", {SReg::ClusterNctarank, false}},
   };
   auto it = m.find(s);
   if (it == m.end()) return std::nullopt;
   has_component = it->second.comp;
   return it->second.r;
+}
+
+// The predefined identifiers with an index: %envreg0..31, %pm0..7,
+// %pm0_64..%pm7_64, %reserved_smem_offset_0..1.
+std::optional<std::pair<SReg, uint32_t>> indexed_sreg_of(std::string_view s) {
+  struct E { std::string_view prefix, suffix; SReg r; uint32_t count; };
+  static const E kinds[] = {{"%envreg", "", SReg::Envreg, 32},
+                            {"%pm", "_64", SReg::Pm64, 8},
+                            {"%pm", "", SReg::Pm, 8},
+                            {"%reserved_smem_offset_", "", SReg::ReservedSmemOffset, 2}};
+  for (const E& e : kinds) {
+    if (!s.starts_with(e.prefix) || !s.ends_with(e.suffix)) continue;
+    std::string_view digits = s.substr(e.prefix.size(), s.size() - e.prefix.size() - e.suffix.size());
+    if (digits.empty() || digits.size() > 2) continue;
+    uint32_t n = 0;
+    bool ok = true;
+    for (char c : digits) ok &= c >= '0' && c <= '9', n = n * 10 + uint32_t(c - '0');
+    if (ok && n < e.count && !(digits.size() == 2 && digits[0] == '0')) return std::pair{e.r, n};
+  }
+  return std::nullopt;
 }
 
 // Base mnemonics.  Op::Other entries are recognised families whose operands
@@ -1010,6 +1040,18 @@ class Parser {
       }
       return o;
     }
+    // WARP_SZ, the warp size: a constant of the PTX ISA.
+    if (t.text == "WARP_SZ") {
+      o.kind = Operand::Kind::Imm;
+      o.imm = 32;
+      return o;
+    }
+    if (auto ix = indexed_sreg_of(t.text)) {
+      o.kind = Operand::Kind::Special;
+      o.sreg = ix->first;
+      o.imm = ix->second;
+      return o;
+    }
     bool comp = false;
     if (auto sr = sreg_of(t.text, comp)) {
       o.kind = Operand::Kind::Special;
@@ -1024,8 +1066,11 @@ class Parser {
       return o;
     }
     if (t.text[0] == '%') fail(t, "undeclared register");
-    // A call prototype (last operand of an indirect call) is a bare name.
-    if (in.op == Op::Call && path.size() == 1 && in.ops.size() >= 3) {
+    // A call prototype (last operand of an indirect call, after the argument
+    // list, with or without a return list) is a bare name.
+    if (in.op == Op::Call && path.size() == 1 &&
+        (in.ops.size() >= 3 || (in.ops.size() == 2 && in.ops[0].kind == Operand::Kind::Reg &&
+                                in.ops[1].kind == Operand::Kind::Vector))) {
       o.kind = Operand::Kind::Name;
       o.name = std::string(t.text);
       return o;
@@ -1112,7 +1157,7 @@ class Parser {
   // The written forms of call; resolve_module_symbols() normalises them to
   // { rets, callee, args [, prototype] }:
   //   call f;  call f, (a..);  call (r..), f;  call (r..), f, (a..);
-  //   call (r..), %rd, (a..), proto;
+  //   call (r..), %rd, (a..), proto;  call %rd, (a..), proto;
   void check_call(const Instr& in, const Token& mt) {
     const auto& o = in.ops;
     size_t i = 0;

@@ -101,6 +101,7 @@ struct Thread {
   const Instr* bar = nullptr;  // the barrier instruction waited on (for bar.red)
   bool bar_pred = false;
   bool carry = false;          // CC.CF for add.cc/addc/sub.cc/subc/mad.cc/madc
+  int named = -1;              // waiting at this counted barrier (bar.sync id, count)
   std::vector<Frame> frames;
   std::vector<uint8_t> local;
 };
@@ -161,6 +162,7 @@ class Interp {
   uint32_t cta_[3] = {0, 0, 0};
   std::vector<uint8_t> shared_;
   std::vector<Thread> threads_;
+  uint32_t named_[16] = {};  // arrivals at each counted barrier
   uint64_t steps_ = 0;
   std::string printf_;
 
@@ -182,6 +184,7 @@ class Interp {
   void run_cta(uint32_t x, uint32_t y, uint32_t z) {
     cta_[0] = x; cta_[1] = y; cta_[2] = z;
     shared_.assign(uint64_t(layout_.dynamic_offset) + dyn_, 0);
+    std::fill(std::begin(named_), std::end(named_), 0u);
     uint32_t n = static_cast<uint32_t>(block_.count());
     threads_.assign(n, Thread{});
     for (uint32_t i = 0; i < n; ++i) {
@@ -198,9 +201,10 @@ class Interp {
     for (;;) {
       for (uint32_t w = 0; w < warps; ++w)
         while (step(w)) {}
-      bool any_live = false;
-      for (Thread& t : threads_) any_live |= !t.exited;
+      bool any_live = false, any_runnable = false;
+      for (Thread& t : threads_) any_live |= !t.exited, any_runnable |= !t.exited && !t.waiting;
       if (!any_live) return;
+      if (any_runnable) continue;  // a counted barrier released a warp already passed
       release_barrier();
     }
   }
@@ -218,8 +222,29 @@ class Interp {
     t.frames.push_back(std::move(fr));
   }
 
-  // Every live thread waits at a barrier: open it, completing bar.red.
+  void counted_barrier(const Instr& in, Thread& t) {
+    const uint32_t id = static_cast<uint32_t>(read(in.ops[0], Type::U32, t, in)) & 15;
+    const uint64_t count = read(in.ops[1], Type::U32, t, in);
+    if (++named_[id] >= count) {
+      named_[id] = 0;
+      for (Thread& o : threads_)
+        if (o.waiting && o.named == int(id)) o.waiting = false, o.named = -1;
+    } else if (in.bar == BarKind::Sync) {
+      t.waiting = true;
+      t.named = int(id);
+    }
+  }
+
+  // Every live thread waits at a barrier: open it, completing bar.red.  A
+  // thread at a counted barrier has not arrived at this one: nothing can
+  // run again, which is a deadlock.
   void release_barrier() {
+    for (Thread& t : threads_)
+      if (!t.exited && t.named >= 0)
+        throw Fault{kErrLaunchFailure, "deadlock: every live thread waits at a barrier, thread (" +
+                                           std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) + "," +
+                                           std::to_string(t.tid[2]) + ") at barrier " + std::to_string(t.named) +
+                                           ", which too few threads reached"};
     uint32_t popc = 0;
     bool all = true, any = false;
     for (Thread& t : threads_) {
@@ -328,6 +353,19 @@ class Interp {
       case SReg::GlobaltimerHi: return (steps_ * 1000) >> 32;
       case SReg::DynamicSmemSize: return dyn_;
       case SReg::TotalSmemSize: return layout_.dynamic_offset + dyn_;
+      case SReg::AggrSmemSize: return layout_.dynamic_offset + dyn_;
+      // No driver environment, performance counters, reserved shared memory or graph.
+      case SReg::Envreg: case SReg::Pm: case SReg::Pm64: case SReg::CurrentGraphExec:
+      case SReg::ReservedSmemOffsetBegin: case SReg::ReservedSmemOffsetEnd:
+      case SReg::ReservedSmemOffsetCap: case SReg::ReservedSmemOffset: return 0;
+      // Every CTA is its own implicit 1x1x1 cluster.
+      case SReg::IsExplicitCluster: return 0;
+      case SReg::Clusterid: return cta_[c];
+      case SReg::Nclusterid: return gdim[c];
+      case SReg::ClusterCtaid: return 0;
+      case SReg::ClusterNctaid: return 1;
+      case SReg::ClusterCtarank: return 0;
+      case SReg::ClusterNctarank: return 1;
     }
     return 0;
   }
@@ -361,7 +399,7 @@ class Interp {
       case SymKind::Ret:
         unsupported(in, t, "taking the address of return parameter '" + o.name + "'");
       case SymKind::Func:
-        return kFuncWindow + o.sym.index;
+        return function_address(o.sym.index);
     }
     return 0;
   }
@@ -528,9 +566,13 @@ class Interp {
         if (!active.empty()) fault(kErrLaunchFailure, in, *active[0], "breakpoint");
         break;
       case Op::Bar:
-        // Every barrier waits for all live threads of the CTA (barrier ids
-        // and thread counts are not modelled), so bar.arrive cannot be.
-        if (in.bar == BarKind::Arrive && !active.empty()) unsupported(in, *active[0], "bar.arrive");
+        // A barrier with a thread count (bar.sync id, count; bar.arrive)
+        // completes when that many threads have arrived at its id; one
+        // without waits for all live threads of the CTA.
+        if (in.bar != BarKind::Red && (in.bar == BarKind::Arrive || in.ops.size() >= 2)) {
+          for (Thread* t : active) counted_barrier(in, *t);
+          break;
+        }
         for (Thread* t : active) {
           t->waiting = true;
           t->bar = &in;
@@ -712,9 +754,10 @@ class Interp {
       f = callee.sym.index;
     } else {
       uint64_t addr = read(callee, Type::U64, t, in);
-      if (addr < kFuncWindow || addr - kFuncWindow >= m_.functions.size())
+      const uint64_t index = (addr - kFunctionWindow) / 16;
+      if (addr < kFunctionWindow || index >= m_.functions.size() || function_address(uint32_t(index)) != addr)
         fault(kErrIllegalAddress, in, t, "indirect call to " + hex(addr) + ", which is not a function");
-      f = static_cast<uint32_t>(addr - kFuncWindow);
+      f = static_cast<uint32_t>(index);
     }
     const Function& fn = m_.functions[f];
     const auto& args = in.ops[2].elems;
@@ -790,7 +833,58 @@ class Interp {
                                   std::to_string(t.tid[1]) + "," + std::to_string(t.tid[2]) +
                                   "] Assertion `" + msg + "` failed."};
     }
+    if (fn.name == "malloc") {
+      std::vector<uint8_t> r(8);
+      store_le(r.data(), 8, heap_malloc(in, arg64(0), t));
+      return r;
+    }
+    if (fn.name == "free") {
+      heap_free(in, arg64(0), t);
+      return {};
+    }
     unsupported(in, t, "calling external function '" + fn.name + "'");
+  }
+
+  // The heap: word 0 (8 bytes) the bytes handed out from its start, word 1
+  // the first free block; a block is [size][next free] (8 bytes each) and
+  // then the user's bytes, a multiple of 16.  malloc takes the first free
+  // block that is large enough (what it does not need stays free when that
+  // is at least 32 bytes), else new space; NULL when none fits.
+  uint64_t heap_word(const Instr& in, uint64_t addr, Thread& t) {
+    return load_le(memory(Space::Global, addr, 8, false, t, in), 8);
+  }
+  void set_heap_word(const Instr& in, uint64_t addr, uint64_t v, Thread& t) {
+    store_le(memory(Space::Global, addr, 8, true, t, in), 8, v);
+  }
+  uint64_t heap_malloc(const Instr& in, uint64_t size, Thread& t) {
+    const uint64_t base = opt_.heap_base, start = base + 16;
+    if (opt_.heap_bytes < 64 || size > opt_.heap_bytes) return 0;
+    const uint64_t need = (size + 15) / 16 * 16;
+    uint64_t prev = base + 8;
+    for (uint64_t b = heap_word(in, prev, t); b != 0; prev = b + 8, b = heap_word(in, prev, t))
+      if (const uint64_t have = heap_word(in, b, t); have >= need) {
+        uint64_t next = heap_word(in, b + 8, t);
+        if (have >= need + 32) {  // the rest stays free, in b's place in the list
+          const uint64_t rest = b + 16 + need;
+          set_heap_word(in, rest, have - need - 16, t);
+          set_heap_word(in, rest + 8, next, t);
+          set_heap_word(in, b, need, t);
+          next = rest;
+        }
+        set_heap_word(in, prev, next, t);
+        return b + 16;
+      }
+    const uint64_t used = heap_word(in, base, t);
+    if (16 + used + 16 + need > opt_.heap_bytes) return 0;
+    set_heap_word(in, base, used + 16 + need, t);
+    set_heap_word(in, start + used, need, t);
+    return start + used + 16;
+  }
+  void heap_free(const Instr& in, uint64_t p, Thread& t) {
+    if (p == 0) return;
+    const uint64_t b = p - 16;
+    set_heap_word(in, b + 8, heap_word(in, opt_.heap_base + 8, t), t);
+    set_heap_word(in, opt_.heap_base + 8, b, t);
   }
 
   std::string c_string(const Instr& in, uint64_t addr, Thread& t) {

@@ -14,15 +14,21 @@
 //     output places reconvergence points after divergent code, so diverged
 //     threads meet again there.
 //
-//   * bar.sync/bar.red/barrier wait for every live thread of the CTA
-//     (barrier ids and counts are not modelled); bar.red combines the
-//     predicates of all of them.  Atomics apply in execution order.
+//   * bar.sync/bar.red/barrier without a thread count wait for every live
+//     thread of the CTA; bar.red combines the predicates of all of them.
+//     With a count (bar.sync id, count; bar.arrive id, count) a barrier
+//     completes when that many threads have arrived at its id (16 ids);
+//     when every live thread waits and one waits at such a barrier, the
+//     launch fails (deadlock).  Atomics apply in execution order.
 //   * %clock/%clock64 count warp instructions executed so far.
 //
 // Device runtime calls: vprintf appends to LaunchResult::printf_output;
 // __assertfail stops the launch with cudaErrorAssert (710) and CUDA's
 // "file:line: function: block: [..], thread: [..] Assertion `..` failed."
-// message.  Other external functions (malloc, free) are not supported.
+// message.  malloc/free manage the heap InterpOptions gives (a first-fit
+// list of free blocks kept in the heap itself, so it lasts across launches).
+// Other external functions are not supported.  A function's address is
+// ptx::function_address (layout.h), as on every backend.
 //
 // Addresses: global and const variables live in `mem` at the addresses
 // `symbols` gives; shared, local and kernel-parameter memory appear in the
@@ -45,6 +51,10 @@ struct InterpOptions {
   // Warp instructions after which the launch fails with
   // cudaErrorLaunchTimeout (702).
   uint64_t max_steps = uint64_t(1) << 30;
+  // The device heap of malloc/free: `heap_bytes` of `mem` from heap_base
+  // (zero before its first use); none: malloc returns NULL.
+  uint64_t heap_base = 0;
+  uint64_t heap_bytes = 0;
 };
 
 // Runs `kernel` of `module` to completion.  `params` is the parameter buffer

@@ -60,6 +60,11 @@ struct Mapping {
 }  // namespace
 
 void read(const std::string& path, const std::function<void(const std::string&, torch::Tensor)>& visit) {
+  read(path, [&](const std::string& name, torch::Tensor t, torch::ScalarType) { visit(name, std::move(t)); });
+}
+
+void read(const std::string& path,
+          const std::function<void(const std::string&, torch::Tensor, torch::ScalarType stored)>& visit) {
   Mapping map(path);
   if (map.size < 8) fail(path, "file is shorter than its 8-byte header length");
   uint64_t header_len = 0;
@@ -86,7 +91,7 @@ void read(const std::string& path, const std::function<void(const std::string&, 
       fail(path, "tensor \"" + name + "\" has data_offsets that do not match its shape and dtype");
     auto view = torch::from_blob(const_cast<uint8_t*>(data + offsets[0]), shape,
                                  torch::TensorOptions().dtype(dtype));
-    visit(name, dtype == torch::kFloat32 ? view.clone() : view.to(torch::kFloat32));
+    visit(name, dtype == torch::kFloat32 ? view.clone() : view.to(torch::kFloat32), dtype);
   }
 }
 
@@ -104,15 +109,27 @@ static void write_data(std::ofstream& out, const char* p, size_t bytes) {
   }
 }
 
+int64_t element_bytes(torch::ScalarType dtype) {
+  dtype_name(dtype);  // refuses a dtype the format does not store
+  return static_cast<int64_t>(c10::elementSize(dtype));
+}
+
 void write(const std::string& path, const std::map<std::string, torch::Tensor>& tensors, torch::ScalarType dtype) {
+  write(path, tensors, dtype, {});
+}
+
+void write(const std::string& path, const std::map<std::string, torch::Tensor>& tensors, torch::ScalarType dtype,
+           const std::map<std::string, torch::ScalarType>& stored) {
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"}};
   std::vector<torch::Tensor> converted;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    auto c = dense(t).detach().to(torch::kCPU).to(dtype).contiguous();  // a sparse t: its written pages only
+    const auto own = stored.find(name);
+    const torch::ScalarType d = own == stored.end() ? dtype : own->second;
+    auto c = dense(t).detach().to(torch::kCPU).to(d).contiguous();  // a sparse t: its written pages only
     uint64_t bytes = static_cast<uint64_t>(c.numel()) * c.element_size();
-    header[name] = {{"dtype", dtype_name(dtype)}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", dtype_name(d)}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     converted.push_back(c);
   }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "model_host/chat/chat.h"
 #include "model_host/chat/merge.h"
@@ -30,6 +31,29 @@ qwen::Checkpoint successor_circuit() {
   circuit::Options o;
   o.token_base = kBaseVocab;
   return circuit::compile(p, o).take_checkpoint();
+}
+
+// Every tensor of a checkpoint directory as stored: HF name -> (dtype, bytes).
+std::map<std::string, std::pair<std::string, std::string>> raw_tensors(const fs::path& dir) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    uint64_t n = 0;
+    in.read(reinterpret_cast<char*>(&n), 8);
+    std::string header(n, '\0');
+    in.read(header.data(), static_cast<std::streamsize>(n));
+    const nlohmann::json h = nlohmann::json::parse(header);
+    for (const auto& [name, v] : h.items()) {
+      if (name == "__metadata__") continue;
+      const auto off = v.at("data_offsets").get<std::vector<uint64_t>>();
+      std::string bytes(off[1] - off[0], '\0');
+      in.seekg(static_cast<std::streamoff>(8 + n + off[0]));
+      in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      out[name] = {v.at("dtype").get<std::string>(), std::move(bytes)};
+    }
+  }
+  return out;
 }
 
 fs::path scratch(const std::string& name) {
@@ -100,6 +124,30 @@ void check_layout(bool vision_language) {
     EXPECT_TRUE(torch::equal(got, t)) << name;
   }
   for (const auto& [name, t] : base.extra) EXPECT_TRUE(torch::equal(merged.extra.at(name), t)) << name;
+
+  // Byte for byte: every tensor of the base's files is in the merged files
+  // with the same dtype and the same bytes (the embedding's base rows are the
+  // first bytes of the merged embedding); the base mixes F32 and BF16.
+  const auto base_raw = raw_tensors(base_dir), merged_raw = raw_tensors(out_dir);
+  std::set<std::string> dtypes;
+  for (const auto& [name, stored] : base_raw) {
+    dtypes.insert(stored.first);
+    std::string mname = name;
+    const size_t at = name.find("layers.");
+    if (at != std::string::npos) {
+      const size_t dot = name.find('.', at + 7);
+      mname = name.substr(0, at) + "layers." + std::to_string(std::stoi(name.substr(at + 7, dot - at - 7)) + C + 1) +
+              name.substr(dot);
+    }
+    ASSERT_TRUE(merged_raw.count(mname)) << name;
+    const auto& [dtype, bytes] = merged_raw.at(mname);
+    EXPECT_EQ(dtype, stored.first) << name;
+    if (name.find("embed_tokens.weight") != std::string::npos)
+      EXPECT_TRUE(bytes.compare(0, stored.second.size(), stored.second) == 0) << name;
+    else
+      EXPECT_TRUE(bytes == stored.second) << name;
+  }
+  EXPECT_EQ(dtypes, (std::set<std::string>{"BF16", "F32"}));
 
   // Text: the merged model's logits on base ids equal the base's bit for bit.
   qwen::Model bm(base.text, qwen::Exec::Sparse);

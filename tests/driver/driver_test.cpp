@@ -167,6 +167,63 @@ TEST(Driver, ModulesFromPtxCubinAndFatbinaryRunTheSameKernel) {
   EXPECT_EQ(cuModuleUnload(from_fatbin), CUDA_SUCCESS);
 }
 
+TEST(Driver, LinkerTakesOnePtxInputAndRefusesASecond) {
+  std::string ptx = nvrtc_ptx(kSource);
+  char info[64], error[256];
+  std::memset(info, 'x', sizeof info);
+  std::memset(error, 'x', sizeof error);
+  CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* vals[] = {info, reinterpret_cast<void*>(uintptr_t(sizeof info)), error,
+                  reinterpret_cast<void*>(uintptr_t(sizeof error))};
+  CUlinkState link;
+  ASSERT_EQ(cuLinkCreate(4, opts, vals, &link), CUDA_SUCCESS);
+  EXPECT_STREQ(info, "");  // the logs are strings from the start
+  ASSERT_EQ(cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx.data(), ptx.size() + 1, "kernels", 0, nullptr, nullptr),
+            CUDA_SUCCESS);
+  void* image = nullptr;
+  size_t size = 0;
+  ASSERT_EQ(cuLinkComplete(link, &image, &size), CUDA_SUCCESS);
+  EXPECT_GT(size, 0u);
+  CUmodule m;
+  ASSERT_EQ(cuModuleLoadData(&m, image), CUDA_SUCCESS);
+  EXPECT_EQ(run_scale(m, {1, 2}, 5), (std::vector<int>{1005, 1010}));
+  EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+  // A second input would need a device linker: refused, and said so in the log.
+  EXPECT_EQ(cuLinkAddData(link, CU_JIT_INPUT_PTX, ptx.data(), ptx.size() + 1, "again", 0, nullptr, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_NE(std::string(error).find("cuLinkAddData"), std::string::npos) << error;
+  EXPECT_EQ(cuLinkDestroy(link), CUDA_SUCCESS);
+  EXPECT_EQ(cuLinkDestroy(link), CUDA_ERROR_INVALID_HANDLE);
+}
+
+TEST(Driver, ContextStackPushesAndPops) {
+  CUcontext before = nullptr, a = nullptr, b = nullptr, got = nullptr;
+  ASSERT_EQ(cuCtxGetCurrent(&before), CUDA_SUCCESS);
+  ASSERT_NE(before, nullptr);
+  ASSERT_EQ(cuCtxCreate(&a, nullptr, 0, 0), CUDA_SUCCESS);  // pushed over `before`
+  ASSERT_EQ(cuCtxGetCurrent(&got), CUDA_SUCCESS);
+  EXPECT_EQ(got, a);
+  ASSERT_EQ(cuCtxPopCurrent(&got), CUDA_SUCCESS);
+  EXPECT_EQ(got, a);
+  ASSERT_EQ(cuCtxGetCurrent(&got), CUDA_SUCCESS);
+  EXPECT_EQ(got, before);
+  ASSERT_EQ(cuCtxCreate(&b, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxPushCurrent(a), CUDA_SUCCESS);  // stack: before, b, a
+  ASSERT_EQ(cuCtxGetCurrent(&got), CUDA_SUCCESS);
+  EXPECT_EQ(got, a);
+  ASSERT_EQ(cuCtxDestroy(a), CUDA_SUCCESS);  // the current one: popped
+  ASSERT_EQ(cuCtxGetCurrent(&got), CUDA_SUCCESS);
+  EXPECT_EQ(got, b);
+  ASSERT_EQ(cuCtxPopCurrent(nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxGetCurrent(&got), CUDA_SUCCESS);
+  EXPECT_EQ(got, before);
+  EXPECT_EQ(cuCtxPushCurrent(a), CUDA_ERROR_INVALID_CONTEXT);  // destroyed
+  EXPECT_EQ(cuCtxDestroy(b), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxGetCurrent(&got), CUDA_SUCCESS);
+  EXPECT_EQ(got, before);
+}
+
 TEST(Driver, BadImagesAreRejected) {
   CUmodule m;
   const char elf[64] = "\x7f" "ELF\x02\x01\x01";
@@ -237,8 +294,11 @@ TEST(Driver, DeviceAssertIsStickyLikeOnAGpu) {
   ASSERT_EQ(cuMemAlloc(&d, 16), CUDA_SUCCESS);
   ASSERT_EQ(cuMemcpyHtoD(d, data.data(), 16), CUDA_SUCCESS);
   void* args[] = {&d};
-  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 4, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_ASSERT);
+  // The launch succeeds (it is asynchronous on a GPU); the next call that
+  // uses the context reports the assert, and every later one too.
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 4, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(cuCtxSynchronize(), CUDA_ERROR_ASSERT);
+  EXPECT_EQ(cuLaunchKernel(fn, 1, 1, 1, 4, 1, 1, 0, nullptr, args, nullptr), CUDA_ERROR_ASSERT);
   CUdeviceptr more;
   EXPECT_EQ(cuMemAlloc(&more, 16), CUDA_ERROR_ASSERT);
 }

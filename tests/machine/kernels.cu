@@ -402,3 +402,29 @@ __global__ void generic_pointers(const int* in, int* out) {
 
 // A device assertion that fails in one thread of the second block.
 __global__ void check_assert(const int* in) { assert(in[blockIdx.x * blockDim.x + threadIdx.x] < 50); }
+
+// Device new/delete and virtual calls: objects of two classes made with new,
+// a virtual method called through the virtual table, an array made with
+// new[]; both deleted (the virtual destructor is an indirect call too).
+struct Shape {
+  __device__ virtual int area(int s) const = 0;
+  __device__ virtual ~Shape() {}
+};
+struct Square : Shape {
+  __device__ int area(int s) const override { return s * s; }
+};
+struct Tri : Shape {
+  int k;
+  __device__ explicit Tri(int k) : k(k) {}
+  __device__ int area(int s) const override { return s * s / 2 + k; }
+};
+__global__ void virtual_new_delete(const int* in, int* out) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  Shape* s = (t & 1) ? static_cast<Shape*>(new Square()) : static_cast<Shape*>(new Tri(t));
+  int* buf = new int[4];
+  for (int i = 0; i < 4; ++i) buf[i] = in[t] + i;
+  out[2 * t] = s ? s->area(in[t]) : -1;
+  out[2 * t + 1] = buf ? buf[0] + buf[3] : -1;
+  delete s;
+  delete[] buf;
+}

@@ -70,6 +70,7 @@ struct Device {
     }
     for (const Var& v : m.vars)
       for (const Var::Reloc& r : v.relocs) {
+        if (m.function_index(r.symbol)) continue;  // a function's address: module_info wrote it
         uint64_t target = symbols.at(r.symbol) + static_cast<uint64_t>(r.addend);
         std::memcpy(&mem.bytes[symbols.at(v.name) + r.offset - mem.base], &target, r.size);
       }

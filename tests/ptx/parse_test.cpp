@@ -304,6 +304,64 @@ TEST(PtxParse, IndirectCallWithPrototype) {
   EXPECT_EQ(k.vars.size(), 2u);
 }
 
+// An indirect call without a return list (a virtual void method), as nvcc
+// writes it over several lines; and WARP_SZ and the indexed predefined
+// identifiers as operands.
+TEST(PtxParse, IndirectCallWithoutReturnsAndPredefinedIdentifiers) {
+  Module m = parse(R"(
+.version 9.0
+.target sm_75
+.address_size 64
+.func sink(.param .b64 p, .param .b32 v)
+{
+  ret;
+}
+.visible .entry k()
+{
+  .reg .b64 %rd<3>;
+  .reg .b32 %r<4>;
+  mov.u64 %rd1, sink;
+  {
+  .param .b64 param0;
+  st.param.b64 [param0+0], %rd1;
+  .param .b32 param1;
+  st.param.b32 [param1+0], 1;
+  prototype_10 : .callprototype ()_ (.param .b64 _, .param .b32 _);
+  call
+  %rd1,
+  (
+  param0,
+  param1
+  )
+  , prototype_10;
+  }
+  mov.u32 %r1, WARP_SZ;
+  mov.u32 %r2, %envreg31;
+  mov.u64 %rd2, %pm7_64;
+  mov.u32 %r3, %cluster_ctaid.z;
+  ret;
+})");
+  const Function& k = *m.find_function("k");
+  auto calls = find_ops(k, Op::Call);
+  ASSERT_EQ(calls.size(), 1u);
+  ASSERT_EQ(calls[0]->ops.size(), 4u);
+  EXPECT_EQ(calls[0]->ops[0].elems.size(), 0u);
+  EXPECT_EQ(calls[0]->ops[1].kind, Operand::Kind::Reg);
+  EXPECT_EQ(calls[0]->ops[2].elems.size(), 2u);
+  EXPECT_EQ(calls[0]->ops[3].kind, Operand::Kind::Name);
+  auto movs = find_ops(k, Op::Mov);
+  ASSERT_EQ(movs.size(), 5u);
+  EXPECT_EQ(movs[1]->ops[1].kind, Operand::Kind::Imm);
+  EXPECT_EQ(movs[1]->ops[1].imm, 32);
+  EXPECT_EQ(movs[2]->ops[1].sreg, SReg::Envreg);
+  EXPECT_EQ(movs[2]->ops[1].imm, 31);
+  EXPECT_EQ(movs[3]->ops[1].sreg, SReg::Pm64);
+  EXPECT_EQ(movs[3]->ops[1].imm, 7);
+  EXPECT_EQ(movs[4]->ops[1].sreg, SReg::ClusterCtaid);
+  EXPECT_EQ(movs[4]->ops[1].component, 'z');
+  EXPECT_THROW(parse_kernel("  .reg .b32 %r<2>;\n  mov.u32 %r0, %envreg32;"), ParseError);
+}
+
 TEST(PtxParse, ErrorsNameTheLineAndToken) {
   struct Case {
     std::string body;

@@ -5,8 +5,8 @@
 #
 #   tools/hf_compare/make_bundle.sh BUNDLE MODEL_DIR [SAMPLE...]
 #
-# MODEL_DIR is a full model (`qgpu build-model` writes one into the cache,
-# ~/.cache/qgpu/model-<hash>); its config.json and side file go to
+# MODEL_DIR is a full model (`qgpu build-model --out MODEL_DIR` writes one, or
+# `qgpu build-model --hf` into the cache, ~/.cache/qgpu/model-<hash>); its config.json and side file go to
 # BUNDLE/compact (the side file xz-compressed; it still lists the stamps of
 # the safetensors it stands beside, so this is the input of expand_compact.py
 # rather than a model qgpu loads), the SHA-256 of its model.safetensors to

@@ -1,6 +1,8 @@
 // A small self-checking program for the shim's tests: allocations, copies
 // both ways, a __device__ and a __constant__ variable, a kernel with mixed
-// parameter sizes.  Prints PASSED or FAILED.
+// parameter sizes, and cudaFuncGetAttributes' ptxVersion (the virtual
+// architecture of the PTX that runs: compute_75, which CUB's dispatch
+// relies on).  Prints PASSED or FAILED.
 #include <cstdio>
 
 __device__ int offsets[4] = {100, 200, 300, 400};
@@ -33,6 +35,11 @@ int main() {
       printf("out[%d] = %d, expected %d\n", i, out[i], want);
       ++bad;
     }
+  }
+  cudaFuncAttributes attr = {};
+  if (cudaFuncGetAttributes(&attr, axpb) != cudaSuccess || attr.ptxVersion != 75) {
+    printf("cudaFuncGetAttributes: ptxVersion %d, expected 75 (compute_75)\n", attr.ptxVersion);
+    ++bad;
   }
   cudaFree(d_in);
   cudaFree(d_out);

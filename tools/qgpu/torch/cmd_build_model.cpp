@@ -1,9 +1,13 @@
 // `qgpu build-model`: compiles the GPU into a Qwen3.5 checkpoint directory
 // (model_host/gpu/build_model.h), by default the model cache that model_host
-// and `qgpu run` use.  And `qgpu-torch write-model`, through which `qgpu run`
+// and `qgpu run` use.  What is written: the compact form the daemon loads
+// (config.json, the sparse side file, the layout; about 100 MB) into the
+// cache; the Hugging Face checkpoint (fp32 safetensors besides, over 20 GB of
+// mostly zeros) only when asked for: --hf, or --out DIR without --compact.  And `qgpu-torch write-model`, through which `qgpu run`
 // builds the cache on first use (the qgpu program does not load libtorch).
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include "command.h"
 #include "model_host/gpu/build_model.h"
@@ -13,14 +17,18 @@ namespace {
 
 struct BuildModelOptions {
   std::string out;
-  bool compact = false, force = false;
+  bool compact = false, hf = false, force = false;
 };
 
 int build_model(const BuildModelOptions& o) {
   using namespace qgpu::gpu;
   const std::string dir = o.out.empty() ? default_model_dir() : o.out;
-  const ModelFormat format = o.compact ? ModelFormat::Compact : ModelFormat::Full;
-  const char* kind = o.compact ? "compact" : "full";
+  if (o.compact && o.hf) throw std::invalid_argument("--compact and --hf ask for two different models; give one");
+  // The cache holds what the daemon needs; a directory named with --out is a
+  // checkpoint for other tools unless --compact says otherwise.
+  const bool full = o.hf || (!o.out.empty() && !o.compact);
+  const ModelFormat format = full ? ModelFormat::Full : ModelFormat::Compact;
+  const char* kind = full ? "full" : "compact";
   if (!o.force && model_complete(dir, format)) {
     std::cerr << "qgpu build-model: " << dir << " already holds a " << kind << " model (--force rebuilds it)\n";
     return 0;
@@ -42,7 +50,10 @@ qgpu::cli::Register reg(qgpu::cli::kBuildModel.name, [](CLI::App& app) {
   auto* sub = app.add_subcommand(qgpu::cli::kBuildModel.name, qgpu::cli::kBuildModel.description);
   sub->add_option("--out", o->out, "the model directory (default: $QGPU_MODEL_DIR, else the model cache)");
   sub->add_flag("--compact", o->compact,
-                "write config.json, the sparse side file and the layout only, without the fp32 safetensors");
+                "write config.json, the sparse side file and the layout only (what the daemon loads; the default "
+                "for the model cache)");
+  sub->add_flag("--hf", o->hf,
+                "also write the Hugging Face checkpoint (fp32 safetensors, over 20 GB; the default with --out)");
   sub->add_flag("--force", o->force, "rebuild even when the directory already holds a complete model");
   return [o] { return build_model(*o); };
 });

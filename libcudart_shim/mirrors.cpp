@@ -1,0 +1,180 @@
+#include "mirrors.h"
+
+#include <cuda_runtime_api.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace qgpu::cudart {
+namespace {
+
+uint64_t page_size() {
+  static const uint64_t p = uint64_t(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+void Mirrors::map_pages(uint64_t dev, uint64_t size) {
+  const uint64_t ps = page_size();
+  uint64_t first = dev / ps * ps, end = (dev + size + ps - 1) / ps * ps;
+  std::vector<uint64_t> mapped;
+  auto undo = [&] {
+    for (uint64_t p : mapped) {
+      if (--pages_[p] == 0) {
+        pages_.erase(p);
+        munmap(reinterpret_cast<void*>(p), ps);
+      }
+    }
+  };
+  for (uint64_t p = first; p < end; p += ps) {
+    if (pages_[p]++ > 0) {
+      mapped.push_back(p);
+      continue;
+    }
+    void* want = reinterpret_cast<void*>(p);
+    void* got = mmap(want, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got != want) {
+      int err = errno;
+      if (got != MAP_FAILED) munmap(got, ps);
+      if (--pages_[p] == 0) pages_.erase(p);
+      undo();
+      throw client::Error(cudaErrorMemoryAllocation,
+                          "managed and mapped memory live on the host at their device address, but host address " +
+                              hex(p) + " is taken (" +
+                              (got == MAP_FAILED ? std::string(std::strerror(err)) : "mapped elsewhere") +
+                              "); the program's own mappings overlap the device's global window");
+    }
+    mapped.push_back(p);
+  }
+}
+
+void Mirrors::unmap_pages(uint64_t dev, uint64_t size) {
+  const uint64_t ps = page_size();
+  uint64_t first = dev / ps * ps, end = (dev + size + ps - 1) / ps * ps;
+  for (uint64_t p = first; p < end; p += ps) {
+    auto it = pages_.find(p);
+    if (it == pages_.end()) continue;
+    if (--it->second == 0) {
+      pages_.erase(it);
+      munmap(reinterpret_cast<void*>(p), ps);
+    }
+  }
+}
+
+void Mirrors::add(uint64_t dev, void* host, uint64_t size, Kind kind, unsigned flags, bool host_current) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (!host) map_pages(dev, size);
+  Range r;
+  r.dev = dev;
+  r.host = host ? static_cast<uint8_t*>(host) : reinterpret_cast<uint8_t*>(dev);
+  r.size = size;
+  r.kind = kind;
+  r.flags = flags;
+  r.host_current = host_current;
+  ranges_[dev] = r;
+  count_ = ranges_.size();
+}
+
+std::optional<Mirrors::Range> Mirrors::remove(uint64_t dev) {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = ranges_.find(dev);
+  if (it == ranges_.end()) return std::nullopt;
+  Range r = it->second;
+  ranges_.erase(it);
+  count_ = ranges_.size();
+  if (r.host == reinterpret_cast<uint8_t*>(r.dev)) unmap_pages(r.dev, r.size);
+  return r;
+}
+
+std::optional<Mirrors::Range> Mirrors::find_device(uint64_t addr) {
+  if (empty()) return std::nullopt;
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = ranges_.upper_bound(addr);
+  if (it == ranges_.begin()) return std::nullopt;
+  --it;
+  const Range& r = it->second;
+  if (addr >= r.dev && addr < r.dev + std::max<uint64_t>(r.size, 1)) return r;
+  return std::nullopt;
+}
+
+std::optional<Mirrors::Range> Mirrors::find_host(const void* p) {
+  if (empty()) return std::nullopt;
+  std::lock_guard<std::mutex> g(mu_);
+  auto* a = static_cast<const uint8_t*>(p);
+  for (auto& [d, r] : ranges_)
+    if (a >= r.host && a < r.host + std::max<uint64_t>(r.size, 1)) return r;
+  return std::nullopt;
+}
+
+// Writes the host copy to the device: the pages that differ from what the
+// device holds, or all of it when that is not known.
+void Mirrors::push(client::Connection& c, Range& r) {
+  if (!r.device_bytes) {
+    if (r.size) c.write(r.dev, r.host, r.size);
+    return;
+  }
+  const uint64_t chunk = page_size();
+  const uint8_t* known = r.device_bytes->data();
+  for (uint64_t off = 0; off < r.size;) {
+    uint64_t n = std::min(chunk, r.size - off);
+    if (std::memcmp(known + off, r.host + off, n) == 0) {
+      off += n;
+      continue;
+    }
+    uint64_t end = off + n;  // a run of changed pages, one write
+    while (end < r.size) {
+      uint64_t m = std::min(chunk, r.size - end);
+      if (std::memcmp(known + end, r.host + end, m) == 0) break;
+      end += m;
+    }
+    c.write(r.dev + off, r.host + off, end - off);
+    off = end;
+  }
+}
+
+bool Mirrors::overlaps(const Range& r, const Access& a) const {
+  if (a.all) return true;
+  uint64_t lo = a.device ? r.dev : reinterpret_cast<uint64_t>(r.host);
+  return a.addr < lo + r.size && lo < a.addr + std::max<uint64_t>(a.n, 1);
+}
+
+std::unique_lock<std::mutex> Mirrors::prepare(client::Connection& c, std::initializer_list<Access> accesses) {
+  if (empty()) return {};
+  std::unique_lock<std::mutex> g(mu_);
+  for (auto& [d, r] : ranges_) {
+    bool device = false, host = false;
+    for (const Access& a : accesses)
+      if (overlaps(r, a)) (a.device ? device : host) = true;
+    if (device && r.host_current) {
+      push(c, r);
+      r.host_current = false;
+      r.device_bytes.reset();  // the operation may change the device copy
+    } else if (host && !device && !r.host_current) {
+      if (r.size) c.read(r.host, r.dev, r.size);
+      r.host_current = true;
+      r.device_bytes = std::make_shared<std::vector<uint8_t>>(r.host, r.host + r.size);
+    }
+  }
+  return g;
+}
+
+void Mirrors::clear() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& [p, n] : pages_) munmap(reinterpret_cast<void*>(p), page_size());
+  pages_.clear();
+  ranges_.clear();
+  count_ = 0;
+}
+
+}  // namespace qgpu::cudart

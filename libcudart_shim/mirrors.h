@@ -1,0 +1,89 @@
+// Host memory the device reaches: managed memory (cudaMallocManaged and
+// __managed__ variables), mapped pinned memory (cudaHostAlloc with
+// cudaHostAllocMapped, cudaHostRegister with cudaHostRegisterMapped).
+//
+// The device reads and writes only its own memory (the machine's global
+// window), so each such range has a device copy and a host copy, kept
+// coherent at CUDA's points: before the device uses a range (a launch, a
+// copy or memset that touches it) the host copy is written to the device if
+// the host's is the current one; after a synchronizing call the device copy
+// is read back if the device's is (and only the pages the host changed go
+// to the device: the runtime keeps what the device holds to compare with,
+// rather than write-protecting the pages, which would turn a system call
+// writing into them into EFAULT).  Managed memory and cudaHostAllocMapped
+// memory live on the host at exactly their device address (pages mapped
+// with MAP_FIXED_NOREPLACE), so one pointer is valid on both sides;
+// cudaHostRegisterMapped memory keeps the program's address and gets a
+// device address of its own (cudaHostGetDevicePointer).  Hence what
+// programs are told: managedMemory 1, concurrentManagedAccess 0 (the host
+// must not touch these ranges while the device works), pageableMemoryAccess
+// 0 (the device reaches no other host memory).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "qgpu/client.h"
+
+namespace qgpu::cudart {
+
+class Mirrors {
+ public:
+  enum Kind { Managed, ManagedVariable, HostMapped, Registered };
+  struct Range {
+    uint64_t dev = 0;
+    uint8_t* host = nullptr;
+    uint64_t size = 0;
+    Kind kind = Managed;
+    unsigned flags = 0;
+    bool host_current = true;  // else the device copy is the newer one
+    // While the host copy is current: the bytes the device copy holds, when
+    // known (after a copy either way), so that only the pages the host
+    // changed are written to the device.
+    std::shared_ptr<std::vector<uint8_t>> device_bytes;
+  };
+  // One side of an operation's memory: `n` bytes at `addr`, a device
+  // address (device = true) or a host one; all = every range.
+  struct Access {
+    uint64_t addr = 0, n = 0;
+    bool device = true;
+    bool all = false;
+  };
+
+  // Maps host pages at [dev, dev + size) (host == nullptr), or takes the
+  // program's memory at `host`; throws client::Error when the host address
+  // range is taken.  `host_current`: which copy holds the contents now.
+  void add(uint64_t dev, void* host, uint64_t size, Kind kind, unsigned flags, bool host_current);
+  // Removes the range at device address `dev` (unmapping pages no other
+  // range uses); its contents are not copied anywhere.
+  std::optional<Range> remove(uint64_t dev);
+  std::optional<Range> find_device(uint64_t addr);
+  std::optional<Range> find_host(const void* p);
+  bool empty() const { return count_.load() == 0; }
+
+  // Makes the copies an operation uses current on its side (device-side
+  // accesses: host copies written to the device; host-side: device copies
+  // read back) and returns the lock to hold while the operation runs.
+  // Device-side ranges count as written by the operation.
+  std::unique_lock<std::mutex> prepare(client::Connection& c, std::initializer_list<Access> accesses);
+  // Forgets every range (cudaDeviceReset); unmaps the pages.
+  void clear();
+
+ private:
+  bool overlaps(const Range& r, const Access& a) const;
+  void push(client::Connection& c, Range& r);
+  void map_pages(uint64_t dev, uint64_t size);
+  void unmap_pages(uint64_t dev, uint64_t size);
+
+  std::mutex mu_;
+  std::map<uint64_t, Range> ranges_;  // by device address
+  std::map<uint64_t, int> pages_;     // host pages mapped at device addresses -> ranges using them
+  std::atomic<size_t> count_{0};
+};
+
+}  // namespace qgpu::cudart

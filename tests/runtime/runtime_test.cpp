@@ -1,0 +1,199 @@
+// CUDA's runtime semantics under libcudart.so.13, observed by real
+// nvcc-built programs against a model_host of their own.  Pending work is
+// observed deterministically: the programs hold a stream with a host
+// function waiting on a gate they open later (programs/gate.h), so what
+// must be "not ready" cannot have run yet, whatever the timing.
+#include "build_paths.h"  // qgpu_paths() in CMakeLists.txt
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "process.h"
+
+namespace fs = std::filesystem;
+using qgpu::test::run;
+
+namespace {
+
+class Daemon {
+ public:
+  Daemon() {
+    std::string t = (fs::temp_directory_path() / "qgpu-runtime-test-XXXXXX").string();
+    dir = mkdtemp(t.data());
+    endpoint = "ipc://" + (dir / "model_host.sock").string();
+    pid = qgpu::test::start({QGPU_MODEL_HOST_BIN, "--endpoint", endpoint, "--log", (dir / "model_host.log").string(),
+                             "--client-timeout-ms", "3000"},
+                            {});
+    for (int i = 0; i < 200 && !fs::exists(dir / "model_host.sock"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ~Daemon() {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+    fs::remove_all(dir);
+  }
+  std::map<std::string, std::string> env() const { return {{"LD_PRELOAD", QGPU_CUDART_LIB}, {"QGPU_DAEMON", endpoint}}; }
+  fs::path dir;
+  std::string endpoint;
+  pid_t pid = -1;
+};
+
+// The program's "<case> <rest of line>" lines.
+std::map<std::string, std::string> cases(const std::string& out) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    size_t sp = line.find(' ');
+    if (sp != std::string::npos) m[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  return m;
+}
+
+std::map<std::string, std::string> run_program(const std::string& name, qgpu::test::Result* result = nullptr) {
+  Daemon d;
+  auto r = run({std::string(QGPU_TEST_PROGRAMS) + "/" + name}, d.env(), 120);
+  EXPECT_FALSE(r.timed_out) << name << " hung\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
+  EXPECT_EQ(r.status, 0) << name << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
+  if (result) *result = r;
+  return cases(r.out);
+}
+
+}  // namespace
+
+TEST(Runtime, StreamsEventsAndCallbacks) {
+  qgpu::test::Result r;
+  auto m = run_program("streams", &r);
+  SCOPED_TRACE(r.out + r.err);
+  // A launch behind a closed gate returned, and its work is pending.
+  EXPECT_EQ(m["gated_launch"], "cudaSuccess");
+  EXPECT_EQ(m["gated_stream_query"], "cudaErrorNotReady");
+  EXPECT_EQ(m["gated_event_query"], "cudaErrorNotReady");
+  EXPECT_EQ(m["gated_elapsed"], "cudaErrorNotReady");
+  EXPECT_EQ(m["not_ready_is_not_an_error"], "cudaSuccess");
+  EXPECT_EQ(m["event_sync"], "cudaSuccess");
+  EXPECT_EQ(m["event_query_after"], "cudaSuccess");
+  EXPECT_EQ(m["stream_query_after"], "cudaSuccess");
+  EXPECT_EQ(m["gated_value"], "7");
+  EXPECT_EQ(m["stream_order"], "1");
+  // The legacy default stream and blocking streams wait for each other...
+  EXPECT_EQ(m["legacy_waits_for_blocking"], "cudaErrorNotReady");
+  EXPECT_EQ(m["legacy_sync"], "cudaSuccess");
+  EXPECT_EQ(m["legacy_value"], "5");
+  EXPECT_EQ(m["blocking_waits_for_legacy"], "cudaErrorNotReady");
+  EXPECT_EQ(m["blocking_sync"], "cudaSuccess");
+  EXPECT_EQ(m["blocking_value"], "6");
+  // ... a non-blocking stream does not.
+  EXPECT_EQ(m["legacy_ignores_nonblocking"], "cudaSuccess");
+  EXPECT_EQ(m["legacy_value_beside_nonblocking"], "8");
+  EXPECT_EQ(m["nonblocking_still_gated"], "cudaErrorNotReady");
+  EXPECT_EQ(m["nonblocking_sync"], "cudaSuccess");
+  EXPECT_EQ(m["nonblocking_flags"], std::to_string(1));  // cudaStreamNonBlocking
+  // cudaStreamWaitEvent orders one stream after a point of another.
+  EXPECT_EQ(m["wait_event_pending"], "cudaErrorNotReady");
+  EXPECT_EQ(m["wait_event_sync"], "cudaSuccess");
+  EXPECT_EQ(m["wait_event_value"], "11");
+  EXPECT_EQ(m["elapsed_without_timing"], "cudaErrorInvalidResourceHandle");
+  // Callbacks: on a runtime thread, after the work before them.
+  EXPECT_EQ(m["callback_on_caller_thread"], "0");
+  EXPECT_EQ(m["callback_status"], "cudaSuccess");
+  EXPECT_EQ(m["callback_saw"], "42");
+  // Events time the device's work, not the host's waiting.
+  EXPECT_EQ(m["elapsed_positive"], "1");
+  EXPECT_EQ(m["elapsed_adds_up"], "1");
+  EXPECT_EQ(m["elapsed_host_wait_status"], "cudaSuccess");
+  EXPECT_EQ(m["elapsed_host_wait_ms"], "0");
+  EXPECT_EQ(m["poll_sequence_legal"], "1");
+  EXPECT_EQ(m["final_sync"], "cudaSuccess");
+  EXPECT_EQ(m.count("done"), 0u);  // "done" has no value
+  EXPECT_NE(r.out.find("\ndone\n"), std::string::npos);
+}
+
+TEST(Runtime, CallbacksFromEightThreads) {
+  auto m = run_program("threads");
+  EXPECT_EQ(m["threads_failed"], "0");
+  EXPECT_EQ(m["callbacks_good"], "80");  // 8 threads x 10 iterations
+  EXPECT_EQ(m["callbacks_wrong_order"], "0");
+  EXPECT_EQ(m["callbacks_wrong_values"], "0");
+  EXPECT_EQ(m["callbacks_on_caller_thread"], "0");
+  EXPECT_EQ(m["callbacks_bad_status"], "0");
+  EXPECT_EQ(m["final_sync"], "cudaSuccess");
+}
+
+TEST(Runtime, ErrorsOfAsynchronousWork) {
+  qgpu::test::Result r;
+  auto m = run_program("errors_async", &r);
+  SCOPED_TRACE(r.out + r.err);
+  EXPECT_EQ(m["config_launch"], "cudaErrorInvalidConfiguration");
+  EXPECT_EQ(m["config_cleared"], "cudaSuccess");
+  EXPECT_EQ(m["config_sync"], "cudaSuccess");
+  EXPECT_EQ(m["async_copy_call"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["async_copy_last_error"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["async_copy_sync"], "cudaSuccess");
+  EXPECT_EQ(m["memset_async_past_end"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["memset_unallocated"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["memset"], "cudaSuccess");
+  EXPECT_EQ(m["memset_value"], "abababab");
+  EXPECT_EQ(m["after_async_copy"], "cudaSuccess");
+  EXPECT_EQ(m["assert_launch"], "cudaSuccess");
+  EXPECT_EQ(m["assert_query_gated"], "cudaErrorNotReady");
+  EXPECT_EQ(m["callback_status_after_assert"], "cudaErrorAssert");
+  EXPECT_EQ(m["host_func_after_assert_called"], "0");
+  for (const char* k : {"assert_sync", "assert_query", "assert_malloc", "assert_last", "assert_last_again",
+                        "assert_device_sync"})
+    EXPECT_EQ(m[k], "cudaErrorAssert") << k;
+  EXPECT_NE(r.err.find("runs past the end of the allocation"), std::string::npos);
+  EXPECT_NE(r.err.find("not inside any live allocation"), std::string::npos);
+}
+
+TEST(Runtime, PerThreadDefaultStreams) {
+  auto m = run_program("per_thread");
+  EXPECT_EQ(m["other_thread_sync"], "cudaSuccess");
+  EXPECT_EQ(m["held_thread_pending"], "cudaErrorNotReady");
+  EXPECT_EQ(m["main_stream_idle"], "cudaSuccess");
+  EXPECT_EQ(m["held_thread_sync"], "cudaSuccess");
+  EXPECT_EQ(m["values"], "12");
+}
+
+TEST(Runtime, ManagedAndMappedMemory) {
+  qgpu::test::Result r;
+  auto m = run_program("managed", &r);
+  SCOPED_TRACE(r.out + r.err);
+  EXPECT_EQ(m["managed_memory"], "1");
+  EXPECT_EQ(m["concurrent_managed_access"], "0");
+  EXPECT_EQ(m["pageable_memory_access"], "0");
+  EXPECT_EQ(m["can_map_host_memory"], "1");
+  EXPECT_EQ(m["malloc_managed"], "cudaSuccess");
+  EXPECT_EQ(m["managed_after_kernel"], "1");
+  EXPECT_EQ(m["managed_two_kernels"], "1");
+  EXPECT_EQ(m["managed_copies"], "1");
+  EXPECT_EQ(m["managed_pages"], "1");
+  EXPECT_EQ(m["prefetch_managed"], "cudaSuccess");
+  EXPECT_EQ(m["prefetch_unmanaged"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["managed_var_initial"], "5");
+  EXPECT_EQ(m["managed_var_after_kernel"], "15");
+  EXPECT_EQ(m["managed_var_after_host_write"], "30");
+  EXPECT_EQ(m["host_alloc_mapped"], "cudaSuccess");
+  EXPECT_EQ(m["mapped_device_pointer"], "cudaSuccess");
+  EXPECT_EQ(m["mapped_same_pointer"], "1");
+  EXPECT_EQ(m["mapped_after_kernel"], "1");
+  EXPECT_EQ(m["host_register"], "cudaSuccess");
+  EXPECT_EQ(m["registered_device_pointer"], "cudaSuccess");
+  EXPECT_EQ(m["registered_after_kernel"], "1");
+  EXPECT_EQ(m["unmapped_device_pointer"], "cudaErrorInvalidValue");
+  // cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed; device -2: none.
+  EXPECT_EQ(m["attr_device"], "cudaSuccess type=2 device=0 dev=same host=null");
+  EXPECT_EQ(m["attr_device_interior"], "cudaSuccess type=2 device=0 dev=same host=null");
+  EXPECT_EQ(m["attr_managed"], "cudaSuccess type=3 device=0 dev=same host=same");
+  EXPECT_EQ(m["attr_managed_var"], "cudaSuccess type=3 device=0 dev=same host=same");
+  EXPECT_EQ(m["attr_pinned"], "cudaSuccess type=1 device=0 dev=null host=same");
+  EXPECT_EQ(m["attr_mapped"], "cudaSuccess type=1 device=0 dev=same host=same");
+  EXPECT_EQ(m["attr_registered"], "cudaSuccess type=1 device=0 dev=other host=same");
+  EXPECT_EQ(m["attr_registered_device"], "cudaSuccess type=1 device=0 dev=same host=other");
+  EXPECT_EQ(m["attr_unregistered"], "cudaSuccess type=0 device=-2 dev=null host=same");
+  for (const char* k : {"host_unregister", "free_host_mapped", "free_host", "free_managed", "final_sync"})
+    EXPECT_EQ(m[k], "cudaSuccess") << k;
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# run_interpreter.sh QGPU PROGRAM
+# Runs one interpreter-only sample under the shim on the interpreter backend:
+# it must exit 0 and its last line must be PASSED.
+set -u
+qgpu=$1 program=$2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$qgpu" run --backend interpreter -- "$program" >"$out" 2>&1
+rc=$?
+cat "$out"
+if [ $rc -ne 0 ] || [ "$(tail -n 1 "$out")" != PASSED ]; then
+  echo "run_interpreter: $(basename "$program"): exit $rc, last line '$(tail -n 1 "$out")'"
+  exit 1
+fi
