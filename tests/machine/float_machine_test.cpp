@@ -453,7 +453,7 @@ TEST(FloatMachine, Binary64BitForBit) {  // random operands (the generator tests
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
   for (const char* body : {"  lg2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
-                           "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  fma.rn.f64 %fd1, %fd1, %fd1, %fd1;\n"
+                           "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  div.rn.f64 %fd1, %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;"}) {
     ModuleImage img = load_module(kernel(body), p);
     try {
