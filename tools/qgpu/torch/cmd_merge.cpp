@@ -76,7 +76,8 @@ int run_text_kl(const TextKlArgs& a) {
   std::cerr << "qgpu text-kl: base logits (" << seconds_since(t0) << " s)\n";
   cli::CircuitModel circuit = cli::load_circuit(a.circuit);
   chat::Merged m = chat::merge(base, std::move(circuit.checkpoint), std::move(circuit.layout));
-  std::cout << m.report.text();
+  std::cout << m.report.text() << std::flush;
+  base = {};  // only the merged model from here on
   std::vector<torch::Tensor> got;
   {
     qwen::Model mm(m.model.text, qwen::Exec::Sparse);
