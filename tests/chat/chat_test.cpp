@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "model_host/chat/chat.h"
@@ -91,6 +92,10 @@ TEST(TextIntact, TrainedLikeBaseKlIsZero) {
   EXPECT_TRUE(kl.identical);
   EXPECT_EQ(kl.kl_mean, 0.0);
   EXPECT_LE(kl.kl_max, 1e-6);
+  // The ids past the base's (reserved rows and circuit tokens) held down by the sink.
+  EXPECT_GT(w.report.sink_dims, 0);
+  EXPECT_LE(kl.circuit_mass_max, 1e-6);
+  EXPECT_LE(kl.kl_full_max, 1e-6);
 }
 
 TEST(ChatNormal, ExpressionInAScriptedReplyRunsAKernelOnTheModel) {
@@ -116,6 +121,45 @@ TEST(ChatNormal, ExpressionInAScriptedReplyRunsAKernelOnTheModel) {
   // model reads it exactly as the base does: the runs left no trace in it.
   for (int64_t id : s.tokens()) EXPECT_LT(id, kBaseVocab);
   expect_text_intact(s.tokens());
+}
+
+// A backend that runs the launch on the model and then corrupts global
+// memory (every word + 1): the harness must score the item as failed.
+class WrongResults : public engine::Backend {
+ public:
+  explicit WrongResults(std::shared_ptr<engine::Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "wrong-results"; }
+  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
+    engine::LaunchResult r = inner_->launch(req, mem);
+    for (size_t i = 0; i + 4 <= mem.bytes.size(); i += 4) {
+      int32_t v;
+      std::memcpy(&v, mem.bytes.data() + i, 4);
+      ++v;
+      std::memcpy(mem.bytes.data() + i, &v, 4);
+    }
+    return r;
+  }
+
+ private:
+  std::shared_ptr<engine::Backend> inner_;
+};
+
+TEST(ChatNormal, AWrongKernelResultFailsTheItem) {
+  World& w = World::get();
+  gpu::ModelOptions o;
+  auto real = std::shared_ptr<engine::Backend>(gpu::make_model_backend(w.merged, w.layout, o));
+  const std::string question = "What is 12 times 34?", reference = "Let me compute it: 12 * 34 =. So 408 it is.";
+  for (bool wrong : {false, true}) {
+    auto gpu = std::make_shared<chat::InnerGpu>(wrong ? std::make_shared<WrongResults>(real) : real);
+    chat::ChatSession s(w.merged, w.tok, gpu, brief(chat::Mode::Normal));
+    chat::ScriptedSource src(w.tok, {reference});
+    chat::Reply r = s.ask(question, src);
+    ASSERT_EQ(r.kernel_runs, 1);
+    EXPECT_EQ(r.text, wrong ? "Let me compute it: 12 * 34 = 409. So 408 it is." : "Let me compute it: 12 * 34 = 408. So 408 it is.");
+    // The reply holds 408 either way (the script wrote it); only the kernel's result counts.
+    EXPECT_TRUE(chat::contains_answer(r.text, "408"));
+    EXPECT_EQ(chat::normal_item_passes(r, "408"), !wrong);
+  }
 }
 
 TEST(ChatNormal, ElementwiseExpression) {
