@@ -7,12 +7,17 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "model_host/chat/chat.h"
 #include "model_host/chat/merge.h"
 #include "model_host/chat/text_kl.h"
 #include "model_host/gpu/backend.h"
 #include "model_host/gpu/build_model.h"
+#include "model_host/gpu/vocab.h"
 
 namespace {
 
@@ -28,6 +33,7 @@ struct World {
   gpu::Layout layout;
   chat::MergeReport report;
   qwen::Tokenizer tok;
+  std::string merged_tokenizer_path;  // the byte tokenizer with the merge's circuit token names
 
   static World& get() {
     static World w = make();
@@ -50,6 +56,11 @@ struct World {
     const fs::path tj = fs::temp_directory_path() / ("qgpu_chat_test_tokenizer_" + std::to_string(::getpid()) + ".json");
     chat::write_byte_tokenizer(tj.string());
     w.tok = qwen::Tokenizer::load(tj.string());
+    w.merged_tokenizer_path = (fs::temp_directory_path() / ("qgpu_chat_test_merged_tokenizer_" + std::to_string(::getpid()) + ".json")).string();
+    {
+      std::ifstream in(tj);
+      std::ofstream(w.merged_tokenizer_path) << chat::merged_tokenizer(m, nlohmann::json::parse(in)).dump();
+    }
     fs::remove(tj);
     return w;
   }
@@ -160,6 +171,40 @@ TEST(ChatNormal, AWrongKernelResultFailsTheItem) {
     EXPECT_TRUE(chat::contains_answer(r.text, "408"));
     EXPECT_EQ(chat::normal_item_passes(r, "408"), !wrong);
   }
+}
+
+// A kernel's trace as the merged model wrote it, decoded by qgpu's tokenizer
+// from the merged tokenizer.json: every circuit id is its readable name.
+TEST(ChatNormal, KernelTraceDecodesToReadableNames) {
+  World& w = World::get();
+  const qwen::Tokenizer tok = qwen::Tokenizer::load(w.merged_tokenizer_path);
+  EXPECT_EQ(tok.text_vocab_size(), 259);  // the byte tokenizer's ids; the circuit's are not text
+  EXPECT_EQ(tok.vocab_size(), gpu::kTokenBase + gpu::circuit_token_count());
+  const fs::path dump = fs::temp_directory_path() / ("qgpu_chat_test_dump_" + std::to_string(::getpid()));
+  gpu::ModelOptions o;
+  o.dump_tokens = dump.string();
+  chat::InnerGpu inner(std::shared_ptr<engine::Backend>(gpu::make_model_backend(w.merged, w.layout, o)));
+  chat::KernelResult r = inner.evaluate(*chat::parse_expression("sum([3, 4])"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.values.at(0), 7);
+  std::string line;
+  std::getline(std::ifstream(dump), line);
+  fs::remove(dump);
+  std::vector<int64_t> generated;
+  {
+    std::istringstream in(line.substr(line.find('|') + 1));
+    for (int64_t id; in >> id;) generated.push_back(id);
+  }
+  ASSERT_FALSE(generated.empty());
+  std::string names;
+  for (int64_t id : generated) names += "<|qgpu:" + gpu::token_name(id) + "|>";
+  const std::string decoded = tok.decode(generated);
+  EXPECT_EQ(decoded, names);
+  EXPECT_NE(decoded.find("<|qgpu:EXEC("), std::string::npos) << decoded.substr(0, 200);
+  const std::string end = "<|qgpu:END|>";
+  EXPECT_EQ(decoded.compare(decoded.size() - end.size(), end.size(), end), 0) << "the trace ends with END";
+  EXPECT_EQ(tok.encode(decoded), generated);  // and back: each name is its added token
+  std::cout << "trace of sum([3, 4]): " << generated.size() << " tokens: " << decoded.substr(0, 300) << "...\n";
 }
 
 TEST(ChatNormal, ElementwiseExpression) {
