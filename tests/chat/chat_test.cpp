@@ -103,8 +103,8 @@ TEST(TextIntact, TrainedLikeBaseKlIsZero) {
   EXPECT_TRUE(kl.identical);
   EXPECT_EQ(kl.kl_mean, 0.0);
   EXPECT_LE(kl.kl_max, 1e-6);
-  // The ids past the base's (reserved rows and circuit tokens) held down by the sink.
-  EXPECT_GT(w.report.sink_dims, 0);
+  // The ids past the base's (reserved rows and circuit tokens) take next to nothing
+  // (this thinned base's final states leave the sink out: its logits are spread enough).
   EXPECT_LE(kl.circuit_mass_max, 1e-6);
   EXPECT_LE(kl.kl_full_max, 1e-6);
 }

@@ -92,11 +92,16 @@ int run_text_kl(const TextKlArgs& a) {
     // The merged LM head's rows past the base's times the base's final states
     // (what the merged model's head reads at a text position, the muting
     // being exact); the base's own logits for the base ids.
-    const torch::Tensor& head = m.model.text.tensors.at("lm_head.weight");
-    const torch::Tensor rest = head.is_sparse() ? head.to_dense().narrow(0, Vb, head.size(0) - Vb)
-                                                : head.narrow(0, Vb, head.size(0) - Vb);
-    for (size_t i = 0; i < seqs.size(); ++i)
-      got.push_back(torch::cat({ref[i], finals[i].matmul(rest.t())}, 1));
+    torch::Tensor head = m.model.text.tensors.at("lm_head.weight");
+    m.model.text.tensors.clear();  // only the head from here on
+    if (head.is_sparse()) head = head.to_dense();
+    const int64_t V = head.size(0);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      std::vector<torch::Tensor> parts{ref[i]};
+      for (int64_t r = Vb; r < V; r += 65536)
+        parts.push_back(finals[i].matmul(head.narrow(0, r, std::min<int64_t>(65536, V - r)).t()));
+      got.push_back(torch::cat(parts, 1));
+    }
     std::cout << "(--head-only: logits past the base's from the merged LM head and the base's final states; the "
                  "merged model was not run)\n";
   } else {
