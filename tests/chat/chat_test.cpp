@@ -140,6 +140,7 @@ class WrongResults : public engine::Backend {
  public:
   explicit WrongResults(std::shared_ptr<engine::Backend> inner) : inner_(std::move(inner)) {}
   std::string name() const override { return "wrong-results"; }
+  engine::DeviceSpec device() const override { return inner_->device(); }
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
     engine::LaunchResult r = inner_->launch(req, mem);
     for (size_t i = 0; i + 4 <= mem.bytes.size(); i += 4) {
