@@ -12,7 +12,7 @@
 #include <zmq.hpp>
 
 #include "model_host/daemon/allocator.h"
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "qgpu/protocol.h"
 
 namespace qgpu::daemon {
@@ -21,12 +21,12 @@ namespace qgpu::daemon {
 // a time), the device it declares (what sessions enforce) and that device as
 // reported to clients, and the totals.
 struct Device {
-  engine::Backend* backend = nullptr;
+  launch::Backend* backend = nullptr;
   std::mutex run_mutex;                 // serialises launches on the backend
-  engine::DeviceSpec spec;
+  launch::DeviceSpec spec;
   proto::DeviceInfo info;
   // Sets `backend`, `spec` and `info` from the backend's device.
-  void describe(engine::Backend* b);
+  void describe(launch::Backend* b);
   std::mutex stats_mutex;
   proto::LaunchCounters totals;
 };
@@ -53,7 +53,7 @@ class Session {
  private:
   struct Module {
     std::string ptx;
-    engine::ModuleInfo info;
+    launch::ModuleInfo info;
     std::map<std::string, uint64_t> symbols;  // module variables -> device address
     bool calls_malloc = false;                // declares device malloc
   };
@@ -83,7 +83,7 @@ class Session {
   uint64_t id_;
   Device& device_;
   std::string client_;
-  engine::GlobalMemory mem_;
+  launch::GlobalMemory mem_;
   Allocator alloc_;
   std::map<uint32_t, Module> modules_;
   uint32_t next_module_ = 1;

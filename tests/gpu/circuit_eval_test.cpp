@@ -10,9 +10,9 @@
 #include "model_host/circuit/evaluator.h"
 #include "model_host/qwen/model.h"
 #include "model_host/gpu/circuit.h"
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/trace.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/trace.h"
+#include "model_host/tokens/vocab.h"
 #include "programs.h"
 
 namespace qgpu::gpu {
@@ -95,7 +95,7 @@ const Compiled& compiled() {
 // trace: every generated token must be the trace's, and the memory read back
 // from the GDN state must be the interpreter's.  Returns the tokens checked.
 size_t run_model(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
-                 const engine::GlobalMemory& global) {
+                 const launch::GlobalMemory& global) {
   const Compiled& c = compiled();
   qwen::State st = c.model.new_state();
   std::vector<int64_t> prompt = encode_prompt(prog, threads, ctas, params, global);
@@ -126,7 +126,7 @@ size_t run_model(const machine::Program& prog, uint32_t threads, uint32_t ctas, 
 
 // Feeds prompt and trace; returns the number of generated tokens checked.
 size_t lockstep(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
-                const engine::GlobalMemory& global) {
+                const launch::GlobalMemory& global) {
   circuit::Evaluator ev(machine());
   std::vector<int> vals;
   for (int64_t id : encode_prompt(prog, threads, ctas, params, global)) vals = ev.step(int(id - kTokenBase));
@@ -150,7 +150,7 @@ size_t lockstep(const machine::Program& prog, uint32_t threads, uint32_t ctas, c
 
 // The evaluator and the compiled model on the same launch.
 size_t both(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
-            const engine::GlobalMemory& global) {
+            const launch::GlobalMemory& global) {
   const size_t n = lockstep(prog, threads, ctas, params, global);
   EXPECT_EQ(run_model(prog, threads, ctas, params, global), n);
   return n;
@@ -226,7 +226,7 @@ TEST(GpuCircuitEval, MemorySpacesAndParameters) {
   std::vector<uint8_t> params(8, 0);
   set_word(params, 0, kBase + 64);
   set_word(params, 1, 0xdeadbeef);
-  engine::GlobalMemory g = global_memory();
+  launch::GlobalMemory g = global_memory();
   set_word(g.bytes, 16, 0x00c0ffee);
   machine::Program prog = program({
       blk(ld(Space::Param, 1, r(0), k(0)), jmp(1)),          // B0: pointer

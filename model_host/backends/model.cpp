@@ -1,4 +1,5 @@
-#include "model_host/gpu/backend.h"
+#include "model_host/launch/errors.h"
+#include "model_host/backends/model.h"
 
 #include <chrono>
 #include <cstring>
@@ -6,27 +7,22 @@
 #include <optional>
 #include <stdexcept>
 
-#include "model_host/engine/backends.h"
+#include "model_host/backends/registry.h"
 #include "model_host/gpu/build_model.h"
 #include "model_host/machine/api.h"
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/trace.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/trace.h"
+#include "model_host/tokens/vocab.h"
 #include "model_host/machine/lower.h"
 #include "model_host/machine/printf.h"
 #include "model_host/ptx/parse.h"
 #include "model_host/qwen/model.h"
 
-namespace qgpu::gpu {
+namespace qgpu::backends {
+using namespace qgpu::gpu;
 namespace {
 
 // cudaError_t values (driver_types.h).
-constexpr int kErrInvalidValue = 1;
-constexpr int kErrIllegalAddress = 700;
-constexpr int kErrLaunchTimeout = 702;
-constexpr int kErrMisaligned = 716;
-constexpr int kErrNotSupported = 801;
-constexpr int kErrUnknown = 999;
 
 std::string hex_word(uint32_t v) {
   char b[16];
@@ -128,7 +124,7 @@ struct Decoded {
   std::optional<LaunchFailure> failure;
 };
 
-class ModelBackend : public engine::Backend {
+class ModelBackend : public launch::Backend {
  public:
   ModelBackend(LoadedModel loaded, ModelOptions opts)
       : ModelBackend(make_model(loaded.checkpoint, opts), std::move(loaded.layout), std::move(opts)) {}
@@ -143,11 +139,11 @@ class ModelBackend : public engine::Backend {
 
   std::string name() const override { return "model"; }
   // The device the compiled checkpoint holds (machine::model_params()).
-  engine::DeviceSpec device() const override { return machine::model_device(); }
+  launch::DeviceSpec device() const override { return machine::model_device(); }
 
-  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
+  launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override {
     const auto t0 = std::chrono::steady_clock::now();
-    engine::LaunchResult res;
+    launch::LaunchResult res;
     try {
       run(req, mem, res);
     } catch (const LaunchFailure& f) {
@@ -160,7 +156,7 @@ class ModelBackend : public engine::Backend {
 
  private:
   // One launch; throws LaunchFailure.
-  void run(const engine::LaunchRequest& req, engine::GlobalMemory& mem, engine::LaunchResult& res) const {
+  void run(const launch::LaunchRequest& req, launch::GlobalMemory& mem, launch::LaunchResult& res) const {
     machine::Program prog;
     try {
       prog = lower_for_model(req);
@@ -171,13 +167,13 @@ class ModelBackend : public engine::Backend {
     try {
       prompt = encode_prompt(prog, prog.threads, prog.ctas, req.params, mem);
     } catch (const std::invalid_argument& e) {
-      throw LaunchFailure{kErrInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what()};
+      throw LaunchFailure{launch::kInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what()};
     }
     std::optional<TraceOracle> oracle;
     try {
       if (opts_.check) oracle.emplace(prog, prog.threads, prog.ctas, req.params, mem);
     } catch (const std::invalid_argument& e) {
-      throw LaunchFailure{kErrNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
+      throw LaunchFailure{launch::kNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
     }
 
     Decoded d = decode(prompt, oracle ? &*oracle : nullptr, prog);
@@ -189,7 +185,7 @@ class ModelBackend : public engine::Backend {
     // Memory as the model left it, after END and after a timeout (as a real
     // GPU's partial writes stay); a divergent or garbled trace leaves the
     // client's memory untouched.
-    if (d.failure && d.failure->error != kErrLaunchTimeout) throw *d.failure;
+    if (d.failure && d.failure->error != launch::kLaunchTimeout) throw *d.failure;
     read_back(d.state, req.kernel, mem, res, d.failure ? nullptr : oracle ? &*oracle : nullptr);
     if (d.failure) throw *d.failure;
 
@@ -200,7 +196,7 @@ class ModelBackend : public engine::Backend {
                                                   std::to_string(last->payload) + " in " + d.pos.describe(prog)};
     if (last && last->kind == Kind::FAULT) {
       const bool misaligned = last->payload == uint32_t(Fault::Misaligned);
-      throw LaunchFailure{misaligned ? kErrMisaligned : kErrIllegalAddress,
+      throw LaunchFailure{misaligned ? launch::kMisalignedAddress : launch::kIllegalAddress,
                           std::string(misaligned ? "misaligned" : "out-of-range") + " memory access by kernel " +
                               req.kernel + " in " + d.pos.describe(prog)};
     }
@@ -217,7 +213,7 @@ class ModelBackend : public engine::Backend {
       if (oracle) {
         const int64_t expected = oracle->next();
         if (token != expected) {
-          d.failure = LaunchFailure{kErrUnknown, "--check: the model diverged from the reference interpreter at generated token " +
+          d.failure = LaunchFailure{launch::kUnknown, "--check: the model diverged from the reference interpreter at generated token " +
                                                      std::to_string(at) + " (sequence position " +
                                                      std::to_string(prompt.size() + at) + "): expected " +
                                                      token_name(expected) + ", the model wrote " + token_name(token) +
@@ -226,14 +222,14 @@ class ModelBackend : public engine::Backend {
         }
       }
       if (!decode_token(token)) {
-        d.failure = LaunchFailure{kErrUnknown, "the model wrote token id " + std::to_string(token) +
+        d.failure = LaunchFailure{launch::kUnknown, "the model wrote token id " + std::to_string(token) +
                                                    ", outside the circuit vocabulary, at generated token " +
                                                    std::to_string(at) + " (" + d.pos.describe(prog) + ")"};
         return d;
       }
       if (token == end_) return d;
       if (d.generated.size() >= opts_.max_tokens) {
-        d.failure = LaunchFailure{kErrLaunchTimeout, "kernel " + prog.kernel + " ran " +
+        d.failure = LaunchFailure{launch::kLaunchTimeout, "kernel " + prog.kernel + " ran " +
                                                          std::to_string(d.generated.size()) +
                                                          " generated tokens without END (the limit is " +
                                                          std::to_string(opts_.max_tokens) + ")"};
@@ -258,8 +254,8 @@ class ModelBackend : public engine::Backend {
   // Global memory and the printf space from the model's state into the
   // client's image and the launch's printf output; with an oracle, both must
   // equal the reference interpreter's.
-  void read_back(const qwen::State& state, const std::string& kernel, engine::GlobalMemory& mem,
-                 engine::LaunchResult& res, const TraceOracle* oracle) const {
+  void read_back(const qwen::State& state, const std::string& kernel, launch::GlobalMemory& mem,
+                 launch::LaunchResult& res, const TraceOracle* oracle) const {
     std::vector<uint8_t> print;
     try {
       const auto global = read_words(layout_, *model_, state, "global", uint32_t(mem.bytes.size() / 4));
@@ -267,20 +263,20 @@ class ModelBackend : public engine::Backend {
       print = to_bytes(read_words(layout_, *model_, state, "print", machine::model_params().print_bytes / 4));
       res.printf_output = machine::format_prints(print, mem);
     } catch (const std::exception& e) {
-      throw LaunchFailure{kErrUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
+      throw LaunchFailure{launch::kUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
     }
     if (!oracle) return;
     std::string diff = first_difference("global memory", mem.base, mem.bytes.vector(), oracle->memory().bytes.vector());
     if (diff.empty()) diff = first_difference("printf space", 0, print, oracle->print_buffer());
     if (!diff.empty())
-      throw LaunchFailure{kErrUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};
+      throw LaunchFailure{launch::kUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};
   }
 
   void dump(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) const {
     try {
       append_dump(opts_.dump_tokens, prompt, generated);
     } catch (const std::runtime_error& e) {
-      throw LaunchFailure{kErrUnknown, e.what()};
+      throw LaunchFailure{launch::kUnknown, e.what()};
     }
   }
 
@@ -292,7 +288,7 @@ class ModelBackend : public engine::Backend {
 
 }  // namespace
 
-std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
+std::unique_ptr<launch::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
   LoadedModel loaded = load_model(dir, qwen::Storage::Sparse);
   for (const std::string& spec : options.perturb) {
     const Perturbation p = parse_perturbation(spec);
@@ -309,20 +305,20 @@ std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, cons
   return std::make_unique<ModelBackend>(std::move(loaded), options);
 }
 
-std::unique_ptr<engine::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, Layout layout,
+std::unique_ptr<launch::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, gpu::Layout layout,
                                                     const ModelOptions& options) {
   return std::make_unique<ModelBackend>(std::move(model), std::move(layout), options);
 }
 
-}  // namespace qgpu::gpu
+}  // namespace qgpu::backends
 
-// The model backend as engine::make_backend loads it (model_host/engine/backends.cpp):
+// The model backend as backends::make_backend loads it (model_host/backends/registry.cpp):
 // the model directory of `options`, or the model cache, built there on first use.
-extern "C" qgpu::engine::Backend* qgpu_make_model_backend(const qgpu::engine::BackendOptions& options) {
+extern "C" qgpu::launch::Backend* qgpu_make_model_backend(const qgpu::backends::BackendOptions& options) {
   std::string dir = options.model_dir;
   if (dir.empty()) {
     dir = qgpu::gpu::default_model_dir();
     qgpu::gpu::ensure_model(dir, options.progress);
   }
-  return qgpu::gpu::make_model_backend(dir, options.model).release();
+  return qgpu::backends::make_model_backend(dir, options.model).release();
 }
