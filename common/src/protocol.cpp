@@ -109,6 +109,7 @@ void encode(Writer& w, const DeviceInfo& d) {
   for (uint32_t v : d.max_block) w.u32(v);
   w.u32(d.param_bytes).u32(d.const_bytes).u32(d.local_bytes_per_thread);
   w.u64(d.printf_fifo_bytes).u64(d.heap_bytes).u32(d.limits_settable);
+  w.str(d.way_out);
 }
 
 DeviceInfo decode_device_info(Reader& r) {
@@ -133,6 +134,7 @@ DeviceInfo decode_device_info(Reader& r) {
   d.printf_fifo_bytes = r.u64("printf_fifo_bytes");
   d.heap_bytes = r.u64("heap_bytes");
   d.limits_settable = r.u32("limits_settable");
+  d.way_out = r.str("way_out");
   return d;
 }
 

@@ -68,6 +68,7 @@ void Device::describe(launch::Backend* b) {
   d.printf_fifo_bytes = spec.printf_fifo_bytes;
   d.heap_bytes = spec.heap_bytes;
   d.limits_settable = spec.limits_settable ? 1 : 0;
+  d.way_out = spec.larger;
 }
 
 Session::Session(uint64_t id, Device& device, std::string client)

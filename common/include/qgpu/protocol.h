@@ -126,6 +126,9 @@ struct DeviceInfo {
   uint32_t param_bytes = 0, const_bytes = 0, local_bytes_per_thread = 0;
   uint64_t printf_fifo_bytes = 0, heap_bytes = 0;  // the limits' values at start
   uint32_t limits_settable = 0;                    // 1: Limit may change them
+  // The way out a message about a launch beyond the device names (a larger
+  // device), empty when there is none.
+  std::string way_out;
 };
 void encode(Writer& w, const DeviceInfo& d);
 DeviceInfo decode_device_info(Reader& r);
