@@ -22,11 +22,12 @@ const char* type_name(Type t) {
     case Type::ScratchWrite: return "ScratchWrite";
     case Type::ScratchRead: return "ScratchRead";
     case Type::Stats: return "Stats";
+    case Type::ShmAttach: return "ShmAttach";
   }
   return "unknown";
 }
 
-bool known_type(uint16_t t) { return t >= uint16_t(Type::Hello) && t <= uint16_t(Type::Stats); }
+bool known_type(uint16_t t) { return t >= uint16_t(Type::Hello) && t <= uint16_t(Type::ShmAttach); }
 
 void encode_header(const Header& h, uint8_t out[kHeaderSize]) {
   std::memcpy(out + 0, &h.magic, 4);

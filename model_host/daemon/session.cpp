@@ -44,14 +44,33 @@ void Session::release_all() {
   std::fill(mem_.bytes.begin(), mem_.bytes.end(), 0);
 }
 
-Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* bulk) {
+namespace {
+
+// A read's bytes: into the shared chunk when there is one, else a reply frame.
+Reply read_reply(const uint8_t* src, uint64_t size, const Bulk& bulk) {
+  Reply out;
+  if (!bulk.out) {
+    out.bulk.emplace(src, size);
+  } else if (size > bulk.out_size) {
+    return Reply::error(cudaErrorInvalidValue, "model_host: a read of " + std::to_string(size) +
+                                                   " bytes does not fit the shared chunk of " + std::to_string(bulk.out_size));
+  } else {
+    std::memcpy(bulk.out, src, size);
+    out.bulk_out = size;
+  }
+  return out;
+}
+
+}  // namespace
+
+Reply Session::serve(proto::Type type, proto::Reader& r, const Bulk& bulk) {
   using proto::Type;
   try {
     switch (type) {
       case Type::Malloc: return malloc(r);
       case Type::Free: return free(r);
       case Type::Write: return write(r, bulk);
-      case Type::Read: return read(r);
+      case Type::Read: return read(r, bulk);
       case Type::Copy: return copy(r);
       case Type::Memset: return memset(r);
       case Type::MemInfo: return mem_info(r);
@@ -59,7 +78,7 @@ Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* b
       case Type::ModuleUnload: return module_unload(r);
       case Type::Launch: return launch(r);
       case Type::ScratchWrite: return scratch_write(r, bulk);
-      case Type::ScratchRead: return scratch_read(r);
+      case Type::ScratchRead: return scratch_read(r, bulk);
       case Type::Stats: return stats(r);
       default:
         return Reply::error(cudaErrorInvalidValue,
@@ -97,17 +116,17 @@ Reply Session::free(proto::Reader& r) {
   return {};
 }
 
-Reply Session::write(proto::Reader& r, const zmq::message_t* bulk) {
+Reply Session::write(proto::Reader& r, const Bulk& bulk) {
   uint64_t addr = r.u64("addr");
   r.finish("Write");
-  if (!bulk) return Reply::error(cudaErrorInvalidValue, "model_host: Write without a bulk frame");
-  std::string bad = alloc_.check_range(addr, bulk->size());
+  if (!bulk.in) return Reply::error(cudaErrorInvalidValue, "model_host: Write without a bulk frame");
+  std::string bad = alloc_.check_range(addr, bulk.in_size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy to device: " + bad);
-  std::memcpy(at(addr), bulk->data(), bulk->size());
+  std::memcpy(at(addr), bulk.in, bulk.in_size);
   return {};
 }
 
-Reply Session::read(proto::Reader& r) {
+Reply Session::read(proto::Reader& r, const Bulk& bulk) {
   uint64_t addr = r.u64("addr"), size = r.u64("size");
   r.finish("Read");
   if (size > proto::kMaxBulk)
@@ -115,9 +134,7 @@ Reply Session::read(proto::Reader& r) {
                                                    std::to_string(proto::kMaxBulk) + "-byte chunk limit");
   std::string bad = alloc_.check_range(addr, size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy from device: " + bad);
-  Reply out;
-  out.bulk.emplace(at(addr), size);
-  return out;
+  return read_reply(at(addr), size, bulk);
 }
 
 Reply Session::copy(proto::Reader& r) {
@@ -316,27 +333,25 @@ Reply Session::launch(proto::Reader& r) {
   return out;
 }
 
-Reply Session::scratch_write(proto::Reader& r, const zmq::message_t* bulk) {
+Reply Session::scratch_write(proto::Reader& r, const Bulk& bulk) {
   uint64_t off = r.u64("offset");
   r.finish("ScratchWrite");
-  if (!bulk) return Reply::error(cudaErrorInvalidValue, "model_host: ScratchWrite without a bulk frame");
-  if (off > proto::kMaxScratch || bulk->size() > proto::kMaxScratch - off)
+  if (!bulk.in) return Reply::error(cudaErrorInvalidValue, "model_host: ScratchWrite without a bulk frame");
+  if (off > proto::kMaxScratch || bulk.in_size > proto::kMaxScratch - off)
     return Reply::error(cudaErrorInvalidValue, "scratch buffer holds at most " + std::to_string(proto::kMaxScratch) + " bytes");
-  if (scratch_.size() < off + bulk->size()) scratch_.resize(off + bulk->size());
-  std::memcpy(scratch_.data() + off, bulk->data(), bulk->size());
+  if (scratch_.size() < off + bulk.in_size) scratch_.resize(off + bulk.in_size);
+  std::memcpy(scratch_.data() + off, bulk.in, bulk.in_size);
   return {};
 }
 
-Reply Session::scratch_read(proto::Reader& r) {
+Reply Session::scratch_read(proto::Reader& r, const Bulk& bulk) {
   uint64_t off = r.u64("offset"), size = r.u64("size");
   r.finish("ScratchRead");
   if (size > proto::kMaxBulk || off > scratch_.size() || size > scratch_.size() - off)
     return Reply::error(cudaErrorInvalidValue, "scratch read of " + std::to_string(size) + " bytes at " +
                                                    std::to_string(off) + " is outside the " +
                                                    std::to_string(scratch_.size()) + " bytes written");
-  Reply out;
-  out.bulk.emplace(scratch_.data() + off, size);
-  return out;
+  return read_reply(scratch_.data() + off, size, bulk);
 }
 
 Reply Session::stats(proto::Reader& r) {

@@ -31,7 +31,18 @@ struct Reply {
   int32_t status = 0;  // a cudaError_t value
   proto::Writer body;
   std::optional<zmq::message_t> bulk;
+  size_t bulk_out = 0;  // bytes a read placed in Bulk::out instead of `bulk`
   static Reply error(int32_t status, const std::string& message);
+};
+
+// A request's bulk bytes: a ZeroMQ frame, or a chunk of the shared-memory
+// segment (qgpu/shm.h), whose contents the client may change at any time:
+// they are only ever copied, never interpreted.
+struct Bulk {
+  const uint8_t* in = nullptr;  // Write, ScratchWrite: the bytes (nullptr: none came)
+  size_t in_size = 0;
+  uint8_t* out = nullptr;       // Read, ScratchRead: where the bytes go (nullptr: a reply frame)
+  size_t out_size = 0;
 };
 
 class Session {
@@ -40,7 +51,7 @@ class Session {
 
   // Serves one request (any type but Hello and Ping, which the server
   // answers itself).  Never throws: failures become error replies.
-  Reply serve(proto::Type type, proto::Reader& body, const zmq::message_t* bulk);
+  Reply serve(proto::Type type, proto::Reader& body, const Bulk& bulk);
 
   // Frees every allocation and module (the client said Bye or died).
   void release_all();
@@ -55,16 +66,16 @@ class Session {
 
   Reply malloc(proto::Reader& r);
   Reply free(proto::Reader& r);
-  Reply write(proto::Reader& r, const zmq::message_t* bulk);
-  Reply read(proto::Reader& r);
+  Reply write(proto::Reader& r, const Bulk& bulk);
+  Reply read(proto::Reader& r, const Bulk& bulk);
   Reply copy(proto::Reader& r);
   Reply memset(proto::Reader& r);
   Reply mem_info(proto::Reader& r);
   Reply module_load(proto::Reader& r);
   Reply module_unload(proto::Reader& r);
   Reply launch(proto::Reader& r);
-  Reply scratch_write(proto::Reader& r, const zmq::message_t* bulk);
-  Reply scratch_read(proto::Reader& r);
+  Reply scratch_write(proto::Reader& r, const Bulk& bulk);
+  Reply scratch_read(proto::Reader& r, const Bulk& bulk);
   Reply stats(proto::Reader& r);
 
   uint8_t* at(uint64_t addr) { return mem_.bytes.data() + (addr - mem_.base); }

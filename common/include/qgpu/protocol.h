@@ -43,6 +43,7 @@ enum class Type : uint16_t {
   ScratchWrite = 14, // u64 offset, bulk                    -> -
   ScratchRead = 15,  // u64 offset, u64 size                -> bulk
   Stats = 16,        // -                                   -> DaemonStats
+  ShmAttach = 17,    // -                                   -> u32 pid, i32 fd, u64 size (qgpu/shm.h)
 };
 const char* type_name(Type t);
 bool known_type(uint16_t t);
