@@ -633,6 +633,14 @@ bool Connection::shared_memory() const { return impl_->shm_base != nullptr; }
 
 void Connection::ping() { impl_->call(Type::Ping, proto::Writer()); }
 
+proto::LaunchProgress Connection::progress(bool shown, uint32_t wait_ms) {
+  proto::Writer w;
+  w.u32(shown ? 1 : 0).u32(wait_ms);
+  Reply r = impl_->call(Type::Progress, std::move(w));
+  proto::Reader rd(r.body.data(), r.body.size());
+  return proto::decode_launch_progress(rd);
+}
+
 proto::LaunchCounters Connection::daemon_stats() {
   Reply r = impl_->call(Type::Stats, proto::Writer());
   proto::Reader rd(r.body.data(), r.body.size());

@@ -80,6 +80,7 @@ Reply Session::serve(proto::Type type, proto::Reader& r, const Bulk& bulk) {
       case Type::ScratchWrite: return scratch_write(r, bulk);
       case Type::ScratchRead: return scratch_read(r, bulk);
       case Type::Stats: return stats(r);
+      case Type::Progress: return progress(r);
       default:
         return Reply::error(cudaErrorInvalidValue,
                             std::string("model_host: ") + proto::type_name(type) + " is not a session request");
@@ -294,12 +295,32 @@ Reply Session::launch(proto::Reader& r) {
   auto start = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> g(device_.run_mutex);
+    {
+      std::lock_guard<std::mutex> s(device_.stats_mutex);
+      device_.running.running = 1;
+      device_.running.launch += 1;
+      device_.running.kernel = a.kernel;
+      device_.running.ctas = ctas;
+      device_.running_since = std::chrono::steady_clock::now();
+      device_.live.generated_tokens = 0;
+      device_.live.cta = 0;
+      device_.progress_version += 1;
+      device_.progress_cv.notify_all();
+    }
+    req.progress = &device_.live;
     try {
       res = device_.backend->launch(req, mem_);
     } catch (const std::exception& e) {
       res.error = cudaErrorUnknown;
       res.message = std::string("the ") + device_.backend->name() + " backend failed: " + e.what();
     }
+    std::unique_lock<std::mutex> s(device_.stats_mutex);
+    device_.running.running = 0;
+    device_.progress_version += 1;
+    device_.progress_cv.notify_all();
+    auto now = std::chrono::steady_clock::now();
+    if (device_.line_shown && now - device_.watcher_seen < std::chrono::seconds(1))
+      device_.progress_cv.wait_for(s, std::chrono::milliseconds(250), [&] { return !device_.line_shown; });
   }
   // The backend's own time when it reports one: it leaves out waiting for
   // the device and for a model that is still loading.
@@ -352,6 +373,28 @@ Reply Session::scratch_read(proto::Reader& r, const Bulk& bulk) {
                                                    std::to_string(off) + " is outside the " +
                                                    std::to_string(scratch_.size()) + " bytes written");
   return read_reply(scratch_.data() + off, size, bulk);
+}
+
+Reply Session::progress(proto::Reader& r) {
+  uint32_t shown = r.u32("shown"), wait_ms = r.u32("wait_ms");
+  r.finish("Progress");
+  Reply out;
+  std::unique_lock<std::mutex> g(device_.stats_mutex);
+  device_.line_shown = shown != 0;
+  device_.watcher_seen = std::chrono::steady_clock::now();
+  device_.progress_cv.notify_all();
+  const uint64_t version = device_.progress_version;
+  device_.progress_cv.wait_for(g, std::chrono::milliseconds(std::min<uint32_t>(wait_ms, 1000)),
+                               [&] { return device_.progress_version != version || (shown && !device_.running.running); });
+  proto::LaunchProgress p = device_.running;
+  if (p.running) {
+    p.cta = device_.live.cta.load(std::memory_order_relaxed);
+    p.generated_tokens = device_.live.generated_tokens.load(std::memory_order_relaxed);
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - device_.running_since).count();
+  }
+  p.totals = device_.totals;
+  proto::encode(out.body, p);
+  return out;
 }
 
 Reply Session::stats(proto::Reader& r) {

@@ -3,6 +3,8 @@
 // a time, in order, on its own worker thread (see server.h).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -25,6 +27,18 @@ struct Device {
   proto::DeviceInfo info;
   std::mutex stats_mutex;
   proto::LaunchCounters totals;
+  // The running launch, for Progress requests (under stats_mutex, but
+  // `live`, which the backend updates as it goes).
+  proto::LaunchProgress running;
+  std::chrono::steady_clock::time_point running_since;
+  engine::LaunchProgress live;
+  // A watcher (qgpu run) that shows a progress line on the terminal the
+  // program writes to: a launch that ends waits (briefly) until the watcher
+  // has erased its line, so the program's next output never lands on it.
+  std::condition_variable progress_cv;  // launches starting and ending, watchers erasing
+  uint64_t progress_version = 0;        // bumped when a launch starts or ends
+  bool line_shown = false;
+  std::chrono::steady_clock::time_point watcher_seen;
 };
 
 struct Reply {
@@ -77,6 +91,7 @@ class Session {
   Reply scratch_write(proto::Reader& r, const Bulk& bulk);
   Reply scratch_read(proto::Reader& r, const Bulk& bulk);
   Reply stats(proto::Reader& r);
+  Reply progress(proto::Reader& r);
 
   uint8_t* at(uint64_t addr) { return mem_.bytes.data() + (addr - mem_.base); }
 

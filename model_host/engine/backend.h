@@ -8,6 +8,7 @@
 // that names what is missing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,13 @@ struct GlobalMemory {
   std::vector<uint8_t> bytes;
 };
 
+// How far a running launch has come, for progress displays: the backend
+// updates it as it goes, other threads read it (relaxed atomics).
+struct LaunchProgress {
+  std::atomic<uint64_t> generated_tokens{0};  // model backends
+  std::atomic<uint64_t> cta{0};               // 1 + the CTA running now; 0: not known
+};
+
 struct LaunchRequest {
   std::string ptx;                          // the whole PTX module text
   std::string kernel;                       // .entry name (mangled)
@@ -36,6 +44,7 @@ struct LaunchRequest {
   uint32_t dynamic_smem = 0;                // bytes of extern __shared__
   std::vector<uint8_t> params;              // packed as the .entry signature lays them out
   std::map<std::string, uint64_t> symbols;  // module globals -> device address
+  LaunchProgress* progress = nullptr;       // where to report progress (may be null)
 };
 
 struct LaunchStats {

@@ -177,7 +177,7 @@ class ModelBackend : public engine::Backend {
       throw LaunchFailure{kErrNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
     }
 
-    Decoded d = decode(prompt, oracle ? &*oracle : nullptr, prog);
+    Decoded d = decode(prompt, oracle ? &*oracle : nullptr, prog, req.progress);
     res.stats.prompt_tokens = prompt.size();
     res.stats.generated_tokens = d.generated.size();
     for (int64_t id : d.generated)
@@ -205,11 +205,16 @@ class ModelBackend : public engine::Backend {
 
   // Prefill, then the plain greedy loop: append the argmax, feed it back,
   // stop at END.  With an oracle, every token is compared as it comes.
-  Decoded decode(const std::vector<int64_t>& prompt, TraceOracle* oracle, const machine::Program& prog) const {
+  Decoded decode(const std::vector<int64_t>& prompt, TraceOracle* oracle, const machine::Program& prog,
+                 engine::LaunchProgress* progress) const {
     Decoded d{model_->new_state(), {}, {}, {}};
     for (int64_t token = prefill(d.state, prompt);; token = model_->step_argmax(d.state, token)) {
       d.generated.push_back(token);
       d.pos.see(token);
+      if (progress) {
+        progress->generated_tokens.store(d.generated.size(), std::memory_order_relaxed);
+        if (d.pos.cta) progress->cta.store(uint64_t(*d.pos.cta) + 1, std::memory_order_relaxed);
+      }
       const size_t at = d.generated.size() - 1;
       if (oracle) {
         const int64_t expected = oracle->next();

@@ -69,6 +69,13 @@ class Connection {
   // (ipc:// endpoints; $QGPU_SHM=0 keeps to ZeroMQ) rather than ZeroMQ.
   bool shared_memory() const;
   proto::LaunchCounters daemon_stats();
+  // The launch the daemon runs now (any client's) and the totals so far;
+  // answered while another client's launch runs.  Waits up to `wait_ms`
+  // (at most 1000) for a launch to start or end.  `shown`: this client shows
+  // a progress line on the program's terminal; a launch that ends then
+  // waits for the next call, which says the line is gone, before it returns
+  // (at most 250 ms).
+  proto::LaunchProgress progress(bool shown = false, uint32_t wait_ms = 0);
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
