@@ -16,14 +16,17 @@ namespace qgpu::daemon {
 class DeferredBackend : public engine::Backend {
  public:
   using Factory = std::function<std::unique_ptr<engine::Backend>()>;
-  DeferredBackend(std::string name, Factory make);
+  // `concurrent`: what the backend the factory makes will say.
+  DeferredBackend(std::string name, Factory make, bool concurrent = false);
   ~DeferredBackend() override;  // waits for the factory to return
 
   std::string name() const override { return name_; }
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override;
+  bool concurrent() const override { return concurrent_; }
 
  private:
   std::string name_;
+  bool concurrent_;
   std::shared_future<std::shared_ptr<engine::Backend>> ready_;
 };
 

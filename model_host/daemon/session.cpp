@@ -294,20 +294,25 @@ Reply Session::launch(proto::Reader& r) {
   engine::LaunchResult res;
   auto start = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> g(device_.run_mutex);
+    // One launch at a time, unless the backend runs them concurrently (each
+    // session's own launches are in order anyway: one worker per session).
+    std::unique_lock<std::mutex> g(device_.run_mutex, std::defer_lock);
+    if (!device_.backend->concurrent()) g.lock();
+    progress_.generated_tokens = 0;
+    progress_.cta = 0;
     {
       std::lock_guard<std::mutex> s(device_.stats_mutex);
-      device_.running.running = 1;
-      device_.running.launch += 1;
-      device_.running.kernel = a.kernel;
-      device_.running.ctas = ctas;
-      device_.running_since = std::chrono::steady_clock::now();
-      device_.live.generated_tokens = 0;
-      device_.live.cta = 0;
+      Device::Running& run = device_.running[id_];
+      run.info.running = 1;
+      run.info.launch = ++device_.launches_started;
+      run.info.kernel = a.kernel;
+      run.info.ctas = ctas;
+      run.since = std::chrono::steady_clock::now();
+      run.live = &progress_;
       device_.progress_version += 1;
       device_.progress_cv.notify_all();
     }
-    req.progress = &device_.live;
+    req.progress = &progress_;
     try {
       res = device_.backend->launch(req, mem_);
     } catch (const std::exception& e) {
@@ -315,7 +320,7 @@ Reply Session::launch(proto::Reader& r) {
       res.message = std::string("the ") + device_.backend->name() + " backend failed: " + e.what();
     }
     std::unique_lock<std::mutex> s(device_.stats_mutex);
-    device_.running.running = 0;
+    device_.running.erase(id_);
     device_.progress_version += 1;
     device_.progress_cv.notify_all();
     auto now = std::chrono::steady_clock::now();
@@ -385,12 +390,18 @@ Reply Session::progress(proto::Reader& r) {
   device_.progress_cv.notify_all();
   const uint64_t version = device_.progress_version;
   device_.progress_cv.wait_for(g, std::chrono::milliseconds(std::min<uint32_t>(wait_ms, 1000)),
-                               [&] { return device_.progress_version != version || (shown && !device_.running.running); });
-  proto::LaunchProgress p = device_.running;
-  if (p.running) {
-    p.cta = device_.live.cta.load(std::memory_order_relaxed);
-    p.generated_tokens = device_.live.generated_tokens.load(std::memory_order_relaxed);
-    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - device_.running_since).count();
+                               [&] { return device_.progress_version != version || (shown && device_.running.empty()); });
+  // The launch started last of those running.
+  const Device::Running* last = nullptr;
+  for (const auto& [session, run] : device_.running)
+    if (!last || run.info.launch > last->info.launch) last = &run;
+  proto::LaunchProgress p;
+  p.launch = device_.launches_started;
+  if (last) {
+    p = last->info;
+    p.cta = last->live->cta.load(std::memory_order_relaxed);
+    p.generated_tokens = last->live->generated_tokens.load(std::memory_order_relaxed);
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - last->since).count();
   }
   p.totals = device_.totals;
   proto::encode(out.body, p);

@@ -27,11 +27,16 @@ struct Device {
   proto::DeviceInfo info;
   std::mutex stats_mutex;
   proto::LaunchCounters totals;
-  // The running launch, for Progress requests (under stats_mutex, but
-  // `live`, which the backend updates as it goes).
-  proto::LaunchProgress running;
-  std::chrono::steady_clock::time_point running_since;
-  engine::LaunchProgress live;
+  // The running launches, for Progress requests (under stats_mutex; a
+  // backend that runs launches concurrently may have several): by session,
+  // what each is and where its backend reports how far it came.
+  struct Running {
+    proto::LaunchProgress info;
+    std::chrono::steady_clock::time_point since;
+    const engine::LaunchProgress* live = nullptr;
+  };
+  std::map<uint64_t, Running> running;
+  uint64_t launches_started = 0;
   // A watcher (qgpu run) that shows a progress line on the terminal the
   // program writes to: a launch that ends waits (briefly) until the watcher
   // has erased its line, so the program's next output never lands on it.
@@ -103,6 +108,7 @@ class Session {
   std::map<uint32_t, Module> modules_;
   uint32_t next_module_ = 1;
   std::vector<uint8_t> scratch_;
+  engine::LaunchProgress progress_;  // of this session's running launch
 };
 
 }  // namespace qgpu::daemon

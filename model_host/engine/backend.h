@@ -67,6 +67,9 @@ class Backend {
   virtual std::string name() const = 0;
   // Runs one launch to completion; `mem` is read and updated in place.
   virtual LaunchResult launch(const LaunchRequest& req, GlobalMemory& mem) = 0;
+  // Whether launches over different memory images may run at the same time
+  // (the daemon then runs different clients' launches in parallel).
+  virtual bool concurrent() const { return false; }
 };
 
 // What a module declares, for the daemon: module-scope variables to allocate

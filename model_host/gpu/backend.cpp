@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 
@@ -141,6 +142,9 @@ class ModelBackend : public engine::Backend {
   }
 
   std::string name() const override { return "model"; }
+  // The model is immutable (qwen::Model runs concurrently on its own
+  // workspaces) and every launch has its own state, trace and oracle.
+  bool concurrent() const override { return true; }
 
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
     const auto t0 = std::chrono::steady_clock::now();
@@ -279,6 +283,8 @@ class ModelBackend : public engine::Backend {
   }
 
   void dump(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) const {
+    static std::mutex one_at_a_time;  // concurrent launches: whole lines
+    std::lock_guard<std::mutex> g(one_at_a_time);
     try {
       append_dump(opts_.dump_tokens, prompt, generated);
     } catch (const std::runtime_error& e) {

@@ -172,6 +172,7 @@ void show_progress(qgpu::client::Connection& conn, const std::atomic<bool>& done
   const char* env = std::getenv("QGPU_PROGRESS_AFTER_MS");
   const double after = (env ? std::atof(env) : 2000.0) / 1000.0;
   bool shown = false;
+  uint64_t shown_launch = 0;
   auto erase = [&] {
     if (shown) std::fputs("\r\033[K", stderr);
     std::fflush(stderr);
@@ -184,10 +185,11 @@ void show_progress(qgpu::client::Connection& conn, const std::atomic<bool>& done
     } catch (const qgpu::client::Error&) {
       break;
     }
-    if (!p.running || p.seconds < after) {
-      erase();
-      continue;
-    }
+    // The shown launch ended (another may run): erase the line now, since
+    // the ended launch waits for that before it returns to its program.
+    if (!p.running || p.seconds < after || p.launch != shown_launch) erase();
+    if (!p.running || p.seconds < after) continue;
+    shown_launch = p.launch;
     std::string line = progress_line(p);
     winsize ws{};
     if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && line.size() >= ws.ws_col)
