@@ -4,8 +4,9 @@
 
 namespace qgpu::daemon {
 
-DeferredBackend::DeferredBackend(std::string name, Factory make, bool concurrent)
+DeferredBackend::DeferredBackend(std::string name, engine::DeviceSpec device, Factory make, bool concurrent)
     : name_(std::move(name)),
+      device_(std::move(device)),
       concurrent_(concurrent),
       ready_(std::async(std::launch::async, [make = std::move(make)] { return std::shared_ptr<engine::Backend>(make()); })
                  .share()) {}

@@ -16,16 +16,19 @@ namespace qgpu::daemon {
 class DeferredBackend : public engine::Backend {
  public:
   using Factory = std::function<std::unique_ptr<engine::Backend>()>;
-  // `concurrent`: what the backend the factory makes will say.
-  DeferredBackend(std::string name, Factory make, bool concurrent = false);
+  // `device` is the device the backend will run, reported before it is ready;
+  // `concurrent`, what the backend will say.
+  DeferredBackend(std::string name, engine::DeviceSpec device, Factory make, bool concurrent = false);
   ~DeferredBackend() override;  // waits for the factory to return
 
   std::string name() const override { return name_; }
+  engine::DeviceSpec device() const override { return device_; }
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override;
   bool concurrent() const override { return concurrent_; }
 
  private:
   std::string name_;
+  engine::DeviceSpec device_;
   bool concurrent_;
   std::shared_future<std::shared_ptr<engine::Backend>> ready_;
 };

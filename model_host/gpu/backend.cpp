@@ -9,6 +9,7 @@
 
 #include "model_host/engine/backends.h"
 #include "model_host/gpu/build_model.h"
+#include "model_host/machine/api.h"
 #include "model_host/gpu/prompt.h"
 #include "model_host/gpu/trace.h"
 #include "model_host/gpu/vocab.h"
@@ -145,6 +146,8 @@ class ModelBackend : public engine::Backend {
   // The model is immutable (qwen::Model runs concurrently on its own
   // workspaces) and every launch has its own state, trace and oracle.
   bool concurrent() const override { return true; }
+  // The device the compiled checkpoint holds (machine::model_params()).
+  engine::DeviceSpec device() const override { return machine::model_device(); }
 
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
     const auto t0 = std::chrono::steady_clock::now();
@@ -276,7 +279,7 @@ class ModelBackend : public engine::Backend {
       throw LaunchFailure{kErrUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
     }
     if (!oracle) return;
-    std::string diff = first_difference("global memory", mem.base, mem.bytes, oracle->memory().bytes);
+    std::string diff = first_difference("global memory", mem.base, mem.bytes.vector(), oracle->memory().bytes.vector());
     if (diff.empty()) diff = first_difference("printf space", 0, print, oracle->print_buffer());
     if (!diff.empty())
       throw LaunchFailure{kErrUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};
