@@ -44,6 +44,8 @@ enum class Type : uint16_t {
   ScratchRead = 15,  // u64 offset, u64 size                -> bulk
   Stats = 16,        // -                                   -> DaemonStats
   Limit = 17,        // u32 limit, u64 value (kQueryLimit: query) -> u64 value
+  ShmAttach = 18,    // -                                   -> u32 pid, i32 fd, u64 size (qgpu/shm.h)
+  Progress = 19,     // u32 shown, u32 wait_ms              -> LaunchProgress
 };
 
 // Limit's `limit`: cudaLimitPrintfFifoSize and cudaLimitMallocHeapSize, as
@@ -165,6 +167,21 @@ struct LaunchCounters {
 };
 void encode(Writer& w, const LaunchCounters& c);
 LaunchCounters decode_counters(Reader& r);
+
+// The launch the daemon's device is running now (any session's), for
+// progress displays, and the totals of the launches that ended.
+struct LaunchProgress {
+  uint32_t running = 0;        // 1 while a launch runs
+  uint64_t launch = 0;         // launches started so far (the running one's number)
+  std::string kernel;
+  uint64_t ctas = 0;           // CTAs in its grid
+  uint64_t cta = 0;            // 1 + the CTA running now; 0: not known
+  uint64_t generated_tokens = 0;
+  double seconds = 0;          // since it started
+  LaunchCounters totals;       // launches that ended
+};
+void encode(Writer& w, const LaunchProgress& p);
+LaunchProgress decode_launch_progress(Reader& r);
 
 // A launch's reply: the kernel's own error (sticky in the client when it is
 // an execution error) travels here, not in Header::status, which reports
