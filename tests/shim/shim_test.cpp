@@ -313,7 +313,7 @@ std::string run_on_terminal(const std::vector<std::string>& argv, const std::map
 // the end; not on pipes, and not with --quiet.
 TEST(QgpuRun, ProgressLineOnATerminalOnly) {
   const std::map<std::string, std::string> env = {{"QGPU_PROGRESS_AFTER_MS", "200"}, {"QGPU_BACKEND", "interpreter"}};
-  const std::vector<std::string> cmd = {QGPU_CLI_BIN, "run", "--backend", "interpreter", "--", program("spin"), "20000000"};
+  const std::vector<std::string> cmd = {QGPU_CLI_BIN, "run", "--backend", "interpreter", "--", program("spin"), "200000000"};
   std::string t = run_on_terminal(cmd, env);
   std::regex line("\rqgpu: launch 1 \\(spin\\), 1 CTA, ([0-9]+\\.[0-9]) s\x1b\\[K");
   std::vector<double> seconds;
