@@ -26,6 +26,9 @@ Params cuda_params(uint64_t global_bytes) {
   p.print_bytes = uint32_t(kCudaPrintfFifoBytes);
   p.max_threads = 1024;
   p.max_ctas = UINT32_MAX;  // the CTA register is 32-bit
+  // A CUDA program's code: library kernels (CUB's radix sort) lower to
+  // thousands of blocks.
+  p.rom_blocks = 1u << 20;
   return p;
 }
 
