@@ -104,10 +104,21 @@ uint64_t Interpreter::warp_mask(uint32_t w, uint32_t b) const {
   return mask;
 }
 
+// warp_block and warp_mask in two branch-free passes over the warp's lanes.
 void Interpreter::refresh(uint32_t w) {
-  const uint32_t b = warp_block(w);
+  const uint32_t L = p_.lanes;
+  const uint32_t* pc = pc_.data() + size_t(w) * L;
+  const uint8_t* wait = wait_.data() + size_t(w) * L;
+  uint32_t b = kExited;
+  for (uint32_t l = 0; l < L; ++l) {
+    const uint32_t c = wait[l] != kBar ? pc[l] : kExited;  // an exited lane's pc is kExited
+    b = c < b ? c : b;
+  }
+  uint64_t mask = 0;
+  if (b != kExited)
+    for (uint32_t l = 0; l < L; ++l) mask |= uint64_t((pc[l] == b) & (wait[l] == kRunnable)) << l;
   wblock_[w] = b;
-  wmask_[w] = b == kExited ? 0 : warp_mask(w, b);
+  wmask_[w] = mask;
 }
 
 void Interpreter::refresh_all() {
@@ -227,6 +238,28 @@ inline uint8_t* Interpreter::resolve(Space sp, uint32_t thread, uint32_t addr, u
   return address(sp, thread, addr, bytes, what);
 }
 
+Interpreter::Window Interpreter::window(Space sp, size_t t0) {
+  Window w;
+  switch (sp) {
+    case Space::Global:
+      w.base = mem_.bytes.data();
+      w.size = mem_.bytes.size();
+      w.sub = mem_.base;
+      break;
+    case Space::Shared:
+      w.base = shared_.data();
+      w.size = shared_.size();
+      break;
+    case Space::Local:
+      w.base = local_.data() + t0 * prog_.local_bytes;
+      w.size = prog_.local_bytes;
+      w.stride = prog_.local_bytes;
+      break;
+    default: break;
+  }
+  return w;
+}
+
 namespace {
 inline uint32_t read_bytes(const uint8_t* p, uint32_t bytes, bool sign) {
   uint32_t v = 0;
@@ -307,6 +340,15 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
     uint32_t* dst = W + size_t(in.dst) * L;
     switch (info.kind) {
       case OpKind::Alu: {
+        if (all && !kRecord && info.arity == 2 && !in.a.imm && in.b.imm) {
+          // A register and an immediate over every lane.
+          const uint32_t* a = W + size_t(in.a.v) * L;
+          const uint32_t k = in.b.v;
+          alu::dispatch(in.op, [&]<Op op>() {
+            for (uint32_t l = 0; l < L; ++l) dst[l] = alu::eval<op>(a[l], k, k);
+          });
+          break;
+        }
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = info.arity >= 2 ? lanes_of(in.b, 1) : a;
         const uint32_t* c = info.arity >= 3 ? lanes_of(in.c, 2) : a;
@@ -339,6 +381,19 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t bytes = in.bytes;
+        const Window win = window(in.space, t0);
+        if (win.base && bytes == 4 && !kRecord) {
+          // The common case: a word from global, shared or local memory.
+          for (uint64_t m = mask; m; m &= m - 1) {
+            const uint32_t l = uint32_t(std::countr_zero(m));
+            const uint32_t addr = a[l] + bb[l];
+            const uint8_t* ptr = win.at(l, addr, 4);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, 4, "load");
+            if (!ptr) return false;
+            std::memcpy(&dst[l], ptr, 4);
+          }
+          break;
+        }
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
           const uint8_t* ptr = resolve(in.space, uint32_t(t0 + l), a[l] + bb[l], bytes, "load");
@@ -352,6 +407,20 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
+        const Window win = window(in.space, t0);
+        if (win.base && in.bytes == 4 && !kRecord) {
+          for (uint64_t m = mask; m; m &= m - 1) {
+            const uint32_t l = uint32_t(std::countr_zero(m));
+            const uint32_t addr = a[l] + bb[l];
+            uint8_t* ptr = win.at(l, addr, 4);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, 4, "store");
+            if (!ptr) return false;
+            fast_pending_[npending++] = {ptr, c[l], 4};
+          }
+          stats_.instructions++;
+          stats_.lane_instructions += active;
+          continue;
+        }
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
           const uint32_t addr = a[l] + bb[l];
@@ -398,25 +467,38 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
   } else {
     for (uint32_t i = 0; i < npending; ++i) write_bytes(fast_pending_[i].p, fast_pending_[i].bytes, fast_pending_[i].value);
   }
+  // The terminator: one switch, then the lanes.
   const Terminator& term = blk.term;
-  const uint32_t* cond = term.kind == Term::BR ? W + size_t(term.cond) * L : nullptr;
-  for (uint32_t l = 0; l < L; ++l) {
-    if (!(mask >> l & 1)) continue;
-    const size_t t = t0 + l;
-    switch (term.kind) {
-      case Term::JMP: pc_[t] = term.t; break;
-      case Term::BR: pc_[t] = cond[l] != 0 ? term.t : term.f; break;
-      case Term::EXIT: pc_[t] = kExited; break;
-      case Term::BAR:
-        pc_[t] = term.t;
-        wait_[t] = kBar;
-        break;
-      case Term::WBAR:
-        pc_[t] = term.t;
-        wait_[t] = kWbar;
-        break;
-      case Term::TRAP: set_fault(int(term.code), "trap " + std::to_string(term.code) + where()); break;
+  uint32_t* pc = pc_.data() + t0;
+  uint8_t* wait = wait_.data() + t0;
+  switch (term.kind) {
+    case Term::JMP:
+      for (uint64_t m = mask; m; m &= m - 1) pc[std::countr_zero(m)] = term.t;
+      break;
+    case Term::BR: {
+      const uint32_t* cond = W + size_t(term.cond) * L;
+      for (uint64_t m = mask; m; m &= m - 1) {
+        const int l = std::countr_zero(m);
+        pc[l] = cond[l] != 0 ? term.t : term.f;
+      }
+      break;
     }
+    case Term::EXIT:
+      for (uint64_t m = mask; m; m &= m - 1) pc[std::countr_zero(m)] = kExited;
+      break;
+    case Term::BAR:
+    case Term::WBAR: {
+      const uint8_t wk = term.kind == Term::BAR ? kBar : kWbar;
+      for (uint64_t m = mask; m; m &= m - 1) {
+        const int l = std::countr_zero(m);
+        pc[l] = term.t;
+        wait[l] = wk;
+      }
+      break;
+    }
+    case Term::TRAP:
+      if (mask) set_fault(int(term.code), "trap " + std::to_string(term.code) + where());
+      break;
   }
   refresh(w);
   stats_.steps++;

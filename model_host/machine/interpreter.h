@@ -88,6 +88,19 @@ class Interpreter {
   std::string where() const;
   uint8_t* address(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what);
   uint8_t* resolve(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what);
+  // A memory space as one instruction of a warp sees it: global, shared or
+  // local (base null for the others); at() is the in-range, aligned case.
+  struct Window {
+    uint8_t* base = nullptr;
+    uint64_t size = 0, sub = 0;  // bytes; the address of base[0]
+    size_t stride = 0;           // local: bytes per lane
+    uint8_t* at(uint32_t lane, uint32_t addr, uint32_t bytes) const {
+      const uint64_t off = uint64_t(addr) - sub;  // wraps far past size below sub
+      if (off + bytes > size || off + bytes < off || addr % bytes != 0) return nullptr;
+      return base + lane * stride + off;
+    }
+  };
+  Window window(Space sp, size_t t0);
   template <bool kRecord>
   bool exec(uint32_t w, StepRecord* rec);
 
