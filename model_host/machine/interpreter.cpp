@@ -79,6 +79,8 @@ bool Interpreter::start_next_cta() {
   wait_.assign(slots, kRunnable);
   shared_.assign(prog_.shared_bytes, 0);
   local_.assign(slots * prog_.local_bytes, 0);
+  live_.assign(warps_, 0);
+  for (uint32_t t = 0; t < threads_; ++t) live_[t / p_.lanes] |= uint64_t(1) << (t % p_.lanes);
   refresh_all();
   return true;
 }
@@ -150,25 +152,35 @@ int Interpreter::pick_warp() {
 // cannot run, so it waits at WBAR); when no group has one, every live thread
 // waits at the CTA barrier, and the barrier opens.
 bool Interpreter::release_barriers() {
-  const size_t slots = size_t(warps_) * p_.lanes;
   bool live = false;
-  for (size_t t = 0; t < slots; ++t) live |= pc_[t] != kExited;
+  for (uint32_t w = 0; w < warps_; ++w) live |= live_[w] != 0;
   if (!live) return false;
+  // wblock_ holds each warp's minimum pc over its lanes neither exited nor
+  // at the CTA barrier: a group's minimum is the least of its warps'.
   bool released = false;
-  const size_t group = Params::kCudaWarp;
-  for (size_t g = 0; g < slots; g += group) {
-    const size_t end = std::min(slots, g + group);
+  const uint32_t L = p_.lanes, group = std::max(1u, Params::kCudaWarp / L);
+  for (uint32_t g = 0; g < warps_; g += group) {
+    const uint32_t end = std::min(warps_, g + group);
     uint32_t m = kExited;
-    for (size_t t = g; t < end; ++t)
-      if (pc_[t] != kExited && wait_[t] != kBar) m = std::min(m, pc_[t]);
-    for (size_t t = g; t < end; ++t)
-      if (pc_[t] == m && wait_[t] == kWbar) {
-        wait_[t] = kRunnable;
-        released = true;
+    for (uint32_t w = g; w < end; ++w) m = std::min(m, wblock_[w]);
+    if (m == kExited) continue;
+    for (uint32_t w = g; w < end; ++w) {
+      if (wblock_[w] != m) continue;
+      for (uint32_t l = 0; l < L; ++l) {
+        const size_t t = size_t(w) * L + l;
+        if (pc_[t] == m && wait_[t] == kWbar) {
+          wait_[t] = kRunnable;
+          released = true;
+        }
       }
+      refresh(w);
+    }
   }
-  if (!released)
-    for (size_t t = 0; t < slots; ++t) wait_[t] = kRunnable;
+  if (released) {
+    scan_from_ = 0;
+    return true;
+  }
+  std::fill(wait_.begin(), wait_.end(), uint8_t(kRunnable));
   refresh_all();
   return true;
 }
@@ -254,6 +266,10 @@ Interpreter::Window Interpreter::window(Space sp, size_t t0) {
       w.base = local_.data() + t0 * prog_.local_bytes;
       w.size = prog_.local_bytes;
       w.stride = prog_.local_bytes;
+      break;
+    case Space::Param:
+      w.base = params_.data();
+      w.size = params_.size();
       break;
     default: break;
   }
@@ -382,15 +398,16 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t bytes = in.bytes;
         const Window win = window(in.space, t0);
-        if (win.base && bytes == 4 && !kRecord) {
-          // The common case: a word from global, shared or local memory.
+        if (win.base && !kRecord) {
+          // The common case: global, shared, local or param memory.
           for (uint64_t m = mask; m; m &= m - 1) {
             const uint32_t l = uint32_t(std::countr_zero(m));
             const uint32_t addr = a[l] + bb[l];
-            const uint8_t* ptr = win.at(l, addr, 4);
-            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, 4, "load");
+            const uint8_t* ptr = win.at(l, addr, bytes);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, bytes, "load");
             if (!ptr) return false;
-            std::memcpy(&dst[l], ptr, 4);
+            if (bytes == 4) std::memcpy(&dst[l], ptr, 4);
+            else dst[l] = read_bytes(ptr, bytes, in.sign);
           }
           break;
         }
@@ -408,14 +425,16 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
         const Window win = window(in.space, t0);
-        if (win.base && in.bytes == 4 && !kRecord) {
+        if (win.base && !kRecord) {
+          const uint32_t bytes = in.bytes;
+          const uint32_t keep = bytes < 4 ? (1u << (8 * bytes)) - 1 : ~0u;
           for (uint64_t m = mask; m; m &= m - 1) {
             const uint32_t l = uint32_t(std::countr_zero(m));
             const uint32_t addr = a[l] + bb[l];
-            uint8_t* ptr = win.at(l, addr, 4);
-            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, 4, "store");
+            uint8_t* ptr = win.at(l, addr, bytes);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, bytes, "store");
             if (!ptr) return false;
-            fast_pending_[npending++] = {ptr, c[l], 4};
+            fast_pending_[npending++] = {ptr, c[l] & keep, bytes};
           }
           stats_.instructions++;
           stats_.lane_instructions += active;
@@ -441,6 +460,21 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
+        const Window win = window(in.space, t0);
+        if (win.base && !kRecord) {
+          for (uint64_t m = mask; m; m &= m - 1) {
+            const uint32_t l = uint32_t(std::countr_zero(m));
+            uint8_t* ptr = win.at(l, a[l], 4);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), a[l], 4, "atomic");
+            if (!ptr) return false;
+            uint32_t old;
+            std::memcpy(&old, ptr, 4);
+            const uint32_t nv = eval_atom(in.atom, old, bb[l], c[l]);
+            std::memcpy(ptr, &nv, 4);
+            dst[l] = old;
+          }
+          break;
+        }
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
           const uint32_t addr = a[l];
@@ -500,6 +534,49 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
       if (mask) set_fault(int(term.code), "trap " + std::to_string(term.code) + where());
       break;
   }
+  if (mask == live_[w] && term.kind != Term::TRAP) {
+    // Every live lane of the warp ran the block: its next block and lanes
+    // follow from the terminator alone (what refresh() would find).
+    switch (term.kind) {
+      case Term::JMP:
+        wblock_[w] = term.t;
+        break;
+      case Term::BR: {
+        uint64_t taken = 0;
+        for (uint64_t m = mask; m; m &= m - 1) {
+          const int l = std::countr_zero(m);
+          taken |= uint64_t(pc[l] == term.t) << l;
+        }
+        const uint64_t other = mask & ~taken;
+        if (term.t == term.f || !other) {
+          wblock_[w] = term.t;
+        } else if (!taken) {
+          wblock_[w] = term.f;
+        } else {
+          wblock_[w] = std::min(term.t, term.f);
+          wmask_[w] = term.t < term.f ? taken : other;
+        }
+        break;
+      }
+      case Term::EXIT:
+        live_[w] = 0;
+        wblock_[w] = kExited;
+        wmask_[w] = 0;
+        break;
+      case Term::BAR:  // every lane waits at the CTA barrier
+        wblock_[w] = kExited;
+        wmask_[w] = 0;
+        break;
+      case Term::WBAR:  // every lane waits at the warp barrier, at term.t
+        wblock_[w] = term.t;
+        wmask_[w] = 0;
+        break;
+      case Term::TRAP: break;
+    }
+    stats_.steps++;
+    return true;
+  }
+  if (term.kind == Term::EXIT) live_[w] &= ~mask;
   refresh(w);
   stats_.steps++;
   return true;
