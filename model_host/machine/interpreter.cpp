@@ -246,7 +246,7 @@ inline uint8_t* Interpreter::resolve(Space sp, uint32_t thread, uint32_t addr, u
       break;
     default: return address(sp, thread, addr, bytes, what);
   }
-  if (off + bytes <= size && off + bytes > off && addr % bytes == 0) return base + off;
+  if (off + bytes <= size && off + bytes > off && (addr & (bytes - 1)) == 0) return base + off;
   return address(sp, thread, addr, bytes, what);
 }
 
@@ -361,7 +361,10 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
           const uint32_t* a = W + size_t(in.a.v) * L;
           const uint32_t k = in.b.v;
           alu::dispatch(in.op, [&]<Op op>() {
-            for (uint32_t l = 0; l < L; ++l) dst[l] = alu::eval<op>(a[l], k, k);
+            if (L == Params::kCudaWarp)
+              for (uint32_t l = 0; l < Params::kCudaWarp; ++l) dst[l] = alu::eval<op>(a[l], k, k);
+            else
+              for (uint32_t l = 0; l < L; ++l) dst[l] = alu::eval<op>(a[l], k, k);
           });
           break;
         }
@@ -371,7 +374,25 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         // One switch per instruction, then the operation inline over the
         // lanes (alu.h: the same functions as op_info(op).fn).
         alu::dispatch(in.op, [&]<Op op>() {
-          if (all && !kRecord) {
+          if (!kRecord && L == Params::kCudaWarp) {
+            // A whole CUDA warp: a loop of known length the compiler
+            // vectorises; with lanes off, every lane computes (the operations
+            // are pure) and only the active ones keep the result.
+            if (all) {
+              for (uint32_t l = 0; l < Params::kCudaWarp; ++l) dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
+            } else if (active <= 4) {  // a few lanes: only those
+              for (uint64_t m = mask; m; m &= m - 1) {
+                const int l = std::countr_zero(m);
+                dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
+              }
+            } else {
+              const uint32_t m32 = uint32_t(mask);
+              for (uint32_t l = 0; l < Params::kCudaWarp; ++l) {
+                const uint32_t v = alu::eval<op>(a[l], bb[l], c[l]);
+                dst[l] = (m32 >> l & 1) ? v : dst[l];
+              }
+            }
+          } else if (all && !kRecord) {
             for (uint32_t l = 0; l < L; ++l) dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
           } else {
             for (uint32_t l = 0; l < L; ++l) {

@@ -96,7 +96,7 @@ class Interpreter {
     size_t stride = 0;           // local: bytes per lane
     uint8_t* at(uint32_t lane, uint32_t addr, uint32_t bytes) const {
       const uint64_t off = uint64_t(addr) - sub;  // wraps far past size below sub
-      if (off + bytes > size || off + bytes < off || addr % bytes != 0) return nullptr;
+      if (off + bytes > size || off + bytes < off || (addr & (bytes - 1)) != 0) return nullptr;  // bytes: 1, 2 or 4
       return base + lane * stride + off;
     }
   };
