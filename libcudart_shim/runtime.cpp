@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -105,7 +106,18 @@ client::Connection& Runtime::conn() {
   if (client::Connection* c = conn_ptr_.load()) return *c;
   std::lock_guard<std::recursive_mutex> g(mu_);
   if (conn_) return *conn_;
+  if (client::Connection* c = conn_ptr_.load()) return *c;
   if (conn_error_) throw *conn_error_;
+  // One session per process, as CUDA's runtime and driver share the primary
+  // context: when qgpu's libcuda.so.1 is loaded and already has a session,
+  // the runtime uses it (modules loaded with cuModuleLoadData, memory from
+  // either library, one device).
+  using DriverSession = void* (*)();
+  if (auto f = reinterpret_cast<DriverSession>(dlsym(RTLD_DEFAULT, "qgpu_driver_session")))
+    if (auto* c = static_cast<client::Connection*>(f())) {
+      conn_ptr_ = c;
+      return *c;
+    }
   try {
     client::Options o;
     o.program = program_name();
@@ -383,6 +395,12 @@ cudaError_t Runtime::synchronize() {
   return e;
 }
 
+client::Connection* Runtime::session_for_driver(bool wait) {
+  client::Connection* c = conn_ptr_.load();
+  if (c && wait && !Streams::on_runtime_thread()) streams_.wait(streams_.all_marks());
+  return c;
+}
+
 void Runtime::reset() {
   streams_.wait(streams_.all_marks());
   flush_printf();
@@ -410,3 +428,12 @@ cudaError_t last_error_take() {
 cudaError_t last_error_peek() { return t_last_error; }
 
 }  // namespace qgpu::cudart
+
+// The runtime's session, for qgpu's libcuda.so.1 (the driver API): found
+// with dlsym, so that both libraries use one session per process.  With
+// `wait`, the work queued on the runtime's streams completes first: a driver
+// call is ordered after the runtime's earlier work, as on CUDA's legacy
+// stream.  NULL while the runtime has no session.
+extern "C" __attribute__((visibility("default"))) void* qgpu_cudart_session(int wait) {
+  return qgpu::cudart::Runtime::get().session_for_driver(wait != 0);
+}

@@ -114,6 +114,9 @@ class Runtime {
   void defer_error(cudaError_t e);
   void add_printf(const std::string& s);
   void reset();  // cudaDeviceReset: a fresh session, errors cleared
+  // The session (NULL before the first call that opens it) for the driver
+  // API shim; with `wait`, once the work queued so far has completed.
+  client::Connection* session_for_driver(bool wait);
 
   // Device allocations as this process made them (cudaMalloc, managed and
   // mapped memory, module variables): an asynchronous copy or memset is

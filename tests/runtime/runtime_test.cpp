@@ -53,9 +53,15 @@ std::map<std::string, std::string> cases(const std::string& out) {
   return m;
 }
 
-std::map<std::string, std::string> run_program(const std::string& name, qgpu::test::Result* result = nullptr) {
+std::map<std::string, std::string> run_program(const std::string& name, qgpu::test::Result* result = nullptr,
+                                               std::vector<std::string> args = {}) {
   Daemon d;
-  auto r = run({std::string(QGPU_TEST_PROGRAMS) + "/" + name}, d.env(), 120);
+  std::vector<std::string> argv{std::string(QGPU_TEST_PROGRAMS) + "/" + name};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto env = d.env();
+  // qgpu's libcuda.so.1 (beside the runtime) for programs that use the driver API too.
+  env["LD_LIBRARY_PATH"] = fs::path(QGPU_CUDART_LIB).parent_path().string();
+  auto r = run(argv, env, 120);
   EXPECT_FALSE(r.timed_out) << name << " hung\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
   EXPECT_EQ(r.status, 0) << name << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
   if (result) *result = r;
@@ -196,4 +202,29 @@ TEST(Runtime, ManagedAndMappedMemory) {
   EXPECT_EQ(m["attr_unregistered"], "cudaSuccess type=0 device=-2 dev=null host=same");
   for (const char* k : {"host_unregister", "free_host_mapped", "free_host", "free_managed", "final_sync"})
     EXPECT_EQ(m[k], "cudaSuccess") << k;
+}
+
+// The runtime and the driver API share one session (the primary context),
+// whichever library opens it.
+TEST(Runtime, DriverApiSharesTheRuntimesSession) {
+  for (const char* order : {"runtime-first", "driver-first"}) {
+    qgpu::test::Result r;
+    auto m = run_program("driver_mix", &r, {order});
+    SCOPED_TRACE(std::string(order) + "\n" + r.out + r.err);
+    EXPECT_EQ(m["cuInit"], "0");
+    EXPECT_EQ(m["cudaMalloc"], "cudaSuccess");
+    EXPECT_EQ(m["cuCtxGetCurrent"], "0");
+    EXPECT_EQ(m["has_context"], "1");  // the runtime's primary context, current without cuCtxCreate
+    EXPECT_EQ(m["cuModuleLoadData"], "0");
+    EXPECT_EQ(m["cuModuleGetFunction"], "0");
+    EXPECT_EQ(m["cuLaunchKernel"], "0");
+    EXPECT_EQ(m["cudaMemcpy"], "cudaSuccess");
+    EXPECT_EQ(m["wrong"], "0");  // runtime kernel (3i), then the driver's (+1000), in that order
+    EXPECT_EQ(m["cuMemAlloc"], "0");
+    EXPECT_EQ(m["cudaMemcpy_to_driver_memory"], "cudaSuccess");
+    EXPECT_EQ(m["cuMemcpyDtoH"], "0");
+    EXPECT_EQ(m["same"], "1");
+    EXPECT_EQ(m["cuModuleUnload"], "0");
+    EXPECT_NE(r.out.find("\ndone\n"), std::string::npos);
+  }
 }
