@@ -249,6 +249,13 @@ Kernel* Runtime::find_kernel(const void* host_fun) {
   return it == kernels_.end() ? nullptr : it->second.get();
 }
 
+const void* Runtime::host_function(const Kernel* k) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  for (auto& [f, kk] : kernels_)
+    if (kk.get() == k) return f;
+  return nullptr;
+}
+
 bool Runtime::is_kernel(const Kernel* k) {
   std::lock_guard<std::recursive_mutex> g(mu_);
   for (auto& [f, kk] : kernels_)
@@ -314,6 +321,14 @@ std::pair<uint64_t, size_t> Runtime::symbol(const void* host_var) {
 }
 
 cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream) {
+  Op op;
+  cudaError_t e = make_launch(k, grid, block, args, smem, &op);
+  if (e != cudaSuccess) return e;
+  streams_.enqueue(stream, std::move(op));
+  return cudaSuccess;
+}
+
+cudaError_t Runtime::make_launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, Op* out) {
   ResolvedKernel rk = resolve(*k);
   proto::LaunchArgs a;
   a.module = rk.module->image.id;
@@ -364,6 +379,7 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
 
   Op op;
   op.kind = Op::Device;
+  op.node_type = cudaGraphNodeTypeKernel;
   op.body = [this, a = std::move(a)](double& seconds) {
     client::Connection& c = conn();
     auto held = mirrors_.prepare(c, {{0, 0, true, true}});  // the kernel may touch any of them
@@ -376,7 +392,7 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
     if (is_execution_error(o.error)) make_sticky(cudaError_t(o.error));  // reported by the next synchronizing call
     return cudaError_t(o.error);
   };
-  streams_.enqueue(stream, std::move(op));
+  *out = std::move(op);
   return cudaSuccess;
 }
 
