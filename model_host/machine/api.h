@@ -24,7 +24,8 @@ namespace qgpu::machine {
 //    2 GiB of global memory by default, lazily backed, 1024 threads per
 //    CTA, CUDA's grid limits, 48 KiB of static shared memory (64 KiB after
 //    opting in), 32,764 bytes of parameters, 64 KiB of __constant__, a
-//    1 MiB printf FIFO and an 8 MiB device heap.
+//    1 MiB printf FIFO and an 8 MiB device heap; its machine has 32 lanes
+//    (one machine warp per CUDA warp) and a ROM of 2^20 blocks.
 //
 // device_spec() describes a Params' device for queries and the daemon.
 

@@ -15,7 +15,7 @@ Params cuda_params(uint64_t global_bytes) {
   if (global_bytes < 4096 || global_bytes > kMaxDeviceMemory)
     throw std::invalid_argument("device memory of " + std::to_string(global_bytes) + " bytes: the machine takes 4096 to " +
                                 std::to_string(kMaxDeviceMemory) + " (device addresses are 32-bit)");
-  Params p = default_params();  // the ISA: lanes, registers, block length, ROM
+  Params p = default_params();  // the ISA: registers, block length (lanes and ROM below)
   p.global_bytes = uint32_t(global_bytes);
   // The opt-in ceiling plus the lowering's scratch area (shuffles, votes) for
   // 32 CUDA warps.
@@ -26,6 +26,14 @@ Params cuda_params(uint64_t global_bytes) {
   p.print_bytes = uint32_t(kCudaPrintfFifoBytes);
   p.max_threads = 1024;
   p.max_ctas = UINT32_MAX;  // the CTA register is 32-bit
+  // A CUDA program's code: library kernels (CUB's radix sort) lower to
+  // thousands of blocks.
+  p.rom_blocks = 1u << 20;
+  // One machine warp per CUDA warp: each EXEC runs 32 threads, so a warp's
+  // per-block costs (choosing it, its terminator, its next block) are paid
+  // once instead of four times, and warp operations need no warp barrier
+  // between machine warps.
+  p.lanes = Params::kCudaWarp;
   return p;
 }
 

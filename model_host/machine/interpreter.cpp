@@ -79,6 +79,8 @@ bool Interpreter::start_next_cta() {
   wait_.assign(slots, kRunnable);
   shared_.assign(prog_.shared_bytes, 0);
   local_.assign(slots * prog_.local_bytes, 0);
+  live_.assign(warps_, 0);
+  for (uint32_t t = 0; t < threads_; ++t) live_[t / p_.lanes] |= uint64_t(1) << (t % p_.lanes);
   refresh_all();
   return true;
 }
@@ -104,10 +106,21 @@ uint64_t Interpreter::warp_mask(uint32_t w, uint32_t b) const {
   return mask;
 }
 
+// warp_block and warp_mask in two branch-free passes over the warp's lanes.
 void Interpreter::refresh(uint32_t w) {
-  const uint32_t b = warp_block(w);
+  const uint32_t L = p_.lanes;
+  const uint32_t* pc = pc_.data() + size_t(w) * L;
+  const uint8_t* wait = wait_.data() + size_t(w) * L;
+  uint32_t b = kExited;
+  for (uint32_t l = 0; l < L; ++l) {
+    const uint32_t c = wait[l] != kBar ? pc[l] : kExited;  // an exited lane's pc is kExited
+    b = c < b ? c : b;
+  }
+  uint64_t mask = 0;
+  if (b != kExited)
+    for (uint32_t l = 0; l < L; ++l) mask |= uint64_t((pc[l] == b) & (wait[l] == kRunnable)) << l;
   wblock_[w] = b;
-  wmask_[w] = b == kExited ? 0 : warp_mask(w, b);
+  wmask_[w] = mask;
 }
 
 void Interpreter::refresh_all() {
@@ -139,25 +152,35 @@ int Interpreter::pick_warp() {
 // cannot run, so it waits at WBAR); when no group has one, every live thread
 // waits at the CTA barrier, and the barrier opens.
 bool Interpreter::release_barriers() {
-  const size_t slots = size_t(warps_) * p_.lanes;
   bool live = false;
-  for (size_t t = 0; t < slots; ++t) live |= pc_[t] != kExited;
+  for (uint32_t w = 0; w < warps_; ++w) live |= live_[w] != 0;
   if (!live) return false;
+  // wblock_ holds each warp's minimum pc over its lanes neither exited nor
+  // at the CTA barrier: a group's minimum is the least of its warps'.
   bool released = false;
-  const size_t group = Params::kCudaWarp;
-  for (size_t g = 0; g < slots; g += group) {
-    const size_t end = std::min(slots, g + group);
+  const uint32_t L = p_.lanes, group = std::max(1u, Params::kCudaWarp / L);
+  for (uint32_t g = 0; g < warps_; g += group) {
+    const uint32_t end = std::min(warps_, g + group);
     uint32_t m = kExited;
-    for (size_t t = g; t < end; ++t)
-      if (pc_[t] != kExited && wait_[t] != kBar) m = std::min(m, pc_[t]);
-    for (size_t t = g; t < end; ++t)
-      if (pc_[t] == m && wait_[t] == kWbar) {
-        wait_[t] = kRunnable;
-        released = true;
+    for (uint32_t w = g; w < end; ++w) m = std::min(m, wblock_[w]);
+    if (m == kExited) continue;
+    for (uint32_t w = g; w < end; ++w) {
+      if (wblock_[w] != m) continue;
+      for (uint32_t l = 0; l < L; ++l) {
+        const size_t t = size_t(w) * L + l;
+        if (pc_[t] == m && wait_[t] == kWbar) {
+          wait_[t] = kRunnable;
+          released = true;
+        }
       }
+      refresh(w);
+    }
   }
-  if (!released)
-    for (size_t t = 0; t < slots; ++t) wait_[t] = kRunnable;
+  if (released) {
+    scan_from_ = 0;
+    return true;
+  }
+  std::fill(wait_.begin(), wait_.end(), uint8_t(kRunnable));
   refresh_all();
   return true;
 }
@@ -223,8 +246,34 @@ inline uint8_t* Interpreter::resolve(Space sp, uint32_t thread, uint32_t addr, u
       break;
     default: return address(sp, thread, addr, bytes, what);
   }
-  if (off + bytes <= size && off + bytes > off && addr % bytes == 0) return base + off;
+  if (off + bytes <= size && off + bytes > off && (addr & (bytes - 1)) == 0) return base + off;
   return address(sp, thread, addr, bytes, what);
+}
+
+Interpreter::Window Interpreter::window(Space sp, size_t t0) {
+  Window w;
+  switch (sp) {
+    case Space::Global:
+      w.base = mem_.bytes.data();
+      w.size = mem_.bytes.size();
+      w.sub = mem_.base;
+      break;
+    case Space::Shared:
+      w.base = shared_.data();
+      w.size = shared_.size();
+      break;
+    case Space::Local:
+      w.base = local_.data() + t0 * prog_.local_bytes;
+      w.size = prog_.local_bytes;
+      w.stride = prog_.local_bytes;
+      break;
+    case Space::Param:
+      w.base = params_.data();
+      w.size = params_.size();
+      break;
+    default: break;
+  }
+  return w;
 }
 
 namespace {
@@ -307,13 +356,43 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
     uint32_t* dst = W + size_t(in.dst) * L;
     switch (info.kind) {
       case OpKind::Alu: {
+        if (all && !kRecord && info.arity == 2 && !in.a.imm && in.b.imm) {
+          // A register and an immediate over every lane.
+          const uint32_t* a = W + size_t(in.a.v) * L;
+          const uint32_t k = in.b.v;
+          alu::dispatch(in.op, [&]<Op op>() {
+            if (L == Params::kCudaWarp)
+              for (uint32_t l = 0; l < Params::kCudaWarp; ++l) dst[l] = alu::eval<op>(a[l], k, k);
+            else
+              for (uint32_t l = 0; l < L; ++l) dst[l] = alu::eval<op>(a[l], k, k);
+          });
+          break;
+        }
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = info.arity >= 2 ? lanes_of(in.b, 1) : a;
         const uint32_t* c = info.arity >= 3 ? lanes_of(in.c, 2) : a;
         // One switch per instruction, then the operation inline over the
         // lanes (alu.h: the same functions as op_info(op).fn).
         alu::dispatch(in.op, [&]<Op op>() {
-          if (all && !kRecord) {
+          if (!kRecord && L == Params::kCudaWarp) {
+            // A whole CUDA warp: a loop of known length the compiler
+            // vectorises; with lanes off, every lane computes (the operations
+            // are pure) and only the active ones keep the result.
+            if (all) {
+              for (uint32_t l = 0; l < Params::kCudaWarp; ++l) dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
+            } else if (active <= 4) {  // a few lanes: only those
+              for (uint64_t m = mask; m; m &= m - 1) {
+                const int l = std::countr_zero(m);
+                dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
+              }
+            } else {
+              const uint32_t m32 = uint32_t(mask);
+              for (uint32_t l = 0; l < Params::kCudaWarp; ++l) {
+                const uint32_t v = alu::eval<op>(a[l], bb[l], c[l]);
+                dst[l] = (m32 >> l & 1) ? v : dst[l];
+              }
+            }
+          } else if (all && !kRecord) {
             for (uint32_t l = 0; l < L; ++l) dst[l] = alu::eval<op>(a[l], bb[l], c[l]);
           } else {
             for (uint32_t l = 0; l < L; ++l) {
@@ -339,6 +418,20 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t bytes = in.bytes;
+        const Window win = window(in.space, t0);
+        if (win.base && !kRecord) {
+          // The common case: global, shared, local or param memory.
+          for (uint64_t m = mask; m; m &= m - 1) {
+            const uint32_t l = uint32_t(std::countr_zero(m));
+            const uint32_t addr = a[l] + bb[l];
+            const uint8_t* ptr = win.at(l, addr, bytes);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, bytes, "load");
+            if (!ptr) return false;
+            if (bytes == 4) std::memcpy(&dst[l], ptr, 4);
+            else dst[l] = read_bytes(ptr, bytes, in.sign);
+          }
+          break;
+        }
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
           const uint8_t* ptr = resolve(in.space, uint32_t(t0 + l), a[l] + bb[l], bytes, "load");
@@ -352,6 +445,22 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
+        const Window win = window(in.space, t0);
+        if (win.base && !kRecord) {
+          const uint32_t bytes = in.bytes;
+          const uint32_t keep = bytes < 4 ? (1u << (8 * bytes)) - 1 : ~0u;
+          for (uint64_t m = mask; m; m &= m - 1) {
+            const uint32_t l = uint32_t(std::countr_zero(m));
+            const uint32_t addr = a[l] + bb[l];
+            uint8_t* ptr = win.at(l, addr, bytes);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), addr, bytes, "store");
+            if (!ptr) return false;
+            fast_pending_[npending++] = {ptr, c[l] & keep, bytes};
+          }
+          stats_.instructions++;
+          stats_.lane_instructions += active;
+          continue;
+        }
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
           const uint32_t addr = a[l] + bb[l];
@@ -372,6 +481,21 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
+        const Window win = window(in.space, t0);
+        if (win.base && !kRecord) {
+          for (uint64_t m = mask; m; m &= m - 1) {
+            const uint32_t l = uint32_t(std::countr_zero(m));
+            uint8_t* ptr = win.at(l, a[l], 4);
+            if (!ptr) ptr = address(in.space, uint32_t(t0 + l), a[l], 4, "atomic");
+            if (!ptr) return false;
+            uint32_t old;
+            std::memcpy(&old, ptr, 4);
+            const uint32_t nv = eval_atom(in.atom, old, bb[l], c[l]);
+            std::memcpy(ptr, &nv, 4);
+            dst[l] = old;
+          }
+          break;
+        }
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
           const uint32_t addr = a[l];
@@ -398,26 +522,82 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
   } else {
     for (uint32_t i = 0; i < npending; ++i) write_bytes(fast_pending_[i].p, fast_pending_[i].bytes, fast_pending_[i].value);
   }
+  // The terminator: one switch, then the lanes.
   const Terminator& term = blk.term;
-  const uint32_t* cond = term.kind == Term::BR ? W + size_t(term.cond) * L : nullptr;
-  for (uint32_t l = 0; l < L; ++l) {
-    if (!(mask >> l & 1)) continue;
-    const size_t t = t0 + l;
-    switch (term.kind) {
-      case Term::JMP: pc_[t] = term.t; break;
-      case Term::BR: pc_[t] = cond[l] != 0 ? term.t : term.f; break;
-      case Term::EXIT: pc_[t] = kExited; break;
-      case Term::BAR:
-        pc_[t] = term.t;
-        wait_[t] = kBar;
-        break;
-      case Term::WBAR:
-        pc_[t] = term.t;
-        wait_[t] = kWbar;
-        break;
-      case Term::TRAP: set_fault(int(term.code), "trap " + std::to_string(term.code) + where()); break;
+  uint32_t* pc = pc_.data() + t0;
+  uint8_t* wait = wait_.data() + t0;
+  switch (term.kind) {
+    case Term::JMP:
+      for (uint64_t m = mask; m; m &= m - 1) pc[std::countr_zero(m)] = term.t;
+      break;
+    case Term::BR: {
+      const uint32_t* cond = W + size_t(term.cond) * L;
+      for (uint64_t m = mask; m; m &= m - 1) {
+        const int l = std::countr_zero(m);
+        pc[l] = cond[l] != 0 ? term.t : term.f;
+      }
+      break;
     }
+    case Term::EXIT:
+      for (uint64_t m = mask; m; m &= m - 1) pc[std::countr_zero(m)] = kExited;
+      break;
+    case Term::BAR:
+    case Term::WBAR: {
+      const uint8_t wk = term.kind == Term::BAR ? kBar : kWbar;
+      for (uint64_t m = mask; m; m &= m - 1) {
+        const int l = std::countr_zero(m);
+        pc[l] = term.t;
+        wait[l] = wk;
+      }
+      break;
+    }
+    case Term::TRAP:
+      if (mask) set_fault(int(term.code), "trap " + std::to_string(term.code) + where());
+      break;
   }
+  if (mask == live_[w] && term.kind != Term::TRAP) {
+    // Every live lane of the warp ran the block: its next block and lanes
+    // follow from the terminator alone (what refresh() would find).
+    switch (term.kind) {
+      case Term::JMP:
+        wblock_[w] = term.t;
+        break;
+      case Term::BR: {
+        uint64_t taken = 0;
+        for (uint64_t m = mask; m; m &= m - 1) {
+          const int l = std::countr_zero(m);
+          taken |= uint64_t(pc[l] == term.t) << l;
+        }
+        const uint64_t other = mask & ~taken;
+        if (term.t == term.f || !other) {
+          wblock_[w] = term.t;
+        } else if (!taken) {
+          wblock_[w] = term.f;
+        } else {
+          wblock_[w] = std::min(term.t, term.f);
+          wmask_[w] = term.t < term.f ? taken : other;
+        }
+        break;
+      }
+      case Term::EXIT:
+        live_[w] = 0;
+        wblock_[w] = kExited;
+        wmask_[w] = 0;
+        break;
+      case Term::BAR:  // every lane waits at the CTA barrier
+        wblock_[w] = kExited;
+        wmask_[w] = 0;
+        break;
+      case Term::WBAR:  // every lane waits at the warp barrier, at term.t
+        wblock_[w] = term.t;
+        wmask_[w] = 0;
+        break;
+      case Term::TRAP: break;
+    }
+    stats_.steps++;
+    return true;
+  }
+  if (term.kind == Term::EXIT) live_[w] &= ~mask;
   refresh(w);
   stats_.steps++;
   return true;

@@ -88,6 +88,19 @@ class Interpreter {
   std::string where() const;
   uint8_t* address(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what);
   uint8_t* resolve(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what);
+  // A memory space as one instruction of a warp sees it: global, shared,
+  // local or param (base null for print); at() is the in-range, aligned case.
+  struct Window {
+    uint8_t* base = nullptr;
+    uint64_t size = 0, sub = 0;  // bytes; the address of base[0]
+    size_t stride = 0;           // local: bytes per lane
+    uint8_t* at(uint32_t lane, uint32_t addr, uint32_t bytes) const {
+      const uint64_t off = uint64_t(addr) - sub;  // wraps far past size below sub
+      if (off + bytes > size || off + bytes < off || (addr & (bytes - 1)) != 0) return nullptr;  // bytes: 1, 2 or 4
+      return base + lane * stride + off;
+    }
+  };
+  Window window(Space sp, size_t t0);
   template <bool kRecord>
   bool exec(uint32_t w, StepRecord* rec);
 
@@ -107,6 +120,7 @@ class Interpreter {
   // kept up to date as lanes move; the warps below scan_from_ cannot run.
   std::vector<uint32_t> wblock_;
   std::vector<uint64_t> wmask_;
+  std::vector<uint64_t> live_;  // per warp: the lanes that have not exited
   uint32_t scan_from_ = 0;
   uint32_t cur_warp_ = 0, cur_block_ = 0;  // the EXEC running, for fault messages
   struct Pending {

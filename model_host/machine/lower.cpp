@@ -643,6 +643,7 @@ class Lowerer {
   void append_print_record(Operand format, uint32_t bytes, const std::vector<Operand>& words);
   std::string printf_format(const ptx::Instr& call);
   void lower_shfl(const ptx::Instr& in);
+  void clear_shfl_slot(Operand area);
   void lower_vote(const ptx::Instr& in);
   void lower_bar_red(const ptx::Instr& in);
   uint32_t local_alloc(uint64_t size, uint32_t align);
@@ -727,12 +728,20 @@ class Lowerer {
 
 // The scratch area after the program's shared memory: one CTA counter word
 // (bar.red), then per 32-thread warp 32 shuffle words and one vote word.
+// A lane's shuffle word is 0 except while the lane is in a shuffle, match or
+// redux (each lane clears its word after the closing warp barrier), so a
+// shuffle that reads a lane not taking part gets 0, as NVIDIA's GPUs give.
 constexpr uint32_t kScratchShfl = 0, kScratchVote = 32, kScratchWords = 33;
 
 Operand Lowerer::warp_scratch(uint32_t word) {
   scratch_used_ = true;
   Operand cw = opr(Op::SHR, tid_linear(), K(5));
   return opr(Op::ADD, opr(Op::MUL, cw, K(kScratchWords * 4)), K(scratch_base_ + 4 + word * 4));
+}
+
+// After a shuffle-area exchange's closing warp barrier: the lane's word back to 0.
+void Lowerer::clear_shfl_slot(Operand area) {
+  st(Space::Shared, opr(Op::ADD, area, opr(Op::SHL, opr(Op::AND, tid_linear(), K(31)), K(2))), 0, 4, K(0));
 }
 
 Operand Lowerer::special(const ptx::Instr& in, const ptx::Operand& o) {
@@ -2016,6 +2025,7 @@ void Lowerer::lower_match(const ptx::Instr& in) {
     acc = opr(Op::OR, acc, opr(Op::SHL, opr(Op::SEQ, w, a), K(j)));
   }
   barrier(VI::Wbar);
+  clear_shfl_slot(area);
   write(in.ops[0], Type::B32, {opr(Op::AND, acc, present), K(0)});
 }
 
@@ -2221,6 +2231,7 @@ void Lowerer::lower_shfl(const ptx::Instr& in) {
   barrier(VI::Wbar);
   Operand v = R(ld(Space::Shared, opr(Op::ADD, area, opr(Op::SHL, src, K(2))), 0, 4, false));
   barrier(VI::Wbar);
+  clear_shfl_slot(area);
   if (d.kind == ptx::Operand::Kind::PredPair) {
     ptx::Operand dv = d, dp = d;
     dv.kind = dp.kind = ptx::Operand::Kind::Reg;
@@ -2896,6 +2907,7 @@ void Lowerer::lower_redux(const ptx::Instr& in) {
     acc = opr(Op::SEL, opr(Op::AND, present, K(1u << j)), opr(combine, acc, w), acc);
   }
   barrier(VI::Wbar);
+  clear_shfl_slot(area);
   write(in.ops[0], t, {acc, K(0)});
 }
 
@@ -2923,6 +2935,7 @@ void Lowerer::lower_match_any_all(const ptx::Instr& in) {
     barrier(VI::Wbar);
     eq = opr(Op::AND, eq, acc);
   }
+  clear_shfl_slot(area);
   Operand all = opr(Op::SEQ, eq, present);
   Operand d = in.match == ptx::MatchMode::All ? opr(Op::SEL, all, present, K(0)) : eq;
   const ptx::Operand& dst = in.ops[0];

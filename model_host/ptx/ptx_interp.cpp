@@ -601,9 +601,13 @@ class Interp {
 
   void shfl(const Instr& in, const std::vector<Thread*>& active) {
     // d|p, a, b, c, membermask (the mask is checked by real hardware only for
-    // convergence; here the active threads are the participants).
+    // convergence; here the active threads are the participants).  A source
+    // lane in range that does not take part (inactive or exited) gives 0, as
+    // NVIDIA's GPUs do (PTX leaves the value unpredictable).
     struct R { uint64_t v; bool p; };
     std::vector<R> res;
+    uint32_t present = 0;
+    for (Thread* t : active) present |= 1u << t->lane;
     for (Thread* t : active) {
       uint32_t b = static_cast<uint32_t>(read(in.ops[2], Type::U32, *t, in)) & 31;
       uint32_t c = static_cast<uint32_t>(read(in.ops[3], Type::U32, *t, in));
@@ -622,7 +626,10 @@ class Interp {
       }
       if (!p) j = lane;
       Thread* src = lane_thread(*t, uint32_t(j));
-      if (!src || src->exited) { src = t; }
+      if (!src || !(present >> j & 1)) {
+        res.push_back({0, p});
+        continue;
+      }
       res.push_back({read(in.ops[1], Type::B32, *src, in), p});
     }
     for (size_t i = 0; i < active.size(); ++i) {

@@ -119,6 +119,48 @@ TEST(MachineBackend, LargeGridsIndexEveryBlock) {
   }
 }
 
+// A CUDA program's code can be large (CUB's radix sort lowers to thousands of
+// blocks): the CUDA-sized device takes a kernel of 1,200 branches, and each
+// thread takes the one branch its value selects.
+TEST(MachineBackend, CudaSizedDeviceHoldsLargeKernels) {
+  constexpr uint32_t kCases = 1200, kThreads = 256;
+  std::string ptx =
+      ".version 8.5\n.target sm_75\n.address_size 64\n"
+      ".visible .entry big(.param .u64 pin, .param .u64 pout)\n{\n"
+      "  .reg .pred %p<2>;\n  .reg .b32 %r<8>;\n  .reg .b64 %rd<8>;\n"
+      "  ld.param.u64 %rd1, [pin];\n  ld.param.u64 %rd2, [pout];\n"
+      "  mov.u32 %r1, %tid.x;\n  mul.wide.u32 %rd3, %r1, 4;\n"
+      "  add.u64 %rd4, %rd1, %rd3;\n  add.u64 %rd5, %rd2, %rd3;\n"
+      "  ld.global.u32 %r2, [%rd4];\n  mov.u32 %r3, 0;\n";
+  for (uint32_t k = 0; k < kCases; ++k)
+    ptx += "  setp.ne.u32 %p1, %r2, " + std::to_string(k) + ";\n  @%p1 bra L" + std::to_string(k) +
+           ";\n  add.u32 %r3, %r3, " + std::to_string(3 * k + 1) + ";\n  st.global.u32 [%rd5], %r3;\nL" +
+           std::to_string(k) + ":\n";
+  ptx += "  ret;\n}\n";
+  ModuleImage img = load_module(ptx, cuda_params(64u << 20));
+  const uint64_t in = img.alloc(kThreads * 4), out = img.alloc(kThreads * 4);
+  for (uint32_t t = 0; t < kThreads; ++t) {
+    const uint32_t v = (t * 2654435761u) % kCases;
+    std::memcpy(&img.mem.bytes[in - img.mem.base + 4 * t], &v, 4);
+  }
+  launch::LaunchRequest req;
+  req.ptx = ptx;
+  req.kernel = "big";
+  req.block = {kThreads, 1, 1};
+  req.params.resize(16);
+  std::memcpy(req.params.data(), &in, 8);
+  std::memcpy(req.params.data() + 8, &out, 8);
+  req.symbols = img.symbols;
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Default, 64u << 20);
+  launch::LaunchResult r = backend->launch(req, img.mem);
+  ASSERT_EQ(r.error, 0) << r.message;
+  for (uint32_t t = 0; t < kThreads; ++t) {
+    uint32_t v;
+    std::memcpy(&v, &img.mem.bytes[out - img.mem.base + 4 * t], 4);
+    EXPECT_EQ(v, 3 * ((t * 2654435761u) % kCases) + 1) << "thread " << t;
+  }
+}
+
 TEST(MachineBackend, LaunchRunsAndReportsStepsAndPrintf) {
   std::string ptx = kernels();
   launch::ModuleInfo info = inspect_module(ptx);

@@ -522,6 +522,35 @@ TEST(PtxCoverage, ReduxEveryOperation) {
     }
 }
 
+// A shuffle whose source lane does not take part (it branched around the
+// shuffle, or exited) reads 0, as NVIDIA's GPUs give (PTX leaves the value
+// unpredictable): the final warp of a block reduction that lets only its
+// first k lanes run a shfl.down tree (cuda-samples' reduce7) relies on it.
+// A full-warp shuffle runs first, so every lane has had a value in flight.
+TEST(PtxCoverage, ShuffleFromLanesNotTakingPartReadsZero) {
+  const uint32_t threads = 128;
+  std::vector<uint32_t> in = inputs(threads, 41);
+  for (uint32_t k : {1u, 3u, 8u, 17u, 32u})
+    for (bool exit : {false, true}) {
+      SCOPED_TRACE("first " + std::to_string(k) + " lanes" + (exit ? ", the others exited" : ""));
+      const std::string mask = std::to_string(k == 32 ? 0xffffffffu : (1u << k) - 1);
+      std::string body = ld_in("%r1", 0) + "  shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;\n" + st_out("%r2", 1) +
+                         st_out("%r1", 0) + "  and.b32 %r4, %ti1, 31;\n  setp.ge.u32 %p1, %r4, " +
+                         std::to_string(k) + ";\n" + (exit ? "  @%p1 exit;\n" : "  @%p1 bra SKIP;\n");
+      for (int o = 16; o > 0; o /= 2)
+        body += "  shfl.sync.down.b32 %r5|%p2, %r1, " + std::to_string(o) + ", 31, " + mask +
+                ";\n  add.s32 %r1, %r1, %r5;\n";
+      body += st_out("%r1", 0) + "SKIP:\n";
+      std::vector<uint32_t> out = cross_check(kernel_text(body, 1, 2), threads, in, 2);
+      for (uint32_t warp = 0; warp < threads / 32; ++warp) {
+        uint32_t sum = 0;
+        for (uint32_t l = 0; l < k; ++l) sum += in[32 * warp + l];
+        EXPECT_EQ(out[2 * 32 * warp], sum) << "warp " << warp;
+        EXPECT_EQ(out[2 * (32 * warp + 1) + 1], in[32 * warp]);  // the full-warp butterfly
+      }
+    }
+}
+
 // match.any and match.all, 32- and 64-bit, on values with repeats.
 TEST(PtxCoverage, MatchAnyAndAll) {
   const uint32_t threads = 128;

@@ -6,6 +6,8 @@
 // StepRecord per EXEC (the path the model's trace checks use).  Rates are
 // over this thread's CPU time.  Appends one line per kernel to --out
 // (tab-separated: time, label, then the printed columns) and prints them.
+// `--lanes 8,32` runs every kernel on machines of those lane counts (the same
+// launch, lowered for each) and prints how much faster each runs than the first.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstring>
@@ -78,13 +80,23 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "run only the kernel of this name");
   app.add_option("--scale", scale, "multiply the work of every kernel")->capture_default_str();
   app.add_flag("--record", record, "also run step() with a StepRecord per EXEC");
+  std::vector<uint32_t> lanes_list;
+  app.add_option("--lanes", lanes_list,
+                 "machine lanes to run each kernel with (several: the same work on each, then the ratios of "
+                 "CPU seconds to the first); default: the CUDA-sized device's");
   CLI11_PARSE(app, argc, argv);
 
   std::ifstream in(QGPU_BENCH_INTERP_PTX);
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string ptx = ss.str();
-  const Params params = cuda_params(256u << 20);
+  const Params device = cuda_params(256u << 20);
+  if (lanes_list.empty()) lanes_list.push_back(device.lanes);
+  for (uint32_t l : lanes_list)
+    if (l == 0 || l > 64 || Params::kCudaWarp % l != 0) {
+      std::cerr << "--lanes: " << l << " does not divide 32\n";
+      return 2;
+    }
 
   auto n_of = [&](uint32_t n) { return uint32_t(std::max(1.0, n * scale)); };
   std::vector<Case> cases = {
@@ -113,6 +125,23 @@ int main(int argc, char** argv) {
          uint32_t n = n_of(1u << 20);
          return pack(filled(img, n, 5), img.alloc(n * 4ull), int32_t(n));
        }},
+      {"short_blocks", "_Z12short_blocksPiPKii", {n_of(64), 1, 1}, {512, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(64) * 512;
+         return pack(filled(img, n, 6), filled(img, 1, 7), int32_t(16));
+       }},
+      {"bitonic_shared", "_Z14bitonic_sharedPj", {n_of(16), 1, 1}, {512, 1, 1},
+       [&](ModuleImage& img) { return pack(filled(img, n_of(16) * 1024, 8)); }},
+      {"shared_histogram", "_Z16shared_histogramPKjPji", {n_of(32), 1, 1}, {256, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(32) * 256;
+         return pack(filled(img, n * 16, 9), img.alloc(64 * 4ull), int32_t(16));
+       }},
+      {"warp_scan", "_Z9warp_scanPKjPj", {n_of(256), 1, 1}, {256, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(256) * 256;
+         return pack(filled(img, n, 10), img.alloc(n * 4ull));
+       }},
   };
 
   std::ofstream out;
@@ -120,9 +149,14 @@ int main(int argc, char** argv) {
   char when[32];
   std::time_t now = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", std::gmtime(&now));
-  std::cout << "kernel\tpath\tgrid x block\tEXECs\tlane-instructions\tCPU seconds\tM lane-instructions/s\n";
+  std::cout << "kernel\tpath\tgrid x block\tEXECs\tlane-instructions\tCPU seconds\tM lane-instructions/s\tlanes\n";
+  std::vector<std::string> ratios;
   for (const Case& c : cases) {
     if (!only.empty() && c.name != only) continue;
+    std::vector<double> run_secs;
+    for (uint32_t lanes : lanes_list) {
+    Params params = device;
+    params.lanes = lanes;
     ModuleImage img = load_module(ptx, params);
     std::vector<uint8_t> args = c.setup(img);
     const Program prog = lower(img.module, c.kernel, {c.grid, c.block, 0, img.symbols}, params);
@@ -146,10 +180,19 @@ int main(int argc, char** argv) {
       std::ostringstream line;
       line << c.name << '\t' << (pass == 0 ? "run" : "step+record") << '\t' << c.grid.count() << 'x' << c.block.count()
            << '\t' << st.steps << '\t' << st.lane_instructions << '\t' << std::fixed << std::setprecision(3) << secs
-           << '\t' << std::setprecision(1) << st.lane_instructions / secs / 1e6;
+           << '\t' << std::setprecision(1) << st.lane_instructions / secs / 1e6 << '\t' << lanes;
       std::cout << line.str() << "\n";
       if (out) out << when << '\t' << label << '\t' << line.str() << '\n';
+      if (pass == 0) run_secs.push_back(secs);
+    }
+    }
+    for (size_t i = 1; i < run_secs.size(); ++i) {
+      std::ostringstream r;
+      r << c.name << ": " << lanes_list[i] << " lanes run the launch " << std::fixed << std::setprecision(2)
+        << run_secs[0] / run_secs[i] << "x as fast as " << lanes_list[0];
+      ratios.push_back(r.str());
     }
   }
+  for (const std::string& r : ratios) std::cout << r << "\n";
   return 0;
 }
