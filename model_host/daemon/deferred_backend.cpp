@@ -2,6 +2,8 @@
 
 #include <driver_types.h>
 
+#include <stdexcept>
+
 namespace qgpu::daemon {
 
 DeferredBackend::DeferredBackend(std::string name, Factory make)
@@ -22,6 +24,56 @@ engine::LaunchResult DeferredBackend::launch(const engine::LaunchRequest& req, e
     return r;
   }
   return backend->launch(req, mem);
+}
+
+namespace {
+
+class DeferredContext : public engine::DeviceContext {
+ public:
+  DeferredContext(std::string name, std::shared_future<std::shared_ptr<engine::Backend>> ready)
+      : name_(std::move(name)), ready_(std::move(ready)) {}
+
+  void write(uint64_t offset, const uint8_t* data, uint64_t size) override { open().write(offset, data, size); }
+  void read(uint64_t offset, uint8_t* out, uint64_t size) override { open().read(offset, out, size); }
+  engine::LaunchResult launch(const engine::LaunchRequest& req) override {
+    engine::DeviceContext* c = nullptr;
+    try {
+      c = &open();
+    } catch (const std::exception& e) {
+      engine::LaunchResult r;
+      r.error = cudaErrorInitializationError;
+      r.message = e.what();
+      return r;
+    }
+    return c->launch(req);
+  }
+
+ private:
+  engine::DeviceContext& open() {
+    if (!inner_) {
+      std::shared_ptr<engine::Backend> backend;
+      try {
+        backend = ready_.get();
+      } catch (const std::exception& e) {
+        throw std::runtime_error("the " + name_ + " backend could not start: " + e.what());
+      }
+      inner_ = backend->open_context();
+      if (!inner_) throw std::logic_error("the " + name_ + " backend keeps no device memory of its own");
+      backend_ = std::move(backend);
+    }
+    return *inner_;
+  }
+
+  std::string name_;
+  std::shared_future<std::shared_ptr<engine::Backend>> ready_;
+  std::shared_ptr<engine::Backend> backend_;  // outlives inner_
+  std::unique_ptr<engine::DeviceContext> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<engine::DeviceContext> DeferredBackend::open_context() {
+  return std::make_unique<DeferredContext>(name_, ready_);
 }
 
 }  // namespace qgpu::daemon

@@ -33,7 +33,24 @@ Session::Session(uint64_t id, Device& device, std::string client)
       client_(std::move(client)),
       alloc_(device.info.global_base, device.info.global_bytes) {
   mem_.base = device.info.global_base;
-  mem_.bytes.assign(device.info.global_bytes, 0);
+  ctx_ = device.backend->open_context();
+  if (!ctx_) mem_.bytes.assign(device.info.global_bytes, 0);
+}
+
+void Session::put(uint64_t addr, const uint8_t* data, uint64_t size) {
+  if (size == 0) return;
+  if (ctx_)
+    ctx_->write(addr - mem_.base, data, size);
+  else
+    std::memcpy(at(addr), data, size);
+}
+
+void Session::get(uint64_t addr, uint8_t* out, uint64_t size) {
+  if (size == 0) return;
+  if (ctx_)
+    ctx_->read(addr - mem_.base, out, size);
+  else
+    std::memcpy(out, at(addr), size);
 }
 
 void Session::release_all() {
@@ -42,6 +59,7 @@ void Session::release_all() {
   scratch_.clear();
   scratch_.shrink_to_fit();
   std::fill(mem_.bytes.begin(), mem_.bytes.end(), 0);
+  if (ctx_) ctx_ = device_.backend->open_context();  // a new, all-zero memory
 }
 
 Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* bulk) {
@@ -68,6 +86,8 @@ Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* b
   } catch (const proto::ProtocolError& e) {
     return Reply::error(cudaErrorInvalidValue, std::string("model_host: malformed ") + proto::type_name(type) +
                                                    " request: " + e.what());
+  } catch (const std::exception& e) {  // the backend's device memory (DeviceContext) failed
+    return Reply::error(cudaErrorUnknown, std::string("model_host: ") + proto::type_name(type) + ": " + e.what());
   }
 }
 
@@ -103,7 +123,7 @@ Reply Session::write(proto::Reader& r, const zmq::message_t* bulk) {
   if (!bulk) return Reply::error(cudaErrorInvalidValue, "model_host: Write without a bulk frame");
   std::string bad = alloc_.check_range(addr, bulk->size());
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy to device: " + bad);
-  std::memcpy(at(addr), bulk->data(), bulk->size());
+  put(addr, static_cast<const uint8_t*>(bulk->data()), bulk->size());
   return {};
 }
 
@@ -116,7 +136,12 @@ Reply Session::read(proto::Reader& r) {
   std::string bad = alloc_.check_range(addr, size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy from device: " + bad);
   Reply out;
-  out.bulk.emplace(at(addr), size);
+  if (ctx_) {
+    out.bulk.emplace(size);
+    get(addr, static_cast<uint8_t*>(out.bulk->data()), size);
+  } else {
+    out.bulk.emplace(at(addr), size);
+  }
   return out;
 }
 
@@ -127,7 +152,9 @@ Reply Session::copy(proto::Reader& r) {
     std::string bad = alloc_.check_range(addr, size);
     if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, std::string("device copy ") + what + ": " + bad);
   }
-  std::memmove(at(dst), at(src), size);
+  std::vector<uint8_t> bytes(size);
+  get(src, bytes.data(), size);
+  put(dst, bytes.data(), size);
   return {};
 }
 
@@ -138,7 +165,8 @@ Reply Session::memset(proto::Reader& r) {
   r.finish("Memset");
   std::string bad = alloc_.check_range(addr, size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "cudaMemset: " + bad);
-  std::memset(at(addr), int(value & 0xff), size);
+  const std::vector<uint8_t> bytes(size, uint8_t(value & 0xff));
+  put(addr, bytes.data(), size);
   return {};
 }
 
@@ -170,9 +198,14 @@ Reply Session::module_load(proto::Reader& r) {
                               "-byte global memory (" + std::to_string(alloc_.largest_free()) + " bytes free in one range)");
     }
     placed.push_back(*addr);
-    std::memset(at(*addr), 0, v.size);
-    std::memcpy(at(*addr), v.init.data(), std::min<uint64_t>(v.init.size(), v.size));
     m.symbols[v.name] = *addr;
+  }
+  // Their initial bytes (zero where the module gives none), written below.
+  std::map<std::string, std::vector<uint8_t>> image;
+  for (const engine::ModuleVar& v : m.info.vars) {
+    std::vector<uint8_t>& bytes = image[v.name];
+    bytes.assign(v.size, 0);
+    std::memcpy(bytes.data(), v.init.data(), std::min<uint64_t>(v.init.size(), v.size));
   }
   // Address-of-symbol initializers, now that every variable has its address.
   for (const engine::ModuleVar& v : m.info.vars)
@@ -187,8 +220,9 @@ Reply Session::module_load(proto::Reader& r) {
                                                      rel.symbol + "', " + bad);
       }
       uint64_t value = target->second + uint64_t(rel.addend);
-      std::memcpy(at(m.symbols[v.name] + rel.offset), &value, rel.size);
+      std::memcpy(image[v.name].data() + rel.offset, &value, rel.size);
     }
+  for (const engine::ModuleVar& v : m.info.vars) put(m.symbols[v.name], image[v.name].data(), v.size);
   proto::ModuleImage img;
   img.id = next_module_++;
   for (const engine::ModuleVar& v : m.info.vars) img.vars.push_back({v.name, m.symbols[v.name], v.size});
@@ -278,7 +312,7 @@ Reply Session::launch(proto::Reader& r) {
   {
     std::lock_guard<std::mutex> g(device_.run_mutex);
     try {
-      res = device_.backend->launch(req, mem_);
+      res = ctx_ ? ctx_->launch(req) : device_.backend->launch(req, mem_);
     } catch (const std::exception& e) {
       res.error = cudaErrorUnknown;
       res.message = std::string("the ") + device_.backend->name() + " backend failed: " + e.what();
@@ -288,7 +322,7 @@ Reply Session::launch(proto::Reader& r) {
   // the device and for a model that is still loading.
   double secs = res.stats.seconds > 0 ? res.stats.seconds
                                       : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (mem_.bytes.size() != device_.info.global_bytes) {
+  if (!ctx_ && mem_.bytes.size() != device_.info.global_bytes) {
     res.error = cudaErrorUnknown;
     res.message = "the backend resized the global memory image";
     mem_.bytes.resize(device_.info.global_bytes);

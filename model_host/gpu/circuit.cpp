@@ -543,8 +543,12 @@ MachineProgram machine_program() {
 
   // ---- 2. ROM ---------------------------------------------------------------
   const auto rom_w = Builder::bits(rom_sel, 0, 10), rom_r = Builder::bits(cur_pc, 0, 10);
+  // The launch's stores start empty at its NT (the client's sequence goes on
+  // over many launches: docs/tokens.md section 3): a field a launch does not
+  // send reads as zero.
+  const ValueId is_nt = b.is_kind(Kind::NT);
   auto rom = [&](const std::string& name, Kind k, std::vector<MemoryOp::Part> parts) {
-    return store(b, name, 1024, rom_w, rom_r, b.is_kind(k), -1, std::move(parts));
+    return store(b, name, 1024, rom_w, rom_r, b.is_kind(k), is_nt, std::move(parts));
   };
   const Digits opP = outs(rom("rom_op", Kind::OP, payload_parts(4, 0)), 0, 4);
   const auto imm_parts = cat(payload_parts(2, 0), cat(payload_parts(4, 2), payload_parts(4, 1)));
@@ -790,10 +794,10 @@ MachineProgram machine_program() {
   const Digits v_local = outs(store(b, "local", 4096, l_addr, l_addr, store_to("st_local", kLocal), is_cta,
                                     digit_parts(C)), 0, 8);
   // Parameters: written by MP prompt records (the two D tokens before it).
-  const Digits v_param = outs(store(b, "param", 256, Builder::bits(P, 0, 8), Builder::bits(row_lo, 0, 8), is_mp, -1,
+  const Digits v_param = outs(store(b, "param", 256, Builder::bits(P, 0, 8), Builder::bits(row_lo, 0, 8), is_mp, is_nt,
                                     cat(payload_parts(4, 2), payload_parts(4, 1))), 0, 8);
   const Digits v_print = outs(store(b, "print", 256, Builder::bits(row_lo, 0, 8), Builder::bits(row_lo, 0, 8),
-                                    store_to("st_print", kPrint), -1, digit_parts(C)), 0, 8);
+                                    store_to("st_print", kPrint), is_nt, digit_parts(C)), 0, 8);
 
   // The address sum and the loads, in one fold.
   {
@@ -1183,17 +1187,17 @@ Built build(const std::function<void(const std::string&)>& progress) {
 }
 
 std::vector<uint32_t> read_words(const Layout& layout, const qwen::Model& model, const qwen::State& state,
-                                 const std::string& name, uint32_t count) {
+                                 const std::string& name, uint32_t count, uint32_t first) {
   const circuit::MemoryLayout& m = layout.memory(name);
-  if (count > uint32_t(m.rows))
+  if (first > uint32_t(m.rows) || count > uint32_t(m.rows) - first)
     throw std::runtime_error("gpu: memory '" + name + "' has only " + std::to_string(m.rows) + " words");
   auto layer_state = [&](int layer) { return model.recurrent_state(state, layer); };
   std::vector<uint32_t> words(count, 0);
   for (uint32_t w = 0; w < count; ++w) {
-    const std::vector<int> nibbles = m.read(int(w), layer_state);
+    const std::vector<int> nibbles = m.read(int(first + w), layer_state);
     for (size_t i = 0; i < nibbles.size(); ++i) {
       if (nibbles[i] < 0)
-        throw std::runtime_error("gpu: memory '" + name + "' word " + std::to_string(w) +
+        throw std::runtime_error("gpu: memory '" + name + "' word " + std::to_string(first + w) +
                                  " does not hold a clean code in the model's state");
       words[w] |= uint32_t(nibbles[i]) << (4 * i);
     }

@@ -209,6 +209,111 @@ TEST(GpuCircuitEval, ResidualsOfTheTraceAreExactlyZeroOrOne) {
   EXPECT_GT(ones, int64_t(ids.size() - prompt) * 100);
 }
 
+// The client's sequence goes on over many launches (docs/tokens.md section
+// 3): launch A writes global memory, the parameter buffer, the printf space
+// and 11 ROM rows; write records then change one word; launch B, whose prompt
+// holds no memory record, reads what A and the records left from the state,
+// and finds its own parameters, printf space and unsent ROM fields empty
+// (block 1's address offset is the immediate 0, not sent, where A's block 1
+// had 0x55).  Evaluator and compiled model, every token against the
+// interpreter started from the memory A left; the words B reads and writes
+// also against values worked out by hand.
+TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
+  const machine::Program a = program({
+      blk(special(Op::CTA, 1), jmp(1)),                        // B0: r1 = CTA
+      blk(alu(Op::ADD, 7, r(0), k(0x55)), jmp(2)),             // B1
+      blk(special(Op::WARP, 2), jmp(3)),                       // B2: r2 = thread
+      blk(alu(Op::SHL, 4, r(1), k(3)), jmp(4)),                // B3
+      blk(alu(Op::SHL, 5, r(2), k(2)), jmp(5)),                // B4
+      blk(alu(Op::ADD, 4, r(4), r(5)), jmp(6)),                // B5: byte offset 8 cta + 4 thread
+      blk(ld(Space::Param, 6, r(0), k(0)), jmp(7)),            // B6
+      blk(alu(Op::ADD, 6, r(6), r(4)), jmp(8)),                // B7
+      blk(st(Space::Global, r(4), k(kBase), r(6)), jmp(9)),    // B8
+      blk(st(Space::Print, r(4), k(0), r(6)), jmp(10)),        // B9
+      blk(std::nullopt, exit_()),                              // B10
+  });
+  const machine::Program b = program({
+      blk(ld(Space::Param, 1, r(0), k(0)), jmp(1)),            // B0: 0, no parameters
+      blk(ld(Space::Print, 2, r(0), k(0)), jmp(2)),            // B1: 0, a new printf space
+      blk(ld(Space::Global, 3, r(0), k(kBase + 400)), jmp(3)), // B2: the write record's word
+      blk(ld(Space::Global, 4, r(0), k(kBase + 8)), jmp(4)),   // B3: A's CTA 1, thread 0
+      blk(alu(Op::ADD, 5, r(1), r(2)), jmp(5)),
+      blk(alu(Op::ADD, 5, r(5), r(3)), jmp(6)),
+      blk(alu(Op::ADD, 5, r(5), r(4)), jmp(7)),
+      blk(st(Space::Global, r(0), k(kBase + 64), r(5)), jmp(8)),
+      blk(std::nullopt, exit_()),
+  });
+  const std::vector<uint8_t> params_a = {0x00, 0x01, 0, 0};   // 0x100
+  const std::vector<std::pair<uint32_t, uint32_t>> writes = {{100, 0xdeadbeef}};
+
+  // The sequence, and the memory each launch starts from.
+  std::vector<int64_t> prompt_a = encode_launch(a, 2, 2, params_a);
+  TraceOracle oracle_a(a, 2, 2, params_a, global_memory());
+  std::vector<int64_t> trace_a;
+  while (!oracle_a.done()) trace_a.push_back(oracle_a.next());
+  engine::GlobalMemory after_a = oracle_a.memory();
+  for (uint32_t w = 0; w < 4; ++w) EXPECT_EQ(word(after_a.bytes, w), 0x100 + 4 * w);
+  engine::GlobalMemory before_b = after_a;
+  for (auto [w, v] : writes) set_word(before_b.bytes, w, v);
+  const std::vector<int64_t> records = encode_writes(writes);
+  const std::vector<int64_t> prompt_b = encode_launch(b, 1, 1, {});
+  for (int64_t id : prompt_b) EXPECT_NE(decode_token(id)->kind, Kind::MG) << token_name(id);
+  TraceOracle oracle_b(b, 1, 1, {}, before_b);
+  std::vector<int64_t> trace_b;
+  while (!oracle_b.done()) trace_b.push_back(oracle_b.next());
+  EXPECT_EQ(word(oracle_b.memory().bytes, 16), 0xdeadbeefu + 0x108u);
+
+  // The evaluator: prompts and records fed, each trace token compared before
+  // it is fed (END too: the sequence goes on after it).
+  {
+    circuit::Evaluator ev(machine());
+    auto feed = [&](const std::vector<int64_t>& ids) {
+      for (int64_t id : ids) ev.step(int(id - kTokenBase));
+    };
+    auto follow = [&](const std::vector<int64_t>& trace, const char* which) {
+      for (size_t n = 0; n < trace.size(); ++n) {
+        const int got = ev.emitted();
+        if (got < 0 || got + kTokenBase != trace[n]) {
+          ADD_FAILURE() << which << ", generated token " << n << ": circuit writes "
+                        << (got < 0 ? std::string("nothing") : token_name(got + kTokenBase)) << ", trace "
+                        << token_name(trace[n]);
+          return false;
+        }
+        ev.step(int(trace[n] - kTokenBase));
+      }
+      return true;
+    };
+    feed(prompt_a);
+    ASSERT_TRUE(follow(trace_a, "launch A"));
+    feed(records);
+    feed(prompt_b);
+    ASSERT_TRUE(follow(trace_b, "launch B"));
+  }
+  // The compiled model: greedy decoding on one state.
+  const Compiled& c = compiled();
+  qwen::State st = c.model.new_state();
+  auto decode = [&](const std::vector<int64_t>& prompt, const std::vector<int64_t>& trace, const char* which) {
+    int64_t next = c.model.forward_argmax(st, prompt);
+    for (size_t n = 0; n < trace.size(); ++n) {
+      if (next != trace[n]) {
+        ADD_FAILURE() << which << ", generated token " << n << ": model writes " << token_name(next) << ", trace "
+                      << token_name(trace[n]);
+        return false;
+      }
+      next = c.model.step_argmax(st, next);
+    }
+    return true;
+  };
+  ASSERT_TRUE(decode(prompt_a, trace_a, "launch A"));
+  c.model.forward_argmax(st, records);
+  ASSERT_TRUE(decode(prompt_b, trace_b, "launch B"));
+  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", 4096);
+  for (uint32_t w = 0; w < 4096; ++w)
+    ASSERT_EQ(words[w], word(oracle_b.memory().bytes, w)) << "global word " << w;
+  EXPECT_EQ(words[16], 0xdeadbeefu + 0x108u);
+  EXPECT_EQ(words[100], 0xdeadbeefu);
+}
+
 TEST(GpuCircuitEval, ThreadsBarriersAndCtas) {
   machine::Program prog = program({
       blk(special(Op::WARP, 1), br(1, 1, 3)),          // B0
