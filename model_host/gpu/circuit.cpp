@@ -297,6 +297,18 @@ Digits increment(Builder& b, const std::string& name, const Digits& w) {
   return out;
 }
 
+// Bits of a global memory offset: global_bytes = 2^bits (machine::model_params()).
+// MG's 16-bit payload names the word, so at most 2^18 bytes.
+int global_address_bits() {
+  const uint32_t bytes = machine::model_params().global_bytes;
+  int bits = 0;
+  while ((1u << bits) < bytes) ++bits;
+  if ((1u << bits) != bytes || bits < 12 || bits > 18)
+    throw std::logic_error("gpu circuit: global memory of " + std::to_string(bytes) +
+                           " bytes; the circuit takes a power of two from 4 KiB to 256 KiB");
+  return bits;
+}
+
 Digits slice(const Digits& d, size_t from, size_t n) { return Digits(d.begin() + from, d.begin() + from + n); }
 
 Digits word_digits(const Word& w) { return Builder::digits(w); }
@@ -727,8 +739,12 @@ MachineProgram machine_program() {
   };
   auto zero = [](int s) { return s == 0; };
   auto below = [](int k) { return std::function<bool(int)>([k](int s) { return s < k; }); };
-  const ValueId ok_global = digit_is("ok_global", {{7, [](int s) { return s == 1; }}, {6, zero}, {5, zero}, {4, zero},
-                                                   {3, below(4)}});
+  // Global: 0x10000000 + offset, offset below 2^gbits bytes (gbits 12..18).
+  const int gbits = global_address_bits();
+  std::vector<std::pair<int, std::function<bool(int)>>> g_conds{{7, [](int s) { return s == 1; }}};
+  for (int i = 6; 4 * i >= gbits; --i) g_conds.push_back({i, zero});
+  if (gbits % 4) g_conds.push_back({gbits / 4, below(1 << (gbits % 4))});
+  const ValueId ok_global = digit_is("ok_global", g_conds);
   const ValueId ok_shared = digit_is("ok_shared", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}});
   // Local: a thread of a CTA of 2^c (rounded) threads has 2^(14 - c) bytes.
   ValueId local_over;
@@ -768,11 +784,17 @@ MachineProgram machine_program() {
     return b.all(name, {is_exec, is_st, b.flag(name + ".space", space, [sp](int s) { return s == sp; }),
                         b.lnot(name + ".ok", faults)});
   };
-  // Global memory: written by MG prompt records and by stores.
-  const Digits g_row = b.mux("g_row", is_mg, {{1, slice(P, 0, 3)}, {0, row_lo}}, 3);
+  // Global memory: written by MG write records and by stores; word i is row
+  // i (bits 2.. of the offset), 2^(gbits - 2) rows.
+  const int g_words_bits = gbits - 2, g_digits = (g_words_bits + 3) / 4;
+  Digits g_lo = row_lo;
+  for (int i = 3; i < g_digits; ++i) g_lo.push_back({bitfield(b, "row" + std::to_string(i), sum, 2 + 4 * i, 4)});
+  g_lo.resize(g_digits);
+  const Digits g_row = b.mux("g_row", is_mg, {{1, slice(P, 0, g_digits)}, {0, g_lo}}, g_digits);
   const ValueId we_global = b.any("we_global", {is_mg, store_to("st_global", kGlobal)});
-  const Digits v_global = outs(store(b, "global", 4096, Builder::bits(g_row, 0, 12), Builder::bits(row_lo, 0, 12),
-                                     we_global, -1, digit_parts(b.pad(st_data, 8))), 0, 8);
+  const Digits v_global = outs(store(b, "global", 1 << g_words_bits, Builder::bits(g_row, 0, g_words_bits),
+                                     Builder::bits(g_lo, 0, g_words_bits), we_global, -1,
+                                     digit_parts(b.pad(st_data, 8))), 0, 8);
   const Digits v_shared = outs(store(b, "shared", 1024, Builder::bits(row_lo, 0, 10), Builder::bits(row_lo, 0, 10),
                                      store_to("st_shared", kShared), is_cta, digit_parts(C)), 0, 8);
   // Local row of word i of thread w: i | w << (12 - c).  Bits 0..3 are always

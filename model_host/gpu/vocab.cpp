@@ -12,10 +12,10 @@ struct KindInfo {
   uint32_t size;
 };
 
-// Payload sizes follow machine::model_params(): 1024 ROM blocks, 4096 global
+// Payload sizes follow machine::model_params(): 1024 ROM blocks, 65536 global
 // words, 256 parameter words, 256 threads per CTA, 64 CTAs.
 constexpr std::array<KindInfo, kKindCount> kKinds = {{
-    {"NT", 257},      {"NC", 65},      {"MG", 4096},   {"MP", 256},  {"ROM", 1024},
+    {"NT", 257},      {"NC", 65},      {"MG", 1 << 16}, {"MP", 256},  {"ROM", 1024},
     {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
     {"START", 1},     {"D", 1 << 16},  {"CTA", 64},    {"WARP", 257}, {"EXEC", 1024},
     {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"VX", 1 << 16}, {"VG", 1 << 16},

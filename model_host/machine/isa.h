@@ -60,6 +60,7 @@ inline const Params& model_params() {
     m.lanes = 1;
     m.block_instrs = 1;
     m.rom_blocks = 1024;
+    m.global_bytes = 256 * 1024;      // 65536 words: 512 GDN heads (docs/circuit.md section 8)
     m.shared_bytes = 4 * 1024;
     m.local_store_bytes = 16 * 1024;  // 4096 words: 64 B per thread at 256 threads, 512 B at 32
     m.local_bytes = 16 * 1024;

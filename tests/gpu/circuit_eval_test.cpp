@@ -115,8 +115,9 @@ size_t run_model(const machine::Program& prog, uint32_t threads, uint32_t ctas, 
     if (oracle.done()) break;
     next = c.model.step(st, next).argmax().item<int64_t>();
   }
-  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", 4096);
-  for (uint32_t w = 0; w < 4096; ++w)
+  const uint32_t nw = machine::model_params().global_bytes / 4;
+  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", nw);
+  for (uint32_t w = 0; w < nw; ++w)
     if (words[w] != word(oracle.memory().bytes, w)) {
       ADD_FAILURE() << "global word " << w << ": model " << words[w] << ", interpreter " << word(oracle.memory().bytes, w);
       break;
@@ -307,8 +308,9 @@ TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
   ASSERT_TRUE(decode(prompt_a, trace_a, "launch A"));
   c.model.forward_argmax(st, records);
   ASSERT_TRUE(decode(prompt_b, trace_b, "launch B"));
-  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", 4096);
-  for (uint32_t w = 0; w < 4096; ++w)
+  const uint32_t n = machine::model_params().global_bytes / 4;
+  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", n);
+  for (uint32_t w = 0; w < n; ++w)
     ASSERT_EQ(words[w], word(oracle_b.memory().bytes, w)) << "global word " << w;
   EXPECT_EQ(words[16], 0xdeadbeefu + 0x108u);
   EXPECT_EQ(words[100], 0xdeadbeefu);
@@ -381,7 +383,7 @@ TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
 }
 
 TEST(GpuCircuitEval, FaultsAndTraps) {
-  machine::Program illegal = program({blk(ld(Space::Global, 2, r(0), k(kBase + 16 * 1024)), exit_())});
+  machine::Program illegal = program({blk(ld(Space::Global, 2, r(0), k(kBase + machine::model_params().global_bytes)), exit_())});
   EXPECT_EQ(both(illegal, 1, 1, {}, global_memory()), 5u);
   machine::Program misaligned = program({blk(st(Space::Shared, r(0), k(2), k(1)), exit_())});
   EXPECT_EQ(both(misaligned, 1, 1, {}, global_memory()), 5u);

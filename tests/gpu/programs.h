@@ -68,7 +68,9 @@ inline machine::Program program(std::vector<Block> blocks) {
 }
 
 // The client's global memory as the daemon holds it: all 16 KiB.
-inline engine::GlobalMemory global_memory() { return {kBase, std::vector<uint8_t>(16 * 1024, 0)}; }
+inline engine::GlobalMemory global_memory() {
+  return {kBase, std::vector<uint8_t>(machine::model_params().global_bytes, 0)};
+}
 inline uint32_t word(const std::vector<uint8_t>& bytes, size_t i) {
   uint32_t v;
   std::memcpy(&v, &bytes[4 * i], 4);

@@ -290,8 +290,9 @@ TEST(GpuPrompt, WhatDoesNotFitTheVocabularyIsRefusedByName) {
   expect_refused([&] { encode_prompt(ok, 1, 0, no_params, global); }, "CTAs");
   expect_refused([&] { encode_prompt(ok, 1, 65, no_params, global); }, "65 CTAs");
   expect_refused([&] { encode_prompt(ok, 1, 1, std::vector<uint8_t>(1025), global); }, "1025 bytes");
-  engine::GlobalMemory big{kBase, std::vector<uint8_t>(16 * 1024 + 4)};
-  expect_refused([&] { encode_prompt(ok, 1, 1, no_params, big); }, "16388 bytes");
+  const uint32_t global_bytes = machine::model_params().global_bytes;
+  engine::GlobalMemory big{kBase, std::vector<uint8_t>(global_bytes + 4)};
+  expect_refused([&] { encode_prompt(ok, 1, 1, no_params, big); }, std::to_string(global_bytes + 4) + " bytes");
   engine::GlobalMemory elsewhere{0x20000000, std::vector<uint8_t>(16)};
   expect_refused([&] { encode_prompt(ok, 1, 1, no_params, elsewhere); }, "0x20000000");
 

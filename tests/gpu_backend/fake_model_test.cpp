@@ -90,7 +90,7 @@ void write_model(const fs::path& dir, int64_t answer) {
   gpu::Layout layout;
   layout.num_layers = 1;
   layout.vocab_size = vocab;
-  for (auto [name, rows] : {std::pair{"global", 4096}, std::pair{"print", 256}}) {
+  for (auto [name, rows] : {std::pair{"global", int(machine::model_params().global_bytes / 4)}, std::pair{"print", 256}}) {
     circuit::MemoryLayout m;
     m.name = name;
     m.rows = rows;
