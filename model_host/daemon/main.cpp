@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "model_host/daemon/deferred_backend.h"
 #include "model_host/daemon/log.h"
@@ -87,6 +89,20 @@ int main(int argc, char** argv) {
       if (!bopts.model.dump_tokens.empty() && backend_name != "model-trace")
         throw std::runtime_error("--dump-tokens needs --backend model or model-trace");
       backend = engine::make_backend(backend_name, bopts);
+    }
+    // A model built with another global memory size (`qgpu build-model
+    // --global-kib`) says so in its layout: the device has that size.
+    if (backend_name == "model" && !bopts.model_dir.empty()) {
+      std::ifstream in(bopts.model_dir + "/qgpu-gpu.json");
+      if (in) {
+        try {
+          const nlohmann::json layout = nlohmann::json::parse(in);
+          for (const auto& m : layout.at("memories"))
+            if (m.at("name") == "global") machine::set_model_global_bytes(m.at("rows").get<uint32_t>() * 4);
+        } catch (const std::exception& e) {
+          throw std::runtime_error("--model " + bopts.model_dir + ": qgpu-gpu.json: " + e.what());
+        }
+      }
     }
     daemon::Device device;
     device.backend = backend.get();

@@ -18,6 +18,16 @@ std::string hex(uint64_t v) {
   return b;
 }
 
+// What a program beyond the limits of the model's device can do instead
+// (empty for the other backends).
+std::string way_out(const proto::DeviceInfo& d, bool memory = false) {
+  if (d.backend != "model" && d.backend != "interpreter-model" && d.backend != "model-trace") return "";
+  std::string s = " (the model's device";
+  if (memory && d.global_bytes < 256 * 1024)
+    s += "; a model with up to 256 KiB is built with qgpu build-model --out DIR --global-kib 256 and run with --model DIR";
+  return s + "; or run the program on another backend: qgpu run --backend interpreter, QGPU_BACKEND=interpreter)";
+}
+
 }  // namespace
 
 Reply Reply::error(int32_t status, const std::string& message) {
@@ -104,7 +114,8 @@ Reply Session::malloc(proto::Reader& r) {
     return Reply::error(cudaErrorMemoryAllocation,
                         "cudaMalloc(" + std::to_string(size) + "): the machine's global memory is " +
                             std::to_string(alloc_.size()) + " bytes; " + std::to_string(alloc_.size() - alloc_.used()) +
-                            " are free, the largest free range is " + std::to_string(alloc_.largest_free()) + " bytes");
+                            " are free, the largest free range is " + std::to_string(alloc_.largest_free()) + " bytes" +
+                            way_out(device_.info, true));
   out.body.u64(*addr);
   return out;
 }
@@ -195,7 +206,8 @@ Reply Session::module_load(proto::Reader& r) {
       return Reply::error(cudaErrorMemoryAllocation,
                           "module variable '" + v.name + "' (" + std::to_string(v.size) +
                               " bytes) does not fit in the machine's " + std::to_string(alloc_.size()) +
-                              "-byte global memory (" + std::to_string(alloc_.largest_free()) + " bytes free in one range)");
+                              "-byte global memory (" + std::to_string(alloc_.largest_free()) + " bytes free in one range)" +
+                              way_out(device_.info, true));
     }
     placed.push_back(*addr);
     m.symbols[v.name] = *addr;
@@ -279,24 +291,24 @@ Reply Session::launch(proto::Reader& r) {
                                                              " block " + dims(a.block) + " has a zero dimension");
     if (a.block[i] > d.max_block[i])
       return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': block " + dims(a.block) +
-                                                             "; the machine's blocks are at most " + dims(d.max_block));
+                                                             "; the machine's blocks are at most " + dims(d.max_block) + way_out(d));
     if (a.grid[i] > d.max_grid[i])
       return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': grid " + dims(a.grid) +
-                                                             "; the machine's grids are at most " + dims(d.max_grid));
+                                                             "; the machine's grids are at most " + dims(d.max_grid) + way_out(d));
   }
   if (threads > d.max_threads_per_cta)
     return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': " + std::to_string(threads) +
                                                            " threads per block; the machine runs at most " +
-                                                           std::to_string(d.max_threads_per_cta));
+                                                           std::to_string(d.max_threads_per_cta) + way_out(d));
   if (ctas > d.max_ctas_per_grid)
     return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': " + std::to_string(ctas) +
                                                            " blocks; the machine runs at most " +
-                                                           std::to_string(d.max_ctas_per_grid) + " per launch");
+                                                           std::to_string(d.max_ctas_per_grid) + " per launch" + way_out(d));
   if (uint64_t(kit->static_smem) + a.dynamic_smem > d.shared_bytes_per_cta)
     return Reply::error(cudaErrorInvalidValue, "launch of '" + a.kernel + "': " + std::to_string(kit->static_smem) +
                                                    " static + " + std::to_string(a.dynamic_smem) +
                                                    " dynamic bytes of shared memory; the machine has " +
-                                                   std::to_string(d.shared_bytes_per_cta) + " per block");
+                                                   std::to_string(d.shared_bytes_per_cta) + " per block" + way_out(d));
 
   engine::LaunchRequest req;
   req.ptx = m.ptx;

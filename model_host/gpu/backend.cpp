@@ -416,6 +416,8 @@ class ModelBackend : public engine::Backend {
 
 std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
   LoadedModel loaded = load_model(dir, qwen::Storage::Sparse);
+  // The device's global memory is the size this model was built with.
+  machine::set_model_global_bytes(uint32_t(loaded.layout.memory("global").rows) * 4);
   for (const std::string& spec : options.perturb) {
     const Perturbation p = parse_perturbation(spec);
     auto it = loaded.checkpoint.tensors.find(p.tensor);

@@ -508,10 +508,11 @@ MachineProgram machine_program() {
   const ValueId names = b.flag("names_block", b.kind, [](int s) { return names_block(Kind(s)); });
   const Digits named_pc = outs(store(b, "ctx_exec", 1, {}, {}, names, -1, payload_parts(3, 0)), 0, 3);
   const Digits cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(3, 0)), 0, 3);
-  const Digits cur_c = outs(store(b, "ctx_cta", 1, {}, {}, is_cta, -1, payload_parts(2, 0)), 0, 2);
+  // CTA indices and counts: 16 bits (up to 65,535 CTAs).
+  const Digits cur_c = outs(store(b, "ctx_cta", 1, {}, {}, is_cta, -1, payload_parts(4, 0)), 0, 4);
   const ValueId epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), is_cta, {part(0, 0)})[0];
   const Digits n_threads = outs(store(b, "ctx_nt", 1, {}, {}, b.is_kind(Kind::NT), -1, payload_parts(3, 0)), 0, 3);
-  const Digits n_ctas = outs(store(b, "ctx_nc", 1, {}, {}, b.is_kind(Kind::NC), -1, payload_parts(2, 0)), 0, 2);
+  const Digits n_ctas = outs(store(b, "ctx_nc", 1, {}, {}, b.is_kind(Kind::NC), -1, payload_parts(4, 0)), 0, 4);
   // The local store is split among the CTA's threads rounded up to a power of
   // two, 2^c with c = ceil(log2 NT) (machine::Params::local_bytes_for): c, from
   // NT's low two nibbles (both zero only for NT(256), c = 8).
@@ -769,12 +770,15 @@ MachineProgram machine_program() {
   const ValueId ok_small = digit_is("ok_small", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}, {2, below(4)}});
   const ValueId misaligned = b.flag("misaligned", sum[0].v, [](int s) { return (s & 3) != 0; });
   const ValueId is_mem = b.any("is_mem", {is_ld, is_st});
-  const ValueId fault = p.lookup("fault", 3, {is_mem, misaligned, space, ok_global, ok_shared, ok_local, ok_small},
+  // Parameters: 4 KiB.
+  const ValueId ok_param = digit_is("ok_param", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}});
+  const ValueId fault = p.lookup("fault", 3, {is_mem, misaligned, space, ok_global, ok_shared, ok_local, ok_small, ok_param},
                                  [](const std::vector<int>& v) {
                                    if (!v[0]) return 0;
                                    if (v[1]) return 2;   // misaligned
                                    const bool ok = v[2] == kGlobal ? v[3] : v[2] == kShared ? v[4]
-                                                   : v[2] == kLocal ? v[5] : v[2] <= kPrint ? v[6] : 0;
+                                                   : v[2] == kLocal ? v[5] : v[2] == kParam ? v[7]
+                                                   : v[2] == kPrint ? v[6] : 0;
                                    return ok ? 0 : 1;    // illegal address
                                  });
   const ValueId faults = b.flag("faults", fault, [](int s) { return s != 0; });
@@ -816,7 +820,7 @@ MachineProgram machine_program() {
   const Digits v_local = outs(store(b, "local", 4096, l_addr, l_addr, store_to("st_local", kLocal), is_cta,
                                     digit_parts(C)), 0, 8);
   // Parameters: written by MP prompt records (the two D tokens before it).
-  const Digits v_param = outs(store(b, "param", 256, Builder::bits(P, 0, 8), Builder::bits(row_lo, 0, 8), is_mp, is_nt,
+  const Digits v_param = outs(store(b, "param", 1024, Builder::bits(P, 0, 10), Builder::bits(row_lo, 0, 10), is_mp, is_nt,
                                     cat(payload_parts(4, 2), payload_parts(4, 1))), 0, 8);
   const Digits v_print = outs(store(b, "print", 256, Builder::bits(row_lo, 0, 8), Builder::bits(row_lo, 0, 8),
                                     store_to("st_print", kPrint), is_nt, digit_parts(C)), 0, 8);

@@ -382,6 +382,27 @@ TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
   }
 }
 
+// 300 CTAs (CTA indices past the 8 bits of 256), each reading the last word
+// of a 4 KiB parameter buffer; a read just past it faults.
+TEST(GpuCircuitEval, ManyCtasAndAFourKiBParameterBuffer) {
+  machine::Program prog = program({
+      blk(special(Op::CTA, 1), jmp(1)),                       // B0: r1 = CTA
+      blk(alu(Op::SHL, 2, r(1), k(2)), jmp(2)),               // B1
+      blk(ld(Space::Param, 3, r(0), k(4092)), jmp(3)),        // B2: parameter word 1023
+      blk(alu(Op::ADD, 3, r(3), r(1)), jmp(4)),               // B3
+      blk(st(Space::Global, r(2), k(kBase), r(3)), jmp(5)),   // B4
+      blk(std::nullopt, exit_()),                             // B5
+  });
+  std::vector<uint8_t> params(4096, 0);
+  params[4093] = 0x10;   // word 1023 = 0x1000
+  EXPECT_GT(both(prog, 1, 300, params, global_memory()), 300u * 6);
+  TraceOracle oracle(prog, 1, 300, params, global_memory());
+  while (!oracle.done()) oracle.next();
+  for (uint32_t c = 0; c < 300; ++c) ASSERT_EQ(word(oracle.memory().bytes, c), 0x1000 + c) << "CTA " << c;
+  machine::Program past = program({blk(ld(Space::Param, 1, r(0), k(4096)), exit_())});
+  EXPECT_EQ(lockstep(past, 1, 1, params, global_memory()), 5u);
+}
+
 TEST(GpuCircuitEval, FaultsAndTraps) {
   machine::Program illegal = program({blk(ld(Space::Global, 2, r(0), k(kBase + machine::model_params().global_bytes)), exit_())});
   EXPECT_EQ(both(illegal, 1, 1, {}, global_memory()), 5u);
