@@ -280,12 +280,12 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *value = int(d.max_grid[0]); break;
       case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *value = int(d.max_grid[1]); break;
       case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *value = int(d.max_grid[2]); break;
-      case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+      case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *value = int(d.shared_bytes_per_cta); break;
       case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
       case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-        *value = int(d.shared_bytes_per_cta);
+        *value = int(d.shared_optin_bytes_per_cta);
         break;
-      case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = int(d.global_bytes); break;
+      case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: *value = int(d.const_bytes); break;
       case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = int(d.warp_size); break;
       case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
       case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
@@ -301,7 +301,7 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 32; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = kMajor; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = kMinor; break;
-      case CU_DEVICE_ATTRIBUTE_MAX_PITCH: *value = int(d.global_bytes); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_PITCH: *value = int(std::min<uint64_t>(d.global_bytes, INT32_MAX)); break;
       case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *value = 256; break;
       case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; break;

@@ -1,5 +1,8 @@
 // Device queries (the machine described honestly) and device management;
 // streams, events and synchronization are in api_stream.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -11,6 +14,9 @@ namespace {
 
 constexpr int kClockKHz = 1000;  // what spin loops on clock64() should assume
 
+// Everything here comes from the device the daemon's backend declares
+// (proto::DeviceInfo): the model's small device or the interpreter's
+// CUDA-sized one.
 void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   *p = cudaDeviceProp{};
   std::snprintf(p->name, sizeof p->name, "%s", d.device_name.c_str());
@@ -18,13 +24,13 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   p->sharedMemPerBlock = d.shared_bytes_per_cta;
   p->regsPerBlock = int(d.registers * d.max_threads_per_cta);
   p->warpSize = int(d.warp_size);
-  p->memPitch = d.global_bytes;
+  p->memPitch = std::min<uint64_t>(d.global_bytes, INT32_MAX);
   p->maxThreadsPerBlock = int(d.max_threads_per_cta);
   for (int i = 0; i < 3; ++i) {
     p->maxThreadsDim[i] = int(d.max_block[i]);
     p->maxGridSize[i] = int(d.max_grid[i]);
   }
-  p->totalConstMem = d.global_bytes;  // __constant__ variables live in global memory
+  p->totalConstMem = d.const_bytes;
   p->major = kMajor;
   p->minor = kMinor;
   p->textureAlignment = 512;
@@ -34,9 +40,9 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   p->unifiedAddressing = 1;  // device addresses never overlap host ones
   p->memoryBusWidth = 32;
   p->maxThreadsPerMultiProcessor = int(d.max_threads_per_cta);
-  p->sharedMemPerMultiprocessor = d.shared_bytes_per_cta;
+  p->sharedMemPerMultiprocessor = d.shared_optin_bytes_per_cta;
   p->regsPerMultiprocessor = p->regsPerBlock;
-  p->sharedMemPerBlockOptin = d.shared_bytes_per_cta;
+  p->sharedMemPerBlockOptin = d.shared_optin_bytes_per_cta;
   p->maxBlocksPerMultiProcessor = 1;
   p->hostRegisterSupported = 1;
   // Managed and mapped memory are coherent at launches and synchronization
@@ -179,15 +185,37 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPr
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSetLimit(cudaLimit, size_t) { return cudaSuccess; }
+// The printf FIFO and the device heap are the session's (the daemon's Limit
+// request); the stack is the device's local memory per thread.
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  return guarded([&](Runtime& rt) {
+    const qgpu::proto::DeviceInfo& d = rt.device();
+    switch (limit) {
+      case cudaLimitPrintfFifoSize: rt.conn().limit(qgpu::proto::kLimitPrintfFifo, value); return cudaSuccess;
+      case cudaLimitMallocHeapSize: rt.conn().limit(qgpu::proto::kLimitMallocHeap, value); return cudaSuccess;
+      case cudaLimitStackSize:
+        if (value <= d.local_bytes_per_thread) return cudaSuccess;
+        return fail(cudaErrorInvalidValue, "cudaDeviceSetLimit(cudaLimitStackSize, " + std::to_string(value) +
+                                               "): the device has " + std::to_string(d.local_bytes_per_thread) +
+                                               " bytes of local memory per thread");
+      default: return set_error(cudaErrorUnsupportedLimit);
+    }
+  });
+}
 cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
   if (!value) return set_error(cudaErrorInvalidValue);
-  switch (limit) {
-    case cudaLimitPrintfFifoSize: *value = 1 << 20; return cudaSuccess;
-    case cudaLimitStackSize: *value = 1024; return cudaSuccess;
-    case cudaLimitMallocHeapSize: *value = 0; return cudaSuccess;
-    default: return set_error(cudaErrorUnsupportedLimit);
-  }
+  return guarded([&](Runtime& rt) {
+    switch (limit) {
+      case cudaLimitPrintfFifoSize:
+        *value = rt.conn().limit(qgpu::proto::kLimitPrintfFifo, qgpu::proto::kQueryLimit);
+        return cudaSuccess;
+      case cudaLimitMallocHeapSize:
+        *value = rt.conn().limit(qgpu::proto::kLimitMallocHeap, qgpu::proto::kQueryLimit);
+        return cudaSuccess;
+      case cudaLimitStackSize: *value = rt.device().local_bytes_per_thread; return cudaSuccess;
+      default: return set_error(cudaErrorUnsupportedLimit);
+    }
+  });
 }
 cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
 cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* c) {

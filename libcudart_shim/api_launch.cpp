@@ -14,12 +14,31 @@ struct CallConfig {
 };
 thread_local std::vector<CallConfig> t_configs;
 
+// The dynamic shared memory a launch of `k` may ask for.
+uint64_t max_dynamic_smem(const Kernel& k, const ResolvedKernel& rk, const qgpu::proto::DeviceInfo& d) {
+  if (k.max_dynamic_smem >= 0) return uint64_t(k.max_dynamic_smem);
+  return d.shared_bytes_per_cta > rk.layout->static_smem ? d.shared_bytes_per_cta - rk.layout->static_smem : 0;
+}
+
 // Queues the launch on its stream (0: the legacy default stream, or the
 // calling thread's with the _ptsz entry points) and returns.
 cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, cudaStream_t stream, bool per_thread) {
   return guarded([&](Runtime& rt) {
     if (!k || !rt.is_kernel(k))
       return fail(cudaErrorInvalidDeviceFunction, "launch of a function that is not a registered kernel");
+    // Dynamic shared memory beyond the default needs the kernel's
+    // cudaFuncAttributeMaxDynamicSharedMemorySize, as on a GPU.
+    const qgpu::proto::DeviceInfo& d = rt.device();
+    const ResolvedKernel rk = rt.resolve(*k);
+    const uint64_t allowed = max_dynamic_smem(*k, rk, d);
+    if (smem > allowed)
+      return fail(cudaErrorInvalidValue,
+                  "launch of '" + k->name + "' with " + std::to_string(smem) + " bytes of dynamic shared memory; " +
+                      (k->max_dynamic_smem < 0
+                           ? "without cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) it may use " +
+                                 std::to_string(allowed) + " (the device's " + std::to_string(d.shared_bytes_per_cta) +
+                                 " bytes per block less " + std::to_string(rk.layout->static_smem) + " static)"
+                           : "its cudaFuncAttributeMaxDynamicSharedMemorySize is " + std::to_string(allowed)));
     return rt.launch(k, grid, block, args, smem, stream_of(stream, per_thread));
   });
 }
@@ -129,7 +148,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
     attr->numRegs = int(d.registers);
     attr->ptxVersion = rk.module->ptx_version;
     attr->binaryVersion = kMajor * 10 + kMinor;
-    attr->maxDynamicSharedSizeBytes = int(d.shared_bytes_per_cta - rk.layout->static_smem);
+    attr->maxDynamicSharedSizeBytes = int(max_dynamic_smem(*k, rk, d));
     return cudaSuccess;
   });
 }
@@ -146,8 +165,29 @@ cudaError_t cudaFuncGetParamInfo(const void* func, size_t paramIndex, size_t* pa
   });
 }
 
-cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute, int) {
-  return Runtime::get().find_kernel(func) ? cudaSuccess : set_error(cudaErrorInvalidDeviceFunction);
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  return guarded([&](Runtime& rt) {
+    Kernel* k = rt.find_kernel(func);
+    if (!k) return set_error(cudaErrorInvalidDeviceFunction);
+    switch (attr) {
+      case cudaFuncAttributeMaxDynamicSharedMemorySize: {
+        const qgpu::proto::DeviceInfo& d = rt.device();
+        ResolvedKernel rk = rt.resolve(*k);
+        if (value < 0 || uint64_t(value) + rk.layout->static_smem > d.shared_optin_bytes_per_cta)
+          return fail(cudaErrorInvalidValue,
+                      "cudaFuncSetAttribute(" + k->name + ", cudaFuncAttributeMaxDynamicSharedMemorySize, " +
+                          std::to_string(value) + "): the device has " + std::to_string(d.shared_optin_bytes_per_cta) +
+                          " bytes of shared memory per block at most, and the kernel has " +
+                          std::to_string(rk.layout->static_smem) + " static");
+        k->max_dynamic_smem = value;
+        return cudaSuccess;
+      }
+      case cudaFuncAttributePreferredSharedMemoryCarveout:
+        return value >= -1 && value <= 100 ? cudaSuccess : set_error(cudaErrorInvalidValue);
+      default:
+        return set_error(cudaErrorInvalidValue);
+    }
+  });
 }
 
 cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache) {

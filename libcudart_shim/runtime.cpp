@@ -332,10 +332,12 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
   if (ctas > d.max_ctas_per_grid)
     return fail(cudaErrorInvalidConfiguration, what + std::to_string(ctas) + " blocks; the machine runs at most " +
                                                    std::to_string(d.max_ctas_per_grid) + " per launch");
-  if (uint64_t(rk.layout->static_smem) + smem > d.shared_bytes_per_cta)
+  // Beyond the default per-block size only after the kernel opted in
+  // (api_launch.cpp checks cudaFuncAttributeMaxDynamicSharedMemorySize).
+  if (uint64_t(rk.layout->static_smem) + smem > d.shared_optin_bytes_per_cta)
     return fail(cudaErrorInvalidValue, what + std::to_string(rk.layout->static_smem) + " static + " + std::to_string(smem) +
-                                           " dynamic bytes of shared memory; the machine has " +
-                                           std::to_string(d.shared_bytes_per_cta) + " per block");
+                                           " dynamic bytes of shared memory; the machine has at most " +
+                                           std::to_string(d.shared_optin_bytes_per_cta) + " per block");
 
   a.params.assign(rk.layout->param_bytes(), 0);
   for (size_t i = 0; i < rk.layout->params.size(); ++i) {

@@ -50,6 +50,9 @@ struct Fatbin {
 struct Kernel {
   Fatbin* fatbin = nullptr;
   std::string name;  // mangled .entry name
+  // cudaFuncAttributeMaxDynamicSharedMemorySize; -1: not set (the device's
+  // shared memory per block less the kernel's static shared memory).
+  int max_dynamic_smem = -1;
 };
 
 struct Variable {

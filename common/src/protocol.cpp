@@ -22,11 +22,12 @@ const char* type_name(Type t) {
     case Type::ScratchWrite: return "ScratchWrite";
     case Type::ScratchRead: return "ScratchRead";
     case Type::Stats: return "Stats";
+    case Type::Limit: return "Limit";
   }
   return "unknown";
 }
 
-bool known_type(uint16_t t) { return t >= uint16_t(Type::Hello) && t <= uint16_t(Type::Stats); }
+bool known_type(uint16_t t) { return t >= uint16_t(Type::Hello) && t <= uint16_t(Type::Limit); }
 
 void encode_header(const Header& h, uint8_t out[kHeaderSize]) {
   std::memcpy(out + 0, &h.magic, 4);
@@ -101,10 +102,13 @@ void Reader::finish(const char* message) const {
 void encode(Writer& w, const DeviceInfo& d) {
   w.str(d.backend).str(d.device_name);
   w.u32(d.lanes).u32(d.warp_size).u32(d.registers).u32(d.rom_blocks);
-  w.u64(d.global_base);
-  w.u32(d.global_bytes).u32(d.shared_bytes_per_cta).u32(d.max_threads_per_cta).u32(d.max_ctas_per_grid);
+  w.u64(d.global_base).u64(d.global_bytes);
+  w.u32(d.shared_bytes_per_cta).u32(d.shared_optin_bytes_per_cta).u32(d.max_threads_per_cta);
+  w.u64(d.max_ctas_per_grid);
   for (uint32_t v : d.max_grid) w.u32(v);
   for (uint32_t v : d.max_block) w.u32(v);
+  w.u32(d.param_bytes).u32(d.const_bytes).u32(d.local_bytes_per_thread);
+  w.u64(d.printf_fifo_bytes).u64(d.heap_bytes).u32(d.limits_settable);
 }
 
 DeviceInfo decode_device_info(Reader& r) {
@@ -116,12 +120,19 @@ DeviceInfo decode_device_info(Reader& r) {
   d.registers = r.u32("registers");
   d.rom_blocks = r.u32("rom_blocks");
   d.global_base = r.u64("global_base");
-  d.global_bytes = r.u32("global_bytes");
+  d.global_bytes = r.u64("global_bytes");
   d.shared_bytes_per_cta = r.u32("shared_bytes_per_cta");
+  d.shared_optin_bytes_per_cta = r.u32("shared_optin_bytes_per_cta");
   d.max_threads_per_cta = r.u32("max_threads_per_cta");
-  d.max_ctas_per_grid = r.u32("max_ctas_per_grid");
+  d.max_ctas_per_grid = r.u64("max_ctas_per_grid");
   for (uint32_t& v : d.max_grid) v = r.u32("max_grid");
   for (uint32_t& v : d.max_block) v = r.u32("max_block");
+  d.param_bytes = r.u32("param_bytes");
+  d.const_bytes = r.u32("const_bytes");
+  d.local_bytes_per_thread = r.u32("local_bytes_per_thread");
+  d.printf_fifo_bytes = r.u64("printf_fifo_bytes");
+  d.heap_bytes = r.u64("heap_bytes");
+  d.limits_settable = r.u32("limits_settable");
   return d;
 }
 

@@ -308,6 +308,30 @@ __QGPU_FN float floorf(float x) { return __builtin_floorf(x); }
 __QGPU_FN float ceilf(float x) { return __builtin_ceilf(x); }
 __QGPU_FN float truncf(float x) { return __builtin_truncf(x); }
 __QGPU_FN float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
+__QGPU_FN float __fmaf_rn(float a, float b, float c) { return __nvvm_fma_rn_f(a, b, c); }
+__QGPU_FN float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
+__QGPU_FN float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
+__QGPU_FN double __fma_rn(double a, double b, double c) { return __nvvm_fma_rn_d(a, b, c); }
+__QGPU_FN double __dadd_rn(double a, double b) { return __nvvm_add_rn_d(a, b); }
+__QGPU_FN float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
+__QGPU_FN float rsqrtf(float x) { return __nvvm_rsqrt_approx_f(x); }
+__QGPU_FN float rintf(float x) { return __builtin_rintf(x); }
+__QGPU_FN float __expf(float x) { return __nvvm_ex2_approx_f(x * 1.44269504f); }
+// e^x = 2^j * 2^(r log2 e) with j = rint(x log2 e) and r = x - j ln 2 in two
+// fma steps (ln 2 split in a high part exact in f32 and the rest); the scale
+// 2^j applied in two halves so that j = 128 or -150 does not overflow the
+// exponent field.
+__QGPU_FN float expf(float x) {
+  float j = __builtin_rintf(x * 1.44269504f);
+  float r = __builtin_fmaf(j, -0.693145752f, x);
+  r = __builtin_fmaf(j, -1.42860677e-6f, r);
+  float p = __nvvm_ex2_approx_f(r * 1.44269504f);
+  int k = (int)__builtin_fmaxf(__builtin_fminf(j, 300.0f), -300.0f);
+  float h1 = __builtin_bit_cast(float, ((k / 2) + 127) << 23), h2 = __builtin_bit_cast(float, ((k - k / 2) + 127) << 23);
+  return x < -104.0f ? 0.0f : x > 89.0f ? __builtin_inff() : p * h1 * h2;
+}
+__QGPU_FN int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
+__QGPU_FN float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
 __QGPU_FN double fabs(double x) { return __builtin_fabs(x); }
 __QGPU_FN double fmin(double a, double b) { return __builtin_fmin(a, b); }
 __QGPU_FN double fmax(double a, double b) { return __builtin_fmax(a, b); }

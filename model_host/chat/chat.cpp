@@ -284,12 +284,16 @@ ChatSession::ChatSession(std::shared_ptr<const qwen::Model> model, const qwen::T
     throw std::runtime_error("chat: the tokenizer has no <|im_start|> / <|im_end|> tokens (ChatML)");
   im_end_ = *end;
   eos_ = tok_.token_id("<|endoftext|>").value_or(-1);
+  text_vocab_ = tok_.text_vocab_size();
   if (opt_.system_prompt.empty()) opt_.system_prompt = default_system_prompt(opt_.mode);
 }
 
 int64_t ChatSession::feed(const std::vector<int64_t>& ids) {
   tokens_.insert(tokens_.end(), ids.begin(), ids.end());
-  return model_->forward_argmax(state_, ids);
+  if (!opt_.mask_circuit || ids.empty()) return model_->forward_argmax(state_, ids);
+  if (ids.size() > 1) model_->forward_argmax(state_, std::vector<int64_t>(ids.begin(), ids.end() - 1));
+  const torch::Tensor logits = model_->step(state_, ids.back());
+  return logits.narrow(0, 0, std::min<int64_t>(text_vocab_, logits.size(0))).argmax().item<int64_t>();
 }
 
 Reply ChatSession::ask(const std::string& user, ReplySource& source,
@@ -307,7 +311,7 @@ Reply ChatSession::ask(const std::string& user, ReplySource& source,
   Reply reply;
   std::vector<int64_t> ids;            // the reply's tokens (host insertions included)
   size_t shown = 0, scanned_block = 0;
-  const int64_t text_vocab = tok_.vocab_size();
+  const int64_t text_vocab = text_vocab_;
   auto show = [&]() {
     const std::string text = tok_.decode(ids);
     // Print only whole UTF-8 characters.
@@ -355,7 +359,8 @@ Reply ChatSession::ask(const std::string& user, ReplySource& source,
         if (auto e = expression_before_equals(text)) {
           KernelResult r = gpu_->evaluate(*e);
           ++reply.kernel_runs;
-          insert(r.ok ? " " + format_result(*e, r.values) : " (the GPU failed: " + r.error + ")");
+          reply.results.push_back(r.ok ? format_result(*e, r.values) : "");
+          insert(r.ok ? " " + reply.results.back() : " (the GPU failed: " + r.error + ")");
           reply.runs.push_back(std::move(r));
         }
     } else {
@@ -387,6 +392,33 @@ Reply ChatSession::ask(const std::string& user, ReplySource& source,
     }
   }
   return reply;
+}
+
+// ---- scoring ----
+
+bool contains_answer(const std::string& text, const std::string& answer) {
+  size_t at = 0;
+  while (!answer.empty() && (at = text.find(answer, at)) != std::string::npos) {
+    const bool left = at == 0 || !(std::isdigit(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '-');
+    const size_t end = at + answer.size();
+    const bool right = end >= text.size() || !std::isdigit(static_cast<unsigned char>(text[end]));
+    if (left && right) return true;
+    ++at;
+  }
+  return false;
+}
+
+bool normal_item_passes(const Reply& reply, const std::string& answer) {
+  for (size_t i = 0; i < reply.runs.size() && i < reply.results.size(); ++i)
+    if (reply.runs[i].ok && reply.results[i] == answer) return true;
+  return false;
+}
+
+bool advanced_item_passes(const Reply& reply, const std::vector<int32_t>& expect) {
+  for (const auto& run : reply.runs)
+    if (run.ok && run.values.size() >= expect.size() && std::equal(expect.begin(), expect.end(), run.values.begin()))
+      return true;
+  return false;
 }
 
 // ---- a byte-level tokenizer for generated checkpoints ----

@@ -115,6 +115,10 @@ struct ChatOptions {
   Mode mode = Mode::Normal;
   int max_reply_tokens = 512;
   std::string system_prompt;        // empty: the mode's default
+  // The greedy choice at text positions is taken over text ids only: ids at
+  // or past the tokenizer's text_vocab_size() (a merged model's circuit
+  // tokens, docs/merge.md) are masked.
+  bool mask_circuit = true;
 };
 std::string default_system_prompt(Mode mode);
 
@@ -122,6 +126,7 @@ struct Reply {
   std::string text;                 // the whole reply, host insertions included
   int kernel_runs = 0;
   std::vector<KernelResult> runs;
+  std::vector<std::string> results; // per run, normal mode: the result as inserted ("32", "[5, 7, 9]"); "" when it failed
   std::string stop;                 // "end" (<|im_end|>), "limit", "token N" (a non-text id)
 };
 
@@ -144,8 +149,18 @@ class ChatSession {
   qwen::State state_;
   std::vector<int64_t> tokens_;
   bool started_ = false;
-  int64_t im_end_ = -1, eos_ = -1;
+  int64_t im_end_ = -1, eos_ = -1, text_vocab_ = 0;
 };
+
+// Scoring (qgpu chat-eval, docs/merge.md section 6).  Whether `text` holds
+// `answer` as a whole number or list (not inside a longer number).
+bool contains_answer(const std::string& text, const std::string& answer);
+// A normal-mode item passes only when a kernel run's result, as the host
+// inserted it, is the answer (the model's own text does not count).
+bool normal_item_passes(const Reply& reply, const std::string& answer);
+// An advanced-mode item passes when a kernel the reply wrote ran and its out
+// begins with `expect`.
+bool advanced_item_passes(const Reply& reply, const std::vector<int32_t>& expect);
 
 // A byte-level tokenizer.json with the ChatML tokens (ids 0..255 bytes,
 // 256 <|endoftext|>, 257 <|im_start|>, 258 <|im_end|>), for generated checkpoints.

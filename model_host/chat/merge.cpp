@@ -1,5 +1,6 @@
 #include "model_host/chat/merge.h"
 
+#include "model_host/chat/text_kl.h"
 #include "model_host/gpu/build_model.h"
 #include "model_host/qwen/safetensors.h"
 
@@ -56,7 +57,18 @@ std::string MergeReport::text() const {
     << " all-zero embedding rows (safe as they are)"
     << ", every muted pre-activation on text <= " << worst_bound << "\n"
     << "amplifier: " << output_dims << " output dimensions (" << fields << " fields), text suppressed at circuit "
-    << "positions by rho = " << suppression << "; circuit LM-head rows scaled by " << kHeadScale << "\n";
+    << "positions by rho = " << suppression << "; circuit LM-head rows scaled by " << kHeadScale << "\n"
+    << "ids past the base's at text positions (guarantee): each of the " << circuit_tokens
+    << " scores the sink s . h plus at most " << field_bound << " from its fields\n";
+  if (sink_dims > 0)
+    o << "sink (measured on " << calibration_positions << " calibration positions of random text): " << sink_dims
+      << " dimensions, the final states' projection -s_hat . h " << sink_projection_mean << " +- " << sink_projection_sd
+      << " (least " << sink_min_projection << "), scale " << sink_scale << ", s . h - logsumexp(base logits) <= " << sink_worst_gap
+      << " nats, so those ids together take at most " << std::exp(std::log(double(circuit_tokens)) + field_bound + sink_worst_gap)
+      << " of the probability there\n";
+  else
+    o << "sink: none (" << (calibration_positions ? "the base's final states have no consistent sign on the free dimensions: projection " + std::to_string(sink_projection_mean) + " +- " + std::to_string(sink_projection_sd) : std::string("no calibration"))
+      << "); ids past the base's are not suppressed at text positions\n";
   return o.str();
 }
 
@@ -291,6 +303,73 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
                              "); the circuit cannot be muted on text");
   const double m_eff = best_min * (1 - 1e-4);
 
+  // The base's LM-head rows (its own head, or the tied embedding).
+  const auto own_head = base.text.tensors.find("lm_head.weight");
+  const torch::Tensor head_rows = own_head != base.text.tensors.end() ? own_head->second : E;
+  const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
+
+  // The sink (docs/merge.md section 4): every circuit token's LM-head row
+  // also holds s on a few free dimensions outside the mute direction's.  At
+  // a circuit position the amplifier writes sink_level * s_hat there (below),
+  // so s adds lambda * L to every circuit token alike; at a text position s
+  // reads the base's own final hidden state, which on these dimensions has a
+  // consistent sign (trained models' final states share a direction): the
+  // dimensions, s's direction and lambda come from the base run on random
+  // text (calibration), lambda such that s . h is at least sink_gap nats
+  // below the base's log-partition at every calibration position.
+  torch::Tensor sink_dims = torch::empty({0}, torch::kInt64), sink_hat = torch::empty({0});
+  torch::Tensor sink_values = torch::empty({0});  // lambda * s_hat, as stored (the base's dtype)
+  if (opt.sink_dims > 0 && opt.calibration_sequences > 0) {
+    std::vector<bool> taken(H, false);
+    for (int64_t j = 0; j < sel.numel(); ++j) taken[sel[j].item<int64_t>()] = true;
+    std::vector<int64_t> cand;
+    for (int64_t j = 0; j < free_dims.numel(); ++j)
+      if (const int64_t d = free_dims[j].item<int64_t>(); !taken[d]) cand.push_back(d);
+    if (!cand.empty()) {
+      const torch::Tensor cd = torch::tensor(cand, torch::kInt64);
+      std::vector<torch::Tensor> hs, lses;
+      {
+        qwen::Model bm(base.text, qwen::Exec::Sparse);
+        for (const auto& seq : random_text(opt.calibration_sequences, opt.calibration_length, Vb, opt.calibration_seed)) {
+          qwen::State st = bm.new_state();
+          qwen::Outputs o = bm.forward(st, seq, {static_cast<int>(bc.num_hidden_layers)});
+          const torch::Tensor x = o.residuals.at(0);
+          hs.push_back((x * torch::rsqrt(x.pow(2).mean(1, true) + eps) * base_final).index_select(1, cd));
+          lses.push_back(torch::logsumexp(o.logits.narrow(1, 0, Vb).to(torch::kFloat64), 1));
+        }
+      }
+      const torch::Tensor h = torch::cat(hs).to(torch::kFloat64), lse = torch::cat(lses);
+      rep.calibration_positions = h.size(0);
+      const torch::Tensor mu = h.mean(0), sd = h.std(0).clamp_min(1e-12);
+      const int64_t k = std::min<int64_t>(opt.sink_dims, cd.numel());
+      const torch::Tensor pick = std::get<1>((mu.abs() / sd).topk(k));
+      torch::Tensor w = -(mu / sd.pow(2)).index_select(0, pick);  // Fisher's direction, pointing against the states
+      w = w / w.norm();
+      const torch::Tensor a = -h.index_select(1, pick).matmul(w);  // > 0 wanted at every position
+      rep.sink_min_projection = a.min().item<double>();
+      rep.sink_projection_mean = a.mean().item<double>();
+      rep.sink_projection_sd = a.std().item<double>();
+      // Positions not seen here: the projection taken as at least its mean
+      // less 4 standard deviations (and the least seen), the log-partition as
+      // the least seen.
+      const double a_low = std::min(rep.sink_min_projection, rep.sink_projection_mean - 4 * rep.sink_projection_sd);
+      if (a_low > 0) {
+        const double lambda = (opt.sink_gap - lse.min().item<double>()) / a_low;
+        if (lambda > 0) {
+          sink_dims = cd.index_select(0, pick);
+          sink_hat = w.to(torch::kFloat32);
+          sink_values = (sink_hat * float(lambda))
+                            .to(base.dtype_of(own_head != base.text.tensors.end() ? "lm_head.weight" : "embed_tokens.weight"))
+                            .to(torch::kFloat32);
+          rep.sink_scale = lambda;
+          rep.sink_dims = static_cast<int>(k);
+          const torch::Tensor gap = h.index_select(1, pick).matmul(sink_values.to(torch::kFloat64)) - lse;
+          rep.sink_worst_gap = gap.max().item<double>();
+        }
+      }
+    }
+  }
+
   // Adds the mute term to rows `rows` of matrix `M` [rows, H] read through
   // norm weight `w` (1 + weight); `offset` is added to each row's value
   // (dt_bias).  M becomes a sparse matrix of its entries and the term's: its
@@ -345,17 +424,22 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   // F fields, P_t = the largest sum of F positive entries of e_t on output
   // dimensions, q_t = u . e_t > 0: rho >= 1.25 max P_t / q_t makes every text
   // logit at most 0 there.
-  const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
   const int64_t fields = std::count(crow.begin(), crow.end(), int64_t{0}) - 1;  // the first token's, but the anchor
   double rho = 1;
   {
     const int64_t F = std::min<int64_t>(fields, out_dims.numel());
     for (int64_t r = 0; r < Vb; r += kChunk) {
       const int64_t n = std::min(kChunk, Vb - r);
-      torch::Tensor e = E.narrow(0, r, n).to(torch::kFloat64);
+      torch::Tensor e = head_rows.narrow(0, r, n).to(torch::kFloat64);
       torch::Tensor q = e.index_select(1, sel).matmul(u.to(torch::kFloat64));
       torch::Tensor P = std::get<0>(e.index_select(1, out_dims).clamp_min(0).topk(F, 1)).sum(1);
-      torch::Tensor ratio = (P / q).masked_fill(e.ne(0).any(1).logical_not(), 0);
+      if (sink_dims.numel() > 0)  // what the sink's dimensions give a text token at a circuit position
+        P = P + (opt.sink_level * e.index_select(1, sink_dims).matmul(sink_hat.to(torch::kFloat64))).clamp_min(0);
+      const torch::Tensor live = e.ne(0).any(1);
+      if (q.le(0).logical_and(live).any().item<bool>())
+        throw std::runtime_error("merge: a row of the base's LM head has no positive projection on the mute direction; "
+                                 "text tokens could not be suppressed at circuit positions");
+      torch::Tensor ratio = (P / q).masked_fill(live.logical_not(), 0);
       rho = std::max(rho, 1.25 * ratio.max().item<double>());
     }
   }
@@ -376,6 +460,8 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     ct[a + "norm.weight"] = torch::ones({dv});
     ct[p + "input_layernorm.weight"] = torch::zeros({H});
     ct[p + "post_attention_layernorm.weight"] = torch::zeros({H});
+    if (out_dims.numel() + sel.numel() + sink_dims.numel() > I)
+      throw std::runtime_error("merge: the amplifier needs more MLP units than the layer has");
     torch::Tensor gate = qwen::lazy_zeros({I, H}), up = qwen::lazy_zeros({I, H}), down = qwen::lazy_zeros({H, I});
     for (int64_t j = 0; j < out_dims.numel(); ++j) {
       const int64_t d = out_dims[j].item<int64_t>();
@@ -395,6 +481,15 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       gate[unit][0].fill_(256.f);
       up[unit][0].fill_(1.f);
       down[d][unit].fill_(float(-rho * u[j].item<double>() * opt.amplifier_gain / wf));
+    }
+    for (int64_t j = 0; j < sink_dims.numel(); ++j) {
+      const int64_t d = sink_dims[j].item<int64_t>(), unit = out_dims.numel() + sel.numel() + j;
+      const float wf = base_final[d].item<float>();
+      if (std::abs(wf) < 1e-3f)
+        throw std::runtime_error("merge: the base's final norm weight is 0 on sink dimension " + std::to_string(d));
+      gate[unit][0].fill_(256.f);
+      up[unit][0].fill_(1.f);
+      down[d][unit].fill_(float(opt.sink_level * sink_hat[j].item<double>() * opt.amplifier_gain / wf));
     }
     ct[p + "mlp.gate_proj.weight"] = gate;
     ct[p + "mlp.up_proj.weight"] = up;
@@ -437,27 +532,36 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   // Sparse when that is the smaller form (a base whose rows are few next to
   // the circuit's: the circuit rows hold about 9 non-zeros of 2048, and a
   // dense row costs a written page), else lazily zero-filled dense.
-  auto vocab_matrix = [&](const torch::Tensor& base_rows, const torch::Tensor& vals) {
+  // `shared`: entries (dimension, value) every row past the base's holds
+  // (the sink, on dimensions no circuit token uses): the reserved rows up to
+  // the token base and the circuit tokens.
+  auto vocab_matrix = [&](const torch::Tensor& base_rows, const torch::Tensor& vals,
+                          const std::vector<std::pair<int64_t, float>>& shared) {
     const auto* v = vals.data_ptr<float>();
-    if ((Vb * H + static_cast<int64_t>(crow.size())) * 5 < V * H) {  // COO: 20 bytes an entry, dense: 4
+    const int64_t circuit_entries = static_cast<int64_t>(crow.size() + (V - Vb) * shared.size());
+    if ((Vb * H + circuit_entries) * 5 < V * H) {  // COO: 20 bytes an entry, dense: 4
       qwen::NonZeros nz = qwen::written_nonzeros(base_rows.to(torch::kFloat32).contiguous());
+      std::vector<std::pair<int64_t, float>> e;
+      e.reserve(circuit_entries);
       for (size_t i = 0; i < crow.size(); ++i)
-        if (v[i] != 0.f) {
-          nz.index.push_back((crow[i] + opt.token_base) * H + ccol[i]);
-          nz.value.push_back(v[i]);
-        }
+        if (v[i] != 0.f) e.push_back({(crow[i] + opt.token_base) * H + ccol[i], v[i]});
+      for (int64_t r = Vb; r < V; ++r)
+        for (const auto& [d, x] : shared) e.push_back({r * H + d, x});
+      std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& [i, x] : e) nz.index.push_back(i), nz.value.push_back(x);
       return qwen::sparse_matrix(V, H, nz);
     }
     torch::Tensor e = qwen::lazy_zeros({V, H});
     e.narrow(0, 0, Vb).copy_(base_rows);
     // Only the circuit rows' non-zeros: the rest stays lazily zero.
     e.index_put_({cr + opt.token_base, cc_}, vals);
+    for (const auto& [d, x] : shared) e.narrow(0, Vb, V - Vb).select(1, d).fill_(x);
     return e;
   };
 
   // The merged checkpoint.
   Merged out;
-  out.report = rep;
+  out.token_base = opt.token_base;
   BaseModel& m = out.model;
   m.dtype = base.dtype;
   m.vision_language = base.vision_language;
@@ -483,7 +587,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       mt[moved] = t;
       m.stored_dtypes[moved] = base.dtype_of(name);
     } else if (name == "embed_tokens.weight") {
-      mt[name] = vocab_matrix(t, cv);
+      mt[name] = vocab_matrix(t, cv, {});
       m.stored_dtypes[name] = base.dtype_of(name);
     } else if (name != "lm_head.weight") {
       mt[name] = t;
@@ -493,11 +597,20 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   // The untied LM head: the base's rows (its embedding, or its own head), then
   // the circuit tokens' output fields scaled by kHeadScale.
   {
-    const auto own = base.text.tensors.find("lm_head.weight");
     torch::Tensor vals = cv * kHeadScale;
     vals.masked_fill_(cc_.eq(0), 0.f);  // no anchor
-    mt["lm_head.weight"] = vocab_matrix(own != base.text.tensors.end() ? own->second : E, vals);
-    m.stored_dtypes["lm_head.weight"] = base.dtype_of(own != base.text.tensors.end() ? "lm_head.weight" : "embed_tokens.weight");
+    std::vector<std::pair<int64_t, float>> shared;
+    for (int64_t j = 0; j < sink_dims.numel(); ++j)
+      shared.push_back({sink_dims[j].item<int64_t>(), sink_values[j].item<float>()});
+    mt["lm_head.weight"] = vocab_matrix(head_rows, vals, shared);
+    m.stored_dtypes["lm_head.weight"] =
+        base.dtype_of(own_head != base.text.tensors.end() ? "lm_head.weight" : "embed_tokens.weight");
+    // What a text position can give a circuit token beyond the sink: its
+    // fields' entries times the final hidden state, |x / rms(x)| <= sqrt(H).
+    torch::Tensor sq = torch::zeros({ncirc}, torch::kFloat64);
+    sq.index_add_(0, cr, (vals * base_final.index_select(0, cc_)).to(torch::kFloat64).pow(2));
+    rep.field_bound = std::sqrt(double(H)) * sq.max().sqrt().item<double>();
+    rep.circuit_tokens = V - Vb;
     mc.tie_word_embeddings = false;
     m.text.config = mc;
   }
@@ -513,6 +626,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       m.config_json["vocab_size"] = mc.vocab_size;
   }
   m.text.validate();
+  out.report = rep;
   if (layout) {
     out.layout = std::move(layout);
     out.layout->num_layers = static_cast<int>(mc.num_hidden_layers);
@@ -521,19 +635,54 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   return out;
 }
 
+std::string circuit_token_name(const Merged& merged, int64_t id) {
+  if (merged.layout) return "<|qgpu:" + gpu::token_name(id - merged.token_base + gpu::kTokenBase) + "|>";
+  return "<|qgpu:t" + std::to_string(id - merged.token_base) + "|>";
+}
+
+json merged_tokenizer(const Merged& merged, json tj) {
+  json& added = tj["added_tokens"];
+  if (!added.is_array()) added = json::array();
+  const int64_t V = merged.model.text.config.vocab_size;
+  for (int64_t id = merged.token_base; id < V; ++id)
+    added.push_back({{"id", id},
+                     {"content", circuit_token_name(merged, id)},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
+  return tj;
+}
+
 void save_merged(const Merged& merged, const std::string& dir_name, const std::string& tokenizer_dir) {
   fs::path dir(dir_name);
   fs::create_directories(dir);
   fs::remove(dir / gpu::kLayoutFile);
   merged.model.save(dir.string(), merged.circuit_tensors);
+  json generation = json::object();
   if (!tokenizer_dir.empty())
     for (const auto& e : fs::directory_iterator(tokenizer_dir)) {
       const std::string n = e.path().filename().string();
       if (!e.is_regular_file() || e.path().extension() == ".safetensors" || n == "config.json" ||
           n == "model.safetensors.index.json" || n == "qgpu-sparse.bin" || n == gpu::kLayoutFile)
         continue;
-      fs::copy_file(e.path(), dir / n, fs::copy_options::overwrite_existing);
+      if (n == "tokenizer.json") {
+        write_text_file(dir / n, merged_tokenizer(merged, json::parse(read_text_file(e.path()))).dump());
+      } else if (n == "generation_config.json") {
+        generation = json::parse(read_text_file(e.path()));
+      } else {
+        fs::copy_file(e.path(), dir / n, fs::copy_options::overwrite_existing);
+      }
     }
+  // Text generation (HF transformers' generate) keeps off every id past the
+  // base's: suppress_tokens is applied as one mask over the vocabulary per
+  // step; bad_words_ids would take one list per id.
+  const int64_t Vb = merged.report.base_vocab, V = merged.model.text.config.vocab_size;
+  json suppress = json::array();
+  for (int64_t id = Vb; id < V; ++id) suppress.push_back(id);
+  generation["suppress_tokens"] = std::move(suppress);
+  write_text_file(dir / "generation_config.json", generation.dump());
   if (merged.layout) write_text_file(dir / gpu::kLayoutFile, merged.layout->to_json());
 }
 

@@ -76,6 +76,13 @@ struct MergeOptions {
   int64_t token_base = gpu::kTokenBase;   // id of the circuit's first token
   int mute_dims = 32;                      // at most this many dimensions of U carry the mute term
   float amplifier_gain = 4096.f;           // down weight of the amplifier (times 1 / (1 + w) of the final norm)
+  // The sink (docs/merge.md section 4): at most this many free dimensions,
+  // chosen on the base's final hidden states over random text.
+  int sink_dims = 32;
+  int calibration_sequences = 2, calibration_length = 64;
+  uint64_t calibration_seed = 3;
+  double sink_gap = 64;      // nats below the base's log-partition at every calibration position
+  double sink_level = 1;     // what the amplifier writes on the sink direction, relative to a field
 };
 
 struct MergeReport {
@@ -91,6 +98,14 @@ struct MergeReport {
   int output_dims = 0;          // circuit output dimensions the amplifier scales
   int fields = 0;               // output fields (one-hot each)
   double suppression = 0;       // rho: the amplifier's -rho u at circuit positions, relative to a field's level
+  int64_t circuit_tokens = 0;  // ids past the base's: reserved rows and circuit tokens
+  double field_bound = 0;       // largest |fields . h| a circuit token gets at a text position (guarantee)
+  int sink_dims = 0;            // dimensions the sink uses (0: none)
+  int64_t calibration_positions = 0;
+  double sink_min_projection = 0;   // min over calibration positions of -s_hat . h
+  double sink_projection_mean = 0, sink_projection_sd = 0;
+  double sink_scale = 0;        // lambda
+  double sink_worst_gap = 0;    // max over calibration positions of s . h - logsumexp(base logits)
   std::string text() const;
 };
 
@@ -98,6 +113,7 @@ struct Merged {
   BaseModel model;                      // the merged checkpoint, in the base's layout
   std::optional<gpu::Layout> layout;    // the circuit's Layout with the merged sizes, when it had one
   std::vector<std::string> circuit_tensors;   // canonical names of the circuit's and amplifier's tensors
+  int64_t token_base = gpu::kTokenBase;        // the circuit's first token id
   MergeReport report;
 };
 
@@ -109,8 +125,17 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
 
 // Writes the merged model to `dir`: config.json, safetensors (base tensors in
 // the base's dtype, circuit tensors in fp32), qgpu-gpu.json when there is a
-// layout, and the tokenizer files found in `tokenizer_dir`.
+// layout, and the tokenizer files found in `tokenizer_dir`: tokenizer.json
+// with every circuit token added by name (circuit_token_name), and
+// generation_config.json (the base's, or a new one) whose suppress_tokens
+// lists every id past the base's, so that text generation never picks one.
 void save_merged(const Merged& merged, const std::string& dir, const std::string& tokenizer_dir);
+// "<|qgpu:EXEC(12)|>" for the GPU's tokens (names of model_host/gpu/vocab.h),
+// "<|qgpu:t7|>" (the 7th circuit token) for a circuit without a GPU layout.
+std::string circuit_token_name(const Merged& merged, int64_t id);
+// The merged tokenizer.json: the base's `tokenizer_json` with an added token
+// for every circuit id.
+nlohmann::json merged_tokenizer(const Merged& merged, nlohmann::json tokenizer_json);
 
 // Reads a model directory as a checkpoint plus its Layout when it has one.
 struct LoadedMerged {

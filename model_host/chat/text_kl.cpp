@@ -47,7 +47,9 @@ BaseModel trained_like_base(const BaseSpec& spec) {
   }
   E *= torch::exp(randn({spec.vocab, 1}, 0.3));
   t["embed_tokens.weight"] = bf16(E);
-  t["norm.weight"] = bf16(1.5 + randn({H}, 0.3));
+  // The final norm's gain about 5: trained models' final norms scale well
+  // above the layers' (logits of a tied head then spread over tens of nats).
+  t["norm.weight"] = bf16(4 + randn({H}, 0.5));
   for (int l = 0; l < spec.layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     t[p + "input_layernorm.weight"] = bf16(randn({H}, 0.05));
@@ -78,6 +80,51 @@ BaseModel trained_like_base(const BaseSpec& spec) {
       t[a + "norm.weight"] = 1 + randn({c.linear_value_head_dim}, 0.05);
       b.stored_dtypes[a + "A_log"] = b.stored_dtypes[a + "norm.weight"] = torch::kFloat32;
     }
+  }
+  // Anisotropic final hidden states: trained models' last-layer states share
+  // a dominant direction (random positions' states have cosines well above 0).
+  // Here 64 units of the last layer's MLP with gate = up (their output
+  // (r.x)^2 sigmoid(r.x) is never negative, whatever the input) write one
+  // fixed dense direction v.
+  {
+    const std::string p = "layers." + std::to_string(spec.layers - 1) + ".mlp.";
+    constexpr int64_t kBiasUnits = 64;
+    torch::Tensor units = torch::randperm(I, gen).narrow(0, 0, kBiasUnits);
+    torch::Tensor v = randn({H}, 1.0);
+    v = v / v.norm();
+    for (int64_t j = 0; j < kBiasUnits; ++j) {
+      const int64_t i = units[j].item<int64_t>();
+      torch::Tensor r = weight({H}, 0.02 * spec.bias_gain);
+      t[p + "gate_proj.weight"][i].copy_(r);
+      t[p + "up_proj.weight"][i].copy_(r);
+      t[p + "down_proj.weight"].select(1, i).copy_(bf16(v * (spec.bias_level / kBiasUnits)));
+    }
+  }
+  b.text.validate();
+  // A trained model's confidence (docs/merge.md section 4): the tied head
+  // gives each token a prior logit b_t = -prior_slope * ln(rank_t + 1) (a
+  // Zipf-like frequency order, rank a random permutation) along the final
+  // hidden states' mean direction m: the embedding rows get (b_t / a) m, a
+  // the mean projection of a final hidden state on m, measured on random
+  // text through the layers as generated.  Tokens of low rank are then never
+  // likely (the tail), and the rows' own entries spread the rest.
+  if (spec.prior_slope > 0) {
+    qwen::Model model(b.text, qwen::Exec::Sparse);
+    const auto seqs = random_text(2, 32, spec.vocab, spec.seed + 1000);
+    std::vector<torch::Tensor> hs;
+    for (const auto& s : seqs) {
+      qwen::State st = model.new_state();
+      torch::Tensor x = model.forward(st, s, {spec.layers}).residuals.at(0);
+      hs.push_back(x * torch::rsqrt(x.pow(2).mean(1, true) + c.rms_norm_eps) * (1 + t["norm.weight"]));
+    }
+    torch::Tensor h = torch::cat(hs);
+    torch::Tensor m = h.mean(0);
+    m = m / m.norm();
+    const double a = h.matmul(m).mean().item<double>();
+    torch::Tensor rank = torch::randperm(spec.vocab, gen).to(torch::kFloat32);
+    torch::Tensor prior = -spec.prior_slope * torch::log(rank + 1) / a;
+    torch::Tensor& emb = t["embed_tokens.weight"];
+    emb = bf16(emb + prior.unsqueeze(1) * m.unsqueeze(0));
   }
   if (spec.vision_language) {
     nlohmann::json text = c.to_json();
@@ -121,7 +168,7 @@ std::vector<torch::Tensor> sequence_logits(const qwen::Model& model, const std::
 KlResult compare_logits(const std::vector<torch::Tensor>& base, const std::vector<torch::Tensor>& merged) {
   KlResult r;
   r.identical = true;
-  double kl_sum = 0, full_sum = 0;
+  double kl_sum = 0, full_sum = 0, mass_sum = 0;
   for (size_t i = 0; i < base.size(); ++i) {
     const int64_t Vb = base[i].size(1);
     torch::Tensor mb = merged[i].narrow(1, 0, Vb);
@@ -136,11 +183,16 @@ KlResult compare_logits(const std::vector<torch::Tensor>& base, const std::vecto
     full_sum += klf.sum().item<double>();
     r.kl_max = std::max(r.kl_max, kl.max().item<double>());
     r.kl_full_max = std::max(r.kl_full_max, klf.max().item<double>());
-    r.circuit_mass_max = std::max(r.circuit_mass_max, (1 - lf.exp().sum(1)).max().item<double>());
+    torch::Tensor mass = torch::log_softmax(merged[i].to(torch::kFloat64), 1).narrow(1, Vb, merged[i].size(1) - Vb)
+                             .exp().sum(1);
+    mass_sum += mass.sum().item<double>();
+    r.circuit_mass_max = std::max(r.circuit_mass_max, mass.max().item<double>());
+    r.base.add(base[i]);
     r.positions += base[i].size(0);
   }
   r.kl_mean = kl_sum / double(std::max<int64_t>(1, r.positions));
   r.kl_full_mean = full_sum / double(std::max<int64_t>(1, r.positions));
+  r.circuit_mass_mean = mass_sum / double(std::max<int64_t>(1, r.positions));
   return r;
 }
 
@@ -151,7 +203,37 @@ std::string KlResult::text() const {
     << ", max " << kl_max << " (logits " << (identical ? "bit-identical" : "differ") << ", max |diff| "
     << max_logit_diff << ")\n"
     << "over the merged vocabulary (circuit tokens included): mean " << kl_full_mean << ", max " << kl_full_max
-    << "; circuit tokens' probability at most " << circuit_mass_max << "\n";
+    << "; circuit tokens' probability together: mean " << circuit_mass_mean << ", max " << circuit_mass_max << "\n"
+    << "the base's next-token distributions: " << base.text() << "\n";
+  return o.str();
+}
+
+void Confidence::add(const torch::Tensor& logits) {
+  torch::Tensor z = logits.to(torch::kFloat64);
+  torch::Tensor lp = torch::log_softmax(z, 1), p = lp.exp();
+  torch::Tensor entropy = -(p * lp).sum(1);
+  torch::Tensor top = std::get<0>(p.max(1));
+  torch::Tensor spread = std::get<0>(z.max(1)) - std::get<0>(z.median(1));
+  torch::Tensor range = std::get<0>(z.max(1)) - std::get<0>(z.min(1));
+  const double n = double(positions), k = double(z.size(0));
+  auto avg = [&](double& acc, const torch::Tensor& v) { acc = (acc * n + v.sum().item<double>()) / (n + k); };
+  avg(entropy_mean, entropy);
+  avg(top1_mean, top);
+  avg(top1_over_half, top.gt(0.5).to(torch::kFloat64));
+  avg(spread_mean, spread);
+  avg(range_mean, range);
+  torch::Tensor peak = std::get<0>(p.max(0));
+  never_likely = never_likely.defined() ? torch::maximum(never_likely, peak) : peak;
+  positions += z.size(0);
+}
+
+std::string Confidence::text() const {
+  std::ostringstream o;
+  o.precision(3);
+  const double tail = never_likely.defined() ? never_likely.lt(1e-6).to(torch::kFloat64).mean().item<double>() : 0;
+  o << positions << " positions, entropy mean " << entropy_mean << " nats, top-1 probability mean " << top1_mean
+    << " (> 0.5 at " << 100 * top1_over_half << "%), logit max - median " << spread_mean << ", max - min "
+    << range_mean << "; " << 100 * tail << "% of the vocabulary never above 1e-6";
   return o.str();
 }
 

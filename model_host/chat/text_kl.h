@@ -27,11 +27,30 @@ struct BaseSpec {
   // trained model).  Plumbing tests use a few percent: the sparse executor
   // then skips most of each base layer, and the embedding stays dense.
   double density = 1.0;
+  // Trained-like confidence (docs/merge.md section 4): the last layer's
+  // shared direction (its norm in the final residual) and the Zipf-like prior
+  // slope of the tied head (0: none, the base's logits stay those of random weights).
+  double bias_level = 100;
+  double bias_gain = 1;
+  double prior_slope = 1.5;
 };
 BaseModel trained_like_base(const BaseSpec& spec);
 
 // Random text: `count` sequences of `length` ids below `vocab`.
 std::vector<std::vector<int64_t>> random_text(int count, int length, int64_t vocab, uint64_t seed);
+
+// How confident a model's next-token distributions are (a trained LM's: a
+// few nats of entropy, top-1 often above 0.5, logits spread over tens of nats,
+// most of the vocabulary never likely).
+struct Confidence {
+  int64_t positions = 0;
+  double entropy_mean = 0, top1_mean = 0, top1_over_half = 0;
+  double spread_mean = 0;         // max logit - median logit
+  double range_mean = 0;          // max logit - min logit
+  torch::Tensor never_likely;     // [vocab]: each token's largest probability over the positions
+  void add(const torch::Tensor& logits);
+  std::string text() const;
+};
 
 struct KlResult {
   int64_t positions = 0;
@@ -41,7 +60,8 @@ struct KlResult {
   bool identical = false;         // every base-id logit bit-identical
   // Over the merged model's whole vocabulary (circuit tokens included).
   double kl_full_mean = 0, kl_full_max = 0;
-  double circuit_mass_max = 0;    // largest probability of all circuit tokens together
+  double circuit_mass_mean = 0, circuit_mass_max = 0;   // probability of all circuit tokens together
+  Confidence base;                // the base's distributions
   std::string text() const;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace qgpu::daemon {
 namespace {
@@ -26,6 +27,18 @@ std::optional<uint64_t> Allocator::allocate(uint64_t size, uint64_t align) {
   if (at + size > base_ + size_) return std::nullopt;
   blocks_[at] = size;
   return at;
+}
+
+bool Allocator::allocate_at(uint64_t addr, uint64_t size) {
+  if (size == 0 || addr < base_ || addr > base_ + size_ || size > base_ + size_ - addr) return false;
+  auto next = blocks_.lower_bound(addr);
+  if (next != blocks_.end() && next->first < addr + size) return false;
+  if (next != blocks_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second > addr) return false;
+  }
+  blocks_[addr] = size;
+  return true;
 }
 
 bool Allocator::release(uint64_t addr) { return blocks_.erase(addr) == 1; }

@@ -17,6 +17,9 @@ class Allocator {
   // The address of a new block of `size` bytes (aligned to `align`, at
   // least kAlign), or nothing when no free range is large enough.
   std::optional<uint64_t> allocate(uint64_t size, uint64_t align = kAlign);
+  // Places a block of `size` bytes at `addr` (inside the window); false when
+  // it would overlap a live block.
+  bool allocate_at(uint64_t addr, uint64_t size);
   // False when `addr` is not the start of a live block.
   bool release(uint64_t addr);
   void clear() { blocks_.clear(); }

@@ -6,8 +6,9 @@
 
 namespace qgpu::daemon {
 
-DeferredBackend::DeferredBackend(std::string name, Factory make)
+DeferredBackend::DeferredBackend(std::string name, engine::DeviceSpec device, Factory make)
     : name_(std::move(name)),
+      device_(std::move(device)),
       ready_(std::async(std::launch::async, [make = std::move(make)] { return std::shared_ptr<engine::Backend>(make()); })
                  .share()) {}
 

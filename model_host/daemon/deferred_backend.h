@@ -17,10 +17,12 @@ namespace qgpu::daemon {
 class DeferredBackend : public engine::Backend {
  public:
   using Factory = std::function<std::unique_ptr<engine::Backend>()>;
-  DeferredBackend(std::string name, Factory make);
+  // `device` is the device the backend will run, reported before it is ready.
+  DeferredBackend(std::string name, engine::DeviceSpec device, Factory make);
   ~DeferredBackend() override;  // waits for the factory to return
 
   std::string name() const override { return name_; }
+  engine::DeviceSpec device() const override { return device_; }
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override;
   // A context that opens the backend's own on first use (waiting for the
   // backend then); the backend must keep its clients' memory (the model).
@@ -28,6 +30,7 @@ class DeferredBackend : public engine::Backend {
 
  private:
   std::string name_;
+  engine::DeviceSpec device_;
   std::shared_future<std::shared_ptr<engine::Backend>> ready_;
 };
 

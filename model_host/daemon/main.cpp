@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-memo", no_memo, "run the sparse executor without its sublayer memo (same numbers, slower)");
   app.add_option("--perturb", bopts.model.perturb, "change one weight after loading, NAME:INDEX:VALUE (negative tests)")
       ->group("Testing");
+  std::string device_memory;
+  app.add_option("--device-memory", device_memory,
+                 "global memory of the interpreter's CUDA-sized device, e.g. 512M or 3G (default: $QGPU_DEVICE_MEMORY, "
+                 "else 2G); backed lazily, so only what programs touch costs host memory");
   app.add_option("--secret", opts.secret, "shared secret clients must present (default: $QGPU_SECRET; required on tcp://)");
   app.add_option("--log", log_file, "append the log to this file instead of stderr");
   app.add_option("--client-timeout-ms", opts.client_timeout_ms, "free a client's session after this long without a message")
@@ -64,11 +68,30 @@ int main(int argc, char** argv) {
     if (opts.endpoint.empty()) opts.endpoint = endpoint::env_or(endpoint::kDaemonEnv, endpoint::default_endpoint());
     if (opts.secret.empty()) opts.secret = endpoint::env_or(endpoint::kSecretEnv, "");
 
+    bopts.device_memory =
+        device_memory.empty() ? machine::default_device_memory() : machine::parse_device_memory(device_memory);
+    if (!device_memory.empty() && backend_name != "interpreter" && backend_name != "ptx-reference")
+      throw std::runtime_error("--device-memory sizes the CUDA-sized device of --backend interpreter (and "
+                               "ptx-reference); the " + backend_name + " backend runs the model's fixed device");
+    // A model built with another global memory size (`qgpu build-model
+    // --global-kib`) says so in its layout: the device has that size.
+    if (backend_name == "model" && !bopts.model_dir.empty()) {
+      std::ifstream in(bopts.model_dir + "/qgpu-gpu.json");
+      if (in) {
+        try {
+          const nlohmann::json layout = nlohmann::json::parse(in);
+          for (const auto& m : layout.at("memories"))
+            if (m.at("name") == "global") machine::set_model_global_bytes(m.at("rows").get<uint32_t>() * 4);
+        } catch (const std::exception& e) {
+          throw std::runtime_error("--model " + bopts.model_dir + ": qgpu-gpu.json: " + e.what());
+        }
+      }
+    }
     std::unique_ptr<engine::Backend> backend;
     if (backend_name == "model") {
       bopts.progress = [](const std::string& line) { daemon::log(line); };
       // Loading (or building) the model takes a while: serve clients meanwhile.
-      backend = std::make_unique<daemon::DeferredBackend>(backend_name, [bopts] {
+      backend = std::make_unique<daemon::DeferredBackend>(backend_name, machine::model_device(), [bopts] {
         const auto t0 = std::chrono::steady_clock::now();
         daemon::log("loading the model", bopts.model_dir.empty() ? " from the cache" : " from " + bopts.model_dir,
                     bopts.model.check ? " (--check: the reference interpreter checks every token)" : "");
@@ -90,43 +113,8 @@ int main(int argc, char** argv) {
         throw std::runtime_error("--dump-tokens needs --backend model or model-trace");
       backend = engine::make_backend(backend_name, bopts);
     }
-    // A model built with another global memory size (`qgpu build-model
-    // --global-kib`) says so in its layout: the device has that size.
-    if (backend_name == "model" && !bopts.model_dir.empty()) {
-      std::ifstream in(bopts.model_dir + "/qgpu-gpu.json");
-      if (in) {
-        try {
-          const nlohmann::json layout = nlohmann::json::parse(in);
-          for (const auto& m : layout.at("memories"))
-            if (m.at("name") == "global") machine::set_model_global_bytes(m.at("rows").get<uint32_t>() * 4);
-        } catch (const std::exception& e) {
-          throw std::runtime_error("--model " + bopts.model_dir + ": qgpu-gpu.json: " + e.what());
-        }
-      }
-    }
     daemon::Device device;
-    device.backend = backend.get();
-    // The limits of the machine the backend runs: the model's (one lane per
-    // warp, its ROM) for the model and interpreter-model backends.
-    const bool model_machine =
-        backend_name == "model" || backend_name == "interpreter-model" || backend_name == "model-trace";
-    const machine::Limits l = machine::limits(model_machine ? machine::model_params() : machine::default_params());
-    proto::DeviceInfo& d = device.info;
-    d.backend = backend->name();
-    d.device_name = engine::device_name(backend_name);
-    d.lanes = l.lanes;
-    d.warp_size = l.warp_size;
-    d.registers = l.registers;
-    d.rom_blocks = l.rom_blocks;
-    d.global_base = l.global_base;
-    d.global_bytes = l.global_bytes;
-    d.shared_bytes_per_cta = l.shared_bytes_per_cta;
-    d.max_threads_per_cta = l.max_threads_per_cta;
-    d.max_ctas_per_grid = l.max_ctas_per_grid;
-    for (int i = 0; i < 3; ++i) {
-      d.max_grid[i] = l.max_grid[i];
-      d.max_block[i] = l.max_block[i];
-    }
+    device.describe(backend.get());  // the device the backend declares: what sessions enforce and report
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);

@@ -253,7 +253,18 @@ void Server::hello(const std::string& peer, const proto::Header& h, proto::Reade
   uint64_t id;
   do id = rng(); while (id == 0 || sessions_.count(id));
   std::string client = (program.empty() ? "pid " : program + ", pid ") + std::to_string(pid);
-  sessions_[id] = std::make_unique<Worker>(ctx_, id, device_, client, pid);
+  try {
+    sessions_[id] = std::make_unique<Worker>(ctx_, id, device_, client, pid);
+  } catch (const std::bad_alloc&) {
+    // The session's device memory is mapped lazily, but the system may still
+    // refuse the mapping (strict overcommit, an address-space limit).
+    sessions_.erase(id);
+    log("refused a client (", client, "): no room to map ", device_.info.global_bytes, " bytes of device memory");
+    return reply(peer, h, Reply::error(cudaErrorMemoryAllocation,
+                                       "model_host: the system refused to map the device's " +
+                                           std::to_string(device_.info.global_bytes) +
+                                           " bytes of memory; give model_host a smaller --device-memory"));
+  }
   log("client connected: ", client, " (session ", hex(id), ")");
   proto::Header rh = h;
   rh.session = id;

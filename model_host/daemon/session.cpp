@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cstring>
 
 #include "model_host/daemon/log.h"
@@ -18,14 +19,18 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-// What a program beyond the limits of the model's device can do instead
-// (empty for the other backends).
-std::string way_out(const proto::DeviceInfo& d, bool memory = false) {
-  if (d.backend != "model" && d.backend != "interpreter-model" && d.backend != "model-trace") return "";
-  std::string s = " (the model's device";
-  if (memory && d.global_bytes < 256 * 1024)
-    s += "; a model with up to 256 KiB is built with qgpu build-model --out DIR --global-kib 256 and run with --model DIR";
-  return s + "; or run the program on another backend: qgpu run --backend interpreter, QGPU_BACKEND=interpreter)";
+// Whether a module declares device malloc (`.extern .func (...) malloc`):
+// launching one of its kernels fixes the device heap, as on a GPU.
+bool calls_malloc(const std::string& ptx) {
+  for (size_t at = ptx.find("malloc"); at != std::string::npos; at = ptx.find("malloc", at + 1)) {
+    const size_t line = ptx.rfind('\n', at) + 1;
+    const size_t end = ptx.find('\n', at);
+    const std::string text = ptx.substr(line, end == std::string::npos ? std::string::npos : end - line);
+    const bool word = (at == 0 || !(std::isalnum((unsigned char)ptx[at - 1]) || ptx[at - 1] == '_')) &&
+                      (at + 6 >= ptx.size() || !(std::isalnum((unsigned char)ptx[at + 6]) || ptx[at + 6] == '_'));
+    if (word && text.find(".func") != std::string::npos) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -37,14 +42,43 @@ Reply Reply::error(int32_t status, const std::string& message) {
   return r;
 }
 
+void Device::describe(engine::Backend* b) {
+  backend = b;
+  spec = b->device();
+  proto::DeviceInfo& d = info;
+  d.backend = b->name();
+  d.device_name = spec.name;
+  d.lanes = spec.lanes;
+  d.warp_size = spec.warp_size;
+  d.registers = spec.registers;
+  d.rom_blocks = spec.rom_blocks;
+  d.global_base = spec.global_base;
+  d.global_bytes = spec.global_bytes;
+  d.shared_bytes_per_cta = spec.shared_bytes_per_cta;
+  d.shared_optin_bytes_per_cta = spec.shared_optin_bytes_per_cta;
+  d.max_threads_per_cta = spec.max_threads_per_cta;
+  d.max_ctas_per_grid = spec.max_ctas_per_grid;
+  for (int i = 0; i < 3; ++i) {
+    d.max_grid[i] = spec.max_grid[i];
+    d.max_block[i] = spec.max_block[i];
+  }
+  d.param_bytes = spec.param_bytes;
+  d.const_bytes = spec.const_bytes;
+  d.local_bytes_per_thread = spec.local_bytes_per_thread;
+  d.printf_fifo_bytes = spec.printf_fifo_bytes;
+  d.heap_bytes = spec.heap_bytes;
+  d.limits_settable = spec.limits_settable ? 1 : 0;
+}
+
 Session::Session(uint64_t id, Device& device, std::string client)
     : id_(id),
       device_(device),
       client_(std::move(client)),
-      alloc_(device.info.global_base, device.info.global_bytes) {
-  mem_.base = device.info.global_base;
+      alloc_(device.spec.global_base, device.spec.global_bytes) {
+  mem_.base = device.spec.global_base;
   ctx_ = device.backend->open_context();
-  if (!ctx_) mem_.bytes.assign(device.info.global_bytes, 0);
+  if (!ctx_) mem_.bytes = engine::DeviceBytes(device.spec.global_bytes);  // mapped lazily: untouched pages cost nothing
+  reset_limits();
 }
 
 void Session::put(uint64_t addr, const uint8_t* data, uint64_t size) {
@@ -63,13 +97,36 @@ void Session::get(uint64_t addr, uint8_t* out, uint64_t size) {
     std::memcpy(out, at(addr), size);
 }
 
+void Session::reset_limits() {
+  printf_fifo_ = device_.spec.printf_fifo_bytes;
+  heap_bytes_ = 0;
+  heap_used_ = false;
+  if (device_.spec.heap_bytes && !place_heap(device_.spec.heap_bytes)) heap_bytes_ = 0;
+}
+
+bool Session::place_heap(uint64_t bytes) {
+  const uint64_t end = mem_.base + device_.spec.global_bytes;
+  if (heap_bytes_) alloc_.release(heap_base());
+  const uint64_t old = heap_bytes_;
+  heap_bytes_ = 0;
+  if (bytes == 0) return true;
+  uint64_t rounded = (bytes + Allocator::kAlign - 1) / Allocator::kAlign * Allocator::kAlign;
+  if (rounded < device_.spec.global_bytes && alloc_.allocate_at(end - rounded, rounded)) {
+    heap_bytes_ = rounded;
+    return true;
+  }
+  if (old && alloc_.allocate_at(end - old, old)) heap_bytes_ = old;
+  return false;
+}
+
 void Session::release_all() {
   alloc_.clear();
   modules_.clear();
   scratch_.clear();
   scratch_.shrink_to_fit();
-  std::fill(mem_.bytes.begin(), mem_.bytes.end(), 0);
+  if (!ctx_) mem_.bytes.zero();  // gives the pages back: no memset of the whole device
   if (ctx_) ctx_ = device_.backend->open_context();  // a new, all-zero memory
+  reset_limits();
 }
 
 Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* bulk) {
@@ -89,6 +146,7 @@ Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* b
       case Type::ScratchWrite: return scratch_write(r, bulk);
       case Type::ScratchRead: return scratch_read(r);
       case Type::Stats: return stats(r);
+      case Type::Limit: return limit(r);
       default:
         return Reply::error(cudaErrorInvalidValue,
                             std::string("model_host: ") + proto::type_name(type) + " is not a session request");
@@ -110,12 +168,16 @@ Reply Session::malloc(proto::Reader& r) {
     return out;
   }
   auto addr = alloc_.allocate(size);
-  if (!addr)
+  if (!addr) {
+    const engine::DeviceSpec& d = device_.spec;
+    std::string heap = heap_bytes_ ? " (" + std::to_string(heap_bytes_) + " of them the device heap)" : "";
     return Reply::error(cudaErrorMemoryAllocation,
-                        "cudaMalloc(" + std::to_string(size) + "): the machine's global memory is " +
-                            std::to_string(alloc_.size()) + " bytes; " + std::to_string(alloc_.size() - alloc_.used()) +
-                            " are free, the largest free range is " + std::to_string(alloc_.largest_free()) + " bytes" +
-                            way_out(device_.info, true));
+                        "cudaMalloc(" + std::to_string(size) + "): the " + d.name + " device's global memory is " +
+                            std::to_string(alloc_.size()) + " bytes" + heap + "; " +
+                            std::to_string(alloc_.size() - alloc_.used()) + " are free, the largest free range is " +
+                            std::to_string(alloc_.largest_free()) + " bytes" +
+                            (d.more_memory.empty() ? std::string() : "; " + d.more_memory));
+  }
   out.body.u64(*addr);
   return out;
 }
@@ -123,6 +185,8 @@ Reply Session::malloc(proto::Reader& r) {
 Reply Session::free(proto::Reader& r) {
   uint64_t addr = r.u64("addr");
   r.finish("Free");
+  if (addr != 0 && heap_bytes_ && addr == heap_base())
+    return Reply::error(cudaErrorInvalidValue, "cudaFree(" + hex(addr) + "): the device heap, not an allocation");
   if (addr != 0 && !alloc_.release(addr))
     return Reply::error(cudaErrorInvalidValue, "cudaFree(" + hex(addr) + "): not the start of a live allocation");
   return {};
@@ -197,6 +261,15 @@ Reply Session::module_load(proto::Reader& r) {
   } catch (const std::exception& e) {
     return Reply::error(cudaErrorInvalidPtx, std::string("the PTX module does not parse: ") + e.what());
   }
+  // __constant__ variables: at most the device's constant bank.
+  uint64_t const_total = 0;
+  for (const engine::ModuleVar& v : m.info.vars)
+    if (v.space == "const") const_total += v.size;
+  if (const_total > device_.spec.const_bytes)
+    return Reply::error(cudaErrorInvalidPtx, "the module's __constant__ variables take " + std::to_string(const_total) +
+                                                 " bytes; the " + device_.spec.name + " device has " +
+                                                 std::to_string(device_.spec.const_bytes) +
+                                                 (device_.spec.larger.empty() ? "" : "; " + device_.spec.larger));
   // Module variables live in the client's global memory, initialised now.
   std::vector<uint64_t> placed;
   for (const engine::ModuleVar& v : m.info.vars) {
@@ -205,9 +278,10 @@ Reply Session::module_load(proto::Reader& r) {
       for (uint64_t a : placed) alloc_.release(a);
       return Reply::error(cudaErrorMemoryAllocation,
                           "module variable '" + v.name + "' (" + std::to_string(v.size) +
-                              " bytes) does not fit in the machine's " + std::to_string(alloc_.size()) +
-                              "-byte global memory (" + std::to_string(alloc_.largest_free()) + " bytes free in one range)" +
-                              way_out(device_.info, true));
+                              " bytes) does not fit in the " + device_.spec.name + " device's " +
+                              std::to_string(alloc_.size()) + "-byte global memory (" +
+                              std::to_string(alloc_.largest_free()) + " bytes free in one range)" +
+                              (device_.spec.more_memory.empty() ? "" : "; " + device_.spec.more_memory));
     }
     placed.push_back(*addr);
     m.symbols[v.name] = *addr;
@@ -245,6 +319,7 @@ Reply Session::module_load(proto::Reader& r) {
     for (const engine::KernelParam& p : k.params) kl.params.push_back({p.offset, p.size, p.align});
     img.kernels.push_back(std::move(kl));
   }
+  m.calls_malloc = calls_malloc(ptx);
   m.ptx = std::move(ptx);
   modules_[img.id] = std::move(m);
   log("session ", hex(id_), " (", client_, "): loaded module ", img.id, " with ", img.kernels.size(), " kernels, ",
@@ -279,36 +354,49 @@ Reply Session::launch(proto::Reader& r) {
   if (a.params.size() != want)
     return Reply::error(cudaErrorInvalidValue, "kernel '" + a.kernel + "' takes " + std::to_string(want) +
                                                    " bytes of parameters; the launch passed " + std::to_string(a.params.size()));
-  const proto::DeviceInfo& d = device_.info;
+  const engine::DeviceSpec& d = device_.spec;
   uint64_t threads = uint64_t(a.block[0]) * a.block[1] * a.block[2];
   uint64_t ctas = uint64_t(a.grid[0]) * a.grid[1] * a.grid[2];
   auto dims = [](const auto& v) {
     return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
   };
+  // A launch beyond the device: what it asked, the device's limit, and the
+  // way out when a larger device exists.
+  const std::string who = "launch of '" + a.kernel + "' on the " + d.name + " device: ";
+  const std::string way = d.larger.empty() ? "" : "; " + d.larger;
   for (int i = 0; i < 3; ++i) {
     if (a.grid[i] == 0 || a.block[i] == 0)
-      return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': grid " + dims(a.grid) +
-                                                             " block " + dims(a.block) + " has a zero dimension");
+      return Reply::error(cudaErrorInvalidConfiguration,
+                          who + "grid " + dims(a.grid) + " block " + dims(a.block) + " has a zero dimension");
     if (a.block[i] > d.max_block[i])
-      return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': block " + dims(a.block) +
-                                                             "; the machine's blocks are at most " + dims(d.max_block) + way_out(d));
+      return Reply::error(cudaErrorInvalidConfiguration,
+                          who + "block " + dims(a.block) + "; its blocks are at most " + dims(d.max_block) + way);
     if (a.grid[i] > d.max_grid[i])
-      return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': grid " + dims(a.grid) +
-                                                             "; the machine's grids are at most " + dims(d.max_grid) + way_out(d));
+      return Reply::error(cudaErrorInvalidConfiguration,
+                          who + "grid " + dims(a.grid) + "; its grids are at most " + dims(d.max_grid) + way);
   }
   if (threads > d.max_threads_per_cta)
-    return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': " + std::to_string(threads) +
-                                                           " threads per block; the machine runs at most " +
-                                                           std::to_string(d.max_threads_per_cta) + way_out(d));
+    return Reply::error(cudaErrorInvalidConfiguration, who + std::to_string(threads) +
+                                                           " threads per block; it runs at most " +
+                                                           std::to_string(d.max_threads_per_cta) + way);
   if (ctas > d.max_ctas_per_grid)
-    return Reply::error(cudaErrorInvalidConfiguration, "launch of '" + a.kernel + "': " + std::to_string(ctas) +
-                                                           " blocks; the machine runs at most " +
-                                                           std::to_string(d.max_ctas_per_grid) + " per launch" + way_out(d));
-  if (uint64_t(kit->static_smem) + a.dynamic_smem > d.shared_bytes_per_cta)
-    return Reply::error(cudaErrorInvalidValue, "launch of '" + a.kernel + "': " + std::to_string(kit->static_smem) +
-                                                   " static + " + std::to_string(a.dynamic_smem) +
-                                                   " dynamic bytes of shared memory; the machine has " +
-                                                   std::to_string(d.shared_bytes_per_cta) + " per block" + way_out(d));
+    return Reply::error(cudaErrorInvalidConfiguration, who + std::to_string(ctas) + " blocks in the grid; it runs at most " +
+                                                           std::to_string(d.max_ctas_per_grid) + " per launch" + way);
+  if (uint64_t(kit->static_smem) + a.dynamic_smem > d.shared_optin_bytes_per_cta ||
+      kit->static_smem > d.shared_bytes_per_cta)
+    return Reply::error(cudaErrorInvalidValue,
+                        who + std::to_string(kit->static_smem) + " static + " + std::to_string(a.dynamic_smem) +
+                            " dynamic bytes of shared memory; it has " + std::to_string(d.shared_bytes_per_cta) +
+                            " per block" +
+                            (d.shared_optin_bytes_per_cta > d.shared_bytes_per_cta
+                                 ? " (" + std::to_string(d.shared_optin_bytes_per_cta) +
+                                       " after cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize))"
+                                 : "") +
+                            way);
+  if (a.params.size() > d.param_bytes)
+    return Reply::error(cudaErrorInvalidValue, who + std::to_string(a.params.size()) +
+                                                   " bytes of kernel parameters; it takes at most " +
+                                                   std::to_string(d.param_bytes) + way);
 
   engine::LaunchRequest req;
   req.ptx = m.ptx;
@@ -318,6 +406,10 @@ Reply Session::launch(proto::Reader& r) {
   req.dynamic_smem = a.dynamic_smem;
   req.params = std::move(a.params);
   req.symbols = m.symbols;
+  req.printf_fifo_bytes = printf_fifo_;
+  req.heap_base = heap_base();
+  req.heap_bytes = heap_bytes_;
+  heap_used_ |= m.calls_malloc;
 
   engine::LaunchResult res;
   auto start = std::chrono::steady_clock::now();
@@ -334,10 +426,10 @@ Reply Session::launch(proto::Reader& r) {
   // the device and for a model that is still loading.
   double secs = res.stats.seconds > 0 ? res.stats.seconds
                                       : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!ctx_ && mem_.bytes.size() != device_.info.global_bytes) {
+  if (!ctx_ && mem_.bytes.size() != device_.spec.global_bytes) {
     res.error = cudaErrorUnknown;
     res.message = "the backend resized the global memory image";
-    mem_.bytes.resize(device_.info.global_bytes);
+    mem_.bytes.resize(device_.spec.global_bytes);
   }
 
   proto::LaunchOutcome o;
@@ -382,6 +474,49 @@ Reply Session::scratch_read(proto::Reader& r) {
                                                    std::to_string(scratch_.size()) + " bytes written");
   Reply out;
   out.bulk.emplace(scratch_.data() + off, size);
+  return out;
+}
+
+Reply Session::limit(proto::Reader& r) {
+  uint32_t which = r.u32("limit");
+  uint64_t value = r.u64("value");
+  r.finish("Limit");
+  const engine::DeviceSpec& d = device_.spec;
+  if (which != proto::kLimitPrintfFifo && which != proto::kLimitMallocHeap)
+    return Reply::error(cudaErrorUnsupportedLimit, "limit " + std::to_string(which) + " is not one the device has");
+  const bool heap = which == proto::kLimitMallocHeap;
+  const char* what = heap ? "cudaLimitMallocHeapSize" : "cudaLimitPrintfFifoSize";
+  uint64_t& current = heap ? heap_bytes_ : printf_fifo_;
+  Reply out;
+  if (value == proto::kQueryLimit || value == current) {
+    out.body.u64(current);
+    return out;
+  }
+  if (!d.limits_settable)
+    return Reply::error(cudaErrorUnsupportedLimit,
+                        std::string("cudaDeviceSetLimit(") + what + ", " + std::to_string(value) + "): the " + d.name +
+                            " device's is fixed at " + std::to_string(current) + " bytes" +
+                            (d.larger.empty() ? "" : "; " + d.larger));
+  if (!heap) {
+    constexpr uint64_t kMaxFifo = 256ull << 20;
+    if (value < 64 || value > kMaxFifo)
+      return Reply::error(cudaErrorInvalidValue, std::string("cudaDeviceSetLimit(") + what + ", " +
+                                                     std::to_string(value) + "): the device takes 64 to " +
+                                                     std::to_string(kMaxFifo) + " bytes");
+    printf_fifo_ = value;
+  } else {
+    if (heap_used_)
+      return Reply::error(cudaErrorInvalidValue, std::string("cudaDeviceSetLimit(") + what + ", " + std::to_string(value) +
+                                                     "): the device heap is fixed once a kernel that calls malloc "
+                                                     "has been launched");
+    if (!place_heap(value))
+      return Reply::error(cudaErrorMemoryAllocation,
+                          std::string("cudaDeviceSetLimit(") + what + ", " + std::to_string(value) +
+                              "): the heap lies at the top of the device's " + std::to_string(alloc_.size()) +
+                              "-byte global memory, and allocations hold part of that range" +
+                              (d.more_memory.empty() ? "" : "; " + d.more_memory));
+  }
+  out.body.u64(current);
   return out;
 }
 

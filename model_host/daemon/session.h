@@ -20,11 +20,15 @@
 namespace qgpu::daemon {
 
 // What every session shares: the one backend (one device runs one kernel at
-// a time), the machine's limits as reported to clients, and the totals.
+// a time), the device it declares (what sessions enforce) and that device as
+// reported to clients, and the totals.
 struct Device {
   engine::Backend* backend = nullptr;
   std::mutex run_mutex;                 // serialises launches on the backend
+  engine::DeviceSpec spec;
   proto::DeviceInfo info;
+  // Sets `backend`, `spec` and `info` from the backend's device.
+  void describe(engine::Backend* b);
   std::mutex stats_mutex;
   proto::LaunchCounters totals;
 };
@@ -46,13 +50,14 @@ class Session {
 
   // Frees every allocation and module (the client said Bye or died).
   void release_all();
-  size_t live_allocations() const { return alloc_.live_blocks(); }
+  size_t live_allocations() const { return alloc_.live_blocks() - (heap_bytes_ ? 1 : 0); }  // the heap is none
 
  private:
   struct Module {
     std::string ptx;
     engine::ModuleInfo info;
     std::map<std::string, uint64_t> symbols;  // module variables -> device address
+    bool calls_malloc = false;                // declares device malloc
   };
 
   Reply malloc(proto::Reader& r);
@@ -68,6 +73,12 @@ class Session {
   Reply scratch_write(proto::Reader& r, const zmq::message_t* bulk);
   Reply scratch_read(proto::Reader& r);
   Reply stats(proto::Reader& r);
+  Reply limit(proto::Reader& r);
+  // The device heap: the top heap_bytes_ of global memory, a block of the
+  // allocator (docs/isa.md, "Device heap").
+  bool place_heap(uint64_t bytes);
+  uint64_t heap_base() const { return heap_bytes_ ? mem_.base + mem_.bytes.size() - heap_bytes_ : 0; }
+  void reset_limits();
 
   uint8_t* at(uint64_t addr) { return mem_.bytes.data() + (addr - mem_.base); }
   // Device memory, in the image or in the backend's context.
@@ -83,6 +94,8 @@ class Session {
   std::map<uint32_t, Module> modules_;
   uint32_t next_module_ = 1;
   std::vector<uint8_t> scratch_;
+  uint64_t printf_fifo_ = 0, heap_bytes_ = 0;
+  bool heap_used_ = false;  // a kernel of a module that calls malloc has run: the heap is fixed
 };
 
 }  // namespace qgpu::daemon

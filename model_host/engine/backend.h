@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "model_host/engine/device_bytes.h"
+
 namespace qgpu::engine {
 
 struct Dim3 {
@@ -26,8 +28,43 @@ struct Dim3 {
 // variables live in it too (their addresses are in LaunchRequest::symbols).
 struct GlobalMemory {
   uint64_t base = 0;
-  std::vector<uint8_t> bytes;
+  DeviceBytes bytes;
 };
+
+// The device a backend runs: what device queries report and what the daemon
+// enforces before a launch reaches the backend.  Each backend declares its
+// own (Backend::device()); docs/protocol.md lists how the CUDA queries map to
+// it.
+struct DeviceSpec {
+  std::string name;                      // cudaDeviceProp::name
+  uint32_t lanes = 1;                    // lanes per machine warp
+  uint32_t warp_size = 32;               // what programs see
+  uint32_t registers = 0;                // 32-bit registers per thread
+  uint32_t rom_blocks = 0;               // program ROM capacity in blocks (0: no limit)
+  uint64_t global_base = 0;              // device address of global byte 0
+  uint64_t global_bytes = 0;             // all allocations, module variables and the device heap
+  uint32_t max_threads_per_cta = 0;
+  uint32_t max_block[3] = {0, 0, 0};
+  uint32_t max_grid[3] = {0, 0, 0};
+  uint64_t max_ctas_per_grid = 0;        // total CTAs of one launch
+  uint32_t shared_bytes_per_cta = 0;     // static + dynamic __shared__ without opting in
+  uint32_t shared_optin_bytes_per_cta = 0;  // the most after cudaFuncAttributeMaxDynamicSharedMemorySize
+  uint32_t param_bytes = 0;              // kernel parameters of one launch
+  uint32_t const_bytes = 0;              // __constant__ variables of one module
+  uint32_t local_bytes_per_thread = 0;   // local memory (stack, local arrays) per thread
+  uint64_t printf_fifo_bytes = 0;        // cudaLimitPrintfFifoSize at start
+  uint64_t heap_bytes = 0;               // cudaLimitMallocHeapSize at start (0: no device heap)
+  bool limits_settable = false;          // cudaDeviceSetLimit may change the two above
+  // The way out named in the messages of launches (`larger`) and of
+  // allocations (`more_memory`) beyond this device; empty: there is none
+  // (the limit is CUDA's own).
+  std::string larger, more_memory;
+};
+
+// The device heap of a launch: [heap_base, heap_base + heap_bytes) of global
+// memory, the top `heap_bytes` of the device's global memory (docs/isa.md,
+// "Device heap").  The daemon reserves it; the lowering's malloc allocates in
+// it.  heap_bytes 0: the device has no heap.
 
 struct LaunchRequest {
   std::string ptx;                          // the whole PTX module text
@@ -36,6 +73,8 @@ struct LaunchRequest {
   uint32_t dynamic_smem = 0;                // bytes of extern __shared__
   std::vector<uint8_t> params;              // packed as the .entry signature lays them out
   std::map<std::string, uint64_t> symbols;  // module globals -> device address
+  uint64_t printf_fifo_bytes = 0;           // device printf buffer (cudaLimitPrintfFifoSize); 0: the device's
+  uint64_t heap_base = 0, heap_bytes = 0;   // the device heap (see above)
 };
 
 struct LaunchStats {
@@ -70,6 +109,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // The device this backend runs (sizes and limits).
+  virtual DeviceSpec device() const = 0;
   // Runs one launch to completion; `mem` is read and updated in place.
   virtual LaunchResult launch(const LaunchRequest& req, GlobalMemory& mem) = 0;
   // A new client's device memory, all zero, when this backend keeps it

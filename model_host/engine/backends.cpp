@@ -19,9 +19,10 @@ std::string default_backend() {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
-  if (name == "interpreter") return machine::make_interpreter_backend();
+  if (name == "interpreter")
+    return machine::make_interpreter_backend(machine::MachineKind::Default, options.device_memory);
   if (name == "interpreter-model") return machine::make_interpreter_backend(machine::MachineKind::Model);
-  if (name == "ptx-reference") return make_ptx_reference_backend();
+  if (name == "ptx-reference") return make_ptx_reference_backend(options.device_memory);
   if (name == "model-trace") return gpu::make_trace_backend(options.model.dump_tokens);
   if (name == "model") {
 #ifdef QGPU_HAVE_MODEL_BACKEND
@@ -40,10 +41,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   }
   throw BackendUnavailable("unknown backend '" + name +
                            "' (choose model or interpreter; interpreter-model, model-trace or ptx-reference for cross-checks)");
-}
-
-std::string device_name(const std::string& backend) {
-  return backend == "model" ? "qgpu (Qwen3.5 model)" : "qgpu (" + backend + ")";
 }
 
 }  // namespace qgpu::engine

@@ -20,7 +20,8 @@ struct BackendUnavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What the model backend is made from.  The other backends take no options.
+// What a backend is made from: the model backend's checkpoint and options,
+// the CUDA-sized device's memory.
 struct BackendOptions {
   // The compiled checkpoint (gpu/build_model.h); empty: the model cache,
   // built there on first use.
@@ -28,6 +29,10 @@ struct BackendOptions {
   gpu::ModelOptions model;
   // Receives the progress of a first-use build.
   std::function<void(const std::string&)> progress;
+  // Global memory of the CUDA-sized device ("interpreter", "ptx-reference"):
+  // model_host --device-memory, $QGPU_DEVICE_MEMORY, 2 GiB by default.  The
+  // model's device is fixed.
+  uint64_t device_memory = 2ull << 30;
 };
 
 // The backend used when none is named: $QGPU_BACKEND when set, else "model".
@@ -38,9 +43,6 @@ std::string default_backend();
 // std::runtime_error when the model cannot be loaded.
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});
 
-std::unique_ptr<Backend> make_ptx_reference_backend();
-
-// What device queries call the device a backend runs on.
-std::string device_name(const std::string& backend);
+std::unique_ptr<Backend> make_ptx_reference_backend(uint64_t device_memory = 2ull << 30);
 
 }  // namespace qgpu::engine

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "model_host/engine/backends.h"
+#include "model_host/machine/api.h"
 #include "model_host/ptx/parse.h"
 #include "model_host/ptx/ptx_interp.h"
 
@@ -16,7 +17,11 @@ namespace {
 
 class PtxReferenceBackend : public Backend {
  public:
+  explicit PtxReferenceBackend(uint64_t device_memory) : device_(machine::interpreter_device(device_memory)) {
+    device_.name = "qgpu (ptx-reference)";
+  }
   std::string name() const override { return "ptx-reference"; }
+  DeviceSpec device() const override { return device_; }
 
   LaunchResult launch(const LaunchRequest& req, GlobalMemory& mem) override {
     LaunchResult r;
@@ -41,12 +46,15 @@ class PtxReferenceBackend : public Backend {
     return it->second.second;
   }
 
+  DeviceSpec device_;
   std::mutex mu_;
   std::unordered_map<size_t, std::pair<std::string, ptx::Module>> cache_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_ptx_reference_backend() { return std::make_unique<PtxReferenceBackend>(); }
+std::unique_ptr<Backend> make_ptx_reference_backend(uint64_t device_memory) {
+  return std::make_unique<PtxReferenceBackend>(device_memory);
+}
 
 }  // namespace qgpu::engine

@@ -9,6 +9,7 @@
 
 #include "model_host/engine/backends.h"
 #include "model_host/gpu/build_model.h"
+#include "model_host/machine/api.h"
 #include "model_host/gpu/prompt.h"
 #include "model_host/gpu/trace.h"
 #include "model_host/gpu/vocab.h"
@@ -141,6 +142,8 @@ class ModelBackend : public engine::Backend {
   }
 
   std::string name() const override { return "model"; }
+  // The device the compiled checkpoint holds (machine::model_params()).
+  engine::DeviceSpec device() const override { return machine::model_device(); }
 
   // One launch on a fresh sequence: the image's non-zero words as write
   // records, the launch, and the whole global memory read back.
@@ -392,7 +395,7 @@ class ModelBackend : public engine::Backend {
       throw LaunchFailure{kErrUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
     }
     if (!oracle) return;
-    std::string diff = first_difference("global memory", global.base, global.bytes, oracle->memory().bytes);
+    std::string diff = first_difference("global memory", global.base, global.bytes.vector(), oracle->memory().bytes.vector());
     if (diff.empty()) diff = first_difference("printf space", 0, print, oracle->print_buffer());
     if (!diff.empty())
       throw LaunchFailure{kErrUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};

@@ -130,7 +130,7 @@ std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint
   e.emit(Kind::NT, threads);
   e.emit(Kind::NC, ctas);
   e.image(params, Kind::MP);
-  if (global) e.image(global->bytes, Kind::MG);
+  if (global) e.image(global->bytes.vector(), Kind::MG);
   for (size_t pc = 0; pc < prog.blocks.size(); ++pc) {
     const machine::Block& b = prog.blocks[pc];
     e.emit(Kind::ROM, uint32_t(pc));

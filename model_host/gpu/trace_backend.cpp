@@ -10,12 +10,15 @@
 // cross-checking tool chosen by name, never a fallback for the model.
 #include "model_host/gpu/trace_backend.h"
 
+#include "model_host/machine/api.h"
+
 #include <chrono>
 #include <optional>
 #include <stdexcept>
 
 #include "model_host/gpu/prompt.h"
 #include "model_host/gpu/trace.h"
+#include "model_host/machine/api.h"
 #include "model_host/machine/printf.h"
 
 namespace qgpu::gpu {
@@ -27,6 +30,11 @@ class TraceBackend : public engine::Backend {
  public:
   TraceBackend(std::string dump_tokens, uint64_t max_steps) : dump_tokens_(std::move(dump_tokens)), max_steps_(max_steps) {}
   std::string name() const override { return "model-trace"; }
+  engine::DeviceSpec device() const override {
+    engine::DeviceSpec d = machine::model_device();  // the model's device, without the model
+    d.name = "qgpu (model-trace)";
+    return d;
+  }
 
   engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
     const auto t0 = std::chrono::steady_clock::now();

@@ -1,4 +1,4 @@
-// The machine as the rest of model_host sees it: its limits (what device
+// The machine as the rest of model_host sees it: its devices (what device
 // queries report and what the daemon enforces), the module front end, and the
 // reference-interpreter backend.  Implemented in model_host/machine and
 // model_host/ptx; the parameters themselves are defined once, in the machine
@@ -14,23 +14,42 @@
 
 namespace qgpu::machine {
 
-struct Limits {
-  uint32_t lanes;                 // lanes per machine warp
-  uint32_t warp_size;             // what programs see: always 32
-  uint32_t registers;             // usable 32-bit registers per lane
-  uint32_t rom_blocks;            // program ROM capacity in blocks
-  uint64_t global_base;           // device address of global byte 0
-  uint32_t global_bytes;          // global memory (all allocations and module variables)
-  uint32_t shared_bytes_per_cta;  // static + dynamic __shared__ per CTA
-  uint32_t max_threads_per_cta;
-  uint32_t max_ctas_per_grid;     // total CTAs of one launch
-  uint32_t max_grid[3];
-  uint32_t max_block[3];
-};
+// The machine's ISA (lanes, registers, block length, ROM) is Params'; the
+// sizes of the device it runs as belong to the backend.  Two devices exist:
+//
+//  - the model's device (model_params(): 16 KiB of global memory, 256
+//    threads and 64 CTAs per launch, ...), the one the compiled checkpoint
+//    holds, run by the model, model-trace and interpreter-model backends;
+//  - the CUDA-sized device of the "interpreter" backend (cuda_params()):
+//    2 GiB of global memory by default, lazily backed, 1024 threads per
+//    CTA, CUDA's grid limits, 48 KiB of static shared memory (64 KiB after
+//    opting in), 32,764 bytes of parameters, 64 KiB of __constant__, a
+//    1 MiB printf FIFO and an 8 MiB device heap.
+//
+// device_spec() describes a Params' device for queries and the daemon.
 
-// The default machine's limits, and any machine's.
-const Limits& limits();
-Limits limits(const Params&);
+// The interpreter's device with `global_bytes` of global memory (at most
+// kMaxDeviceMemory: device addresses are 32-bit).
+constexpr uint64_t kDefaultDeviceMemory = 2ull << 30;
+constexpr uint64_t kMaxDeviceMemory = 0x100000000ull - 0x10000000ull;
+Params cuda_params(uint64_t global_bytes = kDefaultDeviceMemory);
+
+// CUDA's per-launch limits that the machine's Params do not carry.
+constexpr uint32_t kCudaStaticSharedBytes = 48 * 1024;
+constexpr uint32_t kCudaOptinSharedBytes = 64 * 1024;
+constexpr uint32_t kCudaConstBytes = 64 * 1024;
+constexpr uint64_t kCudaPrintfFifoBytes = 1 << 20;
+constexpr uint64_t kCudaHeapBytes = 8 << 20;
+
+// The model's device and the interpreter's.
+engine::DeviceSpec model_device();
+engine::DeviceSpec interpreter_device(uint64_t global_bytes = kDefaultDeviceMemory);
+
+// Parses "2G", "512M", "64K" or a byte count; throws std::invalid_argument
+// naming the text and the allowed range.
+uint64_t parse_device_memory(const std::string& text);
+// $QGPU_DEVICE_MEMORY when set, else kDefaultDeviceMemory.
+uint64_t default_device_memory();
 
 // Parses a PTX module and reports its variables and kernel signatures.
 // Throws std::runtime_error naming the line on malformed PTX.
@@ -46,6 +65,8 @@ enum class MachineKind { Default, Model };
 // The reference machine.  Lowers the kernel (cached per module), runs it
 // deterministically, and fails a launch it cannot run with a CUDA error whose
 // message names the instruction or limit.
-std::unique_ptr<engine::Backend> make_interpreter_backend(MachineKind machine = MachineKind::Default);
+// `global_bytes` sizes the default machine's device (the model's is fixed).
+std::unique_ptr<engine::Backend> make_interpreter_backend(MachineKind machine = MachineKind::Default,
+                                                          uint64_t global_bytes = kDefaultDeviceMemory);
 
 }  // namespace qgpu::machine

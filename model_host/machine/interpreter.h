@@ -68,7 +68,10 @@ class Interpreter {
   // The running CTA's linear index, -1 before the first step.
   int64_t cta() const { return cta_; }
   // The register file of the running CTA, for tests and tracing.
-  uint32_t reg(uint32_t thread, uint32_t r) const { return regs_[size_t(thread) * p_.regs + r]; }
+  uint32_t reg(uint32_t thread, uint32_t r) const {
+    if (r >= nregs_) return 0;  // a register the program never names stays zero
+    return regs_[(size_t(thread / p_.lanes) * nregs_ + r) * p_.lanes + thread % p_.lanes];
+  }
 
  private:
   static constexpr uint32_t kExited = UINT32_MAX;
@@ -76,25 +79,49 @@ class Interpreter {
 
   bool start_next_cta();
   bool release_barriers();
-  int pick_warp() const;
+  int pick_warp();
+  void refresh(uint32_t w);
+  void refresh_all();
   uint32_t warp_block(uint32_t w) const;
   uint64_t warp_mask(uint32_t w, uint32_t b) const;
   void set_fault(int error, std::string msg);
+  std::string where() const;
   uint8_t* address(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what);
+  uint8_t* resolve(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what);
+  template <bool kRecord>
+  bool exec(uint32_t w, StepRecord* rec);
 
   const Program& prog_;
   Params p_;
   uint32_t ctas_, threads_, warps_;
+  uint32_t nregs_ = 1;  // registers the program names (the highest + 1): the rest stay zero
   std::vector<uint8_t> params_;
   engine::GlobalMemory& mem_;
 
   int64_t cta_ = -1;
+  // Registers of the running CTA, warp by warp, register by register, lane
+  // by lane: a register's lanes are adjacent.
   std::vector<uint32_t> regs_, pc_;
   std::vector<uint8_t> wait_, shared_, local_, print_;
+  // Each warp's next block (warp_block) and runnable lanes at it (warp_mask),
+  // kept up to date as lanes move; the warps below scan_from_ cannot run.
+  std::vector<uint32_t> wblock_;
+  std::vector<uint64_t> wmask_;
+  uint32_t scan_from_ = 0;
+  uint32_t cur_warp_ = 0, cur_block_ = 0;  // the EXEC running, for fault messages
+  struct Pending {
+    uint8_t* p;
+    MemWrite w;
+  };
+  std::vector<Pending> pending_;  // stores of the block, recorded (step with a StepRecord)
+  struct FastPending {
+    uint8_t* p;
+    uint32_t value, bytes;
+  };
+  std::vector<FastPending> fast_pending_;  // the same, unrecorded
   bool finished_ = false;
   Fault fault_;
   InterpStats stats_;
-  std::string fault_where_;
 };
 
 }  // namespace qgpu::machine

@@ -18,11 +18,14 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <set>
 
 #include "model_host/machine/printf.h"
+#include "model_host/machine/softfloat.h"
+#include "model_host/ptx/float_ref.h"
 #include "model_host/ptx/layout.h"
 
 namespace qgpu::machine {
@@ -579,23 +582,34 @@ class Lowerer {
   // ---- the thread's coordinates ---------------------------------------------
   // The thread's linear index in its CTA, computed once at kernel entry.
   Operand tid_linear() { return R(tid_); }
-  // x / d and x % d for a small x (< 2^16) and a launch constant d.
-  Operand div_const(Operand x, uint32_t d) {
+  // x / d and x % d for x < bound and a launch constant d.  When every
+  // x * d < 2^32 one high multiply is exact; otherwise (CUDA-sized grids)
+  // the round-up method that is exact for every 32-bit x: t = mulhu(x, m'),
+  // x / d = (t + ((x - t) >> 1)) >> (l - 1), l = ceil(log2 d).
+  Operand div_const(Operand x, uint32_t d, uint64_t bound) {
     if (d == 1) return x;
     if (std::has_single_bit(d)) return opr(Op::SHR, x, K(std::countr_zero(d)));
-    uint32_t m = uint32_t((uint64_t(1) << 32) / d + 1);  // exact for x * d < 2^32
-    return opr(Op::MULHU, x, K(m));
+    if (bound == 0 || (bound - 1) * d < (uint64_t(1) << 32)) {
+      uint32_t m = uint32_t((uint64_t(1) << 32) / d + 1);  // exact for x * d < 2^32
+      return opr(Op::MULHU, x, K(m));
+    }
+    const uint32_t l = uint32_t(std::bit_width(d - 1));
+    const uint32_t m = uint32_t(((uint64_t(1) << 32) * ((uint64_t(1) << l) - d)) / d + 1);
+    Operand t = opr(Op::MULHU, x, K(m));
+    return opr(Op::SHR, opr(Op::ADD, t, opr(Op::SHR, opr(Op::SUB, x, t), K(1))), K(l - 1));
   }
-  Operand rem_const(Operand x, uint32_t d) {
+  Operand rem_const(Operand x, uint32_t d, uint64_t bound) {
     if (d == 1) return K(0);
     if (std::has_single_bit(d)) return opr(Op::AND, x, K(d - 1));
-    return opr(Op::SUB, x, opr(Op::MUL, div_const(x, d), K(d)));
+    return opr(Op::SUB, x, opr(Op::MUL, div_const(x, d, bound), K(d)));
   }
+  // Component c of the linear index `lin` (< dim.count()) of a 3-D shape.
   Operand component(Operand lin, const engine::Dim3& dim, char c) {
-    if (c == 'x') return dim.y * dim.z == 1 ? lin : rem_const(lin, dim.x);
-    if (c == 'y' && dim.z == 1) return div_const(lin, dim.x);
-    if (c == 'y') return rem_const(div_const(lin, dim.x), dim.y);
-    return div_const(lin, dim.x * dim.y);
+    const uint64_t n = dim.count();
+    if (c == 'x') return dim.y * dim.z == 1 ? lin : rem_const(lin, dim.x, n);
+    if (c == 'y' && dim.z == 1) return div_const(lin, dim.x, n);
+    if (c == 'y') return rem_const(div_const(lin, dim.x, n), dim.y, (n + dim.x - 1) / dim.x);
+    return div_const(lin, dim.x * dim.y, n);
   }
   static uint32_t dim_of(const engine::Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; }
   Operand special(const ptx::Instr& in, const ptx::Operand& o);
@@ -613,6 +627,8 @@ class Lowerer {
   void lower_instr(const ptx::Instr& in);
   void lower_guarded(const ptx::Instr& in);
   void lower_setp(const ptx::Instr& in);
+  void lower_float(const ptx::Instr& in);
+  static V float_literal(const ptx::Operand& o, uint32_t size);
   void lower_cvt(const ptx::Instr& in);
   void lower_divrem(const ptx::Instr& in);
   const std::array<uint32_t, 2>* direct_destination(const ptx::Instr& in, std::initializer_list<V> srcs,
@@ -801,7 +817,7 @@ V Lowerer::read(const ptx::Instr& in, const ptx::Operand& o, Type t) {
       for (uint32_t i = 1; i < n; ++i) acc = opr(Op::OR, acc, opr(Op::SHL, read32(in, o.elems[i], et), K(i * w)));
       return {acc, K(0)};
     }
-    case ptx::Operand::Kind::FImm: unsupported(in, "uses a floating-point operand: the machine has no floating point");
+    case ptx::Operand::Kind::FImm: return float_literal(o, size);
     default: break;
   }
   unsupported(in, "has an operand form the lowering does not take");
@@ -1553,6 +1569,199 @@ void Lowerer::lower_cvt(const ptx::Instr& in) {
   write(in.ops[0], dt, v);
 }
 
+// ---- floating point ------------------------------------------------------------
+//
+// Every f32 operation is a branch-free integer sequence (softfloat.h); f16,
+// bf16, f64 and the .approx functions are not lowered.
+
+// A float literal's bits: 0f/0d literals as written, a decimal literal (a
+// double) in an f32 operand rounded to f32.
+V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
+  uint64_t raw = uint64_t(o.imm);
+  if (size == 4 && o.fbits == 64) {
+    double d;
+    std::memcpy(&d, &raw, 8);
+    const float f = float(d);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    raw = b;
+  }
+  return {K(uint32_t(raw)), K(uint32_t(raw >> 32))};
+}
+
+void Lowerer::lower_float(const ptx::Instr& in) {
+  using PO = ptx::Op;
+  const ptx::FloatMods fm = ptx::float_mods(in);
+  const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
+                                            (in.type == Type::F32 && in.type2 == Type::F64));
+  // cvt between f64 and 32/64-bit integers, and f64 rounded to an integral f64.
+  const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
+                        fm.rnd == ptx::Rnd::Rpi;
+  auto word_int = [](Type x) { return !ptx::is_float(x) && (ptx::type_size(x) == 4 || ptx::type_size(x) == 8); };
+  const bool cvt64 = in.op == PO::Cvt && ((in.type == Type::F64 && word_int(in.type2)) ||
+                                         (word_int(in.type) && in.type2 == Type::F64) ||
+                                         (in.type == Type::F64 && in.type2 == Type::F64 && integral));
+  // binary64: add, sub, mul, min, max, abs, neg and comparisons.
+  const Type ft = in.op == PO::Set ? in.type2 : in.type;
+  const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
+                                      in.op == PO::Fma || in.op == PO::Mad ||
+                                      in.op == PO::Min || in.op == PO::Max || in.op == PO::Abs || in.op == PO::Neg ||
+                                      in.op == PO::Setp || in.op == PO::Set);
+  for (Type x : {in.type, in.type2})
+    if (ptx::is_float(x) && x != Type::F32 && !f32_f64 && !cvt64 && !(f64 && x == Type::F64))
+      unsupported(in, std::string("operates on ") + ptx::type_name(x) +
+                          " values in a way the machine's software floating point does not have (docs/isa.md section 11)");
+  const bool defined_approx =
+      in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt || in.op == PO::Ex2;
+  if ((fm.approx || fm.full) && !defined_approx)
+    unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
+                    "have (it has div, rcp, sqrt, rsqrt and ex2 among them, docs/isa.md section 11)");
+  softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
+  const softfloat::Round r = [&] {
+    switch (ptx::base_rounding(fm.rnd)) {
+      case ptx::Rnd::Rz: return softfloat::Round::Rz;
+      case ptx::Rnd::Rm: return softfloat::Round::Rm;
+      case ptx::Rnd::Rp: return softfloat::Round::Rp;
+      default: return softfloat::Round::Rn;
+    }
+  }();
+  auto f = [&](size_t i) { return read32(in, in.ops[i], Type::F32); };
+  auto out = [&](Operand v) { write(in.ops[0], Type::F32, {v, K(0)}); };
+  auto w = [&](size_t i) {
+    V v = read(in, in.ops[i], Type::F64);
+    return softfloat::Gen::W{v.lo, v.hi};
+  };
+  auto out64 = [&](softfloat::Gen::W x) { write(in.ops[0], Type::F64, {x.first, x.second}); };
+  if (cvt64) {
+    const Type dt = in.type, st = in.type2;
+    if (dt == Type::F64 && st == Type::F64) return out64(g.round_int64(w(1), r));
+    if (dt == Type::F64) {
+      V v = read(in, in.ops[1], st);
+      if (ptx::type_size(st) == 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
+      return out64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r));
+    }
+    auto [lo, hi] = g.to_int_from64(w(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
+    return write(in.ops[0], dt, V{lo, hi});
+  }
+  if (f64 && in.op != PO::Setp && in.op != PO::Set) {
+    switch (in.op) {
+      case PO::Add: return out64(g.add64(w(1), w(2), r));
+      case PO::Sub: return out64(g.sub64(w(1), w(2), r));
+      case PO::Mul: return out64(g.mul64(w(1), w(2), r));
+      case PO::Fma:
+      case PO::Mad: return out64(g.fma64(w(1), w(2), w(3), r));
+      case PO::Min: return out64(g.min64(w(1), w(2)));
+      case PO::Max: return out64(g.max64(w(1), w(2)));
+      case PO::Abs: {
+        auto [lo, hi] = w(1);
+        return out64({lo, opr(Op::AND, hi, K(0x7FFFFFFFu))});
+      }
+      default: {
+        auto [lo, hi] = w(1);
+        return out64({lo, opr(Op::XOR, hi, K(0x80000000u))});
+      }
+    }
+  }
+  switch (in.op) {
+    case PO::Add: return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Sub: return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Mul:
+      if (in.mul != ptx::MulMode::None) break;
+      return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Fma:
+    case PO::Mad: return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
+    case PO::Div: {
+      Operand a = f(1), b = f(2);
+      Operand q = g.div(a, b, fm.approx || fm.full ? softfloat::Round::Rn : r, fm.ftz, fm.sat);
+      if (fm.approx) {  // a divisor above 2^126 gives 0 (NaN for an infinite dividend)
+        Operand ab = opr(Op::AND, b, K(0x7FFFFFFFu));
+        Operand big = opr(Op::AND, opr(Op::SLTU, K(0x7E800000u), ab), opr(Op::SLTU, ab, K(0x7F800000u)));
+        Operand zero = opr(Op::SEL, opr(Op::SEQ, opr(Op::AND, a, K(0x7FFFFFFFu)), K(0x7F800000u)), K(0x7FFFFFFFu),
+                           opr(Op::AND, opr(Op::XOR, a, b), K(0x80000000u)));
+        q = opr(Op::SEL, opr(Op::AND, big, opr(Op::SLEU, opr(Op::AND, a, K(0x7FFFFFFFu)), K(0x7F800000u))), zero, q);
+      }
+      return out(q);
+    }
+    case PO::Rcp: return out(g.div(K(0x3F800000u), f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz, false));
+    case PO::Sqrt: return out(g.sqrt(f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz));
+    case PO::Rsqrt:
+      return out(g.div(K(0x3F800000u), g.sqrt(f(1), softfloat::Round::Rn, fm.ftz), softfloat::Round::Rn, fm.ftz,
+                       false));
+    case PO::Ex2: return out(g.ex2(f(1), fm.ftz));
+    case PO::Min: return out(g.min(f(1), f(2), fm.ftz));
+    case PO::Max: return out(g.max(f(1), f(2), fm.ftz));
+    case PO::Abs: return out(g.abs(f(1), fm.ftz));
+    case PO::Neg: return out(g.neg(f(1), fm.ftz));
+    case PO::Copysign: return out(g.copysign(f(1), f(2)));
+    case PO::Testp: return write(in.ops[0], Type::Pred, {g.testp(int(fm.testp), f(1)), K(0)});
+    case PO::Slct: {
+      Operand c = g.compare(ptx::Cmp::Ge, f(3), K(0), fm.ftz);
+      V a = read(in, in.ops[1], in.type), b = read(in, in.ops[2], in.type);
+      const bool wide = ptx::type_size(in.type) == 8;
+      return write(in.ops[0], in.type, {opr(Op::SEL, c, a.lo, b.lo), wide ? opr(Op::SEL, c, a.hi, b.hi) : K(0)});
+    }
+    case PO::Setp:
+    case PO::Set: {
+      Operand res = f64 ? g.compare64(in.cmp, w(1), w(2)) : g.compare(in.cmp, f(1), f(2), fm.ftz);
+      if (in.bool_op != ptx::BoolOp::None) {
+        Operand c = read32(in, in.ops[3], Type::Pred);
+        Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;
+        Operand nres = opr(bo, opr(Op::XOR, res, K(1)), c);
+        res = opr(bo, res, c);
+        if (in.op == PO::Setp && in.ops[0].kind == ptx::Operand::Kind::PredPair) {
+          ptx::Operand p = in.ops[0], q = in.ops[0];
+          p.kind = q.kind = ptx::Operand::Kind::Reg;
+          q.reg = in.ops[0].reg2;
+          write(p, Type::Pred, {res, K(0)});
+          write(q, Type::Pred, {nres, K(0)});
+          return;
+        }
+      }
+      if (in.op == PO::Set) {  // 1.0f, or all ones for an integer destination
+        if (in.type == Type::F32) return out(opr(Op::SEL, res, K(0x3F800000u), K(0)));
+        return write(in.ops[0], in.type, {opr(Op::SUB, K(0), res), K(0)});
+      }
+      const ptx::Operand& d = in.ops[0];
+      if (d.kind == ptx::Operand::Kind::PredPair) {
+        Operand nres = opr(Op::XOR, res, K(1));
+        ptx::Operand p = d, q = d;
+        p.kind = q.kind = ptx::Operand::Kind::Reg;
+        q.reg = d.reg2;
+        write(p, Type::Pred, {res, K(0)});
+        write(q, Type::Pred, {nres, K(0)});
+        return;
+      }
+      return write(d, Type::Pred, {res, K(0)});
+    }
+    case PO::Cvt: {
+      const Type dt = in.type, st = in.type2;
+      if (dt == Type::F32 && st == Type::F32) return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
+      if (dt == Type::F64) {
+        auto [lo, hi] = g.to_f64(f(1), fm.ftz);
+        return write(in.ops[0], dt, {lo, hi});
+      }
+      if (st == Type::F64) {
+        V v = read(in, in.ops[1], st);
+        return out(g.from_f64(v.lo, v.hi, r, fm.ftz, fm.sat));
+      }
+      if (dt == Type::F32) {
+        V v = read(in, in.ops[1], st);
+        Operand res = ptx::type_size(st) == 8 ? g.from_int64(v.lo, v.hi, ptx::is_signed(st), r)
+                                               : g.from_int32(v.lo, ptx::is_signed(st), r);
+        return out(fm.sat ? g.saturate(res) : res);
+      }
+      if (ptx::type_size(dt) == 8) {
+        auto [lo, hi] = g.to_int64(f(1), ptx::is_signed(dt), r, fm.ftz);
+        return write(in.ops[0], dt, {lo, hi});
+      }
+      Operand res = g.to_int32(f(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r, fm.ftz);
+      return write(in.ops[0], dt, {res, K(0)});
+    }
+    default: break;
+  }
+  unsupported(in, "is a floating-point operation the machine's software floating point does not have");
+}
+
 // An instruction's destination registers when a routine with several paths
 // can compute its result there directly (no copies after the paths join): an
 // unguarded register of `bytes` bytes that none of the operands `srcs`
@@ -2052,8 +2261,9 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
   const uint32_t size = ptx::type_size(t);
   const bool wide = size == 8;
   const bool sign = ptx::is_signed(t);
-  if (ptx::is_float(t) && in.op != PO::Ld && in.op != PO::St && in.op != PO::Mov && in.op != PO::Ldu)
-    unsupported(in, "is a floating-point operation: the machine has no floating point");
+  if ((ptx::is_float(t) || ptx::is_float(in.type2)) && in.op != PO::Ld && in.op != PO::St && in.op != PO::Mov &&
+      in.op != PO::Ldu && in.op != PO::Selp)
+    return lower_float(in);  // software floating point (softfloat.h)
   auto bin32 = [&](Op o) {
     V a = read(in, in.ops[1], t), b = read(in, in.ops[2], t);
     if (wide)

@@ -19,11 +19,10 @@ struct LaunchShape {
   engine::Dim3 grid, block;
   uint32_t dynamic_smem = 0;
   std::map<std::string, uint64_t> symbols;  // module variables -> device address
-  // The device heap that malloc/free manage (docs/isa.md, 8.2): global
-  // memory the backend sets aside, zero before the first launch that uses it.
-  // With no heap (heap_bytes 0) every malloc returns NULL.
-  uint64_t heap_base = 0;
-  uint32_t heap_bytes = 0;
+  // The device heap that malloc/free manage (engine::LaunchRequest, docs/isa.md
+  // "Device heap"): global memory the backend sets aside, zero before the
+  // first launch that uses it.  heap_bytes 0: none, every malloc returns NULL.
+  uint64_t heap_base = 0, heap_bytes = 0;
 };
 
 // A kernel the machine cannot run.  `error` is the cudaError_t the launch

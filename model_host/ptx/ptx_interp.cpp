@@ -17,10 +17,14 @@
 //   * clz(0) = width, popc counts bits.
 //   * mul24 uses the low 24 bits of each operand (sign-extended for .s32);
 //     .hi returns bits 47..16 of the 48-bit product.
-// Floating-point arithmetic is not interpreted: such a launch fails with
-// cudaErrorNotSupported naming the instruction (float loads, stores, moves
-// and selects run: they only move bits).
+// f32 arithmetic, comparisons and conversions run with the host's IEEE
+// arithmetic as sm_75 defines them (float_ref.h; docs/isa.md, section 11).
+// Other floating point (f64/f16 arithmetic, div, sqrt, the .approx functions)
+// fails with cudaErrorNotSupported naming the instruction; float loads,
+// stores, moves and selects of any type run: they only move bits.
 #include "model_host/ptx/ptx_interp.h"
+
+#include "model_host/ptx/float_ref.h"
 
 #include <algorithm>
 #include <bit>
@@ -524,8 +528,12 @@ class Interp {
     Thread& t0 = *group[0];
     // Float-typed loads, stores, moves and selects only move bits: they run.
     bool moves_bits = in.op == Op::Ld || in.op == Op::Ldu || in.op == Op::St || in.op == Op::Mov || in.op == Op::Selp;
-    if ((is_float(in.type) || is_float(in.type2)) && !moves_bits)
-      unsupported(in, t0, "floating-point instruction '" + in.opcode + "'");
+    if ((is_float(in.type) || is_float(in.type2)) && !moves_bits) {
+      if (!float_supported(in)) unsupported(in, t0, "floating-point instruction '" + in.opcode + "'");
+      for (Thread* t : active) float_scalar(in, *t);
+      for (Thread* t : group) ++t->frames.back().pc;
+      return;
+    }
     switch (in.op) {
       case Op::Bra:
         for (Thread* t : group) {
@@ -1287,6 +1295,156 @@ class Interp {
       }
       default:
         unsupported(in, t, "instruction '" + in.opcode + "'");
+    }
+  }
+
+  // -- floating point (f32; float_ref.h: the host's IEEE arithmetic) ---------
+  static bool float_supported(const Instr& in) {
+    const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
+    const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
+                                              (in.type == Type::F32 && in.type2 == Type::F64));
+    auto word_int = [](Type x) { return !is_float(x) && (type_size(x) == 4 || type_size(x) == 8); };
+    const Rnd rnd = float_mods(in).rnd;
+    const bool integral = rnd == Rnd::Rni || rnd == Rnd::Rzi || rnd == Rnd::Rmi || rnd == Rnd::Rpi;
+    if (in.op == Op::Cvt && ((in.type == Type::F64 && word_int(in.type2)) || (word_int(in.type) && in.type2 == Type::F64) ||
+                             (in.type == Type::F64 && in.type2 == Type::F64 && integral)))
+      return true;
+    const Type ft = in.op == Op::Set ? in.type2 : in.type;
+    if (ft == Type::F64 && !float_mods(in).approx &&
+        (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma ||
+         (in.op == Op::Mad && in.mul == MulMode::None) || in.op == Op::Min ||
+         in.op == Op::Max || in.op == Op::Abs || in.op == Op::Neg || in.op == Op::Setp || in.op == Op::Set))
+      return true;
+    if (!f32) return false;
+    if (is_float(in.type) && in.type != Type::F32 && !f32_f64) return false;
+    if (is_float(in.type2) && in.type2 != Type::F32 && !f32_f64) return false;
+    const bool defined_approx =
+        in.op == Op::Div || in.op == Op::Rcp || in.op == Op::Sqrt || in.op == Op::Rsqrt || in.op == Op::Ex2;
+    if ((float_mods(in).approx || float_mods(in).full) && !defined_approx) return false;
+    switch (in.op) {
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Fma: case Op::Mad: case Op::Min: case Op::Max:
+      case Op::Abs: case Op::Neg: case Op::Copysign: case Op::Testp: case Op::Setp: case Op::Set:
+      case Op::Cvt: case Op::Slct: case Op::Div: case Op::Rcp: case Op::Sqrt: case Op::Rsqrt: case Op::Ex2:
+        return in.op != Op::Mul || in.mul == MulMode::None;
+      default: return false;
+    }
+  }
+  void float_scalar(const Instr& in, Thread& t) {
+    const FloatMods fm = float_mods(in);
+    const Rnd r = base_rounding(fm.rnd);
+    // An f32 operand: its bits (a decimal literal is a double, rounded to f32).
+    auto f = [&](size_t i) -> uint32_t {
+      const Operand& o = in.ops[i];
+      if (o.kind == Operand::Kind::FImm && o.fbits == 64) {
+        double d;
+        uint64_t raw = static_cast<uint64_t>(o.imm);
+        std::memcpy(&d, &raw, 8);
+        float x = static_cast<float>(d);
+        uint32_t b;
+        std::memcpy(&b, &x, 4);
+        return b;
+      }
+      return static_cast<uint32_t>(read(o, Type::B32, t, in));
+    };
+    auto dst = [&](uint64_t v, Type k) { write(in.ops[0], k, v, t); };
+    const Type ft = in.op == Op::Set ? in.type2 : in.type;
+    if (in.op == Op::Cvt && (in.type == Type::F64 || in.type2 == Type::F64) &&
+        !(in.type == Type::F32 || in.type2 == Type::F32)) {
+      const Type dt = in.type, st = in.type2;
+      const uint64_t v = read(in.ops[1], st, t, in);
+      if (dt == Type::F64 && st == Type::F64) dst(fref::round_int_f64(v, fm.rnd), Type::F64);
+      else if (dt == Type::F64) dst(fref::int_to_f64(v, is_signed(st), bits_of(st), r), Type::F64);
+      else dst(fref::f64_to_int(v, is_signed(dt), bits_of(dt), fm.rnd), dt);
+      return;
+    }
+    if (ft == Type::F64) {
+      auto d = [&](size_t i) { return read(in.ops[i], Type::F64, t, in); };
+      switch (in.op) {
+        case Op::Add: dst(fref::add64(d(1), d(2), r), Type::F64); return;
+        case Op::Sub: dst(fref::sub64(d(1), d(2), r), Type::F64); return;
+        case Op::Mul: dst(fref::mul64(d(1), d(2), r), Type::F64); return;
+        case Op::Fma: case Op::Mad: dst(fref::fma64(d(1), d(2), d(3), r), Type::F64); return;
+        case Op::Min: dst(fref::min64(d(1), d(2)), Type::F64); return;
+        case Op::Max: dst(fref::max64(d(1), d(2)), Type::F64); return;
+        case Op::Abs: dst(d(1) & ~(uint64_t(1) << 63), Type::F64); return;
+        case Op::Neg: dst(d(1) ^ (uint64_t(1) << 63), Type::F64); return;
+        default: break;  // setp, set: below
+      }
+    }
+    switch (in.op) {
+      case Op::Add: dst(fref::add(f(1), f(2), r, fm.ftz, fm.sat), Type::F32); return;
+      case Op::Sub: dst(fref::sub(f(1), f(2), r, fm.ftz, fm.sat), Type::F32); return;
+      case Op::Mul: dst(fref::mul(f(1), f(2), r, fm.ftz, fm.sat), Type::F32); return;
+      case Op::Fma: case Op::Mad: dst(fref::fma(f(1), f(2), f(3), r, fm.ftz, fm.sat), Type::F32); return;
+      case Op::Div: {  // div.full and div.approx: the correctly rounded quotient (docs/isa.md 11.1)
+        const uint32_t a = f(1), b = f(2);
+        uint32_t q = fref::div(a, b, fm.approx || fm.full ? Rnd::Rn : r, fm.ftz, fm.sat);
+        const uint32_t ab = b & 0x7FFFFFFFu;
+        if (fm.approx && ab > 0x7E800000u && ab < 0x7F800000u && (a & 0x7FFFFFFFu) <= 0x7F800000u)
+          q = (a & 0x7FFFFFFFu) == 0x7F800000u ? fref::kNaN32 : (a ^ b) & 0x80000000u;
+        dst(q, Type::F32);
+        return;
+      }
+      case Op::Ex2: dst(fref::ex2(f(1), fm.ftz), Type::F32); return;
+      case Op::Rcp: dst(fref::div(0x3F800000u, f(1), fm.approx ? Rnd::Rn : r, fm.ftz, false), Type::F32); return;
+      case Op::Sqrt: dst(fref::sqrt(f(1), fm.approx ? Rnd::Rn : r, fm.ftz), Type::F32); return;
+      case Op::Rsqrt:
+        dst(fref::div(0x3F800000u, fref::sqrt(f(1), Rnd::Rn, fm.ftz), Rnd::Rn, fm.ftz, false), Type::F32);
+        return;
+      case Op::Min: dst(fref::min(f(1), f(2), fm.ftz), Type::F32); return;
+      case Op::Max: dst(fref::max(f(1), f(2), fm.ftz), Type::F32); return;
+      case Op::Abs: dst(fref::abs(f(1), fm.ftz), Type::F32); return;
+      case Op::Neg: dst(fref::neg(f(1), fm.ftz), Type::F32); return;
+      case Op::Copysign: dst(fref::copysign(f(1), f(2)), Type::F32); return;
+      case Op::Testp: dst(fref::testp(fm.testp, f(1)), Type::Pred); return;
+      case Op::Slct: {  // slct.dtype.f32 d, a, b, c: c >= 0 (-0 included) ? a : b
+        dst(fref::compare(Cmp::Ge, f(3), 0, fm.ftz) ? read(in.ops[1], in.type, t, in) : read(in.ops[2], in.type, t, in), in.type);
+        return;
+      }
+      case Op::Setp: case Op::Set: {
+        bool res = ft == Type::F64 ? fref::compare64(in.cmp, read(in.ops[1], Type::F64, t, in), read(in.ops[2], Type::F64, t, in))
+                                   : fref::compare(in.cmp, f(1), f(2), fm.ftz);
+        bool nres = !res;
+        if (in.bool_op != BoolOp::None) {
+          bool c = read(in.ops[3], Type::Pred, t, in) != 0;
+          auto comb = [&](bool x) {
+            return in.bool_op == BoolOp::And ? (x && c) : in.bool_op == BoolOp::Or ? (x || c) : (x != c);
+          };
+          res = comb(res);
+          nres = comb(nres);
+        }
+        if (in.op == Op::Set) {
+          if (in.type == Type::F32) dst(res ? 0x3F800000u : 0u, Type::F32);
+          else dst(res ? mask_bits(bits_of(in.type)) : 0, in.type);
+          return;
+        }
+        const Operand& d = in.ops[0];
+        write(d, Type::Pred, res, t);
+        if (d.kind == Operand::Kind::PredPair) {
+          Operand q;
+          q.kind = Operand::Kind::Reg;
+          q.reg = d.reg2;
+          write(q, Type::Pred, nres, t);
+        }
+        return;
+      }
+      case Op::Cvt: {
+        const Type dt = in.type, st = in.type2;
+        if (dt == Type::F32 && st == Type::F32) {
+          dst(fref::round_int(f(1), fm.rnd, fm.ftz, fm.sat), Type::F32);
+        } else if (dt == Type::F64) {
+          dst(fref::to_f64(f(1), fm.ftz), Type::F64);
+        } else if (st == Type::F64) {
+          dst(fref::from_f64(read(in.ops[1], Type::F64, t, in), r, fm.ftz, fm.sat), Type::F32);
+        } else if (dt == Type::F32) {
+          const uint64_t v = read(in.ops[1], st, t, in);
+          dst(fref::saturate(fref::from_int(v, is_signed(st), bits_of(st), r), fm.sat), Type::F32);
+        } else {
+          dst(fref::to_int(f(1), is_signed(dt), bits_of(dt), fm.rnd, fm.ftz), dt);
+        }
+        return;
+      }
+      default: unsupported(in, t, "floating-point instruction '" + in.opcode + "'");
     }
   }
 

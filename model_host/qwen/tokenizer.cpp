@@ -90,6 +90,119 @@ std::string utf8(char32_t c) {
   return s;
 }
 
+// ---- NFC (the tokenizer.json's normalizer; Unicode UAX #15) ----
+
+#include "model_host/qwen/nfc_tables.inc"
+
+constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
+
+uint8_t combining_class(char32_t c) {
+  auto it = std::lower_bound(std::begin(kCombiningClass), std::end(kCombiningClass), c,
+                             [](const CombiningClass& e, char32_t v) { return e.cp < v; });
+  return it != std::end(kCombiningClass) && it->cp == c ? it->ccc : 0;
+}
+
+void decompose(char32_t c, std::u32string& out) {
+  if (c >= kSBase && c < kSBase + kSCount) {
+    const char32_t s = c - kSBase;
+    out += kLBase + s / kNCount;
+    out += kVBase + (s % kNCount) / kTCount;
+    if (s % kTCount) out += kTBase + s % kTCount;
+    return;
+  }
+  auto it = std::lower_bound(std::begin(kDecomposition), std::end(kDecomposition), c,
+                             [](const Decomposition& e, char32_t v) { return e.cp < v; });
+  if (it == std::end(kDecomposition) || it->cp != c) {
+    out += c;
+    return;
+  }
+  decompose(it->first, out);
+  if (it->second) decompose(it->second, out);
+}
+
+std::optional<char32_t> compose(char32_t a, char32_t b) {
+  if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount)
+    return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
+  if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase && b < kTBase + kTCount)
+    return a + (b - kTBase);
+  auto it = std::lower_bound(std::begin(kComposition), std::end(kComposition), std::pair{a, b},
+                             [](const Composition& e, std::pair<char32_t, char32_t> v) {
+                               return e.first != v.first ? e.first < v.first : e.second < v.second;
+                             });
+  if (it != std::end(kComposition) && it->first == a && it->second == b) return it->cp;
+  return std::nullopt;
+}
+
+// NFC of UTF-8 text; bytes that are not valid UTF-8 pass through.  Text
+// without a character from U+0300 on is its own NFC.
+std::string nfc(std::string_view text) {
+  bool simple = true;
+  for (size_t i = 0; i < text.size() && simple; ++i) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    simple = b < 0xCC;  // lead bytes from 0xCC start U+0300 and above
+  }
+  if (simple) return std::string(text);
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    // A run of valid UTF-8 (up to the next invalid byte), normalized as a whole.
+    std::u32string d;
+    size_t j = i;
+    while (j < text.size()) {
+      const auto b = static_cast<unsigned char>(text[j]);
+      const size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+      if (len == 0 || j + len > text.size()) break;
+      char32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+      bool ok = true;
+      for (size_t k = 1; k < len && ok; ++k) {
+        const auto cb = static_cast<unsigned char>(text[j + k]);
+        ok = (cb & 0xC0) == 0x80;
+        c = (c << 6) | (cb & 0x3F);
+      }
+      if (!ok) break;
+      decompose(c, d);
+      j += len;
+    }
+    // Canonical order: stable sort of each run of non-starters by class.
+    for (size_t k = 1; k < d.size(); ++k) {
+      const uint8_t cc = combining_class(d[k]);
+      if (cc == 0) continue;
+      for (size_t m = k; m > 0; --m) {
+        const uint8_t prev = combining_class(d[m - 1]);
+        if (prev == 0 || prev <= cc) break;
+        std::swap(d[m - 1], d[m]);
+      }
+    }
+    // Canonical composition.
+    std::u32string r;
+    size_t starter = std::u32string::npos;
+    for (char32_t c : d) {
+      const uint8_t cc = combining_class(c);
+      if (starter != std::u32string::npos) {
+        const bool adjacent = r.size() - 1 == starter;
+        const uint8_t last = adjacent ? 0 : combining_class(r.back());
+        if (adjacent || (last != 0 && last < cc))
+          if (auto p = compose(r[starter], c)) {
+            r[starter] = *p;
+            continue;
+          }
+      }
+      if (cc == 0) starter = r.size();
+      r += c;
+    }
+    for (char32_t c : r) out += utf8(c);
+    if (j < text.size() && j == i + 0) {
+      out += text[j];  // an invalid byte: as it is
+      ++j;
+    } else if (j < text.size()) {
+      // the run ended at an invalid byte: it is handled by the next round
+    }
+    i = j;
+  }
+  return out;
+}
+
 // GPT-2's byte-level alphabet: printable Latin-1 bytes map to themselves, the
 // other bytes to U+0100 onwards in byte order.
 struct ByteLevel {
@@ -144,7 +257,21 @@ Tokenizer Tokenizer::load(const std::string& path) {
     const auto content = a.at("content").get<std::string>();
     t.added_[content] = id;
     t.id_to_token_[id] = content;
-    t.added_ids_.push_back(id);
+    t.added_ids_[id] = true;
+    if (!content.empty()) t.added_first_[static_cast<unsigned char>(content[0])] = true;
+    if (std::find(t.added_lengths_.begin(), t.added_lengths_.end(), content.size()) == t.added_lengths_.end())
+      t.added_lengths_.push_back(content.size());
+  }
+  std::sort(t.added_lengths_.rbegin(), t.added_lengths_.rend());
+  for (const auto& [id, token] : t.id_to_token_) {
+    t.vocab_size_ = std::max(t.vocab_size_, id + 1);
+    if (!(t.added_ids_.count(id) && token.rfind("<|qgpu:", 0) == 0)) t.text_vocab_size_ = std::max(t.text_vocab_size_, id + 1);
+  }
+  // Normalizer: none or NFC (applied to the text between added tokens, as HF tokenizers does).
+  if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+    const std::string type = j["normalizer"].value("type", "");
+    if (type != "NFC") unsupported(path, "unsupported normalizer " + type);
+    t.nfc_ = true;
   }
   // Pre-tokenizer: Split(Qwen2 pattern) + ByteLevel, or ByteLevel without its own regex.
   const auto& pre = j.at("pre_tokenizer");
@@ -280,19 +407,22 @@ void Tokenizer::bpe(const std::string& piece, std::vector<int64_t>& out) const {
 std::vector<int64_t> Tokenizer::encode(std::string_view text, bool allow_special) const {
   std::vector<int64_t> ids;
   auto encode_plain = [&](std::string_view part) {
-    for (const auto& piece : pre_tokenize(part)) bpe(piece, ids);
+    const std::string normal = nfc_ ? nfc(part) : std::string(part);
+    for (const auto& piece : pre_tokenize(normal)) bpe(piece, ids);
   };
   size_t start = 0, i = 0;
   while (i < text.size()) {
     // The longest added token starting at i.
     size_t best_len = 0;
     int64_t best_id = -1;
-    if (allow_special)
-      for (const auto& [content, id] : added_)
-        if (content.size() > best_len && text.compare(i, content.size(), content) == 0) {
-          best_len = content.size();
-          best_id = id;
-        }
+    if (allow_special && added_first_[static_cast<unsigned char>(text[i])])
+      for (size_t len : added_lengths_)
+        if (i + len <= text.size())
+          if (auto it = added_.find(std::string(text.substr(i, len))); it != added_.end()) {
+            best_len = len;
+            best_id = it->second;
+            break;
+          }
     if (best_len == 0) {
       ++i;
       continue;
@@ -312,7 +442,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   for (int64_t id : ids) {
     auto it = id_to_token_.find(id);
     if (it == id_to_token_.end()) throw std::out_of_range("tokenizer: no token has id " + std::to_string(id));
-    if (std::find(added_ids_.begin(), added_ids_.end(), id) != added_ids_.end()) {
+    if (added_ids_.count(id)) {
       out += it->second;
       continue;
     }
@@ -332,10 +462,13 @@ std::optional<int64_t> Tokenizer::token_id(std::string_view token) const {
   return std::nullopt;
 }
 
-int64_t Tokenizer::vocab_size() const {
-  int64_t n = 0;
-  for (const auto& [id, token] : id_to_token_) n = std::max(n, id + 1);
-  return n;
+int64_t Tokenizer::vocab_size() const { return vocab_size_; }
+int64_t Tokenizer::text_vocab_size() const { return text_vocab_size_; }
+
+std::optional<std::string> Tokenizer::token(int64_t id) const {
+  auto it = id_to_token_.find(id);
+  if (it == id_to_token_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string Tokenizer::chat_template(const std::vector<Message>& messages, bool add_generation_prompt) {

@@ -5,13 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "model_host/chat/chat.h"
 #include "model_host/chat/merge.h"
 #include "model_host/chat/text_kl.h"
 #include "model_host/gpu/backend.h"
 #include "model_host/gpu/build_model.h"
+#include "model_host/gpu/vocab.h"
 
 namespace {
 
@@ -27,6 +33,7 @@ struct World {
   gpu::Layout layout;
   chat::MergeReport report;
   qwen::Tokenizer tok;
+  std::string merged_tokenizer_path;  // the byte tokenizer with the merge's circuit token names
 
   static World& get() {
     static World w = make();
@@ -49,6 +56,11 @@ struct World {
     const fs::path tj = fs::temp_directory_path() / ("qgpu_chat_test_tokenizer_" + std::to_string(::getpid()) + ".json");
     chat::write_byte_tokenizer(tj.string());
     w.tok = qwen::Tokenizer::load(tj.string());
+    w.merged_tokenizer_path = (fs::temp_directory_path() / ("qgpu_chat_test_merged_tokenizer_" + std::to_string(::getpid()) + ".json")).string();
+    {
+      std::ifstream in(tj);
+      std::ofstream(w.merged_tokenizer_path) << chat::merged_tokenizer(m, nlohmann::json::parse(in)).dump();
+    }
     fs::remove(tj);
     return w;
   }
@@ -91,6 +103,10 @@ TEST(TextIntact, TrainedLikeBaseKlIsZero) {
   EXPECT_TRUE(kl.identical);
   EXPECT_EQ(kl.kl_mean, 0.0);
   EXPECT_LE(kl.kl_max, 1e-6);
+  // The ids past the base's (reserved rows and circuit tokens) take next to nothing
+  // (this thinned base's final states leave the sink out: its logits are spread enough).
+  EXPECT_LE(kl.circuit_mass_max, 1e-6);
+  EXPECT_LE(kl.kl_full_max, 1e-6);
 }
 
 TEST(ChatNormal, ExpressionInAScriptedReplyRunsAKernelOnTheModel) {
@@ -116,6 +132,80 @@ TEST(ChatNormal, ExpressionInAScriptedReplyRunsAKernelOnTheModel) {
   // model reads it exactly as the base does: the runs left no trace in it.
   for (int64_t id : s.tokens()) EXPECT_LT(id, kBaseVocab);
   expect_text_intact(s.tokens());
+}
+
+// A backend that runs the launch on the model and then corrupts global
+// memory (every word + 1): the harness must score the item as failed.
+class WrongResults : public engine::Backend {
+ public:
+  explicit WrongResults(std::shared_ptr<engine::Backend> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "wrong-results"; }
+  engine::DeviceSpec device() const override { return inner_->device(); }
+  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
+    engine::LaunchResult r = inner_->launch(req, mem);
+    for (size_t i = 0; i + 4 <= mem.bytes.size(); i += 4) {
+      int32_t v;
+      std::memcpy(&v, mem.bytes.data() + i, 4);
+      ++v;
+      std::memcpy(mem.bytes.data() + i, &v, 4);
+    }
+    return r;
+  }
+
+ private:
+  std::shared_ptr<engine::Backend> inner_;
+};
+
+TEST(ChatNormal, AWrongKernelResultFailsTheItem) {
+  World& w = World::get();
+  gpu::ModelOptions o;
+  auto real = std::shared_ptr<engine::Backend>(gpu::make_model_backend(w.merged, w.layout, o));
+  const std::string question = "What is 12 times 34?", reference = "Let me compute it: 12 * 34 =. So 408 it is.";
+  for (bool wrong : {false, true}) {
+    auto gpu = std::make_shared<chat::InnerGpu>(wrong ? std::make_shared<WrongResults>(real) : real);
+    chat::ChatSession s(w.merged, w.tok, gpu, brief(chat::Mode::Normal));
+    chat::ScriptedSource src(w.tok, {reference});
+    chat::Reply r = s.ask(question, src);
+    ASSERT_EQ(r.kernel_runs, 1);
+    EXPECT_EQ(r.text, wrong ? "Let me compute it: 12 * 34 = 409. So 408 it is." : "Let me compute it: 12 * 34 = 408. So 408 it is.");
+    // The reply holds 408 either way (the script wrote it); only the kernel's result counts.
+    EXPECT_TRUE(chat::contains_answer(r.text, "408"));
+    EXPECT_EQ(chat::normal_item_passes(r, "408"), !wrong);
+  }
+}
+
+// A kernel's trace as the merged model wrote it, decoded by qgpu's tokenizer
+// from the merged tokenizer.json: every circuit id is its readable name.
+TEST(ChatNormal, KernelTraceDecodesToReadableNames) {
+  World& w = World::get();
+  const qwen::Tokenizer tok = qwen::Tokenizer::load(w.merged_tokenizer_path);
+  EXPECT_EQ(tok.text_vocab_size(), 259);  // the byte tokenizer's ids; the circuit's are not text
+  EXPECT_EQ(tok.vocab_size(), gpu::kTokenBase + gpu::circuit_token_count());
+  const fs::path dump = fs::temp_directory_path() / ("qgpu_chat_test_dump_" + std::to_string(::getpid()));
+  gpu::ModelOptions o;
+  o.dump_tokens = dump.string();
+  chat::InnerGpu inner(std::shared_ptr<engine::Backend>(gpu::make_model_backend(w.merged, w.layout, o)));
+  chat::KernelResult r = inner.evaluate(*chat::parse_expression("sum([3, 4])"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.values.at(0), 7);
+  std::string line;
+  std::getline(std::ifstream(dump), line);
+  fs::remove(dump);
+  std::vector<int64_t> generated;
+  {
+    std::istringstream in(line.substr(line.find('|') + 1));
+    for (int64_t id; in >> id;) generated.push_back(id);
+  }
+  ASSERT_FALSE(generated.empty());
+  std::string names;
+  for (int64_t id : generated) names += "<|qgpu:" + gpu::token_name(id) + "|>";
+  const std::string decoded = tok.decode(generated);
+  EXPECT_EQ(decoded, names);
+  EXPECT_NE(decoded.find("<|qgpu:EXEC("), std::string::npos) << decoded.substr(0, 200);
+  const std::string end = "<|qgpu:END|>";
+  EXPECT_EQ(decoded.compare(decoded.size() - end.size(), end.size(), end), 0) << "the trace ends with END";
+  EXPECT_EQ(tok.encode(decoded), generated);  // and back: each name is its added token
+  std::cout << "trace of sum([3, 4]): " << generated.size() << " tokens: " << decoded.substr(0, 300) << "...\n";
 }
 
 TEST(ChatNormal, ElementwiseExpression) {

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "model_host/chat/chat.h"
 #include "model_host/chat/merge.h"
 #include "model_host/chat/text_kl.h"
@@ -181,6 +183,56 @@ TEST(Merge, RefusesMismatchedSizes) {
   chat::MergeOptions mo;
   mo.token_base = kBaseVocab;
   EXPECT_THROW(chat::merge(base, successor_circuit(), std::nullopt, mo), std::invalid_argument);
+}
+
+TEST(Chat, ScoringCountsOnlyTheKernelsResult) {
+  chat::Reply r;
+  r.text = "The answer is 32.";  // the model's own text: not a kernel's result
+  EXPECT_FALSE(chat::normal_item_passes(r, "32"));
+  r.kernel_runs = 1;
+  r.runs.push_back({});
+  r.runs[0].ok = true;
+  r.results.push_back("33");
+  r.text = "[1, 2, 3] @ [4, 5, 6] = 33, or 32.";
+  EXPECT_FALSE(chat::normal_item_passes(r, "32"));
+  r.results[0] = "32";
+  EXPECT_TRUE(chat::normal_item_passes(r, "32"));
+  r.runs[0].ok = false;
+  EXPECT_FALSE(chat::normal_item_passes(r, "32"));
+  EXPECT_TRUE(chat::contains_answer("x = -16.", "-16"));
+  EXPECT_FALSE(chat::contains_answer("x = 160", "16"));
+  EXPECT_FALSE(chat::contains_answer("x = -16", "16"));
+}
+
+// No fixture question or reference reply holds its own answer: a reply that
+// echoes the question cannot pass by it, and the answer must be computed.
+TEST(Chat, FixtureAnswersAreNotInTheirQuestions) {
+  std::ifstream in(QGPU_CHAT_FIXTURE);
+  ASSERT_TRUE(in) << QGPU_CHAT_FIXTURE;
+  const auto fx = nlohmann::json::parse(in);
+  ASSERT_GE(fx.at("normal").size(), 20u);
+  for (const auto& it : fx.at("normal")) {
+    const std::string a = it.at("answer");
+    EXPECT_FALSE(chat::contains_answer(it.at("question").get<std::string>(), a)) << it.at("question");
+    EXPECT_FALSE(chat::contains_answer(it.at("reference").get<std::string>(), a)) << it.at("reference");
+    // The reference's expression computes the answer (an independent oracle: plain C++ arithmetic).
+    const std::string ref = it.at("reference");
+    auto e = chat::expression_before_equals(ref.substr(0, ref.find(" =") + 2));
+    ASSERT_TRUE(e) << ref;
+    std::vector<int32_t> v;
+    using K = chat::Expression::Kind;
+    int64_t acc = 0;
+    switch (e->kind) {
+      case K::Dot: for (size_t i = 0; i < e->a.size(); ++i) acc += int64_t(e->a[i]) * e->b[i]; v = {int32_t(acc)}; break;
+      case K::Sum: for (int32_t x : e->a) acc += x; v = {int32_t(acc)}; break;
+      case K::Max: v = {*std::max_element(e->a.begin(), e->a.end())}; break;
+      case K::Min: v = {*std::min_element(e->a.begin(), e->a.end())}; break;
+      case K::Add: for (size_t i = 0; i < e->a.size(); ++i) v.push_back(e->a[i] + e->b[i]); break;
+      case K::Sub: for (size_t i = 0; i < e->a.size(); ++i) v.push_back(e->a[i] - e->b[i]); break;
+      case K::Mul: for (size_t i = 0; i < e->a.size(); ++i) v.push_back(e->a[i] * e->b[i]); break;
+    }
+    EXPECT_EQ(chat::format_result(*e, v), a) << ref;
+  }
 }
 
 TEST(Chat, ExpressionsParse) {

@@ -67,15 +67,17 @@ inline machine::Program program(std::vector<Block> blocks) {
   return p;
 }
 
-// The client's global memory as the daemon holds it: all 16 KiB.
+// The client's global memory as the daemon holds it: all of the model's.
 inline engine::GlobalMemory global_memory() {
   return {kBase, std::vector<uint8_t>(machine::model_params().global_bytes, 0)};
 }
-inline uint32_t word(const std::vector<uint8_t>& bytes, size_t i) {
+template <class Bytes>  // std::vector<uint8_t> or engine::DeviceBytes
+inline uint32_t word(const Bytes& bytes, size_t i) {
   uint32_t v;
   std::memcpy(&v, &bytes[4 * i], 4);
   return v;
 }
-inline void set_word(std::vector<uint8_t>& bytes, size_t i, uint32_t v) { std::memcpy(&bytes[4 * i], &v, 4); }
+template <class Bytes>
+inline void set_word(Bytes& bytes, size_t i, uint32_t v) { std::memcpy(&bytes[4 * i], &v, 4); }
 
 }  // namespace qgpu::gpu::test

@@ -227,8 +227,10 @@ TEST(ModelRun, RefusesWhatTheModelCannotHold) {
   auto r = run({kLimits, "threads512"}, d.env(), kTimeout);
   EXPECT_EQ(r.status, 0) << report(r);
   EXPECT_NE(r.out.find("threads512: cudaErrorInvalidConfiguration"), std::string::npos) << report(r);
-  EXPECT_NE(r.err.find("block (512,1,1); the machine's blocks are at most (256,256,64)"), std::string::npos)
+  EXPECT_NE(r.err.find("on the qgpu (Qwen3.5 model) device: block (512,1,1); its blocks are at most (256,256,64)"),
+            std::string::npos)
       << report(r);
+  EXPECT_NE(r.err.find("--backend interpreter"), std::string::npos) << report(r);  // the way out
   r = run({kLimits, "clock"}, d.env(), kTimeout);
   EXPECT_EQ(r.status, 0) << report(r);
   EXPECT_NE(r.out.find("clock: cudaErrorNotSupported"), std::string::npos) << report(r);

@@ -22,16 +22,100 @@ std::string kernels() {
   return ss.str();
 }
 
-TEST(MachineBackend, LimitsDescribeTheMachine) {
-  const Limits& l = limits();
-  EXPECT_EQ(l.warp_size, 32u);
-  EXPECT_EQ(32 % l.lanes, 0u);
-  EXPECT_GE(l.registers, 31u);
-  EXPECT_GE(l.rom_blocks, 256u);
-  EXPECT_GE(l.global_bytes, 2048u * 4);
-  EXPECT_GE(l.max_threads_per_cta, 256u);
-  EXPECT_EQ(l.global_base, 0x10000000u);
-  EXPECT_LE(l.global_base + l.global_bytes, uint64_t(1) << 32);  // device pointers fit in 32 bits
+// The model's device is the one the compiled checkpoint holds: these sizes
+// are what the model, model-trace and interpreter-model backends enforce.
+TEST(MachineBackend, ModelDeviceKeepsTheModelsSizes) {
+  const engine::DeviceSpec d = model_device();
+  EXPECT_EQ(d.warp_size, 32u);
+  EXPECT_EQ(d.lanes, 1u);
+  EXPECT_EQ(d.global_base, 0x10000000u);
+  EXPECT_EQ(d.global_bytes, 16u * 1024);
+  EXPECT_EQ(d.shared_bytes_per_cta, 4u * 1024);
+  EXPECT_EQ(d.shared_optin_bytes_per_cta, 4u * 1024);
+  EXPECT_EQ(d.max_threads_per_cta, 256u);
+  EXPECT_EQ(d.max_ctas_per_grid, 64u);
+  EXPECT_EQ(d.max_grid[0], 64u);
+  EXPECT_EQ(d.param_bytes, 1024u);
+  EXPECT_EQ(d.printf_fifo_bytes, 1024u);
+  EXPECT_EQ(d.heap_bytes, 0u);
+  EXPECT_FALSE(d.limits_settable);
+  EXPECT_NE(d.larger.find("--backend interpreter"), std::string::npos);
+}
+
+// The interpreter's device has CUDA's sizes (compute capability 7.5).
+TEST(MachineBackend, InterpreterDeviceIsCudaSized) {
+  const engine::DeviceSpec d = interpreter_device();
+  EXPECT_EQ(d.warp_size, 32u);
+  EXPECT_EQ(d.global_base, 0x10000000u);
+  EXPECT_EQ(d.global_bytes, 2ull << 30);
+  EXPECT_LE(d.global_base + d.global_bytes, uint64_t(1) << 32);  // device pointers fit in 32 bits
+  EXPECT_EQ(d.max_threads_per_cta, 1024u);
+  EXPECT_EQ(d.max_block[0], 1024u);
+  EXPECT_EQ(d.max_block[1], 1024u);
+  EXPECT_EQ(d.max_block[2], 64u);
+  EXPECT_EQ(d.max_grid[0], 2147483647u);
+  EXPECT_EQ(d.max_grid[1], 65535u);
+  EXPECT_EQ(d.max_grid[2], 65535u);
+  EXPECT_EQ(d.shared_bytes_per_cta, 48u * 1024);
+  EXPECT_EQ(d.shared_optin_bytes_per_cta, 64u * 1024);
+  EXPECT_EQ(d.param_bytes, 32764u);
+  EXPECT_EQ(d.const_bytes, 64u * 1024);
+  EXPECT_EQ(d.printf_fifo_bytes, 1u << 20);
+  EXPECT_EQ(d.heap_bytes, 8u << 20);
+  EXPECT_TRUE(d.limits_settable);
+  EXPECT_EQ(interpreter_device(512u << 20).global_bytes, 512u << 20);
+  EXPECT_THROW(interpreter_device(5ull << 30), std::invalid_argument);
+}
+
+TEST(MachineBackend, DeviceMemorySizesParse) {
+  EXPECT_EQ(parse_device_memory("2G"), 2ull << 30);
+  EXPECT_EQ(parse_device_memory("512M"), 512ull << 20);
+  EXPECT_EQ(parse_device_memory("64K"), 64ull << 10);
+  EXPECT_EQ(parse_device_memory("1048576"), 1ull << 20);
+  EXPECT_EQ(parse_device_memory("3840M"), 3840ull << 20);
+  for (const char* bad : {"", "0", "G", "2X", "4G", "-1", "1K5", "100"})
+    EXPECT_THROW(parse_device_memory(bad), std::invalid_argument) << bad;
+}
+
+// CUDA-sized grids: every block of grids whose linear block index times a
+// dimension passes 2^32 (the lowering's exact division by the grid's
+// dimensions) sees its own blockIdx, and 1024-thread blocks their threadIdx.
+TEST(MachineBackend, LargeGridsIndexEveryBlock) {
+  const std::string ptx = kernels();
+  auto backend = make_interpreter_backend(MachineKind::Default, 64u << 20);
+  struct Shape {
+    engine::Dim3 grid, block;
+  };
+  for (const Shape& sh : {Shape{{100000, 3, 1}, {1, 1, 1}}, Shape{{3, 70001, 5}, {1, 1, 1}},
+                          Shape{{2, 3, 1}, {1024, 1, 1}}, Shape{{2, 1, 3}, {8, 16, 8}}}) {
+    ModuleImage img = load_module(ptx, cuda_params(64u << 20));
+    const uint32_t w = sh.grid.x * sh.block.x, h = sh.grid.y * sh.block.y, d = sh.grid.z * sh.block.z;
+    const uint64_t n = uint64_t(w) * h * d;
+    const uint64_t out = img.alloc(n * 4);
+    engine::LaunchRequest req;
+    req.ptx = ptx;
+    req.kernel = "_Z6grid3dPii";
+    req.grid = sh.grid;
+    req.block = sh.block;
+    const int32_t pitch = 0;
+    req.params.resize(12);
+    std::memcpy(req.params.data(), &out, 8);
+    std::memcpy(req.params.data() + 8, &pitch, 4);
+    req.symbols = img.symbols;
+    engine::LaunchResult r = backend->launch(req, img.mem);
+    ASSERT_EQ(r.error, 0) << r.message;
+    uint64_t bad = 0;
+    for (uint32_t z = 0; z < d; ++z)
+      for (uint32_t y = 0; y < h; ++y)
+        for (uint32_t x = 0; x < w; ++x) {
+          int32_t v;
+          std::memcpy(&v, &img.mem.bytes[out - img.mem.base + 4 * ((uint64_t(z) * h + y) * w + x)], 4);
+          if (v != int32_t(x + 100 * y + 10000 * z) && bad++ < 3)
+            ADD_FAILURE() << "grid (" << sh.grid.x << "," << sh.grid.y << "," << sh.grid.z << ") at (" << x << ","
+                          << y << "," << z << "): " << v;
+        }
+    EXPECT_EQ(bad, 0u);
+  }
 }
 
 TEST(MachineBackend, LaunchRunsAndReportsStepsAndPrintf) {
@@ -67,14 +151,14 @@ TEST(MachineBackend, LaunchesTheMachineCannotRunFailWithNamedErrors) {
   engine::LaunchRequest req;
   req.ptx = kernels();
   req.kernel = "_Z13shared_reducePKiPi";
-  req.block = {1024, 1, 1};
+  req.block = {1025, 1, 1};  // CUDA's most is 1024
   req.params.resize(16);
   engine::LaunchResult r = backend->launch(req, mem);
   EXPECT_EQ(r.error, 1);
   EXPECT_NE(r.message.find("threads per block"), std::string::npos) << r.message;
 
   req.block = {32, 1, 1};
-  req.params.assign(8192, 0);
+  req.params.assign(32768, 0);  // CUDA's most is 32,764
   r = backend->launch(req, mem);
   EXPECT_EQ(r.error, 1);
   EXPECT_NE(r.message.find("parameters"), std::string::npos) << r.message;

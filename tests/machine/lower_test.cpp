@@ -367,7 +367,7 @@ TEST(MachineLowering, UnsupportedInstructionsAreNamedWithTheirLine) {
   ld.param.u64 %rd1, [p];
   cvta.to.global.u64 %rd2, %rd1;
   ld.global.f32 %f1, [%rd2];
-  add.f32 %f2, %f1, %f1;
+  lg2.approx.f32 %f2, %f1;
   st.global.f32 [%rd2], %f2;
   ret;
 }
@@ -375,12 +375,12 @@ TEST(MachineLowering, UnsupportedInstructionsAreNamedWithTheirLine) {
   ModuleImage img = load_module(ptx, default_params());
   try {
     lower(img.module, "k", {{1, 1, 1}, {1, 1, 1}, 0, img.symbols}, default_params());
-    ADD_FAILURE() << "floating point accepted";
+    ADD_FAILURE() << "a floating-point operation the machine does not have accepted";
   } catch (const LowerError& e) {
     EXPECT_EQ(e.error(), 801);
     std::string m = e.what();
     EXPECT_NE(m.find("line 11"), std::string::npos) << m;
-    EXPECT_NE(m.find("add.f32"), std::string::npos) << m;
+    EXPECT_NE(m.find("lg2.approx.f32"), std::string::npos) << m;
   }
 }
 

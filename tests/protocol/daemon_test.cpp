@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -110,7 +111,10 @@ TEST_F(DaemonTest, MemoryRoundTripAndTheLimit) {
   uint64_t free_bytes, total;
   c->mem_info(&free_bytes, &total);
   EXPECT_EQ(total, d.global_bytes);
-  EXPECT_EQ(free_bytes, d.global_bytes - 100);
+  // The device heap is reserved at the top of global memory.
+  const uint64_t heap = c->limit(qgpu::proto::kLimitMallocHeap, qgpu::proto::kQueryLimit);
+  EXPECT_EQ(heap, d.heap_bytes);
+  EXPECT_EQ(free_bytes, d.global_bytes - 100 - heap);
 
   EXPECT_EQ(code_of([&] { c->malloc(uint64_t(d.global_bytes) + 1); }), cudaErrorMemoryAllocation);
   EXPECT_NE(last_message_.find("global memory is " + std::to_string(d.global_bytes) + " bytes"), std::string::npos)
@@ -293,31 +297,270 @@ TEST(DaemonTcp, RequiresASharedSecret) {
   waitpid(d, nullptr, 0);
 }
 
-// Device queries describe the machine the backend runs: the default machine
-// for the interpreter (docs/isa.md: 8 lanes, a 256-block ROM), the model's
-// for interpreter-model (docs/tokens.md section 1: one lane per warp, a
-// 1024-block ROM), whatever both share (32-thread warps, 256 threads per CTA).
-TEST(DaemonDevice, ReportsTheMachineOfItsBackend) {
-  for (auto [backend, lanes, rom] : {std::tuple{"interpreter", 8u, 256u}, std::tuple{"interpreter-model", 1u, 1024u}}) {
+// A model_host on its own endpoint, for tests of one backend's device.
+struct Daemon {
+  explicit Daemon(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
     std::string t = (fs::temp_directory_path() / "qgpu-device-test-XXXXXX").string();
-    fs::path dir = mkdtemp(t.data());
-    const std::string ep = "ipc://" + (dir / "d.sock").string();
-    pid_t d = qgpu::test::start({QGPU_MODEL_HOST_BIN, "--endpoint", ep, "--backend", backend}, {});
-    qgpu::client::Options o;
-    o.endpoint = ep;
-    o.spawn = false;
-    o.program = "daemon_test";
-    {
-      auto c = Connection::open(o);
-      EXPECT_EQ(c->device().lanes, lanes) << backend;
-      EXPECT_EQ(c->device().rom_blocks, rom) << backend;
-      EXPECT_EQ(c->device().warp_size, 32u) << backend;
-      EXPECT_EQ(c->device().max_threads_per_cta, 256u) << backend;
-    }
-    kill(d, SIGTERM);
-    waitpid(d, nullptr, 0);
+    dir = mkdtemp(t.data());
+    endpoint = "ipc://" + (dir / "d.sock").string();
+    args.insert(args.begin(), {QGPU_MODEL_HOST_BIN, "--endpoint", endpoint, "--log", (dir / "d.log").string()});
+    pid = qgpu::test::start(args, env);
+  }
+  ~Daemon() {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
     fs::remove_all(dir);
   }
+  std::unique_ptr<Connection> connect() const {
+    qgpu::client::Options o;
+    o.endpoint = endpoint;
+    o.spawn = false;
+    o.program = "daemon_test";
+    return Connection::open(o);
+  }
+  // The daemon's resident memory, from /proc.
+  uint64_t rss_bytes() const {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    return 0;
+  }
+  fs::path dir;
+  std::string endpoint;
+  pid_t pid = -1;
+};
+
+template <class F>
+std::pair<int, std::string> error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.code, e.what()};
+  }
+  return {0, ""};
+}
+
+// Device queries describe the device the backend declares: the ISA of its
+// machine (docs/isa.md: 8 lanes and a 256-block ROM for the interpreter;
+// docs/tokens.md section 1: one lane per warp and a 1024-block ROM for the
+// model's machine) and its sizes: CUDA's for the interpreter, the compiled
+// checkpoint's for the model's device (16 KiB of global memory, 256 threads
+// and 64 blocks per launch, 4 KiB of shared memory, a fixed 1 KiB printf
+// buffer, no heap).
+TEST(DaemonDevice, ReportsTheDeviceOfItsBackend) {
+  struct Want {
+    const char* backend;
+    uint32_t lanes, rom, threads;
+    uint64_t global, ctas;
+    uint32_t shared, optin, params, consts;
+    uint64_t fifo, heap;
+  };
+  for (const Want& w : {Want{"interpreter", 8, 256, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
+                             64 << 10, 1 << 20, 8 << 20},
+                        Want{"ptx-reference", 8, 256, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
+                             64 << 10, 1 << 20, 8 << 20},
+                        Want{"interpreter-model", 1, 1024, 256, 256 << 10, 65535, 4 << 10, 4 << 10, 4096, 256 << 10,
+                             1024, 0},
+                        Want{"model-trace", 1, 1024, 256, 256 << 10, 65535, 4 << 10, 4 << 10, 4096, 256 << 10, 1024,
+                             0}}) {
+    Daemon dm({"--backend", w.backend});
+    auto c = dm.connect();
+    const qgpu::proto::DeviceInfo& d = c->device();
+    EXPECT_EQ(d.backend, w.backend);
+    EXPECT_EQ(d.lanes, w.lanes) << w.backend;
+    EXPECT_EQ(d.rom_blocks, w.rom) << w.backend;
+    EXPECT_EQ(d.warp_size, 32u) << w.backend;
+    EXPECT_EQ(d.max_threads_per_cta, w.threads) << w.backend;
+    EXPECT_EQ(d.global_base, 0x10000000u) << w.backend;
+    EXPECT_EQ(d.global_bytes, w.global) << w.backend;
+    EXPECT_EQ(d.max_ctas_per_grid, w.ctas) << w.backend;
+    EXPECT_EQ(d.shared_bytes_per_cta, w.shared) << w.backend;
+    EXPECT_EQ(d.shared_optin_bytes_per_cta, w.optin) << w.backend;
+    EXPECT_EQ(d.param_bytes, w.params) << w.backend;
+    EXPECT_EQ(d.const_bytes, w.consts) << w.backend;
+    EXPECT_EQ(d.printf_fifo_bytes, w.fifo) << w.backend;
+    EXPECT_EQ(d.heap_bytes, w.heap) << w.backend;
+    uint64_t free_bytes = 0, total = 0;
+    c->mem_info(&free_bytes, &total);
+    EXPECT_EQ(total, w.global) << w.backend;
+    EXPECT_EQ(free_bytes, w.global - w.heap) << w.backend;
+  }
+}
+
+// --device-memory and $QGPU_DEVICE_MEMORY size the interpreter's device; the
+// model's is fixed.
+TEST(DaemonDevice, DeviceMemoryIsAnOption) {
+  {
+    Daemon dm({"--backend", "interpreter", "--device-memory", "64M"});
+    EXPECT_EQ(dm.connect()->device().global_bytes, 64u << 20);
+  }
+  {
+    Daemon dm({"--backend", "interpreter"}, {{"QGPU_DEVICE_MEMORY", "3G"}});
+    EXPECT_EQ(dm.connect()->device().global_bytes, 3ull << 30);
+  }
+  auto r = qgpu::test::run({QGPU_MODEL_HOST_BIN, "--backend", "interpreter-model", "--device-memory", "64M"}, {}, 20);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("fixed device"), std::string::npos) << r.err;
+  r = qgpu::test::run({QGPU_MODEL_HOST_BIN, "--backend", "interpreter", "--device-memory", "5G"}, {}, 20);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("32-bit"), std::string::npos) << r.err;
+}
+
+// 2 GiB of device memory cost only the pages programs touch: allocating
+// nearly all of it, writing at its far end (above 2 GiB into the address
+// space) and freeing it all leave the daemon small.
+TEST(DaemonDevice, DeviceMemoryIsBackedLazily) {
+  Daemon dm({"--backend", "interpreter"});
+  auto c = dm.connect();
+  const qgpu::proto::DeviceInfo& d = c->device();
+  const uint64_t rss0 = dm.rss_bytes();
+  ASSERT_GT(rss0, 0u);
+  const uint64_t big = c->malloc(1900ull << 20);
+  const uint64_t high = c->malloc(1 << 20);
+  EXPECT_GE(high, 0x80000000u);
+  EXPECT_LT(high + (1 << 20), d.global_base + d.global_bytes);
+  std::vector<uint8_t> in(1 << 20), out(1 << 20);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i * 13 + 5);
+  c->write(high, in.data(), in.size());
+  c->write(big + (1900ull << 20) - 4096, in.data(), 4096);
+  c->read(out.data(), high, out.size());
+  EXPECT_EQ(in, out);
+  c->memset(big, 0, 4096);
+  EXPECT_LT(dm.rss_bytes(), rss0 + (64u << 20));
+  c.reset();  // Bye: the session's memory is given back, not cleared byte by byte
+  auto c2 = dm.connect();
+  uint64_t again = c2->malloc(1 << 20);
+  c2->read(out.data(), again, 4096);
+  EXPECT_EQ(out[0], 0u);
+  EXPECT_EQ(out[4095], 0u);
+  EXPECT_LT(dm.rss_bytes(), rss0 + (64u << 20));
+}
+
+// A module that declares device malloc, and one kernel that never calls it.
+const char* kMallocPtx = R"(.version 9.0
+.target sm_75
+.address_size 64
+
+.extern .func  (.param .b64 func_retval0) malloc
+(
+	.param .b64 malloc_param_0
+)
+;
+.visible .entry k()
+{
+	ret;
+}
+)";
+
+// cudaDeviceSetLimit / cudaDeviceGetLimit through the Limit request: the
+// interpreter's printf FIFO and heap change; the heap is fixed once a kernel
+// of a module that uses malloc has run.  The model's are fixed, and asking
+// for others names the way out.
+TEST(DaemonDevice, LimitsOfTheSession) {
+  using qgpu::proto::kLimitMallocHeap;
+  using qgpu::proto::kLimitPrintfFifo;
+  using qgpu::proto::kQueryLimit;
+  {
+    Daemon dm({"--backend", "interpreter"});
+    auto c = dm.connect();
+    EXPECT_EQ(c->limit(kLimitPrintfFifo, kQueryLimit), 1u << 20);
+    EXPECT_EQ(c->limit(kLimitMallocHeap, kQueryLimit), 8u << 20);
+    EXPECT_EQ(c->limit(kLimitPrintfFifo, 4 << 20), 4u << 20);
+    EXPECT_EQ(c->limit(kLimitPrintfFifo, kQueryLimit), 4u << 20);
+    EXPECT_EQ(c->limit(kLimitMallocHeap, 64 << 20), 64u << 20);
+    uint64_t free_bytes, total;
+    c->mem_info(&free_bytes, &total);
+    EXPECT_EQ(free_bytes, total - (64u << 20));
+    EXPECT_EQ(error_of([&] { c->limit(kLimitPrintfFifo, 1); }).first, cudaErrorInvalidValue);
+    EXPECT_EQ(error_of([&] { c->limit(7, 1); }).first, cudaErrorUnsupportedLimit);
+    // A heap that would overlap an allocation.
+    c->malloc(c->device().global_bytes - (80u << 20));
+    auto [code, msg] = error_of([&] { c->limit(kLimitMallocHeap, 128 << 20); });
+    EXPECT_EQ(code, cudaErrorMemoryAllocation) << msg;
+    EXPECT_EQ(c->limit(kLimitMallocHeap, kQueryLimit), 64u << 20);
+    qgpu::proto::ModuleImage m = c->load_module(kMallocPtx);
+    qgpu::proto::LaunchArgs a;
+    a.module = m.id;
+    a.kernel = "k";
+    EXPECT_EQ(c->launch(a).error, 0);
+    std::tie(code, msg) = error_of([&] { c->limit(kLimitMallocHeap, 16 << 20); });
+    EXPECT_EQ(code, cudaErrorInvalidValue);
+    EXPECT_NE(msg.find("calls malloc"), std::string::npos) << msg;
+  }
+  {
+    Daemon dm({"--backend", "interpreter-model"});
+    auto c = dm.connect();
+    EXPECT_EQ(c->limit(kLimitPrintfFifo, kQueryLimit), 1024u);
+    EXPECT_EQ(c->limit(kLimitMallocHeap, kQueryLimit), 0u);
+    EXPECT_EQ(c->limit(kLimitPrintfFifo, 1024), 1024u);
+    auto [code, msg] = error_of([&] { c->limit(kLimitPrintfFifo, 1 << 20); });
+    EXPECT_EQ(code, cudaErrorUnsupportedLimit);
+    EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
+  }
+}
+
+// A launch or allocation beyond the model's device fails with CUDA's error
+// and a message naming the limit, what was asked and the way out.
+TEST(DaemonDevice, BeyondTheModelsDeviceNamesTheWayOut) {
+  Daemon dm({"--backend", "interpreter-model"});
+  auto c = dm.connect();
+  auto [code, msg] = error_of([&] { c->malloc(1 << 20); });
+  EXPECT_EQ(code, cudaErrorMemoryAllocation);
+  EXPECT_NE(msg.find("262144 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
+  qgpu::proto::ModuleImage m = c->load_module(kPtx);
+  qgpu::proto::LaunchArgs a;
+  a.module = m.id;
+  a.kernel = "_Z1fPii";
+  a.params.assign(12, 0);
+  a.block[0] = 32;
+  a.block[1] = 16;
+  std::tie(code, msg) = error_of([&] { c->launch(a); });
+  EXPECT_EQ(code, cudaErrorInvalidConfiguration);
+  EXPECT_NE(msg.find("512 threads per block"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at most 256"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
+  a.block[0] = a.block[1] = 1;
+  a.grid[0] = 65535;
+  a.grid[1] = 2;
+  std::tie(code, msg) = error_of([&] { c->launch(a); });
+  EXPECT_EQ(code, cudaErrorInvalidConfiguration);
+  EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
+  a.grid[0] = a.grid[1] = 1;
+  a.dynamic_smem = 8192;
+  std::tie(code, msg) = error_of([&] { c->launch(a); });
+  EXPECT_EQ(code, cudaErrorInvalidValue);
+  EXPECT_NE(msg.find("8192 dynamic"), std::string::npos) << msg;
+}
+
+// The interpreter's device takes CUDA's launches: 1024-thread blocks, grids
+// of 2^31 - 1 blocks in x and 65535 in y and z (the machine's CTA register
+// is 32-bit, so at most 2^32 - 1 blocks in all), 64 KiB of shared memory.
+TEST(DaemonDevice, TheInterpreterTakesCudasLaunches) {
+  Daemon dm({"--backend", "interpreter"});
+  auto c = dm.connect();
+  qgpu::proto::ModuleImage m = c->load_module(kPtx);
+  qgpu::proto::LaunchArgs a;
+  a.module = m.id;
+  a.kernel = "_Z1fPii";
+  a.params.assign(12, 0);
+  a.block[0] = 1024;
+  a.grid[0] = 100000;
+  a.dynamic_smem = 64 << 10;
+  EXPECT_EQ(c->launch(a).error, 0);
+  a.block[0] = 1025;
+  EXPECT_EQ(error_of([&] { c->launch(a); }).first, cudaErrorInvalidConfiguration);
+  a.block[0] = 1;
+  a.dynamic_smem = (64 << 10) + 1;
+  EXPECT_EQ(error_of([&] { c->launch(a); }).first, cudaErrorInvalidValue);
+  a.dynamic_smem = 0;
+  a.grid[1] = 65536;
+  EXPECT_EQ(error_of([&] { c->launch(a); }).first, cudaErrorInvalidConfiguration);
+  a.grid[0] = 0x7fffffff;
+  a.grid[1] = 65535;
+  auto [code, msg] = error_of([&] { c->launch(a); });
+  EXPECT_EQ(code, cudaErrorInvalidConfiguration);
+  EXPECT_NE(msg.find("4294967295"), std::string::npos) << msg;
 }
 
 // The environment clients give the model_host they spawn: glibc's huge-page

@@ -16,7 +16,7 @@ TEST(Protocol, HeaderLayoutIsTheDocumentedOne) {
   h.session = 0x1122334455667788ull;
   uint8_t b[kHeaderSize];
   encode_header(h, b);
-  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 1, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
+  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 2, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
                                      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
   EXPECT_EQ(0, memcmp(b, want, kHeaderSize));
   Header back = decode_header(b, kHeaderSize);
@@ -26,6 +26,50 @@ TEST(Protocol, HeaderLayoutIsTheDocumentedOne) {
   EXPECT_EQ(back.session, h.session);
 }
 
+// Every DeviceInfo field crosses the wire, 64-bit sizes included.
+TEST(Protocol, DeviceInfoRoundTrips) {
+  DeviceInfo d;
+  d.backend = "interpreter";
+  d.device_name = "qgpu (interpreter)";
+  d.lanes = 8, d.warp_size = 32, d.registers = 31, d.rom_blocks = 256;
+  d.global_base = 0x10000000, d.global_bytes = 0xF0000000ull;
+  d.shared_bytes_per_cta = 49152, d.shared_optin_bytes_per_cta = 65536, d.max_threads_per_cta = 1024;
+  d.max_ctas_per_grid = 0xffffffffull;
+  d.max_grid[0] = 0x7fffffff, d.max_grid[1] = 65535, d.max_grid[2] = 65534;
+  d.max_block[0] = 1024, d.max_block[1] = 1023, d.max_block[2] = 64;
+  d.param_bytes = 32764, d.const_bytes = 65536, d.local_bytes_per_thread = 524288;
+  d.printf_fifo_bytes = 1ull << 40, d.heap_bytes = (1ull << 33) + 5, d.limits_settable = 1;
+  Writer w;
+  encode(w, d);
+  Reader r(w.data().data(), w.data().size());
+  DeviceInfo b = decode_device_info(r);
+  r.finish("DeviceInfo");
+  EXPECT_EQ(b.backend, d.backend);
+  EXPECT_EQ(b.device_name, d.device_name);
+  EXPECT_EQ(b.lanes, 8u);
+  EXPECT_EQ(b.warp_size, 32u);
+  EXPECT_EQ(b.registers, 31u);
+  EXPECT_EQ(b.rom_blocks, 256u);
+  EXPECT_EQ(b.global_base, 0x10000000u);
+  EXPECT_EQ(b.global_bytes, 0xF0000000ull);
+  EXPECT_EQ(b.shared_bytes_per_cta, 49152u);
+  EXPECT_EQ(b.shared_optin_bytes_per_cta, 65536u);
+  EXPECT_EQ(b.max_threads_per_cta, 1024u);
+  EXPECT_EQ(b.max_ctas_per_grid, 0xffffffffull);
+  EXPECT_EQ(b.max_grid[0], 0x7fffffffu);
+  EXPECT_EQ(b.max_grid[1], 65535u);
+  EXPECT_EQ(b.max_grid[2], 65534u);
+  EXPECT_EQ(b.max_block[0], 1024u);
+  EXPECT_EQ(b.max_block[1], 1023u);
+  EXPECT_EQ(b.max_block[2], 64u);
+  EXPECT_EQ(b.param_bytes, 32764u);
+  EXPECT_EQ(b.const_bytes, 65536u);
+  EXPECT_EQ(b.local_bytes_per_thread, 524288u);
+  EXPECT_EQ(b.printf_fifo_bytes, 1ull << 40);
+  EXPECT_EQ(b.heap_bytes, (1ull << 33) + 5);
+  EXPECT_EQ(b.limits_settable, 1u);
+}
+
 TEST(Protocol, BadHeadersAreRejected) {
   uint8_t b[kHeaderSize];
   encode_header(Header{}, b);
@@ -33,12 +77,12 @@ TEST(Protocol, BadHeadersAreRejected) {
   b[0] ^= 1;
   EXPECT_THROW(decode_header(b, kHeaderSize), ProtocolError);
   b[0] ^= 1;
-  b[4] = 2;  // version 2
+  b[4] = 3;  // version 3
   try {
     decode_header(b, kHeaderSize);
     FAIL();
   } catch (const ProtocolError& e) {
-    EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos);
   }
 }
 

@@ -136,11 +136,12 @@ def main():
             if part in special:
                 ids.append(special[part])
             else:
-                for piece in pat.findall(part):
+                for piece in pat.findall(unicodedata.normalize("NFC", part)):  # the normalizer
                     ids += bpe(piece)
         return ids
 
-    cases = [{"text": t, "pieces": pat.findall(t), "ids": encode(t)} for t in CASES]
+    cases = [{"text": t, "nfc": unicodedata.normalize("NFC", t), "pieces": pat.findall(unicodedata.normalize("NFC", t)),
+              "ids": encode(t)} for t in CASES]
     os.makedirs(out, exist_ok=True)
     json.dump(tok, open(os.path.join(out, "tokenizer.json"), "w"), ensure_ascii=False)
     json.dump(cases, open(os.path.join(out, "cases.json"), "w"), ensure_ascii=False)

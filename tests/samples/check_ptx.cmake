@@ -1,8 +1,10 @@
 # Checks a sample's PTX against what the machine runs:
 #  - integer-only: no floating-point type (.f16/.f32/.f64) in the launched
-#    kernels;
+#    kernels; with FLOAT=ON (the float_* samples), no floating-point type but
+#    f32 and f64 (the machine's software floating point, docs/isa.md
+#    section 11), and some floating point;
 #  - static shared memory (all .shared arrays of the module) within 2 KiB.
-#   cmake -DPTX=<file.ptx> [-DENTRY=<mangled kernel name>] -P check_ptx.cmake
+#   cmake -DPTX=<file.ptx> [-DENTRY=<mangled kernel name>] [-DFLOAT=ON] -P check_ptx.cmake
 # With ENTRY, only that kernel's body is checked for floating point (for a
 # module that also holds float kernels it never launches).
 if(NOT EXISTS "${PTX}")
@@ -20,10 +22,21 @@ if(ENTRY)
   string(FIND "${code}" "\n}\n" end)
   string(SUBSTRING "${code}" 0 ${end} code)
 endif()
-string(REGEX MATCH "[^\n]*\\.f(16|32|64)[^\n]*" hit "${code}")
-if(hit)
-  string(STRIP "${hit}" hit)
-  message(FATAL_ERROR "${PTX}: floating-point PTX in an integer sample: ${hit}")
+if(FLOAT)
+  string(REGEX MATCH "[^\n]*\\.(f16|bf16)[^\n]*" hit "${code}")
+  if(hit)
+    string(STRIP "${hit}" hit)
+    message(FATAL_ERROR "${PTX}: floating point other than f32 and f64 in a float sample: ${hit}")
+  endif()
+  if(NOT code MATCHES "\\.f(32|64)")
+    message(FATAL_ERROR "${PTX}: a float sample without floating-point PTX")
+  endif()
+else()
+  string(REGEX MATCH "[^\n]*\\.f(16|32|64)[^\n]*" hit "${code}")
+  if(hit)
+    string(STRIP "${hit}" hit)
+    message(FATAL_ERROR "${PTX}: floating-point PTX in an integer sample: ${hit}")
+  endif()
 endif()
 
 set(shared_bytes 0)

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -292,4 +293,59 @@ TEST(QgpuRun, ModelOnlyOptionsAreRejectedOnTheInterpreter) {
     EXPECT_NE(r.err.find("needs the model backend"), std::string::npos) << flag << ": " << r.err;
     EXPECT_EQ(r.out.find("PASSED"), std::string::npos);
   }
+}
+
+// What the runtime reports is the backend's device: CUDA's sizes on the
+// interpreter (with --device-memory's global memory), the model's on the
+// model's device (interpreter-model runs it without the model), where asking
+// for more fails with CUDA's error and names the way out.
+TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
+  auto lines = [](const std::string& out) {
+    std::map<std::string, std::string> m;
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);)
+      if (auto eq = l.find('='); eq != std::string::npos) m[l.substr(0, eq)] = l.substr(eq + 1);
+    return m;
+  };
+  auto r = run({QGPU_CLI_BIN, "run", "--backend", "interpreter", "--device-memory", "512M", "--", program("device_query")});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  auto m = lines(r.out);
+  EXPECT_EQ(m["totalGlobalMem"], std::to_string(512u << 20));
+  EXPECT_EQ(m["sharedMemPerBlock"], "49152");
+  EXPECT_EQ(m["sharedMemPerBlockOptin"], "65536");
+  EXPECT_EQ(m["totalConstMem"], "65536");
+  EXPECT_EQ(m["maxThreadsPerBlock"], "1024");
+  EXPECT_EQ(m["maxThreadsDim"], "1024,1024,64");
+  EXPECT_EQ(m["maxGridSize"], "2147483647,65535,65535");
+  EXPECT_EQ(m["warpSize"], "32");
+  EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "1024 (cudaSuccess)");
+  EXPECT_EQ(m["attr.MaxGridDimX"], "2147483647 (cudaSuccess)");
+  EXPECT_EQ(m["attr.MaxGridDimY"], "65535 (cudaSuccess)");
+  EXPECT_EQ(m["attr.MaxSharedMemoryPerBlock"], "49152 (cudaSuccess)");
+  EXPECT_EQ(m["attr.MaxSharedMemoryPerBlockOptin"], "65536 (cudaSuccess)");
+  EXPECT_EQ(m["attr.TotalConstantMemory"], "65536 (cudaSuccess)");
+  EXPECT_EQ(m["memTotal"], std::to_string(512u << 20));
+  EXPECT_EQ(m["memFree"], std::to_string((512u << 20) - (8u << 20)));  // less the device heap
+  EXPECT_EQ(m["printfFifo"], std::to_string(1u << 20));
+  EXPECT_EQ(m["mallocHeap"], std::to_string(8u << 20));
+  EXPECT_EQ(m["setPrintfFifo2M"], "cudaSuccess");
+  EXPECT_EQ(m["malloc1M"], "cudaSuccess");
+
+  r = run({QGPU_CLI_BIN, "run", "--backend", "interpreter-model", "--", program("device_query")});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  m = lines(r.out);
+  EXPECT_EQ(m["totalGlobalMem"], "16384");
+  EXPECT_EQ(m["sharedMemPerBlock"], "4096");
+  EXPECT_EQ(m["sharedMemPerBlockOptin"], "4096");
+  EXPECT_EQ(m["maxThreadsPerBlock"], "256");
+  EXPECT_EQ(m["maxThreadsDim"], "256,256,64");
+  EXPECT_EQ(m["maxGridSize"], "64,64,64");
+  EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "256 (cudaSuccess)");
+  EXPECT_EQ(m["memTotal"], "16384");
+  EXPECT_EQ(m["memFree"], "16384");
+  EXPECT_EQ(m["printfFifo"], "1024");
+  EXPECT_EQ(m["mallocHeap"], "0");
+  EXPECT_EQ(m["setPrintfFifo2M"], "cudaErrorUnsupportedLimit");
+  EXPECT_EQ(m["malloc1M"], "cudaErrorMemoryAllocation");
+  EXPECT_NE(r.err.find("--backend interpreter"), std::string::npos) << r.err;
 }

@@ -28,7 +28,7 @@ namespace {
 struct RunOptions {
   std::string backend = "model";
   bool check = false, stats = false, dense = false, no_memo = false;
-  std::string model_dir, dump_tokens, daemon_log;
+  std::string model_dir, dump_tokens, daemon_log, device_memory;
   uint64_t max_tokens = 0;  // 0: the daemon's default
   std::vector<std::string> command;
 };
@@ -88,8 +88,12 @@ std::vector<std::string> backend_args(const RunOptions& o) {
                                std::pair{o.max_tokens > 0, "--max-tokens"}})
       if (given) throw std::runtime_error(std::string(flag) + " needs the model backend; --backend " + o.backend + " was given");
     if (!o.dump_tokens.empty()) args.insert(args.end(), {"--dump-tokens", fs::absolute(o.dump_tokens).string()});
+    if (!o.device_memory.empty()) args.insert(args.end(), {"--device-memory", o.device_memory});
     return args;
   }
+  if (!o.device_memory.empty())
+    throw std::runtime_error("--device-memory sizes the interpreter's CUDA-sized device; the model's device is fixed "
+                             "(use --backend interpreter)");
   std::string dir = o.model_dir;
   if (dir.empty()) {
     dir = qgpu::gpu::default_model_dir();
@@ -226,6 +230,9 @@ qgpu::cli::Register reg("run", [](CLI::App& app) {
                   "append one line per launch to FILE: the prompt ids, ' | ', the generated ids (model and model-trace backends)");
   sub->add_option("--max-tokens", o->max_tokens, "generated tokens per launch before cudaErrorLaunchTimeout (model backend)");
   sub->add_option("--daemon-log", o->daemon_log, "keep model_host's log in FILE");
+  sub->add_option("--device-memory", o->device_memory,
+                  "global memory of the interpreter backend's device, e.g. 512M or 3G (default: $QGPU_DEVICE_MEMORY, "
+                  "else 2G)");
   sub->add_option("command", o->command, "PROGRAM ARGS...")->required();
   sub->positionals_at_end();
   return [o] { return run(*o); };

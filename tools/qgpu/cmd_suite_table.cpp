@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <iostream>
 #include <regex>
 
@@ -109,8 +110,17 @@ qgpu::cli::Register reg("suite-table", [](CLI::App& app) {
               << (model ? " prompt tokens | generated tokens | model circuit |\n" : "\n")
               << "| --- | --- | --- | --- | --- | --- | --- |" << (model ? " --- | --- | --- |\n" : "\n");
     std::vector<std::string> notes;
+    // Samples too large for the model's device (samples/CMakeLists.txt).
+    std::set<std::string> interpreter_only;
+    std::ifstream only(d / "interpreter_only.txt");
+    for (std::string name; std::getline(only, name);)
+      if (!name.empty()) interpreter_only.insert(name);
     for (std::string name; std::getline(manifest, name);) {
       if (name.empty()) continue;
+      if (model && interpreter_only.count(name)) {
+        notes.push_back(name + ": interpreter only (too large for the model's device)");
+        continue;
+      }
       Row row;
       row.name = name;
       lower_sample(d, row, *block, model);

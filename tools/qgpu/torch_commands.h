@@ -27,7 +27,12 @@ inline constexpr TorchCommand kMerge{"merge", "Put a compiled circuit's layers i
 inline constexpr TorchCommand kTextKl{"text-kl",
                                       "Merge a circuit with a base and measure the next-token KL between them on text"};
 
-inline constexpr TorchCommand kTorchCommands[] = {kBuildModel, kChat, kChatEval, kLogits, kMakeBase, kMerge, kTextKl};
+inline constexpr TorchCommand kTokenize{"tokenize",
+                                        "Encode a text with a tokenizer.json (a merged model's names its circuit "
+                                        "tokens); print ids and pieces, or decode ids"};
+
+inline constexpr TorchCommand kTorchCommands[] = {kBuildModel, kChat,  kChatEval, kLogits,
+                                                  kMakeBase,   kMerge, kTextKl,   kTokenize};
 
 // The directory of the running program (build/bin: qgpu, qgpu-torch,
 // model_host).

@@ -53,6 +53,10 @@ class Connection {
   void copy(uint64_t dst, uint64_t src, uint64_t size);
   void memset(uint64_t addr, uint8_t value, uint64_t size);
   void mem_info(uint64_t* free_bytes, uint64_t* total_bytes);
+  // Sets (or with proto::kQueryLimit reads) the session's printf FIFO or
+  // device heap size (proto::kLimitPrintfFifo, kLimitMallocHeap); returns the
+  // value now in force.
+  uint64_t limit(uint32_t which, uint64_t value);
   proto::ModuleImage load_module(const std::string& ptx);
   void unload_module(uint32_t module);
   // Fails (throws) only when the request could not be served; the kernel's

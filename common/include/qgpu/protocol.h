@@ -18,7 +18,7 @@
 namespace qgpu::proto {
 
 constexpr uint32_t kMagic = 0x57504751;  // "QGPW" read as little-endian bytes
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;
 
 // Bounds every receiver enforces before trusting a length.
 constexpr uint64_t kMaxBody = 64ull << 20;      // one body frame
@@ -43,7 +43,13 @@ enum class Type : uint16_t {
   ScratchWrite = 14, // u64 offset, bulk                    -> -
   ScratchRead = 15,  // u64 offset, u64 size                -> bulk
   Stats = 16,        // -                                   -> DaemonStats
+  Limit = 17,        // u32 limit, u64 value (kQueryLimit: query) -> u64 value
 };
+
+// Limit's `limit`: cudaLimitPrintfFifoSize and cudaLimitMallocHeapSize, as
+// the CUDA runtime numbers them.
+constexpr uint32_t kLimitPrintfFifo = 1, kLimitMallocHeap = 2;
+constexpr uint64_t kQueryLimit = UINT64_MAX;
 const char* type_name(Type t);
 bool known_type(uint16_t t);
 
@@ -113,10 +119,13 @@ struct DeviceInfo {
   std::string backend;      // "interpreter" or "model"
   std::string device_name;  // e.g. "qgpu (interpreter)"
   uint32_t lanes = 0, warp_size = 0, registers = 0, rom_blocks = 0;
-  uint64_t global_base = 0;
-  uint32_t global_bytes = 0, shared_bytes_per_cta = 0, max_threads_per_cta = 0,
-           max_ctas_per_grid = 0;
+  uint64_t global_base = 0, global_bytes = 0;
+  uint32_t shared_bytes_per_cta = 0, shared_optin_bytes_per_cta = 0, max_threads_per_cta = 0;
+  uint64_t max_ctas_per_grid = 0;
   uint32_t max_grid[3] = {0, 0, 0}, max_block[3] = {0, 0, 0};
+  uint32_t param_bytes = 0, const_bytes = 0, local_bytes_per_thread = 0;
+  uint64_t printf_fifo_bytes = 0, heap_bytes = 0;  // the limits' values at start
+  uint32_t limits_settable = 0;                    // 1: Limit may change them
 };
 void encode(Writer& w, const DeviceInfo& d);
 DeviceInfo decode_device_info(Reader& r);

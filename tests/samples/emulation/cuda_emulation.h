@@ -388,6 +388,20 @@ inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned s) {
 inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned s) {
   return (unsigned)(((uint64_t)hi << 32 | lo) >> (s < 32 ? s : 32));
 }
+// f32 with one rounding per operation, to nearest even (the float_* samples;
+// the emulated programs are compiled with -ffp-contract=off).
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline int __float_as_int(float x) {
+  int i;
+  memcpy(&i, &x, 4);
+  return i;
+}
 inline int __mulhi(int a, int b) { return (int)((long long)a * b >> 32); }
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)((uint64_t)a * b >> 32); }
 inline long long __mul64hi(long long a, long long b) { return (long long)((__int128)a * b >> 64); }

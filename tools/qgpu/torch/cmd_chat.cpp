@@ -55,7 +55,8 @@ int run_chat(const ChatArgs& a) {
   } else {
     source = std::make_unique<chat::GreedySource>();
   }
-  std::cerr << "qgpu chat: " << a.mode << " mode; one message per line, end with EOF\n";
+  std::cerr << "qgpu chat: " << a.mode << " mode; ids from " << cm.tokenizer->text_vocab_size()
+            << " on (circuit tokens, not text) are masked at text positions; one message per line, end with EOF\n";
   std::string line;
   while (std::cout << "user> " << std::flush, std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -75,19 +76,6 @@ struct EvalArgs : ModelArgs {
   bool scripted = false;
   int limit = -1, advanced_limit = -1;
 };
-
-// Whether `text` holds `answer` as a whole number or list.
-bool contains_answer(const std::string& text, const std::string& answer) {
-  size_t at = 0;
-  while ((at = text.find(answer, at)) != std::string::npos) {
-    const bool left = at == 0 || !(std::isdigit(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '-');
-    const size_t end = at + answer.size();
-    const bool right = end >= text.size() || !std::isdigit(static_cast<unsigned char>(text[end]));
-    if (left && right) return true;
-    ++at;
-  }
-  return false;
-}
 
 int run_eval(const EvalArgs& a) {
   std::ifstream in(a.fixture);
@@ -110,16 +98,8 @@ int run_eval(const EvalArgs& a) {
       if (a.scripted) source = std::make_unique<chat::ScriptedSource>(*cm.tokenizer, std::vector<std::string>{it.at("reference").get<std::string>()});
       else source = std::make_unique<chat::GreedySource>();
       chat::Reply r = session.ask(it.at("question"), *source);
-      bool ok = false;
-      if (mode == 0) {
-        ok = r.kernel_runs > 0 && contains_answer(r.text, it.at("answer").get<std::string>());
-      } else {
-        const auto expect = it.at("expect").get<std::vector<int32_t>>();
-        for (const auto& run : r.runs)
-          if (run.ok && run.values.size() >= expect.size() &&
-              std::equal(expect.begin(), expect.end(), run.values.begin()))
-            ok = true;
-      }
+      const bool ok = mode == 0 ? chat::normal_item_passes(r, it.at("answer").get<std::string>())
+                                : chat::advanced_item_passes(r, it.at("expect").get<std::vector<int32_t>>());
       ++total[mode];
       score[mode] += ok;
       std::string shown = r.text;

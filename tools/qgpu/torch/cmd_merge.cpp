@@ -58,7 +58,7 @@ struct TextKlArgs {
   std::string base, circuit;
   chat::BaseSpec spec;
   int sequences = 4, length = 64;
-  bool synthetic = false;
+  bool synthetic = false, head_only = false;
 };
 
 int run_text_kl(const TextKlArgs& a) {
@@ -68,17 +68,43 @@ int run_text_kl(const TextKlArgs& a) {
   std::cerr << "qgpu text-kl: base of " << base.text.config.num_hidden_layers << " layers, vocabulary " << Vb << " ("
             << seconds_since(t0) << " s)\n";
   const auto seqs = chat::random_text(a.sequences, a.length, std::min<int64_t>(Vb, 248320), 7);
-  std::vector<torch::Tensor> ref;
+  std::vector<torch::Tensor> ref, finals;  // finals: the base's final hidden states (--head-only)
   {
     qwen::Model bm(base.text, qwen::Exec::Sparse);
-    ref = chat::sequence_logits(bm, seqs);
+    for (const auto& s : seqs) {
+      qwen::State st = bm.new_state();
+      qwen::Outputs o = bm.forward(st, s, {static_cast<int>(base.text.config.num_hidden_layers)});
+      ref.push_back(o.logits);
+      if (a.head_only) {
+        const torch::Tensor x = o.residuals.at(0);
+        finals.push_back(x * torch::rsqrt(x.pow(2).mean(1, true) + base.text.config.rms_norm_eps) *
+                         (1 + base.text.tensors.at("norm.weight")));
+      }
+    }
   }
   std::cerr << "qgpu text-kl: base logits (" << seconds_since(t0) << " s)\n";
   cli::CircuitModel circuit = cli::load_circuit(a.circuit);
   chat::Merged m = chat::merge(base, std::move(circuit.checkpoint), std::move(circuit.layout));
-  std::cout << m.report.text();
+  std::cout << m.report.text() << std::flush;
+  base = {};  // only the merged model from here on
   std::vector<torch::Tensor> got;
-  {
+  if (a.head_only) {
+    // The merged LM head's rows past the base's times the base's final states
+    // (what the merged model's head reads at a text position, the muting
+    // being exact); the base's own logits for the base ids.
+    torch::Tensor head = m.model.text.tensors.at("lm_head.weight");
+    m.model.text.tensors.clear();  // only the head from here on
+    if (head.is_sparse()) head = head.to_dense();
+    const int64_t V = head.size(0);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      std::vector<torch::Tensor> parts{ref[i]};
+      for (int64_t r = Vb; r < V; r += 65536)
+        parts.push_back(finals[i].matmul(head.narrow(0, r, std::min<int64_t>(65536, V - r)).t()));
+      got.push_back(torch::cat(parts, 1));
+    }
+    std::cout << "(--head-only: logits past the base's from the merged LM head and the base's final states; the "
+                 "merged model was not run)\n";
+  } else {
     qwen::Model mm(m.model.text, qwen::Exec::Sparse);
     got = chat::sequence_logits(mm, seqs);
   }
@@ -127,6 +153,9 @@ cli::Register reg_kl(cli::kTextKl.name, [](CLI::App& app) {
   add_spec(sub, a->spec);
   sub->add_option("--sequences", a->sequences, "random text sequences");
   sub->add_option("--length", a->length, "tokens per sequence");
+  sub->add_flag("--head-only", a->head_only,
+                "do not run the merged model (it needs about 24 GB at the full vocabulary): the logits past the "
+                "base's from the merged LM head times the base's final states; base ids as the base's");
   return [a] {
     if (a->synthetic == !a->base.empty()) throw CLI::ValidationError("text-kl", "give exactly one of --base and --synthetic");
     return run_text_kl(*a);

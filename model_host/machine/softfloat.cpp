@@ -1,0 +1,1019 @@
+// Software floating point (docs/isa.md, section 11): every f32 operation as a
+// branch-free sequence of 32-bit integer operations.
+//
+// Notation.  An f32 value is unpacked into its sign bit s (0 or 0x80000000),
+// its magnitude bits |x|, its exponent field ex and its significand: 24 bits
+// with the implicit bit for a normal number, the fraction for a subnormal
+// one, whose exponent counts as 1.  An exact intermediate result is carried
+// as (s, e, m, st): m a 32-bit significand with its leading 1 at bit 31, e a
+// signed exponent such that the value is m / 2^31 * 2^(e - 127), and st a
+// sticky bit for any nonzero bits below m.  round_pack() rounds that to f32.
+// The machine's shifts by 32 or more give 0 (docs/isa.md, section 3.1), which
+// the sequences rely on for their boundary cases.
+#include "model_host/machine/softfloat.h"
+
+#include <array>
+
+namespace qgpu::machine::softfloat {
+namespace {
+
+Operand K(uint32_t v) { return Operand::k(v); }
+constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u, kSign = 0x80000000u, kAbs = 0x7FFFFFFFu;
+// q(f) = (2^f - 1) / f on [0, 1), interpolated at the 7 Chebyshev nodes, in
+// 0.32 fixed point: 1 + f q(f) is within 2^-33 of 2^f (relative).
+constexpr uint32_t kEx2Poly[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
+
+}  // namespace
+
+Operand Gen::e(Op o, Operand a, Operand b, Operand c) {
+  const int n = op_info(o).arity;
+  if (a.imm && (n < 2 || b.imm) && (n < 3 || c.imm)) return K(eval_alu(o, a.v, b.v, c.v));
+  if (o == Op::SEL && a.imm) return a.v ? b : c;
+  return emit_(o, a, b, c);
+}
+
+// A subnormal (magnitude below 2^-126) becomes zero of its sign.
+Operand Gen::flush(Operand x) {
+  return e(Op::SEL, e(Op::SLTU, e(Op::AND, x, K(kAbs)), K(0x800000)), e(Op::AND, x, K(kSign)), x);
+}
+
+// The significand of |x| with exponent field ex: the implicit bit when ex != 0.
+Operand Gen::sig_of(Operand abs, Operand ex) {
+  return e(Op::SEL, ex, e(Op::OR, e(Op::AND, abs, K(0x7FFFFF)), K(0x800000)), abs);
+}
+
+Operand Gen::saturate(Operand x) {
+  x = e(Op::SEL, e(Op::SLTU, K(kInf), e(Op::AND, x, K(kAbs))), K(0), x);  // NaN -> +0
+  x = e(Op::SEL, e(Op::SLT, x, K(0)), K(0), x);                            // negative, -0 included -> +0
+  return e(Op::MINU, x, K(0x3F800000u));                                   // above 1 -> 1
+}
+
+// (s, ex, m, st) rounded to f32.  A result below 2^-126 is shifted right into
+// the subnormal range first (its lost bits join the sticky bit), so that the
+// exponent field of the packed word is max(ex, 1) - 1 and the significand's
+// implicit bit, added to it, makes it ex (or 1 when a subnormal rounds up to
+// the smallest normal).  A carry of the rounding increment out of the
+// significand likewise increments the exponent; reaching 0x7F800000 is
+// overflow.
+Operand Gen::round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz) {
+  Operand sh = e(Op::MAX, e(Op::SUB, K(1), ex), K(0));
+  Operand mt = e(Op::SHR, m, sh);
+  st = e(Op::OR, st, e(Op::SNE, e(Op::SHL, mt, sh), m));
+  Operand eb = e(Op::MIN, e(Op::SUB, e(Op::MAX, ex, K(1)), K(1)), K(255));
+  Operand base = e(Op::ADD, e(Op::SHL, eb, K(23)), e(Op::SHR, mt, K(8)));
+  Operand rest = e(Op::AND, mt, K(0xFF));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: {  // round bit and (sticky or lsb): rest + (sticky | lsb) > 0x80
+      Operand lsb = e(Op::AND, e(Op::SHR, mt, K(8)), K(1));
+      inc = e(Op::SLTU, K(0x80), e(Op::ADD, rest, e(Op::OR, st, lsb)));
+      break;
+    }
+    case Round::Rz: break;
+    case Round::Rm:
+    case Round::Rp: {
+      Operand inexact = e(Op::SNE, e(Op::OR, rest, st), K(0));
+      Operand neg = e(Op::SHR, s, K(31));
+      inc = e(Op::AND, inexact, r == Round::Rm ? neg : e(Op::XOR, neg, K(1)));
+      break;
+    }
+  }
+  Operand res = e(Op::ADD, base, inc);
+  Operand ovf_val;
+  switch (r) {
+    case Round::Rn: ovf_val = K(kInf); break;
+    case Round::Rz: ovf_val = K(0x7F7FFFFFu); break;
+    case Round::Rm: ovf_val = e(Op::SEL, s, K(kInf), K(0x7F7FFFFFu)); break;
+    case Round::Rp: ovf_val = e(Op::SEL, s, K(0x7F7FFFFFu), K(kInf)); break;
+  }
+  res = e(Op::SEL, e(Op::SLEU, K(kInf), res), ovf_val, res);
+  res = e(Op::SEL, m, res, K(0));
+  if (ftz) res = e(Op::SEL, e(Op::SLTU, res, K(0x800000)), K(0), res);
+  return e(Op::OR, res, s);
+}
+
+// a + b: the operands ordered by magnitude (B >= S), S's significand shifted
+// right by the exponent difference with a sticky bit, then added or, for
+// operands of opposite signs, subtracted.  Both significands sit at bits
+// 30..7, leaving a carry bit and seven guard bits.  With a sticky bit the
+// subtraction takes one more unit off (the exact difference lies strictly
+// between that and the next integer, and the sticky bit says so); that only
+// happens for an exponent difference of 2 or more, where the result needs a
+// normalising shift of at most 2, so the sticky bits stay below the round
+// bit.  An exact zero difference is +0 (-0 rounding down).
+Operand Gen::add(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs));
+  Operand swap = e(Op::SLTU, absa, absb);
+  Operand big = e(Op::SEL, swap, b, a);
+  Operand absB = e(Op::MAXU, absa, absb), absS = e(Op::MINU, absa, absb);
+  Operand sB = e(Op::AND, big, K(kSign));
+  Operand subtract = e(Op::SHR, e(Op::XOR, a, b), K(31));
+  Operand exB = e(Op::SHR, absB, K(23)), exS = e(Op::SHR, absS, K(23));
+  Operand mB = e(Op::SHL, sig_of(absB, exB), K(7)), mS = e(Op::SHL, sig_of(absS, exS), K(7));
+  Operand eB = e(Op::MAX, exB, K(1));
+  Operand d = e(Op::SUB, eB, e(Op::MAX, exS, K(1)));
+  Operand mSs = e(Op::SHR, mS, d);
+  Operand st = e(Op::SNE, e(Op::SHL, mSs, d), mS);
+  Operand v = e(Op::SEL, subtract, e(Op::SUB, e(Op::SUB, mB, mSs), st), e(Op::ADD, mB, mSs));
+  Operand n = e(Op::CLZ, v);
+  Operand m = e(Op::SHL, v, n);
+  Operand ex = e(Op::SUB, e(Op::ADD, eB, K(1)), n);
+  Operand s = e(Op::SEL, e(Op::AND, subtract, e(Op::SEQ, v, K(0))), K(r == Round::Rm ? kSign : 0), sB);
+  Operand res = round_pack(s, ex, m, st, r, ftz);
+  // B infinite or NaN: B, or NaN for a NaN or inf - inf.
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), absB), e(Op::AND, subtract, e(Op::SEQ, absS, K(kInf))));
+  res = e(Op::SEL, e(Op::SLEU, K(kInf), absB), big, res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+Operand Gen::sub(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  return add(a, e(Op::XOR, b, K(kSign)), r, ftz, sat);
+}
+
+// a * b: subnormal significands normalised (leading 1 at bit 31, exponent
+// lowered by the shift), the 64-bit product from mul and mulhu, its top word
+// normalised (the product's leading 1 is at bit 62 or 63), the rest sticky.
+Operand Gen::mul(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand s = e(Op::AND, e(Op::XOR, a, b), K(kSign));
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs));
+  Operand exa = e(Op::SHR, absa, K(23)), exb = e(Op::SHR, absb, K(23));
+  Operand sa = sig_of(absa, exa), sb = sig_of(absb, exb);
+  Operand za = e(Op::CLZ, sa), zb = e(Op::CLZ, sb);
+  Operand A = e(Op::SHL, sa, za), B = e(Op::SHL, sb, zb);
+  Operand hi = e(Op::MULHU, A, B), lo = e(Op::MUL, A, B);
+  Operand n = e(Op::CLZ, hi);
+  Operand m = e(Op::OR, e(Op::SHL, hi, n), e(Op::SHR, lo, e(Op::SUB, K(32), n)));
+  Operand st = e(Op::SNE, e(Op::SHL, lo, n), K(0));
+  // value = A/2^31 * 2^(ea - (za - 8) - 127) * B/2^31 * 2^(eb - (zb - 8) - 127)
+  Operand ex = e(Op::SUB, e(Op::SUB, e(Op::ADD, e(Op::MAX, exa, K(1)), e(Op::MAX, exb, K(1))), e(Op::ADD, za, zb)),
+                 e(Op::ADD, n, K(110)));
+  Operand res = round_pack(s, ex, m, st, r, ftz);
+  Operand hi_abs = e(Op::MAXU, absa, absb);
+  Operand inf = e(Op::SEQ, hi_abs, K(kInf));  // an infinite operand and no NaN
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), hi_abs), e(Op::AND, inf, e(Op::SEQ, e(Op::MINU, absa, absb), K(0))));
+  res = e(Op::SEL, inf, e(Op::OR, s, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// a * b + c with one rounding: the exact product (48 bits) and c as 64-bit
+// significands (hi, lo) with their leading 1 at bit 62 and exponents Ep, Ec
+// (value M / 2^62 * 2^(E - 127); a zero gets E = -1000), ordered by (E, M),
+// the smaller shifted right with a sticky bit, added or subtracted (two's
+// complement with the sticky borrow, as in add()), normalised to bit 63, and
+// the top word rounded with the rest as sticky.  The product has at least 14
+// zero low bits and c 39, so a shift by 0 or 1, where cancellation can be
+// massive, is exact.
+Operand Gen::fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b), c = flush(c);
+  Operand sp = e(Op::AND, e(Op::XOR, a, b), K(kSign)), sc = e(Op::AND, c, K(kSign));
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs)), absc = e(Op::AND, c, K(kAbs));
+  Operand exa = e(Op::SHR, absa, K(23)), exb = e(Op::SHR, absb, K(23)), exc = e(Op::SHR, absc, K(23));
+  Operand sa = sig_of(absa, exa), sb = sig_of(absb, exb), sgc = sig_of(absc, exc);
+  Operand za = e(Op::CLZ, sa), zb = e(Op::CLZ, sb), zc = e(Op::CLZ, sgc);
+  Operand A = e(Op::SHL, sa, za), B = e(Op::SHL, sb, zb);
+  Operand ph = e(Op::MULHU, A, B), pl = e(Op::MUL, A, B);
+  // Leading 1 of the product at bit 63 (t = 1) or 62: bring it to 62.
+  Operand t = e(Op::SHR, ph, K(31));
+  Operand Ph = e(Op::SHR, ph, t), Pl = e(Op::OR, e(Op::SHR, pl, t), e(Op::SHL, ph, e(Op::SUB, K(32), t)));
+  // value = (A*B)/2^62 * 2^(ea + eb - za - zb + 16 - 254) = P/2^62 * 2^(Ep - 127)
+  Operand Ep = e(Op::ADD, e(Op::SUB, e(Op::ADD, e(Op::MAX, exa, K(1)), e(Op::MAX, exb, K(1))), e(Op::ADD, za, zb)),
+                 e(Op::SUB, t, K(111)));
+  Ep = e(Op::SEL, ph, Ep, K(uint32_t(-1000)));
+  Operand C = e(Op::SHL, sgc, zc);
+  Operand Ch = e(Op::SHR, C, K(1)), Cl = e(Op::SHL, C, K(31));
+  Operand Ec = e(Op::SEL, C, e(Op::SUB, e(Op::MAX, exc, K(1)), e(Op::SUB, zc, K(8))), K(uint32_t(-1000)));
+  // Order: c is the bigger one when (Ec, C) > (Ep, P).
+  Operand lt_m = e(Op::OR, e(Op::SLTU, Ph, Ch), e(Op::AND, e(Op::SEQ, Ph, Ch), e(Op::SLTU, Pl, Cl)));
+  Operand cbig = e(Op::OR, e(Op::SLT, Ep, Ec), e(Op::AND, e(Op::SEQ, Ep, Ec), lt_m));
+  Operand Bh = e(Op::SEL, cbig, Ch, Ph), Bl = e(Op::SEL, cbig, Cl, Pl), EB = e(Op::SEL, cbig, Ec, Ep);
+  Operand Sh = e(Op::SEL, cbig, Ph, Ch), Sl = e(Op::SEL, cbig, Pl, Cl), ES = e(Op::SEL, cbig, Ep, Ec);
+  Operand sB = e(Op::SEL, cbig, sc, sp);
+  Operand d = e(Op::SUB, EB, ES);
+  // S >> d (64-bit) and the sticky bit of what it loses.
+  Operand Shs = e(Op::SHR, Sh, d);
+  Operand Sls = e(Op::OR, e(Op::OR, e(Op::SHR, Sl, d), e(Op::SHL, Sh, e(Op::SUB, K(32), d))),
+                  e(Op::SHR, Sh, e(Op::SUB, d, K(32))));
+  Operand lost_l = e(Op::SEL, e(Op::SLTU, K(32), d), Sl, e(Op::SHL, Sl, e(Op::SUB, K(32), d)));
+  Operand lost_h = e(Op::SEL, e(Op::SLTU, K(64), d), Sh, e(Op::SHL, Sh, e(Op::SUB, K(64), d)));
+  Operand st = e(Op::SNE, e(Op::OR, lost_l, lost_h), K(0));
+  // B + S or B - S - st (as B + ~S + 1 - st).
+  Operand subtract = e(Op::SHR, e(Op::XOR, sp, sc), K(31));
+  Operand Xl = e(Op::SEL, subtract, e(Op::XOR, Sls, K(~0u)), Sls);
+  Operand Xh = e(Op::SEL, subtract, e(Op::XOR, Shs, K(~0u)), Shs);
+  Operand cin = e(Op::AND, subtract, e(Op::XOR, st, K(1)));
+  Operand l1 = e(Op::ADD, Bl, Xl);
+  Operand l2 = e(Op::ADD, l1, cin);
+  Operand h = e(Op::ADD, e(Op::ADD, e(Op::ADD, Bh, Xh), e(Op::SLTU, l1, Bl)), e(Op::SLTU, l2, cin));
+  // Normalise (h, l2) to bit 63.
+  Operand hz = e(Op::SEQ, h, K(0));
+  Operand n = e(Op::SEL, hz, e(Op::ADD, e(Op::CLZ, l2), K(32)), e(Op::CLZ, h));
+  Operand m = e(Op::OR, e(Op::OR, e(Op::SHL, h, n), e(Op::SHR, l2, e(Op::SUB, K(32), n))),
+                e(Op::SHL, l2, e(Op::SUB, n, K(32))));
+  st = e(Op::OR, st, e(Op::SNE, e(Op::SHL, l2, n), K(0)));
+  Operand ex = e(Op::SUB, e(Op::ADD, EB, K(1)), n);
+  Operand zero = e(Op::AND, subtract, e(Op::AND, hz, e(Op::SEQ, l2, K(0))));
+  Operand s = e(Op::SEL, zero, K(r == Round::Rm ? kSign : 0), sB);
+  Operand res = round_pack(s, ex, m, st, r, ftz);
+  // Infinities and NaNs.
+  Operand absab = e(Op::MAXU, absa, absb);
+  Operand pinf = e(Op::SEQ, absab, K(kInf));
+  Operand cinf = e(Op::SEQ, absc, K(kInf));
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), e(Op::MAXU, absab, absc)),
+                  e(Op::AND, pinf, e(Op::OR, e(Op::SEQ, e(Op::MINU, absa, absb), K(0)), e(Op::AND, cinf, subtract))));
+  res = e(Op::SEL, cinf, c, res);
+  res = e(Op::SEL, pinf, e(Op::OR, sp, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// a / b: significands normalised to [2^23, 2^24), a's doubled when below b's
+// so the quotient lies in [1, 2); 25 steps of restoring division give its
+// 24 bits and the round bit, the remainder the sticky bit.
+Operand Gen::div(Operand a, Operand b, Round r, bool ftz, bool sat) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand s = e(Op::AND, e(Op::XOR, a, b), K(kSign));
+  Operand absa = e(Op::AND, a, K(kAbs)), absb = e(Op::AND, b, K(kAbs));
+  Operand exa = e(Op::SHR, absa, K(23)), exb = e(Op::SHR, absb, K(23));
+  Operand sa = sig_of(absa, exa), sb = sig_of(absb, exb);
+  Operand za = e(Op::SUB, e(Op::CLZ, sa), K(8)), zb = e(Op::SUB, e(Op::CLZ, sb), K(8));
+  Operand ma = e(Op::SHL, sa, za), mb = e(Op::SHL, sb, zb);
+  Operand lt = e(Op::SLTU, ma, mb);
+  Operand rem = e(Op::SHL, ma, lt);
+  Operand q = K(0);
+  for (int i = 0; i < 25; ++i) {
+    Operand ge = e(Op::SLEU, mb, rem);
+    rem = e(Op::SUB, rem, e(Op::SEL, ge, mb, K(0)));
+    q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
+    if (i < 24) rem = e(Op::SHL, rem, K(1));
+  }
+  // value = (ma / mb) * 2^(ea - za - eb + zb) = q / 2^24 * 2^(... - lt)
+  Operand ex = e(Op::ADD, e(Op::SUB, e(Op::SUB, e(Op::MAX, exa, K(1)), za), e(Op::SUB, e(Op::MAX, exb, K(1)), zb)),
+                 e(Op::SUB, K(127), lt));
+  Operand res = round_pack(s, ex, e(Op::SHL, q, K(7)), e(Op::SNE, rem, K(0)), r, ftz);
+  // Zeros, infinities and NaNs.
+  Operand za0 = e(Op::SEQ, absa, K(0)), zb0 = e(Op::SEQ, absb, K(0));
+  Operand ia = e(Op::SEQ, absa, K(kInf)), ib = e(Op::SEQ, absb, K(kInf));
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), e(Op::MAXU, absa, absb)),
+                  e(Op::OR, e(Op::AND, za0, zb0), e(Op::AND, ia, ib)));
+  res = e(Op::SEL, e(Op::OR, za0, ib), s, res);
+  res = e(Op::SEL, e(Op::OR, ia, zb0), e(Op::OR, s, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// 2^x: X = x * 2^32 with the magnitude truncated (64-bit two's complement),
+// n = X >> 32 = floor(x) for the integer part and F = X mod 2^32 for the
+// fraction f in [0, 1); 2^f = 1 + f * q(f), q of degree 6 in Horner form
+// with mulhu (every coefficient below 1, unsigned 0.32 fixed point), and the
+// result 1.F' * 2^n rounded to nearest.
+Operand Gen::ex2(Operand a, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand s = e(Op::SUB, e(Op::MAX, ex, K(1)), K(118));  // |X| = sg * 2^s
+  Operand lo = e(Op::SEL, e(Op::SLT, s, K(0)), e(Op::SHR, sg, e(Op::SUB, K(0), s)), e(Op::SHL, sg, s));
+  Operand hi = e(Op::SHR, sg, e(Op::SUB, K(32), s));
+  Operand neg = e(Op::SLT, a, K(0));
+  Operand nlo = e(Op::SUB, K(0), lo), nhi = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+  Operand F = e(Op::SEL, neg, nlo, lo), n = e(Op::SEL, neg, nhi, hi);
+  Operand t = K(kEx2Poly[6]);
+  for (int i = 5; i >= 0; --i) t = e(Op::ADD, e(Op::MULHU, t, F), K(kEx2Poly[i]));
+  Operand pf = e(Op::MULHU, t, F);  // f * q(f) in [0, 1)
+  Operand m = e(Op::OR, e(Op::SHR, pf, K(1)), K(kSign));
+  Operand res = round_pack(K(0), e(Op::ADD, n, K(127)), m, e(Op::AND, pf, K(1)), Round::Rn, ftz);
+  // |x| >= 256 (infinities included): +inf or +0; NaN.
+  Operand big = e(Op::SLTU, K(134), ex);
+  res = e(Op::SEL, big, e(Op::SEL, neg, K(0), K(kInf)), res);
+  return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
+}
+
+// sqrt(a): the significand normalised, doubled when the unbiased exponent
+// is odd, then the integer square root of m * 2^25 (a 25-bit root: 24 bits
+// and the round bit) digit by digit, two bits of the radicand a step; the
+// remainder gives the sticky bit.  -0 stays -0; other negatives are NaN.
+Operand Gen::sqrt(Operand a, Round r, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand z = e(Op::SUB, e(Op::CLZ, sg), K(8));
+  Operand m = e(Op::SHL, sg, z);
+  Operand E = e(Op::SUB, e(Op::SUB, e(Op::MAX, ex, K(1)), z), K(127));  // unbiased exponent
+  Operand odd = e(Op::AND, E, K(1));
+  m = e(Op::SHL, m, odd);
+  E = e(Op::SUB, E, odd);
+  Operand rem = K(0), q = K(0);
+  for (int i = 24; i >= 0; --i) {
+    // Bits 2i+1, 2i of m * 2^25.
+    Operand pair = 2 * i - 25 >= 0 ? e(Op::AND, e(Op::SHR, m, K(uint32_t(2 * i - 25))), K(3))
+                   : 2 * i - 25 == -1 ? e(Op::AND, e(Op::SHL, m, K(1)), K(2))
+                                      : K(0);
+    rem = e(Op::OR, e(Op::SHL, rem, K(2)), pair);
+    Operand t = e(Op::OR, e(Op::SHL, q, K(2)), K(1));
+    Operand ge = e(Op::SLEU, t, rem);
+    rem = e(Op::SUB, rem, e(Op::SEL, ge, t, K(0)));
+    q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
+  }
+  Operand res = round_pack(K(0), e(Op::ADD, e(Op::SAR, E, K(1)), K(127)), e(Op::SHL, q, K(7)),
+                           e(Op::SNE, rem, K(0)), r, ftz);
+  res = e(Op::SEL, abs, res, a);                                  // +-0
+  res = e(Op::SEL, e(Op::SEQ, a, K(kInf)), K(kInf), res);         // +inf
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), abs), e(Op::AND, e(Op::SLT, a, K(0)), e(Op::SNE, abs, K(0))));
+  return e(Op::SEL, nan, K(kNaN), res);
+}
+
+// min/max order the values by a key that is the signed order of the floats
+// with -0 below +0: negative values get their magnitude bits inverted.  A NaN
+// operand gives the other one; two NaNs the canonical NaN.
+Operand Gen::min(Operand a, Operand b, bool ftz) {
+  if (ftz) a = flush(a), b = flush(b);
+  auto key = [&](Operand x) { return e(Op::SEL, e(Op::SLT, x, K(0)), e(Op::XOR, x, K(kAbs)), x); };
+  Operand res = e(Op::SEL, e(Op::SLT, key(b), key(a)), b, a);
+  Operand na = e(Op::SLTU, K(kInf), e(Op::AND, a, K(kAbs))), nb = e(Op::SLTU, K(kInf), e(Op::AND, b, K(kAbs)));
+  res = e(Op::SEL, na, b, res);
+  res = e(Op::SEL, nb, a, res);
+  return e(Op::SEL, e(Op::AND, na, nb), K(kNaN), res);
+}
+Operand Gen::max(Operand a, Operand b, bool ftz) {
+  if (ftz) a = flush(a), b = flush(b);
+  auto key = [&](Operand x) { return e(Op::SEL, e(Op::SLT, x, K(0)), e(Op::XOR, x, K(kAbs)), x); };
+  Operand res = e(Op::SEL, e(Op::SLT, key(a), key(b)), b, a);
+  Operand na = e(Op::SLTU, K(kInf), e(Op::AND, a, K(kAbs))), nb = e(Op::SLTU, K(kInf), e(Op::AND, b, K(kAbs)));
+  res = e(Op::SEL, na, b, res);
+  res = e(Op::SEL, nb, a, res);
+  return e(Op::SEL, e(Op::AND, na, nb), K(kNaN), res);
+}
+Operand Gen::abs(Operand a, bool ftz) { return e(Op::AND, ftz ? flush(a) : a, K(kAbs)); }
+Operand Gen::neg(Operand a, bool ftz) { return e(Op::XOR, ftz ? flush(a) : a, K(kSign)); }
+Operand Gen::copysign(Operand a, Operand b) {
+  return e(Op::OR, e(Op::AND, b, K(kAbs)), e(Op::AND, a, K(kSign)));
+}
+
+Operand Gen::testp(int kind, Operand a) {
+  Operand x = e(Op::AND, a, K(kAbs));
+  switch (kind) {
+    case 1: return e(Op::SLTU, x, K(kInf));
+    case 2: return e(Op::SEQ, x, K(kInf));
+    case 3: return e(Op::SLEU, x, K(kInf));
+    case 4: return e(Op::SLTU, K(kInf), x);
+    case 5: return e(Op::SLTU, e(Op::SUB, x, K(0x800000)), K(kInf - 0x800000));
+    case 6: return e(Op::SLTU, e(Op::SUB, x, K(1)), K(0x7FFFFF));
+    default: return K(0);
+  }
+}
+
+// Comparisons: the signed order of keys where a negative value is minus its
+// magnitude (so -0 == +0), and unordered when either operand is a NaN.
+Operand Gen::compare(ptx::Cmp c, Operand a, Operand b, bool ftz) {
+  if (ftz) a = flush(a), b = flush(b);
+  Operand un = e(Op::SLTU, K(kInf), e(Op::MAXU, e(Op::AND, a, K(kAbs)), e(Op::AND, b, K(kAbs))));
+  if (c == ptx::Cmp::Nan) return un;
+  if (c == ptx::Cmp::Num) return e(Op::XOR, un, K(1));
+  auto key = [&](Operand x) { return e(Op::SEL, e(Op::SLT, x, K(0)), e(Op::SUB, K(kSign), x), x); };
+  Operand ka = key(a), kb = key(b);
+  Operand r;
+  bool unordered = false;
+  switch (c) {
+    case ptx::Cmp::Equ: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Eq: r = e(Op::SEQ, ka, kb); break;
+    case ptx::Cmp::Neu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ne: r = e(Op::SNE, ka, kb); break;
+    case ptx::Cmp::Ltu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Lt: r = e(Op::SLT, ka, kb); break;
+    case ptx::Cmp::Leu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Le: r = e(Op::SLE, ka, kb); break;
+    case ptx::Cmp::Gtu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Gt: r = e(Op::SLT, kb, ka); break;
+    case ptx::Cmp::Geu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ge: r = e(Op::SLE, kb, ka); break;
+    default: return K(0);
+  }
+  if (unordered) return e(Op::OR, r, un);
+  return e(Op::AND, r, e(Op::XOR, un, K(1)));
+}
+
+Operand Gen::from_int32(Operand v, bool is_signed, Round r) {
+  Operand s = is_signed ? e(Op::AND, v, K(kSign)) : K(0);
+  Operand mag = is_signed ? e(Op::SEL, s, e(Op::SUB, K(0), v), v) : v;
+  Operand n = e(Op::CLZ, mag);
+  // mag = (mag << n) / 2^31 * 2^(31 - n)
+  return round_pack(s, e(Op::SUB, K(158), n), e(Op::SHL, mag, n), K(0), r, false);
+}
+
+Operand Gen::from_int64(Operand lo, Operand hi, bool is_signed, Round r) {
+  Operand s = is_signed ? e(Op::AND, hi, K(kSign)) : K(0);
+  if (is_signed) {  // the magnitude: negate when negative
+    Operand nl = e(Op::SUB, K(0), lo);
+    Operand nh = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+    lo = e(Op::SEL, s, nl, lo);
+    hi = e(Op::SEL, s, nh, hi);
+  }
+  Operand hz = e(Op::SEQ, hi, K(0));
+  Operand n = e(Op::SEL, hz, e(Op::ADD, e(Op::CLZ, lo), K(32)), e(Op::CLZ, hi));
+  Operand m = e(Op::OR, e(Op::OR, e(Op::SHL, hi, n), e(Op::SHR, lo, e(Op::SUB, K(32), n))),
+                e(Op::SHL, lo, e(Op::SUB, n, K(32))));
+  Operand st = e(Op::SNE, e(Op::SHL, lo, n), K(0));
+  return round_pack(s, e(Op::SUB, K(190), n), m, st, r, false);
+}
+
+// |f| = m / 2^31 * 2^(ex - 127) with m = significand << 8: its integer part
+// is m >> (158 - ex), the next bit the round bit, the rest sticky.
+Operand Gen::to_int32(Operand f, bool is_signed, unsigned bits, Round r, bool ftz) {
+  if (ftz) f = flush(f);
+  Operand neg = e(Op::SHR, f, K(31));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand m = e(Op::SHL, sig_of(abs, ex), K(8));
+  Operand sh = e(Op::SUB, K(158), e(Op::MAX, ex, K(1)));
+  Operand ip = e(Op::SHR, m, sh);
+  Operand rb = e(Op::AND, e(Op::SHR, m, e(Op::SUB, sh, K(1))), K(1));
+  Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, m, K(0)),
+                 e(Op::SNE, e(Op::SHL, m, e(Op::SUB, K(33), sh)), K(0)));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+    case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+  }
+  Operand mag = e(Op::ADD, ip, inc);
+  Operand big = e(Op::SLT, K(158), ex);  // |f| >= 2^32, infinities and NaNs
+  Operand res;
+  if (is_signed) {
+    const uint32_t top = 1u << (bits - 1);
+    Operand pos = e(Op::SEL, e(Op::OR, big, e(Op::SLTU, K(top - 1), mag)), K(top - 1), mag);
+    Operand ng = e(Op::SEL, e(Op::OR, big, e(Op::SLTU, K(top), mag)), K(uint32_t(-int64_t(top))),
+                   e(Op::SUB, K(0), mag));
+    res = e(Op::SEL, neg, ng, pos);
+  } else {
+    const uint32_t all = bits == 32 ? ~0u : (1u << bits) - 1;
+    Operand pos = e(Op::SEL, e(Op::OR, big, e(Op::SLTU, K(all), mag)), K(all), mag);
+    res = e(Op::SEL, neg, K(0), pos);
+  }
+  return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(0), res);
+}
+
+// Up to 2^32 as to_int32's magnitude; above, the significand shifted left
+// (exact); then the sign and saturation.
+std::pair<Operand, Operand> Gen::to_int64(Operand f, bool is_signed, Round r, bool ftz) {
+  if (ftz) f = flush(f);
+  Operand neg = e(Op::SHR, f, K(31));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand m = e(Op::SHL, sig_of(abs, ex), K(8));
+  Operand sh = e(Op::SUB, K(158), e(Op::MAX, ex, K(1)));
+  Operand ip = e(Op::SHR, m, sh);
+  Operand rb = e(Op::AND, e(Op::SHR, m, e(Op::SUB, sh, K(1))), K(1));
+  Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, m, K(0)),
+                 e(Op::SNE, e(Op::SHL, m, e(Op::SUB, K(33), sh)), K(0)));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+    case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+  }
+  Operand small = e(Op::ADD, ip, inc);  // below 2^31 unless sh = 0, where nothing rounds
+  Operand k = e(Op::SUB, ex, K(158));   // the left shift when ex > 158
+  Operand big_hi = e(Op::OR, e(Op::SHR, m, e(Op::SUB, K(32), k)), e(Op::SHL, m, e(Op::SUB, k, K(32))));
+  Operand big_lo = e(Op::SHL, m, k);
+  Operand is_big = e(Op::SLT, K(158), ex);
+  Operand hi = e(Op::SEL, is_big, big_hi, K(0)), lo = e(Op::SEL, is_big, big_lo, small);
+  Operand nan = e(Op::SLTU, K(kInf), abs);
+  if (is_signed) {
+    Operand over = e(Op::SLT, K(189), ex);  // |f| >= 2^63
+    Operand nl = e(Op::SUB, K(0), lo), nh = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+    lo = e(Op::SEL, neg, nl, lo), hi = e(Op::SEL, neg, nh, hi);
+    lo = e(Op::SEL, over, e(Op::SEL, neg, K(0), K(~0u)), lo);
+    hi = e(Op::SEL, over, e(Op::SEL, neg, K(kSign), K(kAbs)), hi);
+  } else {
+    Operand over = e(Op::SLT, K(190), ex);  // |f| >= 2^64
+    lo = e(Op::SEL, over, K(~0u), lo), hi = e(Op::SEL, over, K(~0u), hi);
+    lo = e(Op::SEL, neg, K(0), lo), hi = e(Op::SEL, neg, K(0), hi);
+  }
+  return {e(Op::SEL, nan, K(0), lo), e(Op::SEL, nan, K(0), hi)};
+}
+
+// f32 to f64: the significand normalised (a subnormal f32 is a normal f64),
+// the exponent rebiased; the 23 fraction bits become the top of the 52.
+std::pair<Operand, Operand> Gen::to_f64(Operand f, bool ftz) {
+  if (ftz) f = flush(f);
+  Operand s = e(Op::AND, f, K(kSign));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand z = e(Op::SUB, e(Op::CLZ, sg), K(8));
+  Operand frac = e(Op::AND, e(Op::SHL, sg, z), K(0x7FFFFF));
+  Operand E = e(Op::ADD, e(Op::SUB, e(Op::MAX, ex, K(1)), z), K(1023 - 127));
+  Operand hi = e(Op::OR, e(Op::SHL, E, K(20)), e(Op::SHR, frac, K(3)));
+  Operand lo = e(Op::SHL, frac, K(29));
+  // Zero; infinity and NaN (exponent all ones, the payload's top bit set for a NaN).
+  Operand zero = e(Op::SEQ, abs, K(0)), special = e(Op::SLEU, K(kInf), abs);
+  Operand ffrac = e(Op::AND, abs, K(0x7FFFFF));
+  Operand shi = e(Op::OR, K(0x7FF00000u), e(Op::SHR, ffrac, K(3)));
+  shi = e(Op::SEL, ffrac, e(Op::OR, shi, K(0x00080000u)), shi);
+  hi = e(Op::SEL, special, shi, e(Op::SEL, zero, K(0), hi));
+  lo = e(Op::SEL, special, e(Op::SHL, ffrac, K(29)), e(Op::SEL, zero, K(0), lo));
+  return {lo, e(Op::OR, hi, s)};
+}
+
+// f64 to f32: the 53-bit significand's top 32 bits (leading 1 at bit 31)
+// and the rest as sticky; an f64 subnormal is far below the f32 range and
+// only rounds (to 0 or the smallest subnormal).
+Operand Gen::from_f64(Operand lo, Operand hi, Round r, bool ftz, bool sat) {
+  Operand s = e(Op::AND, hi, K(kSign));
+  Operand ahi = e(Op::AND, hi, K(kAbs));
+  Operand ex = e(Op::SHR, ahi, K(20));
+  Operand fh = e(Op::AND, ahi, K(0xFFFFF));
+  Operand m = e(Op::OR, e(Op::OR, e(Op::SHL, fh, K(11)), e(Op::SHR, lo, K(21))), K(kSign));
+  Operand st = e(Op::SNE, e(Op::SHL, lo, K(11)), K(0));
+  Operand nonzero = e(Op::OR, ahi, lo);
+  Operand ef = e(Op::SEL, ex, e(Op::SUB, ex, K(1023 - 127)), K(uint32_t(-2000)));
+  m = e(Op::SEL, nonzero, m, K(0));
+  Operand res = round_pack(s, ef, m, st, r, ftz);
+  Operand inf = e(Op::AND, e(Op::SEQ, ahi, K(0x7FF00000u)), e(Op::SEQ, lo, K(0)));
+  Operand nan = e(Op::OR, e(Op::SLTU, K(0x7FF00000u), ahi), e(Op::AND, e(Op::SEQ, ahi, K(0x7FF00000u)), e(Op::SNE, lo, K(0))));
+  res = e(Op::SEL, inf, e(Op::OR, s, K(kInf)), res);
+  res = e(Op::SEL, nan, K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// Below 2^23 the value is rounded as in to_int32 (an integer below 2^24,
+// converted back exactly, keeping the sign: -0.25 rounds to -0); from 2^23 on
+// it is integral already.
+Operand Gen::round_int(Operand f, bool integral, Round r, bool ftz, bool sat) {
+  if (ftz) f = flush(f);
+  Operand res = f;
+  Operand abs = e(Op::AND, f, K(kAbs));
+  if (integral) {
+    Operand s = e(Op::AND, f, K(kSign));
+    Operand neg = e(Op::SHR, f, K(31));
+    Operand ex = e(Op::SHR, abs, K(23));
+    Operand m = e(Op::SHL, sig_of(abs, ex), K(8));
+    Operand sh = e(Op::SUB, K(158), e(Op::MAX, ex, K(1)));  // >= 9 below 2^23
+    Operand ip = e(Op::SHR, m, sh);
+    Operand rb = e(Op::AND, e(Op::SHR, m, e(Op::SUB, sh, K(1))), K(1));
+    Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, m, K(0)),
+                   e(Op::SNE, e(Op::SHL, m, e(Op::SUB, K(33), sh)), K(0)));
+    Operand inc = K(0);
+    switch (r) {
+      case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip, K(1)))); break;
+      case Round::Rz: break;
+      case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+      case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+    }
+    Operand mag = e(Op::ADD, ip, inc);
+    Operand n = e(Op::CLZ, mag);
+    // mag = (mag << n) / 2^31 * 2^(31 - n): exponent field 158 - n, the implicit bit adding 1 to 157 - n.
+    Operand packed = e(Op::ADD, e(Op::SHL, e(Op::SUB, K(157), n), K(23)), e(Op::SHR, e(Op::SHL, mag, n), K(8)));
+    packed = e(Op::OR, e(Op::SEL, mag, packed, K(0)), s);
+    res = e(Op::SEL, e(Op::SLTU, abs, K(0x4B000000u)), packed, f);  // below 2^23
+  }
+  res = e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
+  return sat ? saturate(res) : res;
+}
+
+// ---- binary64 ---------------------------------------------------------------
+//
+// The same scheme on register pairs {lo, hi}: a significand with its leading
+// 1 at bit 63 and value m / 2^63 * 2^(e - 1023); eleven guard bits below the
+// 53 that are kept.
+
+Gen::W Gen::shl64(W x, Operand n) {
+  auto [l, h] = x;
+  return {e(Op::SHL, l, n), e(Op::OR, e(Op::OR, e(Op::SHL, h, n), e(Op::SHR, l, e(Op::SUB, K(32), n))),
+                              e(Op::SHL, l, e(Op::SUB, n, K(32))))};
+}
+Gen::W Gen::shr64(W x, Operand n) {
+  auto [l, h] = x;
+  return {e(Op::OR, e(Op::OR, e(Op::SHR, l, n), e(Op::SHL, h, e(Op::SUB, K(32), n))), e(Op::SHR, h, e(Op::SUB, n, K(32)))),
+          e(Op::SHR, h, n)};
+}
+// 1 when x >> n drops a nonzero bit.
+Operand Gen::shr64_lost(W x, Operand n) {
+  auto [l, h] = x;
+  Operand lost_l = e(Op::SEL, e(Op::SLTU, K(32), n), l, e(Op::SHL, l, e(Op::SUB, K(32), n)));
+  Operand lost_h = e(Op::SEL, e(Op::SLTU, K(64), n), h, e(Op::SHL, h, e(Op::SUB, K(64), n)));
+  return e(Op::SNE, e(Op::OR, lost_l, lost_h), K(0));
+}
+Operand Gen::clz64(W x) {
+  return e(Op::SEL, e(Op::SEQ, x.second, K(0)), e(Op::ADD, e(Op::CLZ, x.first), K(32)), e(Op::CLZ, x.second));
+}
+Operand Gen::nan64(W x) {
+  Operand ah = e(Op::AND, x.second, K(kAbs));
+  return e(Op::OR, e(Op::SLTU, K(0x7FF00000u), ah), e(Op::AND, e(Op::SEQ, ah, K(0x7FF00000u)), e(Op::SNE, x.first, K(0))));
+}
+
+Gen::W Gen::round_pack64(Operand s, Operand ex, W m, Operand st, Round r) {
+  Operand sh = e(Op::MAX, e(Op::SUB, K(1), ex), K(0));
+  st = e(Op::OR, st, shr64_lost(m, sh));
+  W mt = shr64(m, sh);
+  Operand eb = e(Op::MIN, e(Op::SUB, e(Op::MAX, ex, K(1)), K(1)), K(2047));
+  Operand blo = e(Op::OR, e(Op::SHR, mt.first, K(11)), e(Op::SHL, mt.second, K(21)));
+  Operand bhi = e(Op::ADD, e(Op::SHL, eb, K(20)), e(Op::SHR, mt.second, K(11)));
+  Operand rest = e(Op::AND, mt.first, K(0x7FF));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn:
+      inc = e(Op::SLTU, K(0x400), e(Op::ADD, rest, e(Op::OR, st, e(Op::AND, blo, K(1)))));
+      break;
+    case Round::Rz: break;
+    case Round::Rm:
+    case Round::Rp: {
+      Operand inexact = e(Op::SNE, e(Op::OR, rest, st), K(0));
+      Operand neg = e(Op::SHR, s, K(31));
+      inc = e(Op::AND, inexact, r == Round::Rm ? neg : e(Op::XOR, neg, K(1)));
+      break;
+    }
+  }
+  Operand lo = e(Op::ADD, blo, inc);
+  Operand hi = e(Op::ADD, bhi, e(Op::SLTU, lo, inc));
+  // Overflow: infinity or the largest finite value, as the rounding says.
+  Operand to_inf = r == Round::Rn   ? K(1)
+                   : r == Round::Rz ? K(0)
+                   : r == Round::Rm ? e(Op::SHR, s, K(31))
+                                    : e(Op::XOR, e(Op::SHR, s, K(31)), K(1));
+  Operand ovf = e(Op::SLEU, K(0x7FF00000u), hi);
+  lo = e(Op::SEL, ovf, e(Op::SEL, to_inf, K(0), K(~0u)), lo);
+  hi = e(Op::SEL, ovf, e(Op::SEL, to_inf, K(0x7FF00000u), K(0x7FEFFFFFu)), hi);
+  Operand nz = e(Op::OR, m.first, m.second);
+  lo = e(Op::SEL, nz, lo, K(0));
+  hi = e(Op::SEL, nz, hi, K(0));
+  return {lo, e(Op::OR, hi, s)};
+}
+
+Gen::W Gen::add64(W a, W b, Round r) {
+  Operand ah = e(Op::AND, a.second, K(kAbs)), bh = e(Op::AND, b.second, K(kAbs));
+  // |a| < |b| as 64-bit magnitudes: b is the bigger one.
+  Operand swap = e(Op::OR, e(Op::SLTU, ah, bh), e(Op::AND, e(Op::SEQ, ah, bh), e(Op::SLTU, a.first, b.first)));
+  W big = {e(Op::SEL, swap, b.first, a.first), e(Op::SEL, swap, b.second, a.second)};
+  W sml = {e(Op::SEL, swap, a.first, b.first), e(Op::SEL, swap, a.second, b.second)};
+  Operand sB = e(Op::AND, big.second, K(kSign));
+  Operand subtract = e(Op::SHR, e(Op::XOR, a.second, b.second), K(31));
+  auto unpack = [&](W x, Operand& ex) -> W {
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand xe = e(Op::SHR, h, K(20));
+    ex = e(Op::MAX, xe, K(1));
+    Operand fh = e(Op::AND, h, K(0xFFFFF));
+    return shl64({x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)}, K(10));  // leading 1 at bit 62
+  };
+  Operand eB, eS;
+  W mB = unpack(big, eB), mS = unpack(sml, eS);
+  Operand d = e(Op::SUB, eB, eS);
+  Operand st = shr64_lost(mS, d);
+  W ms = shr64(mS, d);
+  // B + S, or B - S - st as B + ~S + 1 - st.
+  Operand xl = e(Op::SEL, subtract, e(Op::XOR, ms.first, K(~0u)), ms.first);
+  Operand xh = e(Op::SEL, subtract, e(Op::XOR, ms.second, K(~0u)), ms.second);
+  Operand cin = e(Op::AND, subtract, e(Op::XOR, st, K(1)));
+  Operand l1 = e(Op::ADD, mB.first, xl);
+  Operand l2 = e(Op::ADD, l1, cin);
+  Operand h = e(Op::ADD, e(Op::ADD, e(Op::ADD, mB.second, xh), e(Op::SLTU, l1, mB.first)), e(Op::SLTU, l2, cin));
+  W v = {l2, h};
+  Operand n = clz64(v);
+  W m = shl64(v, n);
+  Operand ex = e(Op::SUB, e(Op::ADD, eB, K(1)), n);
+  Operand zero = e(Op::AND, subtract, e(Op::SEQ, e(Op::OR, l2, h), K(0)));
+  Operand s = e(Op::SEL, zero, K(r == Round::Rm ? kSign : 0), sB);
+  W res = round_pack64(s, ex, m, st, r);
+  // B infinite or NaN: B; NaN for a NaN or inf - inf.
+  Operand bigh = e(Op::AND, big.second, K(kAbs));
+  Operand special = e(Op::SLEU, K(0x7FF00000u), bigh);
+  Operand smlinf = e(Op::AND, e(Op::SEQ, e(Op::AND, sml.second, K(kAbs)), K(0x7FF00000u)), e(Op::SEQ, sml.first, K(0)));
+  Operand nan = e(Op::OR, nan64(big), e(Op::AND, subtract, smlinf));
+  Operand lo = e(Op::SEL, special, big.first, res.first), hi = e(Op::SEL, special, big.second, res.second);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+Gen::W Gen::sub64(W a, W b, Round r) { return add64(a, {b.first, e(Op::XOR, b.second, K(kSign))}, r); }
+
+// a * b: significands normalised to bit 63, the 128-bit product from four
+// 32x32 products, its top 64 bits normalised, the rest sticky.
+Gen::W Gen::mul64(W a, W b, Round r) {
+  Operand s = e(Op::AND, e(Op::XOR, a.second, b.second), K(kSign));
+  auto unpack = [&](W x, Operand& ex) -> W {
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand xe = e(Op::SHR, h, K(20));
+    Operand fh = e(Op::AND, h, K(0xFFFFF));
+    W sig = {x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)};
+    Operand z = clz64(sig);
+    ex = e(Op::SUB, e(Op::MAX, xe, K(1)), e(Op::SUB, z, K(11)));
+    return shl64(sig, z);
+  };
+  Operand ea, eb;
+  W A = unpack(a, ea), B = unpack(b, eb);
+  Operand w0 = e(Op::MUL, A.first, B.first), c0 = e(Op::MULHU, A.first, B.first);
+  Operand lh_lo = e(Op::MUL, A.first, B.second), lh_hi = e(Op::MULHU, A.first, B.second);
+  Operand hl_lo = e(Op::MUL, A.second, B.first), hl_hi = e(Op::MULHU, A.second, B.first);
+  Operand hh_lo = e(Op::MUL, A.second, B.second), hh_hi = e(Op::MULHU, A.second, B.second);
+  Operand t1 = e(Op::ADD, c0, lh_lo);
+  Operand k1 = e(Op::SLTU, t1, c0);
+  Operand w1 = e(Op::ADD, t1, hl_lo);
+  k1 = e(Op::ADD, k1, e(Op::SLTU, w1, t1));
+  Operand t2 = e(Op::ADD, lh_hi, hl_hi);
+  Operand k2 = e(Op::SLTU, t2, lh_hi);
+  Operand t3 = e(Op::ADD, t2, hh_lo);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, t3, t2));
+  Operand w2 = e(Op::ADD, t3, k1);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, w2, t3));
+  Operand w3 = e(Op::ADD, hh_hi, k2);
+  Operand n = e(Op::CLZ, w3);  // 0 or 1 (32: a zero operand)
+  W m = {e(Op::OR, e(Op::SHL, w2, n), e(Op::SHR, w1, e(Op::SUB, K(32), n))),
+         e(Op::OR, e(Op::SHL, w3, n), e(Op::SHR, w2, e(Op::SUB, K(32), n)))};
+  Operand st = e(Op::SNE, e(Op::OR, e(Op::SHL, w1, n), w0), K(0));
+  // value = (A / 2^63)(B / 2^63) 2^(ea + eb - 2046) = m / 2^63 * 2^(ea + eb - 2046 + 1 - n)
+  Operand ex = e(Op::SUB, e(Op::ADD, ea, eb), e(Op::ADD, n, K(1023 - 1)));
+  W res = round_pack64(s, ex, m, st, r);
+  Operand ah = e(Op::AND, a.second, K(kAbs)), bh = e(Op::AND, b.second, K(kAbs));
+  Operand ainf = e(Op::AND, e(Op::SEQ, ah, K(0x7FF00000u)), e(Op::SEQ, a.first, K(0)));
+  Operand binf = e(Op::AND, e(Op::SEQ, bh, K(0x7FF00000u)), e(Op::SEQ, b.first, K(0)));
+  Operand azero = e(Op::SEQ, e(Op::OR, ah, a.first), K(0)), bzero = e(Op::SEQ, e(Op::OR, bh, b.first), K(0));
+  Operand inf = e(Op::OR, ainf, binf);
+  Operand nan = e(Op::OR, e(Op::OR, nan64(a), nan64(b)), e(Op::OR, e(Op::AND, ainf, bzero), e(Op::AND, binf, azero)));
+  Operand lo = e(Op::SEL, inf, K(0), res.first), hi = e(Op::SEL, inf, e(Op::OR, s, K(0x7FF00000u)), res.second);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+Gen::W Gen::from_int_to64(W v, bool is_signed, Round r) {
+  Operand s = is_signed ? e(Op::AND, v.second, K(kSign)) : K(0);
+  if (is_signed) {
+    Operand nl = e(Op::SUB, K(0), v.first), nh = e(Op::SUB, e(Op::SUB, K(0), v.second), e(Op::SNE, v.first, K(0)));
+    v = {e(Op::SEL, s, nl, v.first), e(Op::SEL, s, nh, v.second)};
+  }
+  Operand n = clz64(v);
+  return round_pack64(s, e(Op::SUB, K(1023 + 63), n), shl64(v, n), K(0), r);
+}
+
+// The magnitude rounded to an integer: with M the significand at bit 63,
+// |f| = M * 2^(ex - 1086), so the integer part is M >> (1086 - ex), the next
+// bit the round bit and the rest sticky; then the sign and saturation.
+
+Gen::W Gen::to_int_from64(W f, bool is_signed, unsigned bits, Round r) {
+  Operand h = e(Op::AND, f.second, K(kAbs));
+  Operand xe = e(Op::SHR, h, K(20));
+  Operand fh = e(Op::AND, h, K(0xFFFFF));
+  W M = shl64({f.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)}, K(11));
+  Operand neg = e(Op::SHR, f.second, K(31));
+  Operand sh = e(Op::SUB, K(1086), e(Op::MAX, xe, K(1)));
+  W ip = shr64(M, sh);
+  Operand sh1 = e(Op::SUB, sh, K(1));
+  Operand rb = e(Op::AND, shr64(M, sh1).first, K(1));
+  Operand st = e(Op::AND, shr64_lost(M, sh1), e(Op::SNE, sh, K(0)));
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, ip.first, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, neg, e(Op::OR, rb, st)); break;
+    case Round::Rp: inc = e(Op::AND, e(Op::XOR, neg, K(1)), e(Op::OR, rb, st)); break;
+  }
+  Operand lo = e(Op::ADD, ip.first, inc);
+  Operand hi = e(Op::ADD, ip.second, e(Op::SLTU, lo, inc));
+  Operand big = e(Op::SLT, K(1086), xe);  // |f| >= 2^64, infinities and NaNs
+  Operand nan = nan64(f);
+  W res;
+  if (bits == 64) {
+    if (is_signed) {  // at most 2^63 - 1, or 2^63 for a negative value
+      Operand over = e(Op::OR, big, e(Op::SLTU, e(Op::ADD, K(0x7FFFFFFFu), neg), hi));
+      over = e(Op::OR, over, e(Op::AND, neg, e(Op::AND, e(Op::SEQ, hi, K(0x80000000u)), e(Op::SNE, lo, K(0)))));
+      Operand nl = e(Op::SUB, K(0), lo), nh = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
+      res = {e(Op::SEL, neg, nl, lo), e(Op::SEL, neg, nh, hi)};
+      res = {e(Op::SEL, over, e(Op::SEL, neg, K(0), K(~0u)), res.first),
+             e(Op::SEL, over, e(Op::SEL, neg, K(kSign), K(kAbs)), res.second)};
+    } else {
+      Operand over = big;
+      res = {e(Op::SEL, over, K(~0u), lo), e(Op::SEL, over, K(~0u), hi)};
+      res = {e(Op::SEL, neg, K(0), res.first), e(Op::SEL, neg, K(0), res.second)};
+    }
+  } else {
+    Operand wide = e(Op::OR, big, e(Op::SNE, hi, K(0)));
+    Operand v;
+    if (is_signed) {
+      Operand pos = e(Op::SEL, e(Op::OR, wide, e(Op::SLTU, K(0x7FFFFFFFu), lo)), K(0x7FFFFFFFu), lo);
+      Operand ng = e(Op::SEL, e(Op::OR, wide, e(Op::SLTU, K(0x80000000u), lo)), K(0x80000000u), e(Op::SUB, K(0), lo));
+      v = e(Op::SEL, neg, ng, pos);
+    } else {
+      v = e(Op::SEL, neg, K(0), e(Op::SEL, wide, K(~0u), lo));
+    }
+    res = {v, K(0)};
+  }
+  return {e(Op::SEL, nan, K(0), res.first), e(Op::SEL, nan, K(0), res.second)};
+}
+
+Gen::W Gen::round_int64(W f, Round r) {
+  Operand h = e(Op::AND, f.second, K(kAbs));
+  Operand xe = e(Op::SHR, h, K(20));
+  // Below 2^52 the rounded magnitude (an integer below 2^53) converts back exactly.
+  W mag = to_int_from64({f.first, h}, false, 64, r == Round::Rm ? Round::Rp : r == Round::Rp ? Round::Rm : r);
+  Operand s = e(Op::AND, f.second, K(kSign));
+  // to_int_from64 rounded the magnitude; the direction of rm/rp depends on the sign.
+  W magm = to_int_from64({f.first, h}, false, 64, r);
+  if (r == Round::Rm || r == Round::Rp) {
+    mag = {e(Op::SEL, s, mag.first, magm.first), e(Op::SEL, s, mag.second, magm.second)};
+  } else {
+    mag = magm;
+  }
+  W back = from_int_to64(mag, false, Round::Rz);
+  Operand small = e(Op::SLTU, xe, K(1075));
+  Operand lo = e(Op::SEL, small, back.first, f.first);
+  Operand hi = e(Op::SEL, small, e(Op::OR, back.second, s), f.second);
+  Operand nan = nan64(f);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+// a * b + c with one rounding: the exact 128-bit product and c as 128-bit
+// significands with their leading 1 at bit 126 (value X / 2^126 * 2^(E - 1023),
+// a zero with E = -5000), ordered by (E, X), the smaller shifted right by
+// any distance with a sticky bit (whole words selected by the distance / 32,
+// then bits), added or subtracted as in add64, normalised to bit 127, and the
+// top 64 bits rounded with the rest sticky.  The product has at least 21 zero
+// low bits and c 63, so shifts by 0 or 1 are exact.
+Gen::W Gen::fma64(W a, W b, W c, Round r) {
+  using X = std::array<Operand, 4>;
+  Operand sp = e(Op::AND, e(Op::XOR, a.second, b.second), K(kSign)), sc = e(Op::AND, c.second, K(kSign));
+  auto unpack = [&](W x, Operand& ex) -> W {
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand xe = e(Op::SHR, h, K(20));
+    Operand fh = e(Op::AND, h, K(0xFFFFF));
+    W sig = {x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)};
+    Operand z = clz64(sig);
+    ex = e(Op::SUB, e(Op::MAX, xe, K(1)), e(Op::SUB, z, K(11)));
+    return shl64(sig, z);
+  };
+  Operand ea, eb, ec;
+  W A = unpack(a, ea), B = unpack(b, eb), C = unpack(c, ec);
+  // The product's four words.
+  Operand w0 = e(Op::MUL, A.first, B.first), c0 = e(Op::MULHU, A.first, B.first);
+  Operand lh_lo = e(Op::MUL, A.first, B.second), lh_hi = e(Op::MULHU, A.first, B.second);
+  Operand hl_lo = e(Op::MUL, A.second, B.first), hl_hi = e(Op::MULHU, A.second, B.first);
+  Operand hh_lo = e(Op::MUL, A.second, B.second), hh_hi = e(Op::MULHU, A.second, B.second);
+  Operand t1 = e(Op::ADD, c0, lh_lo);
+  Operand k1 = e(Op::SLTU, t1, c0);
+  Operand w1 = e(Op::ADD, t1, hl_lo);
+  k1 = e(Op::ADD, k1, e(Op::SLTU, w1, t1));
+  Operand t2 = e(Op::ADD, lh_hi, hl_hi);
+  Operand k2 = e(Op::SLTU, t2, lh_hi);
+  Operand t3 = e(Op::ADD, t2, hh_lo);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, t3, t2));
+  Operand w2 = e(Op::ADD, t3, k1);
+  k2 = e(Op::ADD, k2, e(Op::SLTU, w2, t3));
+  Operand w3 = e(Op::ADD, hh_hi, k2);
+  // Leading 1 at bit 127 (t = 1) or 126: bring it to 126.
+  Operand t = e(Op::SHR, w3, K(31));
+  Operand ts = e(Op::SUB, K(32), t);
+  X P = {e(Op::OR, e(Op::SHR, w0, t), e(Op::SHL, w1, ts)), e(Op::OR, e(Op::SHR, w1, t), e(Op::SHL, w2, ts)),
+         e(Op::OR, e(Op::SHR, w2, t), e(Op::SHL, w3, ts)), e(Op::SHR, w3, t)};
+  Operand Ep = e(Op::SEL, w3, e(Op::ADD, e(Op::ADD, ea, eb), e(Op::SUB, t, K(1023))), K(uint32_t(-5000)));
+  X Cx = {K(0), e(Op::SHL, C.first, K(31)), e(Op::OR, e(Op::SHR, C.first, K(1)), e(Op::SHL, C.second, K(31))),
+          e(Op::SHR, C.second, K(1))};
+  Operand Ec = e(Op::SEL, e(Op::OR, C.first, C.second), ec, K(uint32_t(-5000)));
+  // c the bigger one when (Ec, Cx) > (Ep, P).
+  Operand lt = K(0);
+  for (int i = 0; i < 4; ++i)  // from the low word up: the highest differing word decides
+    lt = e(Op::SEL, e(Op::SEQ, P[i], Cx[i]), lt, e(Op::SLTU, P[i], Cx[i]));
+  Operand cbig = e(Op::OR, e(Op::SLT, Ep, Ec), e(Op::AND, e(Op::SEQ, Ep, Ec), lt));
+  X Bx, Sx;
+  for (int i = 0; i < 4; ++i) Bx[i] = e(Op::SEL, cbig, Cx[i], P[i]), Sx[i] = e(Op::SEL, cbig, P[i], Cx[i]);
+  Operand EB = e(Op::SEL, cbig, Ec, Ep), ES = e(Op::SEL, cbig, Ep, Ec);
+  Operand sB = e(Op::SEL, cbig, sc, sp);
+  // S >> d: whole words (ws = d / 32, at most 4), then bits.
+  Operand d = e(Op::SUB, EB, ES);
+  Operand ws = e(Op::MINU, e(Op::SHR, d, K(5)), K(4)), bs = e(Op::AND, d, K(31));
+  Operand is[4];
+  for (int k = 0; k < 4; ++k) is[k] = e(Op::SEQ, ws, K(uint32_t(k)));
+  Operand y[5];
+  for (int m = 0; m < 5; ++m) {
+    Operand v = K(0);
+    for (int k = 3; k >= 0; --k) v = e(Op::SEL, is[k], m + k < 4 ? Sx[m + k] : K(0), v);
+    y[m] = v;
+  }
+  Operand bsc = e(Op::SUB, K(32), bs);
+  X Ss;
+  for (int j = 0; j < 4; ++j) Ss[j] = e(Op::OR, e(Op::SHR, y[j], bs), e(Op::SHL, y[j + 1], bsc));
+  Operand lost = e(Op::AND, y[0], e(Op::SUB, e(Op::SHL, K(1), bs), K(1)));
+  for (int k = 0; k < 4; ++k) lost = e(Op::OR, lost, e(Op::SEL, e(Op::SLTU, K(uint32_t(k)), ws), Sx[k], K(0)));
+  Operand st = e(Op::SNE, lost, K(0));
+  // B + S, or B + ~S + 1 - st.
+  Operand subtract = e(Op::SHR, e(Op::XOR, sp, sc), K(31));
+  Operand carry = e(Op::AND, subtract, e(Op::XOR, st, K(1)));
+  X R;
+  for (int j = 0; j < 4; ++j) {
+    Operand xj = e(Op::SEL, subtract, e(Op::XOR, Ss[j], K(~0u)), Ss[j]);
+    Operand s1 = e(Op::ADD, Bx[j], xj);
+    Operand c1 = e(Op::SLTU, s1, Bx[j]);
+    R[j] = e(Op::ADD, s1, carry);
+    carry = e(Op::ADD, c1, e(Op::SLTU, R[j], carry));
+  }
+  // Normalise to bit 127: n = clz of the 128 bits, a shift left by n.
+  Operand n = e(Op::CLZ, R[3]);
+  n = e(Op::SEL, R[3], n, e(Op::ADD, K(32), e(Op::CLZ, R[2])));
+  n = e(Op::SEL, e(Op::OR, R[3], R[2]), n, e(Op::ADD, K(64), e(Op::CLZ, R[1])));
+  n = e(Op::SEL, e(Op::OR, e(Op::OR, R[3], R[2]), R[1]), n, e(Op::ADD, K(96), e(Op::CLZ, R[0])));
+  Operand nw = e(Op::MINU, e(Op::SHR, n, K(5)), K(4)), nb = e(Op::AND, n, K(31));
+  Operand isn[4];
+  for (int k = 0; k < 4; ++k) isn[k] = e(Op::SEQ, nw, K(uint32_t(k)));
+  // z[m] = R[m - nw] (0 below word 0), for m = -1 .. 3.
+  Operand z[5];
+  for (int m = 0; m < 5; ++m) {
+    Operand v = K(0);
+    for (int k = 3; k >= 0; --k) v = e(Op::SEL, isn[k], m - 1 - k >= 0 ? R[m - 1 - k] : K(0), v);
+    z[m] = v;
+  }
+  Operand nbc = e(Op::SUB, K(32), nb);
+  X M;
+  for (int j = 0; j < 4; ++j) M[j] = e(Op::OR, e(Op::SHL, z[j + 1], nb), e(Op::SHR, z[j], nbc));
+  st = e(Op::OR, st, e(Op::SNE, e(Op::OR, M[0], M[1]), K(0)));
+  Operand ex = e(Op::SUB, e(Op::ADD, EB, K(1)), n);
+  Operand zero = e(Op::AND, subtract, e(Op::SEQ, e(Op::OR, e(Op::OR, R[0], R[1]), e(Op::OR, R[2], R[3])), K(0)));
+  Operand s = e(Op::SEL, zero, K(r == Round::Rm ? kSign : 0), sB);
+  W res = round_pack64(s, ex, {M[2], M[3]}, st, r);
+  // Infinities and NaNs.
+  auto inf = [&](W x) {
+    return e(Op::AND, e(Op::SEQ, e(Op::AND, x.second, K(kAbs)), K(0x7FF00000u)), e(Op::SEQ, x.first, K(0)));
+  };
+  auto is_zero = [&](W x) { return e(Op::SEQ, e(Op::OR, e(Op::AND, x.second, K(kAbs)), x.first), K(0)); };
+  Operand ai = inf(a), bi = inf(b), ci = inf(c);
+  Operand pinf = e(Op::OR, ai, bi);
+  Operand nan = e(Op::OR, e(Op::OR, nan64(a), nan64(b)), nan64(c));
+  nan = e(Op::OR, nan, e(Op::OR, e(Op::AND, ai, is_zero(b)), e(Op::AND, bi, is_zero(a))));
+  nan = e(Op::OR, nan, e(Op::AND, e(Op::AND, pinf, ci), subtract));
+  Operand lo = e(Op::SEL, ci, c.first, res.first), hi = e(Op::SEL, ci, c.second, res.second);
+  lo = e(Op::SEL, pinf, K(0), lo), hi = e(Op::SEL, pinf, e(Op::OR, sp, K(0x7FF00000u)), hi);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+// Comparisons on keys: a negative value is minus its magnitude (64-bit two's
+// complement), so -0 = +0.
+Operand Gen::compare64(ptx::Cmp c, W a, W b) {
+  Operand un = e(Op::OR, nan64(a), nan64(b));
+  if (c == ptx::Cmp::Nan) return un;
+  if (c == ptx::Cmp::Num) return e(Op::XOR, un, K(1));
+  auto key = [&](W x) -> W {
+    Operand neg = e(Op::SLT, x.second, K(0));
+    Operand h = e(Op::AND, x.second, K(kAbs));
+    Operand nl = e(Op::SUB, K(0), x.first), nh = e(Op::SUB, e(Op::SUB, K(0), h), e(Op::SNE, x.first, K(0)));
+    return {e(Op::SEL, neg, nl, x.first), e(Op::SEL, neg, nh, h)};
+  };
+  W ka = key(a), kb = key(b);
+  auto lt = [&](W x, W y, bool le) {
+    Operand hl = e(Op::SLT, x.second, y.second), he = e(Op::SEQ, x.second, y.second);
+    return e(Op::OR, hl, e(Op::AND, he, e(le ? Op::SLEU : Op::SLTU, x.first, y.first)));
+  };
+  Operand eq = e(Op::AND, e(Op::SEQ, ka.first, kb.first), e(Op::SEQ, ka.second, kb.second));
+  Operand r;
+  bool unordered = false;
+  switch (c) {
+    case ptx::Cmp::Equ: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Eq: r = eq; break;
+    case ptx::Cmp::Neu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ne: r = e(Op::XOR, eq, K(1)); break;
+    case ptx::Cmp::Ltu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Lt: r = lt(ka, kb, false); break;
+    case ptx::Cmp::Leu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Le: r = lt(ka, kb, true); break;
+    case ptx::Cmp::Gtu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Gt: r = lt(kb, ka, false); break;
+    case ptx::Cmp::Geu: unordered = true; [[fallthrough]];
+    case ptx::Cmp::Ge: r = lt(kb, ka, true); break;
+    default: return K(0);
+  }
+  if (unordered) return e(Op::OR, r, un);
+  return e(Op::AND, r, e(Op::XOR, un, K(1)));
+}
+
+// min/max: -0 below +0 (keys with the magnitude bits of negative values
+// inverted); a NaN operand gives the other; two NaNs the canonical NaN.
+Gen::W Gen::min64(W a, W b) {
+  auto key = [&](W x) -> W {
+    Operand neg = e(Op::SLT, x.second, K(0));
+    return {e(Op::SEL, neg, e(Op::XOR, x.first, K(~0u)), x.first), e(Op::SEL, neg, e(Op::XOR, x.second, K(kAbs)), x.second)};
+  };
+  W ka = key(a), kb = key(b);
+  Operand b_lt = e(Op::OR, e(Op::SLT, kb.second, ka.second),
+                   e(Op::AND, e(Op::SEQ, kb.second, ka.second), e(Op::SLTU, kb.first, ka.first)));
+  Operand na = nan64(a), nb = nan64(b);
+  Operand take_b = e(Op::AND, e(Op::OR, b_lt, na), e(Op::XOR, nb, K(1)));
+  Operand both = e(Op::AND, na, nb);
+  Operand lo = e(Op::SEL, take_b, b.first, a.first), hi = e(Op::SEL, take_b, b.second, a.second);
+  return {e(Op::SEL, both, K(~0u), lo), e(Op::SEL, both, K(kAbs), hi)};
+}
+Gen::W Gen::max64(W a, W b) {
+  auto key = [&](W x) -> W {
+    Operand neg = e(Op::SLT, x.second, K(0));
+    return {e(Op::SEL, neg, e(Op::XOR, x.first, K(~0u)), x.first), e(Op::SEL, neg, e(Op::XOR, x.second, K(kAbs)), x.second)};
+  };
+  W ka = key(a), kb = key(b);
+  Operand a_lt = e(Op::OR, e(Op::SLT, ka.second, kb.second),
+                   e(Op::AND, e(Op::SEQ, ka.second, kb.second), e(Op::SLTU, ka.first, kb.first)));
+  Operand na = nan64(a), nb = nan64(b);
+  Operand take_b = e(Op::AND, e(Op::OR, a_lt, na), e(Op::XOR, nb, K(1)));
+  Operand both = e(Op::AND, na, nb);
+  Operand lo = e(Op::SEL, take_b, b.first, a.first), hi = e(Op::SEL, take_b, b.second, a.second);
+  return {e(Op::SEL, both, K(~0u), lo), e(Op::SEL, both, K(kAbs), hi)};
+}
+
+}  // namespace qgpu::machine::softfloat

@@ -1,0 +1,103 @@
+// Software floating point: IEEE-754 binary32 operations as sequences of the
+// machine's integer ALU operations (docs/isa.md, section 11).
+//
+// Each generator emits a branch-free sequence through `Emit` (one ALU
+// operation, its result returned as an operand) and returns the operand that
+// holds the result's bits.  The lowering passes its own emission; the tests
+// pass one that evaluates at once.  Operations whose operands are all
+// immediates are folded here.  The semantics are those of sm_75 (canonical
+// NaN 0x7FFFFFFF, .ftz flushing subnormal inputs and results after rounding,
+// .sat clamping to [0, 1]); model_host/ptx/float_ref.cpp is the independent
+// reference they are tested against.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <utility>
+
+#include "model_host/machine/isa.h"
+#include "model_host/ptx/ir.h"
+
+namespace qgpu::machine::softfloat {
+
+using Emit = std::function<Operand(Op, Operand, Operand, Operand)>;
+
+enum class Round : uint8_t { Rn, Rz, Rm, Rp };
+
+class Gen {
+ public:
+  explicit Gen(Emit e) : emit_(std::move(e)) {}
+
+  Operand add(Operand a, Operand b, Round r, bool ftz, bool sat);
+  Operand sub(Operand a, Operand b, Round r, bool ftz, bool sat);
+  Operand mul(Operand a, Operand b, Round r, bool ftz, bool sat);
+  Operand fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat);
+  // Correctly rounded a / b and square root (restoring division and
+  // digit-by-digit root, one result bit per step: about 200 and 290
+  // operations).
+  Operand div(Operand a, Operand b, Round r, bool ftz, bool sat);
+  // ex2.approx: 2^x from x in fixed point (32 fraction bits) and a degree-7
+  // polynomial in the fraction (docs/isa.md section 11.1; ptx::fref::ex2
+  // computes the same definition on the host).
+  Operand ex2(Operand a, bool ftz);
+  Operand sqrt(Operand a, Round r, bool ftz);
+  Operand min(Operand a, Operand b, bool ftz);
+  Operand max(Operand a, Operand b, bool ftz);
+  Operand abs(Operand a, bool ftz);
+  Operand neg(Operand a, bool ftz);
+  Operand copysign(Operand a, Operand b);  // |b| with a's sign
+  // 0 or 1.  testp's kinds: 1 finite, 2 infinite, 3 number, 4 notanumber,
+  // 5 normal, 6 subnormal (ptx::TestpKind's order).
+  Operand testp(int kind, Operand a);
+  Operand compare(ptx::Cmp c, Operand a, Operand b, bool ftz);
+  // Integer (32-bit word, or 64-bit as lo/hi) to f32.
+  Operand from_int32(Operand v, bool is_signed, Round r);
+  Operand from_int64(Operand lo, Operand hi, bool is_signed, Round r);
+  // f32 to an integer of `bits` (8, 16, 32) bits, rounded (Rn/Rz/Rm/Rp as
+  // rni/rzi/rmi/rpi) and saturated; NaN gives 0.  The result is the value
+  // sign- or zero-extended to 32 bits.
+  Operand to_int32(Operand f, bool is_signed, unsigned bits, Round r, bool ftz);
+  // f32 to a 64-bit integer, rounded and saturated (NaN: 0): {lo, hi}.
+  std::pair<Operand, Operand> to_int64(Operand f, bool is_signed, Round r, bool ftz);
+  // f32 to f64 (exact; a NaN keeps its payload, quieted): {lo, hi}.
+  std::pair<Operand, Operand> to_f64(Operand f, bool ftz);
+  // f64 {lo, hi} to f32, rounded (a NaN gives the canonical NaN).
+  Operand from_f64(Operand lo, Operand hi, Round r, bool ftz, bool sat);
+  // f32 rounded to an integral f32 (cvt.rni.f32.f32 ...); `integral` false:
+  // cvt.f32.f32 without a rounding suffix (flush and saturation only).
+  Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);
+  Operand saturate(Operand x);
+
+  // binary64, on {lo, hi} register pairs (no .ftz: PTX's f64 keeps
+  // subnormals); NaN results are the canonical 0x7FFFFFFFFFFFFFFF.
+  using W = std::pair<Operand, Operand>;
+  W add64(W a, W b, Round r);
+  W sub64(W a, W b, Round r);
+  W mul64(W a, W b, Round r);
+  W fma64(W a, W b, W c, Round r);
+  W min64(W a, W b);
+  W max64(W a, W b);
+  Operand compare64(ptx::Cmp c, W a, W b);
+  // Integers (lo, hi; a 32-bit one has hi = its extension) to f64, rounded.
+  W from_int_to64(W v, bool is_signed, Round r);
+  // f64 to an integer of 32 or 64 bits, rounded (Rn/Rz/Rm/Rp as rni/rzi/rmi/
+  // rpi) and saturated; NaN gives 0.
+  W to_int_from64(W f, bool is_signed, unsigned bits, Round r);
+  // cvt.rndi.f64.f64.
+  W round_int64(W f, Round r);
+
+ private:
+  Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));
+  Operand flush(Operand x);
+  Operand round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz);
+  Operand sig_of(Operand abs, Operand ex);
+  W round_pack64(Operand s, Operand ex, W m, Operand st, Round r);
+  W shl64(W x, Operand n);
+  W shr64(W x, Operand n);
+  Operand shr64_lost(W x, Operand n);
+  Operand clz64(W x);
+  Operand nan64(W x);
+  Emit emit_;
+};
+
+}  // namespace qgpu::machine::softfloat

@@ -1,0 +1,380 @@
+// The reference floating point: the host's IEEE-754 arithmetic (docs/isa.md,
+// section 11).  Compiled with -frounding-math; every operation runs between
+// fesetround calls on volatile operands, so the compiler neither folds nor
+// moves it across the mode change.
+#include "model_host/ptx/float_ref.h"
+
+#include <cfenv>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+namespace qgpu::ptx {
+
+FloatMods float_mods(const Instr& in) {
+  FloatMods m;
+  std::string_view s = in.opcode;
+  size_t at = s.find('.');
+  while (at != std::string_view::npos) {
+    size_t next = s.find('.', at + 1);
+    std::string_view p = s.substr(at + 1, next == std::string_view::npos ? std::string_view::npos : next - at - 1);
+    at = next;
+    if (p == "rn") m.rnd = Rnd::Rn;
+    else if (p == "rz") m.rnd = Rnd::Rz;
+    else if (p == "rm") m.rnd = Rnd::Rm;
+    else if (p == "rp") m.rnd = Rnd::Rp;
+    else if (p == "rni") m.rnd = Rnd::Rni;
+    else if (p == "rzi") m.rnd = Rnd::Rzi;
+    else if (p == "rmi") m.rnd = Rnd::Rmi;
+    else if (p == "rpi") m.rnd = Rnd::Rpi;
+    else if (p == "ftz") m.ftz = true;
+    else if (p == "sat") m.sat = true;
+    else if (p == "approx") m.approx = true;
+    else if (p == "full") m.full = true;
+    else if (p == "finite") m.testp = TestpKind::Finite;
+    else if (p == "infinite") m.testp = TestpKind::Infinite;
+    else if (p == "number") m.testp = TestpKind::Number;
+    else if (p == "notanumber") m.testp = TestpKind::NotANumber;
+    else if (p == "normal") m.testp = TestpKind::Normal;
+    else if (p == "subnormal") m.testp = TestpKind::Subnormal;
+  }
+  return m;
+}
+
+Rnd base_rounding(Rnd r) {
+  switch (r) {
+    case Rnd::Rz: case Rnd::Rzi: return Rnd::Rz;
+    case Rnd::Rm: case Rnd::Rmi: return Rnd::Rm;
+    case Rnd::Rp: case Rnd::Rpi: return Rnd::Rp;
+    default: return Rnd::Rn;
+  }
+}
+
+namespace fref {
+namespace {
+
+float F(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+uint32_t B(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+bool is_nan(uint32_t a) { return (a & 0x7FFFFFFFu) > 0x7F800000u; }
+bool is_sub(uint32_t a) { return (a & 0x7F800000u) == 0 && (a & 0x7FFFFFu) != 0; }
+uint32_t flush(uint32_t a, bool ftz) { return ftz && is_sub(a) ? a & 0x80000000u : a; }
+
+int fe_mode(Rnd r) {
+  switch (base_rounding(r)) {
+    case Rnd::Rz: return FE_TOWARDZERO;
+    case Rnd::Rm: return FE_DOWNWARD;
+    case Rnd::Rp: return FE_UPWARD;
+    default: return FE_TONEAREST;
+  }
+}
+
+// A value the compiler must compute here: an optimiser may otherwise move
+// floating-point arithmetic across the fesetround calls (-frounding-math does
+// not stop GCC from doing so), so every operand and result of an operation
+// that rounds passes through this barrier.
+template <class T>
+T fix(T v) {
+  asm volatile("" : "+x"(v) : : "memory");
+  return v;
+}
+
+// Runs `f` with the host rounding mode of `r`.
+template <class Fn>
+auto rounded(Rnd r, Fn f) {
+  const int old = std::fegetround();
+  std::fesetround(fe_mode(r));
+  auto v = f();
+  std::fesetround(old);
+  return v;
+}
+
+// A computed f32 result as sm_75 returns it: NaN canonical, subnormals
+// flushed under .ftz (after rounding), clamped to [0, 1] under .sat (NaN: +0).
+uint32_t finish(uint32_t r, bool ftz, bool sat) {
+  if (is_nan(r)) r = kNaN32;
+  r = flush(r, ftz);
+  if (sat) {
+    if (is_nan(r) || (r & 0x80000000u)) return 0;
+    if (F(r) > 1.0f) return 0x3F800000u;
+  }
+  return r;
+}
+
+}  // namespace
+
+uint32_t add(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) + fix(float(y)))); }), ftz, sat);
+}
+uint32_t sub(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) - fix(float(y)))); }), ftz, sat);
+}
+uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) * fix(float(y)))); }), ftz, sat);
+}
+uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz)), z = F(flush(c, ftz));
+  return finish(rounded(r, [&] { return B(fix(std::fmaf(fix(float(x)), fix(float(y)), fix(float(z))))); }), ftz, sat);
+}
+
+uint32_t div(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  return finish(rounded(r, [&] { return B(fix(fix(float(x)) / fix(float(y)))); }), ftz, sat);
+}
+uint32_t sqrt(uint32_t a, Rnd r, bool ftz) {
+  volatile float x = F(flush(a, ftz));
+  return finish(rounded(r, [&] { return B(fix(std::sqrt(fix(float(x))))); }), ftz, false);
+}
+
+uint32_t ex2(uint32_t a, bool ftz) {
+  a = flush(a, ftz);
+  const uint32_t abs = a & 0x7FFFFFFFu, ex = abs >> 23;
+  if (abs > 0x7F800000u) return kNaN32;
+  if (ex > 134) return (a >> 31) ? 0u : 0x7F800000u;
+  // x * 2^32, magnitude truncated, as a 64-bit two's complement number.
+  const uint64_t sig = ex ? (abs & 0x7FFFFFu) | 0x800000u : abs;
+  const int s = int(std::max(ex, 1u)) - 118;
+  uint64_t X = s >= 0 ? sig << s : (-s >= 64 ? 0 : sig >> -s);
+  if (a >> 31) X = uint64_t(0) - X;
+  const int64_t n = int64_t(X) >> 32;
+  const uint64_t F = X & 0xFFFFFFFFu;
+  static const uint64_t q[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
+  uint64_t t = q[6];
+  for (int i = 5; i >= 0; --i) t = (((t * F) >> 32) + q[i]) & 0xFFFFFFFFu;
+  const uint64_t pf = (t * F) >> 32;
+  // 1.pf * 2^n is exact in a double; the conversion rounds it to nearest.
+  volatile double v = std::ldexp(1.0 + double(pf) / 4294967296.0, int(n));
+  return finish(rounded(Rnd::Rn, [&] { return B(fix(float(fix(double(v))))); }), ftz, false);
+}
+
+uint32_t min(uint32_t a, uint32_t b, bool ftz) {
+  a = flush(a, ftz), b = flush(b, ftz);
+  if (is_nan(a) && is_nan(b)) return kNaN32;
+  if (is_nan(a)) return b;
+  if (is_nan(b)) return a;
+  if (F(a) == F(b)) return (a | b) & 0x80000000u ? (a | b) : a;  // -0 < +0
+  return F(a) < F(b) ? a : b;
+}
+uint32_t max(uint32_t a, uint32_t b, bool ftz) {
+  a = flush(a, ftz), b = flush(b, ftz);
+  if (is_nan(a) && is_nan(b)) return kNaN32;
+  if (is_nan(a)) return b;
+  if (is_nan(b)) return a;
+  if (F(a) == F(b)) return a & b;  // +0 > -0
+  return F(a) > F(b) ? a : b;
+}
+uint32_t abs(uint32_t a, bool ftz) { return flush(a, ftz) & 0x7FFFFFFFu; }
+uint32_t neg(uint32_t a, bool ftz) { return flush(a, ftz) ^ 0x80000000u; }
+uint32_t saturate(uint32_t r, bool sat) { return finish(r, false, sat); }
+uint32_t copysign(uint32_t a, uint32_t b) { return (b & 0x7FFFFFFFu) | (a & 0x80000000u); }
+
+bool testp(TestpKind k, uint32_t a) {
+  const float f = F(a);
+  switch (k) {
+    case TestpKind::Finite: return std::isfinite(f);
+    case TestpKind::Infinite: return std::isinf(f);
+    case TestpKind::Number: return !std::isnan(f);
+    case TestpKind::NotANumber: return std::isnan(f);
+    case TestpKind::Normal: return std::isnormal(f);
+    case TestpKind::Subnormal: return std::fpclassify(f) == FP_SUBNORMAL;
+    default: return false;
+  }
+}
+
+bool compare(Cmp c, uint32_t a, uint32_t b, bool ftz) {
+  const float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+  const bool u = std::isnan(x) || std::isnan(y);
+  switch (c) {
+    case Cmp::Eq: return !u && x == y;
+    case Cmp::Ne: return !u && x != y;
+    case Cmp::Lt: return !u && x < y;
+    case Cmp::Le: return !u && x <= y;
+    case Cmp::Gt: return !u && x > y;
+    case Cmp::Ge: return !u && x >= y;
+    case Cmp::Equ: return u || x == y;
+    case Cmp::Neu: return u || x != y;
+    case Cmp::Ltu: return u || x < y;
+    case Cmp::Leu: return u || x <= y;
+    case Cmp::Gtu: return u || x > y;
+    case Cmp::Geu: return u || x >= y;
+    case Cmp::Num: return !u;
+    case Cmp::Nan: return u;
+    default: return false;
+  }
+}
+
+uint32_t from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
+  if (bits < 64) v &= (uint64_t(1) << bits) - 1;
+  if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t(0) << bits;
+  volatile uint64_t u = v;
+  volatile int64_t s = int64_t(v);
+  return rounded(r, [&] { return B(fix(is_signed ? float(fix(int64_t(s))) : float(fix(uint64_t(u))))); });
+}
+
+uint64_t to_int(uint32_t f, bool is_signed, unsigned bits, Rnd r, bool ftz) {
+  const float x = F(flush(f, ftz));
+  if (std::isnan(x)) return 0;
+  double d = x;  // exact
+  switch (r) {
+    case Rnd::Rzi: case Rnd::Rz: d = std::trunc(d); break;
+    case Rnd::Rmi: case Rnd::Rm: d = std::floor(d); break;
+    case Rnd::Rpi: case Rnd::Rp: d = std::ceil(d); break;
+    default: d = rounded(Rnd::Rn, [&] { return fix(std::nearbyint(fix(d))); }); break;
+  }
+  const uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  if (is_signed) {
+    const double hi = std::ldexp(1.0, int(bits) - 1);  // 2^(bits-1)
+    if (d >= hi) return mask >> 1;
+    if (d < -hi) return (uint64_t(1) << (bits - 1)) & mask;
+    return uint64_t(int64_t(d)) & mask;
+  }
+  const double hi = std::ldexp(1.0, int(bits));
+  if (d <= 0) return 0;
+  if (d >= hi) return mask;
+  return uint64_t(d) & mask;
+}
+
+namespace {
+double D(uint64_t b) {
+  double d;
+  std::memcpy(&d, &b, 8);
+  return d;
+}
+uint64_t DB(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return std::isnan(d) ? kNaN64 : b;
+}
+}  // namespace
+
+uint64_t add64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) + fix(double(y)))); });
+}
+uint64_t sub64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) - fix(double(y)))); });
+}
+uint64_t mul64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) * fix(double(y)))); });
+}
+uint64_t fma64(uint64_t a, uint64_t b, uint64_t c, Rnd r) {
+  volatile double x = D(a), y = D(b), z = D(c);
+  return rounded(r, [&] { return DB(fix(std::fma(fix(double(x)), fix(double(y)), fix(double(z))))); });
+}
+uint64_t min64(uint64_t a, uint64_t b) {
+  const double x = D(a), y = D(b);
+  if (std::isnan(x) && std::isnan(y)) return kNaN64;
+  if (std::isnan(x)) return b;
+  if (std::isnan(y)) return a;
+  if (x == y) return (a | b) >> 63 ? (a | b) : a;
+  return x < y ? a : b;
+}
+uint64_t max64(uint64_t a, uint64_t b) {
+  const double x = D(a), y = D(b);
+  if (std::isnan(x) && std::isnan(y)) return kNaN64;
+  if (std::isnan(x)) return b;
+  if (std::isnan(y)) return a;
+  if (x == y) return a & b;
+  return x > y ? a : b;
+}
+bool compare64(Cmp c, uint64_t a, uint64_t b) {
+  const double x = D(a), y = D(b);
+  const bool u = std::isnan(x) || std::isnan(y);
+  switch (c) {
+    case Cmp::Eq: return !u && x == y;
+    case Cmp::Ne: return !u && x != y;
+    case Cmp::Lt: return !u && x < y;
+    case Cmp::Le: return !u && x <= y;
+    case Cmp::Gt: return !u && x > y;
+    case Cmp::Ge: return !u && x >= y;
+    case Cmp::Equ: return u || x == y;
+    case Cmp::Neu: return u || x != y;
+    case Cmp::Ltu: return u || x < y;
+    case Cmp::Leu: return u || x <= y;
+    case Cmp::Gtu: return u || x > y;
+    case Cmp::Geu: return u || x >= y;
+    case Cmp::Num: return !u;
+    case Cmp::Nan: return u;
+    default: return false;
+  }
+}
+
+uint64_t int_to_f64(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
+  if (bits < 64) v &= (uint64_t(1) << bits) - 1;
+  if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t(0) << bits;
+  volatile uint64_t u = v;
+  volatile int64_t s = int64_t(v);
+  return rounded(r, [&] { return DB(fix(is_signed ? double(fix(int64_t(s))) : double(fix(uint64_t(u))))); });
+}
+uint64_t f64_to_int(uint64_t bits_in, bool is_signed, unsigned bits, Rnd r) {
+  double d = D(bits_in);
+  if (std::isnan(d)) return 0;
+  switch (r) {
+    case Rnd::Rzi: case Rnd::Rz: d = std::trunc(d); break;
+    case Rnd::Rmi: case Rnd::Rm: d = std::floor(d); break;
+    case Rnd::Rpi: case Rnd::Rp: d = std::ceil(d); break;
+    default: d = rounded(Rnd::Rn, [&] { return fix(std::nearbyint(fix(d))); }); break;
+  }
+  const uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  if (is_signed) {
+    const double hi = std::ldexp(1.0, int(bits) - 1);
+    if (d >= hi) return mask >> 1;
+    if (d < -hi) return (uint64_t(1) << (bits - 1)) & mask;
+    return uint64_t(int64_t(d)) & mask;
+  }
+  if (d <= 0) return 0;
+  if (d >= std::ldexp(1.0, int(bits))) return mask;
+  return uint64_t(d) & mask;
+}
+uint64_t round_int_f64(uint64_t bits_in, Rnd r) {
+  volatile double x = D(bits_in);
+  switch (r) {
+    case Rnd::Rzi: return DB(std::trunc(double(x)));
+    case Rnd::Rmi: return DB(std::floor(double(x)));
+    case Rnd::Rpi: return DB(std::ceil(double(x)));
+    default: return rounded(Rnd::Rn, [&] { return DB(fix(std::nearbyint(fix(double(x))))); });
+  }
+}
+
+uint64_t to_f64(uint32_t f, bool ftz) {
+  volatile float x = F(flush(f, ftz));
+  const double d = fix(double(fix(float(x))));
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+uint32_t from_f64(uint64_t bits, Rnd r, bool ftz, bool sat) {
+  double d;
+  std::memcpy(&d, &bits, 8);
+  volatile double x = d;
+  return finish(rounded(r, [&] { return B(fix(float(fix(double(x))))); }), ftz, sat);
+}
+
+uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat) {
+  volatile float x = F(flush(f, ftz));
+  uint32_t res;
+  switch (r) {
+    case Rnd::Rni: res = rounded(Rnd::Rn, [&] { return B(fix(::nearbyintf(fix(float(x))))); }); break;
+    case Rnd::Rzi: res = B(::truncf(x)); break;
+    case Rnd::Rmi: res = B(::floorf(x)); break;
+    case Rnd::Rpi: res = B(::ceilf(x)); break;
+    default: res = B(x); break;
+  }
+  return finish(res, ftz, sat);
+}
+
+}  // namespace fref
+}  // namespace qgpu::ptx

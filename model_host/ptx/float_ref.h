@@ -1,0 +1,87 @@
+// Floating point as sm_75 computes it (docs/isa.md, section 11), on raw bits.
+//
+// `float_mods` reads an instruction's rounding, flush-to-zero, saturation and
+// precision suffixes from its mnemonic.  `fref` is the reference arithmetic
+// that the PTX-level interpreter uses: the host's IEEE-754 arithmetic, with the
+// rounding mode set for each operation (fesetround) and flush-to-zero and NaN
+// results applied explicitly.  It shares nothing with the lowering's software
+// floating point (model_host/machine/softfloat.cpp), which the tests check
+// against it.
+#pragma once
+
+#include <cstdint>
+
+#include "model_host/ptx/ir.h"
+
+namespace qgpu::ptx {
+
+// .rn .rz .rm .rp (to the nearest even, toward zero, down, up), and the
+// round-to-integer forms of cvt .rni .rzi .rmi .rpi.
+enum class Rnd : uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
+// testp's property.
+enum class TestpKind : uint8_t { None, Finite, Infinite, Number, NotANumber, Normal, Subnormal };
+
+struct FloatMods {
+  Rnd rnd = Rnd::None;
+  bool ftz = false, sat = false, approx = false, full = false;
+  TestpKind testp = TestpKind::None;
+};
+FloatMods float_mods(const Instr& in);
+
+// The rounding of a float-to-float or integer-to-float result (.rn when none
+// is given); the integer forms map to their float counterparts.
+Rnd base_rounding(Rnd r);
+
+namespace fref {
+
+constexpr uint32_t kNaN32 = 0x7FFFFFFFu;  // the canonical NaN f32 arithmetic returns
+
+uint32_t add(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
+uint32_t sub(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
+uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
+uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat);
+uint32_t div(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
+uint32_t sqrt(uint32_t a, Rnd r, bool ftz);
+// ex2.approx{.ftz}.f32 as docs/isa.md section 11.1 defines it: the fixed-point
+// polynomial, then the host's rounding of 1.F * 2^n.
+uint32_t ex2(uint32_t a, bool ftz);
+uint32_t min(uint32_t a, uint32_t b, bool ftz);
+uint32_t max(uint32_t a, uint32_t b, bool ftz);
+uint32_t abs(uint32_t a, bool ftz);
+uint32_t neg(uint32_t a, bool ftz);
+uint32_t copysign(uint32_t a, uint32_t b);
+// .sat on an f32 result: clamped to [0, 1], NaN and -0 to +0 (`sat` false: r).
+uint32_t saturate(uint32_t r, bool sat);  // |b| with a's sign
+bool testp(TestpKind k, uint32_t a);
+// setp/set's comparison (eq ... geu, num, nan) of two f32 values.
+bool compare(Cmp c, uint32_t a, uint32_t b, bool ftz);
+// cvt.RND.f32.{s,u}{8,16,32,64}: the integer (its low `bits` bits) to f32.
+uint32_t from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r);
+// cvt.RNDI.{s,u}{8,16,32,64}.f32: rounded to an integer, saturated to the
+// destination's range (NaN: 0); the result's low `bits` bits.
+uint64_t to_int(uint32_t f, bool is_signed, unsigned bits, Rnd r, bool ftz);
+// binary64 (no .ftz; NaN results 0x7FFFFFFFFFFFFFFF).
+constexpr uint64_t kNaN64 = 0x7FFFFFFFFFFFFFFFull;
+uint64_t add64(uint64_t a, uint64_t b, Rnd r);
+uint64_t sub64(uint64_t a, uint64_t b, Rnd r);
+uint64_t mul64(uint64_t a, uint64_t b, Rnd r);
+uint64_t fma64(uint64_t a, uint64_t b, uint64_t c, Rnd r);
+uint64_t min64(uint64_t a, uint64_t b);
+uint64_t max64(uint64_t a, uint64_t b);
+bool compare64(Cmp c, uint64_t a, uint64_t b);
+// cvt.RND.f64.{s,u}{32,64}, cvt.RNDI.{s,u}{32,64}.f64 (saturating, NaN: 0),
+// cvt.RNDI.f64.f64.
+uint64_t int_to_f64(uint64_t v, bool is_signed, unsigned bits, Rnd r);
+uint64_t f64_to_int(uint64_t d, bool is_signed, unsigned bits, Rnd r);
+uint64_t round_int_f64(uint64_t d, Rnd r);
+
+// cvt.f64.f32 (exact; NaN payload kept, quieted) and cvt.RND.f32.f64 (NaN:
+// the canonical f32 NaN).
+uint64_t to_f64(uint32_t f, bool ftz);
+uint32_t from_f64(uint64_t d, Rnd r, bool ftz, bool sat);
+// cvt.RNDI.f32.f32: rounded to an integral value (cvt.ftz.f32.f32 without a
+// rounding suffix only flushes).
+uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat);
+
+}  // namespace fref
+}  // namespace qgpu::ptx

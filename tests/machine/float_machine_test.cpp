@@ -1,0 +1,470 @@
+// f32 PTX instructions end to end: a kernel applies one instruction to
+// operand triples; the PTX-level interpreter, the lowering run on the
+// machine interpreter (8 lanes) and the model's lowering run on the model's
+// machine (what the interpreter-model backend runs) must each give the host's
+// IEEE result (float_ref.h) bit for bit, for every edge-value pair and random
+// operands.  Also reports machine instructions per operation.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "float_cases.h"
+#include "model_host/machine/image.h"
+#include "model_host/machine/interpreter.h"
+#include "model_host/machine/lower.h"
+#include "model_host/ptx/ptx_interp.h"
+
+namespace qgpu::machine {
+namespace {
+
+using floattest::hex;
+using ptx::Rnd;
+namespace fref = ptx::fref;
+
+// %r11..%r13 hold the operands' bits and %f1..%f3 the same as f32; `body`
+// leaves the result's bits in %r20.
+std::string kernel(const std::string& body) {
+  return R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<24>;
+  .reg .f32 %f<6>;
+  .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [pa];
+  ld.param.u64 %rd2, [pb];
+  ld.param.u64 %rd3, [pc];
+  ld.param.u64 %rd4, [pd];
+  ld.param.u32 %r5, [n];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mad.lo.s32 %r4, %r1, %r2, %r3;
+  setp.ge.u32 %p1, %r4, %r5;
+  @%p1 bra DONE;
+  mul.wide.u32 %rd5, %r4, 4;
+  add.s64 %rd6, %rd1, %rd5;
+  add.s64 %rd7, %rd2, %rd5;
+  add.s64 %rd8, %rd3, %rd5;
+  add.s64 %rd9, %rd4, %rd5;
+  ld.global.u32 %r11, [%rd6];
+  ld.global.u32 %r12, [%rd7];
+  ld.global.u32 %r13, [%rd8];
+  mov.b32 %f1, %r11;
+  mov.b32 %f2, %r12;
+  mov.b32 %f3, %r13;
+)" + body + R"(
+  st.global.u32 [%rd9], %r20;
+DONE:
+  ret;
+}
+)";
+}
+
+struct Case {
+  std::string name, body;
+  std::function<uint32_t(uint32_t, uint32_t, uint32_t)> ref;
+  int kind = 0;  // operands: 0 floats, 1 integers (a = low word, b = high word), 2 doubles {a, b} and {c, b'}
+};
+
+const char* kR[] = {"rn", "rz", "rm", "rp"};
+const Rnd kRnd[] = {Rnd::Rn, Rnd::Rz, Rnd::Rm, Rnd::Rp};
+const Rnd kRndI[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+
+std::vector<Case> cases() {
+  std::vector<Case> v;
+  auto fres = [](const std::string& in) { return "  " + in + "\n  mov.b32 %r20, %f4;"; };
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      const std::string m = std::string(".") + kR[r] + (ftz ? ".ftz" : "");
+      const Rnd rr = kRnd[r];
+      v.push_back({"add" + m, fres("add" + m + ".f32 %f4, %f1, %f2;"),
+                   [=](uint32_t a, uint32_t b, uint32_t) { return fref::add(a, b, rr, ftz, false); }});
+      v.push_back({"sub" + m, fres("sub" + m + ".f32 %f4, %f1, %f2;"),
+                   [=](uint32_t a, uint32_t b, uint32_t) { return fref::sub(a, b, rr, ftz, false); }});
+      v.push_back({"mul" + m, fres("mul" + m + ".f32 %f4, %f1, %f2;"),
+                   [=](uint32_t a, uint32_t b, uint32_t) { return fref::mul(a, b, rr, ftz, false); }});
+      v.push_back({"fma" + m, fres("fma" + m + ".f32 %f4, %f1, %f2, %f3;"),
+                   [=](uint32_t a, uint32_t b, uint32_t c) { return fref::fma(a, b, c, rr, ftz, false); }});
+    }
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      const std::string m = std::string(".") + kR[r] + (ftz ? ".ftz" : "");
+      const Rnd rr = kRnd[r];
+      v.push_back({"div" + m, fres("div" + m + ".f32 %f4, %f1, %f2;"),
+                   [=](uint32_t a, uint32_t b, uint32_t) { return fref::div(a, b, rr, ftz, false); }});
+      v.push_back({"rcp" + m, fres("rcp" + m + ".f32 %f4, %f1;"),
+                   [=](uint32_t a, uint32_t, uint32_t) { return fref::div(0x3F800000u, a, rr, ftz, false); }});
+      v.push_back({"sqrt" + m, fres("sqrt" + m + ".f32 %f4, %f1;"),
+                   [=](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, rr, ftz); }});
+    }
+  v.push_back({"div.full", fres("div.full.f32 %f4, %f1, %f2;"),
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::div(a, b, Rnd::Rn, false, false); }});
+  v.push_back({"div.approx", fres("div.approx.f32 %f4, %f1, %f2;"), [](uint32_t a, uint32_t b, uint32_t) {
+                 const uint32_t ab = b & 0x7FFFFFFFu, aa = a & 0x7FFFFFFFu;
+                 if (ab > 0x7E800000u && ab < 0x7F800000u && aa <= 0x7F800000u)
+                   return aa == 0x7F800000u ? 0x7FFFFFFFu : (a ^ b) & 0x80000000u;
+                 return fref::div(a, b, Rnd::Rn, false, false);
+               }});
+  v.push_back({"rsqrt.approx.ftz", fres("rsqrt.approx.ftz.f32 %f4, %f1;"), [](uint32_t a, uint32_t, uint32_t) {
+                 return fref::div(0x3F800000u, fref::sqrt(a, Rnd::Rn, true), Rnd::Rn, true, false);
+               }});
+  for (bool ftz : {false, true})
+    v.push_back({std::string("ex2.approx") + (ftz ? ".ftz" : ""),
+                 fres(std::string("ex2.approx") + (ftz ? ".ftz" : "") + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::ex2(a, ftz); }});
+  v.push_back({"sqrt.approx", fres("sqrt.approx.f32 %f4, %f1;"),
+               [](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, Rnd::Rn, false); }});
+  v.push_back({"add.f32 (no rounding suffix)", fres("add.f32 %f4, %f1, %f2;"),
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::add(a, b, Rnd::Rn, false, false); }});
+  v.push_back({"mul.ftz.sat", fres("mul.rn.ftz.sat.f32 %f4, %f1, %f2;"),
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::mul(a, b, Rnd::Rn, true, true); }});
+  v.push_back({"mad.rn.sat", fres("mad.rn.sat.f32 %f4, %f1, %f2, %f3;"),
+               [](uint32_t a, uint32_t b, uint32_t c) { return fref::fma(a, b, c, Rnd::Rn, false, true); }});
+  v.push_back({"add literal", fres("add.rn.f32 %f4, %f1, 0f3F800000;"),
+               [](uint32_t a, uint32_t, uint32_t) { return fref::add(a, 0x3F800000u, Rnd::Rn, false, false); }});
+  for (bool ftz : {false, true}) {
+    const std::string m = ftz ? ".ftz" : "";
+    v.push_back({"min" + m, fres("min" + m + ".f32 %f4, %f1, %f2;"),
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fref::min(a, b, ftz); }});
+    v.push_back({"max" + m, fres("max" + m + ".f32 %f4, %f1, %f2;"),
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fref::max(a, b, ftz); }});
+    v.push_back({"abs" + m, fres("abs" + m + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::abs(a, ftz); }});
+    v.push_back({"neg" + m, fres("neg" + m + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::neg(a, ftz); }});
+  }
+  v.push_back({"copysign", fres("copysign.f32 %f4, %f1, %f2;"),
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::copysign(a, b); }});
+  const char* tp[] = {"", "finite", "infinite", "number", "notanumber", "normal", "subnormal"};
+  for (int k = 1; k <= 6; ++k)
+    v.push_back({std::string("testp.") + tp[k],
+                 std::string("  testp.") + tp[k] + ".f32 %p2, %f1;\n  selp.u32 %r20, 1, 0, %p2;",
+                 [=](uint32_t a, uint32_t, uint32_t) { return uint32_t(fref::testp(ptx::TestpKind(k), a)); }});
+  using ptx::Cmp;
+  const std::pair<const char*, Cmp> cmps[] = {
+      {"eq", Cmp::Eq},   {"ne", Cmp::Ne},   {"lt", Cmp::Lt},   {"le", Cmp::Le},   {"gt", Cmp::Gt},
+      {"ge", Cmp::Ge},   {"equ", Cmp::Equ}, {"neu", Cmp::Neu}, {"ltu", Cmp::Ltu}, {"leu", Cmp::Leu},
+      {"gtu", Cmp::Gtu}, {"geu", Cmp::Geu}, {"num", Cmp::Num}, {"nan", Cmp::Nan}};
+  for (auto [name, c] : cmps)
+    for (bool ftz : {false, true}) {
+      const std::string m = ftz ? ".ftz" : "";
+      v.push_back({std::string("setp.") + name + m,
+                   std::string("  setp.") + name + m + ".f32 %p2|%p3, %f1, %f2;\n  selp.u32 %r20, 1, 0, %p2;\n"
+                                                        "  selp.u32 %r21, 2, 0, %p3;\n  or.b32 %r20, %r20, %r21;",
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     bool x = fref::compare(c, a, b, ftz);
+                     return uint32_t(x) | uint32_t(!x) * 2;
+                   }});
+    }
+  v.push_back({"setp.and", "  setp.lt.f32 %p3, %f3, %f1;\n  setp.gtu.and.f32 %p2, %f1, %f2, %p3;\n  selp.u32 %r20, 1, 0, %p2;",
+               [](uint32_t a, uint32_t b, uint32_t c) {
+                 return uint32_t(fref::compare(Cmp::Gtu, a, b, false) && fref::compare(Cmp::Lt, c, a, false));
+               }});
+  v.push_back({"set.f32", fres("set.le.f32.f32 %f4, %f1, %f2;"),
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::compare(Cmp::Le, a, b, false) ? 0x3F800000u : 0u; }});
+  v.push_back({"set.u32", "  set.nan.u32.f32 %r20, %f1, %f2;",
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::compare(Cmp::Nan, a, b, false) ? ~0u : 0u; }});
+  v.push_back({"selp.f32", fres("setp.lt.u32 %p2, %r13, %r11;\n  selp.f32 %f4, %f1, %f2, %p2;"),
+               [](uint32_t a, uint32_t b, uint32_t c) { return c < a ? a : b; }});
+  v.push_back({"slct.f32", "  slct.u32.f32 %r20, %r11, %r12, %f3;",
+               [](uint32_t a, uint32_t b, uint32_t c) { return fref::compare(Cmp::Ge, c, 0, false) ? a : b; }});
+  for (int r = 0; r < 4; ++r) {
+    const std::string ri = std::string(".") + kR[r] + "i", rn = std::string(".") + kR[r];
+    const Rnd rr = kRnd[r], rri = kRndI[r];
+    for (const char* t : {"s32", "u32", "s16", "u16", "s8", "u8"}) {
+      const bool sgn = t[0] == 's';
+      const unsigned bits = std::atoi(t + 1);
+      const std::string ty = bits == 32 ? t : (sgn ? "s32" : "u32");
+      v.push_back({std::string("cvt") + ri + "." + t + ".f32",
+                   bits == 32 ? std::string("  cvt") + ri + "." + t + ".f32 %r20, %f1;"
+                              : std::string("  .reg .") + t + " %h<2>;\n  cvt" + ri + "." + t + ".f32 %h1, %f1;\n  cvt." +
+                                    ty + "." + t + " %r20, %h1;",
+                   [=](uint32_t a, uint32_t, uint32_t) {
+                     uint64_t x = fref::to_int(a, sgn, bits, rri, false);
+                     if (sgn && bits < 32 && (x >> (bits - 1)) & 1) x |= ~uint64_t(0) << bits;
+                     return uint32_t(x);
+                   }});
+    }
+    v.push_back({std::string("cvt") + ri + ".ftz.s32.f32", std::string("  cvt") + ri + ".ftz.s32.f32 %r20, %f1;",
+                 [=](uint32_t a, uint32_t, uint32_t) { return uint32_t(fref::to_int(a, true, 32, rri, true)); }});
+    v.push_back({std::string("cvt") + ri + ".f32.f32", fres("cvt" + ri + ".f32.f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::round_int(a, rri, false, false); }});
+    for (const char* t : {"s32", "u32"})
+      v.push_back({std::string("cvt") + rn + ".f32." + t, fres("cvt" + rn + ".f32." + t + " %f4, %r11;"),
+                   [=](uint32_t a, uint32_t, uint32_t) { return fref::from_int(a, t[0] == 's', 32, rr); },
+                   1});
+    for (const char* t : {"s64", "u64"})
+      v.push_back({std::string("cvt") + rn + ".f32." + t,
+                   fres(std::string("mov.b64 %rd10, {%r11, %r12};\n  cvt") + rn + ".f32." + t + " %f4, %rd10;"),
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     return fref::from_int(uint64_t(b) << 32 | a, t[0] == 's', 64, rr);
+                   },
+                   1});
+  }
+  for (int r = 0; r < 4; ++r) {
+    const std::string ri = std::string(".") + kR[r] + "i";
+    const Rnd rri = kRndI[r], rr = kRnd[r];
+    for (const char* t : {"s64", "u64"})
+      v.push_back({std::string("cvt") + ri + "." + t + ".f32",
+                   std::string("  cvt") + ri + "." + t + ".f32 %rd10, %f1;\n  mov.b64 {%r20, %r21}, %rd10;\n"
+                                                 "  xor.b32 %r20, %r20, %r21;",
+                   [=](uint32_t a, uint32_t, uint32_t) {
+                     uint64_t x = fref::to_int(a, t[0] == 's', 64, rri, false);
+                     return uint32_t(x) ^ uint32_t(x >> 32);
+                   }});
+    v.push_back({std::string("cvt.") + kR[r] + ".f32.f64",
+                 "  .reg .f64 %fd<2>;\n  mov.b64 %fd1, {%r11, %r12};\n  cvt." + std::string(kR[r]) +
+                     ".f32.f64 %f4, %fd1;\n  mov.b32 %r20, %f4;",
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fref::from_f64(uint64_t(b) << 32 | a, rr, false, false); },
+                 1});
+  }
+  v.push_back({"cvt.f64.f32", "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  mov.b64 {%r20, %r21}, %fd1;\n"
+                              "  xor.b32 %r20, %r20, %r21;",
+               [](uint32_t a, uint32_t, uint32_t) {
+                 uint64_t x = fref::to_f64(a, false);
+                 return uint32_t(x) ^ uint32_t(x >> 32);
+               }});
+  // binary64: x = {a, b}, y = {c, b ^ (c & 0x80F00000)} (y's exponent near x's,
+  // either sign); the result folded to one word, lo + 3 hi.
+  const std::string f64in =
+      "  .reg .f64 %fd<4>;\n  and.b32 %r14, %r13, -2131755008;\n  xor.b32 %r14, %r14, %r12;\n"
+      "  mov.b64 %fd1, {%r11, %r12};\n  mov.b64 %fd2, {%r13, %r14};\n";
+  const std::string f64out = "\n  mov.b64 {%r20, %r21}, %fd3;\n  mad.lo.s32 %r20, %r21, 3, %r20;";
+  auto y64 = [](uint32_t b, uint32_t c) { return uint64_t(b ^ (c & 0x80F00000u)) << 32 | c; };
+  auto fold = [](uint64_t x) { return uint32_t(x) + 3 * uint32_t(x >> 32); };
+  for (int r = 0; r < 4; ++r) {
+    const Rnd rr = kRnd[r];
+    const std::string m = std::string(".") + kR[r];
+    v.push_back({"add" + m + ".f64", f64in + "  add" + m + ".f64 %fd3, %fd1, %fd2;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::add64(uint64_t(b) << 32 | a, y64(b, c), rr)); },
+                 2});
+    v.push_back({"sub" + m + ".f64", f64in + "  sub" + m + ".f64 %fd3, %fd1, %fd2;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::sub64(uint64_t(b) << 32 | a, y64(b, c), rr)); },
+                 2});
+    v.push_back({"mul" + m + ".f64", f64in + "  mul" + m + ".f64 %fd3, %fd1, %fd2;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::mul64(uint64_t(b) << 32 | a, y64(b, c), rr)); },
+                 2});
+    v.push_back({"fma" + m + ".f64 x*y+x", f64in + "  fma" + m + ".f64 %fd3, %fd1, %fd2, %fd1;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) {
+                   const uint64_t x = uint64_t(b) << 32 | a;
+                   return fold(fref::fma64(x, y64(b, c), x, rr));
+                 },
+                 2});
+    v.push_back({"fma" + m + ".f64 x*x-y", f64in + "  neg.f64 %fd2, %fd2;\n  fma" + m + ".f64 %fd3, %fd1, %fd1, %fd2;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t c) {
+                   const uint64_t x = uint64_t(b) << 32 | a;
+                   return fold(fref::fma64(x, x, y64(b, c) ^ (uint64_t(1) << 63), rr));
+                 },
+                 2});
+  }
+  for (int r = 0; r < 4; ++r) {
+    const Rnd rr = kRnd[r], rri = kRndI[r];
+    const std::string m = std::string(".") + kR[r], mi = m + "i";
+    for (const char* t : {"s32", "u32", "s64", "u64"}) {
+      const bool sgn = t[0] == 's';
+      const unsigned bits = std::atoi(t + 1);
+      const std::string dreg = bits == 32 ? "%r20" : "%rdi";
+      v.push_back({"cvt" + mi + "." + t + ".f64",
+                   f64in + "  .reg .b64 %rdi;\n  cvt" + mi + "." + t + ".f64 " + dreg + ", %fd1;\n" +
+                       (bits == 32 ? std::string("  mov.b32 %r21, 0;") : std::string("  mov.b64 {%r20, %r21}, %rdi;")) +
+                       "\n  mad.lo.s32 %r20, %r21, 3, %r20;",
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     uint64_t x = fref::f64_to_int(uint64_t(b) << 32 | a, sgn, bits, rri);
+                     return fold(x);
+                   },
+                   2});
+      v.push_back({"cvt" + m + ".f64." + t,
+                   f64in + "  .reg .b64 %rdi;\n  mov.b64 %rdi, %fd1;\n  cvt" + m + ".f64." + t + " %fd3, " +
+                       (bits == 32 ? "%r11" : "%rdi") + ";" + f64out,
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     return fold(fref::int_to_f64(bits == 32 ? a : uint64_t(b) << 32 | a, sgn, bits, rr));
+                   },
+                   2});
+    }
+    v.push_back({"cvt" + mi + ".f64.f64", f64in + "  cvt" + mi + ".f64.f64 %fd3, %fd1;" + f64out,
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fold(fref::round_int_f64(uint64_t(b) << 32 | a, rri)); }, 2});
+  }
+  v.push_back({"min.f64", f64in + "  min.f64 %fd3, %fd1, %fd2;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::min64(uint64_t(b) << 32 | a, y64(b, c))); }, 2});
+  v.push_back({"max.f64", f64in + "  max.f64 %fd3, %fd1, %fd2;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::max64(uint64_t(b) << 32 | a, y64(b, c))); }, 2});
+  v.push_back({"neg.f64", f64in + "  neg.f64 %fd3, %fd1;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t) { return fold((uint64_t(b) << 32 | a) ^ (uint64_t(1) << 63)); }, 2});
+  for (auto [name, c] : cmps)
+    v.push_back({std::string("setp.") + name + ".f64",
+                 f64in + "  setp." + name + ".f64 %p2, %fd1, %fd2;\n  selp.u32 %r20, 1, 0, %p2;",
+                 [=](uint32_t a, uint32_t b, uint32_t cc) {
+                   return uint32_t(fref::compare64(c, uint64_t(b) << 32 | a, y64(b, cc)));
+                 },
+                 2});
+  v.push_back({"cvt.ftz.sat.f32.f32", fres("cvt.ftz.sat.f32.f32 %f4, %f1;"),
+               [](uint32_t a, uint32_t, uint32_t) { return fref::round_int(a, Rnd::None, true, true); }});
+  return v;
+}
+
+constexpr uint32_t kBatch = 768;  // 3 CTAs of 256 threads; 12 KiB of buffers
+
+// Operands for one batch: every edge pair first, then random ones.
+void fill(floattest::Operands& gen, uint64_t batch, int kind, std::vector<uint32_t>& a, std::vector<uint32_t>& b,
+          std::vector<uint32_t>& c) {
+  const auto& E = floattest::edges();
+  for (uint32_t i = 0; i < kBatch; ++i) {
+    const uint64_t at = batch * kBatch + i;
+    if (kind == 2) {  // doubles: words of f32 edge values and random bits, f64 edges
+      static const uint32_t hi[] = {0x7FF00000u, 0x7FF80000u, 0x7FEFFFFFu, 0x00100000u, 0x000FFFFFu, 0,
+                                    0x3FF00000u, 0x3CA00000u, 0x43300000u, 0x7FF00001u};
+      a[i] = gen.rng()() % 4 ? uint32_t(gen.rng()()) : 0u;
+      b[i] = gen.rng()() % 3 ? gen.any() : hi[gen.rng()() % 10] | uint32_t(gen.rng()() % 2) << 31;
+      c[i] = gen.rng()() % 4 ? uint32_t(gen.rng()()) : 0u;
+      continue;
+    }
+    if (kind == 1) {  // integers: small, large, every sign
+      uint64_t x = gen.rng()() >> (gen.rng()() % 64);
+      if (gen.rng()() % 2) x = uint64_t(-int64_t(x));
+      a[i] = uint32_t(x), b[i] = uint32_t(x >> 32), c[i] = 0;
+      continue;
+    }
+    if (at < E.size() * E.size()) {
+      a[i] = E[at / E.size()], b[i] = E[at % E.size()], c[i] = E[(at * 7) % E.size()];
+    } else {
+      a[i] = gen.any();
+      b[i] = at % 2 ? gen.near(a[i]) : gen.any();
+      c[i] = at % 3 ? gen.any() : gen.near(fref::mul(a[i], b[i], Rnd::Rn, false, false));
+    }
+  }
+}
+
+struct Runner {
+  Params params;
+  bool model;
+  ModuleImage img;
+  Program prog;
+  uint64_t pa, pb, pc, pd;
+  std::vector<uint8_t> param_bytes;
+
+  Runner(const std::string& text, const Params& p, bool for_model)
+      : params(p), model(for_model), img(load_module(text, p)) {
+    pa = img.alloc(kBatch * 4), pb = img.alloc(kBatch * 4), pc = img.alloc(kBatch * 4), pd = img.alloc(kBatch * 4);
+    for (uint64_t x : {pa, pb, pc, pd}) {
+      param_bytes.resize(param_bytes.size() + 8);
+      std::memcpy(param_bytes.data() + param_bytes.size() - 8, &x, 8);
+    }
+    param_bytes.resize(param_bytes.size() + 4);
+    std::memcpy(param_bytes.data() + 32, &kBatch, 4);
+    prog = lower(img.module, "k", {{3, 1, 1}, {256, 1, 1}, 0, img.symbols}, params, {.for_model = for_model});
+  }
+  void put(uint64_t at, const std::vector<uint32_t>& v) {
+    std::memcpy(&img.mem.bytes[at - img.mem.base], v.data(), v.size() * 4);
+  }
+  std::vector<uint32_t> get(uint64_t at) {
+    std::vector<uint32_t> v(kBatch);
+    std::memcpy(v.data(), &img.mem.bytes[at - img.mem.base], kBatch * 4);
+    return v;
+  }
+  // Returns the results; `instrs` gets the lane instructions executed.
+  std::vector<uint32_t> run_machine(uint64_t& instrs) {
+    Interpreter in(prog, params, prog.ctas, prog.threads, param_bytes, img.mem);
+    in.run(100'000'000);
+    EXPECT_EQ(in.fault().error, 0) << in.fault().message;
+    instrs = in.stats().lane_instructions;
+    return get(pd);
+  }
+  std::vector<uint32_t> run_ptx() {
+    auto r = ptx::run(img.module, "k", {3, 1, 1}, {256, 1, 1}, 0, param_bytes, img.symbols, img.mem);
+    EXPECT_EQ(r.error, 0) << r.message;
+    return get(pd);
+  }
+};
+
+// Machine instructions per thread of the kernel without the operation.
+uint64_t baseline(const Params& p, bool model) {
+  Runner run(kernel("  mov.b32 %r20, %r11;"), p, model);
+  uint64_t n = 0;
+  run.run_machine(n);
+  return n;
+}
+
+// Groups of instructions, one test each: 0 add/sub/mul/fma, 1 div/rcp/sqrt,
+// 2 the rest of f32, 3 f64.
+void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
+  const Params machine = default_params(), model = model_params();
+  const uint64_t base8 = baseline(machine, false), base_model = baseline(model, true);
+  for (const Case& cs : cases()) {
+    const std::string op = cs.name.substr(0, cs.name.find('.'));
+    const int g = cs.kind == 2 ? 3
+                  : op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad"   ? 0
+                  : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" || op == "ex2" ? 1
+                                                                                 : 2;
+    if (g != group) continue;
+    SCOPED_TRACE(cs.name);
+    const std::string text = kernel(cs.body);
+    Runner r8(text, machine, false), rm(text, model, true);
+    floattest::Operands gen(std::hash<std::string>()(cs.name));
+    std::vector<uint32_t> a(kBatch), b(kBatch), c(kBatch);
+    uint64_t per8 = 0, per_model = 0;
+    const uint64_t nb = std::max(batches_machine, batches_model);
+    for (uint64_t batch = 0; batch < nb; ++batch) {
+      fill(gen, batch, cs.kind, a, b, c);
+      std::vector<uint32_t> want(kBatch);
+      for (uint32_t i = 0; i < kBatch; ++i) want[i] = cs.ref(a[i], b[i], c[i]);
+      auto check = [&](Runner& run, const char* who, bool ptx_level, uint64_t& instrs) {
+        run.put(run.pa, a), run.put(run.pb, b), run.put(run.pc, c);
+        std::vector<uint32_t> got = ptx_level ? run.run_ptx() : run.run_machine(instrs);
+        for (uint32_t i = 0; i < kBatch; ++i)
+          if (got[i] != want[i]) {
+            ADD_FAILURE() << cs.name << " on " << who << ": " << hex(a[i]) << " " << hex(b[i]) << " " << hex(c[i])
+                          << " gives " << hex(got[i]) << ", not " << hex(want[i]);
+            return false;
+          }
+        return true;
+      };
+      uint64_t ignored;
+      if (batch < batches_machine && !(check(r8, "the PTX-level interpreter", true, ignored) &&
+                                       check(r8, "the machine (8 lanes)", false, per8)))
+        return;
+      if (batch < batches_model && !check(rm, "the model's machine", false, per_model)) return;
+    }
+    std::printf("%-28s lane instructions per op: %6.1f (8 lanes) %6.1f (model's machine); ROM: %4zu blocks "
+                  "(8 lanes), %4zu (model)\n",
+                  cs.name.c_str(), double(per8 - base8) / kBatch, double(per_model - base_model) / kBatch,
+                  r8.prog.blocks.size(), rm.prog.blocks.size());
+  }
+}
+
+// Batches of 768 operand triples; the first 11 batches hold every pair of
+// edge values.  The model's machine runs the first 4 (3072 triples).
+TEST(FloatMachine, ArithmeticBitForBit) {
+  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 0);
+}
+TEST(FloatMachine, DivisionAndRootBitForBit) {
+  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 1);
+}
+TEST(FloatMachine, ComparisonsConversionsBitForBit) {
+  check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 2);
+}
+TEST(FloatMachine, Binary64BitForBit) {  // random operands (the generator tests hold the edge pairs)
+  check_all(floattest::pairs(4 * kBatch) / kBatch, floattest::pairs(2 * kBatch) / kBatch, 3);
+}
+
+TEST(FloatMachine, NotLoweredNamesTheInstruction) {
+  const Params p = default_params();
+  for (const char* body : {"  lg2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
+                           "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  div.rn.f64 %fd1, %fd1, %fd1;\n"
+                           "  mov.b64 {%r20, %r21}, %fd1;"}) {
+    ModuleImage img = load_module(kernel(body), p);
+    try {
+      lower(img.module, "k", {{1, 1, 1}, {32, 1, 1}, 0, img.symbols}, p);
+      ADD_FAILURE() << "lowered " << body;
+    } catch (const LowerError& e) {
+      EXPECT_EQ(e.error(), 801);
+      EXPECT_NE(std::string(e.what()).find("PTX line"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine

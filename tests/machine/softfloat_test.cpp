@@ -1,0 +1,503 @@
+// The software floating point's generators (softfloat.h) evaluated directly
+// (constant operands fold every operation), bit for bit against the host's
+// IEEE arithmetic (float_ref.h): every edge-value pair and random pairs, per
+// operation, rounding mode and .ftz.  QGPU_FLOAT_PAIRS=10000000 runs the full
+// count (docs/isa.md, section 11).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "float_cases.h"
+#include "model_host/machine/softfloat.h"
+
+namespace qgpu::machine {
+namespace {
+
+using floattest::hex;
+using ptx::Rnd;
+using softfloat::Round;
+
+softfloat::Gen folding() {
+  return softfloat::Gen([](Op o, Operand, Operand, Operand) -> Operand {
+    ADD_FAILURE() << "an operation on constants did not fold: " << op_info(o).name;
+    return Operand::k(0);
+  });
+}
+uint32_t val(Operand o) { return o.v; }
+Operand K(uint32_t v) { return Operand::k(v); }
+
+const Round kRounds[] = {Round::Rn, Round::Rz, Round::Rm, Round::Rp};
+const Rnd kRnds[] = {Rnd::Rn, Rnd::Rz, Rnd::Rm, Rnd::Rp};
+const char* kNames[] = {"rn", "rz", "rm", "rp"};
+
+enum class Bin { Add, Sub, Mul };
+uint32_t soft(Bin op, uint32_t a, uint32_t b, int r, bool ftz, bool sat) {
+  auto g = folding();
+  switch (op) {
+    case Bin::Add: return val(g.add(K(a), K(b), kRounds[r], ftz, sat));
+    case Bin::Sub: return val(g.sub(K(a), K(b), kRounds[r], ftz, sat));
+    default: return val(g.mul(K(a), K(b), kRounds[r], ftz, sat));
+  }
+}
+uint32_t ref(Bin op, uint32_t a, uint32_t b, int r, bool ftz, bool sat) {
+  switch (op) {
+    case Bin::Add: return ptx::fref::add(a, b, kRnds[r], ftz, sat);
+    case Bin::Sub: return ptx::fref::sub(a, b, kRnds[r], ftz, sat);
+    default: return ptx::fref::mul(a, b, kRnds[r], ftz, sat);
+  }
+}
+
+void check_binary(Bin op, const char* name, uint64_t n) {
+  floattest::Operands gen(1234 + int(op));
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      for (uint32_t a : floattest::edges())
+        for (uint32_t b : floattest::edges())
+          ASSERT_EQ(hex(soft(op, a, b, r, ftz, false)), hex(ref(op, a, b, r, ftz, false)))
+              << name << "." << kNames[r] << (ftz ? ".ftz" : "") << " " << hex(a) << " " << hex(b);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t a = gen.any(), b = i % 2 ? gen.near(a) : gen.any();
+        bool sat = i % 16 == 0;
+        ASSERT_EQ(hex(soft(op, a, b, r, ftz, sat)), hex(ref(op, a, b, r, ftz, sat)))
+            << name << "." << kNames[r] << (ftz ? ".ftz" : "") << (sat ? ".sat" : "") << " " << hex(a) << " "
+            << hex(b);
+      }
+    }
+}
+
+TEST(SoftFloat, Add) { check_binary(Bin::Add, "add", floattest::pairs(200000)); }
+TEST(SoftFloat, Sub) { check_binary(Bin::Sub, "sub", floattest::pairs(100000)); }
+TEST(SoftFloat, Mul) { check_binary(Bin::Mul, "mul", floattest::pairs(200000)); }
+
+TEST(SoftFloat, Fma) {
+  const uint64_t n = floattest::pairs(200000);
+  floattest::Operands gen(99);
+  auto check = [&](uint32_t a, uint32_t b, uint32_t c, int r, bool ftz, bool sat) {
+    auto g = folding();
+    uint32_t got = val(g.fma(K(a), K(b), K(c), kRounds[r], ftz, sat));
+    uint32_t want = ptx::fref::fma(a, b, c, kRnds[r], ftz, sat);
+    ASSERT_EQ(hex(got), hex(want)) << "fma." << kNames[r] << (ftz ? ".ftz" : "") << (sat ? ".sat" : "") << " "
+                                   << hex(a) << " " << hex(b) << " " << hex(c);
+  };
+  const auto& E = floattest::edges();
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      for (size_t i = 0; i < E.size(); i += 3)
+        for (size_t j = 0; j < E.size(); j += 2)
+          for (size_t k = 0; k < E.size(); k += 5) check(E[i], E[j], E[k], r, ftz, false);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t a = gen.any(), b = gen.any(), c;
+        switch (i % 3) {
+          case 0: c = gen.any(); break;
+          case 1: c = gen.near(ptx::fref::mul(a, b, Rnd::Rn, false, false)); break;  // cancellation
+          default: c = ptx::fref::mul(a, b, Rnd::Rz, false, false) ^ 0x80000000u; break;
+        }
+        check(a, b, c, r, ftz, i % 16 == 0);
+      }
+    }
+}
+
+TEST(SoftFloat, MinMaxAbsNegCopysign) {
+  floattest::Operands gen(7);
+  const auto& E = floattest::edges();
+  auto check = [&](uint32_t a, uint32_t b) {
+    for (bool ftz : {false, true}) {
+      auto g = folding();
+      ASSERT_EQ(hex(val(g.min(K(a), K(b), ftz))), hex(ptx::fref::min(a, b, ftz))) << hex(a) << " " << hex(b);
+      ASSERT_EQ(hex(val(g.max(K(a), K(b), ftz))), hex(ptx::fref::max(a, b, ftz))) << hex(a) << " " << hex(b);
+      ASSERT_EQ(hex(val(g.abs(K(a), ftz))), hex(ptx::fref::abs(a, ftz))) << hex(a);
+      ASSERT_EQ(hex(val(g.neg(K(a), ftz))), hex(ptx::fref::neg(a, ftz))) << hex(a);
+    }
+    auto g = folding();
+    ASSERT_EQ(val(g.copysign(K(a), K(b))), ptx::fref::copysign(a, b));
+    for (int k = 1; k <= 6; ++k) ASSERT_EQ(val(g.testp(k, K(a))), ptx::fref::testp(ptx::TestpKind(k), a)) << k;
+  };
+  for (uint32_t a : E)
+    for (uint32_t b : E) check(a, b);
+  for (int i = 0; i < 100000; ++i) {
+    uint32_t a = gen.any();
+    check(a, i % 2 ? gen.near(a) : gen.any());
+  }
+}
+
+TEST(SoftFloat, Comparisons) {
+  using ptx::Cmp;
+  const Cmp all[] = {Cmp::Eq,  Cmp::Ne,  Cmp::Lt,  Cmp::Le,  Cmp::Gt,  Cmp::Ge,  Cmp::Equ,
+                     Cmp::Neu, Cmp::Ltu, Cmp::Leu, Cmp::Gtu, Cmp::Geu, Cmp::Num, Cmp::Nan};
+  floattest::Operands gen(8);
+  auto check = [&](uint32_t a, uint32_t b) {
+    for (Cmp c : all)
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(val(g.compare(c, K(a), K(b), ftz)), uint32_t(ptx::fref::compare(c, a, b, ftz)))
+            << int(c) << (ftz ? " ftz " : " ") << hex(a) << " " << hex(b);
+      }
+  };
+  for (uint32_t a : floattest::edges())
+    for (uint32_t b : floattest::edges()) check(a, b);
+  for (int i = 0; i < 100000; ++i) {
+    uint32_t a = gen.any();
+    check(a, i % 2 ? gen.near(a) : a + uint32_t(gen.rng()() % 3) - 1);
+  }
+}
+
+TEST(SoftFloat, Conversions) {
+  floattest::Operands gen(9);
+  const uint64_t n = floattest::pairs(200000);
+  for (int r = 0; r < 4; ++r) {
+    const Rnd ri[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+    auto f2i = [&](uint32_t f) {
+      for (bool ftz : {false, true})
+        for (unsigned bits : {8u, 16u, 32u})
+          for (bool sgn : {false, true}) {
+            auto g = folding();
+            uint32_t got = val(g.to_int32(K(f), sgn, bits, kRounds[r], ftz));
+            uint64_t want = ptx::fref::to_int(f, sgn, bits, ri[r], ftz);
+            if (sgn && bits < 32 && (want >> (bits - 1)) & 1) want |= ~uint64_t(0) << bits;  // sign-extended
+            ASSERT_EQ(hex(got), hex(uint32_t(want)))
+                << "cvt." << kNames[r] << "i." << (sgn ? "s" : "u") << bits << ".f32" << (ftz ? " ftz " : " ")
+                << hex(f);
+          }
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.round_int(K(f), true, kRounds[r], ftz, false))),
+                  hex(ptx::fref::round_int(f, ri[r], ftz, false)))
+            << "cvt." << kNames[r] << "i.f32.f32 " << hex(f);
+        ASSERT_EQ(hex(val(g.round_int(K(f), false, kRounds[r], ftz, true))),
+                  hex(ptx::fref::round_int(f, Rnd::None, ftz, true)))
+            << "cvt.sat.f32.f32 " << hex(f);
+      }
+    };
+    auto i2f = [&](uint64_t v) {
+      auto g = folding();
+      for (bool sgn : {false, true}) {
+        ASSERT_EQ(hex(val(g.from_int32(K(uint32_t(v)), sgn, kRounds[r]))),
+                  hex(ptx::fref::from_int(v, sgn, 32, kRnds[r])))
+            << "cvt." << kNames[r] << ".f32." << (sgn ? "s32 " : "u32 ") << uint32_t(v);
+        ASSERT_EQ(hex(val(g.from_int64(K(uint32_t(v)), K(uint32_t(v >> 32)), sgn, kRounds[r]))),
+                  hex(ptx::fref::from_int(v, sgn, 64, kRnds[r])))
+            << "cvt." << kNames[r] << ".f32." << (sgn ? "s64 " : "u64 ") << v;
+      }
+    };
+    for (uint32_t f : floattest::edges()) f2i(f);
+    for (uint64_t i = 0; i < n / 4; ++i) {
+      uint32_t f = gen.any();
+      f2i(i % 2 ? f : (f & 0x807FFFFFu) | ((120 + uint32_t(gen.rng()() % 40)) << 23));
+      uint64_t v = gen.rng()();
+      i2f(v >> (gen.rng()() % 64));
+      i2f(uint64_t(int64_t(v) >> (gen.rng()() % 64)));
+    }
+    for (uint64_t v : {uint64_t(0), uint64_t(1), uint64_t(0x7FFFFFFF), uint64_t(0x80000000), uint64_t(0xFFFFFFFF),
+                       uint64_t(0x01000001), uint64_t(0x8000000000000000ull), ~uint64_t(0), uint64_t(0x0080000080000000ull)})
+      i2f(v);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// The reference itself on values worked out by hand.
+TEST(SoftFloat, ReferenceKnownValues) {
+  using ptx::fref::add;
+  using ptx::fref::mul;
+  const uint32_t one = 0x3F800000u, half_ulp = 0x33800000u;  // 1.0, 2^-24
+  EXPECT_EQ(add(one, half_ulp, Rnd::Rn, false, false), one);                // tie to even
+  EXPECT_EQ(add(0x3F800001u, half_ulp, Rnd::Rn, false, false), 0x3F800002u);  // tie to even, up
+  EXPECT_EQ(add(one, half_ulp, Rnd::Rp, false, false), 0x3F800001u);
+  EXPECT_EQ(add(one, half_ulp, Rnd::Rz, false, false), one);
+  EXPECT_EQ(add(0xBF800000u, 0xB3800000u, Rnd::Rm, false, false), 0xBF800001u);
+  EXPECT_EQ(add(one, 0xBF800000u, Rnd::Rn, false, false), 0u);              // x - x = +0
+  EXPECT_EQ(add(one, 0xBF800000u, Rnd::Rm, false, false), 0x80000000u);     // ... -0 rounding down
+  EXPECT_EQ(mul(1, 0x3FC00000u, Rnd::Rz, false, false), 1u);                // 1.5 * 2^-149
+  EXPECT_EQ(mul(1, 0x3FC00000u, Rnd::Rn, false, false), 2u);
+  EXPECT_EQ(mul(1, 0x3FC00000u, Rnd::Rn, true, false), 0u);                 // .ftz: input flushed
+  EXPECT_EQ(mul(0x00800000u, 0x3F000000u, Rnd::Rn, true, false), 0u);       // .ftz: result flushed
+  EXPECT_EQ(mul(0x00800000u, 0xBF000000u, Rnd::Rn, true, false), 0x80000000u);
+  EXPECT_EQ(mul(0x7F7FFFFFu, 0x40000000u, Rnd::Rz, false, false), 0x7F7FFFFFu);  // overflow toward zero
+  EXPECT_EQ(mul(0x7F7FFFFFu, 0x40000000u, Rnd::Rn, false, false), 0x7F800000u);
+  EXPECT_EQ(add(0x7F800000u, 0xFF800000u, Rnd::Rn, false, false), 0x7FFFFFFFu);  // canonical NaN
+  EXPECT_EQ(add(0x7FC00001u, one, Rnd::Rn, false, false), 0x7FFFFFFFu);
+  EXPECT_EQ(add(0x3F400000u, one, Rnd::Rn, false, true), one);               // .sat: 1.75 -> 1
+  EXPECT_EQ(add(0xBF400000u, 0x3E800000u, Rnd::Rn, false, true), 0u);        // .sat: -0.5 -> +0
+  EXPECT_EQ(ptx::fref::to_int(0x3FC00000u, true, 32, Rnd::Rni, false), 2u);  // 1.5 -> 2
+  EXPECT_EQ(ptx::fref::to_int(0x40200000u, true, 32, Rnd::Rni, false), 2u);  // 2.5 -> 2
+  EXPECT_EQ(ptx::fref::to_int(0xBFC00000u, true, 32, Rnd::Rmi, false), 0xFFFFFFFEu);  // -1.5 -> -2
+  EXPECT_EQ(ptx::fref::to_int(0x4F000000u, true, 32, Rnd::Rzi, false), 0x7FFFFFFFu);  // 2^31 saturates
+  EXPECT_EQ(ptx::fref::to_int(0x7FC00000u, true, 32, Rnd::Rzi, false), 0u);          // NaN -> 0
+  EXPECT_EQ(ptx::fref::from_int(0x01000001u, false, 32, Rnd::Rn), 0x4B800000u);       // 2^24+1 -> 2^24
+  EXPECT_EQ(ptx::fref::from_int(0x01000001u, false, 32, Rnd::Rp), 0x4B800001u);
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+TEST(SoftFloat, DivRcpSqrt) {
+  const uint64_t n = floattest::pairs(200000) / 4;
+  floattest::Operands gen(31);
+  for (int r = 0; r < 4; ++r)
+    for (bool ftz : {false, true}) {
+      auto check = [&](uint32_t a, uint32_t b) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.div(K(a), K(b), kRounds[r], ftz, false))), hex(ptx::fref::div(a, b, kRnds[r], ftz, false)))
+            << "div." << kNames[r] << (ftz ? ".ftz " : " ") << hex(a) << " " << hex(b);
+        ASSERT_EQ(hex(val(g.sqrt(K(a), kRounds[r], ftz))), hex(ptx::fref::sqrt(a, kRnds[r], ftz)))
+            << "sqrt." << kNames[r] << (ftz ? ".ftz " : " ") << hex(a);
+      };
+      for (uint32_t a : floattest::edges())
+        for (uint32_t b : floattest::edges()) check(a, b);
+      for (uint64_t i = 0; i < n; ++i) {
+        uint32_t a = gen.any();
+        check(a, i % 2 ? gen.near(a) : gen.any());
+        // Exact quotients and roots (products and squares), where rounding must not move them.
+        uint32_t b = gen.any() & 0xFFFFF000u;
+        check(ptx::fref::mul(a & 0xFFFFF000u, b, Rnd::Rn, false, false), b);
+        check(ptx::fref::mul(a & 0x7FFFF000u, a & 0x7FFFF000u, Rnd::Rn, false, false), b);
+      }
+    }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+TEST(SoftFloat, Conversions64) {
+  floattest::Operands gen(41);
+  const uint64_t n = floattest::pairs(200000) / 4;
+  const Rnd ri[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+  auto f2 = [&](uint32_t f) {
+    for (bool ftz : {false, true}) {
+      auto g = folding();
+      auto [lo, hi] = g.to_f64(K(f), ftz);
+      const uint64_t got = uint64_t(val(hi)) << 32 | val(lo);
+      ASSERT_EQ(got, ptx::fref::to_f64(f, ftz)) << "cvt.f64.f32 " << hex(f);
+      for (int r = 0; r < 4; ++r)
+        for (bool sgn : {false, true}) {
+          auto [ilo, ihi] = g.to_int64(K(f), sgn, kRounds[r], ftz);
+          ASSERT_EQ(uint64_t(val(ihi)) << 32 | val(ilo), ptx::fref::to_int(f, sgn, 64, ri[r], ftz))
+              << "cvt." << kNames[r] << "i." << (sgn ? "s64" : "u64") << ".f32 " << hex(f);
+        }
+    }
+  };
+  auto d2 = [&](uint64_t d) {
+    for (int r = 0; r < 4; ++r)
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.from_f64(K(uint32_t(d)), K(uint32_t(d >> 32)), kRounds[r], ftz, false))),
+                  hex(ptx::fref::from_f64(d, kRnds[r], ftz, false)))
+            << "cvt." << kNames[r] << ".f32.f64 " << std::hex << d;
+      }
+  };
+  for (uint32_t f : floattest::edges()) {
+    f2(f);
+    d2(ptx::fref::to_f64(f, false));
+  }
+  for (uint64_t d : {0ull, 1ull, 0x000FFFFFFFFFFFFFull, 0x7FF0000000000001ull, 0x7FF8000000000000ull,
+                     0x47EFFFFFE0000000ull, 0x47EFFFFFF0000000ull, 0x47EFFFFFEFFFFFFFull, 0x3690000000000000ull,
+                     0x36A0000000000001ull, 0x380FFFFFF0000000ull, 0x8000000000000000ull})
+    d2(d);
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t f = gen.any();
+    f2(i % 2 ? f : (f & 0x807FFFFFu) | ((150 + uint32_t(gen.rng()() % 45)) << 23));
+    uint64_t d = gen.rng()();
+    d2(d);
+    // Doubles near the f32 range, its subnormals and its rounding boundaries.
+    d2((d & 0x800FFFFFFFFFFFFFull) | ((uint64_t(0x360 + gen.rng()() % 0xA0)) << 52));
+    d2(ptx::fref::to_f64(f, false) + (gen.rng()() % 3) - 1);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// ex2.approx: the generator against the reference's computation of the same
+// definition, and the definition's accuracy against the host's exp2 in
+// double precision (the polynomial is within 2^-33 of 2^f, then one
+// rounding to nearest).
+TEST(SoftFloat, Ex2Approx) {
+  floattest::Operands gen(51);
+  auto check = [&](uint32_t a) {
+    for (bool ftz : {false, true}) {
+      auto g = folding();
+      ASSERT_EQ(hex(val(g.ex2(K(a), ftz))), hex(ptx::fref::ex2(a, ftz))) << "ex2.approx " << hex(a);
+    }
+  };
+  for (uint32_t a : floattest::edges()) check(a);
+  const uint64_t n = floattest::pairs(200000);
+  double worst = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t a = i % 2 ? gen.any() : (uint32_t(gen.rng()()) & 0x807FFFFFu) | ((100 + uint32_t(gen.rng()() % 35)) << 23);
+    check(a);
+    float x;
+    std::memcpy(&x, &a, 4);
+    if (!(x > -126.0f && x < 128.0f)) continue;
+    const uint32_t r = ptx::fref::ex2(a, false);
+    float got;
+    std::memcpy(&got, &r, 4);
+    const double want = std::exp2(double(x));
+    const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+    worst = std::max(worst, std::fabs(got - want) / ulp);
+  }
+  EXPECT_LE(worst, 1.0) << "largest error of ex2.approx in ulp";
+  std::printf("ex2.approx: largest error %.4f ulp (normal results)\n", worst);
+  // 2^x for integral x is exact.
+  for (int k = -149; k < 128; ++k) {
+    float x = float(k);
+    uint32_t a;
+    std::memcpy(&a, &x, 4);
+    const uint32_t r = ptx::fref::ex2(a, false);
+    float got;
+    std::memcpy(&got, &r, 4);
+    ASSERT_EQ(got, std::ldexp(1.0f, k)) << k;
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// binary64 edge values: zeros, subnormals, the smallest and largest normals,
+// infinities, NaNs, 1 and its neighbours, halfway cases.
+std::vector<uint64_t> edges64() {
+  std::vector<uint64_t> base = {0, 1, 2, 0x000FFFFFFFFFFFFFull, 0x0008000000000000ull, 0x0010000000000000ull,
+                                0x0010000000000001ull, 0x3CA0000000000000ull /*2^-53*/, 0x3CA0000000000001ull,
+                                0x3FE0000000000000ull, 0x3FF0000000000000ull, 0x3FF0000000000001ull,
+                                0x3FF8000000000000ull, 0x3FFFFFFFFFFFFFFFull, 0x4000000000000000ull,
+                                0x4340000000000000ull /*2^53*/, 0x4340000000000001ull, 0x7FE0000000000000ull,
+                                0x7FEFFFFFFFFFFFFFull, 0x7FF0000000000000ull, 0x7FF0000000000001ull,
+                                0x7FF8000000000000ull, 0x7FFFFFFFFFFFFFFFull, 0x3FEFFFFFFFFFFFFFull,
+                                0x0000000100000000ull, 0x00000000FFFFFFFFull, 0x4330000000000000ull};
+  std::vector<uint64_t> all;
+  for (uint64_t x : base) {
+    all.push_back(x);
+    all.push_back(x | 0x8000000000000000ull);
+  }
+  return all;
+}
+
+uint64_t double_bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+uint64_t any64(std::mt19937_64& rng) {
+  const auto E = edges64();
+  switch (rng() % 6) {
+    case 0: return E[rng() % E.size()];
+    case 1: return rng();
+    case 2: return rng() & 0x800FFFFFFFFFFFFFull;  // subnormal
+    default: return (rng() & 0x800FFFFFFFFFFFFFull) | ((1000 + rng() % 48) << 52);
+  }
+}
+
+TEST(SoftFloat, Binary64) {
+  std::mt19937_64 rng(64);
+  using ptx::Cmp;
+  const Cmp cmps[] = {Cmp::Eq,  Cmp::Ne,  Cmp::Lt,  Cmp::Le,  Cmp::Gt,  Cmp::Ge,  Cmp::Equ,
+                      Cmp::Neu, Cmp::Ltu, Cmp::Leu, Cmp::Gtu, Cmp::Geu, Cmp::Num, Cmp::Nan};
+  auto W = [](uint64_t x) { return std::make_pair(K(uint32_t(x)), K(uint32_t(x >> 32))); };
+  auto U = [](std::pair<Operand, Operand> w) { return uint64_t(w.second.v) << 32 | w.first.v; };
+  auto check = [&](uint64_t a, uint64_t b) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_EQ(U(g.add64(W(a), W(b), kRounds[r])), ptx::fref::add64(a, b, kRnds[r]))
+          << "add.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      ASSERT_EQ(U(g.sub64(W(a), W(b), kRounds[r])), ptx::fref::sub64(a, b, kRnds[r]))
+          << "sub.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      ASSERT_EQ(U(g.mul64(W(a), W(b), kRounds[r])), ptx::fref::mul64(a, b, kRnds[r]))
+          << "mul.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      for (uint64_t c : std::initializer_list<uint64_t>{a ^ b, ptx::fref::mul64(a, b, Rnd::Rn) ^ 0x8000000000000000ull ^ (b & 3), b, 0})
+        ASSERT_EQ(U(g.fma64(W(a), W(b), W(c), kRounds[r])), ptx::fref::fma64(a, b, c, kRnds[r]))
+            << "fma.f64." << kNames[r] << " " << std::hex << a << " " << b << " " << c;
+    }
+    ASSERT_EQ(U(g.min64(W(a), W(b))), ptx::fref::min64(a, b)) << std::hex << a << " " << b;
+    ASSERT_EQ(U(g.max64(W(a), W(b))), ptx::fref::max64(a, b)) << std::hex << a << " " << b;
+    for (Cmp c : cmps)
+      ASSERT_EQ(g.compare64(c, W(a), W(b)).v, uint32_t(ptx::fref::compare64(c, a, b)))
+          << int(c) << " " << std::hex << a << " " << b;
+  };
+  const auto E = edges64();
+  for (uint64_t a : E)
+    for (uint64_t b : E) check(a, b);
+  const uint64_t n = floattest::pairs(200000) / 4;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t a = any64(rng), b;
+    switch (i % 3) {
+      case 0: b = any64(rng); break;
+      case 1: b = a ^ 0x8000000000000000ull ^ (rng() % 4); break;                    // cancellation
+      default: b = (a ^ (rng() % 2 ? 0x8000000000000000ull : 0)) + ((rng() % 128) << 52) - (rng() % 1024); break;
+    }
+    check(a, b);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+TEST(SoftFloat, Binary64Conversions) {
+  std::mt19937_64 rng(65);
+  auto W = [](uint64_t x) { return std::make_pair(K(uint32_t(x)), K(uint32_t(x >> 32))); };
+  auto U = [](std::pair<Operand, Operand> w) { return uint64_t(w.second.v) << 32 | w.first.v; };
+  const Rnd ri[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+  auto f2i = [&](uint64_t d) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r) {
+      for (unsigned bits : {32u, 64u})
+        for (bool sgn : {false, true}) {
+          uint64_t got = U(g.to_int_from64(W(d), sgn, bits, kRounds[r]));
+          uint64_t want = ptx::fref::f64_to_int(d, sgn, bits, ri[r]);
+          if (bits == 32) got &= 0xFFFFFFFFu;
+          ASSERT_EQ(got, want) << "cvt." << kNames[r] << "i." << (sgn ? "s" : "u") << bits << ".f64 " << std::hex << d;
+        }
+      ASSERT_EQ(U(g.round_int64(W(d), kRounds[r])), ptx::fref::round_int_f64(d, ri[r]))
+          << "cvt." << kNames[r] << "i.f64.f64 " << std::hex << d;
+    }
+  };
+  auto i2f = [&](uint64_t v) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r)
+      for (bool sgn : {false, true}) {
+        ASSERT_EQ(U(g.from_int_to64(W(v), sgn, kRounds[r])), ptx::fref::int_to_f64(v, sgn, 64, kRnds[r]))
+            << "cvt." << kNames[r] << ".f64." << (sgn ? "s64 " : "u64 ") << std::hex << v;
+        const uint32_t w = uint32_t(v);
+        const uint32_t ext = sgn && (w >> 31) ? ~0u : 0u;
+        ASSERT_EQ(U(g.from_int_to64({K(w), K(ext)}, sgn, kRounds[r])), ptx::fref::int_to_f64(w, sgn, 32, kRnds[r]))
+            << "cvt." << kNames[r] << ".f64." << (sgn ? "s32 " : "u32 ") << std::hex << w;
+      }
+  };
+  for (uint64_t d : edges64()) {
+    f2i(d);
+    i2f(d);
+  }
+  const uint64_t n = floattest::pairs(200000) / 8;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t d = any64(rng);
+    f2i(i % 2 ? d : (d & 0x800FFFFFFFFFFFFFull) | ((1000 + rng() % 90) << 52));  // around 1 .. 2^66
+    f2i(double_bits(double(int64_t(rng() >> (rng() % 64))) + 0.5 * double(rng() % 3)));
+    i2f(rng() >> (rng() % 64));
+    i2f(uint64_t(int64_t(rng()) >> (rng() % 64)));
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine

@@ -1,0 +1,155 @@
+// bench_interp: how fast the reference interpreter runs, in lane-instructions
+// per second (one lane executing one machine instruction), on kernels that
+// stress its parts: ALU chains, shared memory and barriers, many small CTAs,
+// divergence, memory.  Each kernel is lowered once for the CUDA-sized device
+// and run to completion; `--record` also runs it through step() with a
+// StepRecord per EXEC (the path the model's trace checks use).  Rates are
+// over this thread's CPU time.  Appends one line per kernel to --out
+// (tab-separated: time, label, then the printed columns) and prints them.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <time.h>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "build_paths.h"  // qgpu_paths() in CMakeLists.txt
+#include "model_host/machine/api.h"
+#include "model_host/machine/image.h"
+#include "model_host/machine/interpreter.h"
+#include "model_host/machine/lower.h"
+
+using namespace qgpu;
+using namespace qgpu::machine;
+
+namespace {
+
+struct Case {
+  std::string name, kernel;
+  engine::Dim3 grid, block;
+  // Fills the image and returns the parameter buffer.
+  std::function<std::vector<uint8_t>(ModuleImage&)> setup;
+};
+
+template <class... T>
+std::vector<uint8_t> pack(T... v) {
+  std::vector<uint8_t> out;
+  auto put = [&](auto x) {
+    size_t a = sizeof x;
+    out.resize((out.size() + a - 1) / a * a);
+    size_t at = out.size();
+    out.resize(at + sizeof x);
+    std::memcpy(out.data() + at, &x, sizeof x);
+  };
+  (put(v), ...);
+  return out;
+}
+
+uint64_t filled(ModuleImage& img, uint32_t n, uint32_t seed) {
+  uint64_t a = img.alloc(n * 4ull);
+  uint32_t x = seed;
+  for (uint32_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    uint32_t v = (x >> 8) % 100000 + 2;
+    std::memcpy(&img.mem.bytes[a - img.mem.base + 4ull * i], &v, 4);
+  }
+  return a;
+}
+
+// This thread's CPU time: the rates hold on a busy machine too.
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_interp: the reference interpreter's lane-instructions per second"};
+  std::string out_file, label = "run", only;
+  bool record = false;
+  double scale = 1.0;
+  app.add_option("--out", out_file, "append the results to this file (tab-separated)");
+  app.add_option("--label", label, "the results' label (e.g. before/after)")->capture_default_str();
+  app.add_option("--only", only, "run only the kernel of this name");
+  app.add_option("--scale", scale, "multiply the work of every kernel")->capture_default_str();
+  app.add_flag("--record", record, "also run step() with a StepRecord per EXEC");
+  CLI11_PARSE(app, argc, argv);
+
+  std::ifstream in(QGPU_BENCH_INTERP_PTX);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string ptx = ss.str();
+  const Params params = cuda_params(256u << 20);
+
+  auto n_of = [&](uint32_t n) { return uint32_t(std::max(1.0, n * scale)); };
+  std::vector<Case> cases = {
+      {"alu_chain", "_Z9alu_chainPKjPji", {n_of(64), 1, 1}, {256, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(64) * 256;
+         return pack(filled(img, n, 1), img.alloc(n * 4ull), int32_t(64));
+       }},
+      {"block_reduce", "_Z12block_reducePKiPi", {n_of(64), 1, 1}, {1024, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(64) * 1024;
+         return pack(filled(img, n, 2), img.alloc(n_of(64) * 4ull));
+       }},
+      {"tiny_ctas", "_Z9tiny_ctasPKiPii", {n_of(100000), 1, 1}, {32, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(100000) * 32;
+         return pack(filled(img, n, 3), img.alloc(n * 4ull), int32_t(n));
+       }},
+      {"collatz", "_Z7collatzPKjPj", {n_of(16), 1, 1}, {256, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(16) * 256;
+         return pack(filled(img, n, 4), img.alloc(n * 4ull));
+       }},
+      {"stride_copy", "_Z11stride_copyPKiPii", {n_of(32), 1, 1}, {256, 1, 1},
+       [&](ModuleImage& img) {
+         uint32_t n = n_of(1u << 20);
+         return pack(filled(img, n, 5), img.alloc(n * 4ull), int32_t(n));
+       }},
+  };
+
+  std::ofstream out;
+  if (!out_file.empty()) out.open(out_file, std::ios::app);
+  char when[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", std::gmtime(&now));
+  std::cout << "kernel\tpath\tgrid x block\tEXECs\tlane-instructions\tCPU seconds\tM lane-instructions/s\n";
+  for (const Case& c : cases) {
+    if (!only.empty() && c.name != only) continue;
+    ModuleImage img = load_module(ptx, params);
+    std::vector<uint8_t> args = c.setup(img);
+    const Program prog = lower(img.module, c.kernel, {c.grid, c.block, 0, img.symbols}, params);
+    for (int pass = 0; pass < (record ? 2 : 1); ++pass) {
+      engine::GlobalMemory mem = img.mem;
+      Interpreter interp(prog, params, prog.ctas, prog.threads, args, mem);
+      const double c0 = cpu_seconds();
+      if (pass == 0) {
+        interp.run();
+      } else {
+        StepRecord rec;
+        while (interp.step(&rec)) {
+        }
+      }
+      double secs = cpu_seconds() - c0;
+      if (interp.fault().error) {
+        std::cerr << c.name << ": " << interp.fault().message << "\n";
+        return 1;
+      }
+      const InterpStats& st = interp.stats();
+      std::ostringstream line;
+      line << c.name << '\t' << (pass == 0 ? "run" : "step+record") << '\t' << c.grid.count() << 'x' << c.block.count()
+           << '\t' << st.steps << '\t' << st.lane_instructions << '\t' << std::fixed << std::setprecision(3) << secs
+           << '\t' << std::setprecision(1) << st.lane_instructions / secs / 1e6;
+      std::cout << line.str() << "\n";
+      if (out) out << when << '\t' << label << '\t' << line.str() << '\n';
+    }
+  }
+  return 0;
+}
