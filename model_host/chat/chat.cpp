@@ -170,7 +170,7 @@ std::string format_result(const Expression& e, const std::vector<int32_t>& value
 
 // ---- InnerGpu ----
 
-InnerGpu::InnerGpu(std::shared_ptr<engine::Backend> backend) : backend_(std::move(backend)) {
+InnerGpu::InnerGpu(std::shared_ptr<launch::Backend> backend) : backend_(std::move(backend)) {
   Ptx p = compile(kReadyKernels);
   if (!p.ok) throw std::runtime_error("the ready kernels do not compile:\n" + p.log);
   ready_ptx_ = p.ptx;
@@ -186,7 +186,7 @@ KernelResult InnerGpu::launch(const std::string& ptx, const std::string& kernel,
                               const std::vector<std::vector<int32_t>>& inputs, uint32_t out_words, uint32_t threads,
                               bool with_n, int32_t n) {
   const machine::Params& p = machine::model_params();
-  engine::GlobalMemory mem{p.global_base, {}};
+  launch::GlobalMemory mem{p.global_base, {}};
   std::vector<uint64_t> addrs;
   for (const auto& in : inputs) {
     addrs.push_back(mem.base + mem.bytes.size());
@@ -196,7 +196,7 @@ KernelResult InnerGpu::launch(const std::string& ptx, const std::string& kernel,
   }
   const uint64_t out_addr = mem.base + mem.bytes.size();
   mem.bytes.resize(mem.bytes.size() + out_words * 4, 0);
-  engine::LaunchRequest req;
+  launch::LaunchRequest req;
   req.ptx = ptx;
   req.kernel = kernel;
   req.block = {threads, 1, 1};
@@ -209,7 +209,7 @@ KernelResult InnerGpu::launch(const std::string& ptx, const std::string& kernel,
   for (uint64_t a : addrs) push(&a, 8);
   push(&out_addr, 8);
   if (with_n) push(&n, 4);
-  engine::LaunchResult r = backend_->launch(req, mem);
+  launch::LaunchResult r = backend_->launch(req, mem);
   KernelResult k;
   k.stats = r.stats;
   if (r.error != 0) {

@@ -20,7 +20,7 @@
 // a kernel run is what the model writes after that text.
 #pragma once
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/gpu/circuit.h"
 #include "model_host/qwen/model.h"
 #include "model_host/qwen/tokenizer.h"
@@ -56,19 +56,19 @@ struct KernelResult {
   bool ok = false;
   std::string error;               // the compiler's log or the launch's message
   std::vector<int32_t> values;     // the output array
-  engine::LaunchStats stats;
+  launch::LaunchStats stats;
 };
 
 class InnerGpu {
  public:
-  explicit InnerGpu(std::shared_ptr<engine::Backend> backend);
+  explicit InnerGpu(std::shared_ptr<launch::Backend> backend);
   // Compiles the ready kernels once (throws std::runtime_error if they do not compile).
   KernelResult evaluate(const Expression& e);
   // Advanced mode: compiles `source` (must define extern "C" __global__ void
   // kernel(int* out)) and runs it on one block of `threads` threads, out = 16
   // zeroed ints.
   KernelResult run_source(const std::string& source, uint32_t threads);
-  const engine::Backend& backend() const { return *backend_; }
+  const launch::Backend& backend() const { return *backend_; }
 
  private:
   struct Ptx {
@@ -78,7 +78,7 @@ class InnerGpu {
   static Ptx compile(const std::string& source);
   KernelResult launch(const std::string& ptx, const std::string& kernel, const std::vector<std::vector<int32_t>>& inputs,
                       uint32_t out_words, uint32_t threads, bool with_n, int32_t n);
-  std::shared_ptr<engine::Backend> backend_;
+  std::shared_ptr<launch::Backend> backend_;
   std::string ready_ptx_;
 };
 

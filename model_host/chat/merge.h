@@ -28,7 +28,7 @@
 #pragma once
 
 #include "model_host/gpu/circuit.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 #include "model_host/qwen/checkpoint.h"
 
 #include <nlohmann/json.hpp>
@@ -130,7 +130,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
 // generation_config.json (the base's, or a new one) whose suppress_tokens
 // lists every id past the base's, so that text generation never picks one.
 void save_merged(const Merged& merged, const std::string& dir, const std::string& tokenizer_dir);
-// "<|qgpu:EXEC(12)|>" for the GPU's tokens (names of model_host/gpu/vocab.h),
+// "<|qgpu:EXEC(12)|>" for the GPU's tokens (names of model_host/tokens/vocab.h),
 // "<|qgpu:t7|>" (the 7th circuit token) for a circuit without a GPU layout.
 std::string circuit_token_name(const Merged& merged, int64_t id);
 // The merged tokenizer.json: the base's `tokenizer_json` with an added token

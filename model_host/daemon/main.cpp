@@ -11,10 +11,10 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "model_host/daemon/deferred_backend.h"
+#include "model_host/backends/deferred.h"
 #include "model_host/daemon/log.h"
 #include "model_host/daemon/server.h"
-#include "model_host/engine/backends.h"
+#include "model_host/backends/registry.h"
 #include "model_host/machine/api.h"
 #include "qgpu/endpoint.h"
 
@@ -27,9 +27,9 @@ int main(int argc, char** argv) {
   using namespace qgpu;
   CLI::App app{"model_host: serves qgpu's CUDA drop-ins (libcudart.so.13) over ZeroMQ"};
   daemon::ServerOptions opts;
-  std::string backend_name = engine::default_backend(), log_file;
+  std::string backend_name = backends::default_backend(), log_file;
   app.add_option("--endpoint", opts.endpoint, "ipc:// or tcp:// endpoint (default: $QGPU_DAEMON, else ipc:// in the runtime directory)");
-  engine::BackendOptions bopts;
+  backends::BackendOptions bopts;
   app.add_option("--backend", backend_name,
                  "model, interpreter, or interpreter-model / model-trace / ptx-reference (cross-checks); default: $QGPU_BACKEND, else model")
       ->capture_default_str();
@@ -87,16 +87,16 @@ int main(int argc, char** argv) {
         }
       }
     }
-    std::unique_ptr<engine::Backend> backend;
+    std::unique_ptr<launch::Backend> backend;
     if (backend_name == "model") {
       bopts.progress = [](const std::string& line) { daemon::log(line); };
       // Loading (or building) the model takes a while: serve clients meanwhile.
-      backend = std::make_unique<daemon::DeferredBackend>(backend_name, machine::model_device(), [bopts] {
+      backend = std::make_unique<backends::DeferredBackend>(backend_name, machine::model_device(), [bopts] {
         const auto t0 = std::chrono::steady_clock::now();
         daemon::log("loading the model", bopts.model_dir.empty() ? " from the cache" : " from " + bopts.model_dir,
                     bopts.model.check ? " (--check: the reference interpreter checks every token)" : "");
         try {
-          auto b = engine::make_backend("model", bopts);
+          auto b = backends::make_backend("model", bopts);
           const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           daemon::log("the model is ready (", secs, " s)");
           return b;
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
         throw std::runtime_error("--model, --check, --max-tokens, --dense, --no-memo and --perturb need --backend model");
       if (!bopts.model.dump_tokens.empty() && backend_name != "model-trace")
         throw std::runtime_error("--dump-tokens needs --backend model or model-trace");
-      backend = engine::make_backend(backend_name, bopts);
+      backend = backends::make_backend(backend_name, bopts);
     }
     daemon::Device device;
     device.describe(backend.get());  // the device the backend declares: what sessions enforce and report

@@ -42,7 +42,7 @@ Reply Reply::error(int32_t status, const std::string& message) {
   return r;
 }
 
-void Device::describe(engine::Backend* b) {
+void Device::describe(launch::Backend* b) {
   backend = b;
   spec = b->device();
   proto::DeviceInfo& d = info;
@@ -77,7 +77,7 @@ Session::Session(uint64_t id, Device& device, std::string client)
       alloc_(device.spec.global_base, device.spec.global_bytes) {
   mem_.base = device.spec.global_base;
   ctx_ = device.backend->open_context();
-  if (!ctx_) mem_.bytes = engine::DeviceBytes(device.spec.global_bytes);  // mapped lazily: untouched pages cost nothing
+  if (!ctx_) mem_.bytes = launch::DeviceBytes(device.spec.global_bytes);  // mapped lazily: untouched pages cost nothing
   reset_limits();
 }
 
@@ -169,7 +169,7 @@ Reply Session::malloc(proto::Reader& r) {
   }
   auto addr = alloc_.allocate(size);
   if (!addr) {
-    const engine::DeviceSpec& d = device_.spec;
+    const launch::DeviceSpec& d = device_.spec;
     std::string heap = heap_bytes_ ? " (" + std::to_string(heap_bytes_) + " of them the device heap)" : "";
     return Reply::error(cudaErrorMemoryAllocation,
                         "cudaMalloc(" + std::to_string(size) + "): the " + d.name + " device's global memory is " +
@@ -263,7 +263,7 @@ Reply Session::module_load(proto::Reader& r) {
   }
   // __constant__ variables: at most the device's constant bank.
   uint64_t const_total = 0;
-  for (const engine::ModuleVar& v : m.info.vars)
+  for (const launch::ModuleVar& v : m.info.vars)
     if (v.space == "const") const_total += v.size;
   if (const_total > device_.spec.const_bytes)
     return Reply::error(cudaErrorInvalidPtx, "the module's __constant__ variables take " + std::to_string(const_total) +
@@ -272,7 +272,7 @@ Reply Session::module_load(proto::Reader& r) {
                                                  (device_.spec.larger.empty() ? "" : "; " + device_.spec.larger));
   // Module variables live in the client's global memory, initialised now.
   std::vector<uint64_t> placed;
-  for (const engine::ModuleVar& v : m.info.vars) {
+  for (const launch::ModuleVar& v : m.info.vars) {
     auto addr = alloc_.allocate(std::max<uint64_t>(v.size, 1), v.align);
     if (!addr) {
       for (uint64_t a : placed) alloc_.release(a);
@@ -288,14 +288,14 @@ Reply Session::module_load(proto::Reader& r) {
   }
   // Their initial bytes (zero where the module gives none), written below.
   std::map<std::string, std::vector<uint8_t>> image;
-  for (const engine::ModuleVar& v : m.info.vars) {
+  for (const launch::ModuleVar& v : m.info.vars) {
     std::vector<uint8_t>& bytes = image[v.name];
     bytes.assign(v.size, 0);
     std::memcpy(bytes.data(), v.init.data(), std::min<uint64_t>(v.init.size(), v.size));
   }
   // Address-of-symbol initializers, now that every variable has its address.
-  for (const engine::ModuleVar& v : m.info.vars)
-    for (const engine::Reloc& rel : v.relocs) {
+  for (const launch::ModuleVar& v : m.info.vars)
+    for (const launch::Reloc& rel : v.relocs) {
       auto target = m.symbols.find(rel.symbol);
       std::string bad = target == m.symbols.end() ? "which the module does not define"
                         : rel.size > 8 || rel.offset + rel.size > v.size ? "outside the variable's " + std::to_string(v.size) + " bytes"
@@ -308,15 +308,15 @@ Reply Session::module_load(proto::Reader& r) {
       uint64_t value = target->second + uint64_t(rel.addend);
       std::memcpy(image[v.name].data() + rel.offset, &value, rel.size);
     }
-  for (const engine::ModuleVar& v : m.info.vars) put(m.symbols[v.name], image[v.name].data(), v.size);
+  for (const launch::ModuleVar& v : m.info.vars) put(m.symbols[v.name], image[v.name].data(), v.size);
   proto::ModuleImage img;
   img.id = next_module_++;
-  for (const engine::ModuleVar& v : m.info.vars) img.vars.push_back({v.name, m.symbols[v.name], v.size});
-  for (const engine::KernelInfo& k : m.info.kernels) {
+  for (const launch::ModuleVar& v : m.info.vars) img.vars.push_back({v.name, m.symbols[v.name], v.size});
+  for (const launch::KernelInfo& k : m.info.kernels) {
     proto::KernelLayout kl;
     kl.name = k.name;
     kl.static_smem = k.static_smem;
-    for (const engine::KernelParam& p : k.params) kl.params.push_back({p.offset, p.size, p.align});
+    for (const launch::KernelParam& p : k.params) kl.params.push_back({p.offset, p.size, p.align});
     img.kernels.push_back(std::move(kl));
   }
   m.calls_malloc = calls_malloc(ptx);
@@ -346,15 +346,15 @@ Reply Session::launch(proto::Reader& r) {
   if (mit == modules_.end()) return Reply::error(cudaErrorInvalidResourceHandle, "no module " + std::to_string(a.module));
   const Module& m = mit->second;
   auto kit = std::find_if(m.info.kernels.begin(), m.info.kernels.end(),
-                          [&](const engine::KernelInfo& k) { return k.name == a.kernel; });
+                          [&](const launch::KernelInfo& k) { return k.name == a.kernel; });
   if (kit == m.info.kernels.end())
     return Reply::error(cudaErrorInvalidDeviceFunction, "module " + std::to_string(a.module) + " has no kernel '" + a.kernel + "'");
   uint32_t want = 0;
-  for (const engine::KernelParam& p : kit->params) want = std::max(want, p.offset + p.size);
+  for (const launch::KernelParam& p : kit->params) want = std::max(want, p.offset + p.size);
   if (a.params.size() != want)
     return Reply::error(cudaErrorInvalidValue, "kernel '" + a.kernel + "' takes " + std::to_string(want) +
                                                    " bytes of parameters; the launch passed " + std::to_string(a.params.size()));
-  const engine::DeviceSpec& d = device_.spec;
+  const launch::DeviceSpec& d = device_.spec;
   uint64_t threads = uint64_t(a.block[0]) * a.block[1] * a.block[2];
   uint64_t ctas = uint64_t(a.grid[0]) * a.grid[1] * a.grid[2];
   auto dims = [](const auto& v) {
@@ -398,7 +398,7 @@ Reply Session::launch(proto::Reader& r) {
                                                    " bytes of kernel parameters; it takes at most " +
                                                    std::to_string(d.param_bytes) + way);
 
-  engine::LaunchRequest req;
+  launch::LaunchRequest req;
   req.ptx = m.ptx;
   req.kernel = a.kernel;
   req.grid = {a.grid[0], a.grid[1], a.grid[2]};
@@ -411,7 +411,7 @@ Reply Session::launch(proto::Reader& r) {
   req.heap_bytes = heap_bytes_;
   heap_used_ |= m.calls_malloc;
 
-  engine::LaunchResult res;
+  launch::LaunchResult res;
   auto start = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> g(device_.run_mutex);
@@ -481,7 +481,7 @@ Reply Session::limit(proto::Reader& r) {
   uint32_t which = r.u32("limit");
   uint64_t value = r.u64("value");
   r.finish("Limit");
-  const engine::DeviceSpec& d = device_.spec;
+  const launch::DeviceSpec& d = device_.spec;
   if (which != proto::kLimitPrintfFifo && which != proto::kLimitMallocHeap)
     return Reply::error(cudaErrorUnsupportedLimit, "limit " + std::to_string(which) + " is not one the device has");
   const bool heap = which == proto::kLimitMallocHeap;

@@ -1,5 +1,5 @@
 // One client of model_host: its device memory (an image here, or a context of
-// a backend that keeps it, engine::DeviceContext), allocations, loaded modules
+// a backend that keeps it, launch::DeviceContext), allocations, loaded modules
 // and transport scratch buffer.  A session serves its requests one at
 // a time, in order, on its own worker thread (see server.h).
 #pragma once
@@ -14,7 +14,7 @@
 #include <zmq.hpp>
 
 #include "model_host/daemon/allocator.h"
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "qgpu/protocol.h"
 
 namespace qgpu::daemon {
@@ -23,12 +23,12 @@ namespace qgpu::daemon {
 // a time), the device it declares (what sessions enforce) and that device as
 // reported to clients, and the totals.
 struct Device {
-  engine::Backend* backend = nullptr;
+  launch::Backend* backend = nullptr;
   std::mutex run_mutex;                 // serialises launches on the backend
-  engine::DeviceSpec spec;
+  launch::DeviceSpec spec;
   proto::DeviceInfo info;
   // Sets `backend`, `spec` and `info` from the backend's device.
-  void describe(engine::Backend* b);
+  void describe(launch::Backend* b);
   std::mutex stats_mutex;
   proto::LaunchCounters totals;
 };
@@ -55,7 +55,7 @@ class Session {
  private:
   struct Module {
     std::string ptx;
-    engine::ModuleInfo info;
+    launch::ModuleInfo info;
     std::map<std::string, uint64_t> symbols;  // module variables -> device address
     bool calls_malloc = false;                // declares device malloc
   };
@@ -88,8 +88,8 @@ class Session {
   uint64_t id_;
   Device& device_;
   std::string client_;
-  engine::GlobalMemory mem_;   // the image, unless the backend keeps the memory (ctx_)
-  std::unique_ptr<engine::DeviceContext> ctx_;
+  launch::GlobalMemory mem_;   // the image, unless the backend keeps the memory (ctx_)
+  std::unique_ptr<launch::DeviceContext> ctx_;
   Allocator alloc_;
   std::map<uint32_t, Module> modules_;
   uint32_t next_module_ = 1;

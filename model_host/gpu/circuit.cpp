@@ -18,7 +18,7 @@
 
 #include "model_host/circuit/compiler.h"
 #include "model_host/circuit/words.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 
 #include <nlohmann/json.hpp>
 

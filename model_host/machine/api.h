@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::machine {
@@ -42,8 +42,8 @@ constexpr uint64_t kCudaPrintfFifoBytes = 1 << 20;
 constexpr uint64_t kCudaHeapBytes = 8 << 20;
 
 // The model's device and the interpreter's.
-engine::DeviceSpec model_device();
-engine::DeviceSpec interpreter_device(uint64_t global_bytes = kDefaultDeviceMemory);
+launch::DeviceSpec model_device();
+launch::DeviceSpec interpreter_device(uint64_t global_bytes = kDefaultDeviceMemory);
 
 // Parses "2G", "512M", "64K" or a byte count; throws std::invalid_argument
 // naming the text and the allowed range.
@@ -53,20 +53,6 @@ uint64_t default_device_memory();
 
 // Parses a PTX module and reports its variables and kernel signatures.
 // Throws std::runtime_error naming the line on malformed PTX.
-engine::ModuleInfo inspect_module(const std::string& ptx);
-
-// Which machine the interpreter backend runs: the default machine
-// (backend "interpreter"), or the model's machine (model_params(), lowered
-// with LowerOptions::for_model; backend "interpreter-model"), which runs
-// exactly the programs and schedule the model backend runs, on the
-// interpreter.
-enum class MachineKind { Default, Model };
-
-// The reference machine.  Lowers the kernel (cached per module), runs it
-// deterministically, and fails a launch it cannot run with a CUDA error whose
-// message names the instruction or limit.
-// `global_bytes` sizes the default machine's device (the model's is fixed).
-std::unique_ptr<engine::Backend> make_interpreter_backend(MachineKind machine = MachineKind::Default,
-                                                          uint64_t global_bytes = kDefaultDeviceMemory);
+launch::ModuleInfo inspect_module(const std::string& ptx);
 
 }  // namespace qgpu::machine

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/machine/isa.h"
 #include "model_host/ptx/ir.h"
 
@@ -17,7 +17,7 @@ namespace qgpu::machine {
 struct ModuleImage {
   std::string ptx;
   ptx::Module module;
-  engine::GlobalMemory mem;
+  launch::GlobalMemory mem;
   std::map<std::string, uint64_t> symbols;
 
   // Allocates `bytes` (zeroed, 256-byte aligned) and returns the device address.

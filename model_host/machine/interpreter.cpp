@@ -1,4 +1,5 @@
 // The reference interpreter (docs/isa.md, "Execution").
+#include "model_host/launch/errors.h"
 #include "model_host/machine/interpreter.h"
 
 #include "model_host/machine/alu.h"
@@ -11,9 +12,6 @@
 namespace qgpu::machine {
 namespace {
 
-constexpr int kErrIllegalAddress = 700;
-constexpr int kErrMisaligned = 716;
-constexpr int kErrTimeout = 702;
 
 std::string hex(uint64_t v) {
   std::ostringstream os;
@@ -24,7 +22,7 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, uint32_t threads,
-                         std::vector<uint8_t> params, engine::GlobalMemory& mem)
+                         std::vector<uint8_t> params, launch::GlobalMemory& mem)
     : prog_(prog),
       p_(p),
       ctas_(ctas),
@@ -166,7 +164,7 @@ bool Interpreter::release_barriers() {
 
 uint8_t* Interpreter::address(Space sp, uint32_t thread, uint32_t addr, uint32_t bytes, const char* what) {
   if (addr % bytes != 0) {
-    set_fault(kErrMisaligned, std::string("misaligned ") + space_name(sp) + " " + what + " of " +
+    set_fault(launch::kMisalignedAddress, std::string("misaligned ") + space_name(sp) + " " + what + " of " +
                                   std::to_string(bytes) + " bytes at " + hex(addr) + where());
     return nullptr;
   }
@@ -197,7 +195,7 @@ uint8_t* Interpreter::address(Space sp, uint32_t thread, uint32_t addr, uint32_t
       break;
   }
   if (off == UINT64_MAX || off + bytes > size) {
-    set_fault(kErrIllegalAddress, std::string("out-of-range ") + space_name(sp) + " " + what + " of " +
+    set_fault(launch::kIllegalAddress, std::string("out-of-range ") + space_name(sp) + " " + what + " of " +
                                       std::to_string(bytes) + " bytes at " + hex(addr) + where());
     return nullptr;
   }
@@ -428,7 +426,7 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
 void Interpreter::run(uint64_t max_steps) {
   while (step()) {
     if (stats_.steps > max_steps) {
-      set_fault(kErrTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
+      set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
       return;
     }
   }

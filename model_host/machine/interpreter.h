@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::machine {
@@ -51,7 +51,7 @@ class Interpreter {
  public:
   // `mem` must outlive the interpreter; its bytes are read and written in place.
   Interpreter(const Program& prog, const Params& p, uint32_t ctas, uint32_t threads, std::vector<uint8_t> params,
-              engine::GlobalMemory& mem);
+              launch::GlobalMemory& mem);
 
   // Runs one EXEC.  Returns false when none is left (the launch has ended or
   // faulted before; `rec` untouched), or when this EXEC faults: then `rec`
@@ -96,7 +96,7 @@ class Interpreter {
   uint32_t ctas_, threads_, warps_;
   uint32_t nregs_ = 1;  // registers the program names (the highest + 1): the rest stay zero
   std::vector<uint8_t> params_;
-  engine::GlobalMemory& mem_;
+  launch::GlobalMemory& mem_;
 
   int64_t cta_ = -1;
   // Registers of the running CTA, warp by warp, register by register, lane

@@ -13,6 +13,7 @@
 //   4. form blocks: cut the straight-line code into blocks of at most K
 //      instructions that obey the memory rule (no load or atomic after a store
 //      or atomic in the same block), each ending in one control transfer.
+#include "model_host/launch/errors.h"
 #include "model_host/machine/lower.h"
 
 #include <algorithm>
@@ -33,10 +34,6 @@ namespace {
 
 using ptx::Type;
 
-constexpr int kErrInvalidValue = 1;
-constexpr int kErrNotSupported = 801;
-constexpr int kErrAssert = 710;
-constexpr int kErrLaunchFailure = 719;
 constexpr uint32_t kNoV = UINT32_MAX;
 constexpr uint32_t kSpillScratch = 3;  // registers reserved for reloading spilled values
 
@@ -220,7 +217,7 @@ class Lowerer {
 
  private:
   [[noreturn]] void unsupported(const ptx::Instr& in, const std::string& why) {
-    throw LowerError(kErrNotSupported, "PTX line " + std::to_string(in.line) + ": `" + in.opcode + "` " + why);
+    throw LowerError(launch::kNotSupported, "PTX line " + std::to_string(in.line) + ": `" + in.opcode + "` " + why);
   }
 
   // ---- emission -----------------------------------------------------------
@@ -604,14 +601,14 @@ class Lowerer {
     return opr(Op::SUB, x, opr(Op::MUL, div_const(x, d, bound), K(d)));
   }
   // Component c of the linear index `lin` (< dim.count()) of a 3-D shape.
-  Operand component(Operand lin, const engine::Dim3& dim, char c) {
+  Operand component(Operand lin, const launch::Dim3& dim, char c) {
     const uint64_t n = dim.count();
     if (c == 'x') return dim.y * dim.z == 1 ? lin : rem_const(lin, dim.x, n);
     if (c == 'y' && dim.z == 1) return div_const(lin, dim.x, n);
     if (c == 'y') return rem_const(div_const(lin, dim.x, n), dim.y, (n + dim.x - 1) / dim.x);
     return div_const(lin, dim.x * dim.y, n);
   }
-  static uint32_t dim_of(const engine::Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; }
+  static uint32_t dim_of(const launch::Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; }
   Operand special(const ptx::Instr& in, const ptx::Operand& o);
 
   // ---- operands -------------------------------------------------------------
@@ -739,8 +736,8 @@ Operand Lowerer::warp_scratch(uint32_t word) {
 }
 
 Operand Lowerer::special(const ptx::Instr& in, const ptx::Operand& o) {
-  const engine::Dim3& b = shape_.block;
-  const engine::Dim3& g = shape_.grid;
+  const launch::Dim3& b = shape_.block;
+  const launch::Dim3& g = shape_.grid;
   switch (o.sreg) {
     case ptx::SReg::Tid: return component(tid_linear(), b, o.component);
     case ptx::SReg::Ntid: return K(dim_of(b, o.component));
@@ -839,7 +836,7 @@ void Lowerer::write(const ptx::Operand& d, Type t, V v) {
             {opr(Op::AND, opr(Op::SHR, v.lo, K(i * w)), K((1u << w) - 1)), K(0)});
     return;
   }
-  if (d.kind != ptx::Operand::Kind::Reg) throw LowerError(kErrNotSupported, "destination is not a register");
+  if (d.kind != ptx::Operand::Kind::Reg) throw LowerError(launch::kNotSupported, "destination is not a register");
   auto& r = frames_.back()->regs[d.reg];
   uint32_t rsize = ptx::type_size(frames_.back()->f->regs[d.reg].type);
   if (frames_.back()->f->regs[d.reg].type == Type::Pred) {
@@ -1331,7 +1328,7 @@ uint32_t Lowerer::symbol_address(const ptx::Instr& in, const ptx::SymRef& s, ptx
       }
       auto it = shape_.symbols.find(var.name);
       if (it == shape_.symbols.end())
-        throw LowerError(kErrInvalidValue, "PTX line " + std::to_string(in.line) + ": module variable `" + var.name +
+        throw LowerError(launch::kInvalidValue, "PTX line " + std::to_string(in.line) + ": module variable `" + var.name +
                                                "` has no device address");
       return uint32_t(it->second);
     }
@@ -2128,7 +2125,7 @@ void Lowerer::lower_assert(const ptx::Instr& in) {
   for (char c : {'x', 'y', 'z'}) words.push_back(component(opr(Op::CTA), shape_.grid, c));
   for (char c : {'x', 'y', 'z'}) words.push_back(component(tid_linear(), shape_.block, c));
   append_print_record(K(kAssertRecord), uint32_t(4 * words.size()), words);
-  code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(kErrAssert)});
+  code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(launch::kAssert)});
   place(new_label());
 }
 
@@ -2509,7 +2506,7 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
       place(new_label());
       return;
     case PO::Trap:
-      code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(kErrLaunchFailure)});
+      code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(launch::kLaunchFailure)});
       place(new_label());
       return;
     case PO::Call: lower_call(in); return;
@@ -3164,7 +3161,7 @@ void Lowerer::lower_indirect_call(const ptx::Instr& in) {
     jmp(done);
     place(no);
   }
-  code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(kErrLaunchFailure)});
+  code_.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(launch::kLaunchFailure)});
   place(done);
 }
 
@@ -3567,17 +3564,17 @@ void Lowerer::drop_unreachable(Program& prog) {
 Program Lowerer::run(const std::string& kernel) {
   auto idx = m_.function_index(kernel);
   if (!idx || !m_.functions[*idx].is_entry || !m_.functions[*idx].has_body)
-    throw LowerError(kErrInvalidValue, "no kernel named `" + kernel + "` in the module");
+    throw LowerError(launch::kInvalidValue, "no kernel named `" + kernel + "` in the module");
   kernel_ = *idx;
-  const engine::Dim3& b = shape_.block;
-  const engine::Dim3& g = shape_.grid;
+  const launch::Dim3& b = shape_.block;
+  const launch::Dim3& g = shape_.grid;
   uint64_t threads = b.count(), ctas = g.count();
   if (threads == 0 || threads > p_.max_threads)
-    throw LowerError(kErrInvalidValue, "launch of " + kernel + " with " + std::to_string(threads) +
+    throw LowerError(launch::kInvalidValue, "launch of " + kernel + " with " + std::to_string(threads) +
                                            " threads per block: the machine runs at most " +
                                            std::to_string(p_.max_threads));
   if (ctas == 0 || ctas > p_.max_ctas)
-    throw LowerError(kErrInvalidValue, "launch of " + kernel + " with " + std::to_string(ctas) +
+    throw LowerError(launch::kInvalidValue, "launch of " + kernel + " with " + std::to_string(ctas) +
                                            " blocks: the machine runs at most " + std::to_string(p_.max_ctas) +
                                            " blocks per grid");
   threads_ = uint32_t(threads);
@@ -3614,11 +3611,11 @@ Program Lowerer::run(const std::string& kernel) {
   uint32_t cuda_warps = (threads_ + 31) / 32;
   uint32_t total = scratch_base_ + (scratch_used_ ? (cuda_warps * kScratchWords + 1) * 4 : 0);
   if (total > p_.shared_bytes)
-    throw LowerError(kErrInvalidValue, "kernel " + kernel + " needs " + std::to_string(total) +
+    throw LowerError(launch::kInvalidValue, "kernel " + kernel + " needs " + std::to_string(total) +
                                            " bytes of shared memory per block; the machine has " +
                                            std::to_string(p_.shared_bytes));
   if (local_top_ > p_.local_bytes_for(threads_))
-    throw LowerError(kErrInvalidValue,
+    throw LowerError(launch::kInvalidValue,
                      "kernel " + kernel + " needs " + std::to_string(local_top_) +
                          " bytes of local memory per thread (variables and spilled registers); the machine has " +
                          std::to_string(p_.local_bytes_for(threads_)) +
@@ -3631,7 +3628,7 @@ Program Lowerer::run(const std::string& kernel) {
   prog.ctas = uint32_t(ctas);
   if (prog.blocks.size() > p_.rom_blocks && narrow_division_) throw Relower{.compact_division = true};
   if (prog.blocks.size() > p_.rom_blocks)
-    throw LowerError(kErrNotSupported, "kernel " + kernel + " lowers to " + std::to_string(prog.blocks.size()) +
+    throw LowerError(launch::kNotSupported, "kernel " + kernel + " lowers to " + std::to_string(prog.blocks.size()) +
                                            " blocks; the machine's ROM holds " + std::to_string(p_.rom_blocks));
   validate(prog, p_);
   return prog;

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/machine/isa.h"
 #include "model_host/ptx/ir.h"
 
@@ -16,10 +16,10 @@ namespace qgpu::machine {
 
 // What the lowering specialises on.
 struct LaunchShape {
-  engine::Dim3 grid, block;
+  launch::Dim3 grid, block;
   uint32_t dynamic_smem = 0;
   std::map<std::string, uint64_t> symbols;  // module variables -> device address
-  // The device heap that malloc/free manage (engine::LaunchRequest, docs/isa.md
+  // The device heap that malloc/free manage (launch::LaunchRequest, docs/isa.md
   // "Device heap"): global memory the backend sets aside, zero before the
   // first launch that uses it.  heap_bytes 0: none, every malloc returns NULL.
   uint64_t heap_base = 0, heap_bytes = 0;

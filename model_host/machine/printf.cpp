@@ -63,7 +63,7 @@ void scan(std::string_view fmt, Lit lit, Cv conv) {
   }
 }
 
-std::string c_string(const engine::GlobalMemory& mem, uint64_t addr) {
+std::string c_string(const launch::GlobalMemory& mem, uint64_t addr) {
   if (addr < mem.base || addr >= mem.base + mem.bytes.size()) return "(null)";
   const char* p = reinterpret_cast<const char*>(mem.bytes.data() + (addr - mem.base));
   size_t max = mem.bytes.size() - (addr - mem.base);
@@ -79,7 +79,7 @@ uint32_t printf_arg_bytes(std::string_view fmt) {
   return off;
 }
 
-std::string format_prints(const std::vector<uint8_t>& ps, const engine::GlobalMemory& mem) {
+std::string format_prints(const std::vector<uint8_t>& ps, const launch::GlobalMemory& mem) {
   std::string out;
   if (ps.size() < 4) return out;
   uint32_t used = 0;

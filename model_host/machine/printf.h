@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 
 namespace qgpu::machine {
 
@@ -28,6 +28,6 @@ inline constexpr uint32_t kAssertRecord = 0xFFFFFFFFu;
 uint32_t printf_arg_bytes(std::string_view fmt);
 
 // Formats every record of a print space.
-std::string format_prints(const std::vector<uint8_t>& print_space, const engine::GlobalMemory& mem);
+std::string format_prints(const std::vector<uint8_t>& print_space, const launch::GlobalMemory& mem);
 
 }  // namespace qgpu::machine

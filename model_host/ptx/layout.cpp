@@ -73,20 +73,20 @@ SharedLayout shared_layout(const Module& m, uint32_t kernel) {
   return out;
 }
 
-std::vector<engine::KernelParam> param_layout(const Function& kernel) {
-  std::vector<engine::KernelParam> out;
+std::vector<launch::KernelParam> param_layout(const Function& kernel) {
+  std::vector<launch::KernelParam> out;
   for (const Var& p : kernel.params)
     out.push_back({static_cast<uint32_t>(p.offset), static_cast<uint32_t>(p.size), p.align});
   return out;
 }
 
-engine::ModuleInfo module_info(const Module& m) {
-  engine::ModuleInfo info;
+launch::ModuleInfo module_info(const Module& m) {
+  launch::ModuleInfo info;
   for (const Var& v : m.vars) {
     if (v.is_extern) continue;  // defined in another module
     if (v.space != Space::Global && v.space != Space::Const) continue;
     if (v.type == Type::Texref || v.type == Type::Samplerref || v.type == Type::Surfref) continue;
-    engine::ModuleVar mv;
+    launch::ModuleVar mv;
     mv.name = v.name;
     mv.space = v.space == Space::Global ? "global" : "const";
     mv.size = v.size;

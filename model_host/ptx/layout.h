@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/ptx/ir.h"
 
 namespace qgpu::ptx {
@@ -32,10 +32,10 @@ SharedLayout shared_layout(const Module& m, uint32_t kernel);
 
 // The parameter buffer layout of a kernel (.entry): offsets are also stored in
 // Function::params[i].offset by the parser.
-std::vector<engine::KernelParam> param_layout(const Function& kernel);
+std::vector<launch::KernelParam> param_layout(const Function& kernel);
 
 // Module variables (.global/.const) and every kernel's parameters and static
 // shared size, for the daemon.
-engine::ModuleInfo module_info(const Module& m);
+launch::ModuleInfo module_info(const Module& m);
 
 }  // namespace qgpu::ptx

@@ -22,6 +22,7 @@
 // Other floating point (f64/f16 arithmetic, div, sqrt, the .approx functions)
 // fails with cudaErrorNotSupported naming the instruction; float loads,
 // stores, moves and selects of any type run: they only move bits.
+#include "model_host/launch/errors.h"
 #include "model_host/ptx/ptx_interp.h"
 
 #include "model_host/ptx/float_ref.h"
@@ -40,14 +41,6 @@ namespace qgpu::ptx {
 namespace {
 
 // CUDA error codes the interpreter reports.
-constexpr int kErrInvalidValue = 1;
-constexpr int kErrInvalidDeviceFunction = 98;
-constexpr int kErrIllegalAddress = 700;
-constexpr int kErrLaunchTimeout = 702;
-constexpr int kErrAssert = 710;
-constexpr int kErrMisaligned = 716;
-constexpr int kErrLaunchFailure = 719;
-constexpr int kErrNotSupported = 801;
 
 // Generic-address windows of the non-global state spaces.  Global memory
 // must not overlap them (checked at launch).
@@ -108,9 +101,9 @@ struct Thread {
 
 class Interp {
  public:
-  Interp(const Module& m, uint32_t kernel, engine::Dim3 grid, engine::Dim3 block, uint32_t dyn,
+  Interp(const Module& m, uint32_t kernel, launch::Dim3 grid, launch::Dim3 block, uint32_t dyn,
          const std::vector<uint8_t>& params, const std::map<std::string, uint64_t>& symbols,
-         engine::GlobalMemory& mem, const InterpOptions& opt)
+         launch::GlobalMemory& mem, const InterpOptions& opt)
       : m_(m), kernel_(kernel), grid_(grid), block_(block), dyn_(dyn), params_(params),
         symbols_(symbols), mem_(mem), opt_(opt), layout_(shared_layout(m, kernel)) {
     local_off_.resize(m.functions.size());
@@ -130,8 +123,8 @@ class Interp {
     }
   }
 
-  engine::LaunchResult run() {
-    engine::LaunchResult res;
+  launch::LaunchResult run() {
+    launch::LaunchResult res;
     try {
       check_launch();
       for (uint32_t z = 0; z < grid_.z; ++z)
@@ -149,11 +142,11 @@ class Interp {
  private:
   const Module& m_;
   uint32_t kernel_;
-  engine::Dim3 grid_, block_;
+  launch::Dim3 grid_, block_;
   uint32_t dyn_;
   const std::vector<uint8_t>& params_;
   const std::map<std::string, uint64_t>& symbols_;
-  engine::GlobalMemory& mem_;
+  launch::GlobalMemory& mem_;
   InterpOptions opt_;
   SharedLayout layout_;
   std::vector<std::vector<uint64_t>> local_off_;
@@ -172,13 +165,13 @@ class Interp {
     uint64_t need = 0;
     for (const Var& p : k.params) need = std::max<uint64_t>(need, p.offset + p.size);
     if (params_.size() < need)
-      throw Fault{kErrInvalidValue, "kernel '" + k.name + "' needs " + std::to_string(need) +
+      throw Fault{launch::kInvalidValue, "kernel '" + k.name + "' needs " + std::to_string(need) +
                                         " bytes of parameters, got " + std::to_string(params_.size())};
     if (block_.count() == 0 || grid_.count() == 0)
-      throw Fault{kErrInvalidValue, "empty grid or block"};
+      throw Fault{launch::kInvalidValue, "empty grid or block"};
     uint64_t lo = mem_.base, hi = mem_.base + mem_.bytes.size();
     if (hi > kSharedWindow && lo < kFuncWindow + kWindowSize)
-      throw Fault{kErrInvalidValue, "global memory overlaps the interpreter's shared/local/param windows"};
+      throw Fault{launch::kInvalidValue, "global memory overlaps the interpreter's shared/local/param windows"};
   }
 
   void run_cta(uint32_t x, uint32_t y, uint32_t z) {
@@ -241,7 +234,7 @@ class Interp {
   void release_barrier() {
     for (Thread& t : threads_)
       if (!t.exited && t.named >= 0)
-        throw Fault{kErrLaunchFailure, "deadlock: every live thread waits at a barrier, thread (" +
+        throw Fault{launch::kLaunchFailure, "deadlock: every live thread waits at a barrier, thread (" +
                                            std::to_string(t.tid[0]) + "," + std::to_string(t.tid[1]) + "," +
                                            std::to_string(t.tid[2]) + ") at barrier " + std::to_string(t.named) +
                                            ", which too few threads reached"};
@@ -293,7 +286,7 @@ class Interp {
       if (!t.exited && !t.waiting && key_equal(t, *best)) group.push_back(&t);
     }
     if (++steps_ > opt_.max_steps)
-      throw Fault{kErrLaunchTimeout, "kernel '" + m_.functions[kernel_].name + "' exceeded " +
+      throw Fault{launch::kLaunchTimeout, "kernel '" + m_.functions[kernel_].name + "' exceeded " +
                                          std::to_string(opt_.max_steps) + " warp instructions"};
     const Frame& fr = best->frames.back();
     const Function& fn = m_.functions[fr.func];
@@ -314,7 +307,7 @@ class Interp {
                           std::to_string(t.tid[2]) + "))"};
   }
   [[noreturn]] void unsupported(const Instr& in, const Thread& t, const std::string& why) const {
-    fault(kErrNotSupported, in, t, why + " is not supported by the PTX interpreter");
+    fault(launch::kNotSupported, in, t, why + " is not supported by the PTX interpreter");
   }
 
   static std::string hex(uint64_t v) {
@@ -380,11 +373,11 @@ class Interp {
         const Var& v = m_.vars[o.sym.index];
         if (v.space == Space::Shared) {
           auto it = layout_.module_vars.find(o.sym.index);
-          if (it == layout_.module_vars.end()) fault(kErrIllegalAddress, in, t, "shared variable '" + v.name + "' not laid out");
+          if (it == layout_.module_vars.end()) fault(launch::kIllegalAddress, in, t, "shared variable '" + v.name + "' not laid out");
           return it->second;
         }
         auto it = symbols_.find(v.name);
-        if (it == symbols_.end()) fault(kErrIllegalAddress, in, t, "module variable '" + v.name + "' has no device address");
+        if (it == symbols_.end()) fault(launch::kIllegalAddress, in, t, "module variable '" + v.name + "' has no device address");
         return it->second;
       }
       case SymKind::LocalVar: {
@@ -420,7 +413,7 @@ class Interp {
           v |= (read(o.elems[i], Type::None, t, in) & mask_bits(eb)) << (eb * i);
         return v;
       }
-      default: fault(kErrNotSupported, in, t, "unexpected operand");
+      default: fault(launch::kNotSupported, in, t, "unexpected operand");
     }
     return ty == Type::None ? v : v & mask_bits(bits_of(ty));
   }
@@ -430,7 +423,7 @@ class Interp {
   void write(const Operand& o, Type ty, uint64_t v, Thread& t) const {
     if (o.kind == Operand::Kind::Sink) return;
     if (o.kind != Operand::Kind::Reg && o.kind != Operand::Kind::PredPair)
-      throw Fault{kErrNotSupported, "destination is not a register"};
+      throw Fault{launch::kNotSupported, "destination is not a register"};
     uint32_t reg = o.reg;
     Type rt = m_.functions[t.frames.back().func].regs[reg].type;
     if (rt == Type::Pred) { t.frames.back().regs[reg] = (v & 1); return; }
@@ -444,11 +437,11 @@ class Interp {
   // Bytes at `addr` in `space` (None: generic), `size` long.
   uint8_t* memory(Space space, uint64_t addr, uint32_t size, bool is_write, Thread& t, const Instr& in) {
     auto bad = [&](const char* where) -> uint8_t* {
-      fault(kErrIllegalAddress, in, t, std::string("illegal address: ") + std::to_string(size) + "-byte " +
+      fault(launch::kIllegalAddress, in, t, std::string("illegal address: ") + std::to_string(size) + "-byte " +
                                            (is_write ? "write" : "read") + " at " + hex(addr) + " (" + where + ")");
     };
     if (size > 1 && addr % size != 0)
-      fault(kErrMisaligned, in, t, "misaligned " + std::to_string(size) + "-byte access at " + hex(addr));
+      fault(launch::kMisalignedAddress, in, t, "misaligned " + std::to_string(size) + "-byte access at " + hex(addr));
     if (space == Space::None) {
       if (addr >= kSharedWindow && addr < kSharedWindow + kWindowSize) { space = Space::Shared; addr -= kSharedWindow; }
       else if (addr >= kLocalWindow && addr < kLocalWindow + kWindowSize) { space = Space::Local; addr -= kLocalWindow; }
@@ -482,7 +475,7 @@ class Interp {
   // The bytes an address operand names: frame storage for .func params,
   // return params and call-site params; memory otherwise.
   uint8_t* address(const Instr& in, const Operand& a, uint32_t size, bool is_write, Thread& t) {
-    if (a.kind != Operand::Kind::Addr) fault(kErrNotSupported, in, t, "expected an address");
+    if (a.kind != Operand::Kind::Addr) fault(launch::kNotSupported, in, t, "expected an address");
     Frame& fr = t.frames.back();
     if (a.has_sym) {
       std::vector<uint8_t>* store = nullptr;
@@ -492,7 +485,7 @@ class Interp {
         store = &fr.pvars[a.sym.index];
       if (store) {
         if (a.imm < 0 || uint64_t(a.imm) + size > store->size())
-          fault(kErrIllegalAddress, in, t, "access outside parameter '" + a.name + "'");
+          fault(launch::kIllegalAddress, in, t, "access outside parameter '" + a.name + "'");
         return store->data() + a.imm;
       }
       return memory(in.space, sym_address(a, t, in) + static_cast<uint64_t>(a.imm), size, is_write, t, in);
@@ -560,10 +553,10 @@ class Interp {
         }
         return;
       case Op::Trap:
-        if (!active.empty()) fault(kErrLaunchFailure, in, *active[0], "trap");
+        if (!active.empty()) fault(launch::kLaunchFailure, in, *active[0], "trap");
         break;
       case Op::Brkpt:
-        if (!active.empty()) fault(kErrLaunchFailure, in, *active[0], "breakpoint");
+        if (!active.empty()) fault(launch::kLaunchFailure, in, *active[0], "breakpoint");
         break;
       case Op::Bar:
         // A barrier with a thread count (bar.sync id, count; bar.arrive)
@@ -710,7 +703,7 @@ class Interp {
     std::vector<uint64_t> results;
     for (Thread* t : active) {
       std::vector<Thread*> group = members(in, 2, active, *t);
-      if (group.empty()) fault(kErrLaunchFailure, in, *t, "executing thread is not in the membermask");
+      if (group.empty()) fault(launch::kLaunchFailure, in, *t, "executing thread is not in the membermask");
       uint64_t acc = read(in.ops[1], in.type, *group[0], in);
       for (size_t i = 1; i < group.size(); ++i) {
         uint64_t v = read(in.ops[1], in.type, *group[i], in);
@@ -756,7 +749,7 @@ class Interp {
       uint64_t addr = read(callee, Type::U64, t, in);
       const uint64_t index = (addr - kFunctionWindow) / 16;
       if (addr < kFunctionWindow || index >= m_.functions.size() || function_address(uint32_t(index)) != addr)
-        fault(kErrIllegalAddress, in, t, "indirect call to " + hex(addr) + ", which is not a function");
+        fault(launch::kIllegalAddress, in, t, "indirect call to " + hex(addr) + ", which is not a function");
       f = static_cast<uint32_t>(index);
     }
     const Function& fn = m_.functions[f];
@@ -772,9 +765,9 @@ class Interp {
       return;
     }
     if (argv.size() != fn.params.size())
-      fault(kErrLaunchFailure, in, t, "call to '" + fn.name + "' passes " + std::to_string(argv.size()) +
+      fault(launch::kLaunchFailure, in, t, "call to '" + fn.name + "' passes " + std::to_string(argv.size()) +
                                          " arguments, it takes " + std::to_string(fn.params.size()));
-    if (t.frames.size() >= 1024) fault(kErrLaunchFailure, in, t, "call stack overflow");
+    if (t.frames.size() >= 1024) fault(launch::kLaunchFailure, in, t, "call stack overflow");
     push_frame(t, f);
     t.frames.back().params = std::move(argv);
   }
@@ -814,7 +807,7 @@ class Interp {
   std::vector<uint8_t> builtin(const Instr& in, const Function& fn, const std::vector<std::vector<uint8_t>>& argv,
                                Thread& t) {
     auto arg64 = [&](size_t i) -> uint64_t {
-      if (i >= argv.size()) fault(kErrLaunchFailure, in, t, "missing argument " + std::to_string(i) + " to '" + fn.name + "'");
+      if (i >= argv.size()) fault(launch::kLaunchFailure, in, t, "missing argument " + std::to_string(i) + " to '" + fn.name + "'");
       return load_le(argv[i].data(), static_cast<uint32_t>(std::min<size_t>(argv[i].size(), 8)));
     };
     if (fn.name == "vprintf") {
@@ -827,7 +820,7 @@ class Interp {
       std::string msg = c_string(in, arg64(0), t), file = c_string(in, arg64(1), t);
       std::string func = c_string(in, arg64(3), t);
       uint32_t line = static_cast<uint32_t>(arg64(2));
-      throw Fault{kErrAssert, file + ":" + std::to_string(line) + ": " + func + ": block: [" +
+      throw Fault{launch::kAssert, file + ":" + std::to_string(line) + ": " + func + ": block: [" +
                                   std::to_string(cta_[0]) + "," + std::to_string(cta_[1]) + "," +
                                   std::to_string(cta_[2]) + "], thread: [" + std::to_string(t.tid[0]) + "," +
                                   std::to_string(t.tid[1]) + "," + std::to_string(t.tid[2]) +
@@ -894,7 +887,7 @@ class Interp {
       char c = static_cast<char>(*memory(Space::None, addr + s.size(), 1, false, t, in));
       if (c == 0) return s;
       s.push_back(c);
-      if (s.size() > (1u << 20)) fault(kErrIllegalAddress, in, t, "unterminated string at " + hex(addr));
+      if (s.size() > (1u << 20)) fault(launch::kIllegalAddress, in, t, "unterminated string at " + hex(addr));
     }
   }
 
@@ -1514,14 +1507,14 @@ class Interp {
 
 }  // namespace
 
-engine::LaunchResult run(const Module& module, std::string_view kernel, engine::Dim3 grid, engine::Dim3 block,
+launch::LaunchResult run(const Module& module, std::string_view kernel, launch::Dim3 grid, launch::Dim3 block,
                          uint32_t dynamic_smem, const std::vector<uint8_t>& params,
-                         const std::map<std::string, uint64_t>& symbols, engine::GlobalMemory& mem,
+                         const std::map<std::string, uint64_t>& symbols, launch::GlobalMemory& mem,
                          const InterpOptions& options) {
   auto k = module.function_index(kernel);
   if (!k || !module.functions[*k].is_entry || !module.functions[*k].has_body) {
-    engine::LaunchResult r;
-    r.error = kErrInvalidDeviceFunction;
+    launch::LaunchResult r;
+    r.error = launch::kInvalidDeviceFunction;
     r.message = "no kernel named '" + std::string(kernel) + "' in the module";
     return r;
   }

@@ -42,7 +42,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/ptx/ir.h"
 
 namespace qgpu::ptx {
@@ -62,10 +62,10 @@ struct InterpOptions {
 // in place.  Never throws for a fault of the program: faults come back as a
 // CUDA error code and a message naming the instruction, its line, the thread
 // and the block.
-engine::LaunchResult run(const Module& module, std::string_view kernel, engine::Dim3 grid,
-                         engine::Dim3 block, uint32_t dynamic_smem,
+launch::LaunchResult run(const Module& module, std::string_view kernel, launch::Dim3 grid,
+                         launch::Dim3 block, uint32_t dynamic_smem,
                          const std::vector<uint8_t>& params,
                          const std::map<std::string, uint64_t>& symbols,
-                         engine::GlobalMemory& mem, const InterpOptions& options = {});
+                         launch::GlobalMemory& mem, const InterpOptions& options = {});
 
 }  // namespace qgpu::ptx

@@ -1,5 +1,5 @@
 // The Qwen3.5 text model, executed in fp32 exactly as the equations are written
-// (DESIGN.md section 4; full-attention layers as in HF transformers' qwen3_5).
+// (the Qwen3.5 layers as HF transformers' qwen3_5 computes them).
 //
 // Two executors share one arithmetic.  Every long sum (matrix rows, norms,
 // attention dots) accumulates into 32 lanes by column index (lane = column

@@ -15,9 +15,9 @@
 #include "model_host/chat/chat.h"
 #include "model_host/chat/merge.h"
 #include "model_host/chat/text_kl.h"
-#include "model_host/gpu/backend.h"
+#include "model_host/backends/model.h"
 #include "model_host/gpu/build_model.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 
 namespace {
 
@@ -67,9 +67,9 @@ struct World {
   // The inner GPU on the merged model; `check` runs the reference
   // interpreter beside it and fails a launch at the first token that differs.
   std::shared_ptr<chat::InnerGpu> gpu(bool check = true) const {
-    gpu::ModelOptions o;
+    backends::ModelOptions o;
     o.check = check;
-    return std::make_shared<chat::InnerGpu>(std::shared_ptr<engine::Backend>(gpu::make_model_backend(merged, layout, o)));
+    return std::make_shared<chat::InnerGpu>(std::shared_ptr<launch::Backend>(backends::make_model_backend(merged, layout, o)));
   }
 };
 
@@ -136,13 +136,13 @@ TEST(ChatNormal, ExpressionInAScriptedReplyRunsAKernelOnTheModel) {
 
 // A backend that runs the launch on the model and then corrupts global
 // memory (every word + 1): the harness must score the item as failed.
-class WrongResults : public engine::Backend {
+class WrongResults : public launch::Backend {
  public:
-  explicit WrongResults(std::shared_ptr<engine::Backend> inner) : inner_(std::move(inner)) {}
+  explicit WrongResults(std::shared_ptr<launch::Backend> inner) : inner_(std::move(inner)) {}
   std::string name() const override { return "wrong-results"; }
-  engine::DeviceSpec device() const override { return inner_->device(); }
-  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
-    engine::LaunchResult r = inner_->launch(req, mem);
+  launch::DeviceSpec device() const override { return inner_->device(); }
+  launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override {
+    launch::LaunchResult r = inner_->launch(req, mem);
     for (size_t i = 0; i + 4 <= mem.bytes.size(); i += 4) {
       int32_t v;
       std::memcpy(&v, mem.bytes.data() + i, 4);
@@ -153,13 +153,13 @@ class WrongResults : public engine::Backend {
   }
 
  private:
-  std::shared_ptr<engine::Backend> inner_;
+  std::shared_ptr<launch::Backend> inner_;
 };
 
 TEST(ChatNormal, AWrongKernelResultFailsTheItem) {
   World& w = World::get();
-  gpu::ModelOptions o;
-  auto real = std::shared_ptr<engine::Backend>(gpu::make_model_backend(w.merged, w.layout, o));
+  backends::ModelOptions o;
+  auto real = std::shared_ptr<launch::Backend>(backends::make_model_backend(w.merged, w.layout, o));
   const std::string question = "What is 12 times 34?", reference = "Let me compute it: 12 * 34 =. So 408 it is.";
   for (bool wrong : {false, true}) {
     auto gpu = std::make_shared<chat::InnerGpu>(wrong ? std::make_shared<WrongResults>(real) : real);
@@ -182,9 +182,9 @@ TEST(ChatNormal, KernelTraceDecodesToReadableNames) {
   EXPECT_EQ(tok.text_vocab_size(), 259);  // the byte tokenizer's ids; the circuit's are not text
   EXPECT_EQ(tok.vocab_size(), gpu::kTokenBase + gpu::circuit_token_count());
   const fs::path dump = fs::temp_directory_path() / ("qgpu_chat_test_dump_" + std::to_string(::getpid()));
-  gpu::ModelOptions o;
+  backends::ModelOptions o;
   o.dump_tokens = dump.string();
-  chat::InnerGpu inner(std::shared_ptr<engine::Backend>(gpu::make_model_backend(w.merged, w.layout, o)));
+  chat::InnerGpu inner(std::shared_ptr<launch::Backend>(backends::make_model_backend(w.merged, w.layout, o)));
   chat::KernelResult r = inner.evaluate(*chat::parse_expression("sum([3, 4])"));
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.values.at(0), 7);

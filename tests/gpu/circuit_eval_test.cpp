@@ -10,9 +10,9 @@
 #include "model_host/circuit/evaluator.h"
 #include "model_host/qwen/model.h"
 #include "model_host/gpu/circuit.h"
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/trace.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/trace.h"
+#include "model_host/tokens/vocab.h"
 #include "programs.h"
 
 namespace qgpu::gpu {
@@ -95,7 +95,7 @@ const Compiled& compiled() {
 // trace: every generated token must be the trace's, and the memory read back
 // from the GDN state must be the interpreter's.  Returns the tokens checked.
 size_t run_model(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
-                 const engine::GlobalMemory& global) {
+                 const launch::GlobalMemory& global) {
   const Compiled& c = compiled();
   qwen::State st = c.model.new_state();
   std::vector<int64_t> prompt = encode_prompt(prog, threads, ctas, params, global);
@@ -127,7 +127,7 @@ size_t run_model(const machine::Program& prog, uint32_t threads, uint32_t ctas, 
 
 // Feeds prompt and trace; returns the number of generated tokens checked.
 size_t lockstep(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
-                const engine::GlobalMemory& global) {
+                const launch::GlobalMemory& global) {
   circuit::Evaluator ev(machine());
   std::vector<int> vals;
   for (int64_t id : encode_prompt(prog, threads, ctas, params, global)) vals = ev.step(int(id - kTokenBase));
@@ -151,7 +151,7 @@ size_t lockstep(const machine::Program& prog, uint32_t threads, uint32_t ctas, c
 
 // The evaluator and the compiled model on the same launch.
 size_t both(const machine::Program& prog, uint32_t threads, uint32_t ctas, const std::vector<uint8_t>& params,
-            const engine::GlobalMemory& global) {
+            const launch::GlobalMemory& global) {
   const size_t n = lockstep(prog, threads, ctas, params, global);
   EXPECT_EQ(run_model(prog, threads, ctas, params, global), n);
   return n;
@@ -252,9 +252,9 @@ TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
   TraceOracle oracle_a(a, 2, 2, params_a, global_memory());
   std::vector<int64_t> trace_a;
   while (!oracle_a.done()) trace_a.push_back(oracle_a.next());
-  engine::GlobalMemory after_a = oracle_a.memory();
+  launch::GlobalMemory after_a = oracle_a.memory();
   for (uint32_t w = 0; w < 4; ++w) EXPECT_EQ(word(after_a.bytes, w), 0x100 + 4 * w);
-  engine::GlobalMemory before_b = after_a;
+  launch::GlobalMemory before_b = after_a;
   for (auto [w, v] : writes) set_word(before_b.bytes, w, v);
   const std::vector<int64_t> records = encode_writes(writes);
   const std::vector<int64_t> prompt_b = encode_launch(b, 1, 1, {});
@@ -333,7 +333,7 @@ TEST(GpuCircuitEval, MemorySpacesAndParameters) {
   std::vector<uint8_t> params(8, 0);
   set_word(params, 0, kBase + 64);
   set_word(params, 1, 0xdeadbeef);
-  engine::GlobalMemory g = global_memory();
+  launch::GlobalMemory g = global_memory();
   set_word(g.bytes, 16, 0x00c0ffee);
   machine::Program prog = program({
       blk(ld(Space::Param, 1, r(0), k(0)), jmp(1)),          // B0: pointer

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::gpu::test {
@@ -68,10 +68,10 @@ inline machine::Program program(std::vector<Block> blocks) {
 }
 
 // The client's global memory as the daemon holds it: all of the model's.
-inline engine::GlobalMemory global_memory() {
+inline launch::GlobalMemory global_memory() {
   return {kBase, std::vector<uint8_t>(machine::model_params().global_bytes, 0)};
 }
-template <class Bytes>  // std::vector<uint8_t> or engine::DeviceBytes
+template <class Bytes>  // std::vector<uint8_t> or launch::DeviceBytes
 inline uint32_t word(const Bytes& bytes, size_t i) {
   uint32_t v;
   std::memcpy(&v, &bytes[4 * i], 4);

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/vocab.h"
 #include "programs.h"
 
 namespace qgpu::gpu {
@@ -176,7 +176,7 @@ TEST(GpuPrompt, HandBuiltLaunchDecodesBackFieldByField) {
   set_word(params, 1, 0x00010002);
   set_word(params, 3, 7);
   params[16] = 1;
-  engine::GlobalMemory global = global_memory();
+  launch::GlobalMemory global = global_memory();
   set_word(global.bytes, 0, 0xffffffff);
   set_word(global.bytes, 5, 0x80000000);
   set_word(global.bytes, 4095, 42);
@@ -280,7 +280,7 @@ void expect_refused(const std::function<void()>& f, const std::string& mention) 
 TEST(GpuPrompt, WhatDoesNotFitTheVocabularyIsRefusedByName) {
   const machine::Program ok = program({blk(alu(Op::MOV, 1, k(1)), exit_())});
   const std::vector<uint8_t> no_params;
-  const engine::GlobalMemory global = global_memory();
+  const launch::GlobalMemory global = global_memory();
   // The limits themselves fit.
   EXPECT_NO_THROW(encode_prompt(ok, 256, 65535, std::vector<uint8_t>(4096, 1), global));
   EXPECT_NO_THROW(encode_prompt(program({blk(std::nullopt, trap(1023))}), 1, 1, no_params, global));
@@ -291,9 +291,9 @@ TEST(GpuPrompt, WhatDoesNotFitTheVocabularyIsRefusedByName) {
   expect_refused([&] { encode_prompt(ok, 1, 65536, no_params, global); }, "65536 CTAs");
   expect_refused([&] { encode_prompt(ok, 1, 1, std::vector<uint8_t>(4097), global); }, "4097 bytes");
   const uint32_t global_bytes = machine::model_params().global_bytes;
-  engine::GlobalMemory big{kBase, std::vector<uint8_t>(global_bytes + 4)};
+  launch::GlobalMemory big{kBase, std::vector<uint8_t>(global_bytes + 4)};
   expect_refused([&] { encode_prompt(ok, 1, 1, no_params, big); }, std::to_string(global_bytes + 4) + " bytes");
-  engine::GlobalMemory elsewhere{0x20000000, std::vector<uint8_t>(16)};
+  launch::GlobalMemory elsewhere{0x20000000, std::vector<uint8_t>(16)};
   expect_refused([&] { encode_prompt(ok, 1, 1, no_params, elsewhere); }, "0x20000000");
 
   machine::Program rom_full = program(std::vector<Block>(1025, blk(std::nullopt, exit_())));

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/trace.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/trace.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
 #include "model_host/machine/lower.h"
@@ -44,7 +44,7 @@ std::vector<int64_t> parse(const std::string& text) {
   return ids;
 }
 
-void expect_trace(const machine::Program& prog, uint32_t threads, uint32_t ctas, const engine::GlobalMemory& global,
+void expect_trace(const machine::Program& prog, uint32_t threads, uint32_t ctas, const launch::GlobalMemory& global,
                   const std::string& expected) {
   std::vector<int64_t> got = expected_trace(prog, threads, ctas, {}, global);
   EXPECT_EQ(format_token_names(got), format_token_names(parse(expected)));
@@ -52,7 +52,7 @@ void expect_trace(const machine::Program& prog, uint32_t threads, uint32_t ctas,
 
 // Runs the oracle to its end and returns it for its results.
 std::unique_ptr<TraceOracle> run(const machine::Program& prog, uint32_t threads, uint32_t ctas,
-                                 engine::GlobalMemory global) {
+                                 launch::GlobalMemory global) {
   auto o = std::make_unique<TraceOracle>(prog, threads, ctas, std::vector<uint8_t>{}, std::move(global));
   while (!o->done()) o->next();
   return o;
@@ -378,7 +378,7 @@ TEST_P(GpuTraceDotProduct, TraceEndsWithTheRightSumAndOneExecPerInterpreterStep)
   std::vector<int64_t> trace;
   while (!o.done()) trace.push_back(o.next());
 
-  engine::GlobalMemory mem = img_.mem;
+  launch::GlobalMemory mem = img_.mem;
   machine::Interpreter interp(prog_, machine::model_params(), 1, 3, params_, mem);
   interp.run();
   EXPECT_EQ(interp.fault().error, 0);

@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 
 namespace qgpu::gpu {
 namespace {

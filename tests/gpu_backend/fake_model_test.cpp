@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "model_host/gpu/build_model.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 #include "process.h"
 
 namespace fs = std::filesystem;

@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "model_host/gpu/build_model.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 #include "process.h"
 
 namespace fs = std::filesystem;
@@ -113,7 +113,7 @@ class Daemon {
 };
 
 // The weight the negative test changes, as NAME:INDEX:VALUE (see
-// gpu::ModelOptions::perturb): the compiled ALU weight the circuit names
+// backends::ModelOptions::perturb): the compiled ALU weight the circuit names
 // (the multiplier's down projection onto slot 4 of its lowest product digit),
 // set to zero.
 std::string alu_perturbation() {

@@ -1,4 +1,4 @@
-// The interpreter backend through the engine::Backend contract the daemon
+// The interpreter backend through the launch::Backend contract the daemon
 // uses: a launch runs, reports steps and printf output, and a launch the
 // machine cannot run fails with the CUDA error and a message naming why.
 #include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "model_host/backends/interpreter.h"
 #include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 
@@ -25,7 +26,7 @@ std::string kernels() {
 // The model's device is the one the compiled checkpoint holds: these sizes
 // are what the model, model-trace and interpreter-model backends enforce.
 TEST(MachineBackend, ModelDeviceKeepsTheModelsSizes) {
-  const engine::DeviceSpec d = model_device();
+  const launch::DeviceSpec d = model_device();
   EXPECT_EQ(d.warp_size, 32u);
   EXPECT_EQ(d.lanes, 1u);
   EXPECT_EQ(d.global_base, 0x10000000u);
@@ -44,7 +45,7 @@ TEST(MachineBackend, ModelDeviceKeepsTheModelsSizes) {
 
 // The interpreter's device has CUDA's sizes (compute capability 7.5).
 TEST(MachineBackend, InterpreterDeviceIsCudaSized) {
-  const engine::DeviceSpec d = interpreter_device();
+  const launch::DeviceSpec d = interpreter_device();
   EXPECT_EQ(d.warp_size, 32u);
   EXPECT_EQ(d.global_base, 0x10000000u);
   EXPECT_EQ(d.global_bytes, 2ull << 30);
@@ -82,9 +83,9 @@ TEST(MachineBackend, DeviceMemorySizesParse) {
 // dimensions) sees its own blockIdx, and 1024-thread blocks their threadIdx.
 TEST(MachineBackend, LargeGridsIndexEveryBlock) {
   const std::string ptx = kernels();
-  auto backend = make_interpreter_backend(MachineKind::Default, 64u << 20);
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Default, 64u << 20);
   struct Shape {
-    engine::Dim3 grid, block;
+    launch::Dim3 grid, block;
   };
   for (const Shape& sh : {Shape{{100000, 3, 1}, {1, 1, 1}}, Shape{{3, 70001, 5}, {1, 1, 1}},
                           Shape{{2, 3, 1}, {1024, 1, 1}}, Shape{{2, 1, 3}, {8, 16, 8}}}) {
@@ -92,7 +93,7 @@ TEST(MachineBackend, LargeGridsIndexEveryBlock) {
     const uint32_t w = sh.grid.x * sh.block.x, h = sh.grid.y * sh.block.y, d = sh.grid.z * sh.block.z;
     const uint64_t n = uint64_t(w) * h * d;
     const uint64_t out = img.alloc(n * 4);
-    engine::LaunchRequest req;
+    launch::LaunchRequest req;
     req.ptx = ptx;
     req.kernel = "_Z6grid3dPii";
     req.grid = sh.grid;
@@ -102,7 +103,7 @@ TEST(MachineBackend, LargeGridsIndexEveryBlock) {
     std::memcpy(req.params.data(), &out, 8);
     std::memcpy(req.params.data() + 8, &pitch, 4);
     req.symbols = img.symbols;
-    engine::LaunchResult r = backend->launch(req, img.mem);
+    launch::LaunchResult r = backend->launch(req, img.mem);
     ASSERT_EQ(r.error, 0) << r.message;
     uint64_t bad = 0;
     for (uint32_t z = 0; z < d; ++z)
@@ -120,7 +121,7 @@ TEST(MachineBackend, LargeGridsIndexEveryBlock) {
 
 TEST(MachineBackend, LaunchRunsAndReportsStepsAndPrintf) {
   std::string ptx = kernels();
-  engine::ModuleInfo info = inspect_module(ptx);
+  launch::ModuleInfo info = inspect_module(ptx);
   ASSERT_FALSE(info.kernels.empty());
   ModuleImage img = load_module(ptx, default_params());
   uint64_t in = img.alloc(12 * 4);
@@ -128,16 +129,16 @@ TEST(MachineBackend, LaunchRunsAndReportsStepsAndPrintf) {
     int v = i * 11;
     std::memcpy(&img.mem.bytes[in - img.mem.base + 4 * i], &v, 4);
   }
-  engine::LaunchRequest req;
+  launch::LaunchRequest req;
   req.ptx = ptx;
   req.kernel = "_Z5printPKi";
   req.block = {12, 1, 1};
   req.params.resize(8);
   std::memcpy(req.params.data(), &in, 8);
   req.symbols = img.symbols;
-  auto backend = make_interpreter_backend();
+  auto backend = backends::make_interpreter_backend();
   EXPECT_EQ(backend->name(), "interpreter");
-  engine::LaunchResult r = backend->launch(req, img.mem);
+  launch::LaunchResult r = backend->launch(req, img.mem);
   ASSERT_EQ(r.error, 0) << r.message;
   EXPECT_GT(r.stats.steps, 0u);
   EXPECT_EQ(r.printf_output,
@@ -146,14 +147,14 @@ TEST(MachineBackend, LaunchRunsAndReportsStepsAndPrintf) {
 }
 
 TEST(MachineBackend, LaunchesTheMachineCannotRunFailWithNamedErrors) {
-  auto backend = make_interpreter_backend();
-  engine::GlobalMemory mem{default_params().global_base, std::vector<uint8_t>(1024)};
-  engine::LaunchRequest req;
+  auto backend = backends::make_interpreter_backend();
+  launch::GlobalMemory mem{default_params().global_base, std::vector<uint8_t>(1024)};
+  launch::LaunchRequest req;
   req.ptx = kernels();
   req.kernel = "_Z13shared_reducePKiPi";
   req.block = {1025, 1, 1};  // CUDA's most is 1024
   req.params.resize(16);
-  engine::LaunchResult r = backend->launch(req, mem);
+  launch::LaunchResult r = backend->launch(req, mem);
   EXPECT_EQ(r.error, 1);
   EXPECT_NE(r.message.find("threads per block"), std::string::npos) << r.message;
 
@@ -172,10 +173,10 @@ TEST(MachineBackend, LaunchesTheMachineCannotRunFailWithNamedErrors) {
 }
 
 TEST(MachineBackend, OutOfRangeAccessIsAnIllegalAddress) {
-  auto backend = make_interpreter_backend();
+  auto backend = backends::make_interpreter_backend();
   std::string ptx = kernels();
   ModuleImage img = load_module(ptx, default_params());
-  engine::LaunchRequest req;
+  launch::LaunchRequest req;
   req.ptx = ptx;
   req.kernel = "_Z13shared_reducePKiPi";
   req.block = {32, 1, 1};
@@ -184,7 +185,7 @@ TEST(MachineBackend, OutOfRangeAccessIsAnIllegalAddress) {
   req.params.resize(16);
   std::memcpy(&req.params[0], &bad, 8);
   std::memcpy(&req.params[8], &out, 8);
-  engine::LaunchResult r = backend->launch(req, img.mem);
+  launch::LaunchResult r = backend->launch(req, img.mem);
   EXPECT_EQ(r.error, 700);
   EXPECT_NE(r.message.find("0x20000000"), std::string::npos) << r.message;
 }

@@ -43,13 +43,13 @@ Params small(uint32_t lanes) {
   return p;
 }
 
-engine::GlobalMemory memory(uint32_t bytes = 256) {
-  engine::GlobalMemory m;
+launch::GlobalMemory memory(uint32_t bytes = 256) {
+  launch::GlobalMemory m;
   m.base = default_params().global_base;
   m.bytes.assign(bytes, 0);
   return m;
 }
-uint32_t word(const engine::GlobalMemory& m, uint32_t i) {
+uint32_t word(const launch::GlobalMemory& m, uint32_t i) {
   uint32_t v;
   std::memcpy(&v, &m.bytes[4 * i], 4);
   return v;

@@ -69,7 +69,7 @@ struct Outcome {
 
 struct Launch {
   std::string kernel;
-  engine::Dim3 grid, block;
+  launch::Dim3 grid, block;
   std::vector<Arg> args;
 };
 
@@ -139,7 +139,7 @@ Outcome run_machine(const Launch& l, const Machine& m) {
 
 Outcome run_reference(const Launch& l) {
   Prepared p = prepare(l);
-  engine::LaunchResult r = ptx::run(p.img.module, l.kernel, l.grid, l.block, 0, p.params, p.img.symbols, p.img.mem);
+  launch::LaunchResult r = ptx::run(p.img.module, l.kernel, l.grid, l.block, 0, p.params, p.img.symbols, p.img.mem);
   Outcome o;
   o.error = r.error;
   o.message = r.message;
@@ -337,7 +337,7 @@ TEST(MachineLowering, FailedAssertTrapsWithCudasMessage) {
 
 TEST(MachineLowering, LaunchesBeyondTheMachineFailWithNamedLimits) {
   ModuleImage img = load_module(kernels_ptx(), default_params());
-  auto expect_error = [&](engine::Dim3 grid, engine::Dim3 block, int error, const std::string& words) {
+  auto expect_error = [&](launch::Dim3 grid, launch::Dim3 block, int error, const std::string& words) {
     try {
       lower(img.module, "_Z13shared_reducePKiPi", {grid, block, 0, img.symbols}, default_params());
       ADD_FAILURE() << "launch accepted";

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "model_host/backends/interpreter.h"
 #include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
@@ -55,7 +56,7 @@ class ModelLaunch {
   }
 
   // Lowers and runs `k`; returns the fault (error 0: the launch completed).
-  Fault run(engine::Dim3 grid, engine::Dim3 block, std::vector<uint8_t> params) {
+  Fault run(launch::Dim3 grid, launch::Dim3 block, std::vector<uint8_t> params) {
     prog_ = lower(img_.module, "k", {grid, block, 0, img_.symbols}, model_params(), {.for_model = true});
     params.resize((params.size() + 3) / 4 * 4);
     Interpreter in(prog_, model_params(), prog_.ctas, prog_.threads, params, img_.mem);
@@ -710,16 +711,16 @@ TEST(ModelBackend, RunsTheModelsMachineWithNarrowParameters) {
 )";
   ModuleImage img = load_module(ptx, model_params());
   uint64_t dst = img.alloc(28);
-  engine::LaunchRequest req;
+  launch::LaunchRequest req;
   req.ptx = ptx;
   req.kernel = "k";
   req.symbols = img.symbols;
   req.params = pointers({dst});
   for (uint8_t b : {0xf1, 0x92, 0x7f, 0x80, 0xfe, 0xff, 0x01, 0x80, 0xc3}) req.params.push_back(b);
   ASSERT_EQ(req.params.size(), 17u);
-  auto backend = make_interpreter_backend(MachineKind::Model);
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Model);
   EXPECT_EQ(backend->name(), "interpreter-model");
-  engine::LaunchResult r = backend->launch(req, img.mem);
+  launch::LaunchResult r = backend->launch(req, img.mem);
   ASSERT_EQ(r.error, 0) << r.message;
   EXPECT_GT(r.stats.steps, 0u);
   uint32_t got[7];

@@ -83,17 +83,17 @@ std::vector<uint32_t> output(const Placed& p, size_t words) {
   return v;
 }
 
-Outcome run_reference(const std::string& ptx, engine::Dim3 grid, engine::Dim3 block, const std::vector<uint32_t>& in,
+Outcome run_reference(const std::string& ptx, launch::Dim3 grid, launch::Dim3 block, const std::vector<uint32_t>& in,
                       size_t out_words, const std::string& kernel = "k") {
   Placed p = place(ptx, machine_params(8), in, out_words);
   ptx::InterpOptions opts;
   opts.heap_base = p.heap;
   opts.heap_bytes = kHeapBytes;
-  engine::LaunchResult r = ptx::run(p.img.module, kernel, grid, block, 0, p.params, p.img.symbols, p.img.mem, opts);
+  launch::LaunchResult r = ptx::run(p.img.module, kernel, grid, block, 0, p.params, p.img.symbols, p.img.mem, opts);
   return {r.error, r.message, output(p, out_words)};
 }
 
-Outcome run_machine(const std::string& ptx, uint32_t lanes, engine::Dim3 grid, engine::Dim3 block,
+Outcome run_machine(const std::string& ptx, uint32_t lanes, launch::Dim3 grid, launch::Dim3 block,
                     const std::vector<uint32_t>& in, size_t out_words, const std::string& kernel = "k") {
   const Params params = machine_params(lanes);
   Placed p = place(ptx, params, in, out_words);
@@ -115,7 +115,7 @@ std::string machine_name(uint32_t lanes) { return lanes ? std::to_string(lanes) 
 // Runs `ptx` on the oracle and every machine; returns the oracle's output.
 std::vector<uint32_t> cross_check(const std::string& ptx, uint32_t threads, const std::vector<uint32_t>& in,
                                   uint32_t out_words, uint32_t block = 64, const std::string& kernel = "k") {
-  const engine::Dim3 grid{(threads + block - 1) / block, 1, 1}, blk{std::min(threads, block), 1, 1};
+  const launch::Dim3 grid{(threads + block - 1) / block, 1, 1}, blk{std::min(threads, block), 1, 1};
   const size_t n = size_t(out_words) * grid.x * blk.x;
   Outcome ref = run_reference(ptx, grid, blk, in, n, kernel);
   EXPECT_EQ(ref.error, 0) << ref.message;

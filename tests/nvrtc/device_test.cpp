@@ -15,8 +15,8 @@
 
 namespace {
 
-using qgpu::engine::Dim3;
-using qgpu::engine::LaunchResult;
+using qgpu::launch::Dim3;
+using qgpu::launch::LaunchResult;
 
 class Device : public ::testing::Test {
  protected:
@@ -78,7 +78,7 @@ class Device : public ::testing::Test {
   uint64_t symbol(const std::string& name) { return symbols_.at(name); }
 
  private:
-  qgpu::engine::GlobalMemory mem_{kBase, std::vector<uint8_t>(1 << 16)};
+  qgpu::launch::GlobalMemory mem_{kBase, std::vector<uint8_t>(1 << 16)};
   uint64_t used_ = 0;
   qgpu::ptx::Module module_;
   std::map<std::string, uint64_t> symbols_;

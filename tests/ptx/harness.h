@@ -34,7 +34,7 @@ inline std::string generated_ptx(const std::string& name) {
 
 // Device global memory: 1 MiB at 0x10000000, bump-allocated.
 struct Device {
-  engine::GlobalMemory mem{0x10000000, std::vector<uint8_t>(1 << 20, 0)};
+  launch::GlobalMemory mem{0x10000000, std::vector<uint8_t>(1 << 20, 0)};
   uint64_t used = 0;
   std::map<std::string, uint64_t> symbols;
 
@@ -63,7 +63,7 @@ struct Device {
   // Allocates and initialises the module's .global/.const variables, then
   // patches address-of-symbol initializers.
   void load(const Module& m) {
-    for (const engine::ModuleVar& v : module_info(m).vars) {
+    for (const launch::ModuleVar& v : module_info(m).vars) {
       uint64_t a = alloc(v.size ? v.size : 1, v.align);
       std::memcpy(&mem.bytes[a - mem.base], v.init.data(), v.init.size());
       symbols[v.name] = a;

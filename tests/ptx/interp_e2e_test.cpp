@@ -21,7 +21,7 @@ class NvccKernels : public ::testing::Test {
 
   const Module& m() const { return *module_; }
   Params params(const std::string& k) const { return Params(*m().find_function(k)); }
-  engine::LaunchResult launch(const std::string& k, engine::Dim3 grid, engine::Dim3 block, const Params& p,
+  launch::LaunchResult launch(const std::string& k, launch::Dim3 grid, launch::Dim3 block, const Params& p,
                               uint32_t dyn = 0) {
     return run(m(), k, grid, block, dyn, p.bytes(), dev.symbols, dev.mem);
   }
@@ -425,7 +425,7 @@ class LibraryKernels : public ::testing::Test {
     m = parse(generated_ptx("library.ptx"));
     dev.load(m);
   }
-  engine::LaunchResult launch(const std::string& k, uint32_t threads, uint64_t arg0, uint64_t arg1 = 0) {
+  launch::LaunchResult launch(const std::string& k, uint32_t threads, uint64_t arg0, uint64_t arg1 = 0) {
     Params p(*m.find_function(k));
     p.arg(arg0);
     if (m.find_function(k)->params.size() > 1) p.arg(arg1);

@@ -469,7 +469,7 @@ TEST(PtxInterpOps, AtomicUpdates) {
 }
 
 // A one-thread kernel running `body`; returns the launch result.
-engine::LaunchResult run_body(const std::string& body, Device& dev, uint64_t max_steps = 1 << 20) {
+launch::LaunchResult run_body(const std::string& body, Device& dev, uint64_t max_steps = 1 << 20) {
   Module m = parse(".version 9.0\n.target sm_75\n.address_size 64\n.visible .entry k(.param .u64 k_p)\n{\n"
                    ".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n.reg .f32 %f<3>;\n.reg .pred %p;\n"
                    "ld.param.u64 %rd1, [k_p];\n" + body + "\nret;\n}\n");

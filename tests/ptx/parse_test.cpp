@@ -75,8 +75,8 @@ TEST(PtxParse, NvccParameterLayoutFollowsTheCAbi) {
 
 TEST(PtxParse, NvccModuleInfo) {
   Module m = parse(generated_ptx("e2e.ptx"));
-  engine::ModuleInfo info = module_info(m);
-  std::map<std::string, engine::ModuleVar> vars;
+  launch::ModuleInfo info = module_info(m);
+  std::map<std::string, launch::ModuleVar> vars;
   for (const auto& v : info.vars) vars[v.name] = v;
   ASSERT_TRUE(vars.count("ctab"));
   EXPECT_EQ(vars["ctab"].space, "const");

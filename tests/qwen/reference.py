@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent fp32 reference of the Qwen3.5 text model, used only by tests.
 
-Written from the equations (DESIGN.md section 4 and HF transformers' qwen3_5
+Written from the equations (Qwen3.5 as HF transformers' qwen3_5 computes its
 layers), with plain torch ops, token by token.  It also writes random
 Qwen3.5-shaped checkpoints in HF layout; safetensors are written and read by
 hand (8-byte header length, JSON header, raw little-endian data).

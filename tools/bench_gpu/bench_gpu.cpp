@@ -15,9 +15,9 @@
 #include "model_host/circuit/compiler.h"
 #include "model_host/circuit/evaluator.h"
 #include "model_host/gpu/circuit.h"
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/trace.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/trace.h"
+#include "model_host/tokens/vocab.h"
 #include "model_host/machine/isa.h"
 #include "model_host/qwen/model.h"
 
@@ -242,7 +242,7 @@ int run(const Args& a) {
   const double load_s = t_load.wall(), load_cpu = t_load.cpu_s();
   const double rss_model = rss_gib() - rss0;
 
-  engine::GlobalMemory global{kGlobalBase, std::vector<uint8_t>(kGlobalBytes, 0)};
+  launch::GlobalMemory global{kGlobalBase, std::vector<uint8_t>(kGlobalBytes, 0)};
   for (uint32_t w = 0; w < a.words && w < kGlobalBytes / 4; ++w) {
     const uint32_t v = 0x1000 + 7 * w;
     std::memcpy(&global.bytes[4 * w], &v, 4);

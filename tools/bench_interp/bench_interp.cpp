@@ -29,7 +29,7 @@ namespace {
 
 struct Case {
   std::string name, kernel;
-  engine::Dim3 grid, block;
+  launch::Dim3 grid, block;
   // Fills the image and returns the parameter buffer.
   std::function<std::vector<uint8_t>(ModuleImage&)> setup;
 };
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> args = c.setup(img);
     const Program prog = lower(img.module, c.kernel, {c.grid, c.block, 0, img.symbols}, params);
     for (int pass = 0; pass < (record ? 2 : 1); ++pass) {
-      engine::GlobalMemory mem = img.mem;
+      launch::GlobalMemory mem = img.mem;
       Interpreter interp(prog, params, prog.ctas, prog.threads, args, mem);
       const double c0 = cpu_seconds();
       if (pass == 0) {

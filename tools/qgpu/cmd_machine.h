@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/isa.h"
 
@@ -21,11 +21,11 @@ struct LaunchOptions {
     if (Params::kCudaWarp % p.lanes != 0) throw std::invalid_argument("--lanes must divide 32");
     return p;
   }
-  engine::Dim3 grid_dim() const { return parse_dim(grid); }
-  engine::Dim3 block_dim() const { return parse_dim(block); }
+  launch::Dim3 grid_dim() const { return parse_dim(grid); }
+  launch::Dim3 block_dim() const { return parse_dim(block); }
 
-  static engine::Dim3 parse_dim(const std::string& s) {
-    engine::Dim3 d;
+  static launch::Dim3 parse_dim(const std::string& s) {
+    launch::Dim3 d;
     uint32_t* f[3] = {&d.x, &d.y, &d.z};
     size_t at = 0;
     for (int i = 0; i < 3 && at <= s.size(); ++i) {

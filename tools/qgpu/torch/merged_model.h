@@ -9,7 +9,7 @@
 
 #include "model_host/chat/chat.h"
 #include "model_host/chat/merge.h"
-#include "model_host/gpu/backend.h"
+#include "model_host/backends/model.h"
 #include "model_host/gpu/build_model.h"
 
 namespace qgpu::cli {
@@ -60,10 +60,10 @@ inline ChatModel open_chat_model(const std::string& model_dir, const std::string
   c.tokenizer = qwen::Tokenizer::load(tokenizer);
   if (!layout)
     throw std::runtime_error("the model has no GPU layout (qgpu-gpu.json): merge a circuit built by qgpu build-model");
-  gpu::ModelOptions opts;
+  backends::ModelOptions opts;
   opts.max_tokens = 200'000;  // a kernel that runs longer is reported as a timeout in the reply
   c.gpu = std::make_shared<chat::InnerGpu>(
-      std::shared_ptr<engine::Backend>(gpu::make_model_backend(c.model, *layout, opts)));
+      std::shared_ptr<launch::Backend>(backends::make_model_backend(c.model, *layout, opts)));
   return c;
 }
 

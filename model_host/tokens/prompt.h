@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::gpu {
@@ -27,7 +27,7 @@ namespace qgpu::gpu {
 // block), an atomic or 8/16-bit access (the record has no field for its
 // function or width), or a trap code beyond TRAP's payload.
 std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
-                                   const std::vector<uint8_t>& params, const engine::GlobalMemory& global);
+                                   const std::vector<uint8_t>& params, const launch::GlobalMemory& global);
 
 // The prompt of a launch on a client whose global memory the model already
 // holds (docs/tokens.md section 3): encode_prompt without memory records.
@@ -50,6 +50,6 @@ struct LaunchRefused : std::runtime_error {
 // The kernel of `req` lowered for machine::model_params(); throws
 // LaunchRefused when the model's machine cannot run it (a lowering or PTX
 // error, an operation the circuit does not have, too many parameter bytes).
-machine::Program lower_for_model(const engine::LaunchRequest& req);
+machine::Program lower_for_model(const launch::LaunchRequest& req);
 
 }  // namespace qgpu::gpu

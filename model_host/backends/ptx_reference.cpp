@@ -7,12 +7,12 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "model_host/engine/backends.h"
+#include "model_host/backends/registry.h"
 #include "model_host/machine/api.h"
 #include "model_host/ptx/parse.h"
 #include "model_host/ptx/ptx_interp.h"
 
-namespace qgpu::engine {
+namespace qgpu::backends {
 namespace {
 
 class PtxReferenceBackend : public Backend {
@@ -57,4 +57,4 @@ std::unique_ptr<Backend> make_ptx_reference_backend(uint64_t device_memory) {
   return std::make_unique<PtxReferenceBackend>(device_memory);
 }
 
-}  // namespace qgpu::engine
+}  // namespace qgpu::backends

@@ -1,26 +1,27 @@
-#include "model_host/daemon/deferred_backend.h"
-
-#include <driver_types.h>
+#include "model_host/backends/deferred.h"
 
 #include <stdexcept>
 
-namespace qgpu::daemon {
+#include "model_host/launch/errors.h"
 
-DeferredBackend::DeferredBackend(std::string name, engine::DeviceSpec device, Factory make)
+
+namespace qgpu::backends {
+
+DeferredBackend::DeferredBackend(std::string name, launch::DeviceSpec device, Factory make)
     : name_(std::move(name)),
       device_(std::move(device)),
-      ready_(std::async(std::launch::async, [make = std::move(make)] { return std::shared_ptr<engine::Backend>(make()); })
+      ready_(std::async(std::launch::async, [make = std::move(make)] { return std::shared_ptr<launch::Backend>(make()); })
                  .share()) {}
 
 DeferredBackend::~DeferredBackend() { ready_.wait(); }
 
-engine::LaunchResult DeferredBackend::launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) {
-  std::shared_ptr<engine::Backend> backend;
+launch::LaunchResult DeferredBackend::launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) {
+  std::shared_ptr<launch::Backend> backend;
   try {
     backend = ready_.get();
   } catch (const std::exception& e) {
-    engine::LaunchResult r;
-    r.error = cudaErrorInitializationError;
+    launch::LaunchResult r;
+    r.error = launch::kInitializationError;
     r.message = "the " + name_ + " backend could not start: " + e.what();
     return r;
   }
@@ -29,20 +30,20 @@ engine::LaunchResult DeferredBackend::launch(const engine::LaunchRequest& req, e
 
 namespace {
 
-class DeferredContext : public engine::DeviceContext {
+class DeferredContext : public launch::DeviceContext {
  public:
-  DeferredContext(std::string name, std::shared_future<std::shared_ptr<engine::Backend>> ready)
+  DeferredContext(std::string name, std::shared_future<std::shared_ptr<launch::Backend>> ready)
       : name_(std::move(name)), ready_(std::move(ready)) {}
 
   void write(uint64_t offset, const uint8_t* data, uint64_t size) override { open().write(offset, data, size); }
   void read(uint64_t offset, uint8_t* out, uint64_t size) override { open().read(offset, out, size); }
-  engine::LaunchResult launch(const engine::LaunchRequest& req) override {
-    engine::DeviceContext* c = nullptr;
+  launch::LaunchResult launch(const launch::LaunchRequest& req) override {
+    launch::DeviceContext* c = nullptr;
     try {
       c = &open();
     } catch (const std::exception& e) {
-      engine::LaunchResult r;
-      r.error = cudaErrorInitializationError;
+      launch::LaunchResult r;
+      r.error = launch::kInitializationError;
       r.message = e.what();
       return r;
     }
@@ -50,9 +51,9 @@ class DeferredContext : public engine::DeviceContext {
   }
 
  private:
-  engine::DeviceContext& open() {
+  launch::DeviceContext& open() {
     if (!inner_) {
-      std::shared_ptr<engine::Backend> backend;
+      std::shared_ptr<launch::Backend> backend;
       try {
         backend = ready_.get();
       } catch (const std::exception& e) {
@@ -66,15 +67,15 @@ class DeferredContext : public engine::DeviceContext {
   }
 
   std::string name_;
-  std::shared_future<std::shared_ptr<engine::Backend>> ready_;
-  std::shared_ptr<engine::Backend> backend_;  // outlives inner_
-  std::unique_ptr<engine::DeviceContext> inner_;
+  std::shared_future<std::shared_ptr<launch::Backend>> ready_;
+  std::shared_ptr<launch::Backend> backend_;  // outlives inner_
+  std::unique_ptr<launch::DeviceContext> inner_;
 };
 
 }  // namespace
 
-std::unique_ptr<engine::DeviceContext> DeferredBackend::open_context() {
+std::unique_ptr<launch::DeviceContext> DeferredBackend::open_context() {
   return std::make_unique<DeferredContext>(name_, ready_);
 }
 
-}  // namespace qgpu::daemon
+}  // namespace qgpu::backends

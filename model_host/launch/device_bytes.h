@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace qgpu::engine {
+namespace qgpu::launch {
 
 // The bytes of a device memory: zero-filled and backed lazily by anonymous
 // memory mapped without reserving swap (MAP_NORESERVE), so a 2 GiB device
@@ -154,4 +154,4 @@ inline bool DeviceBytes::operator==(const DeviceBytes& o) const {
   return n_ == o.n_ && (n_ == 0 || std::memcmp(p_, o.p_, n_) == 0);
 }
 
-}  // namespace qgpu::engine
+}  // namespace qgpu::launch

@@ -11,10 +11,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "model_host/engine/backend.h"
-#include "model_host/gpu/backend.h"
+#include "model_host/launch/launch.h"
+#include "model_host/backends/model.h"
 
-namespace qgpu::engine {
+namespace qgpu::backends {
+
+using namespace qgpu::launch;  // every backend speaks the launch contract
 
 struct BackendUnavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -26,7 +28,7 @@ struct BackendOptions {
   // The compiled checkpoint (gpu/build_model.h); empty: the model cache,
   // built there on first use.
   std::string model_dir;
-  gpu::ModelOptions model;
+  backends::ModelOptions model;
   // Receives the progress of a first-use build.
   std::function<void(const std::string&)> progress;
   // Global memory of the CUDA-sized device ("interpreter", "ptx-reference"):
@@ -45,4 +47,4 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
 
 std::unique_ptr<Backend> make_ptx_reference_backend(uint64_t device_memory = 2ull << 30);
 
-}  // namespace qgpu::engine
+}  // namespace qgpu::backends

@@ -1,6 +1,7 @@
 // The expected trace (docs/tokens.md section 4): the table "reads -> writes"
 // is `after()`, one case per token read.
-#include "model_host/gpu/trace.h"
+#include "model_host/launch/errors.h"
+#include "model_host/tokens/trace.h"
 
 #include <cstdio>
 #include <fstream>
@@ -13,8 +14,6 @@ namespace {
 using machine::Term;
 
 // The interpreter's fault errors that the trace writes as FAULT.
-constexpr int kErrIllegalAddress = 700;  // cudaErrorIllegalAddress
-constexpr int kErrMisaligned = 716;      // cudaErrorMisalignedAddress
 
 constexpr size_t kRecentTokens = 12;  // tokens context() shows
 constexpr uint32_t kWarpGroup = machine::Params::kCudaWarp;  // threads of one CUDA warp
@@ -62,7 +61,7 @@ std::vector<uint8_t> machine_sized(std::vector<uint8_t> params) {
 }  // namespace
 
 TraceOracle::TraceOracle(machine::Program prog, uint32_t threads, uint32_t ctas, std::vector<uint8_t> params,
-                         engine::GlobalMemory global)
+                         launch::GlobalMemory global)
     : prog_(machine_sized(std::move(prog), threads)),
       threads_(threads),
       ctas_(ctas),
@@ -194,7 +193,7 @@ int64_t TraceOracle::exec() {
   machine::StepRecord rec;
   const bool ran = interp_.step(&rec);
   const int error = interp_.fault().error;
-  const bool faulted = !ran && (error == kErrIllegalAddress || error == kErrMisaligned);
+  const bool faulted = !ran && (error == launch::kIllegalAddress || error == launch::kMisalignedAddress);
   if (!ran && !faulted)
     mismatch(error ? "the interpreter stopped with: " + interp_.fault().message
                    : std::string("the interpreter has no step left"));
@@ -203,7 +202,7 @@ int64_t TraceOracle::exec() {
              std::to_string(warp_) + "; the interpreter runs block B" + std::to_string(rec.block) + " of CTA " +
              std::to_string(rec.cta) + ", thread " + std::to_string(rec.warp));
   if (faulted)
-    return token_id(Kind::FAULT, uint32_t(error == kErrIllegalAddress ? Fault::IllegalAddress : Fault::Misaligned));
+    return token_id(Kind::FAULT, uint32_t(error == launch::kIllegalAddress ? Fault::IllegalAddress : Fault::Misaligned));
 
   const machine::Block& b = prog_.blocks[block_];
   if (b.instrs.empty() || !b.instrs.front().writes_reg()) return control();
@@ -310,7 +309,7 @@ std::string TraceOracle::context() const {
 }
 
 std::vector<int64_t> expected_trace(const machine::Program& prog, uint32_t threads, uint32_t ctas,
-                                    const std::vector<uint8_t>& params, const engine::GlobalMemory& global,
+                                    const std::vector<uint8_t>& params, const launch::GlobalMemory& global,
                                     uint64_t max_steps) {
   TraceOracle oracle(prog, threads, ctas, params, global);
   std::vector<int64_t> trace;

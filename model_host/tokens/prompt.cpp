@@ -1,11 +1,12 @@
 // The prompt encoder (docs/tokens.md section 3).
-#include "model_host/gpu/prompt.h"
+#include "model_host/launch/errors.h"
+#include "model_host/tokens/prompt.h"
 
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 #include "model_host/machine/lower.h"
 #include "model_host/ptx/parse.h"
 
@@ -107,7 +108,7 @@ class Encoder {
 namespace {
 
 std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint32_t ctas,
-                            const std::vector<uint8_t>& params, const engine::GlobalMemory* global) {
+                            const std::vector<uint8_t>& params, const launch::GlobalMemory* global) {
   const machine::Params& p = machine::model_params();
   if (threads == 0 || threads > p.max_threads)
     throw std::invalid_argument("launch of " + std::to_string(threads) + " threads per CTA; the model takes 1.." +
@@ -147,7 +148,7 @@ std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint
 }  // namespace
 
 std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
-                                   const std::vector<uint8_t>& params, const engine::GlobalMemory& global) {
+                                   const std::vector<uint8_t>& params, const launch::GlobalMemory& global) {
   return encode(prog, threads, ctas, params, &global);
 }
 
@@ -168,7 +169,7 @@ std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_
   return e.tokens;
 }
 
-machine::Program lower_for_model(const engine::LaunchRequest& req) {
+machine::Program lower_for_model(const launch::LaunchRequest& req) {
   constexpr int kErrInvalidValue = 1, kErrInvalidPtx = 218, kErrNotSupported = 801;  // cudaError_t
   const machine::Params& p = machine::model_params();
   machine::Program prog;
@@ -179,12 +180,12 @@ machine::Program lower_for_model(const engine::LaunchRequest& req) {
   } catch (const machine::LowerError& e) {
     throw LaunchRefused(e.error(), e.what());
   } catch (const ptx::ParseError& e) {
-    throw LaunchRefused(kErrInvalidPtx, e.what());
+    throw LaunchRefused(launch::kInvalidPtx, e.what());
   }
   if (auto missing = machine::model_unsupported(prog))
-    throw LaunchRefused(kErrNotSupported, "the model's GPU cannot run kernel " + req.kernel + ": " + *missing);
+    throw LaunchRefused(launch::kNotSupported, "the model's GPU cannot run kernel " + req.kernel + ": " + *missing);
   if (req.params.size() > p.param_bytes)
-    throw LaunchRefused(kErrInvalidValue, "kernel " + req.kernel + " has " + std::to_string(req.params.size()) +
+    throw LaunchRefused(launch::kInvalidValue, "kernel " + req.kernel + " has " + std::to_string(req.params.size()) +
                                               " bytes of parameters; the model's GPU takes at most " +
                                               std::to_string(p.param_bytes));
   return prog;

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "model_host/engine/backend.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/launch/launch.h"
+#include "model_host/tokens/vocab.h"
 #include "model_host/machine/interpreter.h"
 #include "model_host/machine/isa.h"
 
@@ -31,7 +31,7 @@ class TraceOracle {
   // refuses the launch (machine::validate() for model_params(), limits), or
   // when the trace cannot describe it: a trap code beyond TRAP's payload.
   TraceOracle(machine::Program prog, uint32_t threads, uint32_t ctas, std::vector<uint8_t> params,
-              engine::GlobalMemory global);
+              launch::GlobalMemory global);
   TraceOracle(const TraceOracle&) = delete;
   TraceOracle& operator=(const TraceOracle&) = delete;
 
@@ -52,7 +52,7 @@ class TraceOracle {
 
   // The launch's results once done(): global memory, the printf space, and
   // the fault or trap that stopped it (error 0 when none).
-  const engine::GlobalMemory& memory() const { return global_; }
+  const launch::GlobalMemory& memory() const { return global_; }
   const std::vector<uint8_t>& print_buffer() const { return interp_.print_buffer(); }
   const machine::Fault& fault() const { return interp_.fault(); }
 
@@ -74,7 +74,7 @@ class TraceOracle {
 
   const machine::Program prog_;
   const uint32_t threads_, ctas_;
-  engine::GlobalMemory global_;
+  launch::GlobalMemory global_;
   machine::Interpreter interp_;
 
   // The scan the tokens describe.
@@ -104,7 +104,7 @@ class TraceOracle {
 // when the launch runs more than `max_steps` EXECs, as a kernel that never
 // ends would.
 std::vector<int64_t> expected_trace(const machine::Program& prog, uint32_t threads, uint32_t ctas,
-                                    const std::vector<uint8_t>& params, const engine::GlobalMemory& global,
+                                    const std::vector<uint8_t>& params, const launch::GlobalMemory& global,
                                     uint64_t max_steps = 10'000'000);
 
 // Token dumps.  `format_tokens` writes ids separated by spaces: the form of

@@ -10,28 +10,28 @@
 #include <memory>
 #include <string>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 
-namespace qgpu::daemon {
+namespace qgpu::backends {
 
-class DeferredBackend : public engine::Backend {
+class DeferredBackend : public launch::Backend {
  public:
-  using Factory = std::function<std::unique_ptr<engine::Backend>()>;
+  using Factory = std::function<std::unique_ptr<launch::Backend>()>;
   // `device` is the device the backend will run, reported before it is ready.
-  DeferredBackend(std::string name, engine::DeviceSpec device, Factory make);
+  DeferredBackend(std::string name, launch::DeviceSpec device, Factory make);
   ~DeferredBackend() override;  // waits for the factory to return
 
   std::string name() const override { return name_; }
-  engine::DeviceSpec device() const override { return device_; }
-  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override;
+  launch::DeviceSpec device() const override { return device_; }
+  launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override;
   // A context that opens the backend's own on first use (waiting for the
   // backend then); the backend must keep its clients' memory (the model).
-  std::unique_ptr<engine::DeviceContext> open_context() override;
+  std::unique_ptr<launch::DeviceContext> open_context() override;
 
  private:
   std::string name_;
-  engine::DeviceSpec device_;
-  std::shared_future<std::shared_ptr<engine::Backend>> ready_;
+  launch::DeviceSpec device_;
+  std::shared_future<std::shared_ptr<launch::Backend>> ready_;
 };
 
-}  // namespace qgpu::daemon
+}  // namespace qgpu::backends

@@ -1,4 +1,5 @@
-#include "model_host/gpu/backend.h"
+#include "model_host/launch/errors.h"
+#include "model_host/backends/model.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,27 +8,22 @@
 #include <optional>
 #include <stdexcept>
 
-#include "model_host/engine/backends.h"
+#include "model_host/backends/registry.h"
 #include "model_host/gpu/build_model.h"
 #include "model_host/machine/api.h"
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/trace.h"
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/trace.h"
+#include "model_host/tokens/vocab.h"
 #include "model_host/machine/lower.h"
 #include "model_host/machine/printf.h"
 #include "model_host/ptx/parse.h"
 #include "model_host/qwen/model.h"
 
-namespace qgpu::gpu {
+namespace qgpu::backends {
+using namespace qgpu::gpu;
 namespace {
 
 // cudaError_t values (driver_types.h).
-constexpr int kErrInvalidValue = 1;
-constexpr int kErrIllegalAddress = 700;
-constexpr int kErrLaunchTimeout = 702;
-constexpr int kErrMisaligned = 716;
-constexpr int kErrNotSupported = 801;
-constexpr int kErrUnknown = 999;
 
 std::string hex_word(uint32_t v) {
   char b[16];
@@ -128,7 +124,7 @@ struct Decoded {
   std::optional<LaunchFailure> failure;
 };
 
-class ModelBackend : public engine::Backend {
+class ModelBackend : public launch::Backend {
  public:
   ModelBackend(LoadedModel loaded, ModelOptions opts)
       : ModelBackend(make_model(loaded.checkpoint, opts), std::move(loaded.layout), std::move(opts)) {}
@@ -143,15 +139,15 @@ class ModelBackend : public engine::Backend {
 
   std::string name() const override { return "model"; }
   // The device the compiled checkpoint holds (machine::model_params()).
-  engine::DeviceSpec device() const override { return machine::model_device(); }
+  launch::DeviceSpec device() const override { return machine::model_device(); }
 
   // One launch on a fresh sequence: the image's non-zero words as write
   // records, the launch, and the whole global memory read back.
-  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
+  launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override {
     const machine::Params& p = machine::model_params();
-    engine::LaunchResult res;
+    launch::LaunchResult res;
     if (mem.base != p.global_base || mem.bytes.size() > p.global_bytes) {
-      res.error = kErrInvalidValue;
+      res.error = launch::kInvalidValue;
       res.message = "global memory image of " + std::to_string(mem.bytes.size()) + " bytes at " +
                     hex_word(uint32_t(mem.base)) + "; the model's GPU holds " + std::to_string(p.global_bytes) +
                     " bytes at " + hex_word(p.global_base);
@@ -161,19 +157,19 @@ class ModelBackend : public engine::Backend {
     try {
       ctx.write(0, mem.bytes.data(), mem.bytes.size());
     } catch (const std::exception& e) {
-      res.error = kErrUnknown;
+      res.error = launch::kUnknown;
       res.message = e.what();
       return res;
     }
     res = ctx.launch(req);
     // A kernel's own end (END, a trap, a fault, a timeout) leaves memory as
     // a GPU would; a divergent or garbled trace leaves the image untouched.
-    if (res.stats.generated_tokens > 0 && res.error != kErrUnknown) {
+    if (res.stats.generated_tokens > 0 && res.error != launch::kUnknown) {
       try {
         ctx.read(0, mem.bytes.data(), mem.bytes.size());
       } catch (const std::exception& e) {
         if (res.error == 0) {
-          res.error = kErrUnknown;
+          res.error = launch::kUnknown;
           res.message = e.what();
         }
       }
@@ -181,13 +177,13 @@ class ModelBackend : public engine::Backend {
     return res;
   }
 
-  std::unique_ptr<engine::DeviceContext> open_context() override { return std::make_unique<Context>(*this); }
+  std::unique_ptr<launch::DeviceContext> open_context() override { return std::make_unique<Context>(*this); }
 
  private:
   // One client's device memory: the sequence the model has read so far, whose
   // GDN states hold the global memory (docs/tokens.md section 3).  With
   // `check`, a mirror of the memory feeds the reference interpreter.
-  class Context : public engine::DeviceContext {
+  class Context : public launch::DeviceContext {
    public:
     explicit Context(const ModelBackend& b) : b_(b), state_(b.model_->new_state()) {
       if (b_.opts_.check) {
@@ -238,9 +234,9 @@ class ModelBackend : public engine::Backend {
       std::memcpy(out, bytes.data() + (offset - uint64_t(first) * 4), size);
     }
 
-    engine::LaunchResult launch(const engine::LaunchRequest& req) override {
+    launch::LaunchResult launch(const launch::LaunchRequest& req) override {
       const auto t0 = std::chrono::steady_clock::now();
-      engine::LaunchResult res;
+      launch::LaunchResult res;
       try {
         b_.run(req, state_, mirror_, res);
       } catch (const LaunchFailure& f) {
@@ -262,7 +258,7 @@ class ModelBackend : public engine::Backend {
 
     const ModelBackend& b_;
     qwen::State state_;
-    engine::GlobalMemory mirror_;  // --check only
+    launch::GlobalMemory mirror_;  // --check only
   };
 
   // Words [first, first + count) of global memory, from the state.
@@ -274,8 +270,8 @@ class ModelBackend : public engine::Backend {
   // One launch continuing `state`; throws LaunchFailure.  `mirror` (empty
   // without check) is the memory the reference interpreter starts from, and
   // becomes what it leaves.
-  void run(const engine::LaunchRequest& req, qwen::State& state, engine::GlobalMemory& mirror,
-           engine::LaunchResult& res) const {
+  void run(const launch::LaunchRequest& req, qwen::State& state, launch::GlobalMemory& mirror,
+           launch::LaunchResult& res) const {
     machine::Program prog;
     try {
       prog = lower_for_model(req);
@@ -286,13 +282,13 @@ class ModelBackend : public engine::Backend {
     try {
       prompt = encode_launch(prog, prog.threads, prog.ctas, req.params);
     } catch (const std::invalid_argument& e) {
-      throw LaunchFailure{kErrInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what()};
+      throw LaunchFailure{launch::kInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what()};
     }
     std::optional<TraceOracle> oracle;
     try {
       if (opts_.check) oracle.emplace(prog, prog.threads, prog.ctas, req.params, mirror);
     } catch (const std::invalid_argument& e) {
-      throw LaunchFailure{kErrNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
+      throw LaunchFailure{launch::kNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
     }
 
     Decoded d = decode(state, prompt, oracle ? &*oracle : nullptr, prog);
@@ -304,7 +300,7 @@ class ModelBackend : public engine::Backend {
     // The memory is where the model left it, in the state: after END, and
     // after a timeout (as a real GPU's partial writes stay).  The printf
     // space is read back, and with --check both are compared.
-    if (d.failure && d.failure->error != kErrLaunchTimeout) throw *d.failure;
+    if (d.failure && d.failure->error != launch::kLaunchTimeout) throw *d.failure;
     read_back(state, req.kernel, res, d.failure ? nullptr : oracle ? &*oracle : nullptr);
     if (oracle && !d.failure) mirror = oracle->memory();
     if (d.failure) throw *d.failure;
@@ -316,7 +312,7 @@ class ModelBackend : public engine::Backend {
                                                   std::to_string(last->payload) + " in " + d.pos.describe(prog)};
     if (last && last->kind == Kind::FAULT) {
       const bool misaligned = last->payload == uint32_t(Fault::Misaligned);
-      throw LaunchFailure{misaligned ? kErrMisaligned : kErrIllegalAddress,
+      throw LaunchFailure{misaligned ? launch::kMisalignedAddress : launch::kIllegalAddress,
                           std::string(misaligned ? "misaligned" : "out-of-range") + " memory access by kernel " +
                               req.kernel + " in " + d.pos.describe(prog)};
     }
@@ -336,7 +332,7 @@ class ModelBackend : public engine::Backend {
       if (oracle) {
         const int64_t expected = oracle->next();
         if (token != expected) {
-          d.failure = LaunchFailure{kErrUnknown, "--check: the model diverged from the reference interpreter at generated token " +
+          d.failure = LaunchFailure{launch::kUnknown, "--check: the model diverged from the reference interpreter at generated token " +
                                                      std::to_string(at) + " (sequence position " +
                                                      std::to_string(prompt.size() + at) + "): expected " +
                                                      token_name(expected) + ", the model wrote " + token_name(token) +
@@ -345,7 +341,7 @@ class ModelBackend : public engine::Backend {
         }
       }
       if (!decode_token(token)) {
-        d.failure = LaunchFailure{kErrUnknown, "the model wrote token id " + std::to_string(token) +
+        d.failure = LaunchFailure{launch::kUnknown, "the model wrote token id " + std::to_string(token) +
                                                    ", outside the circuit vocabulary, at generated token " +
                                                    std::to_string(at) + " (" + d.pos.describe(prog) + ")"};
         return d;
@@ -355,7 +351,7 @@ class ModelBackend : public engine::Backend {
         return d;
       }
       if (d.generated.size() >= opts_.max_tokens) {
-        d.failure = LaunchFailure{kErrLaunchTimeout, "kernel " + prog.kernel + " ran " +
+        d.failure = LaunchFailure{launch::kLaunchTimeout, "kernel " + prog.kernel + " ran " +
                                                          std::to_string(d.generated.size()) +
                                                          " generated tokens without END (the limit is " +
                                                          std::to_string(opts_.max_tokens) + ")"};
@@ -381,31 +377,31 @@ class ModelBackend : public engine::Backend {
   // (a %s reads its string from global memory, in the state too); with an
   // oracle, global memory and the printf space must equal the reference
   // interpreter's.
-  void read_back(const qwen::State& state, const std::string& kernel, engine::LaunchResult& res,
+  void read_back(const qwen::State& state, const std::string& kernel, launch::LaunchResult& res,
                  const TraceOracle* oracle) const {
     const machine::Params& p = machine::model_params();
     std::vector<uint8_t> print;
-    engine::GlobalMemory global{p.global_base, {}};
+    launch::GlobalMemory global{p.global_base, {}};
     try {
       print = to_bytes(read_words(layout_, *model_, state, "print", p.print_bytes / 4));
       const bool printed = std::any_of(print.begin(), print.end(), [](uint8_t x) { return x != 0; });
       if (printed || oracle) global.bytes = to_bytes(words(state, 0, p.global_bytes / 4));
       if (printed) res.printf_output = machine::format_prints(print, global);
     } catch (const std::exception& e) {
-      throw LaunchFailure{kErrUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
+      throw LaunchFailure{launch::kUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
     }
     if (!oracle) return;
     std::string diff = first_difference("global memory", global.base, global.bytes.vector(), oracle->memory().bytes.vector());
     if (diff.empty()) diff = first_difference("printf space", 0, print, oracle->print_buffer());
     if (!diff.empty())
-      throw LaunchFailure{kErrUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};
+      throw LaunchFailure{launch::kUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};
   }
 
   void dump(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) const {
     try {
       append_dump(opts_.dump_tokens, prompt, generated);
     } catch (const std::runtime_error& e) {
-      throw LaunchFailure{kErrUnknown, e.what()};
+      throw LaunchFailure{launch::kUnknown, e.what()};
     }
   }
 
@@ -417,7 +413,7 @@ class ModelBackend : public engine::Backend {
 
 }  // namespace
 
-std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
+std::unique_ptr<launch::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
   LoadedModel loaded = load_model(dir, qwen::Storage::Sparse);
   // The device's global memory is the size this model was built with.
   machine::set_model_global_bytes(uint32_t(loaded.layout.memory("global").rows) * 4);
@@ -436,20 +432,20 @@ std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, cons
   return std::make_unique<ModelBackend>(std::move(loaded), options);
 }
 
-std::unique_ptr<engine::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, Layout layout,
+std::unique_ptr<launch::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, gpu::Layout layout,
                                                     const ModelOptions& options) {
   return std::make_unique<ModelBackend>(std::move(model), std::move(layout), options);
 }
 
-}  // namespace qgpu::gpu
+}  // namespace qgpu::backends
 
-// The model backend as engine::make_backend loads it (model_host/engine/backends.cpp):
+// The model backend as backends::make_backend loads it (model_host/backends/registry.cpp):
 // the model directory of `options`, or the model cache, built there on first use.
-extern "C" qgpu::engine::Backend* qgpu_make_model_backend(const qgpu::engine::BackendOptions& options) {
+extern "C" qgpu::launch::Backend* qgpu_make_model_backend(const qgpu::backends::BackendOptions& options) {
   std::string dir = options.model_dir;
   if (dir.empty()) {
     dir = qgpu::gpu::default_model_dir();
     qgpu::gpu::ensure_model(dir, options.progress);
   }
-  return qgpu::gpu::make_model_backend(dir, options.model).release();
+  return qgpu::backends::make_model_backend(dir, options.model).release();
 }

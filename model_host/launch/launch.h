@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "model_host/engine/device_bytes.h"
+#include "model_host/launch/device_bytes.h"
 
-namespace qgpu::engine {
+namespace qgpu::launch {
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;
@@ -151,4 +151,4 @@ struct ModuleInfo {
   std::vector<KernelInfo> kernels;
 };
 
-}  // namespace qgpu::engine
+}  // namespace qgpu::launch

@@ -7,13 +7,13 @@
 #include <memory>
 #include <string>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 
-namespace qgpu::gpu {
+namespace qgpu::backends {
 
 // With `dump_tokens`, each launch appends its line to that file as the model
 // backend's --dump-tokens does (dump_line in trace.h).
-std::unique_ptr<engine::Backend> make_trace_backend(const std::string& dump_tokens = {},
+std::unique_ptr<launch::Backend> make_trace_backend(const std::string& dump_tokens = {},
                                                     uint64_t max_steps = 100'000'000);
 
-}  // namespace qgpu::gpu
+}  // namespace qgpu::backends

@@ -22,13 +22,16 @@
 #include <string>
 #include <vector>
 
-#include "model_host/engine/backend.h"
+#include "model_host/launch/launch.h"
 
 namespace qgpu::qwen {
 class Model;
 }
-
 namespace qgpu::gpu {
+struct Layout;  // circuit.h
+}
+
+namespace qgpu::backends {
 
 struct ModelOptions {
   // Run the reference interpreter beside the model (TraceOracle, trace.h):
@@ -50,13 +53,11 @@ struct ModelOptions {
 // Loads the model directory (build_model.h) once and applies `perturb`;
 // throws std::runtime_error (std::invalid_argument for a malformed
 // perturbation) naming what is wrong.
-std::unique_ptr<engine::Backend> make_model_backend(const std::string& dir, const ModelOptions& options = {});
-
-struct Layout;  // circuit.h
+std::unique_ptr<launch::Backend> make_model_backend(const std::string& dir, const ModelOptions& options = {});
 
 // A backend on a model already loaded, shared with its other users (a merged
 // model that also chats); `perturb` and `dense` are not applied.
-std::unique_ptr<engine::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, Layout layout,
+std::unique_ptr<launch::Backend> make_model_backend(std::shared_ptr<const qwen::Model> model, gpu::Layout layout,
                                                     const ModelOptions& options = {});
 
-}  // namespace qgpu::gpu
+}  // namespace qgpu::backends

@@ -1,17 +1,18 @@
-#include "model_host/engine/backends.h"
+#include "model_host/backends/registry.h"
 
 #include <dlfcn.h>
 
 #include <cstdlib>
 
-#include "model_host/gpu/trace_backend.h"
+#include "model_host/backends/interpreter.h"
+#include "model_host/backends/model_trace.h"
 #include "model_host/machine/api.h"
 
 #ifdef QGPU_HAVE_MODEL_BACKEND
 #include "build_paths.h"   // QGPU_GPU_LIBRARY: qgpu_paths() in CMakeLists.txt
 #endif
 
-namespace qgpu::engine {
+namespace qgpu::backends {
 
 std::string default_backend() {
   const char* env = std::getenv("QGPU_BACKEND");
@@ -20,10 +21,10 @@ std::string default_backend() {
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   if (name == "interpreter")
-    return machine::make_interpreter_backend(machine::MachineKind::Default, options.device_memory);
-  if (name == "interpreter-model") return machine::make_interpreter_backend(machine::MachineKind::Model);
+    return backends::make_interpreter_backend(backends::MachineKind::Default, options.device_memory);
+  if (name == "interpreter-model") return backends::make_interpreter_backend(backends::MachineKind::Model);
   if (name == "ptx-reference") return make_ptx_reference_backend(options.device_memory);
-  if (name == "model-trace") return gpu::make_trace_backend(options.model.dump_tokens);
+  if (name == "model-trace") return backends::make_trace_backend(options.model.dump_tokens);
   if (name == "model") {
 #ifdef QGPU_HAVE_MODEL_BACKEND
     // libqgpu_gpu.so (and with it libtorch) is loaded here, once per process.
@@ -43,4 +44,4 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
                            "' (choose model or interpreter; interpreter-model, model-trace or ptx-reference for cross-checks)");
 }
 
-}  // namespace qgpu::engine
+}  // namespace qgpu::backends

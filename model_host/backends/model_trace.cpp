@@ -8,7 +8,8 @@
 // on the model is known without running the model (`qgpu suite-table
 // --machine model`).  Like interpreter-model, it is a measuring and
 // cross-checking tool chosen by name, never a fallback for the model.
-#include "model_host/gpu/trace_backend.h"
+#include "model_host/launch/errors.h"
+#include "model_host/backends/model_trace.h"
 
 #include "model_host/machine/api.h"
 
@@ -16,36 +17,36 @@
 #include <optional>
 #include <stdexcept>
 
-#include "model_host/gpu/prompt.h"
-#include "model_host/gpu/trace.h"
+#include "model_host/tokens/prompt.h"
+#include "model_host/tokens/trace.h"
 #include "model_host/machine/api.h"
 #include "model_host/machine/printf.h"
 
-namespace qgpu::gpu {
+namespace qgpu::backends {
+using namespace qgpu::gpu;
 namespace {
 
-constexpr int kErrInvalidValue = 1, kErrLaunchTimeout = 702, kErrUnknown = 999;  // cudaError_t
 
-class TraceBackend : public engine::Backend {
+class TraceBackend : public launch::Backend {
  public:
   TraceBackend(std::string dump_tokens, uint64_t max_steps) : dump_tokens_(std::move(dump_tokens)), max_steps_(max_steps) {}
   std::string name() const override { return "model-trace"; }
-  engine::DeviceSpec device() const override {
-    engine::DeviceSpec d = machine::model_device();  // the model's device, without the model
+  launch::DeviceSpec device() const override {
+    launch::DeviceSpec d = machine::model_device();  // the model's device, without the model
     d.name = "qgpu (model-trace)";
     return d;
   }
 
-  engine::LaunchResult launch(const engine::LaunchRequest& req, engine::GlobalMemory& mem) override {
+  launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override {
     const auto t0 = std::chrono::steady_clock::now();
-    engine::LaunchResult res;
+    launch::LaunchResult res;
     try {
       run(req, mem, res);
     } catch (const LaunchRefused& e) {
       res.error = e.error;
       res.message = e.what();
     } catch (const std::logic_error& e) {  // the interpreter and docs/tokens.md disagree
-      res.error = kErrUnknown;
+      res.error = launch::kUnknown;
       res.message = e.what();
     }
     res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -53,7 +54,7 @@ class TraceBackend : public engine::Backend {
   }
 
  private:
-  void run(const engine::LaunchRequest& req, engine::GlobalMemory& mem, engine::LaunchResult& res) const {
+  void run(const launch::LaunchRequest& req, launch::GlobalMemory& mem, launch::LaunchResult& res) const {
     const machine::Program prog = lower_for_model(req);
     std::vector<int64_t> prompt;
     std::optional<TraceOracle> oracle;
@@ -61,13 +62,13 @@ class TraceBackend : public engine::Backend {
       prompt = encode_launch(prog, prog.threads, prog.ctas, req.params);  // as the model: memory stays in its state
       oracle.emplace(prog, prog.threads, prog.ctas, req.params, mem);
     } catch (const std::invalid_argument& e) {
-      throw LaunchRefused(kErrInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what());
+      throw LaunchRefused(launch::kInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what());
     }
     res.stats.prompt_tokens = prompt.size();
     std::vector<int64_t> generated;
     while (!oracle->done()) {
       if (oracle->steps() > max_steps_)
-        throw LaunchRefused(kErrLaunchTimeout, "kernel " + req.kernel + " ran more than " +
+        throw LaunchRefused(launch::kLaunchTimeout, "kernel " + req.kernel + " ran more than " +
                                                    std::to_string(max_steps_) + " steps without END");
       generated.push_back(oracle->next());
     }
@@ -76,7 +77,7 @@ class TraceBackend : public engine::Backend {
       try {
         append_dump(dump_tokens_, prompt, generated);
       } catch (const std::runtime_error& e) {
-        throw LaunchRefused(kErrUnknown, e.what());
+        throw LaunchRefused(launch::kUnknown, e.what());
       }
     }
     res.stats.steps = oracle->steps();
@@ -94,8 +95,8 @@ class TraceBackend : public engine::Backend {
 
 }  // namespace
 
-std::unique_ptr<engine::Backend> make_trace_backend(const std::string& dump_tokens, uint64_t max_steps) {
+std::unique_ptr<launch::Backend> make_trace_backend(const std::string& dump_tokens, uint64_t max_steps) {
   return std::make_unique<TraceBackend>(dump_tokens, max_steps);
 }
 
-}  // namespace qgpu::gpu
+}  // namespace qgpu::backends

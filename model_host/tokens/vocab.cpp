@@ -1,4 +1,4 @@
-#include "model_host/gpu/vocab.h"
+#include "model_host/tokens/vocab.h"
 
 #include <array>
 #include <cstdio>

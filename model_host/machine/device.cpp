@@ -1,0 +1,119 @@
+// The machine as the rest of model_host sees it (api.h): its devices (the
+// CUDA-sized one the interpreter backend runs and the model's, as device
+// queries report them and the daemon enforces them) and module inspection.
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "model_host/machine/api.h"
+#include "model_host/ptx/layout.h"
+#include "model_host/ptx/parse.h"
+
+namespace qgpu::machine {
+
+Params cuda_params(uint64_t global_bytes) {
+  if (global_bytes < 4096 || global_bytes > kMaxDeviceMemory)
+    throw std::invalid_argument("device memory of " + std::to_string(global_bytes) + " bytes: the machine takes 4096 to " +
+                                std::to_string(kMaxDeviceMemory) + " (device addresses are 32-bit)");
+  Params p = default_params();  // the ISA: lanes, registers, block length, ROM
+  p.global_bytes = uint32_t(global_bytes);
+  // The opt-in ceiling plus the lowering's scratch area (shuffles, votes) for
+  // 32 CUDA warps.
+  p.shared_bytes = kCudaOptinSharedBytes + 8 * 1024;
+  p.local_bytes = 512 * 1024;  // CUDA's most per thread; a CTA holds what its kernel uses
+  p.local_store_bytes = 0;
+  p.param_bytes = 32764;
+  p.print_bytes = uint32_t(kCudaPrintfFifoBytes);
+  p.max_threads = 1024;
+  p.max_ctas = UINT32_MAX;  // the CTA register is 32-bit
+  return p;
+}
+
+namespace {
+
+launch::DeviceSpec spec_of(const Params& p) {
+  launch::DeviceSpec d;
+  d.lanes = p.lanes;
+  d.warp_size = Params::kCudaWarp;
+  d.registers = p.regs;
+  d.rom_blocks = p.rom_blocks;
+  d.global_base = p.global_base;
+  d.global_bytes = p.global_bytes;
+  d.max_threads_per_cta = p.max_threads;
+  d.max_block[0] = d.max_block[1] = p.max_threads;
+  d.max_block[2] = std::min<uint32_t>(p.max_threads, 64);
+  d.max_ctas_per_grid = p.max_ctas;
+  d.max_grid[0] = d.max_grid[1] = d.max_grid[2] = p.max_ctas;
+  d.shared_bytes_per_cta = d.shared_optin_bytes_per_cta = p.shared_bytes;
+  d.param_bytes = p.param_bytes;
+  d.const_bytes = p.global_bytes;  // __constant__ variables live in global memory
+  d.local_bytes_per_thread = p.local_store_bytes ? p.local_bytes_for(p.max_threads) : p.local_bytes;
+  d.printf_fifo_bytes = p.print_bytes;
+  return d;
+}
+
+}  // namespace
+
+launch::DeviceSpec model_device() {
+  launch::DeviceSpec d = spec_of(model_params());
+  d.name = "qgpu (Qwen3.5 model)";
+  d.larger = d.more_memory =
+      "run it with --backend interpreter (the reference machine as a CUDA-sized device: qgpu run --backend "
+      "interpreter, or QGPU_BACKEND=interpreter)";
+  if (d.global_bytes < 256 * 1024)   // a model built with less (qgpu build-model --global-kib)
+    d.more_memory = "build the model with more (qgpu build-model --out DIR --global-kib 256, then --model DIR), or " +
+                    d.more_memory;
+  return d;
+}
+
+launch::DeviceSpec interpreter_device(uint64_t global_bytes) {
+  const Params p = cuda_params(global_bytes);
+  launch::DeviceSpec d = spec_of(p);
+  d.name = "qgpu (interpreter)";
+  d.max_grid[0] = 0x7fffffff;
+  d.max_grid[1] = d.max_grid[2] = 65535;
+  d.shared_bytes_per_cta = kCudaStaticSharedBytes;
+  d.shared_optin_bytes_per_cta = kCudaOptinSharedBytes;
+  d.const_bytes = kCudaConstBytes;
+  d.heap_bytes = kCudaHeapBytes;
+  d.limits_settable = true;
+  d.more_memory = global_bytes < kMaxDeviceMemory
+                 ? "give the device more memory with model_host --device-memory / qgpu run --device-memory "
+                   "(or QGPU_DEVICE_MEMORY), up to " + std::to_string(kMaxDeviceMemory >> 20) + " MiB"
+                 : "";
+  return d;
+}
+
+uint64_t parse_device_memory(const std::string& text) {
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  uint64_t unit = 1;
+  std::string rest = text.substr(used);
+  if (rest == "K" || rest == "k" || rest == "KiB") unit = 1ull << 10;
+  else if (rest == "M" || rest == "m" || rest == "MiB") unit = 1ull << 20;
+  else if (rest == "G" || rest == "g" || rest == "GiB") unit = 1ull << 30;
+  else if (!rest.empty()) used = 0;
+  if (used == 0 || v == 0 || v > kMaxDeviceMemory / unit || v * unit < 4096 || v * unit > kMaxDeviceMemory)
+    throw std::invalid_argument("device memory '" + text + "': give bytes or a size such as 512M or 2G, from 4K to " +
+                                std::to_string(kMaxDeviceMemory >> 20) + "M (device addresses are 32-bit)");
+  return v * unit;
+}
+
+uint64_t default_device_memory() {
+  const char* env = std::getenv("QGPU_DEVICE_MEMORY");
+  if (!env || !*env) return kDefaultDeviceMemory;
+  try {
+    return parse_device_memory(env);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("QGPU_DEVICE_MEMORY: ") + e.what());
+  }
+}
+
+launch::ModuleInfo inspect_module(const std::string& ptx_text) { return ptx::module_info(ptx::parse(ptx_text)); }
+
+}  // namespace qgpu::machine
