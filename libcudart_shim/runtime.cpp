@@ -316,28 +316,31 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
   auto dims = [](const uint32_t* v) {
     return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
   };
-  std::string what = "launch of '" + k->name + "': ";
+  // The daemon's words for the same refusals: the device, what was asked,
+  // its limit and the way out.
+  std::string what = "launch of '" + k->name + "' on the " + d.device_name + " device: ";
+  const std::string way = d.way_out.empty() ? "" : "; " + d.way_out;
   uint64_t threads = uint64_t(block.x) * block.y * block.z, ctas = uint64_t(grid.x) * grid.y * grid.z;
   for (int i = 0; i < 3; ++i) {
     if (a.grid[i] == 0 || a.block[i] == 0)
       return fail(cudaErrorInvalidConfiguration, what + "grid " + dims(a.grid) + " block " + dims(a.block) + " has a zero dimension");
     if (a.block[i] > d.max_block[i])
-      return fail(cudaErrorInvalidConfiguration, what + "block " + dims(a.block) + "; the machine's blocks are at most " + dims(d.max_block));
+      return fail(cudaErrorInvalidConfiguration, what + "block " + dims(a.block) + "; its blocks are at most " + dims(d.max_block) + way);
     if (a.grid[i] > d.max_grid[i])
-      return fail(cudaErrorInvalidConfiguration, what + "grid " + dims(a.grid) + "; the machine's grids are at most " + dims(d.max_grid));
+      return fail(cudaErrorInvalidConfiguration, what + "grid " + dims(a.grid) + "; its grids are at most " + dims(d.max_grid) + way);
   }
   if (threads > d.max_threads_per_cta)
-    return fail(cudaErrorInvalidConfiguration, what + std::to_string(threads) + " threads per block; the machine runs at most " +
-                                                   std::to_string(d.max_threads_per_cta));
+    return fail(cudaErrorInvalidConfiguration, what + std::to_string(threads) + " threads per block; it runs at most " +
+                                                   std::to_string(d.max_threads_per_cta) + way);
   if (ctas > d.max_ctas_per_grid)
-    return fail(cudaErrorInvalidConfiguration, what + std::to_string(ctas) + " blocks; the machine runs at most " +
-                                                   std::to_string(d.max_ctas_per_grid) + " per launch");
+    return fail(cudaErrorInvalidConfiguration, what + std::to_string(ctas) + " blocks in the grid; it runs at most " +
+                                                   std::to_string(d.max_ctas_per_grid) + " per launch" + way);
   // Beyond the default per-block size only after the kernel opted in
   // (api_launch.cpp checks cudaFuncAttributeMaxDynamicSharedMemorySize).
   if (uint64_t(rk.layout->static_smem) + smem > d.shared_optin_bytes_per_cta)
     return fail(cudaErrorInvalidValue, what + std::to_string(rk.layout->static_smem) + " static + " + std::to_string(smem) +
-                                           " dynamic bytes of shared memory; the machine has at most " +
-                                           std::to_string(d.shared_optin_bytes_per_cta) + " per block");
+                                           " dynamic bytes of shared memory; it has at most " +
+                                           std::to_string(d.shared_optin_bytes_per_cta) + " per block" + way);
 
   a.params.assign(rk.layout->param_bytes(), 0);
   for (size_t i = 0; i < rk.layout->params.size(); ++i) {

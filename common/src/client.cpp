@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <optional>
@@ -21,6 +23,7 @@
 #include <zmq.hpp>
 
 #include "qgpu/endpoint.h"
+#include "qgpu/shm.h"
 
 extern char** environ;
 
@@ -99,6 +102,10 @@ struct Connection::Impl {
   uint32_t next_request = 1;
   uint64_t session = 0;
   pid_t child = -1;
+
+  // The shared-memory channel (qgpu/shm.h), when the daemon offered one.
+  void* shm_base = nullptr;
+  uint32_t shm_posted = 0;  // requests posted in the segment
 
   std::thread heartbeat;
   std::atomic<bool> stop{false};
@@ -184,9 +191,98 @@ struct Connection::Impl {
 
   Reply call(Type t, proto::Writer body) {
     std::lock_guard<std::mutex> g(mu);
-    Reply r = await(send(t, body));
+    Reply r = shm_base && body.data().size() <= shm::kInline ? shm_collect(shm_post(t, body.data(), nullptr, 0))
+                                                             : await(send(t, body));
     check(r);
     return r;
+  }
+
+  // ---- The shared-memory channel -------------------------------------------
+  struct Posted {
+    uint32_t seq, request;
+  };
+
+  // Posts a request in the next slot; `bulk` (Write) goes to the slot's
+  // chunk, `bulk_len` is also the size a Read asks for.  The caller has
+  // collected the slot's previous request.
+  Posted shm_post(Type t, const std::vector<uint8_t>& body, const void* bulk, uint32_t bulk_len) {
+    if (lost) throw_lost();
+    uint32_t seq = shm_posted++;
+    shm::Slot* s = shm::slot(shm_base, seq);
+    s->type = uint16_t(t);
+    s->request = next_request++;
+    s->body_len = uint32_t(body.size());
+    s->bulk_len = bulk_len;
+    std::memcpy(s->body, body.data(), body.size());
+    if (bulk) std::memcpy(shm::chunk(shm_base, seq), bulk, bulk_len);
+    shm::Control* c = shm::control(shm_base);
+    c->req_seq.store(shm_posted, std::memory_order_seq_cst);
+    shm::ring(&c->bell, &c->server_waiting);
+    return {seq, s->request};
+  }
+
+  // Waits for the reply to a posted request; a read's bytes are then in the
+  // slot's chunk.
+  Reply shm_collect(Posted p) {
+    shm::Control* c = shm::control(shm_base);
+    for (;;) {
+      uint32_t done = c->rep_seq.load(std::memory_order_acquire);
+      if (int32_t(done - (p.seq + 1)) >= 0) break;
+      if (lost) throw_lost();
+      shm::wait_change(&c->rep_seq, &c->client_waiting, done, shm::spin_us(), 100);
+    }
+    const shm::Slot* s = shm::slot(shm_base, p.seq);
+    if (s->flags & shm::kReplyViaZmq) return await(p.request);
+    Reply r;
+    r.header.type = s->type;
+    r.header.request = p.request;
+    r.header.session = session;
+    r.header.status = s->status;
+    r.body = zmq::message_t(s->body, std::min<uint32_t>(s->reply_len, shm::kInline));
+    return r;
+  }
+
+  // Asks the daemon for a segment and maps it; on any failure the
+  // connection keeps to ZeroMQ alone.
+  void shm_attach() {
+    std::string env = endpoint::env_or("QGPU_SHM", "1");
+    if (env == "0" || endpoint::is_tcp(endpoint)) return;
+    Reply r;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      proto::Writer none;
+      r = await(send(Type::ShmAttach, none));
+    }
+    if (r.header.status != 0) return;
+    uint32_t pid;
+    int32_t fd;
+    uint64_t size;
+    try {
+      proto::Reader rd(r.body.data(), r.body.size());
+      pid = rd.u32("pid");
+      fd = rd.i32("fd");
+      size = rd.u64("size");
+      rd.finish("ShmAttach");
+    } catch (const proto::ProtocolError&) {
+      return;
+    }
+    if (size != shm::kSegmentBytes) return;
+    std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+    int f = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (f < 0) return;
+    struct stat st {};
+    void* base = MAP_FAILED;
+    if (fstat(f, &st) == 0 && uint64_t(st.st_size) == size)
+      base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    ::close(f);
+    if (base == MAP_FAILED) return;
+    const shm::Control* c = shm::control(base);
+    if (c->magic != shm::kMagic || c->version != shm::kVersion || c->session != session || c->slots != shm::kSlots ||
+        c->slot_bytes != shm::kSlotBytes || c->chunk != shm::kChunk) {
+      munmap(base, size);
+      return;
+    }
+    shm_base = base;
   }
 
   // Sends `size` bytes in chunks, each a message of type `t` whose body is
@@ -194,6 +290,32 @@ struct Connection::Impl {
   void chunked_write(Type t, uint64_t addr, const void* src, uint64_t size) {
     std::lock_guard<std::mutex> g(mu);
     auto* p = static_cast<const uint8_t*>(src);
+    if (shm_base) {
+      // Each chunk is copied into its slot's chunk while the daemon copies
+      // the previous ones out.
+      std::deque<Posted> pending;
+      std::optional<Error> first_error;
+      auto collect = [&] {
+        Reply r = shm_collect(pending.front());
+        pending.pop_front();
+        try {
+          check(r);
+        } catch (const Error& e) {
+          if (!first_error) first_error = e;
+        }
+      };
+      for (uint64_t off = 0; off < size;) {
+        uint32_t n = uint32_t(std::min<uint64_t>(size - off, shm::kChunk));
+        if (pending.size() == shm::kSlots) collect();
+        proto::Writer w;
+        w.u64(addr + off);
+        pending.push_back(shm_post(t, w.data(), p + off, n));
+        off += n;
+      }
+      while (!pending.empty()) collect();
+      if (first_error) throw *first_error;
+      return;
+    }
     std::vector<uint32_t> pending;
     size_t next_reply = 0;
     std::optional<Error> first_error;
@@ -220,6 +342,39 @@ struct Connection::Impl {
   void chunked_read(Type t, void* dst, uint64_t addr, uint64_t size) {
     std::lock_guard<std::mutex> g(mu);
     auto* p = static_cast<uint8_t*>(dst);
+    if (shm_base) {
+      // Up to kSlots reads in flight; each chunk is copied out of its slot
+      // while the daemon fills the next ones.
+      struct Chunk {
+        Posted posted;
+        uint64_t off;
+        uint32_t n;
+      };
+      std::deque<Chunk> pending;
+      std::optional<Error> first_error;
+      auto collect = [&] {
+        Chunk ch = pending.front();
+        pending.pop_front();
+        Reply r = shm_collect(ch.posted);
+        try {
+          check(r);
+          std::memcpy(p + ch.off, shm::chunk(shm_base, ch.posted.seq), ch.n);
+        } catch (const Error& e) {
+          if (!first_error) first_error = e;
+        }
+      };
+      for (uint64_t off = 0; off < size;) {
+        uint32_t n = uint32_t(std::min<uint64_t>(size - off, shm::kChunk));
+        if (pending.size() == shm::kSlots) collect();
+        proto::Writer w;
+        w.u64(addr + off).u64(n);
+        pending.push_back({shm_post(t, w.data(), nullptr, n), off, n});
+        off += n;
+      }
+      while (!pending.empty()) collect();
+      if (first_error) throw *first_error;
+      return;
+    }
     struct Chunk { uint32_t request; uint64_t off, n; };
     std::vector<Chunk> pending;
     size_t next_reply = 0;
@@ -388,6 +543,7 @@ std::unique_ptr<Connection> Connection::open(Options opts) {
   proto::DeviceInfo dev = proto::decode_device_info(rd);
   impl->session = r.header.session;
   impl->heartbeat = std::thread([p = impl.get()] { p->heartbeat_loop(); });
+  impl->shm_attach();
 
   std::unique_ptr<Connection> c(new Connection(std::move(impl)));
   c->device_ = std::move(dev);
@@ -408,6 +564,7 @@ Connection::~Connection() {
       // The daemon frees the session on its own when it stops hearing from us.
     }
   }
+  if (impl_->shm_base) munmap(impl_->shm_base, shm::kSegmentBytes);
 }
 
 uint64_t Connection::malloc(uint64_t size) {
@@ -480,7 +637,17 @@ proto::LaunchOutcome Connection::launch(const proto::LaunchArgs& args) {
   return proto::decode_launch_outcome(rd);
 }
 
+bool Connection::shared_memory() const { return impl_->shm_base != nullptr; }
+
 void Connection::ping() { impl_->call(Type::Ping, proto::Writer()); }
+
+proto::LaunchProgress Connection::progress(bool shown, uint32_t wait_ms) {
+  proto::Writer w;
+  w.u32(shown ? 1 : 0).u32(wait_ms);
+  Reply r = impl_->call(Type::Progress, std::move(w));
+  proto::Reader rd(r.body.data(), r.body.size());
+  return proto::decode_launch_progress(rd);
+}
 
 proto::LaunchCounters Connection::daemon_stats() {
   Reply r = impl_->call(Type::Stats, proto::Writer());

@@ -23,11 +23,13 @@ const char* type_name(Type t) {
     case Type::ScratchRead: return "ScratchRead";
     case Type::Stats: return "Stats";
     case Type::Limit: return "Limit";
+    case Type::ShmAttach: return "ShmAttach";
+    case Type::Progress: return "Progress";
   }
   return "unknown";
 }
 
-bool known_type(uint16_t t) { return t >= uint16_t(Type::Hello) && t <= uint16_t(Type::Limit); }
+bool known_type(uint16_t t) { return t >= uint16_t(Type::Hello) && t <= uint16_t(Type::Progress); }
 
 void encode_header(const Header& h, uint8_t out[kHeaderSize]) {
   std::memcpy(out + 0, &h.magic, 4);
@@ -109,6 +111,7 @@ void encode(Writer& w, const DeviceInfo& d) {
   for (uint32_t v : d.max_block) w.u32(v);
   w.u32(d.param_bytes).u32(d.const_bytes).u32(d.local_bytes_per_thread);
   w.u64(d.printf_fifo_bytes).u64(d.heap_bytes).u32(d.limits_settable);
+  w.str(d.way_out);
 }
 
 DeviceInfo decode_device_info(Reader& r) {
@@ -133,6 +136,7 @@ DeviceInfo decode_device_info(Reader& r) {
   d.printf_fifo_bytes = r.u64("printf_fifo_bytes");
   d.heap_bytes = r.u64("heap_bytes");
   d.limits_settable = r.u32("limits_settable");
+  d.way_out = r.str("way_out");
   return d;
 }
 
@@ -213,6 +217,24 @@ LaunchCounters decode_counters(Reader& r) {
   c.generated_tokens = r.u64("generated_tokens");
   c.seconds = r.f64("seconds");
   return c;
+}
+
+void encode(Writer& w, const LaunchProgress& p) {
+  w.u32(p.running).u64(p.launch).str(p.kernel).u64(p.ctas).u64(p.cta).u64(p.generated_tokens).f64(p.seconds);
+  encode(w, p.totals);
+}
+
+LaunchProgress decode_launch_progress(Reader& r) {
+  LaunchProgress p;
+  p.running = r.u32("running");
+  p.launch = r.u64("launch");
+  p.kernel = r.str("kernel");
+  p.ctas = r.u64("ctas");
+  p.cta = r.u64("cta");
+  p.generated_tokens = r.u64("generated_tokens");
+  p.seconds = r.f64("seconds");
+  p.totals = decode_counters(r);
+  return p;
 }
 
 void encode(Writer& w, const LaunchOutcome& o) {

@@ -7,9 +7,10 @@
 
 namespace qgpu::backends {
 
-DeferredBackend::DeferredBackend(std::string name, launch::DeviceSpec device, Factory make)
+DeferredBackend::DeferredBackend(std::string name, launch::DeviceSpec device, Factory make, bool concurrent)
     : name_(std::move(name)),
       device_(std::move(device)),
+      concurrent_(concurrent),
       ready_(std::async(std::launch::async, [make = std::move(make)] { return std::shared_ptr<launch::Backend>(make()); })
                  .share()) {}
 

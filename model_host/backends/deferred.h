@@ -17,8 +17,9 @@ namespace qgpu::backends {
 class DeferredBackend : public launch::Backend {
  public:
   using Factory = std::function<std::unique_ptr<launch::Backend>()>;
-  // `device` is the device the backend will run, reported before it is ready.
-  DeferredBackend(std::string name, launch::DeviceSpec device, Factory make);
+  // `device` is the device the backend will run, reported before it is ready;
+  // `concurrent`, what the backend will say.
+  DeferredBackend(std::string name, launch::DeviceSpec device, Factory make, bool concurrent = false);
   ~DeferredBackend() override;  // waits for the factory to return
 
   std::string name() const override { return name_; }
@@ -27,10 +28,12 @@ class DeferredBackend : public launch::Backend {
   // A context that opens the backend's own on first use (waiting for the
   // backend then); the backend must keep its clients' memory (the model).
   std::unique_ptr<launch::DeviceContext> open_context() override;
+  bool concurrent() const override { return concurrent_; }
 
  private:
   std::string name_;
   launch::DeviceSpec device_;
+  bool concurrent_;
   std::shared_future<std::shared_ptr<launch::Backend>> ready_;
 };
 

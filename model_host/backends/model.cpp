@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 
@@ -138,6 +139,9 @@ class ModelBackend : public launch::Backend {
   }
 
   std::string name() const override { return "model"; }
+  // The model is immutable (qwen::Model runs concurrently on its own
+  // workspaces) and every launch has its own state, trace and oracle.
+  bool concurrent() const override { return true; }
   // The device the compiled checkpoint holds (machine::model_params()).
   launch::DeviceSpec device() const override { return machine::model_device(); }
 
@@ -291,7 +295,7 @@ class ModelBackend : public launch::Backend {
       throw LaunchFailure{launch::kNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
     }
 
-    Decoded d = decode(state, prompt, oracle ? &*oracle : nullptr, prog);
+    Decoded d = decode(state, prompt, oracle ? &*oracle : nullptr, prog, req.progress);
     res.stats.prompt_tokens = prompt.size();
     res.stats.generated_tokens = d.generated.size();
     for (int64_t id : d.generated)
@@ -323,11 +327,16 @@ class ModelBackend : public launch::Backend {
   // The state then holds END too: the client's sequence is every prompt and
   // write record and every generated token, in order.
   Decoded decode(qwen::State& state, const std::vector<int64_t>& prompt, TraceOracle* oracle,
-                 const machine::Program& prog) const {
+                 const machine::Program& prog,
+                 launch::LaunchProgress* progress) const {
     Decoded d{{}, {}, {}};
     for (int64_t token = prefill(state, prompt);; token = model_->step_argmax(state, token)) {
       d.generated.push_back(token);
       d.pos.see(token);
+      if (progress) {
+        progress->generated_tokens.store(d.generated.size(), std::memory_order_relaxed);
+        if (d.pos.cta) progress->cta.store(uint64_t(*d.pos.cta) + 1, std::memory_order_relaxed);
+      }
       const size_t at = d.generated.size() - 1;
       if (oracle) {
         const int64_t expected = oracle->next();
@@ -398,6 +407,8 @@ class ModelBackend : public launch::Backend {
   }
 
   void dump(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) const {
+    static std::mutex one_at_a_time;  // concurrent launches: whole lines
+    std::lock_guard<std::mutex> g(one_at_a_time);
     try {
       append_dump(opts_.dump_tokens, prompt, generated);
     } catch (const std::runtime_error& e) {

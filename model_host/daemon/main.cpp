@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
           daemon::log("the model backend could not start: ", e.what());
           throw;
         }
-      });
+      }, /*concurrent=*/true);
     } else {
       if (!bopts.model_dir.empty() || bopts.model.check || bopts.model.dense || no_memo || !bopts.model.perturb.empty() ||
           app.count("--max-tokens") > 0)

@@ -1,17 +1,22 @@
 #include "model_host/daemon/server.h"
 
 #include <driver_types.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "model_host/daemon/log.h"
 #include "qgpu/endpoint.h"
+#include "qgpu/shm.h"
 
 namespace qgpu::daemon {
 namespace {
@@ -40,7 +45,9 @@ std::vector<zmq::message_t> reply_frames(const std::string& peer, const proto::H
 
 }  // namespace
 
-// A session and the thread that serves its queue.
+// A session and the thread that serves its queue: requests that came over
+// ZeroMQ (pushed by the I/O thread) and, once the client attached one, those
+// posted in the session's shared-memory segment (qgpu/shm.h).
 struct Server::Worker {
   struct Item {
     std::string peer;
@@ -49,13 +56,16 @@ struct Server::Worker {
     bool has_bulk = false;
   };
 
-  Worker(zmq::context_t& ctx, uint64_t id, Device& device, std::string client, uint32_t pid)
-      : session(id, device, client), id(id), client(std::move(client)), pid(pid), last_seen(Clock::now()) {
+  Worker(zmq::context_t& ctx, uint64_t id, Device& device, std::string client, uint32_t pid, bool allow_shm)
+      : session(id, device, client), id(id), client(std::move(client)), pid(pid), allow_shm(allow_shm),
+        last_seen(Clock::now()) {
     thread = std::thread([this, &ctx] { loop(ctx); });
   }
   ~Worker() {
     close();
     thread.join();
+    if (shm_base) munmap(shm_base, shm::kSegmentBytes);
+    if (shm_fd >= 0) ::close(shm_fd);
   }
 
   // Drops what is queued; the running request, if any, completes first.
@@ -65,7 +75,7 @@ struct Server::Worker {
       closing = true;
       queue.clear();
     }
-    cv.notify_all();
+    wake();
   }
 
   void push(Item it) {
@@ -73,36 +83,179 @@ struct Server::Worker {
       std::lock_guard<std::mutex> g(mu);
       queue.push_back(std::move(it));
     }
+    wake();
+  }
+
+  void wake() {
     cv.notify_all();
+    if (shm::Control* c = ctl.load()) shm::ring(&c->bell, &c->server_waiting);
+  }
+
+  // Creates the session's segment: a sealed memfd the client maps through
+  // /proc/<pid>/fd/<fd>.  The seals keep its size fixed, so no access of the
+  // daemon's to it can fault whatever the client does.
+  Reply attach() {
+    if (!allow_shm) return Reply::error(cudaErrorNotSupported, "model_host: shared memory is offered on ipc:// endpoints only");
+    if (ctl.load()) return Reply::error(cudaErrorInvalidValue, "model_host: the session already has a shared-memory segment");
+    int fd = memfd_create("qgpu-session", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    void* base = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, off_t(shm::kSegmentBytes)) == 0 &&
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+      base = mmap(nullptr, shm::kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+      std::string why = std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      return Reply::error(cudaErrorMemoryAllocation, "model_host: cannot create a shared-memory segment: " + why);
+    }
+    auto* c = new (base) shm::Control{};
+    c->magic = shm::kMagic;
+    c->version = shm::kVersion;
+    c->session = id;
+    c->slots = shm::kSlots;
+    c->slot_bytes = shm::kSlotBytes;
+    c->chunk = shm::kChunk;
+    shm_base = base;
+    shm_fd = fd;
+    consumed = 0;
+    ctl.store(c);
+    Reply r;
+    r.body.u32(uint32_t(getpid())).i32(fd).u64(shm::kSegmentBytes);
+    return r;
+  }
+
+  bool shm_pending() {
+    shm::Control* c = ctl.load();
+    return c && !shm_broken && c->req_seq.load(std::memory_order_acquire) != consumed;
+  }
+
+  // Serves the next request posted in the segment.  Every field is read
+  // once and checked against this side's constants.
+  void serve_shm(zmq::socket_t& out, const std::string& peer) {
+    shm::Control* c = ctl.load();
+    uint32_t posted = c->req_seq.load(std::memory_order_acquire);
+    if (posted - consumed > shm::kSlots) {
+      log("session ", hex(id), " (", client, "): ", posted - consumed,
+          " requests posted in shared memory, more than its ", shm::kSlots, " slots; the segment is no longer read");
+      shm_broken = true;
+      return;
+    }
+    if (shm_fd >= 0) {  // the client has mapped the segment
+      ::close(shm_fd);
+      shm_fd = -1;
+    }
+    uint32_t index = consumed % shm::kSlots;
+    shm::Slot* s = shm::slot(shm_base, index);
+    volatile shm::Slot* vs = s;
+    proto::Header h;
+    h.type = vs->type;
+    h.request = vs->request;
+    h.session = id;
+    uint32_t body_len = vs->body_len, bulk_len = vs->bulk_len;
+    Reply r;
+    std::vector<uint8_t> body;
+    if (body_len > shm::kInline || bulk_len > shm::kChunk) {
+      r = Reply::error(cudaErrorInvalidValue, "model_host: a shared-memory request with a body of " +
+                                                  std::to_string(body_len) + " bytes and " + std::to_string(bulk_len) +
+                                                  " bulk bytes exceeds its slot");
+    } else {
+      body.assign(s->body, s->body + body_len);
+      auto type = proto::Type(h.type);
+      uint8_t* chunk = shm::chunk(shm_base, index);
+      if (!proto::known_type(h.type) || type == proto::Type::Hello || type == proto::Type::ShmAttach) {
+        r = Reply::error(cudaErrorInvalidValue, "model_host: message type " + std::to_string(h.type) +
+                                                    " cannot be posted in shared memory");
+      } else if (type == proto::Type::Ping) {
+      } else if (type == proto::Type::Bye) {
+        said_bye = true;
+      } else {
+        Bulk bulk;
+        if (type == proto::Type::Write || type == proto::Type::ScratchWrite) {
+          bulk.in = chunk;
+          bulk.in_size = bulk_len;
+        } else if (type == proto::Type::Read || type == proto::Type::ScratchRead) {
+          bulk.out = chunk;
+          bulk.out_size = shm::kChunk;
+        }
+        proto::Reader rd(body.data(), body.size());
+        r = session.serve(type, rd, bulk);
+      }
+    }
+    // The reply: in the slot when it fits, else over ZeroMQ.
+    uint32_t flags = 0, len = 0;
+    if (r.bulk || r.body.data().size() > shm::kInline) {
+      if (r.bulk && r.status == 0)
+        r = Reply::error(cudaErrorUnknown, "model_host: a shared-memory read answered without its chunk");
+      flags = shm::kReplyViaZmq;
+      send(out, reply_frames(peer, h, std::move(r)));
+    } else {
+      len = uint32_t(r.body.data().size());
+      std::memcpy(s->body, r.body.data().data(), len);
+      vs->status = r.status;
+    }
+    vs->flags = flags;
+    vs->reply_len = len;
+    ++consumed;
+    shm::publish(&c->rep_seq, &c->client_waiting, consumed);
+  }
+
+  static void send(zmq::socket_t& out, std::vector<zmq::message_t> frames) {
+    for (size_t i = 0; i < frames.size(); ++i)
+      out.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
 
   void loop(zmq::context_t& ctx) {
     zmq::socket_t out(ctx, zmq::socket_type::push);
     out.set(zmq::sockopt::linger, 0);
     out.connect(kRepliesEndpoint);
+    std::string peer;  // the client's ZeroMQ identity, for replies too large for a slot
+    auto last_served = Clock::now();
     for (;;) {
-      Item it;
+      std::optional<Item> it;
+      shm::Control* c = ctl.load();
+      uint32_t bell = c ? c->bell.load(std::memory_order_seq_cst) : 0;
       {
         std::unique_lock<std::mutex> g(mu);
-        cv.wait(g, [&] { return closing || !queue.empty(); });
-        if (queue.empty()) break;
-        it = std::move(queue.front());
-        queue.pop_front();
-        busy_since = Clock::now();
-        busy = true;
+        if (!c) cv.wait(g, [&] { return closing || !queue.empty(); });
+        if (!queue.empty()) {
+          it = std::move(queue.front());
+          queue.pop_front();
+        } else if (closing) {
+          break;
+        }
+        if (it || shm_pending()) {
+          busy_since = Clock::now();
+          busy = true;
+        }
       }
-      auto type = proto::Type(it.header.type);
-      Reply r;
-      if (type == proto::Type::Bye) {
-        said_bye = true;  // the session is released below, after the reply
+      if (it) {
+        peer = it->peer;
+        auto type = proto::Type(it->header.type);
+        Reply r;
+        if (type == proto::Type::Bye) {
+          said_bye = true;  // the session is released below, after the reply
+        } else if (type == proto::Type::ShmAttach) {
+          r = attach();
+        } else {
+          proto::Reader rd(it->body.data(), it->body.size());
+          Bulk bulk;
+          if (it->has_bulk) {
+            bulk.in = static_cast<const uint8_t*>(it->bulk.data());
+            bulk.in_size = it->bulk.size();
+          }
+          r = session.serve(type, rd, bulk);
+        }
+        send(out, reply_frames(it->peer, it->header, std::move(r)));
+      } else if (shm_pending()) {
+        serve_shm(out, peer);
       } else {
-        proto::Reader rd(it.body.data(), it.body.size());
-        r = session.serve(type, rd, it.has_bulk ? &it.bulk : nullptr);
+        // Nothing to do: spin a little right after a request (the next one
+        // usually follows within microseconds), then sleep on the bell.
+        int spin = Clock::now() - last_served < std::chrono::microseconds(200) ? shm::spin_us() : 0;
+        shm::wait_change(&c->bell, &c->server_waiting, bell, spin, 100);
+        continue;
       }
-      auto frames = reply_frames(it.peer, it.header, std::move(r));
-      for (size_t i = 0; i < frames.size(); ++i)
-        out.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
       busy = false;
+      last_served = Clock::now();
       if (said_bye) break;
     }
     size_t live = session.live_allocations();
@@ -115,10 +268,19 @@ struct Server::Worker {
   uint64_t id;
   std::string client;
   uint32_t pid;
+  bool allow_shm;
   Clock::time_point last_seen;
   std::atomic<Clock::time_point> busy_since{};
   std::atomic<bool> busy{false}, finished{false}, said_bye{false};
   Clock::time_point last_progress{};
+
+  // The shared-memory segment (worker thread only, but `ctl`, which the I/O
+  // thread reads to ring the bell).
+  std::atomic<shm::Control*> ctl{nullptr};
+  void* shm_base = nullptr;
+  int shm_fd = -1;
+  uint32_t consumed = 0;
+  bool shm_broken = false;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -254,7 +416,7 @@ void Server::hello(const std::string& peer, const proto::Header& h, proto::Reade
   do id = rng(); while (id == 0 || sessions_.count(id));
   std::string client = (program.empty() ? "pid " : program + ", pid ") + std::to_string(pid);
   try {
-    sessions_[id] = std::make_unique<Worker>(ctx_, id, device_, client, pid);
+    sessions_[id] = std::make_unique<Worker>(ctx_, id, device_, client, pid, !endpoint::is_tcp(opts_.endpoint));
   } catch (const std::bad_alloc&) {
     // The session's device memory is mapped lazily, but the system may still
     // refuse the mapping (strict overcommit, an address-space limit).

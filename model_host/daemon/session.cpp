@@ -68,6 +68,7 @@ void Device::describe(launch::Backend* b) {
   d.printf_fifo_bytes = spec.printf_fifo_bytes;
   d.heap_bytes = spec.heap_bytes;
   d.limits_settable = spec.limits_settable ? 1 : 0;
+  d.way_out = spec.larger;
 }
 
 Session::Session(uint64_t id, Device& device, std::string client)
@@ -129,14 +130,33 @@ void Session::release_all() {
   reset_limits();
 }
 
-Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* bulk) {
+namespace {
+
+// A read's bytes: into the shared chunk when there is one, else a reply frame.
+Reply read_reply(const uint8_t* src, uint64_t size, const Bulk& bulk) {
+  Reply out;
+  if (!bulk.out) {
+    out.bulk.emplace(src, size);
+  } else if (size > bulk.out_size) {
+    return Reply::error(cudaErrorInvalidValue, "model_host: a read of " + std::to_string(size) +
+                                                   " bytes does not fit the shared chunk of " + std::to_string(bulk.out_size));
+  } else {
+    std::memcpy(bulk.out, src, size);
+    out.bulk_out = size;
+  }
+  return out;
+}
+
+}  // namespace
+
+Reply Session::serve(proto::Type type, proto::Reader& r, const Bulk& bulk) {
   using proto::Type;
   try {
     switch (type) {
       case Type::Malloc: return malloc(r);
       case Type::Free: return free(r);
       case Type::Write: return write(r, bulk);
-      case Type::Read: return read(r);
+      case Type::Read: return read(r, bulk);
       case Type::Copy: return copy(r);
       case Type::Memset: return memset(r);
       case Type::MemInfo: return mem_info(r);
@@ -144,8 +164,9 @@ Reply Session::serve(proto::Type type, proto::Reader& r, const zmq::message_t* b
       case Type::ModuleUnload: return module_unload(r);
       case Type::Launch: return launch(r);
       case Type::ScratchWrite: return scratch_write(r, bulk);
-      case Type::ScratchRead: return scratch_read(r);
+      case Type::ScratchRead: return scratch_read(r, bulk);
       case Type::Stats: return stats(r);
+      case Type::Progress: return progress(r);
       case Type::Limit: return limit(r);
       default:
         return Reply::error(cudaErrorInvalidValue,
@@ -192,17 +213,17 @@ Reply Session::free(proto::Reader& r) {
   return {};
 }
 
-Reply Session::write(proto::Reader& r, const zmq::message_t* bulk) {
+Reply Session::write(proto::Reader& r, const Bulk& bulk) {
   uint64_t addr = r.u64("addr");
   r.finish("Write");
-  if (!bulk) return Reply::error(cudaErrorInvalidValue, "model_host: Write without a bulk frame");
-  std::string bad = alloc_.check_range(addr, bulk->size());
+  if (!bulk.in) return Reply::error(cudaErrorInvalidValue, "model_host: Write without a bulk frame");
+  std::string bad = alloc_.check_range(addr, bulk.in_size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy to device: " + bad);
-  put(addr, static_cast<const uint8_t*>(bulk->data()), bulk->size());
+  put(addr, static_cast<const uint8_t*>(bulk.in), bulk.in_size);
   return {};
 }
 
-Reply Session::read(proto::Reader& r) {
+Reply Session::read(proto::Reader& r, const Bulk& bulk) {
   uint64_t addr = r.u64("addr"), size = r.u64("size");
   r.finish("Read");
   if (size > proto::kMaxBulk)
@@ -210,14 +231,12 @@ Reply Session::read(proto::Reader& r) {
                                                    std::to_string(proto::kMaxBulk) + "-byte chunk limit");
   std::string bad = alloc_.check_range(addr, size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy from device: " + bad);
-  Reply out;
   if (ctx_) {
-    out.bulk.emplace(size);
-    get(addr, static_cast<uint8_t*>(out.bulk->data()), size);
-  } else {
-    out.bulk.emplace(at(addr), size);
+    std::vector<uint8_t> bytes(size);
+    get(addr, bytes.data(), size);
+    return read_reply(bytes.data(), size, bulk);
   }
-  return out;
+  return read_reply(at(addr), size, bulk);
 }
 
 Reply Session::copy(proto::Reader& r) {
@@ -414,13 +433,38 @@ Reply Session::launch(proto::Reader& r) {
   launch::LaunchResult res;
   auto start = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> g(device_.run_mutex);
+    // One launch at a time, unless the backend runs them concurrently (each
+    // session's own launches are in order anyway: one worker per session).
+    std::unique_lock<std::mutex> g(device_.run_mutex, std::defer_lock);
+    if (!device_.backend->concurrent()) g.lock();
+    progress_.generated_tokens = 0;
+    progress_.cta = 0;
+    {
+      std::lock_guard<std::mutex> s(device_.stats_mutex);
+      Device::Running& run = device_.running[id_];
+      run.info.running = 1;
+      run.info.launch = ++device_.launches_started;
+      run.info.kernel = a.kernel;
+      run.info.ctas = ctas;
+      run.since = std::chrono::steady_clock::now();
+      run.live = &progress_;
+      device_.progress_version += 1;
+      device_.progress_cv.notify_all();
+    }
+    req.progress = &progress_;
     try {
       res = ctx_ ? ctx_->launch(req) : device_.backend->launch(req, mem_);
     } catch (const std::exception& e) {
       res.error = cudaErrorUnknown;
       res.message = std::string("the ") + device_.backend->name() + " backend failed: " + e.what();
     }
+    std::unique_lock<std::mutex> s(device_.stats_mutex);
+    device_.running.erase(id_);
+    device_.progress_version += 1;
+    device_.progress_cv.notify_all();
+    auto now = std::chrono::steady_clock::now();
+    if (device_.line_shown && now - device_.watcher_seen < std::chrono::seconds(1))
+      device_.progress_cv.wait_for(s, std::chrono::milliseconds(250), [&] { return !device_.line_shown; });
   }
   // The backend's own time when it reports one: it leaves out waiting for
   // the device and for a model that is still loading.
@@ -454,26 +498,52 @@ Reply Session::launch(proto::Reader& r) {
   return out;
 }
 
-Reply Session::scratch_write(proto::Reader& r, const zmq::message_t* bulk) {
+Reply Session::scratch_write(proto::Reader& r, const Bulk& bulk) {
   uint64_t off = r.u64("offset");
   r.finish("ScratchWrite");
-  if (!bulk) return Reply::error(cudaErrorInvalidValue, "model_host: ScratchWrite without a bulk frame");
-  if (off > proto::kMaxScratch || bulk->size() > proto::kMaxScratch - off)
+  if (!bulk.in) return Reply::error(cudaErrorInvalidValue, "model_host: ScratchWrite without a bulk frame");
+  if (off > proto::kMaxScratch || bulk.in_size > proto::kMaxScratch - off)
     return Reply::error(cudaErrorInvalidValue, "scratch buffer holds at most " + std::to_string(proto::kMaxScratch) + " bytes");
-  if (scratch_.size() < off + bulk->size()) scratch_.resize(off + bulk->size());
-  std::memcpy(scratch_.data() + off, bulk->data(), bulk->size());
+  if (scratch_.size() < off + bulk.in_size) scratch_.resize(off + bulk.in_size);
+  std::memcpy(scratch_.data() + off, bulk.in, bulk.in_size);
   return {};
 }
 
-Reply Session::scratch_read(proto::Reader& r) {
+Reply Session::scratch_read(proto::Reader& r, const Bulk& bulk) {
   uint64_t off = r.u64("offset"), size = r.u64("size");
   r.finish("ScratchRead");
   if (size > proto::kMaxBulk || off > scratch_.size() || size > scratch_.size() - off)
     return Reply::error(cudaErrorInvalidValue, "scratch read of " + std::to_string(size) + " bytes at " +
                                                    std::to_string(off) + " is outside the " +
                                                    std::to_string(scratch_.size()) + " bytes written");
+  return read_reply(scratch_.data() + off, size, bulk);
+}
+
+Reply Session::progress(proto::Reader& r) {
+  uint32_t shown = r.u32("shown"), wait_ms = r.u32("wait_ms");
+  r.finish("Progress");
   Reply out;
-  out.bulk.emplace(scratch_.data() + off, size);
+  std::unique_lock<std::mutex> g(device_.stats_mutex);
+  device_.line_shown = shown != 0;
+  device_.watcher_seen = std::chrono::steady_clock::now();
+  device_.progress_cv.notify_all();
+  const uint64_t version = device_.progress_version;
+  device_.progress_cv.wait_for(g, std::chrono::milliseconds(std::min<uint32_t>(wait_ms, 1000)),
+                               [&] { return device_.progress_version != version || (shown && device_.running.empty()); });
+  // The launch started last of those running.
+  const Device::Running* last = nullptr;
+  for (const auto& [session, run] : device_.running)
+    if (!last || run.info.launch > last->info.launch) last = &run;
+  proto::LaunchProgress p;
+  p.launch = device_.launches_started;
+  if (last) {
+    p = last->info;
+    p.cta = last->live->cta.load(std::memory_order_relaxed);
+    p.generated_tokens = last->live->generated_tokens.load(std::memory_order_relaxed);
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - last->since).count();
+  }
+  p.totals = device_.totals;
+  proto::encode(out.body, p);
   return out;
 }
 

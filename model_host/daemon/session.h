@@ -4,6 +4,8 @@
 // a time, in order, on its own worker thread (see server.h).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -31,13 +33,41 @@ struct Device {
   void describe(launch::Backend* b);
   std::mutex stats_mutex;
   proto::LaunchCounters totals;
+  // The running launches, for Progress requests (under stats_mutex; a
+  // backend that runs launches concurrently may have several): by session,
+  // what each is and where its backend reports how far it came.
+  struct Running {
+    proto::LaunchProgress info;
+    std::chrono::steady_clock::time_point since;
+    const launch::LaunchProgress* live = nullptr;
+  };
+  std::map<uint64_t, Running> running;
+  uint64_t launches_started = 0;
+  // A watcher (qgpu run) that shows a progress line on the terminal the
+  // program writes to: a launch that ends waits (briefly) until the watcher
+  // has erased its line, so the program's next output never lands on it.
+  std::condition_variable progress_cv;  // launches starting and ending, watchers erasing
+  uint64_t progress_version = 0;        // bumped when a launch starts or ends
+  bool line_shown = false;
+  std::chrono::steady_clock::time_point watcher_seen;
 };
 
 struct Reply {
   int32_t status = 0;  // a cudaError_t value
   proto::Writer body;
   std::optional<zmq::message_t> bulk;
+  size_t bulk_out = 0;  // bytes a read placed in Bulk::out instead of `bulk`
   static Reply error(int32_t status, const std::string& message);
+};
+
+// A request's bulk bytes: a ZeroMQ frame, or a chunk of the shared-memory
+// segment (qgpu/shm.h), whose contents the client may change at any time:
+// they are only ever copied, never interpreted.
+struct Bulk {
+  const uint8_t* in = nullptr;  // Write, ScratchWrite: the bytes (nullptr: none came)
+  size_t in_size = 0;
+  uint8_t* out = nullptr;       // Read, ScratchRead: where the bytes go (nullptr: a reply frame)
+  size_t out_size = 0;
 };
 
 class Session {
@@ -46,7 +76,7 @@ class Session {
 
   // Serves one request (any type but Hello and Ping, which the server
   // answers itself).  Never throws: failures become error replies.
-  Reply serve(proto::Type type, proto::Reader& body, const zmq::message_t* bulk);
+  Reply serve(proto::Type type, proto::Reader& body, const Bulk& bulk);
 
   // Frees every allocation and module (the client said Bye or died).
   void release_all();
@@ -62,17 +92,18 @@ class Session {
 
   Reply malloc(proto::Reader& r);
   Reply free(proto::Reader& r);
-  Reply write(proto::Reader& r, const zmq::message_t* bulk);
-  Reply read(proto::Reader& r);
+  Reply write(proto::Reader& r, const Bulk& bulk);
+  Reply read(proto::Reader& r, const Bulk& bulk);
   Reply copy(proto::Reader& r);
   Reply memset(proto::Reader& r);
   Reply mem_info(proto::Reader& r);
   Reply module_load(proto::Reader& r);
   Reply module_unload(proto::Reader& r);
   Reply launch(proto::Reader& r);
-  Reply scratch_write(proto::Reader& r, const zmq::message_t* bulk);
-  Reply scratch_read(proto::Reader& r);
+  Reply scratch_write(proto::Reader& r, const Bulk& bulk);
+  Reply scratch_read(proto::Reader& r, const Bulk& bulk);
   Reply stats(proto::Reader& r);
+  Reply progress(proto::Reader& r);
   Reply limit(proto::Reader& r);
   // The device heap: the top heap_bytes_ of global memory, a block of the
   // allocator (docs/isa.md, "Device heap").
@@ -94,6 +125,7 @@ class Session {
   std::map<uint32_t, Module> modules_;
   uint32_t next_module_ = 1;
   std::vector<uint8_t> scratch_;
+  launch::LaunchProgress progress_;  // of this session's running launch
   uint64_t printf_fifo_ = 0, heap_bytes_ = 0;
   bool heap_used_ = false;  // a kernel of a module that calls malloc has run: the heap is fixed
 };

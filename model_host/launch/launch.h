@@ -8,6 +8,7 @@
 // that names what is missing.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,13 @@ struct Dim3 {
 struct GlobalMemory {
   uint64_t base = 0;
   DeviceBytes bytes;
+};
+
+// How far a running launch has come, for progress displays: the backend
+// updates it as it goes, other threads read it (relaxed atomics).
+struct LaunchProgress {
+  std::atomic<uint64_t> generated_tokens{0};  // model backends
+  std::atomic<uint64_t> cta{0};               // 1 + the CTA running now; 0: not known
 };
 
 // The device a backend runs: what device queries report and what the daemon
@@ -73,6 +81,7 @@ struct LaunchRequest {
   uint32_t dynamic_smem = 0;                // bytes of extern __shared__
   std::vector<uint8_t> params;              // packed as the .entry signature lays them out
   std::map<std::string, uint64_t> symbols;  // module globals -> device address
+  LaunchProgress* progress = nullptr;       // where to report progress (may be null)
   uint64_t printf_fifo_bytes = 0;           // device printf buffer (cudaLimitPrintfFifoSize); 0: the device's
   uint64_t heap_base = 0, heap_bytes = 0;   // the device heap (see above)
 };
@@ -117,6 +126,9 @@ class Backend {
   // itself; nullptr when the daemon keeps the image and passes it to
   // launch().
   virtual std::unique_ptr<DeviceContext> open_context() { return nullptr; }
+  // Whether launches over different memory images may run at the same time
+  // (the daemon then runs different clients' launches in parallel).
+  virtual bool concurrent() const { return false; }
 };
 
 // What a module declares, for the daemon: module-scope variables to allocate

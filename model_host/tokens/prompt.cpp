@@ -170,7 +170,6 @@ std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_
 }
 
 machine::Program lower_for_model(const launch::LaunchRequest& req) {
-  constexpr int kErrInvalidValue = 1, kErrInvalidPtx = 218, kErrNotSupported = 801;  // cudaError_t
   const machine::Params& p = machine::model_params();
   machine::Program prog;
   try {

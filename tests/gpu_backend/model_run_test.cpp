@@ -222,6 +222,39 @@ TEST(ModelRun, ShimSpawnedDaemonRunsTheModelByDefault) {
   kill(pid_t(std::stol(m[1])), SIGTERM);
 }
 
+// Two programs on one daemon: the model backend runs their launches at the
+// same time (the model is immutable; each launch has its own state), each
+// checked token by token.  The daemon's log gives each launch's end and the
+// backend's own seconds (waiting for the model or another launch left out):
+// the two intervals overlap over most of the shorter one, which one launch
+// at a time could not give.
+TEST(ModelRun, TwoClientsLaunchAtTheSameTime) {
+  Daemon d({"--check"});
+  qgpu::test::Result a, b;
+  std::thread other([&] { a = run({kDotProduct}, d.env(), kTimeout); });
+  b = run({kDotProduct}, d.env(), kTimeout);
+  other.join();
+  for (const auto* r : {&a, &b}) {
+    EXPECT_EQ(r->status, 0) << report(*r);
+    EXPECT_NE(r->out.find("= 32\nPASSED"), std::string::npos) << report(*r);
+  }
+  const std::string log = slurp(d.log);
+  std::regex line("\\[model_host (\\d+):(\\d+):([0-9.]+)\\] session \\S+ \\([^)]*\\): \\S+ grid .*: ok, \\d+ steps in ([0-9.e+-]+) s");
+  std::vector<std::pair<double, double>> spans;  // [start, end] in seconds of the day
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+    const double end = std::stod((*it)[1]) * 3600 + std::stod((*it)[2]) * 60 + std::stod((*it)[3]);
+    spans.push_back({end - std::stod((*it)[4]), end});
+  }
+  ASSERT_EQ(spans.size(), 2u) << log;
+  for (auto& [x, y] : spans)  // across midnight
+    if (std::max(spans[0].second, spans[1].second) - y > 43200) x += 86400, y += 86400;
+  // Most of the shorter one (one after the other, they would share only the
+  // few milliseconds between a launch's end and its log line).
+  const double overlap = std::min(spans[0].second, spans[1].second) - std::max(spans[0].first, spans[1].first);
+  const double shorter = std::min(spans[0].second - spans[0].first, spans[1].second - spans[1].first);
+  EXPECT_GT(overlap, 0.5 * shorter) << log;
+}
+
 TEST(ModelRun, RefusesWhatTheModelCannotHold) {
   Daemon d({});
   auto r = run({kLimits, "threads512"}, d.env(), kTimeout);

@@ -4,7 +4,9 @@
 #include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
 
 #include <driver_types.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,6 +20,7 @@
 #include "process.h"
 #include "qgpu/client.h"
 #include "qgpu/endpoint.h"
+#include "qgpu/shm.h"
 
 namespace fs = std::filesystem;
 using qgpu::client::Connection;
@@ -189,14 +192,82 @@ TEST_F(DaemonTest, ModulesAndLaunchErrors) {
 }
 
 TEST_F(DaemonTest, LargeTransfersMoveInChunks) {
+  // Through the shared-memory segment (1 MiB chunks, 8 slots: the ring wraps
+  // more than once), then over ZeroMQ alone (4 MiB chunks).
+  for (bool shared : {true, false}) {
+    if (!shared) setenv("QGPU_SHM", "0", 1);
+    auto c = connect();
+    unsetenv("QGPU_SHM");
+    EXPECT_EQ(c->shared_memory(), shared);
+    std::vector<uint8_t> in(19 * 1024 * 1024 + 123), out(in.size());
+    std::mt19937 rng(shared ? 7 : 8);
+    for (auto& b : in) b = uint8_t(rng());
+    c->scratch_write(0, in.data(), in.size());
+    c->scratch_read(out.data(), 0, out.size());
+    EXPECT_EQ(in, out) << shared;
+    // Pieces at odd offsets and sizes land where they were written.
+    std::vector<uint8_t> piece(3 * 1024 * 1024 + 5, 0xc3);
+    c->scratch_write(1000001, piece.data(), piece.size());
+    std::copy(piece.begin(), piece.end(), in.begin() + 1000001);
+    c->scratch_read(out.data(), 0, out.size());
+    EXPECT_EQ(in, out) << shared;
+    EXPECT_EQ(code_of([&] { c->scratch_read(out.data(), 1, in.size()); }), cudaErrorInvalidValue);
+    // An error in one chunk of many fails the copy; the connection goes on.
+    uint64_t a = c->malloc(64);
+    EXPECT_EQ(code_of([&] { c->write(a, in.data(), 5 * 1024 * 1024); }), cudaErrorInvalidValue);
+    c->write(a, in.data(), 64);
+    c->read(out.data(), a, 64);
+    EXPECT_TRUE(std::equal(in.begin(), in.begin() + 64, out.begin()));
+  }
+}
+
+// A kernel whose printf output (64 lines of 100 bytes) is larger than a
+// shared-memory slot: the reply comes over ZeroMQ instead, whole.
+TEST_F(DaemonTest, RepliesTooLargeForASlotComeOverZeroMq) {
   auto c = connect();
-  std::vector<uint8_t> in(9 * 1024 * 1024 + 123), out(in.size());
-  std::mt19937 rng(7);
-  for (auto& b : in) b = uint8_t(rng());
-  c->scratch_write(0, in.data(), in.size());
-  c->scratch_read(out.data(), 0, out.size());
-  EXPECT_EQ(in, out);
-  EXPECT_EQ(code_of([&] { c->scratch_read(out.data(), 1, in.size()); }), cudaErrorInvalidValue);
+  ASSERT_TRUE(c->shared_memory());
+  std::string line(99, 'x');
+  std::string bytes;
+  for (char ch : line + "\n") bytes += std::to_string(int(ch)) + ",";
+  std::string ptx = R"(.version 9.0
+.target sm_75
+.address_size 64
+.extern .func (.param .b32 func_retval0) vprintf(.param .b64 vprintf_param_0, .param .b64 vprintf_param_1);
+.global .align 1 .b8 fmt[101] = {)" + bytes + R"(0};
+.visible .entry p()
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<3>;
+	mov.u64 %rd1, fmt;
+	cvta.global.u64 %rd2, %rd1;
+	mov.u32 %r1, 0;
+$L_loop:
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd2;
+	.param .b64 param1;
+	st.param.b64 [param1], 0;
+	.param .b32 retval0;
+	call.uni (retval0), vprintf, (param0, param1);
+	}
+	add.s32 %r1, %r1, 1;
+	setp.lt.u32 %p1, %r1, 64;
+	@%p1 bra $L_loop;
+	ret;
+}
+)";
+  qgpu::proto::ModuleImage m = c->load_module(ptx);
+  qgpu::proto::LaunchArgs a;
+  a.module = m.id;
+  a.kernel = "p";
+  qgpu::proto::LaunchOutcome o = c->launch(a);
+  EXPECT_EQ(o.error, 0) << o.message;
+  std::string want;
+  for (int i = 0; i < 64; ++i) want += line + "\n";
+  EXPECT_EQ(o.printf_output, want);
+  c->ping();  // and the channel goes on
+  EXPECT_EQ(c->daemon_stats().launches, 1u);
 }
 
 TEST_F(DaemonTest, ADeadClientIsFreed) {
@@ -271,6 +342,114 @@ TEST_F(DaemonTest, SurvivesMalformedAndOversizedMessages) {
   EXPECT_EQ(kill(pid_, 0), 0);
 }
 
+// A client that scribbles on its shared-memory segment: lengths past its
+// slot or chunk, a read larger than a chunk, types that cannot be posted,
+// more requests than slots, then random bytes everywhere.  The daemon
+// answers with errors or stops reading the segment, other clients notice
+// nothing, and the segment cannot be shrunk under the daemon.
+TEST_F(DaemonTest, SurvivesAHostileSharedMemoryClient) {
+  namespace shm = qgpu::shm;
+  auto good = connect();
+  uint64_t keep = good->malloc(32);
+  uint32_t v = 0x9abcdef0, back = 0;
+  good->write(keep, &v, 4);
+
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(endpoint_);
+  uint32_t request = 1;
+  auto call = [&](qgpu::proto::Type t, qgpu::proto::Writer w, uint64_t session) {
+    qgpu::proto::Header h;
+    h.type = uint16_t(t);
+    h.request = request++;
+    h.session = session;
+    uint8_t hb[qgpu::proto::kHeaderSize];
+    qgpu::proto::encode_header(h, hb);
+    s.send(zmq::buffer(hb, sizeof hb), zmq::send_flags::sndmore);
+    s.send(zmq::buffer(w.data()), zmq::send_flags::none);
+    std::vector<zmq::message_t> frames;
+    for (bool more = true; more;) {
+      zmq::message_t m;
+      EXPECT_TRUE(s.recv(m));
+      more = m.more();
+      frames.push_back(std::move(m));
+    }
+    return frames;
+  };
+  qgpu::proto::Writer hello;
+  hello.u32(uint32_t(getpid())).str("").str("hostile");
+  auto f = call(qgpu::proto::Type::Hello, std::move(hello), 0);
+  uint64_t session = qgpu::proto::decode_header(f[0].data(), f[0].size()).session;
+  f = call(qgpu::proto::Type::ShmAttach, {}, session);
+  ASSERT_EQ(qgpu::proto::decode_header(f[0].data(), f[0].size()).status, 0);
+  qgpu::proto::Reader rd(f[1].data(), f[1].size());
+  uint32_t pid = rd.u32("pid");
+  int32_t fd = rd.i32("fd");
+  uint64_t size = rd.u64("size");
+  ASSERT_EQ(size, shm::kSegmentBytes);
+  int file = open(("/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd)).c_str(), O_RDWR);
+  ASSERT_GE(file, 0);
+  EXPECT_NE(ftruncate(file, 4096), 0);  // sealed: it cannot shrink...
+  EXPECT_NE(ftruncate(file, off_t(size) * 2), 0);  // ...or grow
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+  ASSERT_NE(base, MAP_FAILED);
+  close(file);
+  shm::Control* c = shm::control(base);
+  ASSERT_EQ(c->session, session);
+  EXPECT_EQ(call(qgpu::proto::Type::ShmAttach, {}, session).size(), 2u);  // a second segment is refused
+
+  uint32_t seq = 0;
+  auto post = [&](uint16_t type, std::vector<uint8_t> body, uint32_t body_len, uint32_t bulk_len) {
+    shm::Slot* sl = shm::slot(base, seq);
+    sl->type = type;
+    sl->request = request++;
+    sl->body_len = body_len;
+    sl->bulk_len = bulk_len;
+    std::memcpy(sl->body, body.data(), std::min<size_t>(body.size(), shm::kInline));
+    c->req_seq.store(++seq);
+    shm::ring(&c->bell, &c->server_waiting);
+    for (int i = 0; i < 5000 && c->rep_seq.load() != seq; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(c->rep_seq.load(), seq);
+    EXPECT_EQ(sl->flags, 0u);
+    return sl->status;
+  };
+  auto u64s = [](std::initializer_list<uint64_t> vs) {
+    qgpu::proto::Writer w;
+    for (uint64_t x : vs) w.u64(x);
+    return w.data();
+  };
+  using T = qgpu::proto::Type;
+  EXPECT_EQ(post(uint16_t(T::Ping), {}, 0, 0), 0);
+  EXPECT_EQ(post(uint16_t(T::Malloc), u64s({16}), 0xffffffffu, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(post(uint16_t(T::ScratchWrite), u64s({0}), 8, shm::kChunk + 1), cudaErrorInvalidValue);
+  EXPECT_EQ(post(uint16_t(T::ScratchWrite), u64s({0}), 8, shm::kChunk), 0);
+  EXPECT_EQ(post(uint16_t(T::ScratchRead), u64s({0, shm::kChunk + 1}), 16, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(post(uint16_t(T::Read), u64s({keep, 4}), 16, 0), cudaErrorInvalidValue);  // another session's memory
+  EXPECT_EQ(post(uint16_t(T::Hello), {}, 0, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(post(uint16_t(T::ShmAttach), {}, 0, 0), cudaErrorInvalidValue);
+  EXPECT_EQ(post(999, {}, 0, 0), cudaErrorInvalidValue);
+  // More requests than slots: the daemon stops reading the segment.
+  c->req_seq.store(seq + 1000);
+  shm::ring(&c->bell, &c->server_waiting);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 50; ++round) {
+    auto* w = static_cast<uint64_t*>(base);
+    for (size_t i = 0; i < (shm::kDataOffset + 4096) / 8; ++i) w[i] = rng();
+    shm::futex_wake(&c->bell);
+  }
+  good->ping();
+  good->read(&back, keep, 4);
+  EXPECT_EQ(back, v);
+  auto fresh = connect();
+  EXPECT_TRUE(fresh->shared_memory());
+  EXPECT_NO_THROW(fresh->malloc(16));
+  EXPECT_EQ(kill(pid_, 0), 0);
+  EXPECT_NE(log().find("the segment is no longer read"), std::string::npos) << log();
+  munmap(base, size);
+}
+
 // tcp:// only with a shared secret, and only clients that present it.
 TEST(DaemonTcp, RequiresASharedSecret) {
   std::string ep = "tcp://127.0.0.1:" + std::to_string(42000 + getpid() % 20000);
@@ -292,6 +471,7 @@ TEST(DaemonTcp, RequiresASharedSecret) {
   o.secret = "s3cret";
   auto c = Connection::open(o);
   EXPECT_NO_THROW(c->malloc(16));
+  EXPECT_FALSE(c->shared_memory());  // a tcp:// client may be on another machine
   c.reset();
   kill(d, SIGTERM);
   waitpid(d, nullptr, 0);

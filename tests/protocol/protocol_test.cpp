@@ -148,6 +148,31 @@ TEST(Protocol, BodiesRoundTrip) {
   EXPECT_EQ(ab.block[1], 2u);
   EXPECT_EQ(ab.dynamic_smem, 256u);
   EXPECT_EQ(ab.params, a.params);
+
+  LaunchProgress p;
+  p.running = 1;
+  p.launch = 7;
+  p.kernel = "_Z3gcdPjS_";
+  p.ctas = 16;
+  p.cta = 5;
+  p.generated_tokens = 123456;
+  p.seconds = 12.25;
+  p.totals = {6, 100, 2000, 300000, 90.5};
+  Writer wp;
+  encode(wp, p);
+  EXPECT_EQ(wp.data().size(), 4u + 8 + 8 + p.kernel.size() + 8 + 8 + 8 + 8 + 5 * 8);  // docs/protocol.md
+  Reader rp(wp.data().data(), wp.data().size());
+  LaunchProgress pb = decode_launch_progress(rp);
+  rp.finish("LaunchProgress");
+  EXPECT_EQ(pb.running, 1u);
+  EXPECT_EQ(pb.launch, 7u);
+  EXPECT_EQ(pb.kernel, p.kernel);
+  EXPECT_EQ(pb.ctas, 16u);
+  EXPECT_EQ(pb.cta, 5u);
+  EXPECT_EQ(pb.generated_tokens, 123456u);
+  EXPECT_EQ(pb.seconds, 12.25);
+  EXPECT_EQ(pb.totals.generated_tokens, 300000u);
+  EXPECT_EQ(pb.totals.seconds, 90.5);
 }
 
 // Random mutations of valid bodies: each decoder either decodes or throws

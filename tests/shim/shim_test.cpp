@@ -3,6 +3,8 @@
 // errors, printf, a daemon that dies mid-launch, and `qgpu run`.
 #include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
 
+#include <pty.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -286,6 +288,57 @@ TEST(QgpuRun, ModelTraceCountsTheTokensItDumps) {
   EXPECT_GT(generated, std::stoull(m[2]));  // every step is a token, and the scan writes more
 }
 
+// Runs `argv` on a pseudo-terminal (stdout and stderr both); returns what
+// the terminal received.
+std::string run_on_terminal(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> a;
+    for (auto& x : argv) a.push_back(const_cast<char*>(x.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(master, buf, sizeof buf)) > 0;) out.append(buf, size_t(n));  // EIO once the child is gone
+  close(master);
+  waitpid(pid, nullptr, 0);
+  return out;
+}
+
+// On a terminal a long launch shows one line, redrawn in place and erased at
+// the end; not on pipes, and not with --quiet.
+TEST(QgpuRun, ProgressLineOnATerminalOnly) {
+  const std::map<std::string, std::string> env = {{"QGPU_PROGRESS_AFTER_MS", "200"}, {"QGPU_BACKEND", "interpreter"}};
+  const std::vector<std::string> cmd = {QGPU_CLI_BIN, "run", "--backend", "interpreter", "--", program("spin"), "200000000"};
+  std::string t = run_on_terminal(cmd, env);
+  std::regex line("\rqgpu: launch 1 \\(spin\\), 1 CTA, ([0-9]+\\.[0-9]) s\x1b\\[K");
+  std::vector<double> seconds;
+  for (auto it = std::sregex_iterator(t.begin(), t.end(), line); it != std::sregex_iterator(); ++it)
+    seconds.push_back(std::stod((*it)[1]));
+  ASSERT_GE(seconds.size(), 2u) << t;
+  EXPECT_TRUE(std::is_sorted(seconds.begin(), seconds.end())) << t;
+  EXPECT_GE(seconds.front(), 0.2) << t;
+  // Erased before the program's own next line.
+  size_t erased = t.rfind("\r\x1b[K");
+  ASSERT_NE(erased, std::string::npos) << t;
+  EXPECT_NE(t.find("sync cudaSuccess", erased), std::string::npos) << t;
+
+  std::vector<std::string> quiet = cmd;
+  quiet.insert(quiet.begin() + 2, "--quiet");
+  t = run_on_terminal(quiet, env);
+  EXPECT_NE(t.find("sync cudaSuccess"), std::string::npos) << t;
+  EXPECT_EQ(t.find("qgpu: launch"), std::string::npos) << t;
+
+  auto r = run(cmd, env);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("qgpu: launch"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+}
+
 TEST(QgpuRun, ModelOnlyOptionsAreRejectedOnTheInterpreter) {
   for (const char* flag : {"--check", "--model=/nonexistent", "--dump-tokens=/tmp/x"}) {
     auto r = run({QGPU_CLI_BIN, "run", "--backend", "interpreter", flag, "--", program("basic")});
@@ -334,15 +387,15 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   r = run({QGPU_CLI_BIN, "run", "--backend", "interpreter-model", "--", program("device_query")});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   m = lines(r.out);
-  EXPECT_EQ(m["totalGlobalMem"], "16384");
+  EXPECT_EQ(m["totalGlobalMem"], "262144");
   EXPECT_EQ(m["sharedMemPerBlock"], "4096");
   EXPECT_EQ(m["sharedMemPerBlockOptin"], "4096");
   EXPECT_EQ(m["maxThreadsPerBlock"], "256");
   EXPECT_EQ(m["maxThreadsDim"], "256,256,64");
-  EXPECT_EQ(m["maxGridSize"], "64,64,64");
+  EXPECT_EQ(m["maxGridSize"], "65535,65535,65535");
   EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "256 (cudaSuccess)");
-  EXPECT_EQ(m["memTotal"], "16384");
-  EXPECT_EQ(m["memFree"], "16384");
+  EXPECT_EQ(m["memTotal"], "262144");
+  EXPECT_EQ(m["memFree"], "262144");
   EXPECT_EQ(m["printfFifo"], "1024");
   EXPECT_EQ(m["mallocHeap"], "0");
   EXPECT_EQ(m["setPrintfFifo2M"], "cudaErrorUnsupportedLimit");

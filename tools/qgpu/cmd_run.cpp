@@ -2,11 +2,16 @@
 // with a private model_host (socket in a temporary directory).  With the
 // model backend (the default) the compiled GPU model comes from --model, or
 // from the cache, which is built on first use with its progress shown (by
-// qgpu-torch: this program does not load libtorch).
+// qgpu-torch: this program does not load libtorch).  On a terminal, a launch
+// that runs for more than a couple of seconds shows one progress line on
+// stderr, redrawn in place (--quiet: none).
+#include <cxxabi.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -27,7 +32,7 @@ namespace {
 
 struct RunOptions {
   std::string backend = "model";
-  bool check = false, stats = false, dense = false, no_memo = false;
+  bool check = false, stats = false, dense = false, no_memo = false, quiet = false;
   std::string model_dir, dump_tokens, daemon_log, device_memory;
   uint64_t max_tokens = 0;  // 0: the daemon's default
   std::vector<std::string> command;
@@ -129,6 +134,77 @@ void stop_daemon(pid_t pid) {
   waitpid(pid, nullptr, 0);
 }
 
+// A kernel's name as written in its source (no namespace or parameters when
+// it demangles), for the progress line.
+std::string kernel_name(const std::string& mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return mangled;
+  std::string s = d;
+  std::free(d);
+  if (size_t paren = s.find('('); paren != std::string::npos) s.resize(paren);
+  return s;
+}
+
+std::string thousands(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+// The progress line of a running launch.
+std::string progress_line(const qgpu::proto::LaunchProgress& p) {
+  char b[256];
+  std::string s = "qgpu: launch " + std::to_string(p.launch) + " (" + kernel_name(p.kernel) + ")";
+  if (p.cta) s += ", CTA " + std::to_string(p.cta) + "/" + std::to_string(p.ctas);
+  else s += ", " + std::to_string(p.ctas) + (p.ctas == 1 ? " CTA" : " CTAs");
+  if (p.generated_tokens) {
+    std::snprintf(b, sizeof b, ", %s tokens, %s tok/s", thousands(p.generated_tokens).c_str(),
+                  thousands(uint64_t(p.generated_tokens / std::max(p.seconds, 1e-3))).c_str());
+    s += b;
+  }
+  std::snprintf(b, sizeof b, ", %.1f s", p.seconds);
+  return s + b;
+}
+
+// Polls the daemon while the program runs and keeps one line on the
+// terminal (stderr) up to date for a launch running longer than
+// $QGPU_PROGRESS_AFTER_MS (default 2000).  The line is erased when the
+// launch ends, before the launch returns to the program (the daemon waits
+// for the poll that says so), so the program's output never lands on it.
+void show_progress(qgpu::client::Connection& conn, const std::atomic<bool>& done) {
+  const char* env = std::getenv("QGPU_PROGRESS_AFTER_MS");
+  const double after = (env ? std::atof(env) : 2000.0) / 1000.0;
+  bool shown = false;
+  uint64_t shown_launch = 0;
+  auto erase = [&] {
+    if (shown) std::fputs("\r\033[K", stderr);
+    std::fflush(stderr);
+    shown = false;
+  };
+  while (!done) {
+    qgpu::proto::LaunchProgress p;
+    try {
+      p = conn.progress(shown, 100);  // returns at once when a launch starts or ends
+    } catch (const qgpu::client::Error&) {
+      break;
+    }
+    // The shown launch ended (another may run): erase the line now, since
+    // the ended launch waits for that before it returns to its program.
+    if (!p.running || p.seconds < after || p.launch != shown_launch) erase();
+    if (!p.running || p.seconds < after) continue;
+    shown_launch = p.launch;
+    std::string line = progress_line(p);
+    winsize ws{};
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && line.size() >= ws.ws_col)
+      line.resize(ws.ws_col - 1);  // a wrapped line could not be redrawn in place
+    std::fprintf(stderr, "\r%s\033[K", line.c_str());
+    std::fflush(stderr);
+    shown = true;
+  }
+  erase();
+}
+
 int run(const RunOptions& o) {
   if (o.command.empty()) throw std::runtime_error("no program given: qgpu run [options] -- PROGRAM ARGS...");
   fs::path bin = qgpu::cli::program_dir();
@@ -189,7 +265,13 @@ int run(const RunOptions& o) {
   setenv("LD_LIBRARY_PATH", libpath.c_str(), 1);
   setenv("QGPU_DAEMON", endpoint.c_str(), 1);
   auto t0 = std::chrono::steady_clock::now();
-  const int status = wait_child(spawn(o.command));
+  const pid_t child = spawn(o.command);
+  std::atomic<bool> done{false};
+  std::thread progress;
+  if (!o.quiet && isatty(STDERR_FILENO)) progress = std::thread([&] { show_progress(*conn, done); });
+  const int status = wait_child(child);
+  done = true;
+  if (progress.joinable()) progress.join();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   unsetenv("LD_PRELOAD");
 
@@ -233,6 +315,9 @@ qgpu::cli::Register reg("run", [](CLI::App& app) {
   sub->add_option("--device-memory", o->device_memory,
                   "global memory of the interpreter backend's device, e.g. 512M or 3G (default: $QGPU_DEVICE_MEMORY, "
                   "else 2G)");
+  sub->add_flag("--quiet", o->quiet,
+                "no progress line (otherwise shown on a terminal, on stderr, for launches running over 2 s: "
+                "launch, CTA, generated tokens, tok/s, elapsed)");
   sub->add_option("command", o->command, "PROGRAM ARGS...")->required();
   sub->positionals_at_end();
   return [o] { return run(*o); };

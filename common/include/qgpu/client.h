@@ -1,7 +1,9 @@
 // The client side of model_host: one connection per process, used by the
 // CUDA drop-ins (libcudart.so.13 now, libcuda.so.1 later) and by tools.
 //
-// Every call is synchronous and thread-safe (calls are serialised).  A call
+// Every call is synchronous and thread-safe (calls are serialised).  On an
+// ipc:// endpoint the requests go through a shared-memory segment with the
+// daemon (qgpu/shm.h), else over ZeroMQ.  A call
 // fails by throwing client::Error carrying a cudaError_t value and a message;
 // when the daemon dies or stops answering, the pending call and every later
 // one fail with Error::lost set, never hang.
@@ -67,7 +69,17 @@ class Connection {
   void scratch_write(uint64_t offset, const void* src, uint64_t size);
   void scratch_read(void* dst, uint64_t offset, uint64_t size);
   void ping();
+  // Whether requests go through a shared-memory segment with the daemon
+  // (ipc:// endpoints; $QGPU_SHM=0 keeps to ZeroMQ) rather than ZeroMQ.
+  bool shared_memory() const;
   proto::LaunchCounters daemon_stats();
+  // The launch the daemon runs now (any client's) and the totals so far;
+  // answered while another client's launch runs.  Waits up to `wait_ms`
+  // (at most 1000) for a launch to start or end.  `shown`: this client shows
+  // a progress line on the program's terminal; a launch that ends then
+  // waits for the next call, which says the line is gone, before it returns
+  // (at most 250 ms).
+  proto::LaunchProgress progress(bool shown = false, uint32_t wait_ms = 0);
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

@@ -44,6 +44,8 @@ enum class Type : uint16_t {
   ScratchRead = 15,  // u64 offset, u64 size                -> bulk
   Stats = 16,        // -                                   -> DaemonStats
   Limit = 17,        // u32 limit, u64 value (kQueryLimit: query) -> u64 value
+  ShmAttach = 18,    // -                                   -> u32 pid, i32 fd, u64 size (qgpu/shm.h)
+  Progress = 19,     // u32 shown, u32 wait_ms              -> LaunchProgress
 };
 
 // Limit's `limit`: cudaLimitPrintfFifoSize and cudaLimitMallocHeapSize, as
@@ -126,6 +128,9 @@ struct DeviceInfo {
   uint32_t param_bytes = 0, const_bytes = 0, local_bytes_per_thread = 0;
   uint64_t printf_fifo_bytes = 0, heap_bytes = 0;  // the limits' values at start
   uint32_t limits_settable = 0;                    // 1: Limit may change them
+  // The way out a message about a launch beyond the device names (a larger
+  // device), empty when there is none.
+  std::string way_out;
 };
 void encode(Writer& w, const DeviceInfo& d);
 DeviceInfo decode_device_info(Reader& r);
@@ -162,6 +167,21 @@ struct LaunchCounters {
 };
 void encode(Writer& w, const LaunchCounters& c);
 LaunchCounters decode_counters(Reader& r);
+
+// The launch the daemon's device is running now (any session's), for
+// progress displays, and the totals of the launches that ended.
+struct LaunchProgress {
+  uint32_t running = 0;        // 1 while a launch runs
+  uint64_t launch = 0;         // launches started so far (the running one's number)
+  std::string kernel;
+  uint64_t ctas = 0;           // CTAs in its grid
+  uint64_t cta = 0;            // 1 + the CTA running now; 0: not known
+  uint64_t generated_tokens = 0;
+  double seconds = 0;          // since it started
+  LaunchCounters totals;       // launches that ended
+};
+void encode(Writer& w, const LaunchProgress& p);
+LaunchProgress decode_launch_progress(Reader& r);
 
 // A launch's reply: the kernel's own error (sticky in the client when it is
 // an execution error) travels here, not in Header::status, which reports
