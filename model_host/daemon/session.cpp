@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "model_host/daemon/log.h"
+#include "model_host/launch/module.h"
 #include "model_host/machine/api.h"
 
 namespace qgpu::daemon {
@@ -281,53 +282,24 @@ Reply Session::module_load(proto::Reader& r) {
     return Reply::error(cudaErrorInvalidPtx, std::string("the PTX module does not parse: ") + e.what());
   }
   // __constant__ variables: at most the device's constant bank.
-  uint64_t const_total = 0;
-  for (const launch::ModuleVar& v : m.info.vars)
-    if (v.space == "const") const_total += v.size;
+  const uint64_t const_total = launch::constant_bytes(m.info);
   if (const_total > device_.spec.const_bytes)
     return Reply::error(cudaErrorInvalidPtx, "the module's __constant__ variables take " + std::to_string(const_total) +
                                                  " bytes; the " + device_.spec.name + " device has " +
                                                  std::to_string(device_.spec.const_bytes) +
                                                  (device_.spec.larger.empty() ? "" : "; " + device_.spec.larger));
   // Module variables live in the client's global memory, initialised now.
-  std::vector<uint64_t> placed;
-  for (const launch::ModuleVar& v : m.info.vars) {
-    auto addr = alloc_.allocate(std::max<uint64_t>(v.size, 1), v.align);
-    if (!addr) {
-      for (uint64_t a : placed) alloc_.release(a);
-      return Reply::error(cudaErrorMemoryAllocation,
-                          "module variable '" + v.name + "' (" + std::to_string(v.size) +
-                              " bytes) does not fit in the " + device_.spec.name + " device's " +
-                              std::to_string(alloc_.size()) + "-byte global memory (" +
-                              std::to_string(alloc_.largest_free()) + " bytes free in one range)" +
-                              (device_.spec.more_memory.empty() ? "" : "; " + device_.spec.more_memory));
-    }
-    placed.push_back(*addr);
-    m.symbols[v.name] = *addr;
-  }
-  // Their initial bytes (zero where the module gives none), written below.
-  std::map<std::string, std::vector<uint8_t>> image;
-  for (const launch::ModuleVar& v : m.info.vars) {
-    std::vector<uint8_t>& bytes = image[v.name];
-    bytes.assign(v.size, 0);
-    std::memcpy(bytes.data(), v.init.data(), std::min<uint64_t>(v.init.size(), v.size));
-  }
-  // Address-of-symbol initializers, now that every variable has its address.
-  for (const launch::ModuleVar& v : m.info.vars)
-    for (const launch::Reloc& rel : v.relocs) {
-      auto target = m.symbols.find(rel.symbol);
-      std::string bad = target == m.symbols.end() ? "which the module does not define"
-                        : rel.size > 8 || rel.offset + rel.size > v.size ? "outside the variable's " + std::to_string(v.size) + " bytes"
-                                                                          : "";
-      if (!bad.empty()) {
-        for (auto& [name, addr] : m.symbols) alloc_.release(addr);
-        return Reply::error(cudaErrorInvalidPtx, "module variable '" + v.name + "' is initialised with the address of '" +
-                                                     rel.symbol + "', " + bad);
-      }
-      uint64_t value = target->second + uint64_t(rel.addend);
-      std::memcpy(image[v.name].data() + rel.offset, &value, rel.size);
-    }
-  for (const launch::ModuleVar& v : m.info.vars) put(m.symbols[v.name], image[v.name].data(), v.size);
+  launch::ModuleMemory memory;
+  memory.allocate = [&](uint64_t size, uint32_t align) { return alloc_.allocate(size, align); };
+  memory.release = [&](uint64_t addr) { alloc_.release(addr); };
+  memory.write = [&](uint64_t addr, const uint8_t* bytes, uint64_t size) { put(addr, bytes, size); };
+  memory.out_of_memory_hint = "the " + device_.spec.name + " device's global memory is " +
+                              std::to_string(alloc_.size()) + " bytes (" + std::to_string(alloc_.largest_free()) +
+                              " free in one range)" +
+                              (device_.spec.more_memory.empty() ? "" : "; " + device_.spec.more_memory);
+  launch::PlacedModule placed = launch::place_module(m.info, memory);
+  if (!placed) return Reply::error(placed.error, placed.message);
+  m.symbols = std::move(placed.symbols);
   proto::ModuleImage img;
   img.id = next_module_++;
   for (const launch::ModuleVar& v : m.info.vars) img.vars.push_back({v.name, m.symbols[v.name], v.size});
