@@ -1,7 +1,8 @@
 // A backend created on a background thread, so that model_host answers
 // clients at once while the model loads (or, on first use, is built); each
 // launch waits until the backend is ready.  A backend that could not be
-// created fails every launch with launch::kInitializationError and the reason.
+// created fails every launch with cudaErrorInitializationError and the reason
+// (and every memory access of a context, with the same reason).
 #pragma once
 
 #include <functional>
@@ -24,6 +25,9 @@ class DeferredBackend : public launch::Backend {
   std::string name() const override { return name_; }
   launch::DeviceSpec device() const override { return device_; }
   launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override;
+  // A context that opens the backend's own on first use (waiting for the
+  // backend then); the backend must keep its clients' memory (the model).
+  std::unique_ptr<launch::DeviceContext> open_context() override;
   bool concurrent() const override { return concurrent_; }
 
  private:

@@ -1,6 +1,7 @@
 #include "model_host/launch/errors.h"
 #include "model_host/backends/model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -117,9 +118,8 @@ struct LaunchFailure {
 };
 
 // What the greedy loop produced: the generated tokens (ending in END unless
-// `failure`), the state they left, and where the trace stood.
+// `failure`) and where the trace stood.
 struct Decoded {
-  qwen::State state;
   std::vector<int64_t> generated;
   TracePosition pos;
   std::optional<LaunchFailure> failure;
@@ -145,22 +145,137 @@ class ModelBackend : public launch::Backend {
   // The device the compiled checkpoint holds (machine::model_params()).
   launch::DeviceSpec device() const override { return machine::model_device(); }
 
+  // One launch on a fresh sequence: the image's non-zero words as write
+  // records, the launch, and the whole global memory read back.
   launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override {
-    const auto t0 = std::chrono::steady_clock::now();
+    const machine::Params& p = machine::model_params();
     launch::LaunchResult res;
-    try {
-      run(req, mem, res);
-    } catch (const LaunchFailure& f) {
-      res.error = f.error;
-      res.message = f.message;
+    if (mem.base != p.global_base || mem.bytes.size() > p.global_bytes) {
+      res.error = launch::kInvalidValue;
+      res.message = "global memory image of " + std::to_string(mem.bytes.size()) + " bytes at " +
+                    hex_word(uint32_t(mem.base)) + "; the model's GPU holds " + std::to_string(p.global_bytes) +
+                    " bytes at " + hex_word(p.global_base);
+      return res;
     }
-    res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    Context ctx(*this);
+    try {
+      ctx.write(0, mem.bytes.data(), mem.bytes.size());
+    } catch (const std::exception& e) {
+      res.error = launch::kUnknown;
+      res.message = e.what();
+      return res;
+    }
+    res = ctx.launch(req);
+    // A kernel's own end (END, a trap, a fault, a timeout) leaves memory as
+    // a GPU would; a divergent or garbled trace leaves the image untouched.
+    if (res.stats.generated_tokens > 0 && res.error != launch::kUnknown) {
+      try {
+        ctx.read(0, mem.bytes.data(), mem.bytes.size());
+      } catch (const std::exception& e) {
+        if (res.error == 0) {
+          res.error = launch::kUnknown;
+          res.message = e.what();
+        }
+      }
+    }
     return res;
   }
 
+  std::unique_ptr<launch::DeviceContext> open_context() override { return std::make_unique<Context>(*this); }
+
  private:
-  // One launch; throws LaunchFailure.
-  void run(const launch::LaunchRequest& req, launch::GlobalMemory& mem, launch::LaunchResult& res) const {
+  // One client's device memory: the sequence the model has read so far, whose
+  // GDN states hold the global memory (docs/tokens.md section 3).  With
+  // `check`, a mirror of the memory feeds the reference interpreter.
+  class Context : public launch::DeviceContext {
+   public:
+    explicit Context(const ModelBackend& b) : b_(b), state_(b.model_->new_state()) {
+      if (b_.opts_.check) {
+        mirror_.base = machine::model_params().global_base;
+        mirror_.bytes.assign(machine::model_params().global_bytes, 0);
+      }
+    }
+
+    // Only the words the bytes touch, and of those only the ones whose value
+    // changes (the state says what they hold), become records.
+    void write(uint64_t offset, const uint8_t* data, uint64_t size) override {
+      if (size == 0) return;
+      check_range(offset, size, "write");
+      const uint32_t first = uint32_t(offset / 4), last = uint32_t((offset + size - 1) / 4);
+      const std::vector<uint32_t> old = b_.words(state_, first, last - first + 1);
+      std::vector<std::pair<uint32_t, uint32_t>> records;
+      for (uint32_t w = first; w <= last; ++w) {
+        uint32_t v = old[w - first];
+        for (int k = 0; k < 4; ++k) {
+          const uint64_t byte = uint64_t(w) * 4 + k;
+          if (byte >= offset && byte < offset + size)
+            v = (v & ~(0xffu << (8 * k))) | uint32_t(data[byte - offset]) << (8 * k);
+        }
+        if (v != old[w - first]) records.push_back({w, v});
+      }
+      if (!mirror_.bytes.empty()) std::memcpy(mirror_.bytes.data() + offset, data, size);
+      if (records.empty()) return;
+      const std::vector<int64_t> tokens = encode_writes(records);
+      b_.prefill(state_, tokens);
+      if (!b_.opts_.dump_tokens.empty()) append_dump(b_.opts_.dump_tokens, tokens, {});  // a line "ids | "
+      if (mirror_.bytes.empty()) return;
+      // --check: the written words now read back as the mirror holds them.
+      const std::vector<uint32_t> now = b_.words(state_, first, last - first + 1);
+      for (uint32_t w = first; w <= last; ++w) {
+        uint32_t m = 0;
+        std::memcpy(&m, mirror_.bytes.data() + 4 * uint64_t(w), 4);
+        if (now[w - first] != m)
+          throw std::runtime_error("--check: after its write records the model's global word " + std::to_string(w) +
+                                   " holds " + hex_word(now[w - first]) + ", the copy wrote " + hex_word(m));
+      }
+    }
+
+    void read(uint64_t offset, uint8_t* out, uint64_t size) override {
+      if (size == 0) return;
+      check_range(offset, size, "read");
+      const uint32_t first = uint32_t(offset / 4), last = uint32_t((offset + size - 1) / 4);
+      const std::vector<uint8_t> bytes = to_bytes(b_.words(state_, first, last - first + 1));
+      std::memcpy(out, bytes.data() + (offset - uint64_t(first) * 4), size);
+    }
+
+    launch::LaunchResult launch(const launch::LaunchRequest& req) override {
+      const auto t0 = std::chrono::steady_clock::now();
+      launch::LaunchResult res;
+      try {
+        b_.run(req, state_, mirror_, res);
+      } catch (const LaunchFailure& f) {
+        res.error = f.error;
+        res.message = f.message;
+      }
+      res.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return res;
+    }
+
+   private:
+    static void check_range(uint64_t offset, uint64_t size, const char* what) {
+      const uint64_t n = machine::model_params().global_bytes;
+      if (offset > n || size > n - offset)
+        throw std::runtime_error(std::string(what) + " of " + std::to_string(size) + " bytes at offset " +
+                                 std::to_string(offset) + " is outside the model's " + std::to_string(n) +
+                                 "-byte global memory");
+    }
+
+    const ModelBackend& b_;
+    qwen::State state_;
+    launch::GlobalMemory mirror_;  // --check only
+  };
+
+  // Words [first, first + count) of global memory, from the state.
+  std::vector<uint32_t> words(const qwen::State& state, uint32_t first, uint32_t count) const {
+    return read_words(layout_, *model_, state, "global", count, first);
+  }
+
+ private:
+  // One launch continuing `state`; throws LaunchFailure.  `mirror` (empty
+  // without check) is the memory the reference interpreter starts from, and
+  // becomes what it leaves.
+  void run(const launch::LaunchRequest& req, qwen::State& state, launch::GlobalMemory& mirror,
+           launch::LaunchResult& res) const {
     machine::Program prog;
     try {
       prog = lower_for_model(req);
@@ -169,28 +284,29 @@ class ModelBackend : public launch::Backend {
     }
     std::vector<int64_t> prompt;
     try {
-      prompt = encode_prompt(prog, prog.threads, prog.ctas, req.params, mem);
+      prompt = encode_launch(prog, prog.threads, prog.ctas, req.params);
     } catch (const std::invalid_argument& e) {
       throw LaunchFailure{launch::kInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what()};
     }
     std::optional<TraceOracle> oracle;
     try {
-      if (opts_.check) oracle.emplace(prog, prog.threads, prog.ctas, req.params, mem);
+      if (opts_.check) oracle.emplace(prog, prog.threads, prog.ctas, req.params, mirror);
     } catch (const std::invalid_argument& e) {
       throw LaunchFailure{launch::kNotSupported, "--check cannot follow kernel " + req.kernel + ": " + e.what()};
     }
 
-    Decoded d = decode(prompt, oracle ? &*oracle : nullptr, prog, req.progress);
+    Decoded d = decode(state, prompt, oracle ? &*oracle : nullptr, prog, req.progress);
     res.stats.prompt_tokens = prompt.size();
     res.stats.generated_tokens = d.generated.size();
     for (int64_t id : d.generated)
       if (auto t = decode_token(id); t && runs_block(t->kind)) ++res.stats.steps;
     if (!opts_.dump_tokens.empty()) dump(prompt, d.generated);
-    // Memory as the model left it, after END and after a timeout (as a real
-    // GPU's partial writes stay); a divergent or garbled trace leaves the
-    // client's memory untouched.
+    // The memory is where the model left it, in the state: after END, and
+    // after a timeout (as a real GPU's partial writes stay).  The printf
+    // space is read back, and with --check both are compared.
     if (d.failure && d.failure->error != launch::kLaunchTimeout) throw *d.failure;
-    read_back(d.state, req.kernel, mem, res, d.failure ? nullptr : oracle ? &*oracle : nullptr);
+    read_back(state, req.kernel, res, d.failure ? nullptr : oracle ? &*oracle : nullptr);
+    if (oracle && !d.failure) mirror = oracle->memory();
     if (d.failure) throw *d.failure;
 
     // The kernel's own end: a TRAP or FAULT record just before END.
@@ -208,10 +324,13 @@ class ModelBackend : public launch::Backend {
 
   // Prefill, then the plain greedy loop: append the argmax, feed it back,
   // stop at END.  With an oracle, every token is compared as it comes.
-  Decoded decode(const std::vector<int64_t>& prompt, TraceOracle* oracle, const machine::Program& prog,
+  // The state then holds END too: the client's sequence is every prompt and
+  // write record and every generated token, in order.
+  Decoded decode(qwen::State& state, const std::vector<int64_t>& prompt, TraceOracle* oracle,
+                 const machine::Program& prog,
                  launch::LaunchProgress* progress) const {
-    Decoded d{model_->new_state(), {}, {}, {}};
-    for (int64_t token = prefill(d.state, prompt);; token = model_->step_argmax(d.state, token)) {
+    Decoded d{{}, {}, {}};
+    for (int64_t token = prefill(state, prompt);; token = model_->step_argmax(state, token)) {
       d.generated.push_back(token);
       d.pos.see(token);
       if (progress) {
@@ -236,7 +355,10 @@ class ModelBackend : public launch::Backend {
                                                    std::to_string(at) + " (" + d.pos.describe(prog) + ")"};
         return d;
       }
-      if (token == end_) return d;
+      if (token == end_) {
+        model_->step_argmax(state, token);
+        return d;
+      }
       if (d.generated.size() >= opts_.max_tokens) {
         d.failure = LaunchFailure{launch::kLaunchTimeout, "kernel " + prog.kernel + " ran " +
                                                          std::to_string(d.generated.size()) +
@@ -260,22 +382,25 @@ class ModelBackend : public launch::Backend {
     return next;
   }
 
-  // Global memory and the printf space from the model's state into the
-  // client's image and the launch's printf output; with an oracle, both must
-  // equal the reference interpreter's.
-  void read_back(const qwen::State& state, const std::string& kernel, launch::GlobalMemory& mem,
-                 launch::LaunchResult& res, const TraceOracle* oracle) const {
+  // The printf space from the model's state into the launch's printf output
+  // (a %s reads its string from global memory, in the state too); with an
+  // oracle, global memory and the printf space must equal the reference
+  // interpreter's.
+  void read_back(const qwen::State& state, const std::string& kernel, launch::LaunchResult& res,
+                 const TraceOracle* oracle) const {
+    const machine::Params& p = machine::model_params();
     std::vector<uint8_t> print;
+    launch::GlobalMemory global{p.global_base, {}};
     try {
-      const auto global = read_words(layout_, *model_, state, "global", uint32_t(mem.bytes.size() / 4));
-      std::memcpy(mem.bytes.data(), global.data(), global.size() * 4);
-      print = to_bytes(read_words(layout_, *model_, state, "print", machine::model_params().print_bytes / 4));
-      res.printf_output = machine::format_prints(print, mem);
+      print = to_bytes(read_words(layout_, *model_, state, "print", p.print_bytes / 4));
+      const bool printed = std::any_of(print.begin(), print.end(), [](uint8_t x) { return x != 0; });
+      if (printed || oracle) global.bytes = to_bytes(words(state, 0, p.global_bytes / 4));
+      if (printed) res.printf_output = machine::format_prints(print, global);
     } catch (const std::exception& e) {
       throw LaunchFailure{launch::kUnknown, "reading the model's memory back after kernel " + kernel + " failed: " + e.what()};
     }
     if (!oracle) return;
-    std::string diff = first_difference("global memory", mem.base, mem.bytes.vector(), oracle->memory().bytes.vector());
+    std::string diff = first_difference("global memory", global.base, global.bytes.vector(), oracle->memory().bytes.vector());
     if (diff.empty()) diff = first_difference("printf space", 0, print, oracle->print_buffer());
     if (!diff.empty())
       throw LaunchFailure{launch::kUnknown, "--check: after END the model's memory differs from the reference interpreter's: " + diff};
@@ -301,6 +426,8 @@ class ModelBackend : public launch::Backend {
 
 std::unique_ptr<launch::Backend> make_model_backend(const std::string& dir, const ModelOptions& options) {
   LoadedModel loaded = load_model(dir, qwen::Storage::Sparse);
+  // The device's global memory is the size this model was built with.
+  machine::set_model_global_bytes(uint32_t(loaded.layout.memory("global").rows) * 4);
   for (const std::string& spec : options.perturb) {
     const Perturbation p = parse_perturbation(spec);
     auto it = loaded.checkpoint.tensors.find(p.tensor);

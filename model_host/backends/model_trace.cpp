@@ -59,7 +59,7 @@ class TraceBackend : public launch::Backend {
     std::vector<int64_t> prompt;
     std::optional<TraceOracle> oracle;
     try {
-      prompt = encode_prompt(prog, prog.threads, prog.ctas, req.params, mem);
+      prompt = encode_launch(prog, prog.threads, prog.ctas, req.params);  // as the model: memory stays in its state
       oracle.emplace(prog, prog.threads, prog.ctas, req.params, mem);
     } catch (const std::invalid_argument& e) {
       throw LaunchRefused(launch::kInvalidValue, "launch of " + req.kernel + " does not fit the model's GPU: " + e.what());

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "model_host/backends/deferred.h"
 #include "model_host/daemon/log.h"
@@ -71,6 +73,20 @@ int main(int argc, char** argv) {
     if (!device_memory.empty() && backend_name != "interpreter" && backend_name != "ptx-reference")
       throw std::runtime_error("--device-memory sizes the CUDA-sized device of --backend interpreter (and "
                                "ptx-reference); the " + backend_name + " backend runs the model's fixed device");
+    // A model built with another global memory size (`qgpu build-model
+    // --global-kib`) says so in its layout: the device has that size.
+    if (backend_name == "model" && !bopts.model_dir.empty()) {
+      std::ifstream in(bopts.model_dir + "/qgpu-gpu.json");
+      if (in) {
+        try {
+          const nlohmann::json layout = nlohmann::json::parse(in);
+          for (const auto& m : layout.at("memories"))
+            if (m.at("name") == "global") machine::set_model_global_bytes(m.at("rows").get<uint32_t>() * 4);
+        } catch (const std::exception& e) {
+          throw std::runtime_error("--model " + bopts.model_dir + ": qgpu-gpu.json: " + e.what());
+        }
+      }
+    }
     std::unique_ptr<launch::Backend> backend;
     if (backend_name == "model") {
       bopts.progress = [](const std::string& line) { daemon::log(line); };

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "model_host/daemon/log.h"
+#include "model_host/launch/module.h"
 #include "model_host/machine/api.h"
 
 namespace qgpu::daemon {
@@ -77,8 +78,25 @@ Session::Session(uint64_t id, Device& device, std::string client)
       client_(std::move(client)),
       alloc_(device.spec.global_base, device.spec.global_bytes) {
   mem_.base = device.spec.global_base;
-  mem_.bytes = launch::DeviceBytes(device.spec.global_bytes);  // mapped lazily: untouched pages cost nothing
+  ctx_ = device.backend->open_context();
+  if (!ctx_) mem_.bytes = launch::DeviceBytes(device.spec.global_bytes);  // mapped lazily: untouched pages cost nothing
   reset_limits();
+}
+
+void Session::put(uint64_t addr, const uint8_t* data, uint64_t size) {
+  if (size == 0) return;
+  if (ctx_)
+    ctx_->write(addr - mem_.base, data, size);
+  else
+    std::memcpy(at(addr), data, size);
+}
+
+void Session::get(uint64_t addr, uint8_t* out, uint64_t size) {
+  if (size == 0) return;
+  if (ctx_)
+    ctx_->read(addr - mem_.base, out, size);
+  else
+    std::memcpy(out, at(addr), size);
 }
 
 void Session::reset_limits() {
@@ -89,13 +107,13 @@ void Session::reset_limits() {
 }
 
 bool Session::place_heap(uint64_t bytes) {
-  const uint64_t end = mem_.base + mem_.bytes.size();
+  const uint64_t end = mem_.base + device_.spec.global_bytes;
   if (heap_bytes_) alloc_.release(heap_base());
   const uint64_t old = heap_bytes_;
   heap_bytes_ = 0;
   if (bytes == 0) return true;
   uint64_t rounded = (bytes + Allocator::kAlign - 1) / Allocator::kAlign * Allocator::kAlign;
-  if (rounded < mem_.bytes.size() && alloc_.allocate_at(end - rounded, rounded)) {
+  if (rounded < device_.spec.global_bytes && alloc_.allocate_at(end - rounded, rounded)) {
     heap_bytes_ = rounded;
     return true;
   }
@@ -108,7 +126,8 @@ void Session::release_all() {
   modules_.clear();
   scratch_.clear();
   scratch_.shrink_to_fit();
-  mem_.bytes.zero();  // gives the pages back: no memset of the whole device
+  if (!ctx_) mem_.bytes.zero();  // gives the pages back: no memset of the whole device
+  if (ctx_) ctx_ = device_.backend->open_context();  // a new, all-zero memory
   reset_limits();
 }
 
@@ -157,6 +176,8 @@ Reply Session::serve(proto::Type type, proto::Reader& r, const Bulk& bulk) {
   } catch (const proto::ProtocolError& e) {
     return Reply::error(cudaErrorInvalidValue, std::string("model_host: malformed ") + proto::type_name(type) +
                                                    " request: " + e.what());
+  } catch (const std::exception& e) {  // the backend's device memory (DeviceContext) failed
+    return Reply::error(cudaErrorUnknown, std::string("model_host: ") + proto::type_name(type) + ": " + e.what());
   }
 }
 
@@ -199,7 +220,7 @@ Reply Session::write(proto::Reader& r, const Bulk& bulk) {
   if (!bulk.in) return Reply::error(cudaErrorInvalidValue, "model_host: Write without a bulk frame");
   std::string bad = alloc_.check_range(addr, bulk.in_size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy to device: " + bad);
-  std::memcpy(at(addr), bulk.in, bulk.in_size);
+  put(addr, static_cast<const uint8_t*>(bulk.in), bulk.in_size);
   return {};
 }
 
@@ -211,6 +232,11 @@ Reply Session::read(proto::Reader& r, const Bulk& bulk) {
                                                    std::to_string(proto::kMaxBulk) + "-byte chunk limit");
   std::string bad = alloc_.check_range(addr, size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "copy from device: " + bad);
+  if (ctx_) {
+    std::vector<uint8_t> bytes(size);
+    get(addr, bytes.data(), size);
+    return read_reply(bytes.data(), size, bulk);
+  }
   return read_reply(at(addr), size, bulk);
 }
 
@@ -221,7 +247,9 @@ Reply Session::copy(proto::Reader& r) {
     std::string bad = alloc_.check_range(addr, size);
     if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, std::string("device copy ") + what + ": " + bad);
   }
-  std::memmove(at(dst), at(src), size);
+  std::vector<uint8_t> bytes(size);
+  get(src, bytes.data(), size);
+  put(dst, bytes.data(), size);
   return {};
 }
 
@@ -232,7 +260,8 @@ Reply Session::memset(proto::Reader& r) {
   r.finish("Memset");
   std::string bad = alloc_.check_range(addr, size);
   if (!bad.empty()) return Reply::error(cudaErrorInvalidValue, "cudaMemset: " + bad);
-  std::memset(at(addr), int(value & 0xff), size);
+  const std::vector<uint8_t> bytes(size, uint8_t(value & 0xff));
+  put(addr, bytes.data(), size);
   return {};
 }
 
@@ -253,47 +282,24 @@ Reply Session::module_load(proto::Reader& r) {
     return Reply::error(cudaErrorInvalidPtx, std::string("the PTX module does not parse: ") + e.what());
   }
   // __constant__ variables: at most the device's constant bank.
-  uint64_t const_total = 0;
-  for (const launch::ModuleVar& v : m.info.vars)
-    if (v.space == "const") const_total += v.size;
+  const uint64_t const_total = launch::constant_bytes(m.info);
   if (const_total > device_.spec.const_bytes)
     return Reply::error(cudaErrorInvalidPtx, "the module's __constant__ variables take " + std::to_string(const_total) +
                                                  " bytes; the " + device_.spec.name + " device has " +
                                                  std::to_string(device_.spec.const_bytes) +
                                                  (device_.spec.larger.empty() ? "" : "; " + device_.spec.larger));
   // Module variables live in the client's global memory, initialised now.
-  std::vector<uint64_t> placed;
-  for (const launch::ModuleVar& v : m.info.vars) {
-    auto addr = alloc_.allocate(std::max<uint64_t>(v.size, 1), v.align);
-    if (!addr) {
-      for (uint64_t a : placed) alloc_.release(a);
-      return Reply::error(cudaErrorMemoryAllocation,
-                          "module variable '" + v.name + "' (" + std::to_string(v.size) +
-                              " bytes) does not fit in the " + device_.spec.name + " device's " +
-                              std::to_string(alloc_.size()) + "-byte global memory (" +
-                              std::to_string(alloc_.largest_free()) + " bytes free in one range)" +
-                              (device_.spec.more_memory.empty() ? "" : "; " + device_.spec.more_memory));
-    }
-    placed.push_back(*addr);
-    std::memset(at(*addr), 0, v.size);
-    std::memcpy(at(*addr), v.init.data(), std::min<uint64_t>(v.init.size(), v.size));
-    m.symbols[v.name] = *addr;
-  }
-  // Address-of-symbol initializers, now that every variable has its address.
-  for (const launch::ModuleVar& v : m.info.vars)
-    for (const launch::Reloc& rel : v.relocs) {
-      auto target = m.symbols.find(rel.symbol);
-      std::string bad = target == m.symbols.end() ? "which the module does not define"
-                        : rel.size > 8 || rel.offset + rel.size > v.size ? "outside the variable's " + std::to_string(v.size) + " bytes"
-                                                                          : "";
-      if (!bad.empty()) {
-        for (auto& [name, addr] : m.symbols) alloc_.release(addr);
-        return Reply::error(cudaErrorInvalidPtx, "module variable '" + v.name + "' is initialised with the address of '" +
-                                                     rel.symbol + "', " + bad);
-      }
-      uint64_t value = target->second + uint64_t(rel.addend);
-      std::memcpy(at(m.symbols[v.name] + rel.offset), &value, rel.size);
-    }
+  launch::ModuleMemory memory;
+  memory.allocate = [&](uint64_t size, uint32_t align) { return alloc_.allocate(size, align); };
+  memory.release = [&](uint64_t addr) { alloc_.release(addr); };
+  memory.write = [&](uint64_t addr, const uint8_t* bytes, uint64_t size) { put(addr, bytes, size); };
+  memory.out_of_memory_hint = "the " + device_.spec.name + " device's global memory is " +
+                              std::to_string(alloc_.size()) + " bytes (" + std::to_string(alloc_.largest_free()) +
+                              " free in one range)" +
+                              (device_.spec.more_memory.empty() ? "" : "; " + device_.spec.more_memory);
+  launch::PlacedModule placed = launch::place_module(m.info, memory);
+  if (!placed) return Reply::error(placed.error, placed.message);
+  m.symbols = std::move(placed.symbols);
   proto::ModuleImage img;
   img.id = next_module_++;
   for (const launch::ModuleVar& v : m.info.vars) img.vars.push_back({v.name, m.symbols[v.name], v.size});
@@ -419,7 +425,7 @@ Reply Session::launch(proto::Reader& r) {
     }
     req.progress = &progress_;
     try {
-      res = device_.backend->launch(req, mem_);
+      res = ctx_ ? ctx_->launch(req) : device_.backend->launch(req, mem_);
     } catch (const std::exception& e) {
       res.error = cudaErrorUnknown;
       res.message = std::string("the ") + device_.backend->name() + " backend failed: " + e.what();
@@ -436,7 +442,7 @@ Reply Session::launch(proto::Reader& r) {
   // the device and for a model that is still loading.
   double secs = res.stats.seconds > 0 ? res.stats.seconds
                                       : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (mem_.bytes.size() != device_.spec.global_bytes) {
+  if (!ctx_ && mem_.bytes.size() != device_.spec.global_bytes) {
     res.error = cudaErrorUnknown;
     res.message = "the backend resized the global memory image";
     mem_.bytes.resize(device_.spec.global_bytes);

@@ -1,5 +1,6 @@
-// One client of model_host: its device memory image, allocations, loaded
-// modules and transport scratch buffer.  A session serves its requests one at
+// One client of model_host: its device memory (an image here, or a context of
+// a backend that keeps it, launch::DeviceContext), allocations, loaded modules
+// and transport scratch buffer.  A session serves its requests one at
 // a time, in order, on its own worker thread (see server.h).
 #pragma once
 
@@ -7,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -110,11 +112,15 @@ class Session {
   void reset_limits();
 
   uint8_t* at(uint64_t addr) { return mem_.bytes.data() + (addr - mem_.base); }
+  // Device memory, in the image or in the backend's context.
+  void put(uint64_t addr, const uint8_t* data, uint64_t size);
+  void get(uint64_t addr, uint8_t* out, uint64_t size);
 
   uint64_t id_;
   Device& device_;
   std::string client_;
-  launch::GlobalMemory mem_;
+  launch::GlobalMemory mem_;   // the image, unless the backend keeps the memory (ctx_)
+  std::unique_ptr<launch::DeviceContext> ctx_;
   Allocator alloc_;
   std::map<uint32_t, Module> modules_;
   uint32_t next_module_ = 1;

@@ -297,6 +297,18 @@ Digits increment(Builder& b, const std::string& name, const Digits& w) {
   return out;
 }
 
+// Bits of a global memory offset: global_bytes = 2^bits (machine::model_params()).
+// MG's 16-bit payload names the word, so at most 2^18 bytes.
+int global_address_bits() {
+  const uint32_t bytes = machine::model_params().global_bytes;
+  int bits = 0;
+  while ((1u << bits) < bytes) ++bits;
+  if ((1u << bits) != bytes || bits < 12 || bits > 18)
+    throw std::logic_error("gpu circuit: global memory of " + std::to_string(bytes) +
+                           " bytes; the circuit takes a power of two from 4 KiB to 256 KiB");
+  return bits;
+}
+
 Digits slice(const Digits& d, size_t from, size_t n) { return Digits(d.begin() + from, d.begin() + from + n); }
 
 Digits word_digits(const Word& w) { return Builder::digits(w); }
@@ -496,10 +508,11 @@ MachineProgram machine_program() {
   const ValueId names = b.flag("names_block", b.kind, [](int s) { return names_block(Kind(s)); });
   const Digits named_pc = outs(store(b, "ctx_exec", 1, {}, {}, names, -1, payload_parts(3, 0)), 0, 3);
   const Digits cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(3, 0)), 0, 3);
-  const Digits cur_c = outs(store(b, "ctx_cta", 1, {}, {}, is_cta, -1, payload_parts(2, 0)), 0, 2);
+  // CTA indices and counts: 16 bits (up to 65,535 CTAs).
+  const Digits cur_c = outs(store(b, "ctx_cta", 1, {}, {}, is_cta, -1, payload_parts(4, 0)), 0, 4);
   const ValueId epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), is_cta, {part(0, 0)})[0];
   const Digits n_threads = outs(store(b, "ctx_nt", 1, {}, {}, b.is_kind(Kind::NT), -1, payload_parts(3, 0)), 0, 3);
-  const Digits n_ctas = outs(store(b, "ctx_nc", 1, {}, {}, b.is_kind(Kind::NC), -1, payload_parts(2, 0)), 0, 2);
+  const Digits n_ctas = outs(store(b, "ctx_nc", 1, {}, {}, b.is_kind(Kind::NC), -1, payload_parts(4, 0)), 0, 4);
   // The local store is split among the CTA's threads rounded up to a power of
   // two, 2^c with c = ceil(log2 NT) (machine::Params::local_bytes_for): c, from
   // NT's low two nibbles (both zero only for NT(256), c = 8).
@@ -543,8 +556,12 @@ MachineProgram machine_program() {
 
   // ---- 2. ROM ---------------------------------------------------------------
   const auto rom_w = Builder::bits(rom_sel, 0, 10), rom_r = Builder::bits(cur_pc, 0, 10);
+  // The launch's stores start empty at its NT (the client's sequence goes on
+  // over many launches: docs/tokens.md section 3): a field a launch does not
+  // send reads as zero.
+  const ValueId is_nt = b.is_kind(Kind::NT);
   auto rom = [&](const std::string& name, Kind k, std::vector<MemoryOp::Part> parts) {
-    return store(b, name, 1024, rom_w, rom_r, b.is_kind(k), -1, std::move(parts));
+    return store(b, name, 1024, rom_w, rom_r, b.is_kind(k), is_nt, std::move(parts));
   };
   const Digits opP = outs(rom("rom_op", Kind::OP, payload_parts(4, 0)), 0, 4);
   const auto imm_parts = cat(payload_parts(2, 0), cat(payload_parts(4, 2), payload_parts(4, 1)));
@@ -723,8 +740,12 @@ MachineProgram machine_program() {
   };
   auto zero = [](int s) { return s == 0; };
   auto below = [](int k) { return std::function<bool(int)>([k](int s) { return s < k; }); };
-  const ValueId ok_global = digit_is("ok_global", {{7, [](int s) { return s == 1; }}, {6, zero}, {5, zero}, {4, zero},
-                                                   {3, below(4)}});
+  // Global: 0x10000000 + offset, offset below 2^gbits bytes (gbits 12..18).
+  const int gbits = global_address_bits();
+  std::vector<std::pair<int, std::function<bool(int)>>> g_conds{{7, [](int s) { return s == 1; }}};
+  for (int i = 6; 4 * i >= gbits; --i) g_conds.push_back({i, zero});
+  if (gbits % 4) g_conds.push_back({gbits / 4, below(1 << (gbits % 4))});
+  const ValueId ok_global = digit_is("ok_global", g_conds);
   const ValueId ok_shared = digit_is("ok_shared", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}});
   // Local: a thread of a CTA of 2^c (rounded) threads has 2^(14 - c) bytes.
   ValueId local_over;
@@ -749,12 +770,15 @@ MachineProgram machine_program() {
   const ValueId ok_small = digit_is("ok_small", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}, {2, below(4)}});
   const ValueId misaligned = b.flag("misaligned", sum[0].v, [](int s) { return (s & 3) != 0; });
   const ValueId is_mem = b.any("is_mem", {is_ld, is_st});
-  const ValueId fault = p.lookup("fault", 3, {is_mem, misaligned, space, ok_global, ok_shared, ok_local, ok_small},
+  // Parameters: 4 KiB.
+  const ValueId ok_param = digit_is("ok_param", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}});
+  const ValueId fault = p.lookup("fault", 3, {is_mem, misaligned, space, ok_global, ok_shared, ok_local, ok_small, ok_param},
                                  [](const std::vector<int>& v) {
                                    if (!v[0]) return 0;
                                    if (v[1]) return 2;   // misaligned
                                    const bool ok = v[2] == kGlobal ? v[3] : v[2] == kShared ? v[4]
-                                                   : v[2] == kLocal ? v[5] : v[2] <= kPrint ? v[6] : 0;
+                                                   : v[2] == kLocal ? v[5] : v[2] == kParam ? v[7]
+                                                   : v[2] == kPrint ? v[6] : 0;
                                    return ok ? 0 : 1;    // illegal address
                                  });
   const ValueId faults = b.flag("faults", fault, [](int s) { return s != 0; });
@@ -764,11 +788,17 @@ MachineProgram machine_program() {
     return b.all(name, {is_exec, is_st, b.flag(name + ".space", space, [sp](int s) { return s == sp; }),
                         b.lnot(name + ".ok", faults)});
   };
-  // Global memory: written by MG prompt records and by stores.
-  const Digits g_row = b.mux("g_row", is_mg, {{1, slice(P, 0, 3)}, {0, row_lo}}, 3);
+  // Global memory: written by MG write records and by stores; word i is row
+  // i (bits 2.. of the offset), 2^(gbits - 2) rows.
+  const int g_words_bits = gbits - 2, g_digits = (g_words_bits + 3) / 4;
+  Digits g_lo = row_lo;
+  for (int i = 3; i < g_digits; ++i) g_lo.push_back({bitfield(b, "row" + std::to_string(i), sum, 2 + 4 * i, 4)});
+  g_lo.resize(g_digits);
+  const Digits g_row = b.mux("g_row", is_mg, {{1, slice(P, 0, g_digits)}, {0, g_lo}}, g_digits);
   const ValueId we_global = b.any("we_global", {is_mg, store_to("st_global", kGlobal)});
-  const Digits v_global = outs(store(b, "global", 4096, Builder::bits(g_row, 0, 12), Builder::bits(row_lo, 0, 12),
-                                     we_global, -1, digit_parts(b.pad(st_data, 8))), 0, 8);
+  const Digits v_global = outs(store(b, "global", 1 << g_words_bits, Builder::bits(g_row, 0, g_words_bits),
+                                     Builder::bits(g_lo, 0, g_words_bits), we_global, -1,
+                                     digit_parts(b.pad(st_data, 8))), 0, 8);
   const Digits v_shared = outs(store(b, "shared", 1024, Builder::bits(row_lo, 0, 10), Builder::bits(row_lo, 0, 10),
                                      store_to("st_shared", kShared), is_cta, digit_parts(C)), 0, 8);
   // Local row of word i of thread w: i | w << (12 - c).  Bits 0..3 are always
@@ -790,10 +820,10 @@ MachineProgram machine_program() {
   const Digits v_local = outs(store(b, "local", 4096, l_addr, l_addr, store_to("st_local", kLocal), is_cta,
                                     digit_parts(C)), 0, 8);
   // Parameters: written by MP prompt records (the two D tokens before it).
-  const Digits v_param = outs(store(b, "param", 256, Builder::bits(P, 0, 8), Builder::bits(row_lo, 0, 8), is_mp, -1,
+  const Digits v_param = outs(store(b, "param", 1024, Builder::bits(P, 0, 10), Builder::bits(row_lo, 0, 10), is_mp, is_nt,
                                     cat(payload_parts(4, 2), payload_parts(4, 1))), 0, 8);
   const Digits v_print = outs(store(b, "print", 256, Builder::bits(row_lo, 0, 8), Builder::bits(row_lo, 0, 8),
-                                    store_to("st_print", kPrint), -1, digit_parts(C)), 0, 8);
+                                    store_to("st_print", kPrint), is_nt, digit_parts(C)), 0, 8);
 
   // The address sum and the loads, in one fold.
   {
@@ -1183,17 +1213,17 @@ Built build(const std::function<void(const std::string&)>& progress) {
 }
 
 std::vector<uint32_t> read_words(const Layout& layout, const qwen::Model& model, const qwen::State& state,
-                                 const std::string& name, uint32_t count) {
+                                 const std::string& name, uint32_t count, uint32_t first) {
   const circuit::MemoryLayout& m = layout.memory(name);
-  if (count > uint32_t(m.rows))
+  if (first > uint32_t(m.rows) || count > uint32_t(m.rows) - first)
     throw std::runtime_error("gpu: memory '" + name + "' has only " + std::to_string(m.rows) + " words");
   auto layer_state = [&](int layer) { return model.recurrent_state(state, layer); };
   std::vector<uint32_t> words(count, 0);
   for (uint32_t w = 0; w < count; ++w) {
-    const std::vector<int> nibbles = m.read(int(w), layer_state);
+    const std::vector<int> nibbles = m.read(int(first + w), layer_state);
     for (size_t i = 0; i < nibbles.size(); ++i) {
       if (nibbles[i] < 0)
-        throw std::runtime_error("gpu: memory '" + name + "' word " + std::to_string(w) +
+        throw std::runtime_error("gpu: memory '" + name + "' word " + std::to_string(first + w) +
                                  " does not hold a clean code in the model's state");
       words[w] |= uint32_t(nibbles[i]) << (4 * i);
     }

@@ -72,10 +72,11 @@ std::array<circuit::ValueId, 3> run_pc(circuit::Program& p, circuit::ValueId kin
 // receives one line per phase.
 Built build(const std::function<void(const std::string&)>& progress = {});
 
-// Reads `count` words of memory `name` back from a sequence's GDN state.
+// Reads `count` words of memory `name`, from word `first` on, back from a
+// sequence's GDN state.
 // A word whose channels do not hold a clean one-hot per nibble throws
 // std::runtime_error naming the memory and word (the state is corrupt).
 std::vector<uint32_t> read_words(const Layout& layout, const qwen::Model& model, const qwen::State& state,
-                                 const std::string& name, uint32_t count);
+                                 const std::string& name, uint32_t count, uint32_t first = 0);
 
 }  // namespace qgpu::gpu

@@ -100,6 +100,20 @@ struct LaunchResult {
   LaunchStats stats;
 };
 
+// One client's device memory kept by the backend itself, for the client's
+// whole life (the model keeps it in the recurrent state of the client's
+// sequence, docs/tokens.md section 3): the daemon then holds no copy of it
+// and sends every write, read and launch here.  Offsets are bytes from the
+// global base; the daemon has checked them against the client's allocations.
+// write() and read() throw std::runtime_error naming what failed.
+class DeviceContext {
+ public:
+  virtual ~DeviceContext() = default;
+  virtual void write(uint64_t offset, const uint8_t* data, uint64_t size) = 0;
+  virtual void read(uint64_t offset, uint8_t* out, uint64_t size) = 0;
+  virtual LaunchResult launch(const LaunchRequest& req) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -108,6 +122,10 @@ class Backend {
   virtual DeviceSpec device() const = 0;
   // Runs one launch to completion; `mem` is read and updated in place.
   virtual LaunchResult launch(const LaunchRequest& req, GlobalMemory& mem) = 0;
+  // A new client's device memory, all zero, when this backend keeps it
+  // itself; nullptr when the daemon keeps the image and passes it to
+  // launch().
+  virtual std::unique_ptr<DeviceContext> open_context() { return nullptr; }
   // Whether launches over different memory images may run at the same time
   // (the daemon then runs different clients' launches in parallel).
   virtual bool concurrent() const { return false; }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "model_host/launch/module.h"
 #include "model_host/ptx/layout.h"
 #include "model_host/ptx/parse.h"
 
@@ -23,31 +24,31 @@ uint64_t ModuleImage::alloc(uint32_t bytes) {
   return mem.base + at;
 }
 
+// The daemon's loader (launch::place_module over ptx::module_info), with a
+// bump allocator from the global base.
 ModuleImage load_module(std::string ptx_text, const Params& p) {
   ModuleImage img;
   img.ptx = std::move(ptx_text);
   img.module = ptx::parse(img.ptx);
   img.mem.base = p.global_base;
   img.mem.bytes.reserve(p.global_bytes);
-  for (const ptx::Var& v : img.module.vars) {
-    if (v.space != ptx::Space::Global && v.space != ptx::Space::Const) continue;
-    uint32_t align = std::max<uint32_t>(v.align, 1);
-    size_t at = (img.mem.bytes.size() + align - 1) / align * align;
-    if (at + v.size > p.global_bytes)
-      throw std::length_error("module variable " + v.name + " does not fit in global memory");
-    img.mem.bytes.resize(at + v.size, 0);
-    std::memcpy(img.mem.bytes.data() + at, v.init.data(), std::min<size_t>(v.init.size(), v.size));
-    img.symbols[v.name] = img.mem.base + at;
+  launch::ModuleMemory memory;
+  memory.allocate = [&](uint64_t size, uint32_t align) -> std::optional<uint64_t> {
+    const uint64_t at = (img.mem.bytes.size() + align - 1) / align * align;
+    if (at + size > p.global_bytes) return std::nullopt;
+    img.mem.bytes.resize(at + size, 0);
+    return img.mem.base + at;
+  };
+  memory.release = [](uint64_t) {};
+  memory.write = [&](uint64_t addr, const uint8_t* bytes, uint64_t size) {
+    std::memcpy(img.mem.bytes.data() + (addr - img.mem.base), bytes, size);
+  };
+  launch::PlacedModule placed = launch::place_module(ptx::module_info(img.module), memory);
+  if (!placed) {
+    if (placed.error == launch::kMemoryAllocation) throw std::length_error(placed.message);
+    throw std::invalid_argument(placed.message);
   }
-  for (const ptx::Var& v : img.module.vars)
-    for (const auto& r : v.relocs) {
-      auto self = img.symbols.find(v.name), target = img.symbols.find(r.symbol);
-      auto function = img.module.function_index(r.symbol);
-      if (self == img.symbols.end() || (target == img.symbols.end() && !function)) continue;
-      uint64_t value = (function ? ptx::function_address(*function) : target->second) + uint64_t(r.addend);
-      std::memcpy(img.mem.bytes.data() + (self->second - img.mem.base) + r.offset, &value,
-                  std::min<uint32_t>(r.size, 8));
-    }
+  img.symbols = std::move(placed.symbols);
   return img;
 }
 

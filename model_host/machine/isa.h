@@ -54,21 +54,28 @@ inline const Params& default_params() {
 // one instruction of one thread, and memories sized to the GDN heads the
 // compiled checkpoint spends on them.  The lowering and the interpreter run
 // it like any other Params; `--check` compares the model against them.
-inline const Params& model_params() {
-  static const Params p = [] {
+inline Params& model_params_storage() {
+  static Params p = [] {
     Params m;
     m.lanes = 1;
     m.block_instrs = 1;
     m.rom_blocks = 1024;
+    m.global_bytes = 256 * 1024;      // 65536 words: 512 GDN heads (docs/circuit.md section 8)
     m.shared_bytes = 4 * 1024;
     m.local_store_bytes = 16 * 1024;  // 4096 words: 64 B per thread at 256 threads, 512 B at 32
     m.local_bytes = 16 * 1024;
-    m.param_bytes = 1024;
+    m.param_bytes = 4 * 1024;
+    m.max_ctas = 65535;
     m.print_bytes = 1024;
     return m;
   }();
   return p;
 }
+inline const Params& model_params() { return model_params_storage(); }
+// The global memory of the model's device is chosen when the model is built
+// (`qgpu build-model --global-kib`, 4 to 256 KiB; 256 by default): a process
+// that builds or runs another size sets it first, before anything reads it.
+inline void set_model_global_bytes(uint32_t bytes) { model_params_storage().global_bytes = bytes; }
 
 // ---- operations -----------------------------------------------------------
 

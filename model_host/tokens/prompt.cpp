@@ -105,8 +105,10 @@ class Encoder {
 
 }  // namespace
 
-std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
-                                   const std::vector<uint8_t>& params, const launch::GlobalMemory& global) {
+namespace {
+
+std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                            const std::vector<uint8_t>& params, const launch::GlobalMemory* global) {
   const machine::Params& p = machine::model_params();
   if (threads == 0 || threads > p.max_threads)
     throw std::invalid_argument("launch of " + std::to_string(threads) + " threads per CTA; the model takes 1.." +
@@ -117,11 +119,11 @@ std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t thread
   if (params.size() > p.param_bytes)
     throw std::invalid_argument("parameter buffer of " + std::to_string(params.size()) + " bytes; the model takes " +
                                 std::to_string(p.param_bytes));
-  if (global.base != p.global_base)
-    throw std::invalid_argument("global memory image at base " + hex(global.base) +
+  if (global && global->base != p.global_base)
+    throw std::invalid_argument("global memory image at base " + hex(global->base) +
                                 "; the model's global memory starts at " + hex(p.global_base));
-  if (global.bytes.size() > p.global_bytes)
-    throw std::invalid_argument("global memory image of " + std::to_string(global.bytes.size()) +
+  if (global && global->bytes.size() > p.global_bytes)
+    throw std::invalid_argument("global memory image of " + std::to_string(global->bytes.size()) +
                                 " bytes; the model holds " + std::to_string(p.global_bytes));
   machine::validate(prog, p);
 
@@ -129,7 +131,7 @@ std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t thread
   e.emit(Kind::NT, threads);
   e.emit(Kind::NC, ctas);
   e.image(params, Kind::MP);
-  e.image(global.bytes.vector(), Kind::MG);
+  if (global) e.image(global->bytes.vector(), Kind::MG);
   for (size_t pc = 0; pc < prog.blocks.size(); ++pc) {
     const machine::Block& b = prog.blocks[pc];
     e.emit(Kind::ROM, uint32_t(pc));
@@ -140,6 +142,30 @@ std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t thread
     e.terminator(pc, b.term);
   }
   e.emit(Kind::START);
+  return e.tokens;
+}
+
+}  // namespace
+
+std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                                   const std::vector<uint8_t>& params, const launch::GlobalMemory& global) {
+  return encode(prog, threads, ctas, params, &global);
+}
+
+std::vector<int64_t> encode_launch(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                                   const std::vector<uint8_t>& params) {
+  return encode(prog, threads, ctas, params, nullptr);
+}
+
+std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_t>>& words) {
+  const uint32_t n = machine::model_params().global_bytes / 4;
+  Encoder e;
+  for (const auto& [w, value] : words) {
+    if (w >= n)
+      throw std::invalid_argument("write of global word " + std::to_string(w) + "; the model holds " +
+                                  std::to_string(n) + " words");
+    e.record(value, Kind::MG, w);
+  }
   return e.tokens;
 }
 

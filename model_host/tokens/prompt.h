@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model_host/launch/launch.h"
@@ -27,6 +28,17 @@ namespace qgpu::gpu {
 // function or width), or a trap code beyond TRAP's payload.
 std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
                                    const std::vector<uint8_t>& params, const launch::GlobalMemory& global);
+
+// The prompt of a launch on a client whose global memory the model already
+// holds (docs/tokens.md section 3): encode_prompt without memory records.
+std::vector<int64_t> encode_launch(const machine::Program& prog, uint32_t threads, uint32_t ctas,
+                                   const std::vector<uint8_t>& params);
+
+// Write records `D(lo) D(hi) MG(word)` for the given (word index, value)
+// pairs, in order: what a cudaMemcpy to the device or a cudaMemset appends
+// to the client's sequence (docs/tokens.md section 3).  Throws
+// std::invalid_argument for a word beyond the model's global memory.
+std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_t>>& words);
 
 // A launch the model's machine cannot hold: a cudaError_t and a message
 // naming the limit or the missing operation.

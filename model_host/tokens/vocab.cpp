@@ -12,12 +12,13 @@ struct KindInfo {
   uint32_t size;
 };
 
-// Payload sizes follow machine::model_params(): 1024 ROM blocks, 4096 global
-// words, 256 parameter words, 256 threads per CTA, 64 CTAs.
+// Payload sizes follow machine::model_params(): 1024 ROM blocks, 65536 global
+// words, 1024 parameter words, 256 threads per CTA, 65535 CTAs (NC's payload
+// is the count, CTA's the index).
 constexpr std::array<KindInfo, kKindCount> kKinds = {{
-    {"NT", 257},      {"NC", 65},      {"MG", 4096},   {"MP", 256},  {"ROM", 1024},
+    {"NT", 257},      {"NC", 1 << 16}, {"MG", 1 << 16}, {"MP", 1024},  {"ROM", 1024},
     {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
-    {"START", 1},     {"D", 1 << 16},  {"CTA", 64},    {"WARP", 257}, {"EXEC", 1024},
+    {"START", 1},     {"D", 1 << 16},  {"CTA", 1 << 16},    {"WARP", 257}, {"EXEC", 1024},
     {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"VX", 1 << 16}, {"VG", 1 << 16},
     {"VN", 1 << 16},  {"VZF", 1 << 16}, {"VGF", 1 << 16}, {"VNF", 1 << 16}, {"DF", 1 << 16}, {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
     {"END", 1},
@@ -58,8 +59,8 @@ std::string token_name(int64_t id) {
   char buf[32];
   if (t->kind == Kind::VX)
     std::snprintf(buf, sizeof buf, "(%u,%u)", block_of(*t), t->payload >> kVxPcBits);
-  else if (payload_size(t->kind) == (1u << 16))
-    std::snprintf(buf, sizeof buf, "(0x%04x)", t->payload);
+  else if (payload_size(t->kind) == (1u << 16) && t->kind != Kind::NC && t->kind != Kind::CTA && t->kind != Kind::MG)
+    std::snprintf(buf, sizeof buf, "(0x%04x)", t->payload);   // data: a half word
   else
     std::snprintf(buf, sizeof buf, "(%u)", t->payload);
   return s + buf;

@@ -188,14 +188,19 @@ TEST(ChatNormal, KernelTraceDecodesToReadableNames) {
   chat::KernelResult r = inner.evaluate(*chat::parse_expression("sum([3, 4])"));
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.values.at(0), 7);
-  std::string line;
-  std::getline(std::ifstream(dump), line);
-  fs::remove(dump);
+  // One line per sequence piece: the write records of the copies ("ids | ")
+  // and then the launch ("prompt | generated").
   std::vector<int64_t> generated;
   {
-    std::istringstream in(line.substr(line.find('|') + 1));
-    for (int64_t id; in >> id;) generated.push_back(id);
+    std::ifstream lines(dump);
+    for (std::string line; std::getline(lines, line);) {
+      std::vector<int64_t> ids;
+      std::istringstream in(line.substr(line.find('|') + 1));
+      for (int64_t id; in >> id;) ids.push_back(id);
+      if (!ids.empty()) generated = ids;
+    }
   }
+  fs::remove(dump);
   ASSERT_FALSE(generated.empty());
   std::string names;
   for (int64_t id : generated) names += "<|qgpu:" + gpu::token_name(id) + "|>";

@@ -115,8 +115,9 @@ size_t run_model(const machine::Program& prog, uint32_t threads, uint32_t ctas, 
     if (oracle.done()) break;
     next = c.model.step(st, next).argmax().item<int64_t>();
   }
-  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", 4096);
-  for (uint32_t w = 0; w < 4096; ++w)
+  const uint32_t nw = machine::model_params().global_bytes / 4;
+  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", nw);
+  for (uint32_t w = 0; w < nw; ++w)
     if (words[w] != word(oracle.memory().bytes, w)) {
       ADD_FAILURE() << "global word " << w << ": model " << words[w] << ", interpreter " << word(oracle.memory().bytes, w);
       break;
@@ -209,6 +210,112 @@ TEST(GpuCircuitEval, ResidualsOfTheTraceAreExactlyZeroOrOne) {
   EXPECT_GT(ones, int64_t(ids.size() - prompt) * 100);
 }
 
+// The client's sequence goes on over many launches (docs/tokens.md section
+// 3): launch A writes global memory, the parameter buffer, the printf space
+// and 11 ROM rows; write records then change one word; launch B, whose prompt
+// holds no memory record, reads what A and the records left from the state,
+// and finds its own parameters, printf space and unsent ROM fields empty
+// (block 1's address offset is the immediate 0, not sent, where A's block 1
+// had 0x55).  Evaluator and compiled model, every token against the
+// interpreter started from the memory A left; the words B reads and writes
+// also against values worked out by hand.
+TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
+  const machine::Program a = program({
+      blk(special(Op::CTA, 1), jmp(1)),                        // B0: r1 = CTA
+      blk(alu(Op::ADD, 7, r(0), k(0x55)), jmp(2)),             // B1
+      blk(special(Op::WARP, 2), jmp(3)),                       // B2: r2 = thread
+      blk(alu(Op::SHL, 4, r(1), k(3)), jmp(4)),                // B3
+      blk(alu(Op::SHL, 5, r(2), k(2)), jmp(5)),                // B4
+      blk(alu(Op::ADD, 4, r(4), r(5)), jmp(6)),                // B5: byte offset 8 cta + 4 thread
+      blk(ld(Space::Param, 6, r(0), k(0)), jmp(7)),            // B6
+      blk(alu(Op::ADD, 6, r(6), r(4)), jmp(8)),                // B7
+      blk(st(Space::Global, r(4), k(kBase), r(6)), jmp(9)),    // B8
+      blk(st(Space::Print, r(4), k(0), r(6)), jmp(10)),        // B9
+      blk(std::nullopt, exit_()),                              // B10
+  });
+  const machine::Program b = program({
+      blk(ld(Space::Param, 1, r(0), k(0)), jmp(1)),            // B0: 0, no parameters
+      blk(ld(Space::Print, 2, r(0), k(0)), jmp(2)),            // B1: 0, a new printf space
+      blk(ld(Space::Global, 3, r(0), k(kBase + 400)), jmp(3)), // B2: the write record's word
+      blk(ld(Space::Global, 4, r(0), k(kBase + 8)), jmp(4)),   // B3: A's CTA 1, thread 0
+      blk(alu(Op::ADD, 5, r(1), r(2)), jmp(5)),
+      blk(alu(Op::ADD, 5, r(5), r(3)), jmp(6)),
+      blk(alu(Op::ADD, 5, r(5), r(4)), jmp(7)),
+      blk(st(Space::Global, r(0), k(kBase + 64), r(5)), jmp(8)),
+      blk(std::nullopt, exit_()),
+  });
+  const std::vector<uint8_t> params_a = {0x00, 0x01, 0, 0};   // 0x100
+  const std::vector<std::pair<uint32_t, uint32_t>> writes = {{100, 0xdeadbeef}};
+
+  // The sequence, and the memory each launch starts from.
+  std::vector<int64_t> prompt_a = encode_launch(a, 2, 2, params_a);
+  TraceOracle oracle_a(a, 2, 2, params_a, global_memory());
+  std::vector<int64_t> trace_a;
+  while (!oracle_a.done()) trace_a.push_back(oracle_a.next());
+  launch::GlobalMemory after_a = oracle_a.memory();
+  for (uint32_t w = 0; w < 4; ++w) EXPECT_EQ(word(after_a.bytes, w), 0x100 + 4 * w);
+  launch::GlobalMemory before_b = after_a;
+  for (auto [w, v] : writes) set_word(before_b.bytes, w, v);
+  const std::vector<int64_t> records = encode_writes(writes);
+  const std::vector<int64_t> prompt_b = encode_launch(b, 1, 1, {});
+  for (int64_t id : prompt_b) EXPECT_NE(decode_token(id)->kind, Kind::MG) << token_name(id);
+  TraceOracle oracle_b(b, 1, 1, {}, before_b);
+  std::vector<int64_t> trace_b;
+  while (!oracle_b.done()) trace_b.push_back(oracle_b.next());
+  EXPECT_EQ(word(oracle_b.memory().bytes, 16), 0xdeadbeefu + 0x108u);
+
+  // The evaluator: prompts and records fed, each trace token compared before
+  // it is fed (END too: the sequence goes on after it).
+  {
+    circuit::Evaluator ev(machine());
+    auto feed = [&](const std::vector<int64_t>& ids) {
+      for (int64_t id : ids) ev.step(int(id - kTokenBase));
+    };
+    auto follow = [&](const std::vector<int64_t>& trace, const char* which) {
+      for (size_t n = 0; n < trace.size(); ++n) {
+        const int got = ev.emitted();
+        if (got < 0 || got + kTokenBase != trace[n]) {
+          ADD_FAILURE() << which << ", generated token " << n << ": circuit writes "
+                        << (got < 0 ? std::string("nothing") : token_name(got + kTokenBase)) << ", trace "
+                        << token_name(trace[n]);
+          return false;
+        }
+        ev.step(int(trace[n] - kTokenBase));
+      }
+      return true;
+    };
+    feed(prompt_a);
+    ASSERT_TRUE(follow(trace_a, "launch A"));
+    feed(records);
+    feed(prompt_b);
+    ASSERT_TRUE(follow(trace_b, "launch B"));
+  }
+  // The compiled model: greedy decoding on one state.
+  const Compiled& c = compiled();
+  qwen::State st = c.model.new_state();
+  auto decode = [&](const std::vector<int64_t>& prompt, const std::vector<int64_t>& trace, const char* which) {
+    int64_t next = c.model.forward_argmax(st, prompt);
+    for (size_t n = 0; n < trace.size(); ++n) {
+      if (next != trace[n]) {
+        ADD_FAILURE() << which << ", generated token " << n << ": model writes " << token_name(next) << ", trace "
+                      << token_name(trace[n]);
+        return false;
+      }
+      next = c.model.step_argmax(st, next);
+    }
+    return true;
+  };
+  ASSERT_TRUE(decode(prompt_a, trace_a, "launch A"));
+  c.model.forward_argmax(st, records);
+  ASSERT_TRUE(decode(prompt_b, trace_b, "launch B"));
+  const uint32_t n = machine::model_params().global_bytes / 4;
+  const std::vector<uint32_t> words = read_words(c.built.layout, c.model, st, "global", n);
+  for (uint32_t w = 0; w < n; ++w)
+    ASSERT_EQ(words[w], word(oracle_b.memory().bytes, w)) << "global word " << w;
+  EXPECT_EQ(words[16], 0xdeadbeefu + 0x108u);
+  EXPECT_EQ(words[100], 0xdeadbeefu);
+}
+
 TEST(GpuCircuitEval, ThreadsBarriersAndCtas) {
   machine::Program prog = program({
       blk(special(Op::WARP, 1), br(1, 1, 3)),          // B0
@@ -275,8 +382,29 @@ TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
   }
 }
 
+// 300 CTAs (CTA indices past the 8 bits of 256), each reading the last word
+// of a 4 KiB parameter buffer; a read just past it faults.
+TEST(GpuCircuitEval, ManyCtasAndAFourKiBParameterBuffer) {
+  machine::Program prog = program({
+      blk(special(Op::CTA, 1), jmp(1)),                       // B0: r1 = CTA
+      blk(alu(Op::SHL, 2, r(1), k(2)), jmp(2)),               // B1
+      blk(ld(Space::Param, 3, r(0), k(4092)), jmp(3)),        // B2: parameter word 1023
+      blk(alu(Op::ADD, 3, r(3), r(1)), jmp(4)),               // B3
+      blk(st(Space::Global, r(2), k(kBase), r(3)), jmp(5)),   // B4
+      blk(std::nullopt, exit_()),                             // B5
+  });
+  std::vector<uint8_t> params(4096, 0);
+  params[4093] = 0x10;   // word 1023 = 0x1000
+  EXPECT_GT(both(prog, 1, 300, params, global_memory()), 300u * 6);
+  TraceOracle oracle(prog, 1, 300, params, global_memory());
+  while (!oracle.done()) oracle.next();
+  for (uint32_t c = 0; c < 300; ++c) ASSERT_EQ(word(oracle.memory().bytes, c), 0x1000 + c) << "CTA " << c;
+  machine::Program past = program({blk(ld(Space::Param, 1, r(0), k(4096)), exit_())});
+  EXPECT_EQ(lockstep(past, 1, 1, params, global_memory()), 5u);
+}
+
 TEST(GpuCircuitEval, FaultsAndTraps) {
-  machine::Program illegal = program({blk(ld(Space::Global, 2, r(0), k(kBase + 16 * 1024)), exit_())});
+  machine::Program illegal = program({blk(ld(Space::Global, 2, r(0), k(kBase + machine::model_params().global_bytes)), exit_())});
   EXPECT_EQ(both(illegal, 1, 1, {}, global_memory()), 5u);
   machine::Program misaligned = program({blk(st(Space::Shared, r(0), k(2), k(1)), exit_())});
   EXPECT_EQ(both(misaligned, 1, 1, {}, global_memory()), 5u);

@@ -67,8 +67,10 @@ inline machine::Program program(std::vector<Block> blocks) {
   return p;
 }
 
-// The client's global memory as the daemon holds it: all 16 KiB.
-inline launch::GlobalMemory global_memory() { return {kBase, std::vector<uint8_t>(16 * 1024, 0)}; }
+// The client's global memory as the daemon holds it: all of the model's.
+inline launch::GlobalMemory global_memory() {
+  return {kBase, std::vector<uint8_t>(machine::model_params().global_bytes, 0)};
+}
 template <class Bytes>  // std::vector<uint8_t> or launch::DeviceBytes
 inline uint32_t word(const Bytes& bytes, size_t i) {
   uint32_t v;

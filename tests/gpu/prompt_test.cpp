@@ -282,16 +282,17 @@ TEST(GpuPrompt, WhatDoesNotFitTheVocabularyIsRefusedByName) {
   const std::vector<uint8_t> no_params;
   const launch::GlobalMemory global = global_memory();
   // The limits themselves fit.
-  EXPECT_NO_THROW(encode_prompt(ok, 256, 64, std::vector<uint8_t>(1024, 1), global));
+  EXPECT_NO_THROW(encode_prompt(ok, 256, 65535, std::vector<uint8_t>(4096, 1), global));
   EXPECT_NO_THROW(encode_prompt(program({blk(std::nullopt, trap(1023))}), 1, 1, no_params, global));
 
   expect_refused([&] { encode_prompt(ok, 0, 1, no_params, global); }, "threads");
   expect_refused([&] { encode_prompt(ok, 257, 1, no_params, global); }, "257 threads");
   expect_refused([&] { encode_prompt(ok, 1, 0, no_params, global); }, "CTAs");
-  expect_refused([&] { encode_prompt(ok, 1, 65, no_params, global); }, "65 CTAs");
-  expect_refused([&] { encode_prompt(ok, 1, 1, std::vector<uint8_t>(1025), global); }, "1025 bytes");
-  launch::GlobalMemory big{kBase, std::vector<uint8_t>(16 * 1024 + 4)};
-  expect_refused([&] { encode_prompt(ok, 1, 1, no_params, big); }, "16388 bytes");
+  expect_refused([&] { encode_prompt(ok, 1, 65536, no_params, global); }, "65536 CTAs");
+  expect_refused([&] { encode_prompt(ok, 1, 1, std::vector<uint8_t>(4097), global); }, "4097 bytes");
+  const uint32_t global_bytes = machine::model_params().global_bytes;
+  launch::GlobalMemory big{kBase, std::vector<uint8_t>(global_bytes + 4)};
+  expect_refused([&] { encode_prompt(ok, 1, 1, no_params, big); }, std::to_string(global_bytes + 4) + " bytes");
   launch::GlobalMemory elsewhere{0x20000000, std::vector<uint8_t>(16)};
   expect_refused([&] { encode_prompt(ok, 1, 1, no_params, elsewhere); }, "0x20000000");
 

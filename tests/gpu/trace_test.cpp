@@ -221,10 +221,10 @@ TEST(GpuTrace, TrapStopsTheLaunchAfterTheBlocksStores) {
 
 TEST(GpuTrace, IllegalAndMisalignedAccessesFault) {
   machine::Program illegal = program({
-      blk(alu(Op::MOV, 1, k(kBase + 16 * 1024)), jmp(1)),  // just past global memory
+      blk(alu(Op::MOV, 1, k(kBase + machine::model_params().global_bytes)), jmp(1)),  // just past global memory
       blk(ld(Space::Global, 2, r(1), k(0)), exit_()),
   });
-  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VGF(0x4000) FAULT(0) END");
+  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VLO(0x0000) DF(0x1004) FAULT(0) END");
   auto o = run(illegal, 1, 1, global_memory());
   EXPECT_EQ(o->fault().error, 700);
   EXPECT_EQ(o->steps(), 2u);  // the faulting EXEC counts

@@ -36,6 +36,7 @@ const std::string kCudart = QGPU_CUDART_LIB;
 const std::string kDotProduct = std::string(QGPU_SAMPLES_DIR) + "/dot_product";
 const std::string kLimits = std::string(QGPU_TEST_PROGRAMS) + "/model_limits";
 const std::string kWarpOps = std::string(QGPU_TEST_PROGRAMS) + "/warp_ops";
+const std::string kPersistent = std::string(QGPU_TEST_PROGRAMS) + "/persistent";
 constexpr double kTimeout = 600;
 
 
@@ -73,6 +74,18 @@ std::vector<int64_t> ids(const std::string& text) {
   for (int64_t id; in >> id;) v.push_back(id);
   EXPECT_TRUE(in.eof()) << "not a list of ids: " << text;
   return v;
+}
+
+// The lines of a token dump that generated something (launches), in order.
+std::vector<std::string> launch_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t bar = line.find(" |");
+    EXPECT_NE(bar, std::string::npos) << line;
+    if (bar != std::string::npos && line.find_first_not_of(' ', bar + 2) != std::string::npos) out.push_back(line);
+  }
+  return out;
 }
 
 // A model_host with the model backend, serving one test.
@@ -129,9 +142,11 @@ TEST(ModelRun, DotProductIsCheckedTokenByToken) {
   const uint64_t steps = std::stoull(s[1]), prompt_n = std::stoull(s[2]), generated_n = std::stoull(s[3]);
   EXPECT_GT(std::stod(s[4]), 0.0);
 
-  // One line per launch: prompt ids, " | ", generated ids.
-  const std::string text = slurp(dump);
-  ASSERT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  // One line per launch: prompt ids, " | ", generated ids; and before it one
+  // line per copy to the device: its write records, " | ", nothing.
+  const std::vector<std::string> lines = launch_lines(slurp(dump));
+  ASSERT_EQ(lines.size(), 1u) << slurp(dump);
+  const std::string& text = lines[0];
   const size_t bar = text.find(" | ");
   ASSERT_NE(bar, std::string::npos) << text;
   const auto prompt = ids(text.substr(0, bar)), generated = ids(text.substr(bar + 3));
@@ -153,6 +168,42 @@ TEST(ModelRun, DotProductIsCheckedTokenByToken) {
     execs += runs_block(tok->kind);
   }
   EXPECT_EQ(execs, steps);
+}
+
+// Device memory lives in the model's state for the client's whole life: the
+// copy to the device becomes write records (a dump line with nothing
+// generated), the three launches' prompts hold no memory record, and the copy
+// back reads the state (the daemon keeps no image), with --check comparing
+// every token and, after each launch, every word with the interpreter.
+TEST(ModelRun, MemoryLivesInTheStateAcrossLaunches) {
+  TempDir t;
+  const fs::path dump = t.path / "tokens.txt";
+  auto r = run({kQgpu, "run", "--check", "--stats", "--dump-tokens", dump.string(), "--", kPersistent}, {}, kTimeout);
+  ASSERT_EQ(r.status, 0) << report(r);
+  EXPECT_NE(r.out.find("16 32 48 64 80 96 112 128 3\nPASSED\n"), std::string::npos) << report(r);
+  const std::string text = slurp(dump);
+  using qgpu::gpu::Kind;
+  std::istringstream in(text);
+  int writes = 0, launches = 0;
+  for (std::string line; std::getline(in, line);) {
+    const size_t bar = line.find(" |");
+    ASSERT_NE(bar, std::string::npos) << line;
+    const auto prompt = ids(line.substr(0, bar));
+    const bool launch = line.find_first_not_of(' ', bar + 2) != std::string::npos;
+    int mg = 0;
+    for (int64_t id : prompt) mg += qgpu::gpu::decode_token(id)->kind == Kind::MG;
+    if (launch) {
+      ++launches;
+      EXPECT_EQ(mg, 0) << "launch " << launches << "'s prompt holds memory records: " << line;
+      EXPECT_EQ(prompt.front(), qgpu::gpu::token_id(Kind::NT, 8));
+    } else {
+      ++writes;
+      EXPECT_EQ(launches, 0) << "a write record after the first launch: " << line;
+      EXPECT_EQ(mg * 3, int(prompt.size())) << line;   // D D MG records only
+    }
+  }
+  EXPECT_EQ(launches, 3) << text;
+  EXPECT_EQ(writes, 1) << text;   // the one cudaMemcpy to the device (its 8 non-zero words)
 }
 
 TEST(ModelRun, ShimSpawnedDaemonRunsTheModelByDefault) {

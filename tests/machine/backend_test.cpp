@@ -30,13 +30,13 @@ TEST(MachineBackend, ModelDeviceKeepsTheModelsSizes) {
   EXPECT_EQ(d.warp_size, 32u);
   EXPECT_EQ(d.lanes, 1u);
   EXPECT_EQ(d.global_base, 0x10000000u);
-  EXPECT_EQ(d.global_bytes, 16u * 1024);
+  EXPECT_EQ(d.global_bytes, 256u * 1024);  // docs/isa.md: the model's 256 KiB
   EXPECT_EQ(d.shared_bytes_per_cta, 4u * 1024);
   EXPECT_EQ(d.shared_optin_bytes_per_cta, 4u * 1024);
   EXPECT_EQ(d.max_threads_per_cta, 256u);
-  EXPECT_EQ(d.max_ctas_per_grid, 64u);
-  EXPECT_EQ(d.max_grid[0], 64u);
-  EXPECT_EQ(d.param_bytes, 1024u);
+  EXPECT_EQ(d.max_ctas_per_grid, 65535u);
+  EXPECT_EQ(d.max_grid[0], 65535u);
+  EXPECT_EQ(d.param_bytes, 4096u);
   EXPECT_EQ(d.printf_fifo_bytes, 1024u);
   EXPECT_EQ(d.heap_bytes, 0u);
   EXPECT_FALSE(d.limits_settable);

@@ -539,8 +539,10 @@ TEST(DaemonDevice, ReportsTheDeviceOfItsBackend) {
                              64 << 10, 1 << 20, 8 << 20},
                         Want{"ptx-reference", 32, 1u << 20, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
                              64 << 10, 1 << 20, 8 << 20},
-                        Want{"interpreter-model", 1, 1024, 256, 16 << 10, 64, 4 << 10, 4 << 10, 1024, 16 << 10, 1024, 0},
-                        Want{"model-trace", 1, 1024, 256, 16 << 10, 64, 4 << 10, 4 << 10, 1024, 16 << 10, 1024, 0}}) {
+                        Want{"interpreter-model", 1, 1024, 256, 256 << 10, 65535, 4 << 10, 4 << 10, 4096, 256 << 10,
+                             1024, 0},
+                        Want{"model-trace", 1, 1024, 256, 256 << 10, 65535, 4 << 10, 4 << 10, 4096, 256 << 10, 1024,
+                             0}}) {
     Daemon dm({"--backend", w.backend});
     auto c = dm.connect();
     const qgpu::proto::DeviceInfo& d = c->device();
@@ -684,7 +686,7 @@ TEST(DaemonDevice, BeyondTheModelsDeviceNamesTheWayOut) {
   auto c = dm.connect();
   auto [code, msg] = error_of([&] { c->malloc(1 << 20); });
   EXPECT_EQ(code, cudaErrorMemoryAllocation);
-  EXPECT_NE(msg.find("16384 bytes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("262144 bytes"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
   qgpu::proto::ModuleImage m = c->load_module(kPtx);
   qgpu::proto::LaunchArgs a;
@@ -699,11 +701,12 @@ TEST(DaemonDevice, BeyondTheModelsDeviceNamesTheWayOut) {
   EXPECT_NE(msg.find("at most 256"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
   a.block[0] = a.block[1] = 1;
-  a.grid[0] = 65;
+  a.grid[0] = 65535;
+  a.grid[1] = 2;
   std::tie(code, msg) = error_of([&] { c->launch(a); });
   EXPECT_EQ(code, cudaErrorInvalidConfiguration);
   EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
-  a.grid[0] = 1;
+  a.grid[0] = a.grid[1] = 1;
   a.dynamic_smem = 8192;
   std::tie(code, msg) = error_of([&] { c->launch(a); });
   EXPECT_EQ(code, cudaErrorInvalidValue);

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# run_interpreter.sh QGPU PROGRAM
-# Runs one interpreter-only sample under the shim on the interpreter backend:
-# it must exit 0 and its last line must be PASSED.
+# run_interpreter.sh QGPU PROGRAM [BACKEND [RUN OPTIONS...]]
+# Runs one sample under the shim on BACKEND (default: the interpreter), with
+# the given `qgpu run` options: it must exit 0 and its last line must be
+# PASSED.
 set -u
-qgpu=$1 program=$2
+qgpu=$1 program=$2 backend=${3:-interpreter}
+shift $(($# < 3 ? $# : 3))
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-"$qgpu" run --backend interpreter -- "$program" >"$out" 2>&1
+"$qgpu" run --backend "$backend" "$@" -- "$program" >"$out" 2>&1
 rc=$?
 cat "$out"
 if [ $rc -ne 0 ] || [ "$(tail -n 1 "$out")" != PASSED ]; then

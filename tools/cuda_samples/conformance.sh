@@ -38,10 +38,16 @@
 #   --timeout S      seconds per run (default 60)
 #   -j N             samples built and run at once (default 1)
 #   --no-build       reuse the programs already in OUT
+#   --check          run with `qgpu run --check` (the model backend compares
+#                    every generated token with the reference interpreter)
+#   --args FILE      per-sample arguments: lines `NAME | ARGS` ('#' comments);
+#                    a sample named there runs with ARGS instead of its
+#                    defaults (reduced sizes for the model's device; the
+#                    table shows them)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 backend=interpreter build=build out= results= list=$here/samples.txt class=integer timeout_s=60 jobs=1 no_build=0
-samples_dir= subset=()
+samples_dir= subset=() check= args_file=
 while (($#)); do
   case $1 in
     --backend) backend=$2; shift 2 ;;
@@ -54,7 +60,9 @@ while (($#)); do
     -j) jobs=$2; shift 2 ;;
     -j*) jobs=${1#-j}; shift ;;
     --no-build) no_build=1; shift ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    --check) check=--check; shift ;;
+    --args) args_file=$2; shift 2 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     -*) echo "conformance: unknown option $1" >&2; exit 2 ;;
     *) if [ -z "$samples_dir" ]; then samples_dir=$1; else subset+=("$1"); fi; shift ;;
   esac
@@ -96,6 +104,16 @@ if ((${#subset[@]})); then
     [ -n "${path_of[$n]:-}" ] || { echo "conformance: $n is not a $class sample of $list (${class_of[$n]:-not listed})" >&2; exit 2; }
   done
   names=("${subset[@]}")
+fi
+
+# Per-sample arguments (--args): `NAME | ARGS`.
+declare -A args_of=()
+if [ -n "$args_file" ]; then
+  [ -r "$args_file" ] || { echo "conformance: cannot read $args_file" >&2; exit 2; }
+  while IFS= read -r line; do
+    [[ $line =~ ^[[:space:]]*(#|$) ]] && continue
+    n=$(trim "${line%% | *}") args_of[$n]=$(trim "${line#* | }")
+  done <"$args_file"
 fi
 
 unsupported_re='^qgpu[^:]*: .* is not supported'
@@ -168,7 +186,10 @@ run_one() {
   t0=$(date +%s.%N)
   # timeout puts the run in its own process group; its id is kept in
   # $dst/pid so that an interrupted script can stop the runs it started.
-  env -C "$dst" timeout -k 5 "$timeout_s" "$qgpu" run --backend "$backend" -- "./$n" >"$dst/run.log" 2>&1 </dev/null &
+  local -a run_args=()
+  [ -n "${args_of[$n]:-}" ] && read -r -a run_args <<<"${args_of[$n]}"
+  env -C "$dst" timeout -k 5 "$timeout_s" "$qgpu" run --backend "$backend" $check -- "./$n" "${run_args[@]}" \
+    >"$dst/run.log" 2>&1 </dev/null &
   echo $! >"$dst/pid"
   wait $!
   rc=$?
@@ -233,7 +254,7 @@ pass=0 total=0
 {
   printf '# cuda-samples on qgpu: %s samples, %s backend\n\n' "$class" "$backend"
   printf 'Written by `tools/cuda_samples/conformance.sh` (docs/conformance.md): each sample built with\n'
-  printf '`nvcc -cudart shared -arch=sm_75`, run with `qgpu run --backend %s` (%s s at most), and\n' "$backend" "$timeout_s"
+  printf '`nvcc -cudart shared -arch=sm_75`, run with `qgpu run --backend %s%s` (%s s at most), and\n' "$backend" "${check:+ $check}" "$timeout_s"
   printf 'judged by its exit code, its own success line and qgpu'"'"'s diagnostics.  The reason is the\n'
   printf 'first error line of the output, with qgpu'"'"'s own message in brackets when it printed one.\n\n'
   printf '| sample | API | built | result | seconds | reason |\n'
@@ -241,7 +262,7 @@ pass=0 total=0
   for n in "${names[@]}"; do
     IFS=$'\t' read -r built result secs reason <"$out/$n/result"
     total=$((total + 1)); [ "$result" = PASS ] && pass=$((pass + 1))
-    printf '| `%s` | %s | %s | %s | %s | %s |\n' "${path_of[$n]}" "${api_of[$n]}" "$built" "$result" "$secs" "${reason:+\`${reason//\`/\'}\`}"
+    printf '| `%s`%s | %s | %s | %s | %s | %s |\n' "${path_of[$n]}" "${args_of[$n]:+ \`${args_of[$n]}\`}" "${api_of[$n]}" "$built" "$result" "$secs" "${reason:+\`${reason//\`/\'}\`}"
   done
   printf '\n%d of %d pass (backend %s, time limit %s s).\n' "$pass" "$total" "$backend" "$timeout_s"
 } >"$results"

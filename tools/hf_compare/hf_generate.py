@@ -7,8 +7,11 @@ and compare every generated token with what qgpu's model backend wrote.
 DIR is a compiled GPU checkpoint with its safetensors (`qgpu build-model`,
 or expand_compact.py from the compact form).  Each DUMP is a file written by
 `qgpu run --dump-tokens DUMP`: one line per launch, the prompt ids, a `|`,
-the generated ids (the last one the end token).  Each launch is decoded
-three ways from its prompt alone:
+the generated ids (the last one the end token), and one line per copy to the
+device, its write records, a `|` and nothing.  A file is one client's
+sequence (the model keeps device memory in its state across launches), so
+each launch is decoded from everything before it in the file (earlier lines'
+ids, generated ones included) and its prompt, three ways:
 
   generate    HF's own `generate` (greedy): the prompt in one forward pass
               (the chunked gated delta rule), then one token per pass
@@ -184,9 +187,17 @@ def main():
     for path in args.tokens:
         with open(path) as f:
             lines = [line for line in f if line.strip()]
-        for n, line in enumerate(lines[:args.launches or len(lines)]):
+        context, n = [], 0
+        for line in lines:
             prompt, generated = line.split("|")
-            launches.append((f"{path} launch {n}", [int(t) for t in prompt.split()], [int(t) for t in generated.split()]))
+            prompt, generated = [int(t) for t in prompt.split()], [int(t) for t in generated.split()]
+            context += prompt
+            if generated:
+                if args.launches and n >= args.launches:
+                    break
+                launches.append((f"{path} launch {n}", list(context), generated))
+                n += 1
+            context += generated
 
     start = time.time()
     model = load_model(args.model, args.device)

@@ -18,11 +18,20 @@ namespace {
 struct BuildModelOptions {
   std::string out;
   bool compact = false, hf = false, force = false;
+  uint32_t global_kib = 0;   // 0: the default (machine::model_params())
 };
 
 int build_model(const BuildModelOptions& o) {
   using namespace qgpu::gpu;
   const std::string dir = o.out.empty() ? default_model_dir() : o.out;
+  if (o.global_kib) {
+    if (o.out.empty())
+      throw std::invalid_argument("--global-kib builds a model of another size: give it its own directory with --out");
+    if (o.global_kib < 4 || o.global_kib > 256 || (o.global_kib & (o.global_kib - 1)))
+      throw std::invalid_argument("--global-kib " + std::to_string(o.global_kib) +
+                                  ": the model's global memory is a power of two from 4 to 256 KiB");
+    qgpu::machine::set_model_global_bytes(o.global_kib * 1024);
+  }
   if (o.compact && o.hf) throw std::invalid_argument("--compact and --hf ask for two different models; give one");
   // The cache holds what the daemon needs; a directory named with --out is a
   // checkpoint for other tools unless --compact says otherwise.
@@ -55,6 +64,9 @@ qgpu::cli::Register reg(qgpu::cli::kBuildModel.name, [](CLI::App& app) {
   sub->add_flag("--hf", o->hf,
                 "also write the Hugging Face checkpoint (fp32 safetensors, over 20 GB; the default with --out)");
   sub->add_flag("--force", o->force, "rebuild even when the directory already holds a complete model");
+  sub->add_option("--global-kib", o->global_kib,
+                  "global memory of the model's device in KiB, a power of two from 4 to 256 (default 256; needs "
+                  "--out): more costs GDN heads and layers (docs/circuit.md section 8)");
   return [o] { return build_model(*o); };
 });
 
