@@ -15,7 +15,11 @@ Params cuda_params(uint64_t global_bytes) {
   if (global_bytes < 4096 || global_bytes > kMaxDeviceMemory)
     throw std::invalid_argument("device memory of " + std::to_string(global_bytes) + " bytes: the machine takes 4096 to " +
                                 std::to_string(kMaxDeviceMemory) + " (device addresses are 32-bit)");
-  Params p = default_params();  // the ISA: lanes, registers, block length, ROM
+  Params p = default_params();  // the ISA: lanes, registers, block length
+  // A ROM for CUDA-sized kernels: unrolled loops and inlined floating point
+  // (an f32 fma is about 160 instructions, docs/isa.md section 11) need far
+  // more than the model's 4096 instruction slots.
+  p.rom_blocks = 65536;
   p.global_bytes = uint32_t(global_bytes);
   // The opt-in ceiling plus the lowering's scratch area (shuffles, votes) for
   // 32 CUDA warps.

@@ -22,6 +22,15 @@ constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u, kSign = 0x80000000u, 
 // q(f) = (2^f - 1) / f on [0, 1), interpolated at the 7 Chebyshev nodes, in
 // 0.32 fixed point: 1 + f q(f) is within 2^-33 of 2^f (relative).
 constexpr uint32_t kEx2Poly[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
+// lg2: q(u) = log2(1 + u) / u on [sqrt(1/2) - 1, sqrt(2) - 1]; sin: S(z) =
+// sin(pi/2 r) / r and cos: C(z) = cos(pi/2 r), z = r^2 in [0, 1/4]; all 2.30
+// fixed point, interpolated at Chebyshev nodes (tools/softfloat/coefficients.py).
+constexpr int32_t kLg2Poly[13] = {1549082005, -774541003, 516360682, -387270389, 309814668, -258185878, 221376393,
+                                  -193564540, 170492558,  -154071637, 155639446, -151878507, 81108207};
+constexpr int32_t kSinPoly[5] = {1686629713, -693598667, 85569259, -5026471, 169873};
+constexpr int32_t kCosPoly[6] = {1073741824, -1324675879, 272375559, -22401978, 986942, -26684};
+// 2/pi to 192 bits, most significant word first.
+constexpr uint32_t kTwoOverPi[6] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u};
 
 }  // namespace
 
@@ -290,6 +299,115 @@ Operand Gen::ex2(Operand a, bool ftz) {
   Operand big = e(Op::SLTU, K(134), ex);
   res = e(Op::SEL, big, e(Op::SEL, neg, K(0), K(kInf)), res);
   return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
+}
+
+Gen::W Gen::neg64_if(W x, Operand neg) {
+  Operand nl = e(Op::SUB, K(0), x.first), nh = e(Op::SUB, e(Op::SUB, K(0), x.second), e(Op::SNE, x.first, K(0)));
+  return {e(Op::SEL, neg, nl, x.first), e(Op::SEL, neg, nh, x.second)};
+}
+
+// Horner's rule in signed fixed point: t = c[n-1]; t = mulhs(t, x) + c[i].
+Operand Gen::horner(const int32_t* c, int n, Operand x) {
+  Operand t = K(uint32_t(c[n - 1]));
+  for (int i = n - 2; i >= 0; --i) t = e(Op::ADD, e(Op::MULHS, t, x), K(uint32_t(c[i])));
+  return t;
+}
+
+// log2(a): a = m 2^E with m in [sqrt(1/2), sqrt(2)) (the significand halved,
+// E incremented, when it is above 0xB504F3), u = m - 1 as U = u 2^32 (signed),
+// t = q(u) in 2.30 by Horner with mulhs, P = t U = u q(u) 2^62 (64-bit), and
+// R = E 2^55 + (P >> 7) rounded once to nearest.
+Operand Gen::lg2(Operand a, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand z = e(Op::SUB, e(Op::CLZ, sg), K(8));
+  Operand m = e(Op::SHL, sg, z);
+  Operand up = e(Op::SLTU, K(0xB504F3u), m);
+  Operand E = e(Op::ADD, e(Op::SUB, e(Op::SUB, e(Op::MAX, ex, K(1)), K(127)), z), up);
+  Operand U = e(Op::SEL, up, e(Op::SHL, m, K(8)), e(Op::SHL, e(Op::SUB, m, K(0x800000u)), K(9)));
+  Operand t = horner(kLg2Poly, 13, U);
+  Operand ph = e(Op::MULHS, t, U), pl = e(Op::MUL, t, U);
+  // P >> 7 (arithmetic), plus E 2^55.
+  Operand rl = e(Op::OR, e(Op::SHR, pl, K(7)), e(Op::SHL, ph, K(25)));
+  Operand rh = e(Op::ADD, e(Op::SAR, ph, K(7)), e(Op::SHL, E, K(23)));
+  Operand s = e(Op::AND, rh, K(kSign));
+  W mag = neg64_if({rl, rh}, s);
+  Operand n = clz64(mag);
+  W M = shl64(mag, n);
+  Operand res = round_pack(s, e(Op::SUB, K(135), n), M.second, e(Op::SNE, M.first, K(0)), Round::Rn, false);
+  // +-0: -inf; +inf; NaN and negative numbers: NaN.
+  res = e(Op::SEL, abs, res, K(0xFF800000u));
+  res = e(Op::SEL, e(Op::SEQ, a, K(kInf)), K(kInf), res);
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), abs), e(Op::AND, e(Op::SHR, a, K(31)), e(Op::SNE, abs, K(0))));
+  return e(Op::SEL, nan, K(kNaN), res);
+}
+
+// sin(a) (quarter 0) and cos(a) (quarter 1): y = |a| 2/pi from the 96-bit
+// window of 2/pi's bits c_(Q-95) .. c_Q, Q = max(ex, 1) - 62 (zeros outside
+// c_1 .. c_192), chosen by whole words and a funnel shift; Y = bits 24..89
+// of sig * window: two integer bits kq and the 64-bit fraction, read as a
+// signed r in [-1/2, 1/2) about the nearest quarter k = kq + (fraction's top
+// bit) (+1 for cos); then r S(r^2) (r normalised to 32 bits) or C(r^2), the
+// sign from k, r and a, rounded once.  sin of |a| < 2^-12 is a.
+Operand Gen::sincos(Operand a, bool ftz, int quarter) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  // P = Q + 96 = max(ex, 1) + 34 in [35, 288]: the window ends at bit P of the
+  // word string E[0..9] = {0, 0, 0, 2/pi's six words, 0}; G = E[w-3 .. w].
+  Operand P = e(Op::ADD, e(Op::MAX, ex, K(1)), K(34));
+  Operand w = e(Op::SHR, P, K(5)), b = e(Op::AND, P, K(31));
+  auto word = [&](int i) { return i >= 3 && i <= 8 ? K(kTwoOverPi[i - 3]) : K(0); };
+  Operand is[10];
+  for (int v = 1; v <= 9; ++v) is[v] = e(Op::SEQ, w, K(uint32_t(v)));
+  Operand G[4];
+  for (int k = 0; k < 4; ++k) {
+    Operand g = K(0);
+    for (int v = 1; v <= 9; ++v) {
+      Operand x = word(v - 3 + k);
+      if (x.v != 0) g = e(Op::SEL, is[v], x, g);
+    }
+    G[k] = g;
+  }
+  Operand bc = e(Op::SUB, K(32), b);
+  Operand V2 = e(Op::OR, e(Op::SHL, G[0], b), e(Op::SHR, G[1], bc));
+  Operand V1 = e(Op::OR, e(Op::SHL, G[1], b), e(Op::SHR, G[2], bc));
+  Operand V0 = e(Op::OR, e(Op::SHL, G[2], b), e(Op::SHR, G[3], bc));
+  // sig * (V2 V1 V0): words 0..3.
+  Operand p0 = e(Op::MUL, sg, V0), c0 = e(Op::MULHU, sg, V0);
+  Operand p1 = e(Op::MUL, sg, V1), c1 = e(Op::MULHU, sg, V1);
+  Operand p2 = e(Op::MUL, sg, V2);
+  Operand w1 = e(Op::ADD, c0, p1);
+  Operand w2 = e(Op::ADD, e(Op::ADD, c1, p2), e(Op::SLTU, w1, c0));
+  Operand rl = e(Op::OR, e(Op::SHR, p0, K(24)), e(Op::SHL, w1, K(8)));
+  Operand rh = e(Op::OR, e(Op::SHR, w1, K(24)), e(Op::SHL, w2, K(8)));
+  Operand rneg = e(Op::SHR, rh, K(31));
+  Operand k = e(Op::AND, e(Op::ADD, e(Op::ADD, e(Op::SHR, w2, K(24)), rneg), K(uint32_t(quarter))), K(3));
+  W ra = neg64_if({rl, rh}, rneg);
+  Operand zz = e(Op::MULHU, ra.second, ra.second);
+  // cos branch: C(z) in 2.30, in [0.7, 1]: m = C << t, value m / 2^31 2^(1 - t).
+  Operand c = horner(kCosPoly, 6, zz);
+  Operand tc = e(Op::CLZ, c);
+  Operand mc = e(Op::SHL, c, tc), exc = e(Op::SUB, K(128), tc);
+  // sin branch: |r| = Rn 2^(-32-n), S in 2.30, product = Rn S, value = product 2^(-62-n).
+  Operand sv = horner(kSinPoly, 5, zz);
+  Operand n = clz64(ra);
+  Operand Rn = shl64(ra, n).second;
+  Operand hi = e(Op::MULHU, Rn, sv), lo = e(Op::MUL, Rn, sv);
+  Operand ts = e(Op::CLZ, hi);
+  Operand ms = e(Op::OR, e(Op::SHL, hi, ts), e(Op::SHR, lo, e(Op::SUB, K(32), ts)));
+  Operand sts = e(Op::SNE, e(Op::SHL, lo, ts), K(0));
+  Operand exs = e(Op::SUB, e(Op::SUB, K(128), ts), n);
+  Operand odd = e(Op::AND, k, K(1));
+  Operand neg = e(Op::SEL, odd, e(Op::SEQ, k, K(3)), e(Op::XOR, rneg, e(Op::SEQ, k, K(2))));
+  if (quarter == 0) neg = e(Op::XOR, neg, e(Op::SHR, a, K(31)));
+  Operand res = round_pack(e(Op::SHL, neg, K(31)), e(Op::SEL, odd, exc, exs), e(Op::SEL, odd, mc, ms),
+                           e(Op::SEL, odd, K(0), sts), Round::Rn, false);
+  if (quarter == 0) res = e(Op::SEL, e(Op::SLTU, ex, K(115)), a, res);
+  return e(Op::SEL, e(Op::SLEU, K(kInf), abs), K(kNaN), res);
 }
 
 // sqrt(a): the significand normalised, doubled when the unbiased exponent

@@ -41,6 +41,11 @@ class Gen {
   // computes the same definition on the host).
   Operand ex2(Operand a, bool ftz);
   Operand sqrt(Operand a, Round r, bool ftz);
+  // lg2.approx, sin.approx, cos.approx (docs/isa.md section 11.1; ptx::fref
+  // computes the same definitions with 128-bit integers on the host).
+  Operand lg2(Operand a, bool ftz);
+  Operand sin(Operand a, bool ftz) { return sincos(a, ftz, 0); }
+  Operand cos(Operand a, bool ftz) { return sincos(a, ftz, 1); }
   Operand min(Operand a, Operand b, bool ftz);
   Operand max(Operand a, Operand b, bool ftz);
   Operand abs(Operand a, bool ftz);
@@ -97,6 +102,9 @@ class Gen {
   Operand shr64_lost(W x, Operand n);
   Operand clz64(W x);
   Operand nan64(W x);
+  W neg64_if(W x, Operand neg);
+  Operand horner(const int32_t* c, int n, Operand x);
+  Operand sincos(Operand a, bool ftz, int quarter);
   Emit emit_;
 };
 

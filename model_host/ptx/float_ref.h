@@ -45,6 +45,13 @@ uint32_t sqrt(uint32_t a, Rnd r, bool ftz);
 // ex2.approx{.ftz}.f32 as docs/isa.md section 11.1 defines it: the fixed-point
 // polynomial, then the host's rounding of 1.F * 2^n.
 uint32_t ex2(uint32_t a, bool ftz);
+// lg2.approx{.ftz}.f32, sin.approx{.ftz}.f32 and cos.approx{.ftz}.f32 as
+// docs/isa.md section 11.1 defines them: fixed-point polynomials after an
+// exact reduction (computed here with 128-bit integers, independently of
+// the generator's word sequences).
+uint32_t lg2(uint32_t a, bool ftz);
+uint32_t sin(uint32_t a, bool ftz);
+uint32_t cos(uint32_t a, bool ftz);
 uint32_t min(uint32_t a, uint32_t b, bool ftz);
 uint32_t max(uint32_t a, uint32_t b, bool ftz);
 uint32_t abs(uint32_t a, bool ftz);

@@ -116,6 +116,15 @@ std::vector<Case> cases() {
     v.push_back({std::string("ex2.approx") + (ftz ? ".ftz" : ""),
                  fres(std::string("ex2.approx") + (ftz ? ".ftz" : "") + ".f32 %f4, %f1;"),
                  [=](uint32_t a, uint32_t, uint32_t) { return fref::ex2(a, ftz); }});
+  for (bool ftz : {false, true}) {
+    const std::string m = ftz ? ".ftz" : "";
+    v.push_back({"lg2.approx" + m, fres("lg2.approx" + m + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::lg2(a, ftz); }});
+    v.push_back({"sin.approx" + m, fres("sin.approx" + m + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::sin(a, ftz); }});
+    v.push_back({"cos.approx" + m, fres("cos.approx" + m + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::cos(a, ftz); }});
+  }
   v.push_back({"sqrt.approx", fres("sqrt.approx.f32 %f4, %f1;"),
                [](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, Rnd::Rn, false); }});
   v.push_back({"add.f32 (no rounding suffix)", fres("add.f32 %f4, %f1, %f2;"),
@@ -397,7 +406,9 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
     const std::string op = cs.name.substr(0, cs.name.find('.'));
     const int g = cs.kind == 2 ? 3
                   : op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad"   ? 0
-                  : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" || op == "ex2" ? 1
+                  : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" || op == "ex2" || op == "lg2" ||
+                          op == "sin" || op == "cos"
+                      ? 1
                                                                                  : 2;
     if (g != group) continue;
     SCOPED_TRACE(cs.name);
@@ -452,7 +463,7 @@ TEST(FloatMachine, Binary64BitForBit) {  // random operands (the generator tests
 
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
-  for (const char* body : {"  lg2.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
+  for (const char* body : {"  tanh.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  div.rn.f64 %fd1, %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;"}) {
     ModuleImage img = load_module(kernel(body), p);

@@ -501,3 +501,100 @@ TEST(SoftFloat, Binary64Conversions) {
 
 }  // namespace
 }  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// lg2.approx, sin.approx and cos.approx: the generators against the
+// reference's computation of the same definitions (docs/isa.md section
+// 11.1), and the definitions' accuracy against the host's libm in double
+// precision: random inputs of every exponent plus the edge classes, or every
+// f32 input with QGPU_FLOAT_EXHAUSTIVE=1 (a few minutes of one core).
+enum class Tr { Lg2, Sin, Cos };
+uint32_t tr_ref(Tr f, uint32_t a, bool ftz) {
+  return f == Tr::Lg2 ? ptx::fref::lg2(a, ftz) : f == Tr::Sin ? ptx::fref::sin(a, ftz) : ptx::fref::cos(a, ftz);
+}
+double tr_host(Tr f, double x) { return f == Tr::Lg2 ? std::log2(x) : f == Tr::Sin ? std::sin(x) : std::cos(x); }
+const char* tr_name(Tr f) { return f == Tr::Lg2 ? "lg2.approx" : f == Tr::Sin ? "sin.approx" : "cos.approx"; }
+
+struct Accuracy {
+  double worst_ulp = 0, worst_abs = 0;
+  uint32_t worst_in = 0;
+  uint64_t n = 0;
+  // Error of got for the input a: in units of the last place of the exact
+  // value (the ulp of a normal f32 of its magnitude; 2^-149 below), and
+  // absolute.  Special values must match exactly.
+  void add(Tr f, uint32_t a) {
+    const uint32_t r = tr_ref(f, a, false);
+    float x, got;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&got, &r, 4);
+    const double want = tr_host(f, double(x));
+    ++n;
+    if (std::isnan(want) || std::isinf(want)) {
+      if (std::isnan(want)) {
+        EXPECT_EQ(hex(r), hex(0x7FFFFFFFu)) << tr_name(f) << " " << hex(a);
+      } else {
+        EXPECT_EQ(double(got), want) << tr_name(f) << " " << hex(a);
+      }
+      return;
+    }
+    const double mag = std::fabs(want);
+    const double ulp = mag < 0x1p-126 ? 0x1p-149 : std::ldexp(1.0, std::ilogb(mag) - 23);
+    const double err = std::fabs(double(got) - want);
+    if (err / ulp > worst_ulp) worst_ulp = err / ulp, worst_in = a;
+    worst_abs = std::max(worst_abs, err);
+  }
+};
+
+uint32_t tr_input(floattest::Operands& gen, uint64_t i) {
+  switch (i % 4) {
+    case 0: return gen.any();
+    case 1: return uint32_t(gen.rng()());
+    default:  // |x| in [2^-4, 2^8): where sin/cos and __logf are used
+      return (uint32_t(gen.rng()()) & 0x807FFFFFu) | ((123 + uint32_t(gen.rng()() % 12)) << 23);
+  }
+}
+
+TEST(SoftFloat, Lg2SinCosApprox) {
+  floattest::Operands gen(77);
+  const uint64_t n = floattest::pairs(50000);
+  for (Tr f : {Tr::Lg2, Tr::Sin, Tr::Cos}) {
+    auto check = [&](uint32_t a) {
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        const uint32_t got = val(f == Tr::Lg2 ? g.lg2(K(a), ftz) : f == Tr::Sin ? g.sin(K(a), ftz) : g.cos(K(a), ftz));
+        ASSERT_EQ(hex(got), hex(tr_ref(f, a, ftz))) << tr_name(f) << (ftz ? ".ftz " : " ") << hex(a);
+      }
+    };
+    for (uint32_t a : floattest::edges()) check(a);
+    for (int k = -149; k < 128; ++k) check(uint32_t(k + 150) << 23 & 0x7F800000u);  // powers of two
+    for (uint64_t i = 0; i < n; ++i) check(tr_input(gen, i));
+  }
+}
+
+// The documented bounds (docs/isa.md section 11.1): within 0.53 ulp of the
+// exact value (one rounding of a result within about 2^-29 relative), so sin
+// and cos are within 2^-24 absolute (PTX: 2^-20.9 in [-pi, pi]) for every
+// finite input.
+TEST(SoftFloat, Lg2SinCosApproxAccuracy) {
+  const bool all = std::getenv("QGPU_FLOAT_EXHAUSTIVE") != nullptr;
+  const uint64_t n = floattest::pairs(2000000);
+  for (Tr f : {Tr::Lg2, Tr::Sin, Tr::Cos}) {
+    Accuracy acc;
+    floattest::Operands gen(78 + int(f));
+    for (uint32_t a : floattest::edges()) acc.add(f, a);
+    if (all) {
+      for (uint64_t a = 0; a < (uint64_t(1) << 32); ++a) acc.add(f, uint32_t(a));
+    } else {
+      for (uint64_t i = 0; i < n; ++i) acc.add(f, tr_input(gen, i));
+    }
+    std::printf("%s: %llu inputs, largest error %.4f ulp (at %s), %.3g absolute\n", tr_name(f),
+                (unsigned long long)acc.n, acc.worst_ulp, hex(acc.worst_in).c_str(), acc.worst_abs);
+    EXPECT_LE(acc.worst_ulp, 0.53) << tr_name(f) << " at " << hex(acc.worst_in);
+    if (f != Tr::Lg2) EXPECT_LE(acc.worst_abs, 0x1p-24) << tr_name(f);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine

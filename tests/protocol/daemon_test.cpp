@@ -521,7 +521,7 @@ std::pair<int, std::string> error_of(F&& f) {
 }
 
 // Device queries describe the device the backend declares: the ISA of its
-// machine (docs/isa.md: 8 lanes and a 256-block ROM for the interpreter;
+// machine (docs/isa.md: 8 lanes and a 65536-block ROM for the interpreter;
 // docs/tokens.md section 1: one lane per warp and a 1024-block ROM for the
 // model's machine) and its sizes: CUDA's for the interpreter, the compiled
 // checkpoint's for the model's device (16 KiB of global memory, 256 threads
@@ -535,9 +535,9 @@ TEST(DaemonDevice, ReportsTheDeviceOfItsBackend) {
     uint32_t shared, optin, params, consts;
     uint64_t fifo, heap;
   };
-  for (const Want& w : {Want{"interpreter", 8, 256, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
+  for (const Want& w : {Want{"interpreter", 8, 65536, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
                              64 << 10, 1 << 20, 8 << 20},
-                        Want{"ptx-reference", 8, 256, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
+                        Want{"ptx-reference", 8, 65536, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
                              64 << 10, 1 << 20, 8 << 20},
                         Want{"interpreter-model", 1, 1024, 256, 16 << 10, 64, 4 << 10, 4 << 10, 1024, 16 << 10, 1024, 0},
                         Want{"model-trace", 1, 1024, 256, 16 << 10, 64, 4 << 10, 4 << 10, 1024, 16 << 10, 1024, 0}}) {
