@@ -1602,6 +1602,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   const Type ft = in.op == PO::Set ? in.type2 : in.type;
   const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
                                       in.op == PO::Fma || in.op == PO::Mad ||
+                                      ((in.op == PO::Div || in.op == PO::Sqrt || in.op == PO::Rcp) && !fm.approx) ||
                                       in.op == PO::Min || in.op == PO::Max || in.op == PO::Abs || in.op == PO::Neg ||
                                       in.op == PO::Setp || in.op == PO::Set);
   for (Type x : {in.type, in.type2})
@@ -1647,6 +1648,9 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       case PO::Mul: return out64(g.mul64(w(1), w(2), r));
       case PO::Fma:
       case PO::Mad: return out64(g.fma64(w(1), w(2), w(3), r));
+      case PO::Div: return out64(g.div64(w(1), w(2), r));
+      case PO::Rcp: return out64(g.div64({K(0), K(0x3FF00000u)}, w(1), r));
+      case PO::Sqrt: return out64(g.sqrt64(w(1), r));
       case PO::Min: return out64(g.min64(w(1), w(2)));
       case PO::Max: return out64(g.max64(w(1), w(2)));
       case PO::Abs: {

@@ -1064,6 +1064,94 @@ Gen::W Gen::fma64(W a, W b, W c, Round r) {
   return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
 }
 
+// The significand of x with its leading 1 at bit 63 and ex such that
+// |x| = sig / 2^63 * 2^(ex - 1023) (a subnormal normalised, ex below 1).
+Gen::W Gen::unpack64(W x, Operand& ex) {
+  Operand h = e(Op::AND, x.second, K(kAbs));
+  Operand xe = e(Op::SHR, h, K(20));
+  Operand fh = e(Op::AND, h, K(0xFFFFF));
+  W sig = {x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)};
+  Operand z = clz64(sig);
+  ex = e(Op::SUB, e(Op::MAX, xe, K(1)), e(Op::SUB, z, K(11)));
+  return shl64(sig, z);
+}
+Operand Gen::inf64(W x) {
+  return e(Op::AND, e(Op::SEQ, e(Op::AND, x.second, K(kAbs)), K(0x7FF00000u)), e(Op::SEQ, x.first, K(0)));
+}
+Operand Gen::zero64(W x) { return e(Op::SEQ, e(Op::OR, e(Op::AND, x.second, K(kAbs)), x.first), K(0)); }
+
+// a / b: 53-bit significands (the dividend's doubled when below the
+// divisor's, so the quotient lies in [1, 2)), 54 steps of restoring division
+// on register pairs (22 quotient bits into the high word, 32 into the low),
+// the remainder sticky.
+Gen::W Gen::div64(W a, W b, Round r) {
+  Operand s = e(Op::AND, e(Op::XOR, a.second, b.second), K(kSign));
+  Operand ea, eb;
+  W A = shr64(unpack64(a, ea), K(11)), B = shr64(unpack64(b, eb), K(11));
+  Operand lt = e(Op::OR, e(Op::SLTU, A.second, B.second),
+                 e(Op::AND, e(Op::SEQ, A.second, B.second), e(Op::SLTU, A.first, B.first)));
+  W rem = shl64(A, lt);
+  Operand qh = K(0), ql = K(0);
+  for (int i = 0; i < 54; ++i) {
+    Operand ge = e(Op::OR, e(Op::SLTU, B.second, rem.second),
+                   e(Op::AND, e(Op::SEQ, B.second, rem.second), e(Op::SLEU, B.first, rem.first)));
+    Operand sl = e(Op::SEL, ge, B.first, K(0)), sh = e(Op::SEL, ge, B.second, K(0));
+    Operand borrow = e(Op::SLTU, rem.first, sl);
+    rem = {e(Op::SUB, rem.first, sl), e(Op::SUB, e(Op::SUB, rem.second, sh), borrow)};
+    if (i < 22) qh = e(Op::OR, e(Op::SHL, qh, K(1)), ge);
+    else ql = e(Op::OR, e(Op::SHL, ql, K(1)), ge);
+    if (i < 53) rem = {e(Op::SHL, rem.first, K(1)), e(Op::OR, e(Op::SHL, rem.second, K(1)), e(Op::SHR, rem.first, K(31)))};
+  }
+  // q / 2^53 * 2^(ea - eb - lt): m = q << 10.
+  W m = shl64({ql, qh}, K(10));
+  Operand st = e(Op::SNE, e(Op::OR, rem.first, rem.second), K(0));
+  W res = round_pack64(s, e(Op::SUB, e(Op::ADD, e(Op::SUB, ea, eb), K(1023)), lt), m, st, r);
+  Operand za = zero64(a), zb = zero64(b), ia = inf64(a), ib = inf64(b);
+  Operand nan = e(Op::OR, e(Op::OR, nan64(a), nan64(b)), e(Op::OR, e(Op::AND, za, zb), e(Op::AND, ia, ib)));
+  Operand zero = e(Op::OR, za, ib), inf = e(Op::OR, ia, zb);
+  Operand lo = e(Op::SEL, e(Op::OR, zero, inf), K(0), res.first);
+  Operand hi = e(Op::SEL, zero, s, e(Op::SEL, inf, e(Op::OR, s, K(0x7FF00000u)), res.second));
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+// sqrt(a): the 53-bit significand, doubled when the unbiased exponent is
+// odd, times 2^54 has a 54-bit integer square root (53 bits and the round
+// bit), computed digit by digit on register pairs; the remainder sticky.
+Gen::W Gen::sqrt64(W a, Round r) {
+  Operand ex;
+  W M = shr64(unpack64(a, ex), K(11));
+  Operand E = e(Op::SUB, ex, K(1023));
+  Operand odd = e(Op::AND, E, K(1));
+  M = shl64(M, odd);
+  E = e(Op::SUB, E, odd);
+  W rem = {K(0), K(0)};
+  Operand qh = K(0), ql = K(0);
+  for (int i = 53; i >= 0; --i) {
+    const int p = 2 * i - 54;  // the radicand's bits 2i+1, 2i are M's bits p+1, p
+    Operand pair = p < 0 ? K(0) : p < 32 ? e(Op::AND, e(Op::SHR, M.first, K(uint32_t(p))), K(3))
+                                       : e(Op::AND, e(Op::SHR, M.second, K(uint32_t(p - 32))), K(3));
+    rem = {e(Op::OR, e(Op::SHL, rem.first, K(2)), pair), e(Op::OR, e(Op::SHL, rem.second, K(2)), e(Op::SHR, rem.first, K(30)))};
+    W t = {e(Op::OR, e(Op::SHL, ql, K(2)), K(1)), e(Op::OR, e(Op::SHL, qh, K(2)), e(Op::SHR, ql, K(30)))};
+    Operand ge = e(Op::OR, e(Op::SLTU, t.second, rem.second),
+                   e(Op::AND, e(Op::SEQ, t.second, rem.second), e(Op::SLEU, t.first, rem.first)));
+    Operand sl = e(Op::SEL, ge, t.first, K(0)), sh = e(Op::SEL, ge, t.second, K(0));
+    Operand borrow = e(Op::SLTU, rem.first, sl);
+    rem = {e(Op::SUB, rem.first, sl), e(Op::SUB, e(Op::SUB, rem.second, sh), borrow)};
+    qh = e(Op::OR, e(Op::SHL, qh, K(1)), e(Op::SHR, ql, K(31)));
+    ql = e(Op::OR, e(Op::SHL, ql, K(1)), ge);
+  }
+  W m = shl64({ql, qh}, K(10));
+  Operand st = e(Op::SNE, e(Op::OR, rem.first, rem.second), K(0));
+  W res = round_pack64(K(0), e(Op::ADD, e(Op::SAR, E, K(1)), K(1023)), m, st, r);
+  // +-0 stay; +inf; NaN and negative numbers: NaN.
+  Operand z = zero64(a);
+  Operand lo = e(Op::SEL, z, a.first, res.first), hi = e(Op::SEL, z, a.second, res.second);
+  Operand pinf = e(Op::AND, inf64(a), e(Op::SLT, K(~0u), a.second));  // a.second >= 0
+  lo = e(Op::SEL, pinf, K(0), lo), hi = e(Op::SEL, pinf, K(0x7FF00000u), hi);
+  Operand nan = e(Op::OR, nan64(a), e(Op::AND, e(Op::SHR, a.second, K(31)), e(Op::XOR, z, K(1))));
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
 // Comparisons on keys: a negative value is minus its magnitude (64-bit two's
 // complement), so -0 = +0.
 Operand Gen::compare64(ptx::Cmp c, W a, W b) {

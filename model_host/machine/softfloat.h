@@ -80,6 +80,11 @@ class Gen {
   W sub64(W a, W b, Round r);
   W mul64(W a, W b, Round r);
   W fma64(W a, W b, W c, Round r);
+  // Correctly rounded a / b and square root (restoring division and the
+  // digit-by-digit root, one result bit per step: about 950 and 1500
+  // operations).
+  W div64(W a, W b, Round r);
+  W sqrt64(W a, Round r);
   W min64(W a, W b);
   W max64(W a, W b);
   Operand compare64(ptx::Cmp c, W a, W b);
@@ -103,6 +108,9 @@ class Gen {
   Operand clz64(W x);
   Operand nan64(W x);
   W neg64_if(W x, Operand neg);
+  W unpack64(W x, Operand& ex);
+  Operand inf64(W x);
+  Operand zero64(W x);
   Operand horner(const int32_t* c, int n, Operand x);
   Operand sincos(Operand a, bool ftz, int quarter);
   Emit emit_;

@@ -377,6 +377,14 @@ uint64_t fma64(uint64_t a, uint64_t b, uint64_t c, Rnd r) {
   volatile double x = D(a), y = D(b), z = D(c);
   return rounded(r, [&] { return DB(fix(std::fma(fix(double(x)), fix(double(y)), fix(double(z))))); });
 }
+uint64_t div64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) / fix(double(y)))); });
+}
+uint64_t sqrt64(uint64_t a, Rnd r) {
+  volatile double x = D(a);
+  return rounded(r, [&] { return DB(fix(std::sqrt(fix(double(x))))); });
+}
 uint64_t min64(uint64_t a, uint64_t b) {
   const double x = D(a), y = D(b);
   if (std::isnan(x) && std::isnan(y)) return kNaN64;

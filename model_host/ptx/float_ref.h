@@ -73,6 +73,8 @@ uint64_t add64(uint64_t a, uint64_t b, Rnd r);
 uint64_t sub64(uint64_t a, uint64_t b, Rnd r);
 uint64_t mul64(uint64_t a, uint64_t b, Rnd r);
 uint64_t fma64(uint64_t a, uint64_t b, uint64_t c, Rnd r);
+uint64_t div64(uint64_t a, uint64_t b, Rnd r);  // div.rnd.f64 (rcp.rnd.f64: a = 1.0)
+uint64_t sqrt64(uint64_t a, Rnd r);
 uint64_t min64(uint64_t a, uint64_t b);
 uint64_t max64(uint64_t a, uint64_t b);
 bool compare64(Cmp c, uint64_t a, uint64_t b);

@@ -1305,7 +1305,8 @@ class Interp {
     const Type ft = in.op == Op::Set ? in.type2 : in.type;
     if (ft == Type::F64 && !float_mods(in).approx &&
         (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma ||
-         (in.op == Op::Mad && in.mul == MulMode::None) || in.op == Op::Min ||
+         (in.op == Op::Mad && in.mul == MulMode::None) || in.op == Op::Min || in.op == Op::Div ||
+         in.op == Op::Sqrt || in.op == Op::Rcp ||
          in.op == Op::Max || in.op == Op::Abs || in.op == Op::Neg || in.op == Op::Setp || in.op == Op::Set))
       return true;
     if (!f32) return false;
@@ -1358,6 +1359,9 @@ class Interp {
         case Op::Sub: dst(fref::sub64(d(1), d(2), r), Type::F64); return;
         case Op::Mul: dst(fref::mul64(d(1), d(2), r), Type::F64); return;
         case Op::Fma: case Op::Mad: dst(fref::fma64(d(1), d(2), d(3), r), Type::F64); return;
+        case Op::Div: dst(fref::div64(d(1), d(2), r), Type::F64); return;
+        case Op::Rcp: dst(fref::div64(0x3FF0000000000000ull, d(1), r), Type::F64); return;
+        case Op::Sqrt: dst(fref::sqrt64(d(1), r), Type::F64); return;
         case Op::Min: dst(fref::min64(d(1), d(2)), Type::F64); return;
         case Op::Max: dst(fref::max64(d(1), d(2)), Type::F64); return;
         case Op::Abs: dst(d(1) & ~(uint64_t(1) << 63), Type::F64); return;

@@ -598,3 +598,54 @@ TEST(SoftFloat, Lg2SinCosApproxAccuracy) {
 
 }  // namespace
 }  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// div.rnd.f64, rcp.rnd.f64 and sqrt.rnd.f64: bit for bit against the host's
+// IEEE division and square root in each rounding mode, on every edge pair and
+// random operands (quotients near 1 and exact ones among them).
+TEST(SoftFloat, Binary64DivSqrt) {
+  std::mt19937_64 rng(66);
+  auto W = [](uint64_t x) { return std::make_pair(K(uint32_t(x)), K(uint32_t(x >> 32))); };
+  auto U = [](std::pair<Operand, Operand> w) { return uint64_t(w.second.v) << 32 | w.first.v; };
+  auto check = [&](uint64_t a, uint64_t b) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_EQ(U(g.div64(W(a), W(b), kRounds[r])), ptx::fref::div64(a, b, kRnds[r]))
+          << "div.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      ASSERT_EQ(U(g.sqrt64(W(a), kRounds[r])), ptx::fref::sqrt64(a, kRnds[r]))
+          << "sqrt.f64." << kNames[r] << " " << std::hex << a;
+    }
+  };
+  const auto E = edges64();
+  for (uint64_t a : E)
+    for (uint64_t b : E) check(a, b);
+  const uint64_t n = floattest::pairs(200000) / 8;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t a = any64(rng), b;
+    switch (i % 4) {
+      case 0: b = any64(rng); break;
+      case 1: b = (a & 0xFFF0000000000000ull) | (rng() & 0x000FFFFFFFFFFFFFull); break;  // quotients near 1
+      case 2: {  // an exact quotient: a = b * q with small q
+        b = any64(rng) & 0x7FFFFFFFFFFFF000ull;
+        double q = double(rng() % 4096), bd, ad;
+        std::memcpy(&bd, &b, 8);
+        ad = bd * q;
+        std::memcpy(&a, &ad, 8);
+        break;
+      }
+      default: {  // a perfect square
+        double x = double(rng() % (uint64_t(1) << 26)) * std::ldexp(1.0, int(rng() % 200) - 100);
+        double sq = x * x;
+        std::memcpy(&a, &sq, 8);
+        b = any64(rng);
+        break;
+      }
+    }
+    check(a, b);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
