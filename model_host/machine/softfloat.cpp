@@ -301,6 +301,84 @@ Operand Gen::ex2(Operand a, bool ftz) {
   return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
 }
 
+// f32 to f16: the 24-bit significand shifted right onto the f16 grid of
+// the value's binade (sh = max(13, 126 - ex): 2^-24 below 2^-14), rounded
+// with the round and sticky bits; the packed word ((field - 1) << 10) + N
+// carries a rounding increment into the exponent as round_pack does.
+Operand Gen::f16_from_f32(Operand f, Round r) {
+  Operand s16 = e(Op::SHR, e(Op::AND, f, K(kSign)), K(16));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand exm = e(Op::MAX, ex, K(1));
+  Operand sh = e(Op::MAX, e(Op::SUB, K(126), exm), K(13));
+  Operand N = e(Op::SHR, sg, sh);
+  Operand rb = e(Op::AND, e(Op::SHR, sg, e(Op::SUB, sh, K(1))), K(1));
+  Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, sg, K(0)),
+                 e(Op::SNE, e(Op::SHL, sg, e(Op::SUB, K(33), sh)), K(0)));
+  Operand field = e(Op::MAX, e(Op::SUB, ex, K(112)), K(1));
+  Operand base = e(Op::ADD, e(Op::SHL, e(Op::SUB, field, K(1)), K(10)), N);
+  Operand neg = e(Op::SHR, f, K(31));
+  Operand inexact = e(Op::OR, rb, st);
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, N, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, inexact, neg); break;
+    case Round::Rp: inc = e(Op::AND, inexact, e(Op::XOR, neg, K(1))); break;
+  }
+  Operand res = e(Op::ADD, base, inc);
+  Operand ovf_val = r == Round::Rn   ? K(0x7C00)
+                    : r == Round::Rz ? K(0x7BFF)
+                    : r == Round::Rm ? e(Op::SEL, neg, K(0x7C00), K(0x7BFF))
+                                     : e(Op::SEL, neg, K(0x7BFF), K(0x7C00));
+  res = e(Op::SEL, e(Op::SLEU, K(0x7C00), res), ovf_val, res);
+  res = e(Op::SEL, e(Op::SEQ, abs, K(kInf)), K(0x7C00), res);
+  res = e(Op::OR, res, s16);
+  return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(0x7FFF), res);
+}
+
+// f16 to f32, exact: a subnormal's fraction normalised with clz; a NaN
+// gives the canonical f32 NaN.
+Operand Gen::f32_from_f16(Operand h) {
+  Operand s = e(Op::SHL, e(Op::AND, h, K(0x8000)), K(16));
+  Operand e5 = e(Op::AND, e(Op::SHR, h, K(10)), K(31));
+  Operand fr = e(Op::AND, h, K(0x3FF));
+  Operand normal = e(Op::OR, e(Op::SHL, e(Op::ADD, e5, K(112)), K(23)), e(Op::SHL, fr, K(13)));
+  Operand n = e(Op::CLZ, fr);
+  Operand sub = e(Op::OR, e(Op::SHL, e(Op::SUB, K(134), n), K(23)),
+                  e(Op::SHR, e(Op::SHL, fr, e(Op::ADD, n, K(1))), K(9)));
+  sub = e(Op::SEL, fr, sub, K(0));
+  Operand res = e(Op::SEL, e5, normal, sub);
+  res = e(Op::SEL, e(Op::SEQ, e5, K(31)), K(kInf), res);
+  res = e(Op::OR, res, s);
+  return e(Op::SEL, e(Op::AND, e(Op::SEQ, e5, K(31)), e(Op::SNE, fr, K(0))), K(kNaN), res);
+}
+
+Operand Gen::add16(Operand a, Operand b) {
+  return f16_from_f32(add(f32_from_f16(a), f32_from_f16(b), Round::Rn, false, false), Round::Rn);
+}
+Operand Gen::sub16(Operand a, Operand b) {
+  return f16_from_f32(sub(f32_from_f16(a), f32_from_f16(b), Round::Rn, false, false), Round::Rn);
+}
+Operand Gen::mul16(Operand a, Operand b) {
+  return f16_from_f32(mul(f32_from_f16(a), f32_from_f16(b), Round::Rn, false, false), Round::Rn);
+}
+// a b + c rounded to odd in f32 (the product of two f16 is exact there; the
+// value toward zero, its last bit set when inexact: fma rounded down and up
+// differ exactly then), then to nearest f16: 24 bits are enough for one
+// correct rounding to 11.
+Operand Gen::fma16(Operand a, Operand b, Operand c) {
+  Operand A = f32_from_f16(a), B = f32_from_f16(b), C = f32_from_f16(c);
+  Operand lo = fma(A, B, C, Round::Rm, false, false), hi = fma(A, B, C, Round::Rp, false, false);
+  // An exact zero: rounded down -0 and up +0 for opposite signs; +0 is the
+  // nearest rounding's zero.
+  Operand zero = e(Op::SEQ, e(Op::AND, e(Op::OR, lo, hi), K(kAbs)), K(0));
+  Operand rz = e(Op::SEL, e(Op::OR, e(Op::SHR, hi, K(31)), zero), hi, lo);
+  Operand odd = e(Op::OR, rz, e(Op::AND, e(Op::SNE, lo, hi), e(Op::XOR, zero, K(1))));
+  return f16_from_f32(odd, Round::Rn);
+}
+
 Gen::W Gen::neg64_if(W x, Operand neg) {
   Operand nl = e(Op::SUB, K(0), x.first), nh = e(Op::SUB, e(Op::SUB, K(0), x.second), e(Op::SNE, x.first, K(0)));
   return {e(Op::SEL, neg, nl, x.first), e(Op::SEL, neg, nh, x.second)};

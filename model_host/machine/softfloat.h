@@ -72,6 +72,16 @@ class Gen {
   // cvt.f32.f32 without a rounding suffix (flush and saturation only).
   Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);
   Operand saturate(Operand x);
+  // binary16 in the low half of a word (docs/isa.md section 11.1): cvt.rnd.f16.f32,
+  // cvt.f32.f16 (exact), and add, sub, mul, fma .rn.f16 (computed in f32: one
+  // rounding to f32 then to f16 for add, sub and mul, which is exact
+  // rounding there; fma rounds to f32 to odd first).  NaN results: 0x7FFF.
+  Operand f16_from_f32(Operand f, Round r);
+  Operand f32_from_f16(Operand h);
+  Operand add16(Operand a, Operand b);
+  Operand sub16(Operand a, Operand b);
+  Operand mul16(Operand a, Operand b);
+  Operand fma16(Operand a, Operand b, Operand c);
 
   // binary64, on {lo, hi} register pairs (no .ftz: PTX's f64 keeps
   // subnormals); NaN results are the canonical 0x7FFFFFFFFFFFFFFF.

@@ -487,5 +487,49 @@ uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat) {
   return finish(res, ftz, sat);
 }
 
+namespace {
+_Float16 H(uint32_t h) {
+  const uint16_t b = uint16_t(h);
+  _Float16 x;
+  std::memcpy(&x, &b, 2);
+  return x;
+}
+uint32_t HB(_Float16 x) {
+  uint16_t b;
+  std::memcpy(&b, &x, 2);
+  return x != x ? 0x7FFFu : b;
+}
+}  // namespace
+
+// The f16 neighbours of an f16 in the order of values (-0 and +0 one point).
+static uint32_t step16(uint32_t b, bool up) {
+  const bool neg = b & 0x8000u, zero = (b & 0x7FFFu) == 0;
+  if (zero) return up ? 0x0001u : 0x8001u;
+  return (neg != up) ? b + 1 : b - 1;
+}
+
+uint32_t f16_from_f32(uint32_t f, Rnd r) {
+  const float x = F(f);
+  if (x != x) return 0x7FFFu;
+  const _Float16 h = _Float16(x);  // the host rounds to nearest
+  const uint32_t hb = HB(h);
+  const float hv = float(h);
+  if (hv == x || r == Rnd::Rn || r == Rnd::None) return hv == x && x == 0 ? (f >> 16) & 0x8000u : hb;
+  const uint32_t lower = hv < x ? hb : step16(hb, false), upper = hv > x ? hb : step16(hb, true);
+  if (r == Rnd::Rm) return lower;
+  if (r == Rnd::Rp) return upper;
+  return x > 0 ? lower : upper;  // toward zero
+}
+uint32_t f32_from_f16(uint32_t h) {
+  const float v = float(H(h));
+  return v != v ? kNaN32 : B(v);
+}
+uint32_t add16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) + (__float128)H(b))); }
+uint32_t sub16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) - (__float128)H(b))); }
+uint32_t mul16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) * (__float128)H(b))); }
+uint32_t fma16(uint32_t a, uint32_t b, uint32_t c) {
+  return HB(_Float16((__float128)H(a) * (__float128)H(b) + (__float128)H(c)));
+}
+
 }  // namespace fref
 }  // namespace qgpu::ptx

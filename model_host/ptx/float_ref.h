@@ -92,5 +92,14 @@ uint32_t from_f64(uint64_t d, Rnd r, bool ftz, bool sat);
 // rounding suffix only flushes).
 uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat);
 
+// binary16 (the host's _Float16 and __float128): cvt.rnd.f16.f32, cvt.f32.f16,
+// add sub mul fma .rn.f16; NaN results 0x7FFF (f16) and 0x7FFFFFFF (f32).
+uint32_t f16_from_f32(uint32_t f, Rnd r);
+uint32_t f32_from_f16(uint32_t h);
+uint32_t add16(uint32_t a, uint32_t b);
+uint32_t sub16(uint32_t a, uint32_t b);
+uint32_t mul16(uint32_t a, uint32_t b);
+uint32_t fma16(uint32_t a, uint32_t b, uint32_t c);
+
 }  // namespace fref
 }  // namespace qgpu::ptx

@@ -1293,6 +1293,7 @@ class Interp {
 
   // -- floating point (f32; float_ref.h: the host's IEEE arithmetic) ---------
   static bool float_supported(const Instr& in) {
+    if (half_op(in)) return true;
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
     const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                               (in.type == Type::F32 && in.type2 == Type::F64));
@@ -1324,7 +1325,41 @@ class Interp {
       default: return false;
     }
   }
+  // binary16: cvt between f16 and f32; add, sub, mul, fma .rn on .f16 and .f16x2.
+  static bool half_op(const Instr& in) {
+    const FloatMods fm = float_mods(in);
+    if (in.op == Op::Cvt && ((in.type == Type::F16 && in.type2 == Type::F32) || (in.type == Type::F32 && in.type2 == Type::F16)))
+      return !fm.ftz && !fm.sat;
+    return (in.type == Type::F16 || in.type == Type::F16x2) && !fm.ftz && !fm.sat &&
+           (fm.rnd == Rnd::None || fm.rnd == Rnd::Rn) &&
+           (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma);
+  }
+  void half_scalar(const Instr& in, Thread& t) {
+    const Rnd r = base_rounding(float_mods(in).rnd);
+    if (in.op == Op::Cvt) {
+      const uint32_t v = uint32_t(read(in.ops[1], in.type2, t, in));
+      if (in.type == Type::F32) write(in.ops[0], Type::F32, fref::f32_from_f16(v & 0xFFFF), t);
+      else write(in.ops[0], Type::F16, fref::f16_from_f32(v, r), t);
+      return;
+    }
+    const bool x2 = in.type == Type::F16x2;
+    const Type rt = x2 ? Type::B32 : Type::F16;
+    uint32_t src[3] = {0, 0, 0};
+    for (size_t i = 1; i < in.ops.size() && i <= 3; ++i) src[i - 1] = uint32_t(read(in.ops[i], rt, t, in));
+    auto one = [&](int k) {
+      uint32_t a = (src[0] >> (16 * k)) & 0xFFFF, b = (src[1] >> (16 * k)) & 0xFFFF, c = (src[2] >> (16 * k)) & 0xFFFF;
+      switch (in.op) {
+        case Op::Add: return fref::add16(a, b);
+        case Op::Sub: return fref::sub16(a, b);
+        case Op::Mul: return fref::mul16(a, b);
+        default: return fref::fma16(a, b, c);
+      }
+    };
+    if (x2) write(in.ops[0], Type::B32, one(0) | (one(1) << 16), t);
+    else write(in.ops[0], Type::F16, one(0), t);
+  }
   void float_scalar(const Instr& in, Thread& t) {
+    if (half_op(in)) return half_scalar(in, t);
     const FloatMods fm = float_mods(in);
     const Rnd r = base_rounding(fm.rnd);
     // An f32 operand: its bits (a decimal literal is a double, rounded to f32).

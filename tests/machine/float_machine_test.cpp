@@ -128,6 +128,35 @@ std::vector<Case> cases() {
     v.push_back({"cos.approx" + m, fres("cos.approx" + m + ".f32 %f4, %f1;"),
                  [=](uint32_t a, uint32_t, uint32_t) { return fref::cos(a, ftz); }});
   }
+  // binary16: conversions and .f16/.f16x2 arithmetic (each word two halves).
+  auto halves = [](uint32_t (*f)(uint32_t, uint32_t, uint32_t), uint32_t a, uint32_t b, uint32_t c) {
+    return f(a & 0xFFFF, b & 0xFFFF, c & 0xFFFF) | f(a >> 16, b >> 16, c >> 16) << 16;
+  };
+  for (int r = 0; r < 4; ++r) {
+    const Rnd rr = kRnd[r];
+    v.push_back({std::string("cvt.") + kR[r] + ".f16.f32",
+                 "  .reg .f16 %h<4>;\n  cvt." + std::string(kR[r]) + ".f16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::f16_from_f32(a, rr) * 0x10001u; }});
+  }
+  v.push_back({"cvt.f32.f16", "  .reg .f16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  cvt.f32.f16 %f4, %h2;\n  mov.b32 %r20, %f4;",
+               [](uint32_t a, uint32_t, uint32_t) { return fref::f32_from_f16(a >> 16); }});
+  v.push_back({"add.rn.f16x2", "  add.rn.f16x2 %r20, %r11, %r12;",
+               [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t) { return fref::add16(x, y); }, a, b, c);
+               }});
+  v.push_back({"sub.f16x2", "  sub.f16x2 %r20, %r11, %r12;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t) { return fref::sub16(x, y); }, a, b, c);
+               }});
+  v.push_back({"mul.f16x2", "  mul.f16x2 %r20, %r11, %r12;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t) { return fref::mul16(x, y); }, a, b, c);
+               }});
+  v.push_back({"fma.rn.f16x2", "  fma.rn.f16x2 %r20, %r11, %r12, %r13;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t z) { return fref::fma16(x, y, z); }, a, b, c);
+               }});
+  v.push_back({"fma.rn.f16",
+               "  .reg .f16 %h<8>;\n  mov.b32 {%h1, %h2}, %r11;\n  mov.b32 {%h3, %h4}, %r12;\n  mov.b32 {%h5, %h6}, %r13;\n"
+               "  fma.rn.f16 %h7, %h2, %h3, %h5;\n  mov.b32 %r20, {%h7, %h7};",
+               [](uint32_t a, uint32_t b, uint32_t c) { return fref::fma16(a >> 16, b & 0xFFFF, c & 0xFFFF) * 0x10001u; }});
   v.push_back({"sqrt.approx", fres("sqrt.approx.f32 %f4, %f1;"),
                [](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, Rnd::Rn, false); }});
   v.push_back({"add.f32 (no rounding suffix)", fres("add.f32 %f4, %f1, %f2;"),

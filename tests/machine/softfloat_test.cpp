@@ -649,3 +649,58 @@ TEST(SoftFloat, Binary64DivSqrt) {
 
 }  // namespace
 }  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// binary16: every f16 to f32; f32 to f16 in each rounding mode on the edge
+// values, every f16 value and its f32 neighbours (halfway cases) and random
+// words; add, sub, mul and fma on edge halves and random pairs: the
+// generators bit for bit against the host's _Float16 arithmetic (exact
+// values in __float128, one rounding).
+TEST(SoftFloat, Half) {
+  std::mt19937_64 rng(16);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    auto g = folding();
+    ASSERT_EQ(hex(val(g.f32_from_f16(K(h)))), hex(ptx::fref::f32_from_f16(h))) << "cvt.f32.f16 " << hex(h);
+  }
+  auto to16 = [&](uint32_t f) {
+    for (int r = 0; r < 4; ++r) {
+      auto g = folding();
+      ASSERT_EQ(hex(val(g.f16_from_f32(K(f), kRounds[r]))), hex(ptx::fref::f16_from_f32(f, kRnds[r])))
+          << "cvt." << kNames[r] << ".f16.f32 " << hex(f);
+    }
+  };
+  for (uint32_t a : floattest::edges()) to16(a);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint32_t f = ptx::fref::f32_from_f16(h);
+    for (uint32_t d : {0u, 1u, 0x1000u, 0xFFFu, 0x1001u, 0x2000u}) to16(f + d), to16(f - d);
+  }
+  const uint64_t n = floattest::pairs(200000);
+  for (uint64_t i = 0; i < n; ++i) to16(uint32_t(rng()));
+  std::vector<uint32_t> he = {0x0000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x3C01, 0x3BFF, 0x7BFF, 0x7C00, 0x7C01, 0x7E00,
+                              0x7FFF, 0x1400, 0x5800, 0x0200};
+  for (size_t i = 0, m = he.size(); i < m; ++i) he.push_back(he[i] | 0x8000);
+  auto bin = [&](uint32_t a, uint32_t b, uint32_t c) {
+    auto g = folding();
+    ASSERT_EQ(hex(val(g.add16(K(a), K(b)))), hex(ptx::fref::add16(a, b))) << "add.f16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.sub16(K(a), K(b)))), hex(ptx::fref::sub16(a, b))) << "sub.f16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.mul16(K(a), K(b)))), hex(ptx::fref::mul16(a, b))) << "mul.f16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.fma16(K(a), K(b), K(c)))), hex(ptx::fref::fma16(a, b, c)))
+        << "fma.f16 " << hex(a) << " " << hex(b) << " " << hex(c);
+  };
+  for (uint32_t a : he)
+    for (uint32_t b : he)
+      for (uint32_t c : {0x0000u, 0x8000u, 0x0001u, 0x3C00u, 0xFC00u, a, b ^ 0x8000u}) bin(a, b, c);
+  for (uint64_t i = 0; i < n / 4; ++i) {
+    const uint32_t a = uint32_t(rng()) & 0xFFFF, b = uint32_t(rng()) & 0xFFFF;
+    // c: random, or the negated rounded product (cancellation), or a tiny value
+    uint32_t c = uint32_t(rng()) & 0xFFFF;
+    if (i % 3 == 1) c = ptx::fref::mul16(a, b) ^ 0x8000 ^ uint32_t(rng() % 3);
+    if (i % 3 == 2) c = uint32_t(rng()) & 0x83FF;
+    bin(a, b, c);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
