@@ -1663,10 +1663,11 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       unsupported(in, std::string("operates on ") + ptx::type_name(x) +
                           " values in a way the machine's software floating point does not have (docs/isa.md section 11)");
   const bool defined_approx = in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt ||
-                              in.op == PO::Ex2 || in.op == PO::Lg2 || in.op == PO::Sin || in.op == PO::Cos;
+                              in.op == PO::Ex2 || in.op == PO::Lg2 || in.op == PO::Sin || in.op == PO::Cos ||
+                              in.op == PO::Tanh;
   if ((fm.approx || fm.full) && !defined_approx)
     unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
-                    "have (it has div, rcp, sqrt, rsqrt, ex2, lg2, sin and cos among them, docs/isa.md section 11)");
+                    "have (it has div, rcp, sqrt, rsqrt, ex2, lg2, sin, cos and tanh, docs/isa.md section 11)");
   softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
   const softfloat::Round r = [&] {
     switch (ptx::base_rounding(fm.rnd)) {
@@ -1745,6 +1746,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     case PO::Lg2: return out(g.lg2(f(1), fm.ftz));
     case PO::Sin: return out(g.sin(f(1), fm.ftz));
     case PO::Cos: return out(g.cos(f(1), fm.ftz));
+    case PO::Tanh: return out(g.tanh(f(1), fm.ftz));
     case PO::Min: return out(g.min(f(1), f(2), fm.ftz));
     case PO::Max: return out(g.max(f(1), f(2), fm.ftz));
     case PO::Abs: return out(g.abs(f(1), fm.ftz));

@@ -488,6 +488,17 @@ Operand Gen::sincos(Operand a, bool ftz, int quarter) {
   return e(Op::SEL, e(Op::SLEU, K(kInf), abs), K(kNaN), res);
 }
 
+Operand Gen::tanh(Operand a, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand x = e(Op::AND, a, K(kAbs));
+  Operand t = ex2(mul(x, K(0x4038AA3Bu), Round::Rn, ftz, false), ftz);
+  Operand q = div(K(0x40000000u), add(t, K(0x3F800000u), Round::Rn, ftz, false), Round::Rn, ftz, false);
+  Operand r = sub(K(0x3F800000u), q, Round::Rn, ftz, false);
+  r = e(Op::SEL, e(Op::SLTU, x, K(0x3A800000u)), x, r);  // |a| < 2^-10
+  r = e(Op::OR, r, e(Op::AND, a, K(kSign)));
+  return e(Op::SEL, e(Op::SLTU, K(kInf), x), K(kNaN), r);
+}
+
 // sqrt(a): the significand normalised, doubled when the unbiased exponent
 // is odd, then the integer square root of m * 2^25 (a 25-bit root: 24 bits
 // and the round bit) digit by digit, two bits of the radicand a step; the

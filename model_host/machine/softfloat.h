@@ -46,6 +46,9 @@ class Gen {
   Operand lg2(Operand a, bool ftz);
   Operand sin(Operand a, bool ftz) { return sincos(a, ftz, 0); }
   Operand cos(Operand a, bool ftz) { return sincos(a, ftz, 1); }
+  // tanh.approx: |a| below 2^-10 gives a, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)
+  // by this file's rn operations, with a's sign (docs/isa.md section 11.1).
+  Operand tanh(Operand a, bool ftz);
   Operand min(Operand a, Operand b, bool ftz);
   Operand max(Operand a, Operand b, bool ftz);
   Operand abs(Operand a, bool ftz);

@@ -259,6 +259,15 @@ uint32_t sincos(uint32_t a, bool ftz, int quarter) {
 }  // namespace
 
 uint32_t sin(uint32_t a, bool ftz) { return sincos(a, ftz, 0); }
+uint32_t tanh(uint32_t a, bool ftz) {
+  a = flush(a, ftz);
+  const uint32_t x = a & 0x7FFFFFFFu;
+  if (x > 0x7F800000u) return kNaN32;
+  if (x < 0x3A800000u) return a;
+  const uint32_t t = ex2(mul(x, 0x4038AA3Bu, Rnd::Rn, ftz, false), ftz);
+  const uint32_t q = div(0x40000000u, add(t, 0x3F800000u, Rnd::Rn, ftz, false), Rnd::Rn, ftz, false);
+  return sub(0x3F800000u, q, Rnd::Rn, ftz, false) | (a & 0x80000000u);
+}
 uint32_t cos(uint32_t a, bool ftz) { return sincos(a, ftz, 1); }
 
 uint32_t min(uint32_t a, uint32_t b, bool ftz) {

@@ -52,6 +52,9 @@ uint32_t ex2(uint32_t a, bool ftz);
 uint32_t lg2(uint32_t a, bool ftz);
 uint32_t sin(uint32_t a, bool ftz);
 uint32_t cos(uint32_t a, bool ftz);
+// tanh.approx{.ftz}.f32: a for |a| < 2^-10, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)
+// by the reference's own rn operations, with a's sign.
+uint32_t tanh(uint32_t a, bool ftz);
 uint32_t min(uint32_t a, uint32_t b, bool ftz);
 uint32_t max(uint32_t a, uint32_t b, bool ftz);
 uint32_t abs(uint32_t a, bool ftz);

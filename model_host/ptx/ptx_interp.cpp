@@ -1314,13 +1314,14 @@ class Interp {
     if (is_float(in.type) && in.type != Type::F32 && !f32_f64) return false;
     if (is_float(in.type2) && in.type2 != Type::F32 && !f32_f64) return false;
     const bool defined_approx = in.op == Op::Div || in.op == Op::Rcp || in.op == Op::Sqrt || in.op == Op::Rsqrt ||
-                                in.op == Op::Ex2 || in.op == Op::Lg2 || in.op == Op::Sin || in.op == Op::Cos;
+                                in.op == Op::Ex2 || in.op == Op::Lg2 || in.op == Op::Sin || in.op == Op::Cos ||
+                                in.op == Op::Tanh;
     if ((float_mods(in).approx || float_mods(in).full) && !defined_approx) return false;
     switch (in.op) {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Fma: case Op::Mad: case Op::Min: case Op::Max:
       case Op::Abs: case Op::Neg: case Op::Copysign: case Op::Testp: case Op::Setp: case Op::Set:
       case Op::Cvt: case Op::Slct: case Op::Div: case Op::Rcp: case Op::Sqrt: case Op::Rsqrt: case Op::Ex2:
-      case Op::Lg2: case Op::Sin: case Op::Cos:
+      case Op::Lg2: case Op::Sin: case Op::Cos: case Op::Tanh:
         return in.op != Op::Mul || in.mul == MulMode::None;
       default: return false;
     }
@@ -1422,6 +1423,7 @@ class Interp {
       case Op::Lg2: dst(fref::lg2(f(1), fm.ftz), Type::F32); return;
       case Op::Sin: dst(fref::sin(f(1), fm.ftz), Type::F32); return;
       case Op::Cos: dst(fref::cos(f(1), fm.ftz), Type::F32); return;
+      case Op::Tanh: dst(fref::tanh(f(1), fm.ftz), Type::F32); return;
       case Op::Rcp: dst(fref::div(0x3F800000u, f(1), fm.approx ? Rnd::Rn : r, fm.ftz, false), Type::F32); return;
       case Op::Sqrt: dst(fref::sqrt(f(1), fm.approx ? Rnd::Rn : r, fm.ftz), Type::F32); return;
       case Op::Rsqrt:

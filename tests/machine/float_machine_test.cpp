@@ -127,6 +127,8 @@ std::vector<Case> cases() {
                  [=](uint32_t a, uint32_t, uint32_t) { return fref::sin(a, ftz); }});
     v.push_back({"cos.approx" + m, fres("cos.approx" + m + ".f32 %f4, %f1;"),
                  [=](uint32_t a, uint32_t, uint32_t) { return fref::cos(a, ftz); }});
+    v.push_back({"tanh.approx" + m, fres("tanh.approx" + m + ".f32 %f4, %f1;"),
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::tanh(a, ftz); }});
   }
   // binary16: conversions and .f16/.f16x2 arithmetic (each word two halves).
   auto halves = [](uint32_t (*f)(uint32_t, uint32_t, uint32_t), uint32_t a, uint32_t b, uint32_t c) {
@@ -450,7 +452,7 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
     const int g = cs.kind == 2 ? 3
                   : op == "add" || op == "sub" || op == "mul" || op == "fma" || op == "mad"   ? 0
                   : op == "div" || op == "rcp" || op == "sqrt" || op == "rsqrt" || op == "ex2" || op == "lg2" ||
-                          op == "sin" || op == "cos"
+                          op == "sin" || op == "cos" || op == "tanh"
                       ? 1
                                                                                  : 2;
     if (g != group) continue;
@@ -508,7 +510,8 @@ TEST(FloatMachine, Binary64BitForBit) {  // random operands (the generator tests
 
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
-  for (const char* body : {"  tanh.approx.f32 %f4, %f1;\n  mov.b32 %r20, %f4;",
+  for (const char* body : {"  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rcp.approx.ftz.f64 %fd1, %fd1;\n"
+                           "  mov.b64 {%r20, %r21}, %fd1;",
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rsqrt.approx.f64 %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;"}) {
     ModuleImage img = load_module(kernel(body), p);

@@ -704,3 +704,41 @@ TEST(SoftFloat, Half) {
 
 }  // namespace
 }  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// tanh.approx: the generator against the reference's composition of the same
+// rn operations, and the definition's relative error against the host's
+// tanh: within 2^-11 (PTX's bound for tanh.approx.f32) on 1 M random inputs
+// of every exponent and the edge values.
+TEST(SoftFloat, TanhApprox) {
+  floattest::Operands gen(80);
+  const uint64_t n = floattest::pairs(1000000);
+  double worst = 0;
+  uint32_t worst_in = 0;
+  for (uint64_t i = 0; i < n + floattest::edges().size(); ++i) {
+    const uint32_t a = i < floattest::edges().size() ? floattest::edges()[i] : tr_input(gen, i);
+    if (i % 16 == 0 || i < floattest::edges().size())
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.tanh(K(a), ftz))), hex(ptx::fref::tanh(a, ftz))) << "tanh.approx " << hex(a);
+      }
+    const uint32_t r = ptx::fref::tanh(a, false);
+    float x, got;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&got, &r, 4);
+    if (std::isnan(x)) {
+      ASSERT_EQ(r, 0x7FFFFFFFu);
+      continue;
+    }
+    const double want = std::tanh(double(x));
+    const double rel = want == 0 ? std::fabs(double(got)) : std::fabs(double(got) - want) / std::fabs(want);
+    if (rel > worst) worst = rel, worst_in = a;
+  }
+  std::printf("tanh.approx: largest relative error 2^%.2f (at %s)\n", std::log2(worst), hex(worst_in).c_str());
+  EXPECT_LE(worst, std::ldexp(1.0, -11)) << hex(worst_in);
+}
+
+}  // namespace
+}  // namespace qgpu::machine
