@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <dlfcn.h>
 #include <unistd.h>
 #include <vector>
 
@@ -109,11 +110,31 @@ void require(bool ok, CUresult code, const std::string& message) {
   if (!ok) throw DriverError(code, message);
 }
 
+// qgpu's libcudart.so.13, when the program uses the runtime too: its
+// session (NULL until the runtime opened or borrowed one), after the work
+// queued on its streams (`wait`).  One session per process serves both
+// libraries, as CUDA's runtime works in the driver's primary context.
+client::Connection* runtime_session(bool wait) {
+  using RuntimeSession = void* (*)(int);
+  static auto f = reinterpret_cast<RuntimeSession>(dlsym(RTLD_DEFAULT, "qgpu_cudart_session"));
+  return f ? static_cast<client::Connection*>(f(wait ? 1 : 0)) : nullptr;
+}
+
 client::Connection& device() {
   State& s = state();
   require(s.initialized, CUDA_ERROR_NOT_INITIALIZED, "cuInit has not been called");
-  return *s.conn;
+  if (s.conn) {
+    runtime_session(true);  // the runtime's queued work first (it borrowed this session)
+    return *s.conn;
+  }
+  client::Connection* c = runtime_session(true);
+  require(c != nullptr, CUDA_ERROR_DEINITIALIZED, "the runtime's session is gone (cudaDeviceReset)");
+  return *c;
 }
+
+// Whether the runtime shares this process's session: its primary context
+// is then current on a thread that has none, as on CUDA after a runtime call.
+bool runtime_active() { return runtime_session(false) != nullptr; }
 
 void check_device(CUdevice dev) {
   device();
@@ -125,6 +146,10 @@ void check_device(CUdevice dev) {
 client::Connection& context() {
   client::Connection& c = device();
   State& s = state();
+  if (current == nullptr && pushed.empty() && runtime_active()) {
+    if (s.primary_refs++ == 0) s.contexts.insert(&s.primary);
+    current = &s.primary;
+  }
   require(current != nullptr && s.contexts.count(current), CUDA_ERROR_INVALID_CONTEXT,
           "no current context (call cuCtxCreate, or cuDevicePrimaryCtxRetain and cuCtxSetCurrent)");
   require(s.sticky == CUDA_SUCCESS, s.sticky,
@@ -217,10 +242,12 @@ QGPU_CU_API CUresult CUDAAPI cuInit(unsigned int flags) {
     require(flags == 0, CUDA_ERROR_INVALID_VALUE, "flags must be 0");
     State& s = state();
     if (s.initialized) return;
-    qgpu::client::Options o;
-    char exe[256] = {};
-    if (readlink("/proc/self/exe", exe, sizeof exe - 1) > 0) o.program = exe;
-    s.conn = Connection::open(o);
+    if (!runtime_session(false)) {  // else the runtime's session serves both
+      qgpu::client::Options o;
+      char exe[256] = {};
+      if (readlink("/proc/self/exe", exe, sizeof exe - 1) > 0) o.program = exe;
+      s.conn = Connection::open(o);
+    }
     s.initialized = true;
   });
 }
@@ -370,6 +397,7 @@ QGPU_CU_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext* ctx) {
   return api("cuCtxGetCurrent", [&] {
     require(ctx != nullptr, CUDA_ERROR_INVALID_VALUE, "context is NULL");
     device();
+    if (current == nullptr && pushed.empty() && runtime_active()) context();  // the runtime's primary context
     *ctx = current;
   });
 }
@@ -838,6 +866,15 @@ QGPU_CU_API CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** fn, 
   *fn = find_entry(symbol);
   if (status) *status = *fn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return *fn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+// The driver's own session (NULL when it has none: before cuInit, or when
+// it uses the runtime's), for qgpu's libcudart.so.13: found with dlsym, so
+// that a program using both APIs has one session.
+QGPU_CU_API void* qgpu_driver_session() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.initialized ? s.conn.get() : nullptr;
 }
 
 // ----------------------------------------------------------- error helpers

@@ -93,6 +93,7 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrManagedMemory: return p.managedMemory;
     case cudaDevAttrCanMapHostMemory: return p.canMapHostMemory;
     case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 1;
+    case cudaDevAttrMemoryPoolsSupported: return 1;  // cudaMallocAsync and pools (api_graph.cpp)
     // Capabilities the machine does not have: honest zeros.
     case cudaDevAttrGpuOverlap: case cudaDevAttrKernelExecTimeout: case cudaDevAttrIntegrated:
     case cudaDevAttrConcurrentKernels: case cudaDevAttrEccEnabled:
@@ -106,7 +107,7 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrPageableMemoryAccessUsesHostPageTables: case cudaDevAttrDirectManagedMemAccessFromHost:
     case cudaDevAttrMaxPersistingL2CacheSize: case cudaDevAttrMaxAccessPolicyWindowSize:
     case cudaDevAttrReservedSharedMemoryPerBlock: case cudaDevAttrSparseCudaArraySupported:
-    case cudaDevAttrMemoryPoolsSupported: case cudaDevAttrClusterLaunch: case cudaDevAttrIpcEventSupport:
+    case cudaDevAttrClusterLaunch: case cudaDevAttrIpcEventSupport:
     case cudaDevAttrMpsEnabled:
       return 0;
     default:

@@ -1,6 +1,7 @@
 // Registration of fatbinaries, kernels and variables, and kernel launches.
 #include <vector>
 
+#include "graph.h"
 #include "runtime.h"
 
 using namespace qgpu::cudart;
@@ -39,7 +40,9 @@ cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, c
                                  std::to_string(allowed) + " (the device's " + std::to_string(d.shared_bytes_per_cta) +
                                  " bytes per block less " + std::to_string(rk.layout->static_smem) + " static)"
                            : "its cudaFuncAttributeMaxDynamicSharedMemorySize is " + std::to_string(allowed)));
-    return rt.launch(k, grid, block, args, smem, stream_of(stream, per_thread));
+    StreamPtr st = stream_of(stream, per_thread);
+    if (capturing(st)) return capture_launch(st, k, grid, block, args, smem);  // a kernel node (graph.h)
+    return rt.launch(k, grid, block, args, smem, st);
   });
 }
 

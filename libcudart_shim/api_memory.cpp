@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 
+#include "graph.h"
 #include "runtime.h"
 
 using namespace qgpu::cudart;
@@ -111,6 +112,9 @@ cudaError_t copy_on(Runtime& rt, const StreamPtr& s, void* dst, const void* src,
       dir != cudaMemcpyDeviceToDevice)
     return set_error(cudaErrorInvalidMemcpyDirection);
   std::shared_ptr<std::vector<uint8_t>> staged;
+  // A captured copy reads and writes its memory when the graph runs.
+  const bool captured = bool(s->capture);
+  if (captured) wait = false;
   if (!wait) {
     // Checked now, as CUDA checks an asynchronous copy's pointers.
     if (dir == cudaMemcpyDeviceToDevice || dir == cudaMemcpyDeviceToHost)
@@ -119,7 +123,8 @@ cudaError_t copy_on(Runtime& rt, const StreamPtr& s, void* dst, const void* src,
       rt.check_device_range(addr(dst), n, "asynchronous copy destination");
     bool src_host = dir == cudaMemcpyHostToHost || dir == cudaMemcpyHostToDevice;
     bool dst_host = dir == cudaMemcpyHostToHost || dir == cudaMemcpyDeviceToHost;
-    if (dst_host && !stable(rt, dst, n)) wait = true;
+    if (captured) {
+    } else if (dst_host && !stable(rt, dst, n)) wait = true;
     else if (src_host && !stable(rt, src, n)) {
       auto* p = static_cast<const uint8_t*>(src);
       staged = std::make_shared<std::vector<uint8_t>>(p, p + n);
@@ -127,6 +132,7 @@ cudaError_t copy_on(Runtime& rt, const StreamPtr& s, void* dst, const void* src,
   }
   Op op;
   op.kind = Op::Device;
+  op.node_type = cudaGraphNodeTypeMemcpy;
   op.body = [&rt, dst, src, n, dir, staged](double& seconds) {
     return do_copy(rt, dst, src, n, dir, staged.get(), seconds);
   };
@@ -142,14 +148,8 @@ cudaError_t memset_on(Runtime& rt, const StreamPtr& s, void* p, int value, size_
   if (!wait) rt.check_device_range(addr(p), n, "memset");
   Op op;
   op.kind = Op::Device;
-  op.body = [&rt, p, value, n](double& seconds) {
-    qgpu::client::Connection& c = rt.conn();
-    auto t = std::chrono::steady_clock::now();
-    auto held = rt.mirrors().prepare(c, {{addr(p), n, true}});
-    c.memset(addr(p), uint8_t(value), n);
-    seconds += since(t);
-    return cudaSuccess;
-  };
+  op.node_type = cudaGraphNodeTypeMemset;
+  op.body = [&rt, p, value, n](double& seconds) { return memset_now(rt, p, value, n, seconds); };
   if (!wait) {
     rt.streams().enqueue(s, std::move(op));
     return cudaSuccess;
@@ -232,6 +232,24 @@ void free_device(Runtime& rt, uint64_t dev) {
 
 }  // namespace
 
+namespace qgpu::cudart {
+
+cudaError_t copy_now(Runtime& rt, void* dst, const void* src, size_t n, cudaMemcpyKind kind, double& seconds) {
+  if (n == 0) return cudaSuccess;
+  return do_copy(rt, dst, src, n, direction(rt, dst, src, kind), nullptr, seconds);
+}
+
+cudaError_t memset_now(Runtime& rt, void* p, int value, size_t n, double& seconds) {
+  qgpu::client::Connection& c = rt.conn();
+  auto t = std::chrono::steady_clock::now();
+  auto held = rt.mirrors().prepare(c, {{addr(p), n, true}});
+  c.memset(addr(p), uint8_t(value), n);
+  seconds += since(t);
+  return cudaSuccess;
+}
+
+}  // namespace qgpu::cudart
+
 extern "C" {
 
 cudaError_t cudaMalloc(void** devPtr, size_t size) {
@@ -248,6 +266,7 @@ cudaError_t cudaFree(void* devPtr) {
   return guarded([&](Runtime& rt) {
     rt.conn();  // cudaFree(0) is how programs initialise the runtime
     if (!devPtr) return cudaSuccess;
+    if (free_stream_ordered(rt, addr(devPtr))) return cudaSuccess;  // cudaMallocAsync or a graph's allocation
     if (auto m = rt.mirrors().find_device(addr(devPtr)); m && m->kind != Mirrors::Managed)
       return fail(cudaErrorInvalidValue, "cudaFree of host memory (free it with cudaFreeHost)");
     free_device(rt, addr(devPtr));

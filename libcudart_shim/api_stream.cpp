@@ -5,27 +5,15 @@
 #include <mutex>
 #include <set>
 
+#include "graph.h"
 #include "runtime.h"
 
 using namespace qgpu::cudart;
 
 namespace {
 
-struct Event {
-  unsigned flags = 0;
-  std::mutex mu;
-  bool recorded = false;
-  Mark mark;
-};
-
 std::mutex g_events_mu;
 std::set<Event*> g_events;
-
-Event* event_of(cudaEvent_t e) {
-  std::lock_guard<std::mutex> g(g_events_mu);
-  auto* ev = reinterpret_cast<Event*>(e);
-  return g_events.count(ev) ? ev : nullptr;
-}
 
 Mark last_mark(Event* ev, bool* recorded) {
   std::lock_guard<std::mutex> g(ev->mu);
@@ -34,27 +22,28 @@ Mark last_mark(Event* ev, bool* recorded) {
 }
 
 cudaError_t stream_synchronize(cudaStream_t s, bool per_thread) {
-  return guarded([&](Runtime& rt) { return wait_and_synchronize(rt.streams().marks(stream_of(s, per_thread))); });
+  return guarded([&](Runtime& rt) {
+    StreamPtr st = stream_of(s, per_thread);
+    if (cudaError_t e = capture_forbids(st, "cudaStreamSynchronize")) return e;
+    return wait_and_synchronize(rt.streams().marks(st));
+  });
 }
 
 cudaError_t stream_query(cudaStream_t s, bool per_thread) {
   return guarded([&](Runtime& rt) {
-    return rt.streams().reached(rt.streams().marks(stream_of(s, per_thread))) ? cudaSuccess : cudaErrorNotReady;
+    StreamPtr st = stream_of(s, per_thread);
+    if (cudaError_t e = capture_forbids(st, "cudaStreamQuery")) return e;
+    return rt.streams().reached(rt.streams().marks(st)) ? cudaSuccess : cudaErrorNotReady;
   });
 }
 
 cudaError_t stream_wait_event(cudaStream_t s, cudaEvent_t e, bool per_thread) {
-  return guarded([&](Runtime& rt) {
+  return guarded([&](Runtime&) {
     StreamPtr st = stream_of(s, per_thread);
     Event* ev = event_of(e);
     if (!ev) return set_error(cudaErrorInvalidResourceHandle);
-    bool recorded;
-    Mark m = last_mark(ev, &recorded);
-    if (!recorded) return cudaSuccess;  // an event never recorded is complete
-    Op op;
-    op.kind = Op::Marker;
-    op.after.push_back(m);
-    rt.streams().enqueue(st, std::move(op));
+    if (capture_event_wait(st, ev)) return cudaSuccess;
+    wait_event(st, ev);
     return cudaSuccess;
   });
 }
@@ -65,6 +54,7 @@ cudaError_t add_callback(cudaStream_t s, cudaStreamCallback_t cb, void* data, bo
     StreamPtr st = stream_of(s, per_thread);
     Op op;
     op.kind = Op::Host;  // called even after an error, with the error as its status
+    op.node_type = cudaGraphNodeTypeHost;
     op.body = [&rt, s, cb, data](double&) {
       cb(s, rt.sticky(), data);
       return cudaSuccess;
@@ -80,6 +70,7 @@ cudaError_t launch_host_func(cudaStream_t s, cudaHostFn_t fn, void* data, bool p
     StreamPtr st = stream_of(s, per_thread);
     Op op;
     op.kind = Op::Device;  // as CUDA: not called once the context has an error
+    op.node_type = cudaGraphNodeTypeHost;
     op.body = [fn, data](double&) {
       fn(data);
       return cudaSuccess;
@@ -94,11 +85,8 @@ cudaError_t event_record(cudaEvent_t e, cudaStream_t s, bool per_thread) {
     Event* ev = event_of(e);
     if (!ev) return set_error(cudaErrorInvalidResourceHandle);
     StreamPtr st = stream_of(s, per_thread);
-    Op op;
-    op.kind = Op::Marker;
-    std::lock_guard<std::mutex> g(ev->mu);
-    ev->mark = rt.streams().enqueue(st, std::move(op));
-    ev->recorded = true;
+    if (capturing(st)) capture_event_record(st, ev);
+    else record_event(ev, st);
     return cudaSuccess;
   });
 }
@@ -115,6 +103,32 @@ cudaError_t stream_field(cudaStream_t s, bool per_thread, T* out, T (*get)(const
 }  // namespace
 
 namespace qgpu::cudart {
+
+Event* event_of(cudaEvent_t e) {
+  std::lock_guard<std::mutex> g(g_events_mu);
+  auto* ev = reinterpret_cast<Event*>(e);
+  return g_events.count(ev) ? ev : nullptr;
+}
+
+void record_event(Event* ev, const StreamPtr& s) {
+  Op op;
+  op.kind = Op::Marker;
+  std::lock_guard<std::mutex> g(ev->mu);
+  ev->mark = Runtime::get().streams().enqueue(s, std::move(op));
+  ev->recorded = true;
+  ev->capture.reset();
+  ev->capture_nodes.clear();
+}
+
+void wait_event(const StreamPtr& s, Event* ev) {
+  bool recorded;
+  Mark m = last_mark(ev, &recorded);
+  if (!recorded) return;  // an event never recorded is complete
+  Op op;
+  op.kind = Op::Marker;
+  op.after.push_back(m);
+  Runtime::get().streams().enqueue(s, std::move(op));
+}
 
 StreamPtr stream_of(cudaStream_t handle, bool per_thread) {
   StreamPtr s = Runtime::get().streams().find(handle, per_thread);

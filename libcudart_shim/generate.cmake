@@ -12,6 +12,8 @@ foreach(n ${names})
   string(APPEND vs "    ${n};\n")
   string(APPEND stubs "__attribute__((weak)) int ${n}(void) { static int once; return qgpu_cudart_not_supported(\"${n}\", &once); }\n")
 endforeach()
+# qgpu's own export: the session libcuda.so.1 shares (runtime.cpp).
+string(APPEND vs "    qgpu_cudart_session;\n")
 string(APPEND vs "  local: *;\n};\n")
 file(WRITE ${OUT_DIR}/libcudart.map.tmp "${vs}")
 file(WRITE ${OUT_DIR}/stubs.c.tmp "${stubs}")

@@ -1,5 +1,6 @@
 #include "runtime.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -105,7 +106,18 @@ client::Connection& Runtime::conn() {
   if (client::Connection* c = conn_ptr_.load()) return *c;
   std::lock_guard<std::recursive_mutex> g(mu_);
   if (conn_) return *conn_;
+  if (client::Connection* c = conn_ptr_.load()) return *c;
   if (conn_error_) throw *conn_error_;
+  // One session per process, as CUDA's runtime and driver share the primary
+  // context: when qgpu's libcuda.so.1 is loaded and already has a session,
+  // the runtime uses it (modules loaded with cuModuleLoadData, memory from
+  // either library, one device).
+  using DriverSession = void* (*)();
+  if (auto f = reinterpret_cast<DriverSession>(dlsym(RTLD_DEFAULT, "qgpu_driver_session")))
+    if (auto* c = static_cast<client::Connection*>(f())) {
+      conn_ptr_ = c;
+      return *c;
+    }
   try {
     client::Options o;
     o.program = program_name();
@@ -237,6 +249,13 @@ Kernel* Runtime::find_kernel(const void* host_fun) {
   return it == kernels_.end() ? nullptr : it->second.get();
 }
 
+const void* Runtime::host_function(const Kernel* k) {
+  std::lock_guard<std::recursive_mutex> g(mu_);
+  for (auto& [f, kk] : kernels_)
+    if (kk.get() == k) return f;
+  return nullptr;
+}
+
 bool Runtime::is_kernel(const Kernel* k) {
   std::lock_guard<std::recursive_mutex> g(mu_);
   for (auto& [f, kk] : kernels_)
@@ -302,6 +321,14 @@ std::pair<uint64_t, size_t> Runtime::symbol(const void* host_var) {
 }
 
 cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream) {
+  Op op;
+  cudaError_t e = make_launch(k, grid, block, args, smem, &op);
+  if (e != cudaSuccess) return e;
+  streams_.enqueue(stream, std::move(op));
+  return cudaSuccess;
+}
+
+cudaError_t Runtime::make_launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, Op* out) {
   ResolvedKernel rk = resolve(*k);
   proto::LaunchArgs a;
   a.module = rk.module->image.id;
@@ -352,6 +379,7 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
 
   Op op;
   op.kind = Op::Device;
+  op.node_type = cudaGraphNodeTypeKernel;
   op.body = [this, a = std::move(a)](double& seconds) {
     client::Connection& c = conn();
     auto held = mirrors_.prepare(c, {{0, 0, true, true}});  // the kernel may touch any of them
@@ -364,7 +392,7 @@ cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_
     if (is_execution_error(o.error)) make_sticky(cudaError_t(o.error));  // reported by the next synchronizing call
     return cudaError_t(o.error);
   };
-  streams_.enqueue(stream, std::move(op));
+  *out = std::move(op);
   return cudaSuccess;
 }
 
@@ -381,6 +409,12 @@ cudaError_t Runtime::synchronize() {
   cudaError_t e = deferred_;
   deferred_ = cudaSuccess;
   return e;
+}
+
+client::Connection* Runtime::session_for_driver(bool wait) {
+  client::Connection* c = conn_ptr_.load();
+  if (c && wait && !Streams::on_runtime_thread()) streams_.wait(streams_.all_marks());
+  return c;
 }
 
 void Runtime::reset() {
@@ -410,3 +444,12 @@ cudaError_t last_error_take() {
 cudaError_t last_error_peek() { return t_last_error; }
 
 }  // namespace qgpu::cudart
+
+// The runtime's session, for qgpu's libcuda.so.1 (the driver API): found
+// with dlsym, so that both libraries use one session per process.  With
+// `wait`, the work queued on the runtime's streams completes first: a driver
+// call is ordered after the runtime's earlier work, as on CUDA's legacy
+// stream.  NULL while the runtime has no session.
+extern "C" __attribute__((visibility("default"))) void* qgpu_cudart_session(int wait) {
+  return qgpu::cudart::Runtime::get().session_for_driver(wait != 0);
+}

@@ -91,6 +91,7 @@ class Runtime {
   void init_module(Fatbin* fb);
 
   Kernel* find_kernel(const void* host_fun);
+  const void* host_function(const Kernel* k);  // the address the program registered it by
   bool is_kernel(const Kernel* k);
   // Throws client::Error (cudaErrorNoKernelImageForDevice, ...) naming what is wrong.
   ResolvedKernel resolve(Kernel& k);
@@ -101,6 +102,8 @@ class Runtime {
   // Returns a configuration error at once; the kernel's own error arrives
   // later (sticky).
   cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream);
+  // The same checks; the launch as an operation, not queued yet (graphs).
+  cudaError_t make_launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, Op* out);
 
   // What a synchronizing call returns once the work it waits for is done:
   // writes pending device printf output, makes managed and mapped memory
@@ -114,6 +117,9 @@ class Runtime {
   void defer_error(cudaError_t e);
   void add_printf(const std::string& s);
   void reset();  // cudaDeviceReset: a fresh session, errors cleared
+  // The session (NULL before the first call that opens it) for the driver
+  // API shim; with `wait`, once the work queued so far has completed.
+  client::Connection* session_for_driver(bool wait);
 
   // Device allocations as this process made them (cudaMalloc, managed and
   // mapped memory, module variables): an asynchronous copy or memset is
@@ -154,6 +160,10 @@ class Runtime {
 // The stream a handle names (see Streams::find); throws client::Error
 // (cudaErrorInvalidResourceHandle) for one that is not a live stream.
 StreamPtr stream_of(cudaStream_t handle, bool per_thread);
+// A copy or a memset run now, on the calling (runtime) thread: what a
+// queued copy or memset operation does (api_memory.cpp).
+cudaError_t copy_now(Runtime& rt, void* dst, const void* src, size_t n, cudaMemcpyKind kind, double& seconds);
+cudaError_t memset_now(Runtime& rt, void* p, int value, size_t n, double& seconds);
 // A synchronizing call: waits for the points, then Runtime::synchronize().
 cudaError_t wait_and_synchronize(const std::vector<Mark>& marks);
 

@@ -84,7 +84,11 @@ void Streams::add_implicit_locked(const StreamPtr& s, Op& op) {
 }
 
 Mark Streams::enqueue(const StreamPtr& s, Op op) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::unique_lock<std::mutex> g(mu_);
+  if (s->capture) {
+    g.unlock();
+    return capture_op(s, std::move(op));
+  }
   add_implicit_locked(s, op);
   Mark m{s, s->enqueued + 1, op.done};
   s->queue.push_back(std::move(op));
@@ -100,6 +104,10 @@ Mark Streams::enqueue(const StreamPtr& s, Op op) {
 Mark Streams::run(const StreamPtr& s, Op op) {
   op.waited = true;
   std::unique_lock<std::mutex> g(mu_);
+  if (s->capture) {
+    g.unlock();
+    return capture_op(s, std::move(op));
+  }
   add_implicit_locked(s, op);
   bool ready = s->completed == s->enqueued;
   for (const Mark& m : op.after) ready &= reached_locked(m);

@@ -55,6 +55,9 @@ struct Op {
     Marker,  // an event record or a wait: no work of its own
   };
   Kind kind = Device;
+  // What a graph shows for the operation when a stream capture records it
+  // instead of running it (graph.h).
+  cudaGraphNodeType node_type = cudaGraphNodeTypeEmpty;
   // Runs on the stream's runtime thread; adds the daemon-reported execution
   // time of its work to `seconds`.  May throw client::Error.
   std::function<cudaError_t(double& seconds)> body;
@@ -75,8 +78,16 @@ struct Stream {
   uint64_t enqueued = 0, completed = 0;  // operations queued (or running) and completed
   bool started = false;    // its runtime thread runs
   bool destroyed = false;  // the thread ends once the queue is empty
+  // Stream capture (graph.h): while set, operations issued to the stream
+  // become nodes of the capture's graph, depending on `capture_deps`.
+  std::shared_ptr<struct CaptureState> capture;
+  std::vector<cudaGraphNode_t> capture_deps;
   bool blocking() const { return kind != Kind::Legacy && !(flags & cudaStreamNonBlocking); }
 };
+
+// Records `op` as a node of the graph `s` is capturing into (graph.h);
+// returns a point that counts as reached.
+Mark capture_op(const StreamPtr& s, Op op);
 
 class Streams {
  public:

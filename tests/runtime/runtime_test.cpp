@@ -53,9 +53,15 @@ std::map<std::string, std::string> cases(const std::string& out) {
   return m;
 }
 
-std::map<std::string, std::string> run_program(const std::string& name, qgpu::test::Result* result = nullptr) {
+std::map<std::string, std::string> run_program(const std::string& name, qgpu::test::Result* result = nullptr,
+                                               std::vector<std::string> args = {}) {
   Daemon d;
-  auto r = run({std::string(QGPU_TEST_PROGRAMS) + "/" + name}, d.env(), 120);
+  std::vector<std::string> argv{std::string(QGPU_TEST_PROGRAMS) + "/" + name};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto env = d.env();
+  // qgpu's libcuda.so.1 (beside the runtime) for programs that use the driver API too.
+  env["LD_LIBRARY_PATH"] = fs::path(QGPU_CUDART_LIB).parent_path().string();
+  auto r = run(argv, env, 120);
   EXPECT_FALSE(r.timed_out) << name << " hung\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
   EXPECT_EQ(r.status, 0) << name << "\nstdout:\n" << r.out << "\nstderr:\n" << r.err;
   if (result) *result = r;
@@ -196,4 +202,100 @@ TEST(Runtime, ManagedAndMappedMemory) {
   EXPECT_EQ(m["attr_unregistered"], "cudaSuccess type=0 device=-2 dev=null host=same");
   for (const char* k : {"host_unregister", "free_host_mapped", "free_host", "free_managed", "final_sync"})
     EXPECT_EQ(m[k], "cudaSuccess") << k;
+}
+
+// The runtime and the driver API share one session (the primary context),
+// whichever library opens it.
+TEST(Runtime, DriverApiSharesTheRuntimesSession) {
+  for (const char* order : {"runtime-first", "driver-first"}) {
+    qgpu::test::Result r;
+    auto m = run_program("driver_mix", &r, {order});
+    SCOPED_TRACE(std::string(order) + "\n" + r.out + r.err);
+    EXPECT_EQ(m["cuInit"], "0");
+    EXPECT_EQ(m["cudaMalloc"], "cudaSuccess");
+    EXPECT_EQ(m["cuCtxGetCurrent"], "0");
+    EXPECT_EQ(m["has_context"], "1");  // the runtime's primary context, current without cuCtxCreate
+    EXPECT_EQ(m["cuModuleLoadData"], "0");
+    EXPECT_EQ(m["cuModuleGetFunction"], "0");
+    EXPECT_EQ(m["cuLaunchKernel"], "0");
+    EXPECT_EQ(m["cudaMemcpy"], "cudaSuccess");
+    EXPECT_EQ(m["wrong"], "0");  // runtime kernel (3i), then the driver's (+1000), in that order
+    EXPECT_EQ(m["cuMemAlloc"], "0");
+    EXPECT_EQ(m["cudaMemcpy_to_driver_memory"], "cudaSuccess");
+    EXPECT_EQ(m["cuMemcpyDtoH"], "0");
+    EXPECT_EQ(m["same"], "1");
+    EXPECT_EQ(m["cuModuleUnload"], "0");
+    EXPECT_NE(r.out.find("\ndone\n"), std::string::npos);
+  }
+}
+
+// Graphs built node by node and by stream capture, memory pools and graph
+// memory nodes (programs/graphs.cu computes each expected value itself).
+TEST(Runtime, GraphsCaptureAndStreamOrderedMemory) {
+  qgpu::test::Result r;
+  auto m = run_program("graphs", &r);
+  SCOPED_TRACE(r.out + r.err);
+  for (const char* k : {"graph_create", "add_memset", "add_kernel", "add_copy", "add_host", "instantiate", "launch",
+                        "launch_sync", "exec_set_params", "exec_update", "exec_destroy", "add_child", "begin_capture",
+                        "capture_info", "end_capture", "captured_sync", "exchange_mode", "malloc_async", "free_async",
+                        "set_threshold", "trim", "pool_create", "malloc_from_pool", "pool_destroy", "add_alloc",
+                        "add_free", "instantiate_mem", "mem_graph_sync", "mem_graph_again", "final_sync"})
+    EXPECT_EQ(m[k], "cudaSuccess") << k;
+  // Structure: memset, 4 kernels, copy, host node; the diamond's edges.
+  EXPECT_EQ(m["nodes"], "7");
+  EXPECT_EQ(m["roots"], "2");
+  EXPECT_EQ(m["edges"], "7");
+  EXPECT_EQ(m["d_deps"], "3");
+  EXPECT_EQ(m["a_dependents"], "2");
+  EXPECT_EQ(m["type_memset"], "1");
+  EXPECT_EQ(m["type_memcpy"], "1");
+  EXPECT_EQ(m["kernel_params_func"], "1");
+  EXPECT_EQ(m["kernel_params_k"], "2");  // copied when the node was added
+  // Results, each against the program's own formula.
+  EXPECT_EQ(m["diamond_wrong"], "0");
+  EXPECT_EQ(m["host_calls"], "1");
+  EXPECT_EQ(m["updated_wrong"], "0");
+  EXPECT_EQ(m["exec_update_wrong"], "0");
+  EXPECT_EQ(m["after_graph_destroy_wrong"], "0");
+  EXPECT_EQ(m["host_calls_after"], "4");
+  EXPECT_EQ(m["child_wrong"], "0");
+  // Capture: two streams joined by events, nothing run until launched.
+  EXPECT_EQ(m["capturing"], "1");
+  EXPECT_EQ(m["joined"], "1");
+  EXPECT_EQ(m["capture_deps"], "1");
+  EXPECT_EQ(m["end_is_graph"], "1");
+  EXPECT_EQ(m["s2_released"], "1");
+  EXPECT_EQ(m["nothing_ran"], "1");
+  EXPECT_EQ(m["captured_nodes"], "5");
+  EXPECT_EQ(m["captured_kernels"], "4");
+  EXPECT_EQ(m["captured_copies"], "1");
+  EXPECT_EQ(m["captured_wrong"], "0");
+  EXPECT_EQ(m["launch_in_capture_is_child"], "1");
+  EXPECT_EQ(m["sync_while_capturing"], "cudaErrorStreamCaptureUnsupported");
+  EXPECT_EQ(m["end_invalidated"], "cudaErrorStreamCaptureInvalidated");
+  EXPECT_EQ(m["invalidated_graph_null"], "1");
+  EXPECT_EQ(m["previous_mode_global"], "1");
+  // Pools: release threshold, reuse, trim, a pool of the program's own.
+  EXPECT_EQ(m["pools_supported"], "1");
+  EXPECT_EQ(m["async_memory_wrong"], "0");
+  EXPECT_EQ(m["threshold0_reserved"], "0");
+  EXPECT_EQ(m["threshold0_used"], "0");
+  EXPECT_EQ(m["used_high"], std::to_string(1 << 20));
+  EXPECT_EQ(m["kept_reserved"], std::to_string(1 << 20));
+  EXPECT_EQ(m["kept_used"], "0");
+  EXPECT_EQ(m["reused_block"], "1");
+  EXPECT_EQ(m["trimmed_reserved"], "0");
+  EXPECT_EQ(m["own_pool_used"], "4096");
+  EXPECT_EQ(m["own_pool_byte"], "1");
+  // Graph memory: an address at once, a footprint from the launch until trimmed.
+  EXPECT_EQ(m["alloc_has_address"], "1");
+  EXPECT_EQ(m["footprint_before_launch"], "0");
+  EXPECT_EQ(m["footprint_launched"], std::to_string(300 * 4));
+  EXPECT_EQ(m["mem_graph_wrong"], "0");
+  EXPECT_EQ(m["footprint_trimmed"], "0");
+  EXPECT_EQ(m["footprint_high"], std::to_string(300 * 4));
+  EXPECT_EQ(m["captured_alloc_free"], "1");
+  EXPECT_EQ(m["conditional_handle"], "cudaErrorNotSupported");
+  EXPECT_NE(r.err.find("conditional graph nodes"), std::string::npos);
+  EXPECT_NE(r.out.find("\ndone\n"), std::string::npos);
 }
