@@ -311,12 +311,16 @@ __QGPU_FN float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c)
 __QGPU_FN float __fmaf_rn(float a, float b, float c) { return __nvvm_fma_rn_f(a, b, c); }
 __QGPU_FN float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
 __QGPU_FN float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
+__QGPU_FN float __fsub_rn(float a, float b) { return __nvvm_add_rn_f(a, -b); }
 __QGPU_FN double __fma_rn(double a, double b, double c) { return __nvvm_fma_rn_d(a, b, c); }
 __QGPU_FN double __dadd_rn(double a, double b) { return __nvvm_add_rn_d(a, b); }
 __QGPU_FN float __fdividef(float a, float b) { return __nvvm_div_approx_f(a, b); }
 __QGPU_FN float rsqrtf(float x) { return __nvvm_rsqrt_approx_f(x); }
 __QGPU_FN float rintf(float x) { return __builtin_rintf(x); }
 __QGPU_FN float __expf(float x) { return __nvvm_ex2_approx_f(x * 1.44269504f); }
+__QGPU_FN float __logf(float x) { return __nvvm_lg2_approx_f(x) * 0.693147181f; }
+__QGPU_FN float __sinf(float x) { return __nvvm_sin_approx_f(x); }
+__QGPU_FN float __cosf(float x) { return __nvvm_cos_approx_f(x); }
 // e^x = 2^j * 2^(r log2 e) with j = rint(x log2 e) and r = x - j ln 2 in two
 // fma steps (ln 2 split in a high part exact in f32 and the rest); the scale
 // 2^j applied in two halves so that j = 128 or -150 does not overflow the

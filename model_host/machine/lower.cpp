@@ -625,6 +625,7 @@ class Lowerer {
   void lower_guarded(const ptx::Instr& in);
   void lower_setp(const ptx::Instr& in);
   void lower_float(const ptx::Instr& in);
+  bool lower_half(const ptx::Instr& in, const ptx::FloatMods& fm);
   static V float_literal(const ptx::Operand& o, uint32_t size);
   void lower_cvt(const ptx::Instr& in);
   void lower_divrem(const ptx::Instr& in);
@@ -1580,6 +1581,57 @@ void Lowerer::lower_cvt(const ptx::Instr& in) {
 // Every f32 operation is a branch-free integer sequence (softfloat.h); f16,
 // bf16, f64 and the .approx functions are not lowered.
 
+// binary16: cvt between f16 and f32, and add, sub, mul, fma .rn on .f16 and
+// .f16x2 (each half), computed through f32 (softfloat.h).  False when the
+// instruction is not one of these.
+bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
+  using PO = ptx::Op;
+  const bool h = in.type == Type::F16 || in.type == Type::F16x2;
+  const bool cvt = in.op == PO::Cvt && ((in.type == Type::F16 && in.type2 == Type::F32) ||
+                                        (in.type == Type::F32 && in.type2 == Type::F16));
+  if (!cvt && !(h && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
+                      in.op == PO::Fma)))
+    return false;
+  softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
+  if (cvt) {
+    if (fm.ftz || fm.sat) unsupported(in, "converts f16 with .ftz or .sat, which the machine's software floating point does not have");
+    if (in.type == Type::F32) {
+      write(in.ops[0], Type::F32, {g.f32_from_f16(read32(in, in.ops[1], Type::F16)), K(0)});
+      return true;
+    }
+    const softfloat::Round r = ptx::base_rounding(fm.rnd) == ptx::Rnd::Rz   ? softfloat::Round::Rz
+                               : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rm ? softfloat::Round::Rm
+                               : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rp ? softfloat::Round::Rp
+                                                                            : softfloat::Round::Rn;
+    write(in.ops[0], Type::F16, {g.f16_from_f32(read32(in, in.ops[1], Type::F32), r), K(0)});
+    return true;
+  }
+  if (fm.ftz || fm.sat || (fm.rnd != ptx::Rnd::None && fm.rnd != ptx::Rnd::Rn))
+    unsupported(in, "is an f16 operation with .ftz, .sat or a directed rounding, which the machine's software "
+                    "floating point does not have (it has .rn)");
+  const bool x2 = in.type == Type::F16x2;
+  auto one = [&](Operand a, Operand b, Operand c) {
+    switch (in.op) {
+      case PO::Add: return g.add16(a, b);
+      case PO::Sub: return g.sub16(a, b);
+      case PO::Mul: return g.mul16(a, b);
+      default: return g.fma16(a, b, c);
+    }
+  };
+  const size_t n = in.op == PO::Fma ? 3 : 2;
+  Operand src[3] = {K(0), K(0), K(0)};
+  for (size_t i = 0; i < n; ++i) src[i] = read32(in, in.ops[i + 1], x2 ? Type::B32 : Type::F16);
+  auto half = [&](Operand v, int k) { return k ? opr(Op::SHR, v, K(16)) : opr(Op::AND, v, K(0xFFFF)); };
+  Operand lo = one(half(src[0], 0), half(src[1], 0), half(src[2], 0));
+  if (!x2) {
+    write(in.ops[0], Type::F16, {lo, K(0)});
+    return true;
+  }
+  Operand hi = one(half(src[0], 1), half(src[1], 1), half(src[2], 1));
+  write(in.ops[0], Type::B32, {opr(Op::OR, lo, opr(Op::SHL, hi, K(16))), K(0)});
+  return true;
+}
+
 // A float literal's bits: 0f/0d literals as written, a decimal literal (a
 // double) in an f32 operand rounded to f32.
 V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
@@ -1598,6 +1650,7 @@ V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
 void Lowerer::lower_float(const ptx::Instr& in) {
   using PO = ptx::Op;
   const ptx::FloatMods fm = ptx::float_mods(in);
+  if (lower_half(in, fm)) return;
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
   // cvt between f64 and 32/64-bit integers, and f64 rounded to an integral f64.
@@ -1611,17 +1664,19 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   const Type ft = in.op == PO::Set ? in.type2 : in.type;
   const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
                                       in.op == PO::Fma || in.op == PO::Mad ||
+                                      ((in.op == PO::Div || in.op == PO::Sqrt || in.op == PO::Rcp) && !fm.approx) ||
                                       in.op == PO::Min || in.op == PO::Max || in.op == PO::Abs || in.op == PO::Neg ||
                                       in.op == PO::Setp || in.op == PO::Set);
   for (Type x : {in.type, in.type2})
     if (ptx::is_float(x) && x != Type::F32 && !f32_f64 && !cvt64 && !(f64 && x == Type::F64))
       unsupported(in, std::string("operates on ") + ptx::type_name(x) +
                           " values in a way the machine's software floating point does not have (docs/isa.md section 11)");
-  const bool defined_approx =
-      in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt || in.op == PO::Ex2;
+  const bool defined_approx = in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt ||
+                              in.op == PO::Ex2 || in.op == PO::Lg2 || in.op == PO::Sin || in.op == PO::Cos ||
+                              in.op == PO::Tanh;
   if ((fm.approx || fm.full) && !defined_approx)
     unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
-                    "have (it has div, rcp, sqrt, rsqrt and ex2 among them, docs/isa.md section 11)");
+                    "have (it has div, rcp, sqrt, rsqrt, ex2, lg2, sin, cos and tanh, docs/isa.md section 11)");
   softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
   const softfloat::Round r = [&] {
     switch (ptx::base_rounding(fm.rnd)) {
@@ -1656,6 +1711,9 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       case PO::Mul: return out64(g.mul64(w(1), w(2), r));
       case PO::Fma:
       case PO::Mad: return out64(g.fma64(w(1), w(2), w(3), r));
+      case PO::Div: return out64(g.div64(w(1), w(2), r));
+      case PO::Rcp: return out64(g.div64({K(0), K(0x3FF00000u)}, w(1), r));
+      case PO::Sqrt: return out64(g.sqrt64(w(1), r));
       case PO::Min: return out64(g.min64(w(1), w(2)));
       case PO::Max: return out64(g.max64(w(1), w(2)));
       case PO::Abs: {
@@ -1694,6 +1752,10 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       return out(g.div(K(0x3F800000u), g.sqrt(f(1), softfloat::Round::Rn, fm.ftz), softfloat::Round::Rn, fm.ftz,
                        false));
     case PO::Ex2: return out(g.ex2(f(1), fm.ftz));
+    case PO::Lg2: return out(g.lg2(f(1), fm.ftz));
+    case PO::Sin: return out(g.sin(f(1), fm.ftz));
+    case PO::Cos: return out(g.cos(f(1), fm.ftz));
+    case PO::Tanh: return out(g.tanh(f(1), fm.ftz));
     case PO::Min: return out(g.min(f(1), f(2), fm.ftz));
     case PO::Max: return out(g.max(f(1), f(2), fm.ftz));
     case PO::Abs: return out(g.abs(f(1), fm.ftz));
@@ -1825,7 +1887,8 @@ void Lowerer::lower_ldst(const ptx::Instr& in) {
   bool load = in.op == ptx::Op::Ld || in.op == ptx::Op::Ldu;
   const ptx::Operand& addr_op = load ? in.ops[1] : in.ops[0];
   const ptx::Operand& val = load ? in.ops[0] : in.ops[1];
-  if (ptx::is_float(in.type) && ptx::type_size(in.type) != 4 && ptx::type_size(in.type) != 8)
+  if (ptx::is_float(in.type) && ptx::type_size(in.type) != 2 && ptx::type_size(in.type) != 4 &&
+      ptx::type_size(in.type) != 8)
     unsupported(in, "moves a floating-point type the machine does not have");
   uint32_t off;
   Space space;

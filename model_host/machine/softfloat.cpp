@@ -22,6 +22,15 @@ constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u, kSign = 0x80000000u, 
 // q(f) = (2^f - 1) / f on [0, 1), interpolated at the 7 Chebyshev nodes, in
 // 0.32 fixed point: 1 + f q(f) is within 2^-33 of 2^f (relative).
 constexpr uint32_t kEx2Poly[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
+// lg2: q(u) = log2(1 + u) / u on [sqrt(1/2) - 1, sqrt(2) - 1]; sin: S(z) =
+// sin(pi/2 r) / r and cos: C(z) = cos(pi/2 r), z = r^2 in [0, 1/4]; all 2.30
+// fixed point, interpolated at Chebyshev nodes (tools/softfloat/coefficients.py).
+constexpr int32_t kLg2Poly[13] = {1549082005, -774541003, 516360682, -387270389, 309814668, -258185878, 221376393,
+                                  -193564540, 170492558,  -154071637, 155639446, -151878507, 81108207};
+constexpr int32_t kSinPoly[5] = {1686629713, -693598667, 85569259, -5026471, 169873};
+constexpr int32_t kCosPoly[6] = {1073741824, -1324675879, 272375559, -22401978, 986942, -26684};
+// 2/pi to 192 bits, most significant word first.
+constexpr uint32_t kTwoOverPi[6] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u};
 
 }  // namespace
 
@@ -290,6 +299,204 @@ Operand Gen::ex2(Operand a, bool ftz) {
   Operand big = e(Op::SLTU, K(134), ex);
   res = e(Op::SEL, big, e(Op::SEL, neg, K(0), K(kInf)), res);
   return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
+}
+
+// f32 to f16: the 24-bit significand shifted right onto the f16 grid of
+// the value's binade (sh = max(13, 126 - ex): 2^-24 below 2^-14), rounded
+// with the round and sticky bits; the packed word ((field - 1) << 10) + N
+// carries a rounding increment into the exponent as round_pack does.
+Operand Gen::f16_from_f32(Operand f, Round r) {
+  Operand s16 = e(Op::SHR, e(Op::AND, f, K(kSign)), K(16));
+  Operand abs = e(Op::AND, f, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand exm = e(Op::MAX, ex, K(1));
+  Operand sh = e(Op::MAX, e(Op::SUB, K(126), exm), K(13));
+  Operand N = e(Op::SHR, sg, sh);
+  Operand rb = e(Op::AND, e(Op::SHR, sg, e(Op::SUB, sh, K(1))), K(1));
+  Operand st = e(Op::SEL, e(Op::SLTU, K(32), sh), e(Op::SNE, sg, K(0)),
+                 e(Op::SNE, e(Op::SHL, sg, e(Op::SUB, K(33), sh)), K(0)));
+  Operand field = e(Op::MAX, e(Op::SUB, ex, K(112)), K(1));
+  Operand base = e(Op::ADD, e(Op::SHL, e(Op::SUB, field, K(1)), K(10)), N);
+  Operand neg = e(Op::SHR, f, K(31));
+  Operand inexact = e(Op::OR, rb, st);
+  Operand inc = K(0);
+  switch (r) {
+    case Round::Rn: inc = e(Op::AND, rb, e(Op::OR, st, e(Op::AND, N, K(1)))); break;
+    case Round::Rz: break;
+    case Round::Rm: inc = e(Op::AND, inexact, neg); break;
+    case Round::Rp: inc = e(Op::AND, inexact, e(Op::XOR, neg, K(1))); break;
+  }
+  Operand res = e(Op::ADD, base, inc);
+  Operand ovf_val = r == Round::Rn   ? K(0x7C00)
+                    : r == Round::Rz ? K(0x7BFF)
+                    : r == Round::Rm ? e(Op::SEL, neg, K(0x7C00), K(0x7BFF))
+                                     : e(Op::SEL, neg, K(0x7BFF), K(0x7C00));
+  res = e(Op::SEL, e(Op::SLEU, K(0x7C00), res), ovf_val, res);
+  res = e(Op::SEL, e(Op::SEQ, abs, K(kInf)), K(0x7C00), res);
+  res = e(Op::OR, res, s16);
+  return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(0x7FFF), res);
+}
+
+// f16 to f32, exact: a subnormal's fraction normalised with clz; a NaN
+// gives the canonical f32 NaN.
+Operand Gen::f32_from_f16(Operand h) {
+  Operand s = e(Op::SHL, e(Op::AND, h, K(0x8000)), K(16));
+  Operand e5 = e(Op::AND, e(Op::SHR, h, K(10)), K(31));
+  Operand fr = e(Op::AND, h, K(0x3FF));
+  Operand normal = e(Op::OR, e(Op::SHL, e(Op::ADD, e5, K(112)), K(23)), e(Op::SHL, fr, K(13)));
+  Operand n = e(Op::CLZ, fr);
+  Operand sub = e(Op::OR, e(Op::SHL, e(Op::SUB, K(134), n), K(23)),
+                  e(Op::SHR, e(Op::SHL, fr, e(Op::ADD, n, K(1))), K(9)));
+  sub = e(Op::SEL, fr, sub, K(0));
+  Operand res = e(Op::SEL, e5, normal, sub);
+  res = e(Op::SEL, e(Op::SEQ, e5, K(31)), K(kInf), res);
+  res = e(Op::OR, res, s);
+  return e(Op::SEL, e(Op::AND, e(Op::SEQ, e5, K(31)), e(Op::SNE, fr, K(0))), K(kNaN), res);
+}
+
+Operand Gen::add16(Operand a, Operand b) {
+  return f16_from_f32(add(f32_from_f16(a), f32_from_f16(b), Round::Rn, false, false), Round::Rn);
+}
+Operand Gen::sub16(Operand a, Operand b) {
+  return f16_from_f32(sub(f32_from_f16(a), f32_from_f16(b), Round::Rn, false, false), Round::Rn);
+}
+Operand Gen::mul16(Operand a, Operand b) {
+  return f16_from_f32(mul(f32_from_f16(a), f32_from_f16(b), Round::Rn, false, false), Round::Rn);
+}
+// a b + c rounded to odd in f32 (the product of two f16 is exact there; the
+// value toward zero, its last bit set when inexact: fma rounded down and up
+// differ exactly then), then to nearest f16: 24 bits are enough for one
+// correct rounding to 11.
+Operand Gen::fma16(Operand a, Operand b, Operand c) {
+  Operand A = f32_from_f16(a), B = f32_from_f16(b), C = f32_from_f16(c);
+  Operand lo = fma(A, B, C, Round::Rm, false, false), hi = fma(A, B, C, Round::Rp, false, false);
+  // An exact zero: rounded down -0 and up +0 for opposite signs; +0 is the
+  // nearest rounding's zero.
+  Operand zero = e(Op::SEQ, e(Op::AND, e(Op::OR, lo, hi), K(kAbs)), K(0));
+  Operand rz = e(Op::SEL, e(Op::OR, e(Op::SHR, hi, K(31)), zero), hi, lo);
+  Operand odd = e(Op::OR, rz, e(Op::AND, e(Op::SNE, lo, hi), e(Op::XOR, zero, K(1))));
+  return f16_from_f32(odd, Round::Rn);
+}
+
+Gen::W Gen::neg64_if(W x, Operand neg) {
+  Operand nl = e(Op::SUB, K(0), x.first), nh = e(Op::SUB, e(Op::SUB, K(0), x.second), e(Op::SNE, x.first, K(0)));
+  return {e(Op::SEL, neg, nl, x.first), e(Op::SEL, neg, nh, x.second)};
+}
+
+// Horner's rule in signed fixed point: t = c[n-1]; t = mulhs(t, x) + c[i].
+Operand Gen::horner(const int32_t* c, int n, Operand x) {
+  Operand t = K(uint32_t(c[n - 1]));
+  for (int i = n - 2; i >= 0; --i) t = e(Op::ADD, e(Op::MULHS, t, x), K(uint32_t(c[i])));
+  return t;
+}
+
+// log2(a): a = m 2^E with m in [sqrt(1/2), sqrt(2)) (the significand halved,
+// E incremented, when it is above 0xB504F3), u = m - 1 as U = u 2^32 (signed),
+// t = q(u) in 2.30 by Horner with mulhs, P = t U = u q(u) 2^62 (64-bit), and
+// R = E 2^55 + (P >> 7) rounded once to nearest.
+Operand Gen::lg2(Operand a, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  Operand z = e(Op::SUB, e(Op::CLZ, sg), K(8));
+  Operand m = e(Op::SHL, sg, z);
+  Operand up = e(Op::SLTU, K(0xB504F3u), m);
+  Operand E = e(Op::ADD, e(Op::SUB, e(Op::SUB, e(Op::MAX, ex, K(1)), K(127)), z), up);
+  Operand U = e(Op::SEL, up, e(Op::SHL, m, K(8)), e(Op::SHL, e(Op::SUB, m, K(0x800000u)), K(9)));
+  Operand t = horner(kLg2Poly, 13, U);
+  Operand ph = e(Op::MULHS, t, U), pl = e(Op::MUL, t, U);
+  // P >> 7 (arithmetic), plus E 2^55.
+  Operand rl = e(Op::OR, e(Op::SHR, pl, K(7)), e(Op::SHL, ph, K(25)));
+  Operand rh = e(Op::ADD, e(Op::SAR, ph, K(7)), e(Op::SHL, E, K(23)));
+  Operand s = e(Op::AND, rh, K(kSign));
+  W mag = neg64_if({rl, rh}, s);
+  Operand n = clz64(mag);
+  W M = shl64(mag, n);
+  Operand res = round_pack(s, e(Op::SUB, K(135), n), M.second, e(Op::SNE, M.first, K(0)), Round::Rn, false);
+  // +-0: -inf; +inf; NaN and negative numbers: NaN.
+  res = e(Op::SEL, abs, res, K(0xFF800000u));
+  res = e(Op::SEL, e(Op::SEQ, a, K(kInf)), K(kInf), res);
+  Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), abs), e(Op::AND, e(Op::SHR, a, K(31)), e(Op::SNE, abs, K(0))));
+  return e(Op::SEL, nan, K(kNaN), res);
+}
+
+// sin(a) (quarter 0) and cos(a) (quarter 1): y = |a| 2/pi from the 96-bit
+// window of 2/pi's bits c_(Q-95) .. c_Q, Q = max(ex, 1) - 62 (zeros outside
+// c_1 .. c_192), chosen by whole words and a funnel shift; Y = bits 24..89
+// of sig * window: two integer bits kq and the 64-bit fraction, read as a
+// signed r in [-1/2, 1/2) about the nearest quarter k = kq + (fraction's top
+// bit) (+1 for cos); then r S(r^2) (r normalised to 32 bits) or C(r^2), the
+// sign from k, r and a, rounded once.  sin of |a| < 2^-12 is a.
+Operand Gen::sincos(Operand a, bool ftz, int quarter) {
+  if (ftz) a = flush(a);
+  Operand abs = e(Op::AND, a, K(kAbs));
+  Operand ex = e(Op::SHR, abs, K(23));
+  Operand sg = sig_of(abs, ex);
+  // P = Q + 96 = max(ex, 1) + 34 in [35, 288]: the window ends at bit P of the
+  // word string E[0..9] = {0, 0, 0, 2/pi's six words, 0}; G = E[w-3 .. w].
+  Operand P = e(Op::ADD, e(Op::MAX, ex, K(1)), K(34));
+  Operand w = e(Op::SHR, P, K(5)), b = e(Op::AND, P, K(31));
+  auto word = [&](int i) { return i >= 3 && i <= 8 ? K(kTwoOverPi[i - 3]) : K(0); };
+  Operand is[10];
+  for (int v = 1; v <= 9; ++v) is[v] = e(Op::SEQ, w, K(uint32_t(v)));
+  Operand G[4];
+  for (int k = 0; k < 4; ++k) {
+    Operand g = K(0);
+    for (int v = 1; v <= 9; ++v) {
+      Operand x = word(v - 3 + k);
+      if (x.v != 0) g = e(Op::SEL, is[v], x, g);
+    }
+    G[k] = g;
+  }
+  Operand bc = e(Op::SUB, K(32), b);
+  Operand V2 = e(Op::OR, e(Op::SHL, G[0], b), e(Op::SHR, G[1], bc));
+  Operand V1 = e(Op::OR, e(Op::SHL, G[1], b), e(Op::SHR, G[2], bc));
+  Operand V0 = e(Op::OR, e(Op::SHL, G[2], b), e(Op::SHR, G[3], bc));
+  // sig * (V2 V1 V0): words 0..3.
+  Operand p0 = e(Op::MUL, sg, V0), c0 = e(Op::MULHU, sg, V0);
+  Operand p1 = e(Op::MUL, sg, V1), c1 = e(Op::MULHU, sg, V1);
+  Operand p2 = e(Op::MUL, sg, V2);
+  Operand w1 = e(Op::ADD, c0, p1);
+  Operand w2 = e(Op::ADD, e(Op::ADD, c1, p2), e(Op::SLTU, w1, c0));
+  Operand rl = e(Op::OR, e(Op::SHR, p0, K(24)), e(Op::SHL, w1, K(8)));
+  Operand rh = e(Op::OR, e(Op::SHR, w1, K(24)), e(Op::SHL, w2, K(8)));
+  Operand rneg = e(Op::SHR, rh, K(31));
+  Operand k = e(Op::AND, e(Op::ADD, e(Op::ADD, e(Op::SHR, w2, K(24)), rneg), K(uint32_t(quarter))), K(3));
+  W ra = neg64_if({rl, rh}, rneg);
+  Operand zz = e(Op::MULHU, ra.second, ra.second);
+  // cos branch: C(z) in 2.30, in [0.7, 1]: m = C << t, value m / 2^31 2^(1 - t).
+  Operand c = horner(kCosPoly, 6, zz);
+  Operand tc = e(Op::CLZ, c);
+  Operand mc = e(Op::SHL, c, tc), exc = e(Op::SUB, K(128), tc);
+  // sin branch: |r| = Rn 2^(-32-n), S in 2.30, product = Rn S, value = product 2^(-62-n).
+  Operand sv = horner(kSinPoly, 5, zz);
+  Operand n = clz64(ra);
+  Operand Rn = shl64(ra, n).second;
+  Operand hi = e(Op::MULHU, Rn, sv), lo = e(Op::MUL, Rn, sv);
+  Operand ts = e(Op::CLZ, hi);
+  Operand ms = e(Op::OR, e(Op::SHL, hi, ts), e(Op::SHR, lo, e(Op::SUB, K(32), ts)));
+  Operand sts = e(Op::SNE, e(Op::SHL, lo, ts), K(0));
+  Operand exs = e(Op::SUB, e(Op::SUB, K(128), ts), n);
+  Operand odd = e(Op::AND, k, K(1));
+  Operand neg = e(Op::SEL, odd, e(Op::SEQ, k, K(3)), e(Op::XOR, rneg, e(Op::SEQ, k, K(2))));
+  if (quarter == 0) neg = e(Op::XOR, neg, e(Op::SHR, a, K(31)));
+  Operand res = round_pack(e(Op::SHL, neg, K(31)), e(Op::SEL, odd, exc, exs), e(Op::SEL, odd, mc, ms),
+                           e(Op::SEL, odd, K(0), sts), Round::Rn, false);
+  if (quarter == 0) res = e(Op::SEL, e(Op::SLTU, ex, K(115)), a, res);
+  return e(Op::SEL, e(Op::SLEU, K(kInf), abs), K(kNaN), res);
+}
+
+Operand Gen::tanh(Operand a, bool ftz) {
+  if (ftz) a = flush(a);
+  Operand x = e(Op::AND, a, K(kAbs));
+  Operand t = ex2(mul(x, K(0x4038AA3Bu), Round::Rn, ftz, false), ftz);
+  Operand q = div(K(0x40000000u), add(t, K(0x3F800000u), Round::Rn, ftz, false), Round::Rn, ftz, false);
+  Operand r = sub(K(0x3F800000u), q, Round::Rn, ftz, false);
+  r = e(Op::SEL, e(Op::SLTU, x, K(0x3A800000u)), x, r);  // |a| < 2^-10
+  r = e(Op::OR, r, e(Op::AND, a, K(kSign)));
+  return e(Op::SEL, e(Op::SLTU, K(kInf), x), K(kNaN), r);
 }
 
 // sqrt(a): the significand normalised, doubled when the unbiased exponent
@@ -943,6 +1150,94 @@ Gen::W Gen::fma64(W a, W b, W c, Round r) {
   nan = e(Op::OR, nan, e(Op::AND, e(Op::AND, pinf, ci), subtract));
   Operand lo = e(Op::SEL, ci, c.first, res.first), hi = e(Op::SEL, ci, c.second, res.second);
   lo = e(Op::SEL, pinf, K(0), lo), hi = e(Op::SEL, pinf, e(Op::OR, sp, K(0x7FF00000u)), hi);
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+// The significand of x with its leading 1 at bit 63 and ex such that
+// |x| = sig / 2^63 * 2^(ex - 1023) (a subnormal normalised, ex below 1).
+Gen::W Gen::unpack64(W x, Operand& ex) {
+  Operand h = e(Op::AND, x.second, K(kAbs));
+  Operand xe = e(Op::SHR, h, K(20));
+  Operand fh = e(Op::AND, h, K(0xFFFFF));
+  W sig = {x.first, e(Op::SEL, xe, e(Op::OR, fh, K(0x100000)), fh)};
+  Operand z = clz64(sig);
+  ex = e(Op::SUB, e(Op::MAX, xe, K(1)), e(Op::SUB, z, K(11)));
+  return shl64(sig, z);
+}
+Operand Gen::inf64(W x) {
+  return e(Op::AND, e(Op::SEQ, e(Op::AND, x.second, K(kAbs)), K(0x7FF00000u)), e(Op::SEQ, x.first, K(0)));
+}
+Operand Gen::zero64(W x) { return e(Op::SEQ, e(Op::OR, e(Op::AND, x.second, K(kAbs)), x.first), K(0)); }
+
+// a / b: 53-bit significands (the dividend's doubled when below the
+// divisor's, so the quotient lies in [1, 2)), 54 steps of restoring division
+// on register pairs (22 quotient bits into the high word, 32 into the low),
+// the remainder sticky.
+Gen::W Gen::div64(W a, W b, Round r) {
+  Operand s = e(Op::AND, e(Op::XOR, a.second, b.second), K(kSign));
+  Operand ea, eb;
+  W A = shr64(unpack64(a, ea), K(11)), B = shr64(unpack64(b, eb), K(11));
+  Operand lt = e(Op::OR, e(Op::SLTU, A.second, B.second),
+                 e(Op::AND, e(Op::SEQ, A.second, B.second), e(Op::SLTU, A.first, B.first)));
+  W rem = shl64(A, lt);
+  Operand qh = K(0), ql = K(0);
+  for (int i = 0; i < 54; ++i) {
+    Operand ge = e(Op::OR, e(Op::SLTU, B.second, rem.second),
+                   e(Op::AND, e(Op::SEQ, B.second, rem.second), e(Op::SLEU, B.first, rem.first)));
+    Operand sl = e(Op::SEL, ge, B.first, K(0)), sh = e(Op::SEL, ge, B.second, K(0));
+    Operand borrow = e(Op::SLTU, rem.first, sl);
+    rem = {e(Op::SUB, rem.first, sl), e(Op::SUB, e(Op::SUB, rem.second, sh), borrow)};
+    if (i < 22) qh = e(Op::OR, e(Op::SHL, qh, K(1)), ge);
+    else ql = e(Op::OR, e(Op::SHL, ql, K(1)), ge);
+    if (i < 53) rem = {e(Op::SHL, rem.first, K(1)), e(Op::OR, e(Op::SHL, rem.second, K(1)), e(Op::SHR, rem.first, K(31)))};
+  }
+  // q / 2^53 * 2^(ea - eb - lt): m = q << 10.
+  W m = shl64({ql, qh}, K(10));
+  Operand st = e(Op::SNE, e(Op::OR, rem.first, rem.second), K(0));
+  W res = round_pack64(s, e(Op::SUB, e(Op::ADD, e(Op::SUB, ea, eb), K(1023)), lt), m, st, r);
+  Operand za = zero64(a), zb = zero64(b), ia = inf64(a), ib = inf64(b);
+  Operand nan = e(Op::OR, e(Op::OR, nan64(a), nan64(b)), e(Op::OR, e(Op::AND, za, zb), e(Op::AND, ia, ib)));
+  Operand zero = e(Op::OR, za, ib), inf = e(Op::OR, ia, zb);
+  Operand lo = e(Op::SEL, e(Op::OR, zero, inf), K(0), res.first);
+  Operand hi = e(Op::SEL, zero, s, e(Op::SEL, inf, e(Op::OR, s, K(0x7FF00000u)), res.second));
+  return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
+}
+
+// sqrt(a): the 53-bit significand, doubled when the unbiased exponent is
+// odd, times 2^54 has a 54-bit integer square root (53 bits and the round
+// bit), computed digit by digit on register pairs; the remainder sticky.
+Gen::W Gen::sqrt64(W a, Round r) {
+  Operand ex;
+  W M = shr64(unpack64(a, ex), K(11));
+  Operand E = e(Op::SUB, ex, K(1023));
+  Operand odd = e(Op::AND, E, K(1));
+  M = shl64(M, odd);
+  E = e(Op::SUB, E, odd);
+  W rem = {K(0), K(0)};
+  Operand qh = K(0), ql = K(0);
+  for (int i = 53; i >= 0; --i) {
+    const int p = 2 * i - 54;  // the radicand's bits 2i+1, 2i are M's bits p+1, p
+    Operand pair = p < 0 ? K(0) : p < 32 ? e(Op::AND, e(Op::SHR, M.first, K(uint32_t(p))), K(3))
+                                       : e(Op::AND, e(Op::SHR, M.second, K(uint32_t(p - 32))), K(3));
+    rem = {e(Op::OR, e(Op::SHL, rem.first, K(2)), pair), e(Op::OR, e(Op::SHL, rem.second, K(2)), e(Op::SHR, rem.first, K(30)))};
+    W t = {e(Op::OR, e(Op::SHL, ql, K(2)), K(1)), e(Op::OR, e(Op::SHL, qh, K(2)), e(Op::SHR, ql, K(30)))};
+    Operand ge = e(Op::OR, e(Op::SLTU, t.second, rem.second),
+                   e(Op::AND, e(Op::SEQ, t.second, rem.second), e(Op::SLEU, t.first, rem.first)));
+    Operand sl = e(Op::SEL, ge, t.first, K(0)), sh = e(Op::SEL, ge, t.second, K(0));
+    Operand borrow = e(Op::SLTU, rem.first, sl);
+    rem = {e(Op::SUB, rem.first, sl), e(Op::SUB, e(Op::SUB, rem.second, sh), borrow)};
+    qh = e(Op::OR, e(Op::SHL, qh, K(1)), e(Op::SHR, ql, K(31)));
+    ql = e(Op::OR, e(Op::SHL, ql, K(1)), ge);
+  }
+  W m = shl64({ql, qh}, K(10));
+  Operand st = e(Op::SNE, e(Op::OR, rem.first, rem.second), K(0));
+  W res = round_pack64(K(0), e(Op::ADD, e(Op::SAR, E, K(1)), K(1023)), m, st, r);
+  // +-0 stay; +inf; NaN and negative numbers: NaN.
+  Operand z = zero64(a);
+  Operand lo = e(Op::SEL, z, a.first, res.first), hi = e(Op::SEL, z, a.second, res.second);
+  Operand pinf = e(Op::AND, inf64(a), e(Op::SLT, K(~0u), a.second));  // a.second >= 0
+  lo = e(Op::SEL, pinf, K(0), lo), hi = e(Op::SEL, pinf, K(0x7FF00000u), hi);
+  Operand nan = e(Op::OR, nan64(a), e(Op::AND, e(Op::SHR, a.second, K(31)), e(Op::XOR, z, K(1))));
   return {e(Op::SEL, nan, K(~0u), lo), e(Op::SEL, nan, K(kAbs), hi)};
 }
 

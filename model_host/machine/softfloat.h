@@ -41,6 +41,14 @@ class Gen {
   // computes the same definition on the host).
   Operand ex2(Operand a, bool ftz);
   Operand sqrt(Operand a, Round r, bool ftz);
+  // lg2.approx, sin.approx, cos.approx (docs/isa.md section 11.1; ptx::fref
+  // computes the same definitions with 128-bit integers on the host).
+  Operand lg2(Operand a, bool ftz);
+  Operand sin(Operand a, bool ftz) { return sincos(a, ftz, 0); }
+  Operand cos(Operand a, bool ftz) { return sincos(a, ftz, 1); }
+  // tanh.approx: |a| below 2^-10 gives a, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)
+  // by this file's rn operations, with a's sign (docs/isa.md section 11.1).
+  Operand tanh(Operand a, bool ftz);
   Operand min(Operand a, Operand b, bool ftz);
   Operand max(Operand a, Operand b, bool ftz);
   Operand abs(Operand a, bool ftz);
@@ -67,6 +75,16 @@ class Gen {
   // cvt.f32.f32 without a rounding suffix (flush and saturation only).
   Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);
   Operand saturate(Operand x);
+  // binary16 in the low half of a word (docs/isa.md section 11.1): cvt.rnd.f16.f32,
+  // cvt.f32.f16 (exact), and add, sub, mul, fma .rn.f16 (computed in f32: one
+  // rounding to f32 then to f16 for add, sub and mul, which is exact
+  // rounding there; fma rounds to f32 to odd first).  NaN results: 0x7FFF.
+  Operand f16_from_f32(Operand f, Round r);
+  Operand f32_from_f16(Operand h);
+  Operand add16(Operand a, Operand b);
+  Operand sub16(Operand a, Operand b);
+  Operand mul16(Operand a, Operand b);
+  Operand fma16(Operand a, Operand b, Operand c);
 
   // binary64, on {lo, hi} register pairs (no .ftz: PTX's f64 keeps
   // subnormals); NaN results are the canonical 0x7FFFFFFFFFFFFFFF.
@@ -75,6 +93,11 @@ class Gen {
   W sub64(W a, W b, Round r);
   W mul64(W a, W b, Round r);
   W fma64(W a, W b, W c, Round r);
+  // Correctly rounded a / b and square root (restoring division and the
+  // digit-by-digit root, one result bit per step: about 950 and 1500
+  // operations).
+  W div64(W a, W b, Round r);
+  W sqrt64(W a, Round r);
   W min64(W a, W b);
   W max64(W a, W b);
   Operand compare64(ptx::Cmp c, W a, W b);
@@ -97,6 +120,12 @@ class Gen {
   Operand shr64_lost(W x, Operand n);
   Operand clz64(W x);
   Operand nan64(W x);
+  W neg64_if(W x, Operand neg);
+  W unpack64(W x, Operand& ex);
+  Operand inf64(W x);
+  Operand zero64(W x);
+  Operand horner(const int32_t* c, int n, Operand x);
+  Operand sincos(Operand a, bool ftz, int quarter);
   Emit emit_;
 };
 

@@ -158,6 +158,118 @@ uint32_t ex2(uint32_t a, bool ftz) {
   return finish(rounded(Rnd::Rn, [&] { return B(fix(float(fix(double(v))))); }), ftz, false);
 }
 
+namespace {
+
+// The fixed-point polynomial coefficients (tools/softfloat/coefficients.py).
+constexpr int32_t kLg2Q[13] = {1549082005, -774541003, 516360682, -387270389, 309814668, -258185878, 221376393,
+                               -193564540, 170492558,  -154071637, 155639446, -151878507, 81108207};
+constexpr int32_t kSinS[5] = {1686629713, -693598667, 85569259, -5026471, 169873};
+constexpr int32_t kCosC[6] = {1073741824, -1324675879, 272375559, -22401978, 986942, -26684};
+constexpr uint32_t k2OverPi[6] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u};
+
+int32_t mulhs(int32_t a, int32_t b) { return int32_t((int64_t(a) * int64_t(b)) >> 32); }
+int32_t horner(const int32_t* c, int n, int32_t x) {
+  int32_t t = c[n - 1];
+  for (int i = n - 2; i >= 0; --i) t = int32_t(uint32_t(mulhs(t, x)) + uint32_t(c[i]));
+  return t;
+}
+
+// m * 2^e (m an unsigned 64-bit magnitude) rounded to nearest even as f32 with
+// the sign s; the host does the rounding (the value is exact in a long double
+// only up to 64 bits, which m is).
+uint32_t round_f32(bool neg, uint64_t m, int e) {
+  if (m == 0) return neg ? 0x80000000u : 0;
+  volatile long double v = std::ldexp((long double)m, e);
+  volatile float f = float(v);
+  return B(neg ? -f : f);
+}
+
+}  // namespace
+
+// log2: x = m 2^E with m in [sqrt(1/2), sqrt(2)), u = m - 1 in 0.32 fixed
+// point, q(u) in 2.30, log2(x) = E + u q(u), rounded once.
+uint32_t lg2(uint32_t a, bool ftz) {
+  a = flush(a, ftz);
+  const uint32_t abs = a & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u || (a >> 31 && abs != 0)) return kNaN32;
+  if (abs == 0) return 0xFF800000u;
+  if (abs == 0x7F800000u) return 0x7F800000u;
+  uint32_t ex = abs >> 23, sig = ex ? (abs & 0x7FFFFFu) | 0x800000u : abs;
+  int E = int(std::max(ex, 1u)) - 127;
+  while (sig < 0x800000u) sig <<= 1, --E;
+  const bool up = sig > 0xB504F3u;  // m >= sqrt(2): take m / 2
+  const int64_t U64 = up ? int64_t(sig) * 256 - (int64_t(1) << 32) : (int64_t(sig) - 0x800000) * 512;
+  const int32_t U = int32_t(U64);
+  E += up;
+  const int32_t t = horner(kLg2Q, 13, U);
+  const int64_t P = int64_t(t) * int64_t(U);           // u q(u) 2^62
+  const int64_t R = int64_t(uint64_t(int64_t(E)) << 55) + (P >> 7);  // log2(x) 2^55
+  const bool neg = R < 0;
+  return round_f32(neg, neg ? uint64_t(0) - uint64_t(R) : uint64_t(R), -55);
+}
+
+namespace {
+
+// sin (cosine: quarter = 1) of the f32 value a: |a| (2 / pi) in turns of
+// pi/2 from 192 bits of 2/pi, the window of 96 bits that the exponent
+// selects, Y = floor(sig * window / 2^24) mod 2^66 (2 integer bits, 64
+// fraction bits); the nearest quarter k and r = y - k in [-1/2, 1/2); then
+// r S(r^2) or C(r^2).
+uint32_t sincos(uint32_t a, bool ftz, int quarter) {
+  a = flush(a, ftz);
+  const uint32_t abs = a & 0x7FFFFFFFu;
+  if (abs >= 0x7F800000u) return kNaN32;
+  const uint32_t ex = abs >> 23;
+  if (quarter == 0 && ex < 115) return a;  // |a| < 2^-12: sin a rounds to a
+  const uint64_t sig = ex ? (abs & 0x7FFFFFu) | 0x800000u : abs;
+  // The window: bits c_(Q-95) .. c_Q of 2/pi = 0.c_1 c_2 ..., Q = max(ex, 1) - 62.
+  const int Q = int(std::max(ex, 1u)) - 62;
+  unsigned __int128 w = 0;
+  for (int i = Q - 95; i <= Q; ++i) {
+    const int bit = i >= 1 && i <= 192 ? (k2OverPi[(i - 1) / 32] >> (31 - (i - 1) % 32)) & 1 : 0;
+    w = (w << 1) | unsigned(bit);
+  }
+  // sig * w is below 2^120; Y = bits 24 .. 89.
+  const unsigned __int128 lowp = (unsigned __int128)sig * (uint64_t)w;
+  const unsigned __int128 highp = (unsigned __int128)sig * (uint64_t)(w >> 64);
+  const unsigned __int128 prod_lo = lowp + (highp << 64);  // mod 2^128: the product is below 2^120
+  const uint64_t frac = uint64_t(prod_lo >> 24);
+  const uint32_t kq = uint32_t(prod_lo >> 88) & 3;
+  const int64_t r = int64_t(frac);                       // r 2^64
+  const uint32_t k = (kq + uint32_t(frac >> 63) + quarter) & 3;
+  const uint64_t ra = r < 0 ? uint64_t(0) - uint64_t(r) : uint64_t(r);
+  const int32_t z = int32_t(uint32_t((uint64_t(uint32_t(ra >> 32)) * uint64_t(uint32_t(ra >> 32))) >> 32));
+  bool neg;
+  uint32_t res;
+  if (k & 1) {  // C(z), 2.30
+    const int32_t c = horner(kCosC, 6, z);
+    neg = k == 3;
+    res = round_f32(neg, uint64_t(uint32_t(c)), -30);
+  } else {  // |r| S(z): the top 32 bits of |r| after normalising, times S (2.30)
+    const int32_t sv = horner(kSinS, 5, z);
+    const int n = ra ? __builtin_clzll(ra) : 64;
+    const uint64_t rn = n < 64 ? (ra << n) >> 32 : 0;
+    neg = (r < 0) != (k == 2);
+    res = round_f32(neg, rn * uint64_t(uint32_t(sv)), -62 - n);
+  }
+  if (quarter == 0 && (a >> 31)) res ^= 0x80000000u;
+  return res;
+}
+
+}  // namespace
+
+uint32_t sin(uint32_t a, bool ftz) { return sincos(a, ftz, 0); }
+uint32_t tanh(uint32_t a, bool ftz) {
+  a = flush(a, ftz);
+  const uint32_t x = a & 0x7FFFFFFFu;
+  if (x > 0x7F800000u) return kNaN32;
+  if (x < 0x3A800000u) return a;
+  const uint32_t t = ex2(mul(x, 0x4038AA3Bu, Rnd::Rn, ftz, false), ftz);
+  const uint32_t q = div(0x40000000u, add(t, 0x3F800000u, Rnd::Rn, ftz, false), Rnd::Rn, ftz, false);
+  return sub(0x3F800000u, q, Rnd::Rn, ftz, false) | (a & 0x80000000u);
+}
+uint32_t cos(uint32_t a, bool ftz) { return sincos(a, ftz, 1); }
+
 uint32_t min(uint32_t a, uint32_t b, bool ftz) {
   a = flush(a, ftz), b = flush(b, ftz);
   if (is_nan(a) && is_nan(b)) return kNaN32;
@@ -274,6 +386,14 @@ uint64_t fma64(uint64_t a, uint64_t b, uint64_t c, Rnd r) {
   volatile double x = D(a), y = D(b), z = D(c);
   return rounded(r, [&] { return DB(fix(std::fma(fix(double(x)), fix(double(y)), fix(double(z))))); });
 }
+uint64_t div64(uint64_t a, uint64_t b, Rnd r) {
+  volatile double x = D(a), y = D(b);
+  return rounded(r, [&] { return DB(fix(fix(double(x)) / fix(double(y)))); });
+}
+uint64_t sqrt64(uint64_t a, Rnd r) {
+  volatile double x = D(a);
+  return rounded(r, [&] { return DB(fix(std::sqrt(fix(double(x))))); });
+}
 uint64_t min64(uint64_t a, uint64_t b) {
   const double x = D(a), y = D(b);
   if (std::isnan(x) && std::isnan(y)) return kNaN64;
@@ -374,6 +494,50 @@ uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat) {
     default: res = B(x); break;
   }
   return finish(res, ftz, sat);
+}
+
+namespace {
+_Float16 H(uint32_t h) {
+  const uint16_t b = uint16_t(h);
+  _Float16 x;
+  std::memcpy(&x, &b, 2);
+  return x;
+}
+uint32_t HB(_Float16 x) {
+  uint16_t b;
+  std::memcpy(&b, &x, 2);
+  return x != x ? 0x7FFFu : b;
+}
+}  // namespace
+
+// The f16 neighbours of an f16 in the order of values (-0 and +0 one point).
+static uint32_t step16(uint32_t b, bool up) {
+  const bool neg = b & 0x8000u, zero = (b & 0x7FFFu) == 0;
+  if (zero) return up ? 0x0001u : 0x8001u;
+  return (neg != up) ? b + 1 : b - 1;
+}
+
+uint32_t f16_from_f32(uint32_t f, Rnd r) {
+  const float x = F(f);
+  if (x != x) return 0x7FFFu;
+  const _Float16 h = _Float16(x);  // the host rounds to nearest
+  const uint32_t hb = HB(h);
+  const float hv = float(h);
+  if (hv == x || r == Rnd::Rn || r == Rnd::None) return hv == x && x == 0 ? (f >> 16) & 0x8000u : hb;
+  const uint32_t lower = hv < x ? hb : step16(hb, false), upper = hv > x ? hb : step16(hb, true);
+  if (r == Rnd::Rm) return lower;
+  if (r == Rnd::Rp) return upper;
+  return x > 0 ? lower : upper;  // toward zero
+}
+uint32_t f32_from_f16(uint32_t h) {
+  const float v = float(H(h));
+  return v != v ? kNaN32 : B(v);
+}
+uint32_t add16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) + (__float128)H(b))); }
+uint32_t sub16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) - (__float128)H(b))); }
+uint32_t mul16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) * (__float128)H(b))); }
+uint32_t fma16(uint32_t a, uint32_t b, uint32_t c) {
+  return HB(_Float16((__float128)H(a) * (__float128)H(b) + (__float128)H(c)));
 }
 
 }  // namespace fref

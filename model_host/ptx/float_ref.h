@@ -45,6 +45,16 @@ uint32_t sqrt(uint32_t a, Rnd r, bool ftz);
 // ex2.approx{.ftz}.f32 as docs/isa.md section 11.1 defines it: the fixed-point
 // polynomial, then the host's rounding of 1.F * 2^n.
 uint32_t ex2(uint32_t a, bool ftz);
+// lg2.approx{.ftz}.f32, sin.approx{.ftz}.f32 and cos.approx{.ftz}.f32 as
+// docs/isa.md section 11.1 defines them: fixed-point polynomials after an
+// exact reduction (computed here with 128-bit integers, independently of
+// the generator's word sequences).
+uint32_t lg2(uint32_t a, bool ftz);
+uint32_t sin(uint32_t a, bool ftz);
+uint32_t cos(uint32_t a, bool ftz);
+// tanh.approx{.ftz}.f32: a for |a| < 2^-10, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)
+// by the reference's own rn operations, with a's sign.
+uint32_t tanh(uint32_t a, bool ftz);
 uint32_t min(uint32_t a, uint32_t b, bool ftz);
 uint32_t max(uint32_t a, uint32_t b, bool ftz);
 uint32_t abs(uint32_t a, bool ftz);
@@ -66,6 +76,8 @@ uint64_t add64(uint64_t a, uint64_t b, Rnd r);
 uint64_t sub64(uint64_t a, uint64_t b, Rnd r);
 uint64_t mul64(uint64_t a, uint64_t b, Rnd r);
 uint64_t fma64(uint64_t a, uint64_t b, uint64_t c, Rnd r);
+uint64_t div64(uint64_t a, uint64_t b, Rnd r);  // div.rnd.f64 (rcp.rnd.f64: a = 1.0)
+uint64_t sqrt64(uint64_t a, Rnd r);
 uint64_t min64(uint64_t a, uint64_t b);
 uint64_t max64(uint64_t a, uint64_t b);
 bool compare64(Cmp c, uint64_t a, uint64_t b);
@@ -82,6 +94,15 @@ uint32_t from_f64(uint64_t d, Rnd r, bool ftz, bool sat);
 // cvt.RNDI.f32.f32: rounded to an integral value (cvt.ftz.f32.f32 without a
 // rounding suffix only flushes).
 uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat);
+
+// binary16 (the host's _Float16 and __float128): cvt.rnd.f16.f32, cvt.f32.f16,
+// add sub mul fma .rn.f16; NaN results 0x7FFF (f16) and 0x7FFFFFFF (f32).
+uint32_t f16_from_f32(uint32_t f, Rnd r);
+uint32_t f32_from_f16(uint32_t h);
+uint32_t add16(uint32_t a, uint32_t b);
+uint32_t sub16(uint32_t a, uint32_t b);
+uint32_t mul16(uint32_t a, uint32_t b);
+uint32_t fma16(uint32_t a, uint32_t b, uint32_t c);
 
 }  // namespace fref
 }  // namespace qgpu::ptx

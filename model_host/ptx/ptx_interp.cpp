@@ -1300,6 +1300,7 @@ class Interp {
 
   // -- floating point (f32; float_ref.h: the host's IEEE arithmetic) ---------
   static bool float_supported(const Instr& in) {
+    if (half_op(in)) return true;
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
     const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                               (in.type == Type::F32 && in.type2 == Type::F64));
@@ -1312,24 +1313,61 @@ class Interp {
     const Type ft = in.op == Op::Set ? in.type2 : in.type;
     if (ft == Type::F64 && !float_mods(in).approx &&
         (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma ||
-         (in.op == Op::Mad && in.mul == MulMode::None) || in.op == Op::Min ||
+         (in.op == Op::Mad && in.mul == MulMode::None) || in.op == Op::Min || in.op == Op::Div ||
+         in.op == Op::Sqrt || in.op == Op::Rcp ||
          in.op == Op::Max || in.op == Op::Abs || in.op == Op::Neg || in.op == Op::Setp || in.op == Op::Set))
       return true;
     if (!f32) return false;
     if (is_float(in.type) && in.type != Type::F32 && !f32_f64) return false;
     if (is_float(in.type2) && in.type2 != Type::F32 && !f32_f64) return false;
-    const bool defined_approx =
-        in.op == Op::Div || in.op == Op::Rcp || in.op == Op::Sqrt || in.op == Op::Rsqrt || in.op == Op::Ex2;
+    const bool defined_approx = in.op == Op::Div || in.op == Op::Rcp || in.op == Op::Sqrt || in.op == Op::Rsqrt ||
+                                in.op == Op::Ex2 || in.op == Op::Lg2 || in.op == Op::Sin || in.op == Op::Cos ||
+                                in.op == Op::Tanh;
     if ((float_mods(in).approx || float_mods(in).full) && !defined_approx) return false;
     switch (in.op) {
       case Op::Add: case Op::Sub: case Op::Mul: case Op::Fma: case Op::Mad: case Op::Min: case Op::Max:
       case Op::Abs: case Op::Neg: case Op::Copysign: case Op::Testp: case Op::Setp: case Op::Set:
       case Op::Cvt: case Op::Slct: case Op::Div: case Op::Rcp: case Op::Sqrt: case Op::Rsqrt: case Op::Ex2:
+      case Op::Lg2: case Op::Sin: case Op::Cos: case Op::Tanh:
         return in.op != Op::Mul || in.mul == MulMode::None;
       default: return false;
     }
   }
+  // binary16: cvt between f16 and f32; add, sub, mul, fma .rn on .f16 and .f16x2.
+  static bool half_op(const Instr& in) {
+    const FloatMods fm = float_mods(in);
+    if (in.op == Op::Cvt && ((in.type == Type::F16 && in.type2 == Type::F32) || (in.type == Type::F32 && in.type2 == Type::F16)))
+      return !fm.ftz && !fm.sat;
+    return (in.type == Type::F16 || in.type == Type::F16x2) && !fm.ftz && !fm.sat &&
+           (fm.rnd == Rnd::None || fm.rnd == Rnd::Rn) &&
+           (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma);
+  }
+  void half_scalar(const Instr& in, Thread& t) {
+    const Rnd r = base_rounding(float_mods(in).rnd);
+    if (in.op == Op::Cvt) {
+      const uint32_t v = uint32_t(read(in.ops[1], in.type2, t, in));
+      if (in.type == Type::F32) write(in.ops[0], Type::F32, fref::f32_from_f16(v & 0xFFFF), t);
+      else write(in.ops[0], Type::F16, fref::f16_from_f32(v, r), t);
+      return;
+    }
+    const bool x2 = in.type == Type::F16x2;
+    const Type rt = x2 ? Type::B32 : Type::F16;
+    uint32_t src[3] = {0, 0, 0};
+    for (size_t i = 1; i < in.ops.size() && i <= 3; ++i) src[i - 1] = uint32_t(read(in.ops[i], rt, t, in));
+    auto one = [&](int k) {
+      uint32_t a = (src[0] >> (16 * k)) & 0xFFFF, b = (src[1] >> (16 * k)) & 0xFFFF, c = (src[2] >> (16 * k)) & 0xFFFF;
+      switch (in.op) {
+        case Op::Add: return fref::add16(a, b);
+        case Op::Sub: return fref::sub16(a, b);
+        case Op::Mul: return fref::mul16(a, b);
+        default: return fref::fma16(a, b, c);
+      }
+    };
+    if (x2) write(in.ops[0], Type::B32, one(0) | (one(1) << 16), t);
+    else write(in.ops[0], Type::F16, one(0), t);
+  }
   void float_scalar(const Instr& in, Thread& t) {
+    if (half_op(in)) return half_scalar(in, t);
     const FloatMods fm = float_mods(in);
     const Rnd r = base_rounding(fm.rnd);
     // An f32 operand: its bits (a decimal literal is a double, rounded to f32).
@@ -1364,6 +1402,9 @@ class Interp {
         case Op::Sub: dst(fref::sub64(d(1), d(2), r), Type::F64); return;
         case Op::Mul: dst(fref::mul64(d(1), d(2), r), Type::F64); return;
         case Op::Fma: case Op::Mad: dst(fref::fma64(d(1), d(2), d(3), r), Type::F64); return;
+        case Op::Div: dst(fref::div64(d(1), d(2), r), Type::F64); return;
+        case Op::Rcp: dst(fref::div64(0x3FF0000000000000ull, d(1), r), Type::F64); return;
+        case Op::Sqrt: dst(fref::sqrt64(d(1), r), Type::F64); return;
         case Op::Min: dst(fref::min64(d(1), d(2)), Type::F64); return;
         case Op::Max: dst(fref::max64(d(1), d(2)), Type::F64); return;
         case Op::Abs: dst(d(1) & ~(uint64_t(1) << 63), Type::F64); return;
@@ -1386,6 +1427,10 @@ class Interp {
         return;
       }
       case Op::Ex2: dst(fref::ex2(f(1), fm.ftz), Type::F32); return;
+      case Op::Lg2: dst(fref::lg2(f(1), fm.ftz), Type::F32); return;
+      case Op::Sin: dst(fref::sin(f(1), fm.ftz), Type::F32); return;
+      case Op::Cos: dst(fref::cos(f(1), fm.ftz), Type::F32); return;
+      case Op::Tanh: dst(fref::tanh(f(1), fm.ftz), Type::F32); return;
       case Op::Rcp: dst(fref::div(0x3F800000u, f(1), fm.approx ? Rnd::Rn : r, fm.ftz, false), Type::F32); return;
       case Op::Sqrt: dst(fref::sqrt(f(1), fm.approx ? Rnd::Rn : r, fm.ftz), Type::F32); return;
       case Op::Rsqrt:

@@ -501,3 +501,244 @@ TEST(SoftFloat, Binary64Conversions) {
 
 }  // namespace
 }  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// lg2.approx, sin.approx and cos.approx: the generators against the
+// reference's computation of the same definitions (docs/isa.md section
+// 11.1), and the definitions' accuracy against the host's libm in double
+// precision: random inputs of every exponent plus the edge classes, or every
+// f32 input with QGPU_FLOAT_EXHAUSTIVE=1 (a few minutes of one core).
+enum class Tr { Lg2, Sin, Cos };
+uint32_t tr_ref(Tr f, uint32_t a, bool ftz) {
+  return f == Tr::Lg2 ? ptx::fref::lg2(a, ftz) : f == Tr::Sin ? ptx::fref::sin(a, ftz) : ptx::fref::cos(a, ftz);
+}
+double tr_host(Tr f, double x) { return f == Tr::Lg2 ? std::log2(x) : f == Tr::Sin ? std::sin(x) : std::cos(x); }
+const char* tr_name(Tr f) { return f == Tr::Lg2 ? "lg2.approx" : f == Tr::Sin ? "sin.approx" : "cos.approx"; }
+
+struct Accuracy {
+  double worst_ulp = 0, worst_abs = 0;
+  uint32_t worst_in = 0;
+  uint64_t n = 0;
+  // Error of got for the input a: in units of the last place of the exact
+  // value (the ulp of a normal f32 of its magnitude; 2^-149 below), and
+  // absolute.  Special values must match exactly.
+  void add(Tr f, uint32_t a) {
+    const uint32_t r = tr_ref(f, a, false);
+    float x, got;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&got, &r, 4);
+    const double want = tr_host(f, double(x));
+    ++n;
+    if (std::isnan(want) || std::isinf(want)) {
+      if (std::isnan(want)) {
+        EXPECT_EQ(hex(r), hex(0x7FFFFFFFu)) << tr_name(f) << " " << hex(a);
+      } else {
+        EXPECT_EQ(double(got), want) << tr_name(f) << " " << hex(a);
+      }
+      return;
+    }
+    const double mag = std::fabs(want);
+    const double ulp = mag < 0x1p-126 ? 0x1p-149 : std::ldexp(1.0, std::ilogb(mag) - 23);
+    const double err = std::fabs(double(got) - want);
+    if (err / ulp > worst_ulp) worst_ulp = err / ulp, worst_in = a;
+    worst_abs = std::max(worst_abs, err);
+  }
+};
+
+uint32_t tr_input(floattest::Operands& gen, uint64_t i) {
+  switch (i % 4) {
+    case 0: return gen.any();
+    case 1: return uint32_t(gen.rng()());
+    default:  // |x| in [2^-4, 2^8): where sin/cos and __logf are used
+      return (uint32_t(gen.rng()()) & 0x807FFFFFu) | ((123 + uint32_t(gen.rng()() % 12)) << 23);
+  }
+}
+
+TEST(SoftFloat, Lg2SinCosApprox) {
+  floattest::Operands gen(77);
+  const uint64_t n = floattest::pairs(50000);
+  for (Tr f : {Tr::Lg2, Tr::Sin, Tr::Cos}) {
+    auto check = [&](uint32_t a) {
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        const uint32_t got = val(f == Tr::Lg2 ? g.lg2(K(a), ftz) : f == Tr::Sin ? g.sin(K(a), ftz) : g.cos(K(a), ftz));
+        ASSERT_EQ(hex(got), hex(tr_ref(f, a, ftz))) << tr_name(f) << (ftz ? ".ftz " : " ") << hex(a);
+      }
+    };
+    for (uint32_t a : floattest::edges()) check(a);
+    for (int k = -149; k < 128; ++k) check(uint32_t(k + 150) << 23 & 0x7F800000u);  // powers of two
+    for (uint64_t i = 0; i < n; ++i) check(tr_input(gen, i));
+  }
+}
+
+// The documented bounds (docs/isa.md section 11.1): within 0.53 ulp of the
+// exact value (one rounding of a result within about 2^-29 relative), so sin
+// and cos are within 2^-24 absolute (PTX: 2^-20.9 in [-pi, pi]) for every
+// finite input.
+TEST(SoftFloat, Lg2SinCosApproxAccuracy) {
+  const bool all = std::getenv("QGPU_FLOAT_EXHAUSTIVE") != nullptr;
+  const uint64_t n = floattest::pairs(2000000);
+  for (Tr f : {Tr::Lg2, Tr::Sin, Tr::Cos}) {
+    Accuracy acc;
+    floattest::Operands gen(78 + int(f));
+    for (uint32_t a : floattest::edges()) acc.add(f, a);
+    if (all) {
+      for (uint64_t a = 0; a < (uint64_t(1) << 32); ++a) acc.add(f, uint32_t(a));
+    } else {
+      for (uint64_t i = 0; i < n; ++i) acc.add(f, tr_input(gen, i));
+    }
+    std::printf("%s: %llu inputs, largest error %.4f ulp (at %s), %.3g absolute\n", tr_name(f),
+                (unsigned long long)acc.n, acc.worst_ulp, hex(acc.worst_in).c_str(), acc.worst_abs);
+    EXPECT_LE(acc.worst_ulp, 0.53) << tr_name(f) << " at " << hex(acc.worst_in);
+    if (f != Tr::Lg2) EXPECT_LE(acc.worst_abs, 0x1p-24) << tr_name(f);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// div.rnd.f64, rcp.rnd.f64 and sqrt.rnd.f64: bit for bit against the host's
+// IEEE division and square root in each rounding mode, on every edge pair and
+// random operands (quotients near 1 and exact ones among them).
+TEST(SoftFloat, Binary64DivSqrt) {
+  std::mt19937_64 rng(66);
+  auto W = [](uint64_t x) { return std::make_pair(K(uint32_t(x)), K(uint32_t(x >> 32))); };
+  auto U = [](std::pair<Operand, Operand> w) { return uint64_t(w.second.v) << 32 | w.first.v; };
+  auto check = [&](uint64_t a, uint64_t b) {
+    auto g = folding();
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_EQ(U(g.div64(W(a), W(b), kRounds[r])), ptx::fref::div64(a, b, kRnds[r]))
+          << "div.f64." << kNames[r] << " " << std::hex << a << " " << b;
+      ASSERT_EQ(U(g.sqrt64(W(a), kRounds[r])), ptx::fref::sqrt64(a, kRnds[r]))
+          << "sqrt.f64." << kNames[r] << " " << std::hex << a;
+    }
+  };
+  const auto E = edges64();
+  for (uint64_t a : E)
+    for (uint64_t b : E) check(a, b);
+  const uint64_t n = floattest::pairs(200000) / 8;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t a = any64(rng), b;
+    switch (i % 4) {
+      case 0: b = any64(rng); break;
+      case 1: b = (a & 0xFFF0000000000000ull) | (rng() & 0x000FFFFFFFFFFFFFull); break;  // quotients near 1
+      case 2: {  // an exact quotient: a = b * q with small q
+        b = any64(rng) & 0x7FFFFFFFFFFFF000ull;
+        double q = double(rng() % 4096), bd, ad;
+        std::memcpy(&bd, &b, 8);
+        ad = bd * q;
+        std::memcpy(&a, &ad, 8);
+        break;
+      }
+      default: {  // a perfect square
+        double x = double(rng() % (uint64_t(1) << 26)) * std::ldexp(1.0, int(rng() % 200) - 100);
+        double sq = x * x;
+        std::memcpy(&a, &sq, 8);
+        b = any64(rng);
+        break;
+      }
+    }
+    check(a, b);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// binary16: every f16 to f32; f32 to f16 in each rounding mode on the edge
+// values, every f16 value and its f32 neighbours (halfway cases) and random
+// words; add, sub, mul and fma on edge halves and random pairs: the
+// generators bit for bit against the host's _Float16 arithmetic (exact
+// values in __float128, one rounding).
+TEST(SoftFloat, Half) {
+  std::mt19937_64 rng(16);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    auto g = folding();
+    ASSERT_EQ(hex(val(g.f32_from_f16(K(h)))), hex(ptx::fref::f32_from_f16(h))) << "cvt.f32.f16 " << hex(h);
+  }
+  auto to16 = [&](uint32_t f) {
+    for (int r = 0; r < 4; ++r) {
+      auto g = folding();
+      ASSERT_EQ(hex(val(g.f16_from_f32(K(f), kRounds[r]))), hex(ptx::fref::f16_from_f32(f, kRnds[r])))
+          << "cvt." << kNames[r] << ".f16.f32 " << hex(f);
+    }
+  };
+  for (uint32_t a : floattest::edges()) to16(a);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint32_t f = ptx::fref::f32_from_f16(h);
+    for (uint32_t d : {0u, 1u, 0x1000u, 0xFFFu, 0x1001u, 0x2000u}) to16(f + d), to16(f - d);
+  }
+  const uint64_t n = floattest::pairs(200000);
+  for (uint64_t i = 0; i < n; ++i) to16(uint32_t(rng()));
+  std::vector<uint32_t> he = {0x0000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0x3C01, 0x3BFF, 0x7BFF, 0x7C00, 0x7C01, 0x7E00,
+                              0x7FFF, 0x1400, 0x5800, 0x0200};
+  for (size_t i = 0, m = he.size(); i < m; ++i) he.push_back(he[i] | 0x8000);
+  auto bin = [&](uint32_t a, uint32_t b, uint32_t c) {
+    auto g = folding();
+    ASSERT_EQ(hex(val(g.add16(K(a), K(b)))), hex(ptx::fref::add16(a, b))) << "add.f16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.sub16(K(a), K(b)))), hex(ptx::fref::sub16(a, b))) << "sub.f16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.mul16(K(a), K(b)))), hex(ptx::fref::mul16(a, b))) << "mul.f16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.fma16(K(a), K(b), K(c)))), hex(ptx::fref::fma16(a, b, c)))
+        << "fma.f16 " << hex(a) << " " << hex(b) << " " << hex(c);
+  };
+  for (uint32_t a : he)
+    for (uint32_t b : he)
+      for (uint32_t c : {0x0000u, 0x8000u, 0x0001u, 0x3C00u, 0xFC00u, a, b ^ 0x8000u}) bin(a, b, c);
+  for (uint64_t i = 0; i < n / 4; ++i) {
+    const uint32_t a = uint32_t(rng()) & 0xFFFF, b = uint32_t(rng()) & 0xFFFF;
+    // c: random, or the negated rounded product (cancellation), or a tiny value
+    uint32_t c = uint32_t(rng()) & 0xFFFF;
+    if (i % 3 == 1) c = ptx::fref::mul16(a, b) ^ 0x8000 ^ uint32_t(rng() % 3);
+    if (i % 3 == 2) c = uint32_t(rng()) & 0x83FF;
+    bin(a, b, c);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
+// tanh.approx: the generator against the reference's composition of the same
+// rn operations, and the definition's relative error against the host's
+// tanh: within 2^-11 (PTX's bound for tanh.approx.f32) on 1 M random inputs
+// of every exponent and the edge values.
+TEST(SoftFloat, TanhApprox) {
+  floattest::Operands gen(80);
+  const uint64_t n = floattest::pairs(1000000);
+  double worst = 0;
+  uint32_t worst_in = 0;
+  for (uint64_t i = 0; i < n + floattest::edges().size(); ++i) {
+    const uint32_t a = i < floattest::edges().size() ? floattest::edges()[i] : tr_input(gen, i);
+    if (i % 16 == 0 || i < floattest::edges().size())
+      for (bool ftz : {false, true}) {
+        auto g = folding();
+        ASSERT_EQ(hex(val(g.tanh(K(a), ftz))), hex(ptx::fref::tanh(a, ftz))) << "tanh.approx " << hex(a);
+      }
+    const uint32_t r = ptx::fref::tanh(a, false);
+    float x, got;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&got, &r, 4);
+    if (std::isnan(x)) {
+      ASSERT_EQ(r, 0x7FFFFFFFu);
+      continue;
+    }
+    const double want = std::tanh(double(x));
+    const double rel = want == 0 ? std::fabs(double(got)) : std::fabs(double(got) - want) / std::fabs(want);
+    if (rel > worst) worst = rel, worst_in = a;
+  }
+  std::printf("tanh.approx: largest relative error 2^%.2f (at %s)\n", std::log2(worst), hex(worst_in).c_str());
+  EXPECT_LE(worst, std::ldexp(1.0, -11)) << hex(worst_in);
+}
+
+}  // namespace
+}  // namespace qgpu::machine

@@ -492,9 +492,9 @@ TEST(PtxInterpFaults, ClearErrors) {
   EXPECT_EQ(r.error, 716) << r.message;
   r = run_body("trap;", dev);
   EXPECT_EQ(r.error, 719) << r.message;
-  r = run_body("ld.global.f32 %f1, [%rd1];\nlg2.approx.f32 %f2, %f1;", dev);
+  r = run_body(".reg .f64 %fd<2>;\nld.global.f64 %fd1, [%rd1];\nrsqrt.approx.f64 %fd1, %fd1;", dev);
   EXPECT_EQ(r.error, 801);
-  EXPECT_NE(r.message.find("lg2.approx.f32"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("rsqrt.approx.f64"), std::string::npos) << r.message;
   r = run_body("$L_spin:\nbra $L_spin;", dev, 1000);
   EXPECT_EQ(r.error, 702) << r.message;
   Device dev2;

@@ -13,7 +13,8 @@
 #     (its add_executable), -lcuda / -lnvrtc when that CMakeLists links
 #     CUDA::cuda_driver / CUDA::nvrtc, and the kernel files the CMakeLists
 #     prepares beside the program (a -fatbin or -ptx of a kernel source,
-#     kernel sources copied for NVRTC) prepared the same way for sm_75;
+#     kernel sources copied for NVRTC) prepared the same way for sm_75, and
+#     the data files it copies there (images, reference results);
 #   - run it from its build directory under
 #       qgpu run --backend BACKEND -- ./NAME
 #     with its default arguments and a time limit;
@@ -153,6 +154,16 @@ build_sample() {
       echo "+ cp $f ."
       cp "$src/$f" "$dst/" || return 1
     done
+    # Data files the CMakeLists copies beside the program (images, reference output).
+    for f in $(grep -o '${CMAKE_CURRENT_SOURCE_DIR}/data/[A-Za-z0-9_.-]*' "$cm" | sed 's/${CMAKE_CURRENT_SOURCE_DIR}\///' | sort -u); do
+      [ -f "$src/$f" ] || continue
+      echo "+ cp $f ."
+      cp "$src/$f" "$dst/" || return 1
+    done
+    if grep -q 'copy_directory' "$cm" && grep -q '${CMAKE_CURRENT_SOURCE_DIR}/data[[:space:]]*$' "$cm" && [ -d "$src/data" ]; then
+      echo "+ cp -r data/. ."
+      cp -r "$src/data/." "$dst/" || return 1
+    fi
     echo "+ nvcc -cudart shared -arch=sm_75 ${flags[*]} ${incs[*]} -o $n $srcs ${libs[*]}"
     "$nvcc" -cudart shared -arch=sm_75 "${flags[@]}" "${incs[@]}" -o "$dst/$n" "${files[@]}" "${libs[@]}"
   } >"$dst/build.log" 2>&1
