@@ -118,7 +118,15 @@ torch::ScalarType BaseModel::dtype_of(const std::string& name) const {
 
 void BaseModel::save(const std::string& dir_name, const std::vector<std::string>& fp32_tensors) const {
   fs::path dir(dir_name);
-  text.validate();
+  if (tails.empty()) {
+    text.validate();
+  } else {
+    for (const auto& [name, tail] : tails) {
+      const auto it = text.tensors.find(name);
+      if (it == text.tensors.end() || it->second.size(0) + tail.size(0) != text.config.vocab_size)
+        throw std::invalid_argument("BaseModel::save: the rows of " + name + " and its tail do not make the vocabulary");
+    }
+  }
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json" ||
@@ -132,26 +140,33 @@ void BaseModel::save(const std::string& dir_name, const std::vector<std::string>
   write_text_file(dir / "config.json", cj.dump(2));
   const std::set<std::string> wide(fp32_tensors.begin(), fp32_tensors.end());
   const std::string prefix = vision_language ? "model.language_model." : "model.";
-  std::map<std::string, torch::Tensor> narrow_part, wide_part;
+  std::map<std::string, std::vector<torch::Tensor>> narrow_part, wide_part;
   std::map<std::string, torch::ScalarType> stored;  // HF name -> dtype, for the narrow part
   for (const auto& [name, t] : text.tensors) {
     const std::string hf = name == "lm_head.weight" ? name : prefix + name;
-    (wide.count(name) ? wide_part : narrow_part)[hf] = t;
+    auto& parts = (wide.count(name) ? wide_part : narrow_part)[hf];
+    parts.push_back(t);
+    if (const auto tail = tails.find(name); tail != tails.end()) parts.push_back(tail->second);
     if (!wide.count(name)) stored[hf] = dtype_of(name);
   }
-  for (const auto& [name, t] : extra) narrow_part[name] = t, stored[name] = dtype_of(name);
+  for (const auto& [name, t] : extra) narrow_part[name] = {t}, stored[name] = dtype_of(name);
   if (wide_part.empty()) {
-    qwen::safetensors::write((dir / "model.safetensors").string(), narrow_part, dtype, stored);
+    qwen::safetensors::write_parts((dir / "model.safetensors").string(), narrow_part, dtype, stored);
     return;
   }
   const std::string a = "model-00001-of-00002.safetensors", b = "model-00002-of-00002.safetensors";
-  qwen::safetensors::write((dir / a).string(), narrow_part, dtype, stored);
-  qwen::safetensors::write((dir / b).string(), wide_part, torch::kFloat32);
+  qwen::safetensors::write_parts((dir / a).string(), narrow_part, dtype, stored);
+  qwen::safetensors::write_parts((dir / b).string(), wide_part, torch::kFloat32, {});
   json index;
   uint64_t total = 0;
-  for (const auto& [n, t] : narrow_part)
-    index["weight_map"][n] = a, total += t.numel() * qwen::safetensors::element_bytes(stored.at(n));
-  for (const auto& [n, t] : wide_part) index["weight_map"][n] = b, total += t.numel() * 4;
+  auto numel = [](const std::vector<torch::Tensor>& parts) {
+    uint64_t n = 0;
+    for (const auto& t : parts) n += static_cast<uint64_t>(t.numel());
+    return n;
+  };
+  for (const auto& [n, parts] : narrow_part)
+    index["weight_map"][n] = a, total += numel(parts) * qwen::safetensors::element_bytes(stored.at(n));
+  for (const auto& [n, parts] : wide_part) index["weight_map"][n] = b, total += numel(parts) * 4;
   index["metadata"]["total_size"] = total;
   write_text_file(dir / "model.safetensors.index.json", index.dump(2));
 }
@@ -559,6 +574,25 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     return e;
   };
 
+  // The rows past the base's of a merged vocabulary matrix alone, sparse
+  // [V - Vb, H] (MergeOptions::vocab_tails): its circuit entries and `shared`.
+  auto vocab_tail = [&](const torch::Tensor& vals, const std::vector<std::pair<int64_t, float>>& shared) {
+    const auto* v = vals.data_ptr<float>();
+    std::vector<std::pair<int64_t, float>> e;
+    e.reserve(crow.size() + (V - Vb) * shared.size());
+    for (size_t i = 0; i < crow.size(); ++i)
+      if (v[i] != 0.f) e.push_back({(crow[i] + opt.token_base - Vb) * H + ccol[i], v[i]});
+    for (int64_t r = 0; r < V - Vb; ++r)
+      for (const auto& [d, x] : shared) e.push_back({r * H + d, x});
+    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    qwen::NonZeros nz;
+    nz.index.reserve(e.size());
+    nz.value.reserve(e.size());
+    for (const auto& [i, x] : e) nz.index.push_back(i), nz.value.push_back(x);
+    e = {};
+    return qwen::sparse_matrix(V - Vb, H, nz);
+  };
+
   // The merged checkpoint.
   Merged out;
   out.token_base = opt.token_base;
@@ -587,7 +621,8 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       mt[moved] = t;
       m.stored_dtypes[moved] = base.dtype_of(name);
     } else if (name == "embed_tokens.weight") {
-      mt[name] = vocab_matrix(t, cv, {});
+      if (opt.vocab_tails) mt[name] = t, m.tails[name] = vocab_tail(cv, {});
+      else mt[name] = vocab_matrix(t, cv, {});
       m.stored_dtypes[name] = base.dtype_of(name);
     } else if (name != "lm_head.weight") {
       mt[name] = t;
@@ -602,7 +637,8 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     std::vector<std::pair<int64_t, float>> shared;
     for (int64_t j = 0; j < sink_dims.numel(); ++j)
       shared.push_back({sink_dims[j].item<int64_t>(), sink_values[j].item<float>()});
-    mt["lm_head.weight"] = vocab_matrix(head_rows, vals, shared);
+    if (opt.vocab_tails) mt["lm_head.weight"] = head_rows, m.tails["lm_head.weight"] = vocab_tail(vals, shared);
+    else mt["lm_head.weight"] = vocab_matrix(head_rows, vals, shared);
     m.stored_dtypes["lm_head.weight"] =
         base.dtype_of(own_head != base.text.tensors.end() ? "lm_head.weight" : "embed_tokens.weight");
     // What a text position can give a circuit token beyond the sink: its
@@ -625,7 +661,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     if (m.config_json.contains("text_config") && m.config_json.contains("vocab_size"))
       m.config_json["vocab_size"] = mc.vocab_size;
   }
-  m.text.validate();
+  if (!opt.vocab_tails) m.text.validate();
   out.report = rep;
   if (layout) {
     out.layout = std::move(layout);

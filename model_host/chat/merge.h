@@ -60,6 +60,11 @@ struct BaseModel {
   // dtype it was read in, byte for byte.
   std::map<std::string, torch::ScalarType> stored_dtypes;
   bool vision_language = false;                     // names under "model.language_model."
+  // Rows written after a text-model tensor's own when saved (canonical name
+  // -> a sparse matrix of the same width).  A merge for the disk only
+  // (MergeOptions::vocab_tails) keeps the merged vocabulary's base rows and
+  // the rest apart this way instead of forming the [V, H] matrices.
+  std::map<std::string, torch::Tensor> tails;
 
   // The dtype `name` (as in `stored_dtypes`) is written in.
   torch::ScalarType dtype_of(const std::string& name) const;
@@ -83,6 +88,11 @@ struct MergeOptions {
   uint64_t calibration_seed = 3;
   double sink_gap = 64;      // nats below the base's log-partition at every calibration position
   double sink_level = 1;     // what the amplifier writes on the sink direction, relative to a field
+  // The merged embedding and LM head as the base's rows (shared, not copied)
+  // plus a sparse tail of the rows past the base's (BaseModel::tails), for
+  // save_merged only: the merged model is then not runnable in memory.  At
+  // Qwen3.5's vocabulary the whole matrices would take over 10 GB in fp32.
+  bool vocab_tails = false;
 };
 
 struct MergeReport {
