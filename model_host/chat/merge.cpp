@@ -61,13 +61,14 @@ std::string MergeReport::text() const {
     << "ids past the base's at text positions (guarantee): each of the " << circuit_tokens
     << " scores the sink s . h plus at most " << field_bound << " from its fields\n";
   if (sink_dims > 0)
-    o << "sink (measured on " << calibration_positions << " calibration positions of random text): " << sink_dims
-      << " dimensions, the final states' projection -s_hat . h " << sink_projection_mean << " +- " << sink_projection_sd
-      << " (least " << sink_min_projection << "), scale " << sink_scale << ", s . h - logsumexp(base logits) <= " << sink_worst_gap
+    o << "sink (a measurement, not a guarantee: " << calibration_positions << " calibration positions of random text): "
+      << sink_dims << " dimensions, the final states' projection -s_hat . h " << sink_projection_mean << " +- "
+      << sink_projection_sd << " (" << sink_projection_mean / sink_projection_sd << " sd; least " << sink_min_projection
+      << "), scale " << sink_scale << ", s . h - logsumexp(base logits) <= " << sink_worst_gap
       << " nats, so those ids together take at most " << std::exp(std::log(double(circuit_tokens)) + field_bound + sink_worst_gap)
       << " of the probability there\n";
   else
-    o << "sink: none (" << (calibration_positions ? "the base's final states have no consistent sign on the free dimensions: projection " + std::to_string(sink_projection_mean) + " +- " + std::to_string(sink_projection_sd) : std::string("no calibration"))
+    o << "sink: none (" << (calibration_positions ? "the base's final states have no consistent sign: projection " + std::to_string(sink_projection_mean) + " +- " + std::to_string(sink_projection_sd) + ", least " + std::to_string(sink_min_projection) : std::string("no calibration"))
       << "); ids past the base's are not suppressed at text positions\n";
   return o.str();
 }
@@ -323,23 +324,30 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   const torch::Tensor head_rows = own_head != base.text.tensors.end() ? own_head->second : E;
   const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
 
-  // The sink (docs/merge.md section 4): every circuit token's LM-head row
-  // also holds s on a few free dimensions outside the mute direction's.  At
-  // a circuit position the amplifier writes sink_level * s_hat there (below),
-  // so s adds lambda * L to every circuit token alike; at a text position s
-  // reads the base's own final hidden state, which on these dimensions has a
-  // consistent sign (trained models' final states share a direction): the
-  // dimensions, s's direction and lambda come from the base run on random
-  // text (calibration), lambda such that s . h is at least sink_gap nats
-  // below the base's log-partition at every calibration position.
+  // The sink (docs/merge.md section 4): every row past the base's in the LM
+  // head also holds s on a few dimensions, any but the circuit's output
+  // dimensions, the mute direction's and the anchor.  At a circuit position
+  // the amplifier writes sink_level * s_hat there (below), far above what the
+  // circuit or a base layer leaves on them, so s adds about lambda * L to
+  // every circuit token alike; at a text position s reads the base's own
+  // final hidden state, which on these dimensions has a consistent sign
+  // (trained models' final states share a direction, and their outlier
+  // dimensions keep their sign): the dimensions (the most consistent over
+  // the whole width: free dimensions alone are too few on a deeper base),
+  // s's direction and lambda come from the base run on random text
+  // (calibration), lambda such that s . h is at least sink_gap nats below the
+  // base's log-partition at every calibration position, with the projection
+  // taken as its least seen value divided by sink_margin.
   torch::Tensor sink_dims = torch::empty({0}, torch::kInt64), sink_hat = torch::empty({0});
   torch::Tensor sink_values = torch::empty({0});  // lambda * s_hat, as stored (the base's dtype)
   if (opt.sink_dims > 0 && opt.calibration_sequences > 0) {
     std::vector<bool> taken(H, false);
     for (int64_t j = 0; j < sel.numel(); ++j) taken[sel[j].item<int64_t>()] = true;
     std::vector<int64_t> cand;
-    for (int64_t j = 0; j < free_dims.numel(); ++j)
-      if (const int64_t d = free_dims[j].item<int64_t>(); !taken[d]) cand.push_back(d);
+    for (int64_t j = 0; j < out_dims.numel(); ++j) taken[out_dims[j].item<int64_t>()] = true;
+    taken[0] = true;
+    for (int64_t d = 0; d < H; ++d)
+      if (!taken[d]) cand.push_back(d);
     if (!cand.empty()) {
       const torch::Tensor cd = torch::tensor(cand, torch::kInt64);
       std::vector<torch::Tensor> hs, lses;
@@ -364,10 +372,11 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       rep.sink_min_projection = a.min().item<double>();
       rep.sink_projection_mean = a.mean().item<double>();
       rep.sink_projection_sd = a.std().item<double>();
-      // Positions not seen here: the projection taken as at least its mean
-      // less 4 standard deviations (and the least seen), the log-partition as
-      // the least seen.
-      const double a_low = std::min(rep.sink_min_projection, rep.sink_projection_mean - 4 * rep.sink_projection_sd);
+      // Positions not seen here: the projection taken as at least the least
+      // seen divided by sink_margin, the log-partition as the least seen.
+      // A measurement, not a guarantee: text whose final state projects
+      // lower is not covered.
+      const double a_low = rep.sink_min_projection / opt.sink_margin;
       if (a_low > 0) {
         const double lambda = (opt.sink_gap - lse.min().item<double>()) / a_low;
         if (lambda > 0) {

@@ -225,6 +225,37 @@ void check_layout(bool vision_language) {
 TEST(Merge, TextOnlyLayout) { check_layout(false); }
 TEST(Merge, VisionLanguageLayout) { check_layout(true); }
 
+// The sink on a deeper base (docs/merge.md section 4): four dense layers,
+// one of them full attention, whose final states vary more than one layer's.
+// The merge must find a sink (the ids past the base's are otherwise near 0
+// against a log-partition of a few nats and take most of the mass), and on
+// text other than its calibration's those ids must take at most 1e-6 at
+// every position, with the base's logits bit-identical and the circuit still
+// deciding its tokens.
+TEST(Merge, SinkHoldsOnAFourLayerBase) {
+  chat::BaseSpec spec;
+  spec.layers = 4;
+  spec.vocab = kBaseVocab;
+  const chat::BaseModel base = chat::trained_like_base(spec);
+  chat::MergeOptions mo;
+  mo.token_base = kBaseVocab;
+  chat::Merged m = chat::merge(base, successor_circuit(), std::nullopt, mo);
+  std::cout << m.report.text();
+  ASSERT_GT(m.report.sink_dims, 0) << "no sink on a 4-layer base";
+  EXPECT_GT(m.report.sink_min_projection, 0);
+  const auto seqs = chat::random_text(4, 64, kBaseVocab, 7);  // calibration uses seed 3
+  qwen::Model bm(base.text, qwen::Exec::Sparse), mm(m.model.text, qwen::Exec::Sparse);
+  const chat::KlResult kl = chat::compare_logits(chat::sequence_logits(bm, seqs), chat::sequence_logits(mm, seqs));
+  std::cout << kl.text();
+  EXPECT_TRUE(kl.identical);
+  EXPECT_EQ(kl.positions, 256);
+  EXPECT_LE(kl.circuit_mass_max, 1e-6);
+  qwen::State st = mm.new_state();
+  mm.forward(st, {5, 77, 300});
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(mm.step(st, kBaseVocab + i).argmax().item<int64_t>(), kBaseVocab + (i + 5) % 16) << "token t" << i;
+}
+
 TEST(Merge, RefusesMismatchedSizes) {
   chat::BaseSpec spec;
   spec.layers = 1;
