@@ -61,13 +61,14 @@ std::string MergeReport::text() const {
     << "ids past the base's at text positions (guarantee): each of the " << circuit_tokens
     << " scores the sink s . h plus at most " << field_bound << " from its fields\n";
   if (sink_dims > 0)
-    o << "sink (measured on " << calibration_positions << " calibration positions of random text): " << sink_dims
-      << " dimensions, the final states' projection -s_hat . h " << sink_projection_mean << " +- " << sink_projection_sd
-      << " (least " << sink_min_projection << "), scale " << sink_scale << ", s . h - logsumexp(base logits) <= " << sink_worst_gap
+    o << "sink (a measurement, not a guarantee: " << calibration_positions << " calibration positions of random text): "
+      << sink_dims << " dimensions, the final states' projection -s_hat . h " << sink_projection_mean << " +- "
+      << sink_projection_sd << " (" << sink_projection_mean / sink_projection_sd << " sd; least " << sink_min_projection
+      << "), scale " << sink_scale << ", s . h - logsumexp(base logits) <= " << sink_worst_gap
       << " nats, so those ids together take at most " << std::exp(std::log(double(circuit_tokens)) + field_bound + sink_worst_gap)
       << " of the probability there\n";
   else
-    o << "sink: none (" << (calibration_positions ? "the base's final states have no consistent sign on the free dimensions: projection " + std::to_string(sink_projection_mean) + " +- " + std::to_string(sink_projection_sd) : std::string("no calibration"))
+    o << "sink: none (" << (calibration_positions ? "the base's final states have no consistent sign: projection " + std::to_string(sink_projection_mean) + " +- " + std::to_string(sink_projection_sd) + ", least " + std::to_string(sink_min_projection) : std::string("no calibration"))
       << "); ids past the base's are not suppressed at text positions\n";
   return o.str();
 }
@@ -118,7 +119,15 @@ torch::ScalarType BaseModel::dtype_of(const std::string& name) const {
 
 void BaseModel::save(const std::string& dir_name, const std::vector<std::string>& fp32_tensors) const {
   fs::path dir(dir_name);
-  text.validate();
+  if (tails.empty()) {
+    text.validate();
+  } else {
+    for (const auto& [name, tail] : tails) {
+      const auto it = text.tensors.find(name);
+      if (it == text.tensors.end() || it->second.size(0) + tail.size(0) != text.config.vocab_size)
+        throw std::invalid_argument("BaseModel::save: the rows of " + name + " and its tail do not make the vocabulary");
+    }
+  }
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".safetensors" || e.path().filename() == "model.safetensors.index.json" ||
@@ -132,26 +141,33 @@ void BaseModel::save(const std::string& dir_name, const std::vector<std::string>
   write_text_file(dir / "config.json", cj.dump(2));
   const std::set<std::string> wide(fp32_tensors.begin(), fp32_tensors.end());
   const std::string prefix = vision_language ? "model.language_model." : "model.";
-  std::map<std::string, torch::Tensor> narrow_part, wide_part;
+  std::map<std::string, std::vector<torch::Tensor>> narrow_part, wide_part;
   std::map<std::string, torch::ScalarType> stored;  // HF name -> dtype, for the narrow part
   for (const auto& [name, t] : text.tensors) {
     const std::string hf = name == "lm_head.weight" ? name : prefix + name;
-    (wide.count(name) ? wide_part : narrow_part)[hf] = t;
+    auto& parts = (wide.count(name) ? wide_part : narrow_part)[hf];
+    parts.push_back(t);
+    if (const auto tail = tails.find(name); tail != tails.end()) parts.push_back(tail->second);
     if (!wide.count(name)) stored[hf] = dtype_of(name);
   }
-  for (const auto& [name, t] : extra) narrow_part[name] = t, stored[name] = dtype_of(name);
+  for (const auto& [name, t] : extra) narrow_part[name] = {t}, stored[name] = dtype_of(name);
   if (wide_part.empty()) {
-    qwen::safetensors::write((dir / "model.safetensors").string(), narrow_part, dtype, stored);
+    qwen::safetensors::write_parts((dir / "model.safetensors").string(), narrow_part, dtype, stored);
     return;
   }
   const std::string a = "model-00001-of-00002.safetensors", b = "model-00002-of-00002.safetensors";
-  qwen::safetensors::write((dir / a).string(), narrow_part, dtype, stored);
-  qwen::safetensors::write((dir / b).string(), wide_part, torch::kFloat32);
+  qwen::safetensors::write_parts((dir / a).string(), narrow_part, dtype, stored);
+  qwen::safetensors::write_parts((dir / b).string(), wide_part, torch::kFloat32, {});
   json index;
   uint64_t total = 0;
-  for (const auto& [n, t] : narrow_part)
-    index["weight_map"][n] = a, total += t.numel() * qwen::safetensors::element_bytes(stored.at(n));
-  for (const auto& [n, t] : wide_part) index["weight_map"][n] = b, total += t.numel() * 4;
+  auto numel = [](const std::vector<torch::Tensor>& parts) {
+    uint64_t n = 0;
+    for (const auto& t : parts) n += static_cast<uint64_t>(t.numel());
+    return n;
+  };
+  for (const auto& [n, parts] : narrow_part)
+    index["weight_map"][n] = a, total += numel(parts) * qwen::safetensors::element_bytes(stored.at(n));
+  for (const auto& [n, parts] : wide_part) index["weight_map"][n] = b, total += numel(parts) * 4;
   index["metadata"]["total_size"] = total;
   write_text_file(dir / "model.safetensors.index.json", index.dump(2));
 }
@@ -308,23 +324,30 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
   const torch::Tensor head_rows = own_head != base.text.tensors.end() ? own_head->second : E;
   const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
 
-  // The sink (docs/merge.md section 4): every circuit token's LM-head row
-  // also holds s on a few free dimensions outside the mute direction's.  At
-  // a circuit position the amplifier writes sink_level * s_hat there (below),
-  // so s adds lambda * L to every circuit token alike; at a text position s
-  // reads the base's own final hidden state, which on these dimensions has a
-  // consistent sign (trained models' final states share a direction): the
-  // dimensions, s's direction and lambda come from the base run on random
-  // text (calibration), lambda such that s . h is at least sink_gap nats
-  // below the base's log-partition at every calibration position.
+  // The sink (docs/merge.md section 4): every row past the base's in the LM
+  // head also holds s on a few dimensions, any but the circuit's output
+  // dimensions, the mute direction's and the anchor.  At a circuit position
+  // the amplifier writes sink_level * s_hat there (below), far above what the
+  // circuit or a base layer leaves on them, so s adds about lambda * L to
+  // every circuit token alike; at a text position s reads the base's own
+  // final hidden state, which on these dimensions has a consistent sign
+  // (trained models' final states share a direction, and their outlier
+  // dimensions keep their sign): the dimensions (the most consistent over
+  // the whole width: free dimensions alone are too few on a deeper base),
+  // s's direction and lambda come from the base run on random text
+  // (calibration), lambda such that s . h is at least sink_gap nats below the
+  // base's log-partition at every calibration position, with the projection
+  // taken as its least seen value divided by sink_margin.
   torch::Tensor sink_dims = torch::empty({0}, torch::kInt64), sink_hat = torch::empty({0});
   torch::Tensor sink_values = torch::empty({0});  // lambda * s_hat, as stored (the base's dtype)
   if (opt.sink_dims > 0 && opt.calibration_sequences > 0) {
     std::vector<bool> taken(H, false);
     for (int64_t j = 0; j < sel.numel(); ++j) taken[sel[j].item<int64_t>()] = true;
     std::vector<int64_t> cand;
-    for (int64_t j = 0; j < free_dims.numel(); ++j)
-      if (const int64_t d = free_dims[j].item<int64_t>(); !taken[d]) cand.push_back(d);
+    for (int64_t j = 0; j < out_dims.numel(); ++j) taken[out_dims[j].item<int64_t>()] = true;
+    taken[0] = true;
+    for (int64_t d = 0; d < H; ++d)
+      if (!taken[d]) cand.push_back(d);
     if (!cand.empty()) {
       const torch::Tensor cd = torch::tensor(cand, torch::kInt64);
       std::vector<torch::Tensor> hs, lses;
@@ -349,10 +372,11 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       rep.sink_min_projection = a.min().item<double>();
       rep.sink_projection_mean = a.mean().item<double>();
       rep.sink_projection_sd = a.std().item<double>();
-      // Positions not seen here: the projection taken as at least its mean
-      // less 4 standard deviations (and the least seen), the log-partition as
-      // the least seen.
-      const double a_low = std::min(rep.sink_min_projection, rep.sink_projection_mean - 4 * rep.sink_projection_sd);
+      // Positions not seen here: the projection taken as at least the least
+      // seen divided by sink_margin, the log-partition as the least seen.
+      // A measurement, not a guarantee: text whose final state projects
+      // lower is not covered.
+      const double a_low = rep.sink_min_projection / opt.sink_margin;
       if (a_low > 0) {
         const double lambda = (opt.sink_gap - lse.min().item<double>()) / a_low;
         if (lambda > 0) {
@@ -559,6 +583,25 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     return e;
   };
 
+  // The rows past the base's of a merged vocabulary matrix alone, sparse
+  // [V - Vb, H] (MergeOptions::vocab_tails): its circuit entries and `shared`.
+  auto vocab_tail = [&](const torch::Tensor& vals, const std::vector<std::pair<int64_t, float>>& shared) {
+    const auto* v = vals.data_ptr<float>();
+    std::vector<std::pair<int64_t, float>> e;
+    e.reserve(crow.size() + (V - Vb) * shared.size());
+    for (size_t i = 0; i < crow.size(); ++i)
+      if (v[i] != 0.f) e.push_back({(crow[i] + opt.token_base - Vb) * H + ccol[i], v[i]});
+    for (int64_t r = 0; r < V - Vb; ++r)
+      for (const auto& [d, x] : shared) e.push_back({r * H + d, x});
+    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    qwen::NonZeros nz;
+    nz.index.reserve(e.size());
+    nz.value.reserve(e.size());
+    for (const auto& [i, x] : e) nz.index.push_back(i), nz.value.push_back(x);
+    e = {};
+    return qwen::sparse_matrix(V - Vb, H, nz);
+  };
+
   // The merged checkpoint.
   Merged out;
   out.token_base = opt.token_base;
@@ -587,7 +630,8 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
       mt[moved] = t;
       m.stored_dtypes[moved] = base.dtype_of(name);
     } else if (name == "embed_tokens.weight") {
-      mt[name] = vocab_matrix(t, cv, {});
+      if (opt.vocab_tails) mt[name] = t, m.tails[name] = vocab_tail(cv, {});
+      else mt[name] = vocab_matrix(t, cv, {});
       m.stored_dtypes[name] = base.dtype_of(name);
     } else if (name != "lm_head.weight") {
       mt[name] = t;
@@ -602,7 +646,8 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     std::vector<std::pair<int64_t, float>> shared;
     for (int64_t j = 0; j < sink_dims.numel(); ++j)
       shared.push_back({sink_dims[j].item<int64_t>(), sink_values[j].item<float>()});
-    mt["lm_head.weight"] = vocab_matrix(head_rows, vals, shared);
+    if (opt.vocab_tails) mt["lm_head.weight"] = head_rows, m.tails["lm_head.weight"] = vocab_tail(vals, shared);
+    else mt["lm_head.weight"] = vocab_matrix(head_rows, vals, shared);
     m.stored_dtypes["lm_head.weight"] =
         base.dtype_of(own_head != base.text.tensors.end() ? "lm_head.weight" : "embed_tokens.weight");
     // What a text position can give a circuit token beyond the sink: its
@@ -625,7 +670,7 @@ Merged merge(const BaseModel& base, qwen::Checkpoint circuit, std::optional<gpu:
     if (m.config_json.contains("text_config") && m.config_json.contains("vocab_size"))
       m.config_json["vocab_size"] = mc.vocab_size;
   }
-  m.text.validate();
+  if (!opt.vocab_tails) m.text.validate();
   out.report = rep;
   if (layout) {
     out.layout = std::move(layout);

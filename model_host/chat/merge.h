@@ -60,6 +60,11 @@ struct BaseModel {
   // dtype it was read in, byte for byte.
   std::map<std::string, torch::ScalarType> stored_dtypes;
   bool vision_language = false;                     // names under "model.language_model."
+  // Rows written after a text-model tensor's own when saved (canonical name
+  // -> a sparse matrix of the same width).  A merge for the disk only
+  // (MergeOptions::vocab_tails) keeps the merged vocabulary's base rows and
+  // the rest apart this way instead of forming the [V, H] matrices.
+  std::map<std::string, torch::Tensor> tails;
 
   // The dtype `name` (as in `stored_dtypes`) is written in.
   torch::ScalarType dtype_of(const std::string& name) const;
@@ -76,13 +81,20 @@ struct MergeOptions {
   int64_t token_base = gpu::kTokenBase;   // id of the circuit's first token
   int mute_dims = 32;                      // at most this many dimensions of U carry the mute term
   float amplifier_gain = 4096.f;           // down weight of the amplifier (times 1 / (1 + w) of the final norm)
-  // The sink (docs/merge.md section 4): at most this many free dimensions,
+  // The sink (docs/merge.md section 4): at most this many dimensions (any
+  // but the circuit's output fields, the mute direction's and the anchor),
   // chosen on the base's final hidden states over random text.
   int sink_dims = 32;
-  int calibration_sequences = 2, calibration_length = 64;
+  int calibration_sequences = 8, calibration_length = 64;
   uint64_t calibration_seed = 3;
   double sink_gap = 64;      // nats below the base's log-partition at every calibration position
+  double sink_margin = 2;    // the projection taken as the least seen at calibration divided by this
   double sink_level = 1;     // what the amplifier writes on the sink direction, relative to a field
+  // The merged embedding and LM head as the base's rows (shared, not copied)
+  // plus a sparse tail of the rows past the base's (BaseModel::tails), for
+  // save_merged only: the merged model is then not runnable in memory.  At
+  // Qwen3.5's vocabulary the whole matrices would take over 10 GB in fp32.
+  bool vocab_tails = false;
 };
 
 struct MergeReport {

@@ -12,7 +12,15 @@ BaseModel trained_like_base(const BaseSpec& spec) {
   torch::NoGradGuard no_grad;
   torch::Generator gen = at::detail::createCPUGenerator(spec.seed);
   auto randn = [&](std::vector<int64_t> shape, double sd) {
-    return torch::randn(shape, gen, torch::TensorOptions().dtype(torch::kFloat32)) * sd;
+    return torch::randn(shape, gen, torch::TensorOptions().dtype(torch::kFloat32)).mul_(sd);
+  };
+  // Rounds a large matrix to bf16 in place, a block of rows at a time (no
+  // copy of it: at Qwen3.5's vocabulary the embedding alone takes 2 GB in fp32).
+  auto bf16_rows = [](torch::Tensor& t) {
+    for (int64_t r = 0; r < t.size(0); r += 8192) {
+      torch::Tensor b = t.narrow(0, r, std::min<int64_t>(8192, t.size(0) - r));
+      b.copy_(b.to(torch::kBFloat16).to(torch::kFloat32));
+    }
   };
   auto bf16 = [](torch::Tensor t) { return t.to(torch::kBFloat16).to(torch::kFloat32); };
   // A layer matrix: N(0, sd), thinned to `density`.
@@ -46,10 +54,12 @@ BaseModel trained_like_base(const BaseSpec& spec) {
     E.select(1, d).mul_(3).add_(offset);
   }
   E *= torch::exp(randn({spec.vocab, 1}, 0.3));
-  t["embed_tokens.weight"] = bf16(E);
-  // The final norm's gain about 5: trained models' final norms scale well
-  // above the layers' (logits of a tied head then spread over tens of nats).
-  t["norm.weight"] = bf16(4 + randn({H}, 0.5));
+  bf16_rows(E);
+  t["embed_tokens.weight"] = std::move(E);
+  // The final norm's gain (spec.final_norm_gain): trained models' final
+  // norms scale above the layers' (logits of a tied head then spread over
+  // tens of nats).
+  t["norm.weight"] = bf16((spec.final_norm_gain - 1) + randn({H}, 0.1 * spec.final_norm_gain));
   for (int l = 0; l < spec.layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     t[p + "input_layernorm.weight"] = bf16(randn({H}, 0.05));
@@ -124,7 +134,11 @@ BaseModel trained_like_base(const BaseSpec& spec) {
     torch::Tensor rank = torch::randperm(spec.vocab, gen).to(torch::kFloat32);
     torch::Tensor prior = -spec.prior_slope * torch::log(rank + 1) / a;
     torch::Tensor& emb = t["embed_tokens.weight"];
-    emb = bf16(emb + prior.unsqueeze(1) * m.unsqueeze(0));
+    for (int64_t r = 0; r < spec.vocab; r += 8192) {
+      const int64_t n = std::min<int64_t>(8192, spec.vocab - r);
+      emb.narrow(0, r, n).add_(prior.narrow(0, r, n).unsqueeze(1) * m.unsqueeze(0));
+    }
+    bf16_rows(emb);
   }
   if (spec.vision_language) {
     nlohmann::json text = c.to_json();

@@ -33,6 +33,9 @@ struct BaseSpec {
   double bias_level = 100;
   double bias_gain = 1;
   double prior_slope = 1.5;
+  // The final norm's mean gain 1 + w (w ~ N(gain - 1, 0.5 gain / 5)):
+  // it scales the spread of the logits the rows' own entries give.
+  double final_norm_gain = 2;
 };
 BaseModel trained_like_base(const BaseSpec& spec);
 

@@ -228,8 +228,10 @@ struct Model::Impl {
   // Runs `tokens` through the layers after what `st` has seen and leaves the
   // final-normed hidden states in ws.normed [T, hidden] (and, with
   // `capture`, the requested residuals in `out`).
+  // `residual` (when not null): [T, hidden] taken as the input of layer 0
+  // instead of the tokens' embeddings (`tokens` is then ignored).
   void body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers, Outputs* out,
-            Workspace& ws) const;
+            Workspace& ws, const float* residual = nullptr) const;
   void linear_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const;
   void full_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const;
   void mlp(const Layer& L, int layer, int64_t T, Workspace& ws) const;
@@ -809,7 +811,7 @@ void Model::Impl::mlp(const Layer& L, int layer, int64_t T, Workspace& ws) const
 }
 
 void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::vector<int>& capture_layers,
-                       Outputs* result, Workspace& ws) const {
+                       Outputs* result, Workspace& ws, const float* residual) const {
   const int64_t H = cfg.hidden_size;
   if (st.recurrent.size() != static_cast<size_t>(cfg.num_hidden_layers))
     throw std::invalid_argument("forward: state was not made by this model's new_state()");
@@ -817,7 +819,7 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
     if (layer < 0 || layer > cfg.num_hidden_layers)
       throw std::out_of_range("forward: capture layer " + std::to_string(layer) + " is outside 0.." +
                               std::to_string(cfg.num_hidden_layers));
-  for (int64_t t = 0; t < T; ++t)
+  for (int64_t t = 0; t < T && !residual; ++t)
     if (tokens[t] < 0 || tokens[t] >= cfg.vocab_size)
       throw std::out_of_range("forward: token " + std::to_string(tokens[t]) + " is outside the vocabulary of " +
                               std::to_string(cfg.vocab_size));
@@ -900,9 +902,11 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
       }
   };
 
-  // The embeddings, with -0 made +0 as the first residual addition would.
+  // The embeddings (or the given residual), with -0 made +0 as the first
+  // residual addition would.
   for (int64_t t = 0; t < T; ++t) {
-    embed.row(tokens[t], &x[t * H]);
+    if (residual) std::copy(residual + t * H, residual + (t + 1) * H, &x[t * H]);
+    else embed.row(tokens[t], &x[t * H]);
     store(&x[t * H], H);
     for (int64_t c = 0; c < H; ++c) {
       x[t * H + c] += 0.0f;
@@ -938,6 +942,24 @@ Outputs Model::forward(State& st, const std::vector<int64_t>& tokens, const std:
   Outputs result;
   result.residuals.resize(capture_layers.size());
   m.body(st, tokens.data(), T, capture_layers, &result, ws);
+  result.logits = torch::empty({T, m.cfg.vocab_size}, torch::kFloat32);
+  m.head().apply(ws.normed.data(), ws.support, result.logits.data_ptr<float>(), ws.scratch);
+  return result;
+}
+
+Outputs Model::forward_residual(State& st, const torch::Tensor& residual, const std::vector<int>& capture_layers) const {
+  const Impl& m = *impl_;
+  const int64_t H = m.cfg.hidden_size;
+  if (residual.dim() != 2 || residual.size(1) != H)
+    throw std::invalid_argument("forward_residual: the residual must be [T, " + std::to_string(H) + "]");
+  const torch::Tensor r = residual.to(torch::kFloat32).contiguous();
+  auto lease = m.workspaces.get();
+  Workspace& ws = *lease;
+  const int64_t T = r.size(0);
+  Outputs result;
+  result.residuals.resize(capture_layers.size());
+  m.body(st, nullptr, T, capture_layers, &result, ws, r.data_ptr<float>());
+  result.hidden = torch::from_blob(ws.normed.data(), {T, H}).clone();
   result.logits = torch::empty({T, m.cfg.vocab_size}, torch::kFloat32);
   m.head().apply(ws.normed.data(), ws.support, result.logits.data_ptr<float>(), ws.scratch);
   return result;

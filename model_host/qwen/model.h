@@ -61,6 +61,10 @@ struct State {
 struct Outputs {
   torch::Tensor logits;                    // [T, vocab] fp32
   std::vector<torch::Tensor> residuals;    // per requested layer: [T, hidden], the input of that layer
+  // forward_residual only: the final-normed hidden states [T, hidden] that
+  // the LM head reads (exact at every column the head reads; when the head
+  // reads every column, exact everywhere).
+  torch::Tensor hidden;
 };
 
 class Model {
@@ -76,6 +80,13 @@ class Model {
   // num_hidden_layers the residual after the last layer (before the final norm).
   Outputs forward(State&, const std::vector<int64_t>& tokens,
                   const std::vector<int>& capture_layers = {}) const;
+  // The same from a residual instead of tokens: `residual` [T, hidden] fp32
+  // is the input of layer 0 (as a token's embedding row would be; -0 taken
+  // as +0).  The layers compute exactly what they compute when that residual
+  // comes from earlier layers of a larger model, so a model run one layer at
+  // a time (each layer a one-layer Model fed the last one's residual) gives
+  // bit-identical numbers.  Fills Outputs::hidden as well.
+  Outputs forward_residual(State&, const torch::Tensor& residual, const std::vector<int>& capture_layers = {}) const;
   // One token; returns its logits [vocab].
   torch::Tensor step(State&, int64_t token) const;
   // Greedy decoding without the [vocab] logits: like forward() / step(), but

@@ -120,18 +120,95 @@ void write(const std::string& path, const std::map<std::string, torch::Tensor>& 
 
 void write(const std::string& path, const std::map<std::string, torch::Tensor>& tensors, torch::ScalarType dtype,
            const std::map<std::string, torch::ScalarType>& stored) {
+  std::map<std::string, std::vector<torch::Tensor>> parts;
+  for (const auto& [name, t] : tensors) parts[name] = {t};
+  write_parts(path, parts, dtype, stored);
+}
+
+namespace {
+
+// Rows [first, first + count) of a sparse COO matrix, dense fp32.
+torch::Tensor sparse_rows(const torch::Tensor& coalesced, const int64_t* rows, int64_t nnz, int64_t& cursor,
+                          int64_t first, int64_t count) {
+  torch::Tensor out = torch::zeros({count, coalesced.size(1)}, torch::kFloat32);
+  const torch::Tensor idx = coalesced.indices();
+  const torch::Tensor val = coalesced.values();
+  const int64_t* cols = idx.data_ptr<int64_t>() + nnz;
+  const float* v = val.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  const int64_t H = coalesced.size(1);
+  for (; cursor < nnz && rows[cursor] < first + count; ++cursor) o[(rows[cursor] - first) * H + cols[cursor]] = v[cursor];
+  return out;
+}
+
+// Writes one part of a tensor as `d`, in blocks of rows.
+void write_part(std::ofstream& out, const torch::Tensor& t, torch::ScalarType d) {
+  if (t.numel() == 0) return;
+  if (t.is_sparse()) {
+    if (t.dim() != 2) throw std::invalid_argument("safetensors: a sparse tensor must be a matrix");
+    const torch::Tensor c = t.coalesce();
+    const torch::Tensor c32 = torch::sparse_coo_tensor(c.indices().to(torch::kInt64).contiguous(),
+                                                       c.values().to(torch::kFloat32).contiguous(), c.sizes())
+                                  ._coalesced_(true);
+    const int64_t nnz = c32._nnz(), rows = c32.size(0), cols = c32.size(1);
+    const int64_t* r = c32.indices().data_ptr<int64_t>();
+    const int64_t block = std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(1, cols * 4));
+    int64_t cursor = 0;
+    for (int64_t first = 0; first < rows; first += block) {
+      const int64_t n = std::min(block, rows - first);
+      const torch::Tensor chunk = sparse_rows(c32, r, nnz, cursor, first, n).to(d).contiguous();
+      out.write(static_cast<const char*>(chunk.data_ptr()), static_cast<std::streamsize>(chunk.numel() * chunk.element_size()));
+    }
+    return;
+  }
+  const torch::Tensor src = t.detach().to(torch::kCPU).contiguous();
+  if (src.scalar_type() == d) {  // as it is: never-written pages as zeros, unread
+    write_data(out, static_cast<const char*>(src.data_ptr()), static_cast<size_t>(src.numel() * src.element_size()));
+    return;
+  }
+  const int64_t rows = src.dim() == 0 ? 1 : src.size(0);
+  const torch::Tensor flat = src.reshape({rows, -1});
+  const int64_t row_bytes = flat.size(1) * flat.element_size();
+  const int64_t block = std::max<int64_t>(1, (int64_t{16} << 20) / std::max<int64_t>(1, row_bytes));
+  for (int64_t first = 0; first < rows; first += block) {
+    const int64_t n = std::min(block, rows - first);
+    const torch::Tensor part = flat.narrow(0, first, n);
+    const std::vector<bool> written = written_pages(part.data_ptr(), static_cast<size_t>(n * row_bytes));
+    if (std::none_of(written.begin(), written.end(), [](bool w) { return w; })) {
+      const std::vector<char> zeros(static_cast<size_t>(n * flat.size(1) * c10::elementSize(d)), 0);
+      out.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+      continue;
+    }
+    const torch::Tensor chunk = part.to(d).contiguous();
+    out.write(static_cast<const char*>(chunk.data_ptr()), static_cast<std::streamsize>(chunk.numel() * chunk.element_size()));
+  }
+}
+
+}  // namespace
+
+void write_parts(const std::string& path, const std::map<std::string, std::vector<torch::Tensor>>& tensors,
+                 torch::ScalarType dtype, const std::map<std::string, torch::ScalarType>& stored) {
   nlohmann::json header = nlohmann::json::object();
   header["__metadata__"] = {{"format", "pt"}};
-  std::vector<torch::Tensor> converted;
+  std::vector<std::pair<const std::vector<torch::Tensor>*, torch::ScalarType>> order;
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [name, parts] : tensors) {
+    if (parts.empty()) fail(path, "tensor \"" + name + "\" has no parts");
     const auto own = stored.find(name);
     const torch::ScalarType d = own == stored.end() ? dtype : own->second;
-    auto c = dense(t).detach().to(torch::kCPU).to(d).contiguous();  // a sparse t: its written pages only
-    uint64_t bytes = static_cast<uint64_t>(c.numel()) * c.element_size();
-    header[name] = {{"dtype", dtype_name(d)}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    std::vector<int64_t> shape = parts[0].sizes().vec();
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const auto s = parts[i].sizes().vec();
+      if (s.empty() || shape.empty() || !std::equal(s.begin() + 1, s.end(), shape.begin() + 1, shape.end()))
+        fail(path, "the parts of tensor \"" + name + "\" do not stack");
+      shape[0] += s[0];
+    }
+    int64_t numel = 1;
+    for (int64_t x : shape) numel *= x;
+    const uint64_t bytes = static_cast<uint64_t>(numel) * static_cast<uint64_t>(element_bytes(d));
+    header[name] = {{"dtype", dtype_name(d)}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    converted.push_back(c);
+    order.push_back({&parts, d});
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
@@ -140,8 +217,8 @@ void write(const std::string& path, const std::map<std::string, torch::Tensor>& 
   uint64_t len = text.size();
   out.write(reinterpret_cast<const char*>(&len), 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const auto& c : converted)
-    write_data(out, static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel() * c.element_size()));
+  for (const auto& [parts, d] : order)
+    for (const torch::Tensor& t : *parts) write_part(out, t, d);
   if (!out) fail(path, "write failed");
 }
 

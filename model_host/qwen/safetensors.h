@@ -30,6 +30,16 @@ void write(const std::string& path, const std::map<std::string, torch::Tensor>& 
 void write(const std::string& path, const std::map<std::string, torch::Tensor>& tensors,
            torch::ScalarType dtype, const std::map<std::string, torch::ScalarType>& stored);
 
+// The same, each tensor given as parts stacked along their first dimension
+// (equal trailing shapes): a matrix written without ever being formed whole
+// (the merged vocabulary: the base's rows, then a sparse block of the rest).
+// Tensors are converted and written one at a time, in blocks of rows, so
+// writing takes little memory beyond the tensors themselves; pages of a
+// lazily zero-filled tensor that were never written are written as zeros
+// without being read.
+void write_parts(const std::string& path, const std::map<std::string, std::vector<torch::Tensor>>& tensors,
+                 torch::ScalarType dtype, const std::map<std::string, torch::ScalarType>& stored);
+
 // Bytes per element of a dtype this format stores (F32, F16, BF16).
 int64_t element_bytes(torch::ScalarType dtype);
 

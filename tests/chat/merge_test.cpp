@@ -12,6 +12,7 @@
 
 #include "model_host/chat/chat.h"
 #include "model_host/chat/merge.h"
+#include "model_host/chat/streamed.h"
 #include "model_host/chat/text_kl.h"
 #include "model_host/circuit/compiler.h"
 #include "model_host/circuit/words.h"
@@ -160,6 +161,55 @@ void check_layout(bool vision_language) {
   EXPECT_TRUE(kl.identical);
   EXPECT_EQ(kl.kl_mean, 0.0);
 
+  // One layer at a time from the files (what fits at the full vocabulary):
+  // the merged model's logits, every row of the head, are the whole model's
+  // bit for bit, and so are the base's; compare_streamed's figures agree.
+  {
+    const chat::CheckpointFiles bf(base_dir.string()), mf(out_dir.string());
+    const std::vector<torch::Tensor> whole_m = chat::sequence_logits(mm, seqs), whole_b = chat::sequence_logits(bm, seqs);
+    const torch::Tensor hm = torch::cat(chat::streamed_final_states(mf, seqs));
+    const torch::Tensor hb = torch::cat(chat::streamed_final_states(bf, seqs));
+    std::vector<torch::Tensor> blocks;
+    for (int64_t r = 0; r < V; r += 100) blocks.push_back(chat::streamed_head_logits(mf, hm, r, std::min<int64_t>(100, V - r)));
+    EXPECT_TRUE(torch::equal(torch::cat(blocks, 1), torch::cat(whole_m))) << "merged";
+    EXPECT_TRUE(torch::equal(chat::streamed_head_logits(bf, hb, 0, kBaseVocab), torch::cat(whole_b))) << "base";
+    const chat::KlResult s = chat::compare_streamed(bf, mf, seqs, 100);
+    EXPECT_TRUE(s.identical);
+    EXPECT_EQ(s.max_logit_diff, 0.0);
+    EXPECT_EQ(s.kl_max, 0.0);
+    EXPECT_EQ(s.positions, kl.positions);
+    EXPECT_NEAR(s.circuit_mass_max, kl.circuit_mass_max, 1e-9 * kl.circuit_mass_max + 1e-300);
+    EXPECT_NEAR(s.circuit_mass_mean, kl.circuit_mass_mean, 1e-9 * kl.circuit_mass_mean + 1e-300);
+    EXPECT_NEAR(s.base.entropy_mean, kl.base.entropy_mean, 1e-12);
+    // Two models whose logits differ (another seed): the streamed KL is the
+    // one compare_logits computes from the whole logits.
+    chat::BaseSpec other = spec;
+    other.seed = 2;
+    chat::BaseModel b2 = chat::trained_like_base(other);
+    b2.save((dir / "base2").string());
+    qwen::Model bm2(b2.text, qwen::Exec::Sparse);
+    const chat::KlResult want = chat::compare_logits(whole_b, chat::sequence_logits(bm2, seqs));
+    const chat::KlResult got = chat::compare_streamed(bf, chat::CheckpointFiles((dir / "base2").string()), seqs, 100);
+    EXPECT_FALSE(got.identical);
+    EXPECT_GT(want.kl_mean, 0.01);
+    EXPECT_NEAR(got.kl_mean, want.kl_mean, 1e-9 * want.kl_mean);
+    EXPECT_NEAR(got.kl_max, want.kl_max, 1e-9 * want.kl_max);
+    EXPECT_EQ(got.max_logit_diff, want.max_logit_diff);
+  }
+
+  // The merge written for the disk only (MergeOptions::vocab_tails: the
+  // vocabulary matrices as the base's rows plus a sparse tail, never formed
+  // whole) writes the same bytes.
+  {
+    chat::MergeOptions to = mo;
+    to.vocab_tails = true;
+    chat::Merged t = chat::merge(loaded, successor_circuit(), std::nullopt, to);
+    EXPECT_FALSE(t.model.tails.empty());
+    const fs::path tails_dir = dir / "merged_tails";
+    chat::save_merged(t, tails_dir.string(), base_dir.string());
+    EXPECT_TRUE(raw_tensors(tails_dir) == merged_raw);
+  }
+
   // The circuit through the base layers: after text, each circuit token
   // t(i) makes the merged model predict t(i + 5), and the text after them
   // still predicts as the base (a fresh sequence of text only).
@@ -174,6 +224,37 @@ void check_layout(bool vision_language) {
 
 TEST(Merge, TextOnlyLayout) { check_layout(false); }
 TEST(Merge, VisionLanguageLayout) { check_layout(true); }
+
+// The sink on a deeper base (docs/merge.md section 4): four dense layers,
+// one of them full attention, whose final states vary more than one layer's.
+// The merge must find a sink (the ids past the base's are otherwise near 0
+// against a log-partition of a few nats and take most of the mass), and on
+// text other than its calibration's those ids must take at most 1e-6 at
+// every position, with the base's logits bit-identical and the circuit still
+// deciding its tokens.
+TEST(Merge, SinkHoldsOnAFourLayerBase) {
+  chat::BaseSpec spec;
+  spec.layers = 4;
+  spec.vocab = kBaseVocab;
+  const chat::BaseModel base = chat::trained_like_base(spec);
+  chat::MergeOptions mo;
+  mo.token_base = kBaseVocab;
+  chat::Merged m = chat::merge(base, successor_circuit(), std::nullopt, mo);
+  std::cout << m.report.text();
+  ASSERT_GT(m.report.sink_dims, 0) << "no sink on a 4-layer base";
+  EXPECT_GT(m.report.sink_min_projection, 0);
+  const auto seqs = chat::random_text(4, 64, kBaseVocab, 7);  // calibration uses seed 3
+  qwen::Model bm(base.text, qwen::Exec::Sparse), mm(m.model.text, qwen::Exec::Sparse);
+  const chat::KlResult kl = chat::compare_logits(chat::sequence_logits(bm, seqs), chat::sequence_logits(mm, seqs));
+  std::cout << kl.text();
+  EXPECT_TRUE(kl.identical);
+  EXPECT_EQ(kl.positions, 256);
+  EXPECT_LE(kl.circuit_mass_max, 1e-6);
+  qwen::State st = mm.new_state();
+  mm.forward(st, {5, 77, 300});
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(mm.step(st, kBaseVocab + i).argmax().item<int64_t>(), kBaseVocab + (i + 5) % 16) << "token t" << i;
+}
 
 TEST(Merge, RefusesMismatchedSizes) {
   chat::BaseSpec spec;

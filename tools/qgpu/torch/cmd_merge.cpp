@@ -8,6 +8,7 @@
 #include "torch_commands.h"
 #include "merged_model.h"
 #include "model_host/chat/chat.h"
+#include "model_host/chat/streamed.h"
 #include "model_host/chat/text_kl.h"
 
 namespace {
@@ -33,6 +34,7 @@ int run_merge(const MergeArgs& a) {
             << circuit.checkpoint.config.num_hidden_layers << " layers) in " << seconds_since(t0) << " s\n";
   chat::MergeOptions opt;
   opt.mute_dims = a.mute_dims;
+  opt.vocab_tails = true;  // only written: the vocabulary matrices are never formed whole
   chat::Merged m = chat::merge(base, std::move(circuit.checkpoint), std::move(circuit.layout), opt);
   std::cout << m.report.text();
   chat::save_merged(m, a.out, a.base);
@@ -43,10 +45,24 @@ int run_merge(const MergeArgs& a) {
 struct MakeBaseArgs {
   std::string out;
   chat::BaseSpec spec;
+  bool report = false;
+  int sequences = 4, length = 64;
 };
 
 int run_make_base(const MakeBaseArgs& a) {
   chat::BaseModel b = chat::trained_like_base(a.spec);
+  if (a.report) {
+    // The base's own next-token distributions on random text (the same text
+    // text-kl uses).
+    const qwen::Model model(b.text, qwen::Exec::Sparse);
+    chat::Confidence c;
+    for (const auto& s : chat::random_text(a.sequences, a.length, std::min<int64_t>(a.spec.vocab, 248320), 7)) {
+      qwen::State st = model.new_state();
+      c.add(model.forward(st, s).logits);
+    }
+    std::cout << "the base's next-token distributions: " << c.text() << "\n";
+  }
+  if (a.out.empty()) return 0;
   b.save(a.out);
   chat::write_byte_tokenizer((fs::path(a.out) / "tokenizer.json").string());
   std::cerr << "qgpu make-base: wrote a " << a.spec.layers << "-layer, " << a.spec.vocab << "-token "
@@ -55,13 +71,34 @@ int run_make_base(const MakeBaseArgs& a) {
 }
 
 struct TextKlArgs {
-  std::string base, circuit;
+  std::string base, circuit, model;
+  int64_t block_rows = 16384;
   chat::BaseSpec spec;
   int sequences = 4, length = 64;
   bool synthetic = false, head_only = false;
 };
 
+// A merged directory against its base directory, one layer at a time
+// (chat::compare_streamed): what fits in memory at the full vocabulary.
+int run_text_kl_streamed(const TextKlArgs& a) {
+  auto t0 = std::chrono::steady_clock::now();
+  const chat::CheckpointFiles base(a.base), merged(a.model);
+  const int64_t Vb = base.config().vocab_size;
+  std::cout << "streamed: base " << a.base << " (" << base.config().num_hidden_layers << " layers, vocabulary " << Vb
+            << "), merged " << a.model << " (" << merged.config().num_hidden_layers << " layers, vocabulary "
+            << merged.config().vocab_size << "); one layer in memory at a time, LM head in blocks of " << a.block_rows
+            << " rows\n"
+            << std::flush;
+  const auto seqs = chat::random_text(a.sequences, a.length, std::min<int64_t>(Vb, 248320), 7);
+  const chat::KlResult r = chat::compare_streamed(base, merged, seqs, a.block_rows, [&](const std::string& s) {
+    std::cerr << "qgpu text-kl: " << s << " (" << seconds_since(t0) << " s)\n";
+  });
+  std::cout << r.text();
+  return 0;
+}
+
 int run_text_kl(const TextKlArgs& a) {
+  if (!a.model.empty()) return run_text_kl_streamed(a);
   auto t0 = std::chrono::steady_clock::now();
   chat::BaseModel base = a.synthetic ? chat::trained_like_base(a.spec) : chat::BaseModel::load(a.base);
   const int64_t Vb = base.text.config.vocab_size;
@@ -129,13 +166,19 @@ void add_spec(CLI::App* sub, chat::BaseSpec& s) {
   sub->add_option("--vocab", s.vocab, "vocabulary size");
   sub->add_option("--seed", s.seed, "random seed");
   sub->add_option("--density", s.density, "fraction of non-zero weights in the layers (1: dense)");
+  sub->add_option("--final-norm-gain", s.final_norm_gain, "mean gain 1 + w of the final norm (trained-like confidence)");
+  sub->add_option("--prior-slope", s.prior_slope, "slope of the head's Zipf-like prior logit -slope ln(rank + 1)");
+  sub->add_option("--bias-level", s.bias_level, "norm of the last layer's shared direction in the final residual");
 }
 
 cli::Register reg_base(cli::kMakeBase.name, [](CLI::App& app) {
   auto a = std::make_shared<MakeBaseArgs>();
   auto* sub = app.add_subcommand(cli::kMakeBase.name, cli::kMakeBase.description);
-  sub->add_option("--out", a->out, "directory")->required();
+  sub->add_option("--out", a->out, "directory (none: only --report)");
   add_spec(sub, a->spec);
+  sub->add_flag("--report", a->report, "print the base's next-token distributions on random text (as text-kl does)");
+  sub->add_option("--sequences", a->sequences, "--report: random text sequences");
+  sub->add_option("--length", a->length, "--report: tokens per sequence");
   sub->add_flag("--vision-language", a->spec.vision_language, "the vision-language layout (text_config, vision tensors)");
   return [a] { return run_make_base(*a); };
 });
@@ -145,8 +188,12 @@ cli::Register reg_kl(cli::kTextKl.name, [](CLI::App& app) {
   a->spec.layers = 24;
   a->spec.vocab = 248320;
   auto* sub = app.add_subcommand(cli::kTextKl.name, cli::kTextKl.description);
-  sub->add_option("--circuit", a->circuit, "the compiled circuit")->required();
+  sub->add_option("--circuit", a->circuit, "the compiled circuit (merged in memory)");
   sub->add_option("--base", a->base, "the base checkpoint");
+  sub->add_option("--model", a->model,
+                  "instead of --circuit: a merged directory (qgpu merge), compared with --base one layer at a time "
+                  "straight from the files (what fits in memory at the full vocabulary)");
+  sub->add_option("--block-rows", a->block_rows, "--model: LM-head rows per block");
   sub->add_flag("--synthetic", a->synthetic,
                 "instead of --base: a Qwen3.5-2B-shaped base with trained-like embedding statistics "
                 "(default 24 layers, vocabulary 248320)");
@@ -154,10 +201,13 @@ cli::Register reg_kl(cli::kTextKl.name, [](CLI::App& app) {
   sub->add_option("--sequences", a->sequences, "random text sequences");
   sub->add_option("--length", a->length, "tokens per sequence");
   sub->add_flag("--head-only", a->head_only,
-                "do not run the merged model (it needs about 24 GB at the full vocabulary): the logits past the "
+                "do not run the merged model (in memory it needs about 24 GB at the full vocabulary; --model runs it from "
+                "its files in a few GB): the logits past the "
                 "base's from the merged LM head times the base's final states; base ids as the base's");
   return [a] {
     if (a->synthetic == !a->base.empty()) throw CLI::ValidationError("text-kl", "give exactly one of --base and --synthetic");
+    if (a->model.empty() == a->circuit.empty()) throw CLI::ValidationError("text-kl", "give exactly one of --circuit and --model");
+    if (!a->model.empty() && a->synthetic) throw CLI::ValidationError("text-kl", "--model needs --base (the base it was merged from)");
     return run_text_kl(*a);
   };
 });
