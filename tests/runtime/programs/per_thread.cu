@@ -11,6 +11,11 @@ int main() {
   int* d;
   cudaMalloc(&d, 16);
   cudaMemset(d, 0, 16);
+  // The memset is on this thread's own stream, which is not ordered with the
+  // other threads' streams (CUDA's per-thread default streams): it must be
+  // done before they write.  (Without this, a loaded machine ran it after
+  // them: tools/load_fault, 12 of 463 runs.)
+  cudaStreamSynchronize(0);
   Gate g;
   std::atomic<int> queued{0};
   cudaError_t held_sync = cudaErrorUnknown, other_sync = cudaErrorUnknown;
