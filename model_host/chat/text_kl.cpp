@@ -95,7 +95,9 @@ BaseModel trained_like_base(const BaseSpec& spec) {
   // a dominant direction (random positions' states have cosines well above 0).
   // Here 64 units of the last layer's MLP with gate = up (their output
   // (r.x)^2 sigmoid(r.x) is never negative, whatever the input) write one
-  // fixed dense direction v.
+  // fixed dense direction v, at a level that grows with the residual
+  // (depth_scaled_bias), so that the direction's share of the final state
+  // does not fade with depth.
   {
     const std::string p = "layers." + std::to_string(spec.layers - 1) + ".mlp.";
     constexpr int64_t kBiasUnits = 64;
@@ -107,8 +109,26 @@ BaseModel trained_like_base(const BaseSpec& spec) {
       torch::Tensor r = weight({H}, 0.02 * spec.bias_gain);
       t[p + "gate_proj.weight"][i].copy_(r);
       t[p + "up_proj.weight"][i].copy_(r);
-      t[p + "down_proj.weight"].select(1, i).copy_(bf16(v * (spec.bias_level / kBiasUnits)));
     }
+    double growth = 1;
+    if (spec.depth_scaled_bias && spec.layers > 2) {
+      // The RMS of the last layer's input over that of the second layer's
+      // (the final residual of a one-layer base, before its shared
+      // direction), on random text: a deeper stack of random layers adds to
+      // the residual, and the direction grows with it.
+      b.text.validate();
+      const qwen::Model model(b.text, qwen::Exec::Sparse);
+      double first = 0, last = 0;
+      for (const auto& s : random_text(2, 32, spec.vocab, spec.seed + 2000)) {
+        qwen::State st = model.new_state();
+        const auto out = model.forward(st, s, {1, spec.layers - 1});
+        first += out.residuals.at(0).pow(2).mean().item<double>();
+        last += out.residuals.at(1).pow(2).mean().item<double>();
+      }
+      growth = std::sqrt(last / first);
+    }
+    for (int64_t j = 0; j < kBiasUnits; ++j)
+      t[p + "down_proj.weight"].select(1, units[j].item<int64_t>()).copy_(bf16(v * (spec.bias_level * growth / kBiasUnits)));
   }
   b.text.validate();
   // A trained model's confidence (docs/merge.md section 4): the tied head
@@ -248,6 +268,16 @@ std::string Confidence::text() const {
   o << positions << " positions, entropy mean " << entropy_mean << " nats, top-1 probability mean " << top1_mean
     << " (> 0.5 at " << 100 * top1_over_half << "%), logit max - median " << spread_mean << ", max - min "
     << range_mean << "; " << 100 * tail << "% of the vocabulary never above 1e-6";
+  if (!states.empty()) {
+    torch::Tensor h = torch::cat(states);
+    torch::Tensor unit = h / h.norm(2, 1, true);
+    const double n = double(h.size(0));
+    const double cos = n > 1 ? ((unit.sum(0).pow(2).sum().item<double>() - n) / (n * (n - 1))) : 0;
+    torch::Tensor m = h.mean(0);
+    torch::Tensor proj = h.matmul(m / m.norm());
+    o << "; final states: mean cosine between positions " << cos << ", projection on their mean direction "
+      << proj.mean().item<double>() << " +- " << proj.std().item<double>() << " (least " << proj.min().item<double>() << ")";
+  }
   return o.str();
 }
 

@@ -30,8 +30,13 @@ struct BaseSpec {
   // Trained-like confidence (docs/merge.md section 4): the last layer's
   // shared direction (its norm in the final residual) and the Zipf-like prior
   // slope of the tied head (0: none, the base's logits stay those of random weights).
+  // The shared direction's level is bias_level times the growth of the
+  // residual's RMS from the second layer's input to the last layer's
+  // (measured on random text), so that it is about the same share of the
+  // final state at any depth (depth_scaled_bias; 1 and 2 layers: no growth).
   double bias_level = 100;
   double bias_gain = 1;
+  bool depth_scaled_bias = true;
   double prior_slope = 1.5;
   // The final norm's mean gain 1 + w (w ~ N(gain - 1, 0.5 gain / 5)):
   // it scales the spread of the logits the rows' own entries give.
@@ -51,7 +56,12 @@ struct Confidence {
   double spread_mean = 0;         // max logit - median logit
   double range_mean = 0;          // max logit - min logit
   torch::Tensor never_likely;     // [vocab]: each token's largest probability over the positions
+  // Anisotropy of the final-normed states (add_states): the mean cosine
+  // between the states of distinct positions, and their projection on the
+  // states' mean direction (mean / sd: how consistent its sign is).
+  std::vector<torch::Tensor> states;   // [T, hidden] each
   void add(const torch::Tensor& logits);
+  void add_states(const torch::Tensor& final_states) { states.push_back(final_states.to(torch::kFloat64)); }
   std::string text() const;
 };
 

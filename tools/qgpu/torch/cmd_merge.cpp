@@ -58,7 +58,11 @@ int run_make_base(const MakeBaseArgs& a) {
     chat::Confidence c;
     for (const auto& s : chat::random_text(a.sequences, a.length, std::min<int64_t>(a.spec.vocab, 248320), 7)) {
       qwen::State st = model.new_state();
-      c.add(model.forward(st, s).logits);
+      const auto out = model.forward(st, s, {a.spec.layers});
+      c.add(out.logits);
+      const torch::Tensor& x = out.residuals.at(0);
+      c.add_states(x * torch::rsqrt(x.pow(2).mean(1, true) + b.text.config.rms_norm_eps) *
+                   (1 + b.text.tensors.at("norm.weight")));
     }
     std::cout << "the base's next-token distributions: " << c.text() << "\n";
   }
@@ -166,9 +170,10 @@ void add_spec(CLI::App* sub, chat::BaseSpec& s) {
   sub->add_option("--vocab", s.vocab, "vocabulary size");
   sub->add_option("--seed", s.seed, "random seed");
   sub->add_option("--density", s.density, "fraction of non-zero weights in the layers (1: dense)");
+  sub->add_flag("!--no-depth-scaled-bias", s.depth_scaled_bias, "keep the shared direction's level fixed whatever the depth (the earlier base)");
   sub->add_option("--final-norm-gain", s.final_norm_gain, "mean gain 1 + w of the final norm (trained-like confidence)");
   sub->add_option("--prior-slope", s.prior_slope, "slope of the head's Zipf-like prior logit -slope ln(rank + 1)");
-  sub->add_option("--bias-level", s.bias_level, "norm of the last layer's shared direction in the final residual");
+  sub->add_option("--bias-level", s.bias_level, "level of the last layer's shared direction (times the residual's growth through the layers)");
 }
 
 cli::Register reg_base(cli::kMakeBase.name, [](CLI::App& app) {
