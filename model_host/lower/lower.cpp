@@ -14,7 +14,7 @@
 //      instructions that obey the memory rule (no load or atomic after a store
 //      or atomic in the same block), each ending in one control transfer.
 #include "model_host/launch/errors.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 
 #include <algorithm>
 #include <array>
@@ -25,7 +25,7 @@
 #include <set>
 
 #include "model_host/machine/printf.h"
-#include "model_host/machine/softfloat.h"
+#include "model_host/lower/softfloat.h"
 #include "model_host/ptx/float_ref.h"
 #include "model_host/ptx/layout.h"
 
