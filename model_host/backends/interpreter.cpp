@@ -9,7 +9,7 @@
 #include "model_host/backends/interpreter.h"
 #include "model_host/machine/api.h"
 #include "model_host/machine/interpreter.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 #include "model_host/machine/printf.h"
 #include "model_host/ptx/layout.h"
 #include "model_host/ptx/parse.h"

@@ -15,7 +15,7 @@
 #include "model_host/tokens/prompt.h"
 #include "model_host/tokens/trace.h"
 #include "model_host/tokens/vocab.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 #include "model_host/machine/printf.h"
 #include "model_host/ptx/parse.h"
 #include "model_host/qwen/model.h"

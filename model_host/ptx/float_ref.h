@@ -5,7 +5,7 @@
 // that the PTX-level interpreter uses: the host's IEEE-754 arithmetic, with the
 // rounding mode set for each operation (fesetround) and flush-to-zero and NaN
 // results applied explicitly.  It shares nothing with the lowering's software
-// floating point (model_host/machine/softfloat.cpp), which the tests check
+// floating point (model_host/lower/softfloat.cpp), which the tests check
 // against it.
 #pragma once
 

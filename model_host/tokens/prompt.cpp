@@ -7,7 +7,7 @@
 #include <string>
 
 #include "model_host/tokens/vocab.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 #include "model_host/ptx/parse.h"
 
 namespace qgpu::gpu {

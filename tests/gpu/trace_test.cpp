@@ -14,7 +14,7 @@
 #include "model_host/tokens/trace.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 #include "programs.h"
 
 namespace qgpu::gpu {

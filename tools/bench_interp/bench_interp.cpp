@@ -22,7 +22,7 @@
 #include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 
 using namespace qgpu;
 using namespace qgpu::machine;

@@ -6,7 +6,7 @@
 
 #include "cmd_machine.h"
 #include "command.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "cmd_machine.h"
 #include "command.h"
 #include "model_host/machine/interpreter.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 #include "model_host/machine/printf.h"
 #include "model_host/ptx/layout.h"
 

@@ -22,7 +22,7 @@
 
 #include "command.h"
 #include "model_host/machine/image.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 
 namespace fs = std::filesystem;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Coefficients of the fixed-point polynomials of model_host/machine/softfloat.cpp
+"""Coefficients of the fixed-point polynomials of model_host/lower/softfloat.cpp
 (docs/isa.md section 11.1): each function interpolated at the Chebyshev nodes
 of its interval, in exact rational arithmetic on 60-digit function values,
 then rounded to the fixed-point format the sequence reads.

@@ -10,7 +10,7 @@
 // sticky bit for any nonzero bits below m.  round_pack() rounds that to f32.
 // The machine's shifts by 32 or more give 0 (docs/isa.md, section 3.1), which
 // the sequences rely on for their boundary cases.
-#include "model_host/machine/softfloat.h"
+#include "model_host/lower/softfloat.h"
 
 #include <array>
 

@@ -12,7 +12,7 @@
 #include "float_cases.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 #include "model_host/ptx/ptx_interp.h"
 
 namespace qgpu::machine {

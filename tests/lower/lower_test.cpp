@@ -4,7 +4,7 @@
 // the printf output must agree.
 #include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
 
-#include "model_host/machine/lower.h"
+#include "model_host/lower/lower.h"
 
 #include <gtest/gtest.h>
 

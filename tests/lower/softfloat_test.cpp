@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "float_cases.h"
-#include "model_host/machine/softfloat.h"
+#include "model_host/lower/softfloat.h"
 
 namespace qgpu::machine {
 namespace {

@@ -1,0 +1,263 @@
+// Instruction selection: floating point (isel.h).
+#include "model_host/lower/isel.h"
+
+#include "model_host/lower/softfloat.h"
+#include "model_host/ptx/float_ref.h"
+
+namespace qgpu::machine::lowering {
+
+// ---- floating point ------------------------------------------------------------
+//
+// Every f32 operation is a branch-free integer sequence (softfloat.h); f16,
+// bf16, f64 and the .approx functions are not lowered.
+
+// binary16: cvt between f16 and f32, and add, sub, mul, fma .rn on .f16 and
+// .f16x2 (each half), computed through f32 (softfloat.h).  False when the
+// instruction is not one of these.
+bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
+  using PO = ptx::Op;
+  const bool h = in.type == Type::F16 || in.type == Type::F16x2;
+  const bool cvt = in.op == PO::Cvt && ((in.type == Type::F16 && in.type2 == Type::F32) ||
+                                        (in.type == Type::F32 && in.type2 == Type::F16));
+  if (!cvt && !(h && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
+                      in.op == PO::Fma)))
+    return false;
+  softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
+  if (cvt) {
+    if (fm.ftz || fm.sat) unsupported(in, "converts f16 with .ftz or .sat, which the machine's software floating point does not have");
+    if (in.type == Type::F32) {
+      write(in.ops[0], Type::F32, {g.f32_from_f16(read32(in, in.ops[1], Type::F16)), K(0)});
+      return true;
+    }
+    const softfloat::Round r = ptx::base_rounding(fm.rnd) == ptx::Rnd::Rz   ? softfloat::Round::Rz
+                               : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rm ? softfloat::Round::Rm
+                               : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rp ? softfloat::Round::Rp
+                                                                            : softfloat::Round::Rn;
+    write(in.ops[0], Type::F16, {g.f16_from_f32(read32(in, in.ops[1], Type::F32), r), K(0)});
+    return true;
+  }
+  if (fm.ftz || fm.sat || (fm.rnd != ptx::Rnd::None && fm.rnd != ptx::Rnd::Rn))
+    unsupported(in, "is an f16 operation with .ftz, .sat or a directed rounding, which the machine's software "
+                    "floating point does not have (it has .rn)");
+  const bool x2 = in.type == Type::F16x2;
+  auto one = [&](Operand a, Operand b, Operand c) {
+    switch (in.op) {
+      case PO::Add: return g.add16(a, b);
+      case PO::Sub: return g.sub16(a, b);
+      case PO::Mul: return g.mul16(a, b);
+      default: return g.fma16(a, b, c);
+    }
+  };
+  const size_t n = in.op == PO::Fma ? 3 : 2;
+  Operand src[3] = {K(0), K(0), K(0)};
+  for (size_t i = 0; i < n; ++i) src[i] = read32(in, in.ops[i + 1], x2 ? Type::B32 : Type::F16);
+  auto half = [&](Operand v, int k) { return k ? opr(Op::SHR, v, K(16)) : opr(Op::AND, v, K(0xFFFF)); };
+  Operand lo = one(half(src[0], 0), half(src[1], 0), half(src[2], 0));
+  if (!x2) {
+    write(in.ops[0], Type::F16, {lo, K(0)});
+    return true;
+  }
+  Operand hi = one(half(src[0], 1), half(src[1], 1), half(src[2], 1));
+  write(in.ops[0], Type::B32, {opr(Op::OR, lo, opr(Op::SHL, hi, K(16))), K(0)});
+  return true;
+}
+
+// A float literal's bits: 0f/0d literals as written, a decimal literal (a
+// double) in an f32 operand rounded to f32.
+V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
+  uint64_t raw = uint64_t(o.imm);
+  if (size == 4 && o.fbits == 64) {
+    double d;
+    std::memcpy(&d, &raw, 8);
+    const float f = float(d);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    raw = b;
+  }
+  return {K(uint32_t(raw)), K(uint32_t(raw >> 32))};
+}
+
+void Lowerer::lower_float(const ptx::Instr& in) {
+  using PO = ptx::Op;
+  const ptx::FloatMods fm = ptx::float_mods(in);
+  if (lower_half(in, fm)) return;
+  const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
+                                            (in.type == Type::F32 && in.type2 == Type::F64));
+  // cvt between f64 and 32/64-bit integers, and f64 rounded to an integral f64.
+  const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
+                        fm.rnd == ptx::Rnd::Rpi;
+  auto word_int = [](Type x) { return !ptx::is_float(x) && (ptx::type_size(x) == 4 || ptx::type_size(x) == 8); };
+  const bool cvt64 = in.op == PO::Cvt && ((in.type == Type::F64 && word_int(in.type2)) ||
+                                         (word_int(in.type) && in.type2 == Type::F64) ||
+                                         (in.type == Type::F64 && in.type2 == Type::F64 && integral));
+  // binary64: add, sub, mul, min, max, abs, neg and comparisons.
+  const Type ft = in.op == PO::Set ? in.type2 : in.type;
+  const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
+                                      in.op == PO::Fma || in.op == PO::Mad ||
+                                      ((in.op == PO::Div || in.op == PO::Sqrt || in.op == PO::Rcp) && !fm.approx) ||
+                                      in.op == PO::Min || in.op == PO::Max || in.op == PO::Abs || in.op == PO::Neg ||
+                                      in.op == PO::Setp || in.op == PO::Set);
+  for (Type x : {in.type, in.type2})
+    if (ptx::is_float(x) && x != Type::F32 && !f32_f64 && !cvt64 && !(f64 && x == Type::F64))
+      unsupported(in, std::string("operates on ") + ptx::type_name(x) +
+                          " values in a way the machine's software floating point does not have (docs/isa.md section 11)");
+  const bool defined_approx = in.op == PO::Div || in.op == PO::Rcp || in.op == PO::Sqrt || in.op == PO::Rsqrt ||
+                              in.op == PO::Ex2 || in.op == PO::Lg2 || in.op == PO::Sin || in.op == PO::Cos ||
+                              in.op == PO::Tanh;
+  if ((fm.approx || fm.full) && !defined_approx)
+    unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
+                    "have (it has div, rcp, sqrt, rsqrt, ex2, lg2, sin, cos and tanh, docs/isa.md section 11)");
+  softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
+  const softfloat::Round r = [&] {
+    switch (ptx::base_rounding(fm.rnd)) {
+      case ptx::Rnd::Rz: return softfloat::Round::Rz;
+      case ptx::Rnd::Rm: return softfloat::Round::Rm;
+      case ptx::Rnd::Rp: return softfloat::Round::Rp;
+      default: return softfloat::Round::Rn;
+    }
+  }();
+  auto f = [&](size_t i) { return read32(in, in.ops[i], Type::F32); };
+  auto out = [&](Operand v) { write(in.ops[0], Type::F32, {v, K(0)}); };
+  auto w = [&](size_t i) {
+    V v = read(in, in.ops[i], Type::F64);
+    return softfloat::Gen::W{v.lo, v.hi};
+  };
+  auto out64 = [&](softfloat::Gen::W x) { write(in.ops[0], Type::F64, {x.first, x.second}); };
+  if (cvt64) {
+    const Type dt = in.type, st = in.type2;
+    if (dt == Type::F64 && st == Type::F64) return out64(g.round_int64(w(1), r));
+    if (dt == Type::F64) {
+      V v = read(in, in.ops[1], st);
+      if (ptx::type_size(st) == 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
+      return out64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r));
+    }
+    auto [lo, hi] = g.to_int_from64(w(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
+    return write(in.ops[0], dt, V{lo, hi});
+  }
+  if (f64 && in.op != PO::Setp && in.op != PO::Set) {
+    switch (in.op) {
+      case PO::Add: return out64(g.add64(w(1), w(2), r));
+      case PO::Sub: return out64(g.sub64(w(1), w(2), r));
+      case PO::Mul: return out64(g.mul64(w(1), w(2), r));
+      case PO::Fma:
+      case PO::Mad: return out64(g.fma64(w(1), w(2), w(3), r));
+      case PO::Div: return out64(g.div64(w(1), w(2), r));
+      case PO::Rcp: return out64(g.div64({K(0), K(0x3FF00000u)}, w(1), r));
+      case PO::Sqrt: return out64(g.sqrt64(w(1), r));
+      case PO::Min: return out64(g.min64(w(1), w(2)));
+      case PO::Max: return out64(g.max64(w(1), w(2)));
+      case PO::Abs: {
+        auto [lo, hi] = w(1);
+        return out64({lo, opr(Op::AND, hi, K(0x7FFFFFFFu))});
+      }
+      default: {
+        auto [lo, hi] = w(1);
+        return out64({lo, opr(Op::XOR, hi, K(0x80000000u))});
+      }
+    }
+  }
+  switch (in.op) {
+    case PO::Add: return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Sub: return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Mul:
+      if (in.mul != ptx::MulMode::None) break;
+      return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Fma:
+    case PO::Mad: return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
+    case PO::Div: {
+      Operand a = f(1), b = f(2);
+      Operand q = g.div(a, b, fm.approx || fm.full ? softfloat::Round::Rn : r, fm.ftz, fm.sat);
+      if (fm.approx) {  // a divisor above 2^126 gives 0 (NaN for an infinite dividend)
+        Operand ab = opr(Op::AND, b, K(0x7FFFFFFFu));
+        Operand big = opr(Op::AND, opr(Op::SLTU, K(0x7E800000u), ab), opr(Op::SLTU, ab, K(0x7F800000u)));
+        Operand zero = opr(Op::SEL, opr(Op::SEQ, opr(Op::AND, a, K(0x7FFFFFFFu)), K(0x7F800000u)), K(0x7FFFFFFFu),
+                           opr(Op::AND, opr(Op::XOR, a, b), K(0x80000000u)));
+        q = opr(Op::SEL, opr(Op::AND, big, opr(Op::SLEU, opr(Op::AND, a, K(0x7FFFFFFFu)), K(0x7F800000u))), zero, q);
+      }
+      return out(q);
+    }
+    case PO::Rcp: return out(g.div(K(0x3F800000u), f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz, false));
+    case PO::Sqrt: return out(g.sqrt(f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz));
+    case PO::Rsqrt:
+      return out(g.div(K(0x3F800000u), g.sqrt(f(1), softfloat::Round::Rn, fm.ftz), softfloat::Round::Rn, fm.ftz,
+                       false));
+    case PO::Ex2: return out(g.ex2(f(1), fm.ftz));
+    case PO::Lg2: return out(g.lg2(f(1), fm.ftz));
+    case PO::Sin: return out(g.sin(f(1), fm.ftz));
+    case PO::Cos: return out(g.cos(f(1), fm.ftz));
+    case PO::Tanh: return out(g.tanh(f(1), fm.ftz));
+    case PO::Min: return out(g.min(f(1), f(2), fm.ftz));
+    case PO::Max: return out(g.max(f(1), f(2), fm.ftz));
+    case PO::Abs: return out(g.abs(f(1), fm.ftz));
+    case PO::Neg: return out(g.neg(f(1), fm.ftz));
+    case PO::Copysign: return out(g.copysign(f(1), f(2)));
+    case PO::Testp: return write(in.ops[0], Type::Pred, {g.testp(int(fm.testp), f(1)), K(0)});
+    case PO::Slct: {
+      Operand c = g.compare(ptx::Cmp::Ge, f(3), K(0), fm.ftz);
+      V a = read(in, in.ops[1], in.type), b = read(in, in.ops[2], in.type);
+      const bool wide = ptx::type_size(in.type) == 8;
+      return write(in.ops[0], in.type, {opr(Op::SEL, c, a.lo, b.lo), wide ? opr(Op::SEL, c, a.hi, b.hi) : K(0)});
+    }
+    case PO::Setp:
+    case PO::Set: {
+      Operand res = f64 ? g.compare64(in.cmp, w(1), w(2)) : g.compare(in.cmp, f(1), f(2), fm.ftz);
+      if (in.bool_op != ptx::BoolOp::None) {
+        Operand c = read32(in, in.ops[3], Type::Pred);
+        Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;
+        Operand nres = opr(bo, opr(Op::XOR, res, K(1)), c);
+        res = opr(bo, res, c);
+        if (in.op == PO::Setp && in.ops[0].kind == ptx::Operand::Kind::PredPair) {
+          ptx::Operand p = in.ops[0], q = in.ops[0];
+          p.kind = q.kind = ptx::Operand::Kind::Reg;
+          q.reg = in.ops[0].reg2;
+          write(p, Type::Pred, {res, K(0)});
+          write(q, Type::Pred, {nres, K(0)});
+          return;
+        }
+      }
+      if (in.op == PO::Set) {  // 1.0f, or all ones for an integer destination
+        if (in.type == Type::F32) return out(opr(Op::SEL, res, K(0x3F800000u), K(0)));
+        return write(in.ops[0], in.type, {opr(Op::SUB, K(0), res), K(0)});
+      }
+      const ptx::Operand& d = in.ops[0];
+      if (d.kind == ptx::Operand::Kind::PredPair) {
+        Operand nres = opr(Op::XOR, res, K(1));
+        ptx::Operand p = d, q = d;
+        p.kind = q.kind = ptx::Operand::Kind::Reg;
+        q.reg = d.reg2;
+        write(p, Type::Pred, {res, K(0)});
+        write(q, Type::Pred, {nres, K(0)});
+        return;
+      }
+      return write(d, Type::Pred, {res, K(0)});
+    }
+    case PO::Cvt: {
+      const Type dt = in.type, st = in.type2;
+      if (dt == Type::F32 && st == Type::F32) return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
+      if (dt == Type::F64) {
+        auto [lo, hi] = g.to_f64(f(1), fm.ftz);
+        return write(in.ops[0], dt, {lo, hi});
+      }
+      if (st == Type::F64) {
+        V v = read(in, in.ops[1], st);
+        return out(g.from_f64(v.lo, v.hi, r, fm.ftz, fm.sat));
+      }
+      if (dt == Type::F32) {
+        V v = read(in, in.ops[1], st);
+        Operand res = ptx::type_size(st) == 8 ? g.from_int64(v.lo, v.hi, ptx::is_signed(st), r)
+                                               : g.from_int32(v.lo, ptx::is_signed(st), r);
+        return out(fm.sat ? g.saturate(res) : res);
+      }
+      if (ptx::type_size(dt) == 8) {
+        auto [lo, hi] = g.to_int64(f(1), ptx::is_signed(dt), r, fm.ftz);
+        return write(in.ops[0], dt, {lo, hi});
+      }
+      Operand res = g.to_int32(f(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r, fm.ftz);
+      return write(in.ops[0], dt, {res, K(0)});
+    }
+    default: break;
+  }
+  unsupported(in, "is a floating-point operation the machine's software floating point does not have");
+}
+
+}  // namespace qgpu::machine::lowering

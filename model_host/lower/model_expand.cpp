@@ -1,0 +1,139 @@
+// The model machine's rewrites of virtual code (model_expand.h).
+#include "model_host/lower/model_expand.h"
+
+namespace qgpu::machine::lowering {
+
+// ---- the model's machine ------------------------------------------------------------
+//
+// The model's circuit (docs/tokens.md) has 32-bit loads and stores and every
+// ALU operation but mulhu/mulhs; it runs one instruction of one thread per
+// step, and a thread runs until it exits or waits.  So a read-modify-write
+// spread over consecutive instructions of one thread is atomic, and the
+// operations it lacks become sequences of operations it has.  Each rewrite
+// computes into fresh virtual registers and writes the original destination
+// last, so sources that name the destination read its old value; copy
+// propagation then removes the final `mov`.
+
+namespace {
+
+class ModelExpander : public Emitter {
+ public:
+  explicit ModelExpander(VCode vc) : Emitter(std::move(vc)) {}
+  void run();
+
+ private:
+  void expand_atomic(const Instr& in);
+  void expand_narrow_load(const Instr& in);
+  void expand_narrow_store(const Instr& in);
+  void expand_mulhi(const Instr& in);
+  Operand word_offset(const Instr& in, Operand& addr);
+};
+
+void ModelExpander::run() {
+  std::vector<VI> code = std::move(vc_.code);
+  vc_.code.clear();
+  for (const VI& v : code) {
+    const Instr& in = v.in;
+    if (v.kind != VI::Ins)
+      vc_.code.push_back(v);
+    else if (in.op == Op::ATOM)
+      expand_atomic(in);
+    else if (in.op == Op::LD && in.bytes < 4)
+      expand_narrow_load(in);
+    else if (in.op == Op::ST && in.bytes < 4)
+      expand_narrow_store(in);
+    else if (in.op == Op::MULHU || in.op == Op::MULHS)
+      expand_mulhi(in);
+    else
+      vc_.code.push_back(v);
+  }
+}
+
+// atom dst, [a], b, c: dst = old = ld [a]; st [a], F(old, b, c).
+void ModelExpander::expand_atomic(const Instr& in) {
+  Operand old = R(ld(in.space, in.a, 0, 4, false));
+  Operand b = in.b, c = in.c, nw;
+  switch (in.atom) {
+    case AtomOp::ADD: nw = opr(Op::ADD, old, b); break;
+    case AtomOp::MIN: nw = opr(Op::MIN, old, b); break;
+    case AtomOp::MAX: nw = opr(Op::MAX, old, b); break;
+    case AtomOp::MINU: nw = opr(Op::MINU, old, b); break;
+    case AtomOp::MAXU: nw = opr(Op::MAXU, old, b); break;
+    case AtomOp::EXCH: nw = b; break;
+    case AtomOp::CAS: nw = opr(Op::SEL, opr(Op::SEQ, old, b), c, old); break;
+    case AtomOp::AND: nw = opr(Op::AND, old, b); break;
+    case AtomOp::OR: nw = opr(Op::OR, old, b); break;
+    case AtomOp::XOR: nw = opr(Op::XOR, old, b); break;
+    case AtomOp::INC: nw = opr(Op::SEL, opr(Op::SLEU, b, old), K(0), opr(Op::ADD, old, K(1))); break;
+    case AtomOp::DEC:
+      nw = opr(Op::SEL, opr(Op::OR, opr(Op::SEQ, old, K(0)), opr(Op::SLTU, b, old)), b, opr(Op::SUB, old, K(1)));
+      break;
+  }
+  st(in.space, in.a, 0, 4, nw);
+  opd(in.dst, Op::MOV, old);
+}
+
+// The 1- or 2-byte access at a + b lies in the aligned word at addr - within:
+// `addr` is set to a + b, and the result is `within`, the access's byte offset
+// in that word.  A halfword at an odd address keeps its odd word address, so
+// the word access faults as misaligned, as the halfword access would.
+Operand ModelExpander::word_offset(const Instr& in, Operand& addr) {
+  addr = opr(Op::ADD, in.a, in.b);
+  return opr(Op::AND, addr, K(4 - in.bytes));
+}
+
+// ld.{u,s}{8,16} dst, [a + b]: the word, shifted down (zero-extended) or
+// shifted to the top and back (sign-extended).
+void ModelExpander::expand_narrow_load(const Instr& in) {
+  Operand addr;
+  Operand within = word_offset(in, addr);
+  Operand word = R(ld(in.space, opr(Op::SUB, addr, within), 0, 4, false));
+  Operand shift = opr(Op::SHL, within, K(3));
+  const uint32_t bits = 8 * in.bytes;
+  Operand v = in.sign ? opr(Op::SAR, opr(Op::SHL, word, opr(Op::SUB, K(32 - bits), shift)), K(32 - bits))
+                      : opr(Op::AND, opr(Op::SHR, word, shift), K((1u << bits) - 1));
+  opd(in.dst, Op::MOV, v);
+}
+
+// st.b{8,16} [a + b], c: the word with the access's bits replaced by c's,
+// word ^ ((word ^ (c << shift)) & mask).
+void ModelExpander::expand_narrow_store(const Instr& in) {
+  Operand addr;
+  Operand within = word_offset(in, addr);
+  Operand at = opr(Op::SUB, addr, within);
+  Operand word = R(ld(in.space, at, 0, 4, false));
+  Operand shift = opr(Op::SHL, within, K(3));
+  Operand mask = opr(Op::SHL, K((1u << (8 * in.bytes)) - 1), shift);
+  Operand diff = opr(Op::AND, opr(Op::XOR, word, opr(Op::SHL, in.c, shift)), mask);
+  st(in.space, at, 0, 4, opr(Op::XOR, word, diff));
+}
+
+// mulhu from the four 16x16-bit partial products, each exact in 32 bits
+// (a = ah:al, b = bh:bl), summed column by column with the carries kept:
+//   t = ah*bl + (al*bl >> 16)            (< 2^32)
+//   m = al*bh + (t & 0xffff)             (< 2^32)
+//   mulhu = ah*bh + (t >> 16) + (m >> 16)
+// mulhs(a, b) = mulhu(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0).
+void ModelExpander::expand_mulhi(const Instr& in) {
+  Operand a = in.a, b = in.b;
+  Operand al = opr(Op::AND, a, K(0xffff)), ah = opr(Op::SHR, a, K(16));
+  Operand bl = opr(Op::AND, b, K(0xffff)), bh = opr(Op::SHR, b, K(16));
+  Operand t = opr(Op::ADD, opr(Op::MUL, ah, bl), opr(Op::SHR, opr(Op::MUL, al, bl), K(16)));
+  Operand m = opr(Op::ADD, opr(Op::MUL, al, bh), opr(Op::AND, t, K(0xffff)));
+  Operand hi = opr(Op::ADD, opr(Op::ADD, opr(Op::MUL, ah, bh), opr(Op::SHR, t, K(16))), opr(Op::SHR, m, K(16)));
+  if (in.op == Op::MULHS) {
+    hi = opr(Op::SUB, hi, opr(Op::AND, opr(Op::SAR, a, K(31)), b));
+    hi = opr(Op::SUB, hi, opr(Op::AND, opr(Op::SAR, b, K(31)), a));
+  }
+  opd(in.dst, Op::MOV, hi);
+}
+
+}  // namespace
+
+void expand_for_model(VCode& vc) {
+  ModelExpander e(std::move(vc));
+  e.run();
+  vc = e.take();
+}
+
+}  // namespace qgpu::machine::lowering
