@@ -47,6 +47,11 @@ struct Shape {
   uint32_t rows = 0;         // loop: rows of input (0: what the inputs hold); else grid x block
 };
 
+// On the model in CI (ops_model_test.cpp), or only in its full run
+// (QGPU_OPS_MODEL_FULL=1): cases whose operations other cases cover already
+// and whose kernels are long.
+enum class ModelRun { Always, FullOnly };
+
 struct Case {
   std::string name;
   // The machine operations the case is there for, as coverage keys
@@ -61,6 +66,7 @@ struct Case {
   std::string locals;         // kernel scope: .shared / .local declarations
   int error = 0;              // the error every backend must end with (a trap)
   std::map<std::string, Refusal> refusals;  // backend name -> its documented refusal
+  ModelRun model_run = ModelRun::Always;
 
   uint32_t rows(const Shape& s) const {
     if (!s.loop) return uint32_t(s.grid.count() * s.block.count());
@@ -259,7 +265,7 @@ inline std::vector<std::string> op_keys() {
 // ---- kernels -----------------------------------------------------------------
 
 constexpr uint64_t kGlobalBase = 0x10000000;
-constexpr uint32_t kImageBytes = 64 * 1024;  // within the model's global memory
+constexpr uint32_t kImageBytes = 64 * 1024;  // the most a case uses, within the model's global memory
 
 inline std::string ld_in(const std::string& reg, uint32_t word, const std::string& type = "b32") {
   return "  ld.global." + type + " " + reg + ", [%rin+" + std::to_string(4 * word) + "];\n";
@@ -297,7 +303,7 @@ struct Outcome {
   std::string message, printf_output;
   std::vector<uint8_t> image;
   double seconds = 0;
-  uint64_t generated_tokens = 0;
+  uint64_t generated_tokens = 0, prompt_tokens = 0;
 };
 
 // The same image for every backend: module variables, then the input and
@@ -309,10 +315,10 @@ struct Launch {
 };
 
 inline Launch prepare(const Case& c, const Shape& s) {
-  machine::Params p = machine::default_params();
-  p.global_bytes = kImageBytes;
-  machine::ModuleImage img = machine::load_module(kernel_text(c, s), p);
   const uint32_t rows = c.rows(s);
+  machine::Params p = machine::default_params();
+  p.global_bytes = kImageBytes;  // the image is as large as what is placed in it
+  machine::ModuleImage img = machine::load_module(kernel_text(c, s), p);
   Launch l;
   const uint64_t in = img.alloc(std::max<uint32_t>(4, rows * c.in_words * 4));
   const size_t nin = std::min<size_t>(c.in.size(), size_t(rows) * c.in_words);
@@ -341,6 +347,7 @@ inline Outcome run_on(launch::Backend& b, const Case& c, const Shape& s) {
   o.message = r.message;
   o.printf_output = r.printf_output;
   o.generated_tokens = r.stats.generated_tokens;
+  o.prompt_tokens = r.stats.prompt_tokens;
   o.image.assign(l.mem.bytes.begin(), l.mem.bytes.end());
   return o;
 }
@@ -391,8 +398,8 @@ inline std::string difference(const Case& c, const Shape& s, const Outcome& got,
 
 // Runs `c` on `b` and holds it to the reference's outcome `ref`: equal, or
 // the backend's documented refusal (and then nothing else).
-inline void check_backend(launch::Backend& b, const Case& c, const Shape& s, const Outcome& ref,
-                          std::map<std::string, double>& seconds) {
+inline Outcome check_backend(launch::Backend& b, const Case& c, const Shape& s, const Outcome& ref,
+                             std::map<std::string, double>& seconds) {
   SCOPED_TRACE(b.name());
   Outcome got = run_on(b, c, s);
   seconds[b.name()] += got.seconds;
@@ -403,10 +410,11 @@ inline void check_backend(launch::Backend& b, const Case& c, const Shape& s, con
     EXPECT_NE(got.message.find(refusal->second.words), std::string::npos)
         << c.name << " on " << b.name() << ": the refusal does not name '" << refusal->second.words
         << "': " << got.message;
-    return;
+    return got;
   }
   const std::string diff = difference(c, s, got, ref);
   EXPECT_TRUE(diff.empty()) << c.name << " on " << b.name() << " disagrees with ptx-reference: " << diff;
+  return got;
 }
 
 // Runs the reference and checks the case's own expectations of it.
