@@ -83,7 +83,7 @@ std::string test_name(const ::testing::TestParamInfo<size_t>& info) {
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(Case, Table, ::testing::Range<size_t>(0, cases().size()), test_name);
+INSTANTIATE_TEST_SUITE_P(BackendOps, Table, ::testing::Range<size_t>(0, cases().size()), test_name);
 
 // A refusal is the documented one: the clock on the model's circuit.
 TEST(BackendOps, ARefusalIsCheckedNotSkipped) {
