@@ -156,6 +156,26 @@ std::vector<Case> build() {
                         st_out("%r3", 0) + st_out("%r4", 1) + st_out("%r5", 2) +
                         "  sub.cc.u32 %r6, %r0, %r1;\n  subc.u32 %r7, %r2, %r0;\n" + st_out("%r6", 3) + st_out("%r7", 4),
                     5, 11));
+  v.push_back(int32("16-bit arithmetic", {"add", "sar", "and"},
+                    "  cvt.u16.u32 %h0, %r0;\n  cvt.u16.u32 %h1, %r1;\n  add.s16 %h2, %h0, %h1;\n"
+                    "  mul.lo.s16 %h3, %h0, %h1;\n  shr.s16 %h4, %h0, 3;\n  min.s16 %h5, %h0, %h1;\n"
+                    "  setp.lt.s16 %p1, %h0, %h1;\n  selp.u32 %r8, 1, 0, %p1;\n  mul.wide.s16 %r9, %h0, %h1;\n"
+                    "  mad.lo.u16 %h6, %h0, %h1, %h0;\n  cvt.s32.s16 %r3, %h2;\n  cvt.u32.u16 %r4, %h3;\n"
+                    "  cvt.s32.s16 %r5, %h4;\n  cvt.s32.s16 %r6, %h5;\n  cvt.u32.u16 %r7, %h6;\n" +
+                        st_out("%r3", 0) + st_out("%r4", 1) + st_out("%r5", 2) + st_out("%r6", 3) + st_out("%r7", 4) +
+                        st_out("%r8", 5) + st_out("%r9", 6),
+                    7, 24));
+  v.push_back(int32("dp4a bmsk szext", {"mul", "add"},
+                    "  dp4a.s32.u32 %r3, %r0, %r1, %r2;\n  dp4a.u32.s32 %r4, %r0, %r1, %r2;\n"
+                    "  and.b32 %r8, %r1, 63;\n  bmsk.clamp.b32 %r5, %r8, %r2;\n  szext.wrap.s32 %r6, %r0, %r8;\n" +
+                        st_out("%r3", 0) + st_out("%r4", 1) + st_out("%r5", 2) + st_out("%r6", 3),
+                    4, 25));
+  v.push_back(int32("setp with bool ops, slct", {"sel", "slt"},
+                    "  and.b32 %r5, %r2, 1;\n  setp.ne.u32 %p2, %r5, 0;\n  setp.lt.and.s32 %p1, %r0, %r1, %p2;\n"
+                    "  selp.u32 %r3, 1, 0, %p1;\n  setp.ge.xor.u32 %p3|%p4, %r0, %r1, %p2;\n  selp.u32 %r4, 1, 0, %p3;\n"
+                    "  selp.u32 %r6, 1, 0, %p4;\n  slct.s32.s32 %r7, %r0, %r1, %r2;\n" +
+                        st_out("%r3", 0) + st_out("%r4", 1) + st_out("%r6", 2) + st_out("%r7", 3),
+                    4, 26));
   // ---- logic, shifts ----
   v.push_back(int32("and or xor not lop3", {"and", "or", "xor"},
                     "  and.b32 %r3, %r0, %r1;\n  or.b32 %r4, %r0, %r1;\n  xor.b32 %r5, %r0, %r1;\n  not.b32 %r6, %r2;\n"
@@ -394,6 +414,30 @@ std::vector<Case> build() {
     for (size_t r = 0; r * 3 < c.in.size(); r += 2) c.in[r * 3 + 1] = c.in[r * 3];
     v.push_back(c);
   }
+  {
+    // Shared-memory and generic atomics: each thread its own word.
+    Case c = threads("atom.shared and generic", {"atom.cas", "atom.exch", "atom.min", "atom.inc", "atom.maxu"},
+                     ld_in("%r0", 0) + ld_in("%r1", 1) + ld_in("%r2", 2) +
+                         "  mov.u32 %r3, aw;\n  shl.b32 %r4, %ti1, 2;\n  add.u32 %r3, %r3, %r4;\n"
+                         "  st.shared.u32 [%r3], %r0;\n  atom.shared.cas.b32 %r5, [%r3], %r0, %r1;\n"
+                         "  atom.shared.exch.b32 %r6, [%r3], %r2;\n  atom.shared.min.s32 %r7, [%r3], %r1;\n"
+                         "  atom.shared.inc.u32 %r8, [%r3], %r2;\n  ld.shared.u32 %r9, [%r3];\n"
+                         "  st.global.u32 [%rout+20], %r0;\n  cvta.global.u64 %rd1, %rout;\n"
+                         "  atom.max.u32 %r10, [%rd1+20], %r1;\n  cvt.u64.u32 %rd2, %r3;\n  cvta.shared.u64 %rd2, %rd2;\n"
+                         "  atom.add.u32 %r11, [%rd2], %r2;\n" +
+                         st_out("%r5", 0) + st_out("%r6", 1) + st_out("%r7", 2) + st_out("%r8", 3) + st_out("%r9", 4) +
+                         st_out("%r10", 6) + st_out("%r11", 7),
+                     3, 8, 2, 64, 6, 85);
+    c.locals = "  .shared .align 4 .b32 aw[64];\n";
+    for (size_t r = 0; r * 3 < c.in.size(); r += 3) c.in[r * 3 + 1] = c.in[r * 3];  // some cas swap
+    v.push_back(c);
+  }
+  v.push_back(int32("red.global min max and or xor", {"atom.min", "atom.maxu", "atom.and", "atom.or", "atom.xor"},
+                    "  st.global.u32 [%rout], %r0;\n  st.global.u32 [%rout+4], %r0;\n  st.global.u32 [%rout+8], %r0;\n"
+                    "  red.global.min.s32 [%rout], %r1;\n  red.global.max.u32 [%rout+4], %r1;\n"
+                    "  red.global.and.b32 [%rout+8], %r2;\n  red.global.or.b32 [%rout+8], %r1;\n"
+                    "  red.global.xor.b32 [%rout+8], %r0;\n",
+                    3, 86));
   v.push_back(int64("atom.add.u64 atom.cas.b64", {"atom.add"},
                     "  st.global.u64 [%rout], %rd0;\n  atom.global.add.u64 %rd3, [%rout], %rd1;\n"
                     "  st.global.u64 [%rout+8], %rd0;\n  atom.global.cas.b64 %rd4, [%rout+8], %rd0, %rd2;\n" +
@@ -509,6 +553,13 @@ std::vector<Case> build() {
   v.push_back(full_only(f32("lg2.approx.f32", "  lg2.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 113, 2)));
   v.push_back(full_only(f32("sin.approx.f32", "  sin.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 114, 1)));
   v.push_back(full_only(f32("cos.approx.f32", "  cos.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 115, 1)));
+  v.push_back(f32("testp copysign neg.f64 abs.f64",
+                  "  testp.finite.f32 %p1, %f0;\n  selp.u32 %r4, 1, 0, %p1;\n  testp.subnormal.f32 %p2, %f1;\n"
+                  "  selp.u32 %r5, 1, 0, %p2;\n  copysign.f32 %f6, %f0, %f1;\n  cvt.f64.f32 %fd1, %f0;\n"
+                  "  neg.f64 %fd2, %fd1;\n  abs.f64 %fd3, %fd2;\n" +
+                      st_out("%r4", 0) + st_out("%r5", 1) + st_out("%f6", 2, "f32") + st_out("%fd2", 4, "f64") +
+                      st_out("%fd3", 6, "f64"),
+                  2, 8, 123, 2));
   v.push_back(f32("setp.f32 min max abs neg",
                   "  setp.lt.f32 %p1, %f0, %f1;\n  selp.u32 %r4, 1, 0, %p1;\n  setp.equ.f32 %p2, %f0, %f1;\n"
                   "  selp.u32 %r5, 1, 0, %p2;\n  setp.nan.f32 %p3, %f0, %f1;\n  selp.u32 %r6, 1, 0, %p3;\n"

@@ -7,6 +7,7 @@
 // floating-point sequences whose operations the other cases cover), to stay
 // near a minute; QGPU_OPS_MODEL_FULL=1 runs every case:
 //   QGPU_OPS_MODEL_FULL=1 build/bin/backends_ops_model_tests
+// QGPU_OPS_MODEL_ONLY=TEXT runs the cases whose names contain TEXT;
 // QGPU_OPS_MODEL_BACKEND=model-trace runs the same launches on model-trace
 // (the tokens the model would write, without the model).
 #include <gtest/gtest.h>
@@ -33,8 +34,10 @@ TEST(BackendOpsModel, EveryCaseOnTheModel) {
   const char* full_env = std::getenv("QGPU_OPS_MODEL_FULL");
   const bool full = full_env && std::string(full_env) == "1";
   size_t run = 0;
+  const char* only = std::getenv("QGPU_OPS_MODEL_ONLY");
   for (const Case& c : cases()) {
     if (c.model_run == ModelRun::FullOnly && !full) continue;
+    if (only && *only && c.name.find(only) == std::string::npos) continue;
     ++run;
     SCOPED_TRACE(c.name);
     const Outcome want = run_reference(*ref, c, c.model, seconds);
