@@ -35,6 +35,10 @@ class PrintTimes : public ::testing::Environment {
 TEST(BackendOps, EveryMachineOpHasACase) {
   std::map<std::string, std::vector<std::string>> claimed;
   for (const Case& c : cases()) {
+    if (c.refusals.count("interpreter")) {  // the machine refuses it: it covers nothing
+      EXPECT_TRUE(c.covers.empty()) << c.name << " is refused by the interpreter and cannot cover an op";
+      continue;
+    }
     std::set<std::string> lowered;
     try {
       lowered = lowered_keys(c);
