@@ -275,10 +275,10 @@ std::vector<Case> build() {
                     "  popc.b64 %r3, %rd0;\n  clz.b64 %r4, %rd0;\n  brev.b64 %rd3, %rd0;\n" + st_out("%r3", 0) +
                         st_out("%r4", 1) + st_out("%rd3", 2, "b64"),
                     4, 34));
-  v.push_back(int64("div.u64 rem.s64", {"sub", "sltu"},
+  v.push_back(full_only(int64("div.u64 rem.s64", {"sub", "sltu"},
                     "  div.u64 %rd3, %rd0, %rd1;\n  rem.s64 %rd4, %rd0, %rd2;\n" + st_out("%rd3", 0, "b64") +
                         st_out("%rd4", 2, "b64"),
-                    4, 35, 1));
+                    4, 35, 1)));
   // ---- control: divergent branches, a value live across them ----
   v.push_back(int32("divergent if/else", {"mov", "term.br", "term.jmp"},
                     "  mov.u32 %r3, %r2;\n  setp.lt.s32 %p1, %r0, %r1;\n  @%p1 bra THEN;\n  mul.lo.s32 %r3, %r3, 3;\n"
@@ -554,9 +554,9 @@ std::vector<Case> build() {
                   "  add.rz.f32 %f4, %f0, %f1;\n  add.rm.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 101, 2)));
   v.push_back(full_only(f32("add.rp.f32 add.ftz.f32",
                   "  add.rp.f32 %f4, %f0, %f1;\n  add.rn.ftz.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 102, 2)));
-  v.push_back(f32("mul.rn.f32 mul.rz.f32",
-                  "  mul.rn.f32 %f4, %f0, %f1;\n  mul.rz.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 103, 2));
-  v.push_back(f32("fma.rn.f32", "  fma.rn.f32 %f4, %f0, %f1, %f2;\n" + fout(1), 3, 1, 104, 2));
+  v.push_back(full_only(f32("mul.rn.f32 mul.rz.f32",
+                  "  mul.rn.f32 %f4, %f0, %f1;\n  mul.rz.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 103, 2)));
+  v.push_back(full_only(f32("fma.rn.f32", "  fma.rn.f32 %f4, %f0, %f1, %f2;\n" + fout(1), 3, 1, 104, 2)));
   v.push_back(f32("div.rn.f32", "  div.rn.f32 %f4, %f0, %f1;\n" + fout(1), 2, 1, 105, 1));
   v.push_back(full_only(f32("rcp.rn.f32", "  rcp.rn.f32 %f4, %f0;\n" + fout(1), 1, 1, 106, 2)));
   v.push_back(full_only(f32("sqrt.rn.f32", "  sqrt.rn.f32 %f4, %f0;\n" + fout(1), 1, 1, 107, 2)));
@@ -610,10 +610,10 @@ std::vector<Case> build() {
   v.push_back(beyond_model_rom(
       f64("div.rn.f64", "  div.rn.f64 %fd4, %fd0, %fd1;\n" + st_out("%fd4", 0, "f64"), 2, 2, 133, 1)));
   v.push_back(beyond_model_rom(f64("sqrt.rn.f64", "  sqrt.rn.f64 %fd4, %fd0;\n" + st_out("%fd4", 0, "f64"), 1, 2, 134, 1)));
-  v.push_back(f64("setp.f64 cvt.rni.s32.f64",
+  v.push_back(full_only(f64("setp.f64 cvt.rni.s32.f64",
                   "  cvt.rni.s32.f64 %r4, %fd1;\n  setp.lt.f64 %p1, %fd0, %fd1;\n  selp.u32 %r5, 1, 0, %p1;\n" +
                       st_out("%r4", 0) + st_out("%r5", 1),
-                  2, 2, 135, 2));
+                  2, 2, 135, 2)));
   return v;
 }
 
