@@ -6,6 +6,8 @@
 // table in ops_model_test.cpp (label gpu).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "ops_table.h"
