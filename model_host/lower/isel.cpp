@@ -194,9 +194,22 @@ void Lowerer::lower_cvt(const ptx::Instr& in) {
   Type dt = in.type, stype = in.type2;
   if (ptx::is_float(dt) || ptx::is_float(stype))
     unsupported(in, "converts floating-point values: the machine has no floating point");
-  if (in.sat) unsupported(in, "saturates: the machine has no saturating conversion");
-  V v = read(in, in.ops[1], stype);
   uint32_t ds = ptx::type_size(dt), ss = ptx::type_size(stype);
+  if (in.sat && (ds == 8 || ss == 8))
+    unsupported(in, "saturates a 64-bit integer conversion: the machine saturates conversions of 32 bits and fewer");
+  V v = read(in, in.ops[1], stype);
+  if (in.sat) {  // clamp the source's value (read extended as its type says) to the destination's range
+    const uint32_t bits = 8 * ds;
+    if (ptx::is_signed(stype)) {
+      const int64_t lo = ptx::is_signed(dt) ? -(int64_t(1) << (bits - 1)) : 0;
+      const int64_t hi = ptx::is_signed(dt) ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+      if (lo > INT32_MIN) v.lo = opr(Op::MAX, v.lo, K(uint32_t(lo)));
+      if (hi < INT32_MAX) v.lo = opr(Op::MIN, v.lo, K(uint32_t(hi)));
+    } else {
+      const uint64_t hi = ptx::is_signed(dt) ? (uint64_t(1) << (bits - 1)) - 1 : (uint64_t(1) << bits) - 1;
+      if (hi < UINT32_MAX) v.lo = opr(Op::MINU, v.lo, K(uint32_t(hi)));
+    }
+  }
   if (ds == 8) {
     if (ss < 8) v.hi = ptx::is_signed(stype) ? opr(Op::SAR, v.lo, K(31)) : K(0);
   } else {

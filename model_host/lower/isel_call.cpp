@@ -83,9 +83,11 @@ std::string Lowerer::printf_format(const ptx::Instr& call) {
 void Lowerer::lower_printf(const ptx::Instr& in) {
   const ptx::Operand& args = in.ops[2];
   if (args.elems.size() != 2) unsupported(in, "calls vprintf with an unexpected argument list");
-  uint32_t n;
+  uint32_t n, count;
   try {
-    n = printf_arg_bytes(printf_format(in));
+    const std::string format = printf_format(in);
+    n = printf_arg_bytes(format);
+    count = printf_arg_count(format);
   } catch (const std::invalid_argument& e) {
     unsupported(in, std::string("has a printf format the machine cannot format: ") + e.what());
   }
@@ -97,6 +99,10 @@ void Lowerer::lower_printf(const ptx::Instr& in) {
   std::vector<Operand> vals;
   for (uint32_t i = 0; i < (n + 3) / 4; ++i) vals.push_back(R(ld(Space::Local, argp, 4 * i, 4, false)));
   append_print_record(fmt, n, vals);
+  // printf returns the number of arguments parsed (as the PTX-level interpreter does).
+  const ptx::Operand& rets = in.ops[0];
+  if (rets.elems.size() == 1 && rets.elems[0].kind == ptx::Operand::Kind::Sym)
+    st(Space::Local, K(symbol_address(in, rets.elems[0].sym, &sp)), 0, 4, K(count));
 }
 
 // __assertfail(message, file, line, function, size): a print record that the

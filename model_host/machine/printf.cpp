@@ -79,6 +79,12 @@ uint32_t printf_arg_bytes(std::string_view fmt) {
   return off;
 }
 
+uint32_t printf_arg_count(std::string_view fmt) {
+  uint32_t n = 0;
+  scan(fmt, [](std::string_view) {}, [&](const Conv&) { ++n; });
+  return n;
+}
+
 std::string format_prints(const std::vector<uint8_t>& ps, const launch::GlobalMemory& mem) {
   std::string out;
   if (ps.size() < 4) return out;

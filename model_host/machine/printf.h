@@ -26,6 +26,9 @@ inline constexpr uint32_t kAssertRecord = 0xFFFFFFFFu;
 // argument aligned to its size, as nvcc lays it out).  Throws
 // std::invalid_argument for a conversion the machine cannot format.
 uint32_t printf_arg_bytes(std::string_view fmt);
+// The number of arguments `fmt` consumes: what printf returns (CUDA's printf
+// returns the number of arguments parsed).
+uint32_t printf_arg_count(std::string_view fmt);
 
 // Formats every record of a print space.
 std::string format_prints(const std::vector<uint8_t>& print_space, const launch::GlobalMemory& mem);
