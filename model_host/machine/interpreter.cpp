@@ -325,11 +325,8 @@ bool Interpreter::step(StepRecord* rec) {
 // at the end of the block (validate() keeps loads and atomics before them).
 template <bool kRecord>
 bool Interpreter::exec(uint32_t w, StepRecord* rec) {
-  const uint32_t L = p_.lanes, R = nregs_;
   const uint32_t b = wblock_[w];
   const uint64_t mask = wmask_[w];
-  const uint64_t full = L >= 64 ? ~uint64_t(0) : (uint64_t(1) << L) - 1;
-  const bool all = mask == full;
   const Block& blk = prog_.blocks[b];
   cur_warp_ = w;
   cur_block_ = b;
@@ -340,6 +337,19 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
     rec->block = b;
     rec->mask = mask;
   }
+  if (!exec_body<kRecord>(w, blk, mask, rec)) return false;
+  exec_terminator(w, blk, mask);
+  stats_.steps++;
+  return true;
+}
+
+// The block's instructions over the lanes in `mask`, then its stores
+// committed; false on a fault.
+template <bool kRecord>
+[[gnu::always_inline]] inline bool Interpreter::exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec) {
+  const uint32_t L = p_.lanes, R = nregs_;
+  const uint64_t full = L >= 64 ? ~uint64_t(0) : (uint64_t(1) << L) - 1;
+  const bool all = mask == full;
   uint32_t* W = regs_.data() + size_t(w) * R * L;
   const size_t t0 = size_t(w) * L;
   uint32_t imm[3][64];
@@ -522,6 +532,16 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
   } else {
     for (uint32_t i = 0; i < npending; ++i) write_bytes(fast_pending_[i].p, fast_pending_[i].bytes, fast_pending_[i].value);
   }
+  return true;
+}
+
+// The terminator: each lane's next block (pc_) and barrier wait; when every
+// live lane of the warp ran the block, its next block and lanes follow from
+// the terminator alone, else refresh() finds them.
+[[gnu::always_inline]] inline void Interpreter::exec_terminator(uint32_t w, const Block& blk, uint64_t mask) {
+  const uint32_t L = p_.lanes;
+  const size_t t0 = size_t(w) * L;
+  const uint32_t* W = regs_.data() + size_t(w) * nregs_ * L;
   // The terminator: one switch, then the lanes.
   const Terminator& term = blk.term;
   uint32_t* pc = pc_.data() + t0;
@@ -594,13 +614,10 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         break;
       case Term::TRAP: break;
     }
-    stats_.steps++;
-    return true;
+    return;
   }
   if (term.kind == Term::EXIT) live_[w] &= ~mask;
   refresh(w);
-  stats_.steps++;
-  return true;
 }
 
 void Interpreter::run(uint64_t max_steps) {

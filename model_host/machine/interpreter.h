@@ -103,6 +103,9 @@ class Interpreter {
   Window window(Space sp, size_t t0);
   template <bool kRecord>
   bool exec(uint32_t w, StepRecord* rec);
+  template <bool kRecord>
+  bool exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec);
+  void exec_terminator(uint32_t w, const Block& blk, uint64_t mask);
 
   const Program& prog_;
   Params p_;
