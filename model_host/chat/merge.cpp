@@ -377,7 +377,10 @@ Sink calibrate_sink(const BaseModel& base, const CircuitFootprint& f, const Mute
   const torch::Tensor base_final = base.text.tensors.at("norm.weight") + 1;
   std::vector<torch::Tensor> hs, lses;
   {
-    qwen::Model bm(base.text, qwen::Exec::Sparse);
+    // Dense: a trained base has few zero weights, and the dense executor
+    // keeps one fp32 copy of each (the sparse one an index as well); the two
+    // give bit-identical numbers.
+    qwen::Model bm(base.text, qwen::Exec::Dense);
     for (const auto& seq : random_text(opt.calibration_sequences, opt.calibration_length, Vb, opt.calibration_seed)) {
       qwen::State st = bm.new_state();
       qwen::Outputs o = bm.forward(st, seq, {static_cast<int>(bc.num_hidden_layers)});

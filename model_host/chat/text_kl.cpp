@@ -117,7 +117,9 @@ BaseModel trained_like_base(const BaseSpec& spec) {
       // direction), on random text: a deeper stack of random layers adds to
       // the residual, and the direction grows with it.
       b.text.validate();
-      const qwen::Model model(b.text, qwen::Exec::Sparse);
+      // (The dense executor for a dense base: one fp32 copy of the weights,
+      // bit-identical to the sparse one's numbers.)
+      const qwen::Model model(b.text, spec.density < 1 ? qwen::Exec::Sparse : qwen::Exec::Dense);
       double first = 0, last = 0;
       for (const auto& s : random_text(2, 32, spec.vocab, spec.seed + 2000)) {
         qwen::State st = model.new_state();
@@ -139,7 +141,7 @@ BaseModel trained_like_base(const BaseSpec& spec) {
   // text through the layers as generated.  Tokens of low rank are then never
   // likely (the tail), and the rows' own entries spread the rest.
   if (spec.prior_slope > 0) {
-    qwen::Model model(b.text, qwen::Exec::Sparse);
+    qwen::Model model(b.text, spec.density < 1 ? qwen::Exec::Sparse : qwen::Exec::Dense);
     const auto seqs = random_text(2, 32, spec.vocab, spec.seed + 1000);
     std::vector<torch::Tensor> hs;
     for (const auto& s : seqs) {

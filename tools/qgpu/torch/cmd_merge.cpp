@@ -54,7 +54,7 @@ int run_make_base(const MakeBaseArgs& a) {
   if (a.report) {
     // The base's own next-token distributions on random text (the same text
     // text-kl uses).
-    const qwen::Model model(b.text, qwen::Exec::Sparse);
+    const qwen::Model model(b.text, a.spec.density < 1 ? qwen::Exec::Sparse : qwen::Exec::Dense);
     chat::Confidence c;
     for (const auto& s : chat::random_text(a.sequences, a.length, std::min<int64_t>(a.spec.vocab, 248320), 7)) {
       qwen::State st = model.new_state();
