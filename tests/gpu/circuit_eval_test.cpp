@@ -9,7 +9,7 @@
 
 #include "model_host/circuit/evaluator.h"
 #include "model_host/qwen/model.h"
-#include "model_host/gpu/circuit.h"
+#include "model_host/machine_circuit/circuit.h"
 #include "model_host/tokens/prompt.h"
 #include "model_host/tokens/trace.h"
 #include "model_host/tokens/vocab.h"

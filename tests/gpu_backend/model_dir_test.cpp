@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 #include "model_host/qwen/checkpoint.h"
 
 namespace fs = std::filesystem;

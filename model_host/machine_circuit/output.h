@@ -4,11 +4,11 @@
 // the output fields.
 #pragma once
 
-#include "model_host/gpu/alu.h"
-#include "model_host/gpu/builder.h"
-#include "model_host/gpu/context.h"
-#include "model_host/gpu/rom.h"
-#include "model_host/gpu/scheduler.h"
+#include "model_host/machine_circuit/alu.h"
+#include "model_host/machine_circuit/builder.h"
+#include "model_host/machine_circuit/context.h"
+#include "model_host/machine_circuit/rom.h"
+#include "model_host/machine_circuit/scheduler.h"
 
 namespace qgpu::gpu::mc {
 

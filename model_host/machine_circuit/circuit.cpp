@@ -14,17 +14,17 @@
 //   5. scheduler.h: the thread table (scheduler state), the warp groups'
 //      running minimum and release pcs of `wbar` (WMIN tokens);
 //   6. output.h: the decision of what to write next, and the output head.
-#include "model_host/gpu/circuit.h"
-#include "model_host/gpu/model_dir.h"
+#include "model_host/machine_circuit/circuit.h"
+#include "model_host/machine_circuit/layout_format.h"
 
 #include "model_host/circuit/compiler.h"
-#include "model_host/gpu/alu.h"
-#include "model_host/gpu/builder.h"
-#include "model_host/gpu/context.h"
-#include "model_host/gpu/output.h"
-#include "model_host/gpu/registers.h"
-#include "model_host/gpu/rom.h"
-#include "model_host/gpu/scheduler.h"
+#include "model_host/machine_circuit/alu.h"
+#include "model_host/machine_circuit/builder.h"
+#include "model_host/machine_circuit/context.h"
+#include "model_host/machine_circuit/output.h"
+#include "model_host/machine_circuit/registers.h"
+#include "model_host/machine_circuit/rom.h"
+#include "model_host/machine_circuit/scheduler.h"
 #include "model_host/tokens/vocab.h"
 
 #include <nlohmann/json.hpp>

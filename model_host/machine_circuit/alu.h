@@ -5,10 +5,10 @@
 // residual holds one result, the operands and the step in progress.
 #pragma once
 
-#include "model_host/gpu/builder.h"
-#include "model_host/gpu/context.h"
-#include "model_host/gpu/registers.h"
-#include "model_host/gpu/rom.h"
+#include "model_host/machine_circuit/builder.h"
+#include "model_host/machine_circuit/context.h"
+#include "model_host/machine_circuit/registers.h"
+#include "model_host/machine_circuit/rom.h"
 
 namespace qgpu::gpu::mc {
 

@@ -5,10 +5,10 @@
 // and what the scan over threads and CTAs goes on to.
 #pragma once
 
-#include "model_host/gpu/builder.h"
-#include "model_host/gpu/context.h"
-#include "model_host/gpu/registers.h"
-#include "model_host/gpu/rom.h"
+#include "model_host/machine_circuit/builder.h"
+#include "model_host/machine_circuit/context.h"
+#include "model_host/machine_circuit/registers.h"
+#include "model_host/machine_circuit/rom.h"
 
 namespace qgpu::gpu::mc {
 

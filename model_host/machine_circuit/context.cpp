@@ -1,6 +1,6 @@
-#include "model_host/gpu/context.h"
+#include "model_host/machine_circuit/context.h"
 
-#include "model_host/gpu/circuit.h"
+#include "model_host/machine_circuit/circuit.h"
 
 namespace qgpu::gpu::mc {
 

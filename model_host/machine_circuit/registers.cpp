@@ -1,4 +1,4 @@
-#include "model_host/gpu/registers.h"
+#include "model_host/machine_circuit/registers.h"
 
 #include "model_host/machine/isa.h"
 

@@ -5,7 +5,7 @@
 // (docs/tokens.md section 4).
 #pragma once
 
-#include "model_host/gpu/builder.h"
+#include "model_host/machine_circuit/builder.h"
 
 #include <array>
 

@@ -3,8 +3,8 @@
 // at the block this pass runs; the instruction decoded.
 #pragma once
 
-#include "model_host/gpu/builder.h"
-#include "model_host/gpu/context.h"
+#include "model_host/machine_circuit/builder.h"
+#include "model_host/machine_circuit/context.h"
 
 namespace qgpu::gpu::mc {
 

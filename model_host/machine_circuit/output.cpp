@@ -1,4 +1,4 @@
-#include "model_host/gpu/output.h"
+#include "model_host/machine_circuit/output.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "model_host/gpu/builder.h"
+#include "model_host/machine_circuit/builder.h"
 
 #include "model_host/machine/isa.h"
 

@@ -1,4 +1,4 @@
-#include "model_host/gpu/alu.h"
+#include "model_host/machine_circuit/alu.h"
 
 #include "model_host/machine/isa.h"
 

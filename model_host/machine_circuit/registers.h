@@ -4,9 +4,9 @@
 // branch's condition).
 #pragma once
 
-#include "model_host/gpu/builder.h"
-#include "model_host/gpu/context.h"
-#include "model_host/gpu/rom.h"
+#include "model_host/machine_circuit/builder.h"
+#include "model_host/machine_circuit/context.h"
+#include "model_host/machine_circuit/rom.h"
 
 namespace qgpu::gpu::mc {
 

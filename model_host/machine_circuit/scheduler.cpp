@@ -1,4 +1,4 @@
-#include "model_host/gpu/scheduler.h"
+#include "model_host/machine_circuit/scheduler.h"
 
 #include <algorithm>
 

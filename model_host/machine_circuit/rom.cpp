@@ -1,4 +1,4 @@
-#include "model_host/gpu/rom.h"
+#include "model_host/machine_circuit/rom.h"
 
 #include "model_host/machine/isa.h"
 
