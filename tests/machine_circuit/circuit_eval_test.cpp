@@ -1,4 +1,4 @@
-// The machine circuit (model_host/gpu/circuit.cpp) run on circuit::Evaluator,
+// The machine circuit (model_host/machine_circuit/circuit.cpp) run on circuit::Evaluator,
 // the plain-integer oracle of the compiled layers, teacher-forced on the
 // reference interpreter's trace: after every token the circuit's output head
 // must select exactly the token the trace writes next (docs/tokens.md).
