@@ -14,7 +14,7 @@ if(CMAKE_SCRIPT_MODE_FILE)
 endif()
 
 # The entry points: the machine as a circuit and the build-model step.
-set(QGPU_CIRCUIT_ENTRIES model_host/gpu/circuit.cpp model_host/gpu/build_model.cpp)
+set(QGPU_CIRCUIT_ENTRIES model_host/machine_circuit/circuit.cpp model_host/model_cache/build_model.cpp)
 # The circuit evaluator is the tests' oracle, not part of the compiler.
 set(QGPU_CIRCUIT_EXCLUDE "^model_host/circuit/evaluator\\.(cpp|h)$")
 

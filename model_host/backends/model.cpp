@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "model_host/backends/registry.h"
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 #include "model_host/machine/api.h"
 #include "model_host/tokens/prompt.h"
 #include "model_host/tokens/trace.h"

@@ -27,7 +27,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
   if (name == "model-trace") return backends::make_trace_backend(options.model.dump_tokens);
   if (name == "model") {
 #ifdef QGPU_HAVE_MODEL_BACKEND
-    // libqgpu_gpu.so (and with it libtorch) is loaded here, once per process.
+    // The model backend's library (and with it libtorch) is loaded here, once per process.
     void* lib = dlopen(QGPU_GPU_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
     if (!lib) throw BackendUnavailable(std::string("the model backend's library did not load: ") + dlerror());
     using Make = Backend* (*)(const BackendOptions&);

@@ -25,7 +25,7 @@ struct BackendUnavailable : std::runtime_error {
 // What a backend is made from: the model backend's checkpoint and options,
 // the CUDA-sized device's memory.
 struct BackendOptions {
-  // The compiled checkpoint (gpu/build_model.h); empty: the model cache,
+  // The compiled checkpoint (model_cache/build_model.h); empty: the model cache,
   // built there on first use.
   std::string model_dir;
   backends::ModelOptions model;

@@ -21,7 +21,7 @@
 #pragma once
 
 #include "model_host/launch/launch.h"
-#include "model_host/gpu/circuit.h"
+#include "model_host/machine_circuit/circuit.h"
 #include "model_host/qwen/model.h"
 #include "model_host/qwen/tokenizer.h"
 

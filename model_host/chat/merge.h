@@ -27,7 +27,7 @@
 // base layers compute what they compute without the circuit.
 #pragma once
 
-#include "model_host/gpu/circuit.h"
+#include "model_host/machine_circuit/circuit.h"
 #include "model_host/tokens/vocab.h"
 #include "model_host/qwen/checkpoint.h"
 

@@ -1,5 +1,9 @@
 // The circuit compiler: schedules a Program into Qwen3.5 linear-attention
-// layers, allocates residual dimensions, and emits the weights.
+// layers, allocates residual dimensions, and emits the weights.  compile()
+// runs its passes in order, each in its own file with its own types:
+// placement.h (ops into layers), lifetimes.h (last uses and clears),
+// dimensions.h (residual dimensions), norms.h (exact norm levels and pads),
+// emission.h (the weights); codes.h holds what they share.
 //
 // Numbers (every one exact in bf16, passes on conjunctions of up to 3
 // literals included; docs/circuit.md explains each):

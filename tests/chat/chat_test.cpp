@@ -16,7 +16,7 @@
 #include "model_host/chat/merge.h"
 #include "model_host/chat/text_kl.h"
 #include "model_host/backends/model.h"
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 #include "model_host/tokens/vocab.h"
 
 namespace {

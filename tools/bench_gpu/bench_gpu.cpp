@@ -14,7 +14,7 @@
 // back.  --words non-zero words of global memory go into the prompt.
 #include "model_host/circuit/compiler.h"
 #include "model_host/circuit/evaluator.h"
-#include "model_host/gpu/circuit.h"
+#include "model_host/machine_circuit/circuit.h"
 #include "model_host/tokens/prompt.h"
 #include "model_host/tokens/trace.h"
 #include "model_host/tokens/vocab.h"

@@ -1,8 +1,8 @@
 # bench_gpu: decode and prefill speed of the sparse executor on the compiled
-# GPU checkpoint (model_host/gpu), on a launch checked against the reference
+# GPU checkpoint (model_host/machine_circuit), on a launch checked against the reference
 # interpreter's trace.
-if(TARGET qgpu_gpu)
+if(TARGET qgpu_model_build)
   add_executable(bench_gpu ${CMAKE_CURRENT_LIST_DIR}/bench_gpu.cpp)
-  target_link_libraries(bench_gpu PRIVATE qgpu_gpu CLI11::CLI11)
+  target_link_libraries(bench_gpu PRIVATE qgpu_model_build CLI11::CLI11)
   qgpu_torch_pch(bench_gpu)
 endif()

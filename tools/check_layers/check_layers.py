@@ -17,7 +17,7 @@ import sys
 from collections import defaultdict
 
 # Lowest first. A layer may include itself and any layer before it.
-LAYERS = ["launch", "ptx", "machine", "lower", "qwen", "circuit", "tokens", "gpu", "backends", "daemon", "chat"]
+LAYERS = ["launch", "ptx", "machine", "lower", "qwen", "circuit", "tokens", "machine_circuit", "model_cache", "backends", "daemon", "chat"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"(model_host/[^"]+)"', re.M)
 
 

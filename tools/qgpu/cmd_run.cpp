@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "command.h"
-#include "model_host/gpu/model_dir.h"
+#include "model_host/model_cache/model_dir.h"
 #include "qgpu/client.h"
 #include "qgpu/endpoint.h"
 #include "torch_commands.h"

@@ -1,5 +1,5 @@
 // `qgpu build-model`: compiles the GPU into a Qwen3.5 checkpoint directory
-// (model_host/gpu/build_model.h), by default the model cache that model_host
+// (model_host/model_cache/build_model.h), by default the model cache that model_host
 // and `qgpu run` use.  What is written: the compact form the daemon loads
 // (config.json, the sparse side file, the layout; about 100 MB) into the
 // cache; the Hugging Face checkpoint (fp32 safetensors besides, over 20 GB of
@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "command.h"
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 #include "torch_commands.h"
 
 namespace {

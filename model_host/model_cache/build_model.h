@@ -3,8 +3,8 @@
 // when it is missing.
 #pragma once
 
-#include "model_host/gpu/circuit.h"
-#include "model_host/gpu/model_dir.h"
+#include "model_host/machine_circuit/circuit.h"
+#include "model_host/model_cache/model_dir.h"
 
 #include <string>
 

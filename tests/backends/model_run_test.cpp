@@ -1,7 +1,7 @@
 // CUDA programs on the GPU inside the compiled checkpoint: `qgpu run` and
 // model_host with the model backend, under the real libcudart.so.13 drop-in.
 // The model comes from the cache in the build tree, which the
-// gpu_backend.build_model fixture fills once.
+// backends.build_model fixture fills once.
 //
 // What is checked: the dot product prints 32 with --check (every generated
 // token and the memory equal to the reference interpreter's), so do warp
@@ -21,7 +21,7 @@
 #include <sstream>
 #include <thread>
 
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 #include "model_host/tokens/vocab.h"
 #include "process.h"
 

@@ -1,4 +1,4 @@
-#include "model_host/gpu/model_dir.h"
+#include "model_host/model_cache/model_dir.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-// Model directories (model_host/gpu/build_model.h) and the compact checkpoint
+// Model directories (model_host/model_cache/build_model.h) and the compact checkpoint
 // form they use (qwen::Checkpoint::save_compact): round trips, byte-for-byte
 // determinism, files a previous save left behind, the cache location, and
 // the errors that name what is wrong.  No circuit is compiled here.
@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 #include "model_host/qwen/checkpoint.h"
 
 namespace fs = std::filesystem;

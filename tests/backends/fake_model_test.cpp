@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 #include "model_host/tokens/vocab.h"
 #include "process.h"
 

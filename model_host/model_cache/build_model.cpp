@@ -1,4 +1,4 @@
-#include "model_host/gpu/build_model.h"
+#include "model_host/model_cache/build_model.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The machine circuit (model_host/gpu/circuit.cpp) run on circuit::Evaluator,
+// The machine circuit (model_host/machine_circuit/circuit.cpp) run on circuit::Evaluator,
 // the plain-integer oracle of the compiled layers, teacher-forced on the
 // reference interpreter's trace: after every token the circuit's output head
 // must select exactly the token the trace writes next (docs/tokens.md).
@@ -9,7 +9,7 @@
 
 #include "model_host/circuit/evaluator.h"
 #include "model_host/qwen/model.h"
-#include "model_host/gpu/circuit.h"
+#include "model_host/machine_circuit/circuit.h"
 #include "model_host/tokens/prompt.h"
 #include "model_host/tokens/trace.h"
 #include "model_host/tokens/vocab.h"

@@ -13,6 +13,8 @@
 // qgpu-gpu.json is written last: a directory without it is incomplete.
 #pragma once
 
+#include "model_host/machine_circuit/layout_format.h"   // kLayoutFormat
+
 #include <functional>
 #include <string>
 
@@ -22,8 +24,6 @@ enum class ModelFormat { Full, Compact };
 
 inline constexpr char kConfigFile[] = "config.json";
 inline constexpr char kLayoutFile[] = "qgpu-gpu.json";
-// The layout file's "format" (Layout::to_json writes it).
-inline constexpr char kLayoutFormat[] = "qgpu-gpu-layout-1";
 inline constexpr char kSideFile[] = "qgpu-sparse.bin";
 inline constexpr char kSafetensors[] = "model.safetensors";
 

@@ -1,0 +1,180 @@
+#include "model_host/machine_circuit/context.h"
+
+#include "model_host/machine_circuit/circuit.h"
+
+namespace qgpu::gpu::mc {
+
+namespace {
+
+// Fall-through values since the last EXEC or VX, counting this token
+// (0..kFallChain), as far as the token and the 3 before it tell: a
+// fall-through value counts itself and those right before it; VZ, VG, VN
+// and VLO (the value of the block a chain ran last) count those before them.
+// The kinds before come from one-row stores in the first layer (their write
+// enable is constant, so they wait for nothing); D after VLO takes VLO's
+// count from the store of the token before (`prev`).
+ValueId fall_count(Builder& b) {
+  static_assert(kFallChain == 3, "the count reads the 3 tokens before");
+  // One store per age: a record whose parts all come from before the
+  // sequence start reads as never written (slot 0), one that mixes ages
+  // would not be clean on the first tokens.
+  std::vector<ValueId> k;
+  for (int age = 1; age <= 3; ++age) {
+    MemoryOp m;
+    m.name = "kind_age" + std::to_string(age);
+    m.rows = 1;
+    m.write_addr = circuit::Address(std::vector<AddrBit>{});
+    m.read_addr = circuit::Address(std::vector<AddrBit>{});
+    m.write_enable = Operand::fixed(1);
+    m.zero_default = true;
+    m.parts.push_back({b.kind, age});
+    k.push_back(b.p.memory(m).at(0));
+  }
+  const Lit fall0{b.kind, slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); })};
+  const Lit value0{b.kind, slots_where(kKindCount, [](int s) {
+                     const Kind t = Kind(s);
+                     return t == Kind::VZ || t == Kind::VG || t == Kind::VN || t == Kind::VLO;
+                   })};
+  auto fall = [&](int age, bool is) {
+    return Lit{k[age - 1], slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); }), !is};
+  };
+  std::vector<Step> st;
+  // A fall-through value: 1 + the run of them right before it.
+  st.push_back(conjunction({fall0, fall(1, false)}, 1));
+  st.push_back(conjunction({fall0, fall(1, true), fall(2, false)}, 2));
+  st.push_back(conjunction({fall0, fall(1, true), fall(2, true)}, 3));
+  // A value token: the run right before it.
+  st.push_back(conjunction({value0, fall(1, true), fall(2, false)}, 1));
+  st.push_back(conjunction({value0, fall(1, true), fall(2, true), fall(3, false)}, 2));
+  st.push_back(conjunction({value0, fall(1, true), fall(2, true), fall(3, true)}, 3));
+  return b.p.mlp("falls", kFallChain + 1, 0, std::move(st));
+}
+
+}  // namespace
+
+void declare_tokens(Builder& b) {
+  Program& p = b.p;
+  b.kind = p.field("kind", kKindCount);
+  for (int i = 0; i < 4; ++i) b.pay.push_back(p.field("p" + std::to_string(i), 16));
+  for (int k = 0; k < kKindCount; ++k)
+    for (uint32_t x = 0; x < payload_size(Kind(k)); ++x) {
+      std::vector<std::pair<ValueId, int>> slots{{b.kind, k}};
+      for (int i = 0; i < 4; ++i) slots.push_back({b.pay[i], int((x >> (4 * i)) & 15)});
+      p.token(token_name(token_id(Kind(k), x)), slots);
+    }
+}
+
+Context context_stage(Builder& b) {
+  Program& p = b.p;
+  Context c;
+  c.P = {{b.pay[0]}, {b.pay[1]}, {b.pay[2]}, {b.pay[3]}};
+  c.one = b.konst(2, 1);
+  c.is_cta = b.is_kind(Kind::CTA);
+  c.falls = fall_count(b);
+  const auto prev = store(b, "prev", 1, {}, {}, c.one, -1, cat({{b.kind, 1}, {c.falls, 1}}, payload_parts(b, 4, 1)));
+  c.prev_kind = prev[0];
+  c.prev_falls = prev[1];
+  c.prevP = outs(prev, 2, 4);
+  c.prev2P = outs(store(b, "prev2", 1, {}, {}, c.one, -1, payload_parts(b, 4, 2)), 0, 4);
+  // The block being run: EXEC's payload, or VX's (whose bits 10.. are its
+  // value; only bits 0..9 address the ROM), plus the fall-through values
+  // (VZF, VGF, VNF, DF) since then: each runs the block after the last one run.
+  const ValueId names = b.flag("names_block", b.kind, [](int s) { return names_block(Kind(s)); });
+  const Digits named_pc = outs(store(b, "ctx_exec", 1, {}, {}, names, -1, payload_parts(b, 3, 0)), 0, 3);
+  c.cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(b, 3, 0)), 0, 3);
+  // CTA indices and counts: 16 bits (up to 65,535 CTAs).
+  c.cur_c = outs(store(b, "ctx_cta", 1, {}, {}, c.is_cta, -1, payload_parts(b, 4, 0)), 0, 4);
+  c.epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), c.is_cta, {payload_part(b, 0, 0)})[0];
+  c.n_threads = outs(store(b, "ctx_nt", 1, {}, {}, b.is_kind(Kind::NT), -1, payload_parts(b, 3, 0)), 0, 3);
+  c.n_ctas = outs(store(b, "ctx_nc", 1, {}, {}, b.is_kind(Kind::NC), -1, payload_parts(b, 4, 0)), 0, 4);
+  // The local store is split among the CTA's threads rounded up to a power of
+  // two, 2^c with c = ceil(log2 NT) (machine::Params::local_bytes_for): c, from
+  // NT's low two nibbles (both zero only for NT(256), c = 8).
+  const ValueId nt_log = p.lookup("nt_log2", 9, {b.pay[1], b.pay[0]}, [](const std::vector<int>& v) {
+    const int t = v[0] * 16 + v[1];
+    int c = 0;
+    while (t > 0 && (1 << c) < t) ++c;
+    return t == 0 ? 8 : c;
+  });
+  c.local_log = store(b, "ctx_tlog", 1, {}, {}, b.is_kind(Kind::NT), -1, {{nt_log, 0}})[0];
+  c.rom_sel = outs(store(b, "ctx_rom", 1, {}, {}, b.is_kind(Kind::ROM), -1, payload_parts(b, 3, 0)), 0, 3);
+  const auto pc_digits = run_pc(p, b.kind, {named_pc[0].v, named_pc[1].v, named_pc[2].v}, c.falls, c.prev_falls);
+  c.cur_pc = {{pc_digits[0]}, {pc_digits[1]}, {pc_digits[2]}};
+  // The block after it, for the fall-through values; and whether one more
+  // of them may follow.
+  c.next_pc = increment(b, "next_pc", c.cur_pc);
+  c.may_fall = b.flag("may_fall", c.falls, [](int s) { return s < int(kFallChain); });
+
+  // Which pass this is (docs/tokens.md section 4).
+  c.pass = p.lookup("pass", kPassCount, {b.kind, c.prev_kind}, [](const std::vector<int>& v) {
+    switch (Kind(v[0])) {
+      case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: case Kind::DF: return int(kExec);
+      case Kind::VLO: return int(kHi);
+      case Kind::VZ: case Kind::VG: case Kind::VN: return int(kCtrl);
+      case Kind::D: return Kind(v[1]) == Kind::VLO ? int(kCtrl) : int(kOther);
+      case Kind::WARP: return int(kWarp);
+      case Kind::WMIN: return int(kWmin);
+      case Kind::START: return int(kStart);
+      case Kind::CTA: case Kind::BARRIER: return int(kToWarp0);
+      case Kind::TRAP: case Kind::FAULT: return int(kToEnd);
+      default: return int(kOther);
+    }
+  });
+  c.is_exec = b.flag("is_exec_pass", c.pass, [](int s) { return s == kExec; });
+  c.is_ctrl = b.flag("is_ctrl_pass", c.pass, [](int s) { return s == kCtrl; });
+  // The high half of a value: D after VLO, or DF.
+  c.is_vhi = p.lookup("is_vhi", 2, {b.kind, c.prev_kind}, [](const std::vector<int>& v) {
+    return (Kind(v[0]) == Kind::D && Kind(v[1]) == Kind::VLO) || Kind(v[0]) == Kind::DF ? 1 : 0;
+  });
+  return c;
+}
+
+}  // namespace qgpu::gpu::mc
+
+namespace qgpu::gpu {
+
+// The block a pass runs, or whose terminator it follows: the last EXEC's or
+// VX's (`named`, 3 nibbles, bits 0..9 the block) plus the fall-through
+// values since (`falls` of this token, `prev_falls` of the one before for D
+// after VLO), in one layer: per output digit, one conjunction per count,
+// input digit and carry.
+std::array<circuit::ValueId, 3> run_pc(circuit::Program& p, circuit::ValueId kind,
+                                       const std::array<circuit::ValueId, 3>& named, circuit::ValueId falls,
+                                       circuit::ValueId prev_falls) {
+  using mc::conjunction;
+  using mc::Lit;
+  using mc::slots_where;
+  using circuit::Step;
+  const Lit not_d{kind, {int(Kind::D)}, true};
+  const Lit is_d{kind, {int(Kind::D)}};
+  std::vector<Step> d0, d1, d2;
+  for (const auto& [count, sel] : {std::pair{falls, not_d}, std::pair{prev_falls, is_d}}) {
+    for (int j = 0; j <= int(kFallChain); ++j) {
+      const Lit cj{count, {j}};
+      // Carry out of digit 0: b0 + j >= 16.
+      const Lit carry{named[0], slots_where(16, [j](int x) { return x + j >= 16; })};
+      const Lit no_carry{named[0], carry.slots, true};
+      for (int x = 0; x < 16; ++x) {
+        if ((x + j) % 16) d0.push_back(conjunction({sel, cj, {named[0], {x}}}, (x + j) % 16));
+        if (x) d1.push_back(conjunction({sel, cj, no_carry, {named[1], {x}}}, x));
+        if (!carry.slots.empty() && (x + 1) % 16)
+          d1.push_back(conjunction({sel, cj, carry, {named[1], {x}}}, (x + 1) % 16));
+      }
+      // Digit 2: the block's bits 8..9 (a VX payload has value bits above).
+      for (int x = 0; x < 4; ++x) {
+        const Lit b2{named[2], slots_where(16, [x](int s) { return (s & 3) == x; })};
+        const Lit b1_not15{named[1], {15}, true};
+        if (x) {
+          d2.push_back(conjunction({sel, cj, b1_not15, b2}, x));
+          d2.push_back(conjunction({sel, cj, {named[1], {15}}, no_carry, b2}, x));
+        }
+        if (!carry.slots.empty() && (x + 1) % 4)
+          d2.push_back(conjunction({sel, cj, {named[1], {15}}, carry, b2}, (x + 1) % 4));
+      }
+    }
+  }
+  return {p.mlp("run_pc.d0", 16, 0, std::move(d0)), p.mlp("run_pc.d1", 16, 0, std::move(d1)),
+          p.mlp("run_pc.d2", 16, 0, std::move(d2))};
+}
+
+}  // namespace qgpu::gpu
