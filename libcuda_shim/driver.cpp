@@ -8,6 +8,7 @@
 // later call that needs the context returns the error.
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -122,6 +123,9 @@ client::Connection* runtime_session(bool wait) {
 
 client::Connection& device() {
   State& s = state();
+  // A runtime that opened its session has initialised the driver, as
+  // CUDA's runtime does: driver calls work without the program's cuInit.
+  if (!s.initialized && runtime_session(false)) s.initialized = true;
   require(s.initialized, CUDA_ERROR_NOT_INITIALIZED, "cuInit has not been called");
   if (s.conn) {
     runtime_session(true);  // the runtime's queued work first (it borrowed this session)
@@ -337,6 +341,23 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
   });
 }
 
+// cuDeviceComputeCapability (deprecated in cuda.h, and still called by
+// programs), under a name the entry table can take without a warning.
+namespace {
+CUresult compute_capability(int* major, int* minor, CUdevice dev) {
+  return api("cuDeviceComputeCapability", [&] {
+    require(major && minor, CUDA_ERROR_INVALID_VALUE, "major or minor is NULL");
+    check_device(dev);
+    *major = kMajor;
+    *minor = kMinor;
+  });
+}
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  return compute_capability(major, minor, dev);
+}
+
 // ------------------------------------------------------------------ contexts
 QGPU_CU_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   return api("cuDevicePrimaryCtxRetain", [&] {
@@ -374,6 +395,12 @@ QGPU_CU_API CUresult CUDAAPI cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams* p
     current = c;
     *ctx = c;
   });
+}
+
+// The CUDA 4-11 form, which programs built against older headers (or
+// loading libcuda with dlopen) call: no creation parameters.
+QGPU_CU_API CUresult CUDAAPI cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice dev) {
+  return cuCtxCreate_v4(ctx, nullptr, flags, dev);
 }
 
 QGPU_CU_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
@@ -761,6 +788,69 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, 
   return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
+// ----------------------------------------------------------------- occupancy
+// The device runs one CTA at a time on its one multiprocessor (as the
+// runtime's cudaOccupancy* report): a block is resident when its threads and
+// its shared memory (static and dynamic) fit.
+namespace {
+bool block_fits(const qgpu::proto::DeviceInfo& d, const CUfunc_st& f, long threads, size_t dynamic_smem) {
+  return threads > 0 && uint64_t(threads) <= d.max_threads_per_cta &&
+         uint64_t(f.layout.static_smem) + dynamic_smem <= d.shared_optin_bytes_per_cta;
+}
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfunction func,
+                                                                                  int block_size,
+                                                                                  size_t dynamic_smem,
+                                                                                  unsigned int flags) {
+  (void)flags;  // the caching override: the machine has no caches
+  return api("cuOccupancyMaxActiveBlocksPerMultiprocessor", [&] {
+    require(blocks != nullptr, CUDA_ERROR_INVALID_VALUE, "numBlocks is NULL");
+    const qgpu::proto::DeviceInfo& d = context().device();
+    *blocks = block_fits(d, *function_of(func), block_size, dynamic_smem) ? 1 : 0;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction func,
+                                                                         int block_size, size_t dynamic_smem) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, func, block_size, dynamic_smem, 0);
+}
+
+// The largest block that is resident (the limit, then whole warps below it),
+// with its shared memory from `smem_of` (block size -> dynamic bytes) or
+// `dynamic_smem`; the grid that fills the device is then one block.  When no
+// block fits, both are 0, as on CUDA.
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block_size, CUfunction func,
+                                                                       CUoccupancyB2DSize smem_of,
+                                                                       size_t dynamic_smem, int limit,
+                                                                       unsigned int flags) {
+  (void)flags;  // the caching override: the machine has no caches
+  return api("cuOccupancyMaxPotentialBlockSize", [&] {
+    require(min_grid && block_size, CUDA_ERROR_INVALID_VALUE, "minGridSize or blockSize is NULL");
+    const qgpu::proto::DeviceInfo& d = context().device();
+    const CUfunc_st& f = *function_of(func);
+    const long warp = d.warp_size ? d.warp_size : 32;
+    long t = long(d.max_threads_per_cta);
+    if (limit > 0) t = std::min<long>(t, limit);
+    int best = 0;
+    while (t > 0) {
+      if (block_fits(d, f, t, smem_of ? smem_of(int(t)) : dynamic_smem)) {
+        best = int(t);
+        break;
+      }
+      t = t % warp ? t / warp * warp : t - warp;
+    }
+    *block_size = best;
+    *min_grid = best ? 1 : 0;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction func,
+                                                              CUoccupancyB2DSize smem_of, size_t dynamic_smem,
+                                                              int limit) {
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, func, smem_of, dynamic_smem, limit, 0);
+}
+
 // --------------------------------------------------------- errors, lookups
 namespace {
 
@@ -813,7 +903,7 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuInit), QGPU_ENTRY(cuDriverGetVersion), QGPU_ENTRY(cuDeviceGetCount),
     QGPU_ENTRY(cuDeviceGet), QGPU_ENTRY(cuDeviceGetName), QGPU_ENTRY(cuDeviceTotalMem_v2),
     QGPU_ENTRY(cuDeviceGetAttribute), QGPU_ENTRY(cuDevicePrimaryCtxRetain),
-    QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4),
+    QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4), QGPU_ENTRY(cuCtxCreate_v2),
     QGPU_ENTRY(cuCtxDestroy_v2), QGPU_ENTRY(cuCtxGetCurrent), QGPU_ENTRY(cuCtxSetCurrent),
     QGPU_ENTRY(cuCtxPushCurrent_v2), QGPU_ENTRY(cuCtxPopCurrent_v2),
     QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuMemAlloc_v2),
@@ -824,7 +914,10 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuModuleGetGlobal_v2), QGPU_ENTRY(cuLaunchKernel), QGPU_ENTRY(cuGetErrorString),
     QGPU_ENTRY(cuGetErrorName), QGPU_ENTRY(cuGetProcAddress_v2), QGPU_ENTRY(cuLinkCreate_v2),
     QGPU_ENTRY(cuLinkAddData_v2), QGPU_ENTRY(cuLinkAddFile_v2), QGPU_ENTRY(cuLinkComplete),
-    QGPU_ENTRY(cuLinkDestroy),
+    QGPU_ENTRY(cuLinkDestroy), {"cuDeviceComputeCapability", reinterpret_cast<void*>(&compute_capability)},
+    QGPU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    QGPU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
+    QGPU_ENTRY(cuOccupancyMaxPotentialBlockSize), QGPU_ENTRY(cuOccupancyMaxPotentialBlockSizeWithFlags),
 };
 #undef QGPU_ENTRY
 

@@ -207,11 +207,13 @@ TEST(Runtime, ManagedAndMappedMemory) {
 // The runtime and the driver API share one session (the primary context),
 // whichever library opens it.
 TEST(Runtime, DriverApiSharesTheRuntimesSession) {
-  for (const char* order : {"runtime-first", "driver-first"}) {
+  for (const char* order : {"runtime-first", "driver-first", "no-cuinit"}) {
     qgpu::test::Result r;
     auto m = run_program("driver_mix", &r, {order});
     SCOPED_TRACE(std::string(order) + "\n" + r.out + r.err);
-    EXPECT_EQ(m["cuInit"], "0");
+    EXPECT_EQ(m["cuInit"], std::string(order) == "no-cuinit" ? "" : "0");
+    EXPECT_EQ(m["cuCtxGetDevice"], "0");  // without cuInit too: the runtime initialised the driver
+    EXPECT_EQ(m["device"], "0");
     EXPECT_EQ(m["cudaMalloc"], "cudaSuccess");
     EXPECT_EQ(m["cuCtxGetCurrent"], "0");
     EXPECT_EQ(m["has_context"], "1");  // the runtime's primary context, current without cuCtxCreate
