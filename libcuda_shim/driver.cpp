@@ -336,6 +336,7 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *value = 256; break;
       case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; break;
+      case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *value = d.cooperative_ctas > 0; break;
       default: *value = 0; break;  // features the machine does not have
     }
   });
@@ -743,12 +744,13 @@ QGPU_CU_API CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* ptr, size_t* byte
 }
 
 // ------------------------------------------------------------------ launches
-QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
-                                            unsigned int gz, unsigned int bx, unsigned int by,
-                                            unsigned int bz, unsigned int shared_bytes,
-                                            CUstream stream, void** params, void** extra) {
-  (void)stream;  // launches run to completion in order: every stream is the same one
-  return api("cuLaunchKernel", [&] {
+namespace {
+// cuLaunchKernel, and cuLaunchCooperativeKernel (`cooperative`: every block
+// resident at once, for grid-wide sync; the daemon checks the device's limit).
+CUresult launch_kernel(const char* entry, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared_bytes, void** params,
+                       void** extra, bool cooperative) {
+  return api(entry, [&] {
     Connection& c = context();
     CUfunc_st* fn = function_of(f);
     require(gx && gy && gz && bx && by && bz, CUDA_ERROR_INVALID_VALUE,
@@ -760,6 +762,7 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     args.block[0] = bx, args.block[1] = by, args.block[2] = bz;
     args.dynamic_smem = shared_bytes;
     args.params = pack_params(*fn, params, extra);
+    args.cooperative = cooperative ? 1 : 0;
     qgpu::proto::LaunchOutcome out = c.launch(args);
     if (!out.printf_output.empty()) {
       std::fwrite(out.printf_output.data(), 1, out.printf_output.size(), stdout);
@@ -772,13 +775,37 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsig
         // and the next call that uses the context reports it (sticky).
         state().sticky = r;
         state().sticky_message = out.message;
-        std::fprintf(stderr, "qgpu libcuda: cuLaunchKernel: kernel '%s': %s\n", fn->layout.name.c_str(),
+        std::fprintf(stderr, "qgpu libcuda: %s: kernel '%s': %s\n", entry, fn->layout.name.c_str(),
                      out.message.c_str());
         return;
       }
       throw DriverError(r, "kernel '" + fn->layout.name + "': " + out.message);
     }
   });
+}
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                            unsigned int bz, unsigned int shared_bytes,
+                                            CUstream stream, void** params, void** extra) {
+  (void)stream;  // launches run to completion in order: every stream is the same one
+  return launch_kernel("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared_bytes, params, extra, false);
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                                       unsigned int gz, unsigned int bx, unsigned int by,
+                                                       unsigned int bz, unsigned int shared_bytes,
+                                                       CUstream stream, void** params) {
+  (void)stream;  // launches run to completion in order: every stream is the same one
+  return launch_kernel("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared_bytes, params, nullptr, true);
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                                            unsigned int bz, unsigned int shared_bytes,
+                                                            CUstream stream, void** params) {
+  return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
 }
 
 QGPU_CU_API CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
@@ -918,6 +945,7 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
     QGPU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
     QGPU_ENTRY(cuOccupancyMaxPotentialBlockSize), QGPU_ENTRY(cuOccupancyMaxPotentialBlockSizeWithFlags),
+    QGPU_ENTRY(cuLaunchCooperativeKernel),
 };
 #undef QGPU_ENTRY
 
@@ -977,7 +1005,7 @@ CUresult from_runtime_error(int e) {
   switch (e) {
     // Runtime and driver share these values.
     case 0: case 1: case 2: case 3: case 46: case 100: case 200: case 218: case 400: case 500:
-    case 600: case 700: case 701: case 702: case 710: case 719: case 801: case 909: case 999:
+    case 600: case 700: case 701: case 702: case 710: case 719: case 720: case 801: case 909: case 999:
       return static_cast<CUresult>(e);
     case 9: return CUDA_ERROR_INVALID_VALUE;     // cudaErrorInvalidConfiguration
     case 13: return CUDA_ERROR_NOT_FOUND;        // cudaErrorInvalidSymbol

@@ -347,8 +347,12 @@ class Interp {
       case SReg::DynamicSmemSize: return dyn_;
       case SReg::TotalSmemSize: return layout_.dynamic_offset + dyn_;
       case SReg::AggrSmemSize: return layout_.dynamic_offset + dyn_;
-      // No driver environment, performance counters, reserved shared memory or graph.
-      case SReg::Envreg: case SReg::Pm: case SReg::Pm64: case SReg::CurrentGraphExec:
+      // The driver environment: a cooperative launch's grid workspace in
+      // %envreg1 (high word) and %envreg2 (low word).  No performance
+      // counters, reserved shared memory or graph.
+      case SReg::Envreg:
+        return o.imm == 1 ? opt_.grid_workspace >> 32 : o.imm == 2 ? opt_.grid_workspace & 0xFFFFFFFFu : 0;
+      case SReg::Pm: case SReg::Pm64: case SReg::CurrentGraphExec:
       case SReg::ReservedSmemOffsetBegin: case SReg::ReservedSmemOffsetEnd:
       case SReg::ReservedSmemOffsetCap: case SReg::ReservedSmemOffset: return 0;
       // Every CTA is its own implicit 1x1x1 cluster.

@@ -222,6 +222,41 @@ TEST(Driver, ComputeCapabilityAndOccupancy) {
   EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
 }
 
+// cuLaunchCooperativeKernel: grid-wide sync over the resident grid (one
+// block on the interpreter's device, as the occupancy calls say); a larger
+// grid is refused with CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
+TEST(Driver, CooperativeLaunchSyncsTheGrid) {
+  int coop = -1;
+  ASSERT_EQ(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0), CUDA_SUCCESS);
+  EXPECT_EQ(coop, 1);
+  std::ifstream f(QGPU_TEST_FATBIN, std::ios::binary);
+  std::vector<char> fatbin((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CUmodule m;
+  ASSERT_EQ(cuModuleLoadFatBinary(&m, fatbin.data()), CUDA_SUCCESS);
+  CUfunction fn;
+  ASSERT_EQ(cuModuleGetFunction(&fn, m, "grid_reverse"), CUDA_SUCCESS);
+  int grid = 0, block = 0;
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&grid, &block, fn, nullptr, 0, 128), CUDA_SUCCESS);
+  ASSERT_EQ(grid, 1);
+  const int n = 300;
+  std::vector<int> in(n), out(n, -1);
+  for (int i = 0; i < n; ++i) in[i] = i * 7 - 100;
+  CUdeviceptr d_in, d_tmp, d_out;
+  ASSERT_EQ(cuMemAlloc(&d_in, n * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&d_tmp, n * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&d_out, n * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoD(d_in, in.data(), n * sizeof(int)), CUDA_SUCCESS);
+  int nn = n;
+  void* args[] = {&d_in, &d_tmp, &d_out, &nn};
+  ASSERT_EQ(cuLaunchCooperativeKernel(fn, grid, 1, 1, block, 1, 1, 0, nullptr, args), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(out.data(), d_out, n * sizeof(int)), CUDA_SUCCESS);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], in[n - 1 - i] * 2) << i;
+  EXPECT_EQ(cuLaunchCooperativeKernel(fn, grid + 1, 1, 1, block, 1, 1, 0, nullptr, args),
+            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  for (CUdeviceptr p : {d_in, d_tmp, d_out}) EXPECT_EQ(cuMemFree(p), CUDA_SUCCESS);
+  EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 TEST(Driver, LinkerTakesOnePtxInputAndRefusesASecond) {
   std::string ptx = nvrtc_ptx(kSource);
   char info[64], error[256];
