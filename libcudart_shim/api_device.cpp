@@ -95,6 +95,7 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrCanMapHostMemory: return p.canMapHostMemory;
     case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 1;
     case cudaDevAttrMemoryPoolsSupported: return 1;  // cudaMallocAsync and pools (api_graph.cpp)
+    case cudaDevAttrCooperativeLaunch: return p.cooperativeLaunch;  // a grid of one block (protocol.md)
     // Capabilities the machine does not have: honest zeros.
     case cudaDevAttrGpuOverlap: case cudaDevAttrKernelExecTimeout: case cudaDevAttrIntegrated:
     case cudaDevAttrConcurrentKernels: case cudaDevAttrEccEnabled:
@@ -104,7 +105,6 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrMultiGpuBoardGroupID: case cudaDevAttrHostNativeAtomicSupported:
     case cudaDevAttrPageableMemoryAccess: case cudaDevAttrConcurrentManagedAccess:
     case cudaDevAttrComputePreemptionSupported: case cudaDevAttrCanUseHostPointerForRegisteredMem:
-    case cudaDevAttrCooperativeLaunch: return p.cooperativeLaunch;
     case cudaDevAttrCanFlushRemoteWrites:
     case cudaDevAttrPageableMemoryAccessUsesHostPageTables: case cudaDevAttrDirectManagedMemAccessFromHost:
     case cudaDevAttrMaxPersistingL2CacheSize: case cudaDevAttrMaxAccessPolicyWindowSize:
