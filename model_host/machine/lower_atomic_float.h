@@ -1,8 +1,9 @@
 // Floating-point atomics for the lowering (docs/isa.md, 8): the value a float
 // `atom.add`/`red.add` stores, as software floating point on the machine's
 // integer operations.  The lowering serialises the lanes of a warp around it
-// (one load, this sequence, one store per lane), so the sum is the one the
-// reference interpreters compute: lanes in lane order, warps in schedule order.
+// (one load, this sequence, one store per lane): lanes add in lane order,
+// warps in schedule order (docs/isa.md, 8), the PTX-level interpreter's order
+// on a 32-lane machine.
 #pragma once
 
 #include <string>
