@@ -144,16 +144,23 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim
   return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem, stream, true, true);
 }
 
+// cudaLaunchAttributeCooperative among a cudaLaunchKernelEx's attributes.
+static bool cooperative_attr(const cudaLaunchConfig_t* config) {
+  for (unsigned i = 0; config->attrs && i < config->numAttrs; ++i)
+    if (config->attrs[i].id == cudaLaunchAttributeCooperative && config->attrs[i].val.cooperative) return true;
+  return false;
+}
+
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return set_error(cudaErrorInvalidValue);
   return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                config->stream, false);
+                config->stream, false, cooperative_attr(config));
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return set_error(cudaErrorInvalidValue);
   return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                config->stream, true);
+                config->stream, true, cooperative_attr(config));
 }
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {

@@ -82,6 +82,7 @@ TEST(Runtime, CooperativeLaunchWithGridSync) {
   EXPECT_EQ(m["wrong"], "0");
   EXPECT_EQ(m["sum"], std::to_string(3 * 999 * 1000 / 2 + 1000) + " matches");
   EXPECT_EQ(m["size"], "256");
+  EXPECT_EQ(m["launch_ex"], "cudaSuccess sum matches");  // cudaLaunchKernelEx with cudaLaunchAttributeCooperative
   EXPECT_EQ(m["too_large"], "cudaErrorCooperativeLaunchTooLarge");
   EXPECT_NE(r.err.find("keeps at most 1 resident at once"), std::string::npos);
   EXPECT_EQ(m["ordinary"], "cudaErrorLaunchFailure");

@@ -56,6 +56,20 @@ int main() {
   printf("wrong %d\n", wrong);
   printf("sum %d %s\n", h[n], h[n] == int(sum) ? "matches" : "differs");
   printf("size %d\n", h[n + 1]);
+  // cudaLaunchKernelEx with cudaLaunchAttributeCooperative: the same launch.
+  cudaMemset(out, 0, (n + 2) * sizeof(int));
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeCooperative;
+  attr.val.cooperative = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  e = cudaLaunchKernelEx(&cfg, two_phase, data, out, nn);
+  cudaDeviceSynchronize();
+  cudaMemcpy(h.data(), out, (n + 2) * sizeof(int), cudaMemcpyDeviceToHost);
+  printf("launch_ex %s sum %s\n", cudaGetErrorName(e), h[n] == int(sum) ? "matches" : "differs");
   e = cudaLaunchCooperativeKernel((void*)two_phase, dim3(blocks + 1), dim3(threads), args, 0, 0);
   printf("too_large %s\n", cudaGetErrorName(e));
   cudaGetLastError();
