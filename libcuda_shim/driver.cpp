@@ -8,6 +8,7 @@
 // later call that needs the context returns the error.
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -122,6 +123,9 @@ client::Connection* runtime_session(bool wait) {
 
 client::Connection& device() {
   State& s = state();
+  // A runtime that opened its session has initialised the driver, as
+  // CUDA's runtime does: driver calls work without the program's cuInit.
+  if (!s.initialized && runtime_session(false)) s.initialized = true;
   require(s.initialized, CUDA_ERROR_NOT_INITIALIZED, "cuInit has not been called");
   if (s.conn) {
     runtime_session(true);  // the runtime's queued work first (it borrowed this session)
@@ -332,9 +336,27 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *value = 256; break;
       case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; break;
+      case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *value = d.cooperative_ctas > 0; break;
       default: *value = 0; break;  // features the machine does not have
     }
   });
+}
+
+// cuDeviceComputeCapability (deprecated in cuda.h, and still called by
+// programs), under a name the entry table can take without a warning.
+namespace {
+CUresult compute_capability(int* major, int* minor, CUdevice dev) {
+  return api("cuDeviceComputeCapability", [&] {
+    require(major && minor, CUDA_ERROR_INVALID_VALUE, "major or minor is NULL");
+    check_device(dev);
+    *major = kMajor;
+    *minor = kMinor;
+  });
+}
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  return compute_capability(major, minor, dev);
 }
 
 // ------------------------------------------------------------------ contexts
@@ -374,6 +396,12 @@ QGPU_CU_API CUresult CUDAAPI cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams* p
     current = c;
     *ctx = c;
   });
+}
+
+// The CUDA 4-11 form, which programs built against older headers (or
+// loading libcuda with dlopen) call: no creation parameters.
+QGPU_CU_API CUresult CUDAAPI cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice dev) {
+  return cuCtxCreate_v4(ctx, nullptr, flags, dev);
 }
 
 QGPU_CU_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
@@ -716,12 +744,13 @@ QGPU_CU_API CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr* ptr, size_t* byte
 }
 
 // ------------------------------------------------------------------ launches
-QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
-                                            unsigned int gz, unsigned int bx, unsigned int by,
-                                            unsigned int bz, unsigned int shared_bytes,
-                                            CUstream stream, void** params, void** extra) {
-  (void)stream;  // launches run to completion in order: every stream is the same one
-  return api("cuLaunchKernel", [&] {
+namespace {
+// cuLaunchKernel, and cuLaunchCooperativeKernel (`cooperative`: every block
+// resident at once, for grid-wide sync; the daemon checks the device's limit).
+CUresult launch_kernel(const char* entry, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared_bytes, void** params,
+                       void** extra, bool cooperative) {
+  return api(entry, [&] {
     Connection& c = context();
     CUfunc_st* fn = function_of(f);
     require(gx && gy && gz && bx && by && bz, CUDA_ERROR_INVALID_VALUE,
@@ -733,6 +762,7 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     args.block[0] = bx, args.block[1] = by, args.block[2] = bz;
     args.dynamic_smem = shared_bytes;
     args.params = pack_params(*fn, params, extra);
+    args.cooperative = cooperative ? 1 : 0;
     qgpu::proto::LaunchOutcome out = c.launch(args);
     if (!out.printf_output.empty()) {
       std::fwrite(out.printf_output.data(), 1, out.printf_output.size(), stdout);
@@ -745,7 +775,7 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsig
         // and the next call that uses the context reports it (sticky).
         state().sticky = r;
         state().sticky_message = out.message;
-        std::fprintf(stderr, "qgpu libcuda: cuLaunchKernel: kernel '%s': %s\n", fn->layout.name.c_str(),
+        std::fprintf(stderr, "qgpu libcuda: %s: kernel '%s': %s\n", entry, fn->layout.name.c_str(),
                      out.message.c_str());
         return;
       }
@@ -753,12 +783,99 @@ QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsig
     }
   });
 }
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                            unsigned int bz, unsigned int shared_bytes,
+                                            CUstream stream, void** params, void** extra) {
+  (void)stream;  // launches run to completion in order: every stream is the same one
+  return launch_kernel("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared_bytes, params, extra, false);
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+                                                       unsigned int gz, unsigned int bx, unsigned int by,
+                                                       unsigned int bz, unsigned int shared_bytes,
+                                                       CUstream stream, void** params) {
+  (void)stream;  // launches run to completion in order: every stream is the same one
+  return launch_kernel("cuLaunchCooperativeKernel", f, gx, gy, gz, bx, by, bz, shared_bytes, params, nullptr, true);
+}
+
+QGPU_CU_API CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                            unsigned int gz, unsigned int bx, unsigned int by,
+                                                            unsigned int bz, unsigned int shared_bytes,
+                                                            CUstream stream, void** params) {
+  return cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
+}
 
 QGPU_CU_API CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
                                                  unsigned int gz, unsigned int bx, unsigned int by,
                                                  unsigned int bz, unsigned int shared_bytes,
                                                  CUstream stream, void** params, void** extra) {
   return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
+}
+
+// ----------------------------------------------------------------- occupancy
+// The device runs one CTA at a time on its one multiprocessor (as the
+// runtime's cudaOccupancy* report): a block is resident when its threads and
+// its shared memory (static and dynamic) fit.
+namespace {
+bool block_fits(const qgpu::proto::DeviceInfo& d, const CUfunc_st& f, long threads, size_t dynamic_smem) {
+  return threads > 0 && uint64_t(threads) <= d.max_threads_per_cta &&
+         uint64_t(f.layout.static_smem) + dynamic_smem <= d.shared_optin_bytes_per_cta;
+}
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* blocks, CUfunction func,
+                                                                                  int block_size,
+                                                                                  size_t dynamic_smem,
+                                                                                  unsigned int flags) {
+  (void)flags;  // the caching override: the machine has no caches
+  return api("cuOccupancyMaxActiveBlocksPerMultiprocessor", [&] {
+    require(blocks != nullptr, CUDA_ERROR_INVALID_VALUE, "numBlocks is NULL");
+    const qgpu::proto::DeviceInfo& d = context().device();
+    *blocks = block_fits(d, *function_of(func), block_size, dynamic_smem) ? 1 : 0;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction func,
+                                                                         int block_size, size_t dynamic_smem) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, func, block_size, dynamic_smem, 0);
+}
+
+// The largest block that is resident (the limit, then whole warps below it),
+// with its shared memory from `smem_of` (block size -> dynamic bytes) or
+// `dynamic_smem`; the grid that fills the device is then one block.  When no
+// block fits, both are 0, as on CUDA.
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_grid, int* block_size, CUfunction func,
+                                                                       CUoccupancyB2DSize smem_of,
+                                                                       size_t dynamic_smem, int limit,
+                                                                       unsigned int flags) {
+  (void)flags;  // the caching override: the machine has no caches
+  return api("cuOccupancyMaxPotentialBlockSize", [&] {
+    require(min_grid && block_size, CUDA_ERROR_INVALID_VALUE, "minGridSize or blockSize is NULL");
+    const qgpu::proto::DeviceInfo& d = context().device();
+    const CUfunc_st& f = *function_of(func);
+    const long warp = d.warp_size ? d.warp_size : 32;
+    long t = long(d.max_threads_per_cta);
+    if (limit > 0) t = std::min<long>(t, limit);
+    int best = 0;
+    while (t > 0) {
+      if (block_fits(d, f, t, smem_of ? smem_of(int(t)) : dynamic_smem)) {
+        best = int(t);
+        break;
+      }
+      t = t % warp ? t / warp * warp : t - warp;
+    }
+    *block_size = best;
+    *min_grid = best ? 1 : 0;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block_size, CUfunction func,
+                                                              CUoccupancyB2DSize smem_of, size_t dynamic_smem,
+                                                              int limit) {
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(min_grid, block_size, func, smem_of, dynamic_smem, limit, 0);
 }
 
 // --------------------------------------------------------- errors, lookups
@@ -813,7 +930,7 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuInit), QGPU_ENTRY(cuDriverGetVersion), QGPU_ENTRY(cuDeviceGetCount),
     QGPU_ENTRY(cuDeviceGet), QGPU_ENTRY(cuDeviceGetName), QGPU_ENTRY(cuDeviceTotalMem_v2),
     QGPU_ENTRY(cuDeviceGetAttribute), QGPU_ENTRY(cuDevicePrimaryCtxRetain),
-    QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4),
+    QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4), QGPU_ENTRY(cuCtxCreate_v2),
     QGPU_ENTRY(cuCtxDestroy_v2), QGPU_ENTRY(cuCtxGetCurrent), QGPU_ENTRY(cuCtxSetCurrent),
     QGPU_ENTRY(cuCtxPushCurrent_v2), QGPU_ENTRY(cuCtxPopCurrent_v2),
     QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuMemAlloc_v2),
@@ -824,7 +941,11 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuModuleGetGlobal_v2), QGPU_ENTRY(cuLaunchKernel), QGPU_ENTRY(cuGetErrorString),
     QGPU_ENTRY(cuGetErrorName), QGPU_ENTRY(cuGetProcAddress_v2), QGPU_ENTRY(cuLinkCreate_v2),
     QGPU_ENTRY(cuLinkAddData_v2), QGPU_ENTRY(cuLinkAddFile_v2), QGPU_ENTRY(cuLinkComplete),
-    QGPU_ENTRY(cuLinkDestroy),
+    QGPU_ENTRY(cuLinkDestroy), {"cuDeviceComputeCapability", reinterpret_cast<void*>(&compute_capability)},
+    QGPU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+    QGPU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
+    QGPU_ENTRY(cuOccupancyMaxPotentialBlockSize), QGPU_ENTRY(cuOccupancyMaxPotentialBlockSizeWithFlags),
+    QGPU_ENTRY(cuLaunchCooperativeKernel),
 };
 #undef QGPU_ENTRY
 
@@ -884,7 +1005,7 @@ CUresult from_runtime_error(int e) {
   switch (e) {
     // Runtime and driver share these values.
     case 0: case 1: case 2: case 3: case 46: case 100: case 200: case 218: case 400: case 500:
-    case 600: case 700: case 701: case 702: case 710: case 719: case 801: case 909: case 999:
+    case 600: case 700: case 701: case 702: case 710: case 719: case 720: case 801: case 909: case 999:
       return static_cast<CUresult>(e);
     case 9: return CUDA_ERROR_INVALID_VALUE;     // cudaErrorInvalidConfiguration
     case 13: return CUDA_ERROR_NOT_FOUND;        // cudaErrorInvalidSymbol

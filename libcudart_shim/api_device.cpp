@@ -44,6 +44,7 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   p->regsPerMultiprocessor = p->regsPerBlock;
   p->sharedMemPerBlockOptin = d.shared_optin_bytes_per_cta;
   p->maxBlocksPerMultiProcessor = 1;
+  p->cooperativeLaunch = d.cooperative_ctas > 0;  // the interpreter's device: a grid of one block
   p->hostRegisterSupported = 1;
   // Managed and mapped memory are coherent at launches and synchronization
   // (mirrors.h): the host must not touch them while the device works, and
@@ -94,6 +95,7 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrCanMapHostMemory: return p.canMapHostMemory;
     case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 1;
     case cudaDevAttrMemoryPoolsSupported: return 1;  // cudaMallocAsync and pools (api_graph.cpp)
+    case cudaDevAttrCooperativeLaunch: return p.cooperativeLaunch;  // a grid of one block (protocol.md)
     // Capabilities the machine does not have: honest zeros.
     case cudaDevAttrGpuOverlap: case cudaDevAttrKernelExecTimeout: case cudaDevAttrIntegrated:
     case cudaDevAttrConcurrentKernels: case cudaDevAttrEccEnabled:
@@ -103,7 +105,7 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrMultiGpuBoardGroupID: case cudaDevAttrHostNativeAtomicSupported:
     case cudaDevAttrPageableMemoryAccess: case cudaDevAttrConcurrentManagedAccess:
     case cudaDevAttrComputePreemptionSupported: case cudaDevAttrCanUseHostPointerForRegisteredMem:
-    case cudaDevAttrCooperativeLaunch: case cudaDevAttrCanFlushRemoteWrites:
+    case cudaDevAttrCanFlushRemoteWrites:
     case cudaDevAttrPageableMemoryAccessUsesHostPageTables: case cudaDevAttrDirectManagedMemAccessFromHost:
     case cudaDevAttrMaxPersistingL2CacheSize: case cudaDevAttrMaxAccessPolicyWindowSize:
     case cudaDevAttrReservedSharedMemoryPerBlock: case cudaDevAttrSparseCudaArraySupported:

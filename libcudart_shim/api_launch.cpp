@@ -23,7 +23,8 @@ uint64_t max_dynamic_smem(const Kernel& k, const ResolvedKernel& rk, const qgpu:
 
 // Queues the launch on its stream (0: the legacy default stream, or the
 // calling thread's with the _ptsz entry points) and returns.
-cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, cudaStream_t stream, bool per_thread) {
+cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, cudaStream_t stream, bool per_thread,
+                   bool cooperative = false) {
   return guarded([&](Runtime& rt) {
     if (!k || !rt.is_kernel(k))
       return fail(cudaErrorInvalidDeviceFunction, "launch of a function that is not a registered kernel");
@@ -41,8 +42,12 @@ cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, c
                                  " bytes per block less " + std::to_string(rk.layout->static_smem) + " static)"
                            : "its cudaFuncAttributeMaxDynamicSharedMemorySize is " + std::to_string(allowed)));
     StreamPtr st = stream_of(stream, per_thread);
+    if (capturing(st) && cooperative)
+      return fail(cudaErrorNotSupported, "cudaLaunchCooperativeKernel of '" + k->name +
+                                             "' during stream capture: qgpu's graphs have no cooperative kernel nodes; "
+                                             "launch it outside the capture");
     if (capturing(st)) return capture_launch(st, k, grid, block, args, smem);  // a kernel node (graph.h)
-    return rt.launch(k, grid, block, args, smem, st);
+    return rt.launch(k, grid, block, args, smem, st, cooperative);
   });
 }
 
@@ -126,16 +131,36 @@ cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
   return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem, stream, true);
 }
 
+// Cooperative launches (grid-wide sync): every block of the grid resident at
+// once, at most the device's cooperative_ctas (the daemon gives the launch a
+// grid workspace, docs/protocol.md).
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blockDim, void** args, size_t sharedMem,
+                                        cudaStream_t stream) {
+  return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem, stream, false, true);
+}
+
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
+                                             size_t sharedMem, cudaStream_t stream) {
+  return launch(Runtime::get().find_kernel(func), gridDim, blockDim, args, sharedMem, stream, true, true);
+}
+
+// cudaLaunchAttributeCooperative among a cudaLaunchKernelEx's attributes.
+static bool cooperative_attr(const cudaLaunchConfig_t* config) {
+  for (unsigned i = 0; config->attrs && i < config->numAttrs; ++i)
+    if (config->attrs[i].id == cudaLaunchAttributeCooperative && config->attrs[i].val.cooperative) return true;
+  return false;
+}
+
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return set_error(cudaErrorInvalidValue);
   return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                config->stream, false);
+                config->stream, false, cooperative_attr(config));
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return set_error(cudaErrorInvalidValue);
   return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-                config->stream, true);
+                config->stream, true, cooperative_attr(config));
 }
 
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {

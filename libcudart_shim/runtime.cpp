@@ -320,15 +320,17 @@ std::pair<uint64_t, size_t> Runtime::symbol(const void* host_var) {
   throw client::Error(cudaErrorInvalidSymbol, "variable '" + v.name + "' is not in the PTX of " + program_name());
 }
 
-cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream) {
+cudaError_t Runtime::launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream,
+                            bool cooperative) {
   Op op;
-  cudaError_t e = make_launch(k, grid, block, args, smem, &op);
+  cudaError_t e = make_launch(k, grid, block, args, smem, &op, cooperative);
   if (e != cudaSuccess) return e;
   streams_.enqueue(stream, std::move(op));
   return cudaSuccess;
 }
 
-cudaError_t Runtime::make_launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, Op* out) {
+cudaError_t Runtime::make_launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, Op* out,
+                                 bool cooperative) {
   ResolvedKernel rk = resolve(*k);
   proto::LaunchArgs a;
   a.module = rk.module->image.id;
@@ -336,6 +338,7 @@ cudaError_t Runtime::make_launch(Kernel* k, dim3 grid, dim3 block, void** args, 
   a.grid[0] = grid.x, a.grid[1] = grid.y, a.grid[2] = grid.z;
   a.block[0] = block.x, a.block[1] = block.y, a.block[2] = block.z;
   a.dynamic_smem = uint32_t(smem);
+  a.cooperative = cooperative ? 1 : 0;
 
   // What the daemon would refuse, refused here: the launch call itself
   // reports a configuration the machine cannot run, as CUDA's does.
@@ -368,6 +371,16 @@ cudaError_t Runtime::make_launch(Kernel* k, dim3 grid, dim3 block, void** args, 
     return fail(cudaErrorInvalidValue, what + std::to_string(rk.layout->static_smem) + " static + " + std::to_string(smem) +
                                            " dynamic bytes of shared memory; it has at most " +
                                            std::to_string(d.shared_optin_bytes_per_cta) + " per block" + way);
+  // A cooperative launch: every block resident at once (grid-wide sync).
+  if (cooperative && d.cooperative_ctas == 0)
+    return fail(cudaErrorNotSupported, what + "a cooperative launch; the device runs none (its blocks run one at a "
+                                              "time; cudaDevAttrCooperativeLaunch is 0): run it with --backend interpreter");
+  if (cooperative && ctas > d.cooperative_ctas)
+    return fail(cudaErrorCooperativeLaunchTooLarge,
+                what + "a cooperative launch of " + std::to_string(ctas) + " blocks; it keeps at most " +
+                    std::to_string(d.cooperative_ctas) +
+                    " resident at once (grid-wide sync needs every block of the grid resident): launch at most "
+                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor x cudaDevAttrMultiProcessorCount blocks");
 
   a.params.assign(rk.layout->param_bytes(), 0);
   for (size_t i = 0; i < rk.layout->params.size(); ++i) {

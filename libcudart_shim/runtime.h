@@ -101,9 +101,12 @@ class Runtime {
   // Checks the launch against the machine and queues it on `stream`.
   // Returns a configuration error at once; the kernel's own error arrives
   // later (sticky).
-  cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream);
+  cudaError_t launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, const StreamPtr& stream,
+                     bool cooperative = false);
   // The same checks; the launch as an operation, not queued yet (graphs).
-  cudaError_t make_launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, Op* out);
+  // cooperative: cudaLaunchCooperativeKernel (every block resident at once).
+  cudaError_t make_launch(Kernel* k, dim3 grid, dim3 block, void** args, size_t smem, Op* out,
+                          bool cooperative = false);
 
   // What a synchronizing call returns once the work it waits for is done:
   // writes pending device printf output, makes managed and mapped memory

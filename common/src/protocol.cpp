@@ -111,7 +111,7 @@ void encode(Writer& w, const DeviceInfo& d) {
   for (uint32_t v : d.max_block) w.u32(v);
   w.u32(d.param_bytes).u32(d.const_bytes).u32(d.local_bytes_per_thread);
   w.u64(d.printf_fifo_bytes).u64(d.heap_bytes).u32(d.limits_settable);
-  w.str(d.way_out);
+  w.str(d.way_out).u32(d.cooperative_ctas);
 }
 
 DeviceInfo decode_device_info(Reader& r) {
@@ -137,6 +137,7 @@ DeviceInfo decode_device_info(Reader& r) {
   d.heap_bytes = r.u64("heap_bytes");
   d.limits_settable = r.u32("limits_settable");
   d.way_out = r.str("way_out");
+  d.cooperative_ctas = r.u32("cooperative_ctas");
   return d;
 }
 
@@ -191,7 +192,7 @@ void encode(Writer& w, const LaunchArgs& a) {
   w.u32(a.module).str(a.kernel);
   for (uint32_t v : a.grid) w.u32(v);
   for (uint32_t v : a.block) w.u32(v);
-  w.u32(a.dynamic_smem).bytes(a.params.data(), a.params.size());
+  w.u32(a.dynamic_smem).bytes(a.params.data(), a.params.size()).u32(a.cooperative);
 }
 
 LaunchArgs decode_launch_args(Reader& r) {
@@ -202,6 +203,7 @@ LaunchArgs decode_launch_args(Reader& r) {
   for (uint32_t& v : a.block) v = r.u32("block");
   a.dynamic_smem = r.u32("dynamic_smem");
   a.params = r.bytes("params");
+  a.cooperative = r.u32("cooperative");
   return a;
 }
 

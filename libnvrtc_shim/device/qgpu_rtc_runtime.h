@@ -347,7 +347,10 @@ __QGPU_FN double fma(double a, double b, double c) { return __builtin_fma(a, b, 
 
 // ------------------------------------------------------------- clocks, loads
 __QGPU_FN long long clock64() { return __nvvm_read_ptx_sreg_clock64(); }
-__QGPU_FN int clock() { return __nvvm_read_ptx_sreg_clock(); }
+// clock_t is defined without includes, as NVIDIA's NVRTC does; clock()
+// sign-extends the 32-bit %clock, as CUDA's does.
+typedef long clock_t;
+__QGPU_FN clock_t clock() { return (clock_t)(int)__nvvm_read_ptx_sreg_clock(); }
 __QGPU_FN unsigned int __laneid() { return __nvvm_read_ptx_sreg_laneid(); }
 template <typename T>
 __QGPU_FN T __ldg(const T* p) { return *p; }

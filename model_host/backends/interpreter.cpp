@@ -87,7 +87,8 @@ class InterpreterBackend : public launch::Backend {
                       std::to_string(req.grid.z) + ',' + std::to_string(req.block.x) + ',' +
                       std::to_string(req.block.y) + ',' + std::to_string(req.block.z) + ',' +
                       std::to_string(req.dynamic_smem) + ',' + std::to_string(params.print_bytes) + ',' +
-                      std::to_string(req.heap_base) + ',' + std::to_string(req.heap_bytes);
+                      std::to_string(req.heap_base) + ',' + std::to_string(req.heap_bytes) + ',' +
+                      std::to_string(req.grid_workspace);
     for (auto& [name, addr] : req.symbols) key += '\0' + name + '=' + std::to_string(addr);
     key += '\0' + req.ptx;
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,7 +96,8 @@ class InterpreterBackend : public launch::Backend {
     if (it != programs_.end()) return it->second;
     auto& mod = modules_[req.ptx];
     if (!mod) mod = std::make_shared<ptx::Module>(ptx::parse(req.ptx));
-    LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols, req.heap_base, req.heap_bytes};
+    LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols, req.heap_base, req.heap_bytes,
+                      req.grid_workspace};
     auto prog = std::make_shared<const Program>(lower(*mod, req.kernel, shape, params, {.for_model = model_}));
     programs_[key] = prog;
     return prog;

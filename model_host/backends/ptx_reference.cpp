@@ -33,7 +33,9 @@ class PtxReferenceBackend : public Backend {
       r.message = e.what();
       return r;
     }
-    return ptx::run(*module, req.kernel, req.grid, req.block, req.dynamic_smem, req.params, req.symbols, mem);
+    ptx::InterpOptions opt;
+    opt.grid_workspace = req.grid_workspace;
+    return ptx::run(*module, req.kernel, req.grid, req.block, req.dynamic_smem, req.params, req.symbols, mem, opt);
   }
 
  private:

@@ -14,6 +14,10 @@
 namespace qgpu::daemon {
 namespace {
 
+// A cooperative launch's grid workspace: cooperative groups' grid.sync()
+// counts arrivals in its second word.
+constexpr uint64_t kGridWorkspaceBytes = 16;
+
 std::string hex(uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
@@ -68,6 +72,7 @@ void Device::describe(launch::Backend* b) {
   d.local_bytes_per_thread = spec.local_bytes_per_thread;
   d.printf_fifo_bytes = spec.printf_fifo_bytes;
   d.heap_bytes = spec.heap_bytes;
+  d.cooperative_ctas = spec.cooperative_ctas;
   d.limits_settable = spec.limits_settable ? 1 : 0;
   d.way_out = spec.larger;
 }
@@ -388,8 +393,38 @@ Reply Session::launch(proto::Reader& r) {
     return Reply::error(cudaErrorInvalidValue, who + std::to_string(a.params.size()) +
                                                    " bytes of kernel parameters; it takes at most " +
                                                    std::to_string(d.param_bytes) + way);
+  // A cooperative launch needs every CTA resident at once (grid-wide sync):
+  // at most the device's cooperative_ctas, and a zeroed grid workspace for
+  // cooperative groups' arrival counter, released when the launch ends.
+  if (a.cooperative && d.cooperative_ctas == 0)
+    return Reply::error(cudaErrorNotSupported, who + "a cooperative launch; the " + d.name +
+                                                   " device runs none (its blocks run one at a time, never all "
+                                                   "resident; cudaDevAttrCooperativeLaunch is 0): run it with "
+                                                   "--backend interpreter");
+  if (a.cooperative && ctas > d.cooperative_ctas)
+    return Reply::error(cudaErrorCooperativeLaunchTooLarge,
+                        who + "a cooperative launch of " + std::to_string(ctas) + " blocks; it keeps at most " +
+                            std::to_string(d.cooperative_ctas) +
+                            " resident at once (grid-wide sync needs every block of the grid resident): launch at most "
+                            "cudaOccupancyMaxActiveBlocksPerMultiprocessor x cudaDevAttrMultiProcessorCount blocks");
+  struct Workspace {
+    Allocator& alloc;
+    uint64_t addr = 0;
+    ~Workspace() {
+      if (addr) alloc.release(addr);
+    }
+  } workspace{alloc_};
+  if (a.cooperative) {
+    auto w = alloc_.allocate(kGridWorkspaceBytes);
+    if (!w) return Reply::error(cudaErrorMemoryAllocation, who + "no global memory left for the cooperative launch's " +
+                                                             std::to_string(kGridWorkspaceBytes) + "-byte grid workspace");
+    workspace.addr = *w;
+    const std::vector<uint8_t> zeros(kGridWorkspaceBytes, 0);
+    put(*w, zeros.data(), zeros.size());
+  }
 
   launch::LaunchRequest req;
+  req.grid_workspace = workspace.addr;
   req.ptx = m.ptx;
   req.kernel = a.kernel;
   req.grid = {a.grid[0], a.grid[1], a.grid[2]};

@@ -67,6 +67,9 @@ struct DeviceSpec {
   // allocations (`more_memory`) beyond this device; empty: there is none
   // (the limit is CUDA's own).
   std::string larger, more_memory;
+  // The most CTAs of a cooperative launch (grid-wide sync needs every CTA
+  // resident at once); 0: the backend runs no cooperative launches.
+  uint32_t cooperative_ctas = 0;
 };
 
 // The device heap of a launch: [heap_base, heap_base + heap_bytes) of global
@@ -84,6 +87,10 @@ struct LaunchRequest {
   LaunchProgress* progress = nullptr;       // where to report progress (may be null)
   uint64_t printf_fifo_bytes = 0;           // device printf buffer (cudaLimitPrintfFifoSize); 0: the device's
   uint64_t heap_base = 0, heap_bytes = 0;   // the device heap (see above)
+  // A cooperative launch's grid workspace (the word cooperative groups'
+  // grid.sync() counts arrivals in), read by the kernel as %envreg1 (high
+  // word) and %envreg2 (low word); 0 for other launches.
+  uint64_t grid_workspace = 0;
 };
 
 struct LaunchStats {

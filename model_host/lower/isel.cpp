@@ -229,7 +229,7 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
   if (lower_more(in)) return;
   using PO = ptx::Op;
   if ((ptx::is_float(in.type) || ptx::is_float(in.type2)) && in.op != PO::Ld && in.op != PO::St && in.op != PO::Mov &&
-      in.op != PO::Ldu && in.op != PO::Selp)
+      in.op != PO::Ldu && in.op != PO::Selp && in.op != PO::Atom && in.op != PO::Red)  // float atomics: lower_atom
     return lower_float(in);  // software floating point (softfloat.h)
   switch (in.op) {
     case PO::Mov:

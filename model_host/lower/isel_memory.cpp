@@ -1,5 +1,6 @@
 // Instruction selection: loads, stores, atomics (isel.h).
 #include "model_host/lower/isel.h"
+#include "model_host/lower/lower_atomic_float.h"
 
 namespace qgpu::machine::lowering {
 
@@ -78,8 +79,10 @@ void Lowerer::dispatch_generic(Operand a, const std::function<void(Space, Operan
 
 void Lowerer::lower_atom(const ptx::Instr& in) {
   bool red = in.op == ptx::Op::Red;
-  if ((ptx::type_size(in.type) != 4 && ptx::type_size(in.type) != 8) || ptx::is_float(in.type))
-    unsupported(in, "is a " + std::string(ptx::type_name(in.type)) + " atomic: the machine's atomics are integer");
+  const bool flt = ptx::is_float(in.type);
+  if (flt && !float_atomic_unsupported(in.atom, in.type).empty()) unsupported(in, float_atomic_unsupported(in.atom, in.type));
+  if (!flt && ptx::type_size(in.type) != 4 && ptx::type_size(in.type) != 8)
+    unsupported(in, "is a " + std::string(ptx::type_name(in.type)) + " atomic: the machine's integer atomics are 32- and 64-bit");
   const ptx::Operand& addr_op = red ? in.ops[0] : in.ops[1];
   uint32_t off;
   Space space;
@@ -88,6 +91,7 @@ void Lowerer::lower_atom(const ptx::Instr& in) {
   if (space != Space::Global && space != Space::Shared)
     unsupported(in, "is an atomic outside global and shared memory");
   auto access = [&](Space sp, Operand base) {
+    if (flt) return lower_atom_float(in, sp, base);
     if (ptx::type_size(in.type) == 8) return lower_atom64(in, sp, base);
     lower_atom32(in, sp, base);
   };
@@ -189,6 +193,42 @@ void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
       break;
     }
     default: unsupported(in, "is a 64-bit atomic operation the machine does not have");
+  }
+  if (!red) write(in.ops[0], in.type, old);
+}
+
+// Float atomics (add on f16, f16x2, f32, f64): each lane in turn loads the
+// value, adds in software floating point (lower_atomic_float.h) and stores,
+// one lane per pass of a loop (on a one-lane machine, just the
+// read-modify-write).  As for the 64-bit cas/min/max, the warp runs
+// uninterrupted, so the passes are atomic with respect to other warps, and
+// the lanes add in lane order.
+void Lowerer::lower_atom_float(const ptx::Instr& in, Space sp, Operand addr) {
+  const bool red = in.op == ptx::Op::Red;
+  const unsigned bytes = float_atomic_bytes(in.type), word = bytes == 2 ? 2 : 4;
+  const V b = read(in, in.ops[red ? 1 : 2], in.type);
+  const softfloat::Emit emit = [this](Op o, Operand x, Operand y, Operand z) { return opr(o, x, y, z); };
+  auto read_modify_write = [&] {
+    V o{R(ld(sp, addr, 0, word, false)), bytes == 8 ? R(ld(sp, addr, 4, 4, false)) : K(0)};
+    softfloat::Gen::W nw = float_atomic_add(emit, in.type, {o.lo, o.hi}, {b.lo, b.hi});
+    st(sp, addr, 0, word, nw.first);
+    if (bytes == 8) st(sp, addr, 4, 4, nw.second);
+    return o;
+  };
+  V old;
+  if (p_.lanes == 1) {
+    old = read_modify_write();
+  } else {
+    uint32_t i = op(Op::MOV, K(0));
+    uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
+    place(loop);
+    br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
+    place(mine);
+    old = read_modify_write();
+    place(next);
+    opd(i, Op::ADD, R(i), K(1));
+    br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
+    place(done);
   }
   if (!red) write(in.ops[0], in.type, old);
 }

@@ -64,9 +64,13 @@ bool Lowerer::lower_more(const ptx::Instr& in) {
   }
 }
 
-// The other predefined identifiers: no driver environment, performance
-// counters, reserved shared memory or graph; every CTA its own 1x1x1 cluster.
+// The other predefined identifiers: the driver environment holds a
+// cooperative launch's grid workspace (%envreg1 high word, %envreg2 low
+// word); no performance counters, reserved shared memory or graph; every CTA
+// its own 1x1x1 cluster.
 Operand Lowerer::special_more(const ptx::Instr& in, const ptx::Operand& o) {
+  if (o.sreg == ptx::SReg::Envreg && (o.imm == 1 || o.imm == 2))
+    return K(o.imm == 1 ? uint32_t(shape_.grid_workspace >> 32) : uint32_t(shape_.grid_workspace));
   switch (o.sreg) {
     case ptx::SReg::AggrSmemSize:
       return K(std::max<uint32_t>(shared_.static_size, shared_.dynamic_offset + shape_.dynamic_smem));

@@ -23,6 +23,9 @@ struct LaunchShape {
   // "Device heap"): global memory the backend sets aside, zero before the
   // first launch that uses it.  heap_bytes 0: none, every malloc returns NULL.
   uint64_t heap_base = 0, heap_bytes = 0;
+  // A cooperative launch's grid workspace: %envreg1 is its high word,
+  // %envreg2 its low word (launch::LaunchRequest); 0 otherwise.
+  uint64_t grid_workspace = 0;
 };
 
 // A kernel the machine cannot run.  `error` is the cudaError_t the launch

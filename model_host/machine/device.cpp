@@ -85,6 +85,10 @@ launch::DeviceSpec interpreter_device(uint64_t global_bytes) {
   d.const_bytes = kCudaConstBytes;
   d.heap_bytes = kCudaHeapBytes;
   d.limits_settable = true;
+  // CTAs run one at a time (docs/isa.md, 5): a cooperative launch's grid,
+  // every block of which must be resident at once, is one block, as the
+  // occupancy calls report (one block on one multiprocessor).
+  d.cooperative_ctas = 1;
   d.more_memory = global_bytes < kMaxDeviceMemory
                  ? "give the device more memory with model_host --device-memory / qgpu run --device-memory "
                    "(or QGPU_DEVICE_MEMORY), up to " + std::to_string(kMaxDeviceMemory >> 20) + " MiB"

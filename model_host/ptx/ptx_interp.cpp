@@ -347,8 +347,12 @@ class Interp {
       case SReg::DynamicSmemSize: return dyn_;
       case SReg::TotalSmemSize: return layout_.dynamic_offset + dyn_;
       case SReg::AggrSmemSize: return layout_.dynamic_offset + dyn_;
-      // No driver environment, performance counters, reserved shared memory or graph.
-      case SReg::Envreg: case SReg::Pm: case SReg::Pm64: case SReg::CurrentGraphExec:
+      // The driver environment: a cooperative launch's grid workspace in
+      // %envreg1 (high word) and %envreg2 (low word).  No performance
+      // counters, reserved shared memory or graph.
+      case SReg::Envreg:
+        return o.imm == 1 ? opt_.grid_workspace >> 32 : o.imm == 2 ? opt_.grid_workspace & 0xFFFFFFFFu : 0;
+      case SReg::Pm: case SReg::Pm64: case SReg::CurrentGraphExec:
       case SReg::ReservedSmemOffsetBegin: case SReg::ReservedSmemOffsetEnd:
       case SReg::ReservedSmemOffsetCap: case SReg::ReservedSmemOffset: return 0;
       // Every CTA is its own implicit 1x1x1 cluster.
@@ -520,7 +524,9 @@ class Interp {
       if (guard(in, *t)) active.push_back(t);
     Thread& t0 = *group[0];
     // Float-typed loads, stores, moves and selects only move bits: they run.
-    bool moves_bits = in.op == Op::Ld || in.op == Op::Ldu || in.op == Op::St || in.op == Op::Mov || in.op == Op::Selp;
+    // Float atomics are scalar() read-modify-writes with the float add.
+    bool moves_bits = in.op == Op::Ld || in.op == Op::Ldu || in.op == Op::St || in.op == Op::Mov || in.op == Op::Selp ||
+                      in.op == Op::Atom || in.op == Op::Red;
     if ((is_float(in.type) || is_float(in.type2)) && !moves_bits) {
       if (!float_supported(in)) unsupported(in, t0, "floating-point instruction '" + in.opcode + "'");
       for (Thread* t : active) float_scalar(in, *t);
@@ -1272,12 +1278,24 @@ class Interp {
         bool is_atom = in.op == Op::Atom;
         size_t ai = is_atom ? 1 : 0;
         uint32_t es = type_size(ty);
-        if (es != 4 && es != 8) unsupported(in, t, std::to_string(es * 8) + "-bit atomics");
+        if (es != 4 && es != 8 && ty != Type::F16) unsupported(in, t, std::to_string(es * 8) + "-bit atomics");
+        if (is_float(ty) && (in.atom != AtomOp::Add || ty == Type::BF16 || ty == Type::BF16x2))
+          unsupported(in, t, "this floating-point atomic (add on f16, f16x2, f32 and f64 only)");
         uint8_t* p = address(in, in.ops[ai], es, true, t);
         uint64_t old = load_le(p, es), b = op(ai + 1);
         uint64_t r;
         switch (in.atom) {
-          case AtomOp::Add: r = old + b; break;
+          case AtomOp::Add:
+            // Floating-point add (docs/isa.md, 8): f32 .rn with subnormal
+            // inputs and result flushed, f64 .rn, f16 and each half of f16x2 .rn.
+            if (ty == Type::F32) r = fref::add(uint32_t(old), uint32_t(b), Rnd::Rn, true, false);
+            else if (ty == Type::F64) r = fref::add64(old, b, Rnd::Rn);
+            else if (ty == Type::F16) r = fref::add16(uint32_t(old), uint32_t(b));
+            else if (ty == Type::F16x2)
+              r = fref::add16(uint32_t(old) & 0xFFFF, uint32_t(b) & 0xFFFF) |
+                  (uint64_t(fref::add16(uint32_t(old) >> 16, uint32_t(b) >> 16)) << 16);
+            else r = old + b;
+            break;
           case AtomOp::And: r = old & b; break;
           case AtomOp::Or: r = old | b; break;
           case AtomOp::Xor: r = old ^ b; break;

@@ -55,6 +55,9 @@ struct InterpOptions {
   // (zero before its first use); none: malloc returns NULL.
   uint64_t heap_base = 0;
   uint64_t heap_bytes = 0;
+  // A cooperative launch's grid workspace (launch::LaunchRequest): %envreg1
+  // reads its high word, %envreg2 its low word; 0 otherwise.
+  uint64_t grid_workspace = 0;
 };
 
 // Runs `kernel` of `module` to completion.  `params` is the parameter buffer

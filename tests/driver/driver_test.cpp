@@ -167,6 +167,96 @@ TEST(Driver, ModulesFromPtxCubinAndFatbinaryRunTheSameKernel) {
   EXPECT_EQ(cuModuleUnload(from_fatbin), CUDA_SUCCESS);
 }
 
+// cuDeviceComputeCapability agrees with the attributes; the occupancy calls
+// agree with the device's limits: one resident block per multiprocessor, the
+// largest whose threads and shared memory fit.
+TEST(Driver, ComputeCapabilityAndOccupancy) {
+  auto attr = [](CUdevice_attribute a) {
+    int v = -1;
+    EXPECT_EQ(cuDeviceGetAttribute(&v, a, 0), CUDA_SUCCESS);
+    return v;
+  };
+  int major = -1, minor = -1;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // deprecated, and still called by programs
+  ASSERT_EQ(cuDeviceComputeCapability(&major, &minor, 0), CUDA_SUCCESS);
+  EXPECT_EQ(major, attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
+  EXPECT_EQ(minor, attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+  EXPECT_EQ(cuDeviceComputeCapability(&major, &minor, 1), CUDA_ERROR_INVALID_DEVICE);
+#pragma GCC diagnostic pop
+
+  std::string ptx = nvrtc_ptx(kSource);
+  CUmodule m;
+  ASSERT_EQ(cuModuleLoadData(&m, ptx.c_str()), CUDA_SUCCESS);
+  CUfunction fn;
+  ASSERT_EQ(cuModuleGetFunction(&fn, m, "scale"), CUDA_SUCCESS);
+  const int max_threads = attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  const int smem = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  const int sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  const int per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  int grid = -1, block = -1;
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&grid, &block, fn, nullptr, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(block, max_threads);
+  EXPECT_EQ(grid, sms * per_sm);
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&grid, &block, fn, nullptr, 0, 100), CUDA_SUCCESS);
+  EXPECT_EQ(block, 100);  // the limit itself, when it fits
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSizeWithFlags(&grid, &block, fn, nullptr, size_t(smem), 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(block, max_threads);
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&grid, &block, fn, nullptr, size_t(smem) + 1, 0), CUDA_SUCCESS);
+  EXPECT_EQ(block, 0);  // nothing fits
+  EXPECT_EQ(grid, 0);
+  // Shared memory growing with the block: the largest whole-warp block that fits.
+  CUoccupancyB2DSize per_thread = [](int b) -> size_t { return size_t(b) * 4 * 1024 / 3; };
+  int want = 0;
+  for (int b = max_threads; b > 0 && !want; b -= (b % 32 ? b % 32 : 32))
+    if (size_t(b) * 4 * 1024 / 3 <= size_t(smem)) want = b;
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&grid, &block, fn, per_thread, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(block, want);
+  EXPECT_GT(want, 0);
+  EXPECT_LT(want, max_threads);
+  int blocks = -1;
+  ASSERT_EQ(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, 64, 0), CUDA_SUCCESS);
+  EXPECT_EQ(blocks, per_sm);
+  ASSERT_EQ(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, max_threads + 1, 0), CUDA_SUCCESS);
+  EXPECT_EQ(blocks, 0);
+  EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+}
+
+// cuLaunchCooperativeKernel: grid-wide sync over the resident grid (one
+// block on the interpreter's device, as the occupancy calls say); a larger
+// grid is refused with CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
+TEST(Driver, CooperativeLaunchSyncsTheGrid) {
+  int coop = -1;
+  ASSERT_EQ(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 0), CUDA_SUCCESS);
+  EXPECT_EQ(coop, 1);
+  std::ifstream f(QGPU_TEST_FATBIN, std::ios::binary);
+  std::vector<char> fatbin((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CUmodule m;
+  ASSERT_EQ(cuModuleLoadFatBinary(&m, fatbin.data()), CUDA_SUCCESS);
+  CUfunction fn;
+  ASSERT_EQ(cuModuleGetFunction(&fn, m, "grid_reverse"), CUDA_SUCCESS);
+  int grid = 0, block = 0;
+  ASSERT_EQ(cuOccupancyMaxPotentialBlockSize(&grid, &block, fn, nullptr, 0, 128), CUDA_SUCCESS);
+  ASSERT_EQ(grid, 1);
+  const int n = 300;
+  std::vector<int> in(n), out(n, -1);
+  for (int i = 0; i < n; ++i) in[i] = i * 7 - 100;
+  CUdeviceptr d_in, d_tmp, d_out;
+  ASSERT_EQ(cuMemAlloc(&d_in, n * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&d_tmp, n * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&d_out, n * sizeof(int)), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoD(d_in, in.data(), n * sizeof(int)), CUDA_SUCCESS);
+  int nn = n;
+  void* args[] = {&d_in, &d_tmp, &d_out, &nn};
+  ASSERT_EQ(cuLaunchCooperativeKernel(fn, grid, 1, 1, block, 1, 1, 0, nullptr, args), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(out.data(), d_out, n * sizeof(int)), CUDA_SUCCESS);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], in[n - 1 - i] * 2) << i;
+  EXPECT_EQ(cuLaunchCooperativeKernel(fn, grid + 1, 1, 1, block, 1, 1, 0, nullptr, args),
+            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  for (CUdeviceptr p : {d_in, d_tmp, d_out}) EXPECT_EQ(cuMemFree(p), CUDA_SUCCESS);
+  EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+}
+
 TEST(Driver, LinkerTakesOnePtxInputAndRefusesASecond) {
   std::string ptx = nvrtc_ptx(kSource);
   char info[64], error[256];

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include <cstring>
@@ -256,6 +257,85 @@ TEST(MachineLowering, Atomics64) {
   out[4] = ~0ull;
   out[7] = 5;
   cross_check({"_Z9atomics64PKxPy", {1, 1, 1}, {64, 1, 1}, {buffer(in), buffer(out)}});
+}
+
+// Float atomics: every machine and the PTX-level interpreter agree bit for
+// bit, and the reference's results equal sums computed here in thread order
+// with the host's arithmetic (f32 flushing subnormal inputs and results).
+TEST(MachineLowering, FloatAtomics) {
+  const int grid = 2, block = 64, n = grid * block;
+  std::vector<float> f(n);
+  std::vector<double> d(n);
+  std::vector<uint32_t> h(n);
+  auto half_bits = [](float x) {
+    _Float16 v = (_Float16)x;
+    uint16_t b;
+    std::memcpy(&b, &v, 2);
+    return uint32_t(b);
+  };
+  for (int g = 0; g < n; ++g) {
+    f[g] = float((g * 7919) % 1000 - 500) * std::ldexp(1.0f, g % 23 - 11) / 3.0f;
+    d[g] = double((g * 104729) % 10007 - 5000) * std::ldexp(1.0, g % 61 - 30) / 7.0;
+    h[g] = half_bits(float((g * 31) % 200 - 100) / 16.0f) | half_bits(float((g * 17) % 90 - 45) / 3.0f) << 16;
+  }
+  f[5] = 1e-40f;     // subnormal: flushed by atom.add.f32
+  f[70] = -3e-39f;
+  f[71] = 1.5e-38f;
+  f[64] = -3e-39f;   // first into CTA 1's shared cell: 0 + (-0) leaves +0, seen by thread 65's old value
+  Launch l{"_Z13float_atomicsPKfPKdPKjPfPdPjS5_S6_S7_", {grid, 1, 1}, {block, 1, 1},
+           {buffer(f), buffer(d), buffer(h), zeros(8 * 4), zeros(4 * 8), zeros(2 * 4), zeros(2 * n * 4),
+            zeros(2 * n * 8), zeros(n * 4)}};
+  cross_check(l, kDefaultMachines);  // beyond the model's ROM: its part below
+  cross_check({"_Z19float_atomics_modelPKfPKdPfPdS3_", {grid, 1, 1}, {block, 1, 1},
+               {buffer(f), buffer(d), zeros(4), zeros(8), zeros(n * 4)}},
+              {{0}});
+
+  auto ftz = [](float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; };
+  auto fadd = [&](float a, float b) { return ftz(ftz(a) + ftz(b)); };
+  auto hadd = [](uint32_t a, uint32_t b) {
+    _Float16 x, y;
+    uint16_t a16 = uint16_t(a), b16 = uint16_t(b);
+    std::memcpy(&x, &a16, 2);
+    std::memcpy(&y, &b16, 2);
+    _Float16 r = (_Float16)((double)x + (double)y);  // exact in double, then one rounding
+    uint16_t rb;
+    std::memcpy(&rb, &r, 2);
+    return uint32_t(rb);
+  };
+  std::vector<float> out(8, 0.0f), fold(2 * n);
+  std::vector<double> dout(4, 0.0), dold(2 * n);
+  std::vector<uint32_t> hout(2, 0), hold(n);
+  for (int g = 0; g < n; ++g) {
+    int t = g % block, b = g / block;
+    fold[g] = out[0];
+    out[0] = fadd(out[0], f[g]);
+    out[1 + (t & 1)] = fadd(out[1 + (t & 1)], f[g]);
+    dold[g] = dout[0];
+    dout[0] += d[g];
+    dout[1] += d[g];
+    fold[n + g] = out[4 + 2 * b];
+    out[4 + 2 * b] = fadd(out[4 + 2 * b], f[g]);
+    dold[n + g] = dout[2 + b];
+    dout[2 + b] += d[g];
+    float& c = (t & 2) ? out[5 + 2 * b] : out[3];
+    c = fadd(c, f[g]);
+    hold[g] = hout[0];
+    hout[0] = hadd(hout[0], h[g] & 0xFFFF);
+    hout[1] = hadd(hout[1] & 0xFFFF, h[g] & 0xFFFF) | hadd(hout[1] >> 16, h[g] >> 16) << 16;
+  }
+  Outcome ref = run_reference(l);
+  ASSERT_EQ(ref.error, 0) << ref.message;
+  auto expect_bytes = [&](size_t b, const void* want, size_t bytes, const char* what) {
+    ASSERT_EQ(ref.buffers[b].size(), bytes) << what;
+    for (size_t i = 0; i < bytes; i += 4)
+      EXPECT_EQ(std::memcmp(&ref.buffers[b][i], static_cast<const uint8_t*>(want) + i, 4), 0) << what << " word " << i / 4;
+  };
+  expect_bytes(3, out.data(), out.size() * 4, "f32 sums");
+  expect_bytes(4, dout.data(), dout.size() * 8, "f64 sums");
+  expect_bytes(5, hout.data(), hout.size() * 4, "f16 sums");
+  expect_bytes(6, fold.data(), fold.size() * 4, "f32 old values");
+  expect_bytes(7, dold.data(), dold.size() * 8, "f64 old values");
+  expect_bytes(8, hold.data(), hold.size() * 4, "f16 old values");
 }
 
 TEST(MachineLowering, MatchAny) {

@@ -428,3 +428,42 @@ __global__ void virtual_new_delete(const int* in, int* out) {
   delete s;
   delete[] buf;
 }
+
+// Floating-point atomics (atom/red .add on f32, f64, f16, f16x2; global,
+// shared and generic): each thread adds once to each cell, so every
+// interpreter adds in thread order, CTA by CTA.  Outputs: out (f32 cells),
+// dout (f64 cells), hout (f16 cell at hout[0]'s low half, f16x2 cell at
+// hout[1]), fold/dold/hold the old values returned.
+__global__ void float_atomics(const float* f, const double* d, const unsigned* h, float* out, double* dout,
+                              unsigned* hout, float* fold, double* dold, unsigned* hold) {
+  __shared__ float sf[2];
+  __shared__ double sd;
+  int t = threadIdx.x, n = gridDim.x * blockDim.x, g = blockIdx.x * blockDim.x + t;
+  if (t == 0) sf[0] = sf[1] = 0.f, sd = 0.0;
+  __syncthreads();
+  fold[g] = atomicAdd(&out[0], f[g]);
+  atomicAdd(&out[1 + (t & 1)], f[g]);
+  dold[g] = atomicAdd(&dout[0], d[g]);
+  atomicAdd(&dout[1], d[g]);
+  fold[n + g] = atomicAdd(&sf[0], f[g]);
+  dold[n + g] = atomicAdd(&sd, d[g]);
+  float* p = (t & 2) ? &sf[1] : &out[3];  // generic: shared or global
+  atomicAdd(p, f[g]);
+  unsigned short ho;
+  asm volatile("atom.global.add.noftz.f16 %0, [%1], %2;" : "=h"(ho) : "l"(hout), "h"((unsigned short)h[g]) : "memory");
+  hold[g] = ho;
+  asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(hout + 1), "r"(h[g]) : "memory");
+  __syncthreads();
+  if (t == 0) {
+    out[4 + 2 * blockIdx.x] = sf[0];
+    out[5 + 2 * blockIdx.x] = sf[1];
+    dout[2 + blockIdx.x] = sd;
+  }
+}
+
+// The float atomics the model's machine holds in its ROM: f32 and f64 adds.
+__global__ void float_atomics_model(const float* f, const double* d, float* out, double* dout, float* fold) {
+  int g = blockIdx.x * blockDim.x + threadIdx.x;
+  fold[g] = atomicAdd(&out[0], f[g]);
+  atomicAdd(&dout[0], d[g]);
+}

@@ -59,6 +59,22 @@ TEST(NvrtcApi, CompilesToPtxForTheRequestedArchitecture) {
   EXPECT_NE(c86.ptx.find(".target sm_86"), std::string::npos);
 }
 
+// Types NVIDIA's NVRTC defines without any include.
+TEST(NvrtcApi, BuiltInTypesNeedNoInclude) {
+  Compiled c = compile(R"(
+static_assert(sizeof(clock_t) == sizeof(long), "clock_t is long");
+static_assert(sizeof(size_t) == 8, "size_t is 64-bit");
+extern "C" __global__ void timed(clock_t* t, ptrdiff_t* d) {
+  clock_t start = clock();
+  d[0] = &d[1] - &d[0];
+  t[0] = clock() - start;
+}
+)",
+                       {});
+  ASSERT_EQ(c.result, NVRTC_SUCCESS) << c.log;
+  EXPECT_NE(c.ptx.find("%clock;"), std::string::npos) << c.ptx;
+}
+
 TEST(NvrtcApi, CubinIsTheContainerTheDriverLoads) {
   nvrtcProgram prog;
   ASSERT_EQ(nvrtcCreateProgram(&prog, kAxpy, "axpy.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);

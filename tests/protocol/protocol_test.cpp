@@ -139,6 +139,7 @@ TEST(Protocol, BodiesRoundTrip) {
   a.grid[0] = 2, a.block[0] = 64, a.block[1] = 2;
   a.dynamic_smem = 256;
   a.params = {1, 2, 3, 4, 5};
+  a.cooperative = 1;
   Writer wa;
   encode(wa, a);
   Reader ra(wa.data().data(), wa.data().size());
@@ -148,6 +149,18 @@ TEST(Protocol, BodiesRoundTrip) {
   EXPECT_EQ(ab.block[1], 2u);
   EXPECT_EQ(ab.dynamic_smem, 256u);
   EXPECT_EQ(ab.params, a.params);
+  EXPECT_EQ(ab.cooperative, 1u);
+
+  DeviceInfo d{"interpreter", "qgpu (interpreter)"};
+  d.way_out = "a larger device";
+  d.cooperative_ctas = 1;
+  Writer wd;
+  encode(wd, d);
+  Reader rd(wd.data().data(), wd.data().size());
+  DeviceInfo db = decode_device_info(rd);
+  rd.finish("DeviceInfo");
+  EXPECT_EQ(db.way_out, d.way_out);
+  EXPECT_EQ(db.cooperative_ctas, 1u);
 
   LaunchProgress p;
   p.running = 1;

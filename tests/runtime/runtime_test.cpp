@@ -68,6 +68,26 @@ std::map<std::string, std::string> run_program(const std::string& name, qgpu::te
   return cases(r.out);
 }
 
+// Cooperative launches on the interpreter: grid-wide sync over the grid the
+// occupancy calls report resident, and the refusals (one block too many; an
+// ordinary launch's grid.sync() traps, as on a GPU).
+TEST(Runtime, CooperativeLaunchWithGridSync) {
+  qgpu::test::Result r;
+  auto m = run_program("coop", &r);
+  SCOPED_TRACE(r.out + r.err);
+  EXPECT_EQ(m["attribute"], "1 prop 1");
+  EXPECT_EQ(m["blocks"], "1");
+  EXPECT_EQ(m["launch"], "cudaSuccess");
+  EXPECT_EQ(m["sync"], "cudaSuccess");
+  EXPECT_EQ(m["wrong"], "0");
+  EXPECT_EQ(m["sum"], std::to_string(3 * 999 * 1000 / 2 + 1000) + " matches");
+  EXPECT_EQ(m["size"], "256");
+  EXPECT_EQ(m["launch_ex"], "cudaSuccess sum matches");  // cudaLaunchKernelEx with cudaLaunchAttributeCooperative
+  EXPECT_EQ(m["too_large"], "cudaErrorCooperativeLaunchTooLarge");
+  EXPECT_NE(r.err.find("keeps at most 1 resident at once"), std::string::npos);
+  EXPECT_EQ(m["ordinary"], "cudaErrorLaunchFailure");
+}
+
 }  // namespace
 
 TEST(Runtime, StreamsEventsAndCallbacks) {
@@ -207,11 +227,13 @@ TEST(Runtime, ManagedAndMappedMemory) {
 // The runtime and the driver API share one session (the primary context),
 // whichever library opens it.
 TEST(Runtime, DriverApiSharesTheRuntimesSession) {
-  for (const char* order : {"runtime-first", "driver-first"}) {
+  for (const char* order : {"runtime-first", "driver-first", "no-cuinit"}) {
     qgpu::test::Result r;
     auto m = run_program("driver_mix", &r, {order});
     SCOPED_TRACE(std::string(order) + "\n" + r.out + r.err);
-    EXPECT_EQ(m["cuInit"], "0");
+    EXPECT_EQ(m["cuInit"], std::string(order) == "no-cuinit" ? "" : "0");
+    EXPECT_EQ(m["cuCtxGetDevice"], "0");  // without cuInit too: the runtime initialised the driver
+    EXPECT_EQ(m["device"], "0");
     EXPECT_EQ(m["cudaMalloc"], "cudaSuccess");
     EXPECT_EQ(m["cuCtxGetCurrent"], "0");
     EXPECT_EQ(m["has_context"], "1");  // the runtime's primary context, current without cuCtxCreate

@@ -131,6 +131,9 @@ struct DeviceInfo {
   // The way out a message about a launch beyond the device names (a larger
   // device), empty when there is none.
   std::string way_out;
+  // The most CTAs a cooperative launch may have (all resident at once, for
+  // grid-wide sync); 0: the device takes no cooperative launches.
+  uint32_t cooperative_ctas = 0;
 };
 void encode(Writer& w, const DeviceInfo& d);
 DeviceInfo decode_device_info(Reader& r);
@@ -157,6 +160,7 @@ struct LaunchArgs {
   uint32_t grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   uint32_t dynamic_smem = 0;
   std::vector<uint8_t> params;
+  uint32_t cooperative = 0;  // 1: cudaLaunchCooperativeKernel / cuLaunchCooperativeKernel
 };
 void encode(Writer& w, const LaunchArgs& a);
 LaunchArgs decode_launch_args(Reader& r);

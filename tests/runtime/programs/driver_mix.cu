@@ -3,7 +3,8 @@
 // cudaMalloc is used by a module loaded with cuModuleLoadData into the
 // primary context, without cuCtxCreate, and a driver call comes after the
 // runtime's queued work.  argv[1]: "runtime-first" or "driver-first" (which
-// library opens the session).
+// library opens the session), or "no-cuinit": the program never calls cuInit
+// (the runtime has initialised the driver, as CUDA's does).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -43,7 +44,11 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   fill<<<1, n, 0, s>>>(d);  // queued: the driver's launch below must come after it
-  if (!driver_first) printf("cuInit %d\n", int(cuInit(0)));
+  bool no_init = argc > 1 && std::strcmp(argv[1], "no-cuinit") == 0;
+  if (!driver_first && !no_init) printf("cuInit %d\n", int(cuInit(0)));
+  CUdevice dev = -1;
+  printf("cuCtxGetDevice %d\n", int(cuCtxGetDevice(&dev)));
+  printf("device %d\n", int(dev));
   CUcontext ctx = nullptr;
   printf("cuCtxGetCurrent %d\n", int(cuCtxGetCurrent(&ctx)));
   printf("has_context %d\n", ctx != nullptr);
