@@ -61,9 +61,12 @@ struct Fetcher {
         scale();
       });
     }
-    when(linear, [&] { e.set(u, f.add(get(u), K(kHalfNeg), Round::Rn, false, false)); });
-    Operand fx = f.to_int32(f.mul(get(u), K(k256), Round::Rn, false, false), true, 32, Round::Rm, false);
-    i = op(Op::SAR, fx, K(8));
+    // Linear: 256 (u - 0.5) (exact scaling), whose floor holds the index and the 8-bit weight.
+    when(linear, [&] {
+      e.set(u, f.mul(f.add(get(u), K(kHalfNeg), Round::Rn, false, false), K(k256), Round::Rn, false, false));
+    });
+    Operand fx = f.to_int32(get(u), true, 32, Round::Rm, false);
+    i = op(Op::SEL, linear, op(Op::SAR, fx, K(8)), fx);
     a = op(Op::AND, fx, K(255));
   }
 

@@ -32,8 +32,13 @@ void axis(uint32_t c, uint32_t nf, uint32_t mode, bool norm, bool linear, int32_
     }
     u = mul(u, nf, Rnd::Rn, false, false);
   }
-  if (linear) u = add(u, kHalfNeg, Rnd::Rn, false, false);
-  int32_t fx = to_i32(mul(u, k256, Rnd::Rn, false, false), Rnd::Rmi);
+  if (!linear) {  // point sampling: the texel floor(u)
+    i = to_i32(u, Rnd::Rmi);
+    a = 0;
+    return;
+  }
+  // floor(256 (u - 0.5)): the texel index and the weight's 8 fraction bits.
+  int32_t fx = to_i32(mul(add(u, kHalfNeg, Rnd::Rn, false, false), k256, Rnd::Rn, false, false), Rnd::Rmi);
   i = fx >> 8;
   a = uint32_t(fx) & 255;
 }

@@ -96,6 +96,7 @@ struct Bench {
   ModuleImage img;
   std::vector<uint32_t> records;  // 8 words a thread
   uint32_t n = 0;
+  uint64_t lane_instructions = 0;  // of the last run on the machine
   Bench(const std::string& text, const Params& p) : params(p), img(load_module(text, p)) {}
   uint64_t put(const std::vector<uint32_t>& words) {
     uint64_t a = img.alloc(uint32_t(words.size() * 4 + 16));
@@ -129,6 +130,7 @@ struct Bench {
     Interpreter in(prog, params, prog.ctas, prog.threads, pb, img.mem);
     in.run(2'000'000'000);
     EXPECT_EQ(in.fault().error, 0) << in.fault().message;
+    lane_instructions = in.stats().lane_instructions;
     std::memcpy(got.data(), &img.mem.bytes[out - img.mem.base], n * 16);
     return {want, got};
   }
@@ -393,6 +395,30 @@ TEST(Texture, Surfaces) {
       }
     }
   }
+}
+
+// Machine instructions a fetch takes (printed; the kernel without the fetch
+// subtracted): a 2D float texture with normalised, wrapped coordinates.
+TEST(Texture, InstructionsPerFetch) {
+  auto per_thread = [](const std::string& line, uint32_t mode) {
+    Bench s(kernel(line), test_params());
+    uint64_t base = s.put(std::vector<uint32_t>(64, fb(1.0f)));
+    T::Desc d(base, 32, 64, 8, 2, 1, T::format_word(1, 4, T::kBits), 4);
+    d.w[T::kMode] = mode;
+    uint64_t da = s.put(std::vector<uint32_t>(d.w, d.w + 16));
+    for (int i = 0; i < 256; ++i) {
+      uint32_t c[4] = {fb(0.3f + float(i) / 97.0f), fb(0.6f), 0, 0};
+      s.add(c, da);
+    }
+    auto [want, got] = s.run();
+    EXPECT_EQ(want, got);
+    return double(s.lane_instructions) / s.n;
+  };
+  const double none = per_thread("  st.global.v4.f32 [%rd6], {%f1, %f2, %f3, %f4};", 0);
+  const double point = per_thread(tex_line("2d", false, "%f1, %f2"), T::kNormalized) - none;
+  const double linear = per_thread(tex_line("2d", false, "%f1, %f2"), T::kNormalized | T::kLinear) - none;
+  std::printf("machine instructions per tex.2d fetch (f32, normalised, wrap): point %.0f, linear %.0f\n", point, linear);
+  EXPECT_GT(linear, point);
 }
 
 TEST(Texture, SurfaceTrap) {
