@@ -126,6 +126,10 @@ cudaError_t copy_op(Runtime& rt, const cudaMemcpy3DParms& p, cudaStream_t stream
   op.node_type = cudaGraphNodeTypeMemcpy;
   op.body = [&rt, p](double& seconds) { return copy3d(rt, p, seconds); };
   StreamPtr s = stream_of(stream, per_thread);
+  if (s->capture) {  // recorded as a node of the capture's graph
+    rt.streams().enqueue(s, std::move(op));
+    return cudaSuccess;
+  }
   cudaError_t e = rt.streams().run(s, std::move(op)).at->error;
   if (!sync) return e;
   cudaError_t y = rt.synchronize();
@@ -195,7 +199,12 @@ cudaError_t memset_op(Runtime& rt, const cudaMemsetParams& p, cudaStream_t strea
   op.kind = Op::Device;
   op.node_type = cudaGraphNodeTypeMemset;
   op.body = [&rt, p](double& seconds) { return memset2d(rt, p, seconds); };
-  cudaError_t e = rt.streams().run(stream_of(stream, per_thread), std::move(op)).at->error;
+  StreamPtr s = stream_of(stream, per_thread);
+  if (s->capture) {
+    rt.streams().enqueue(s, std::move(op));
+    return cudaSuccess;
+  }
+  cudaError_t e = rt.streams().run(s, std::move(op)).at->error;
   if (!sync) return e;
   cudaError_t y = rt.synchronize();
   return e != cudaSuccess ? e : y;

@@ -155,13 +155,17 @@ struct Fetcher {
   }
 
   // Linear interpolation of the existing channels: p * (1 - a) + q * a.
-  std::array<uint32_t, 4> lerp(const std::array<uint32_t, 4>& p, const std::array<uint32_t, 4>& q, Operand a,
-                               Operand nch) {
+  // The weights (1 - a/256, a/256) as f32 (exact).
+  std::pair<Operand, Operand> weights(Operand a) {
     auto weight = [&](Operand k) {
       Operand x = f.from_int32(k, false, Round::Rn);
       return op(Op::SEL, op(Op::SEQ, k, K(0)), K(0), op(Op::SUB, x, K(8u << 23)));
     };
-    Operand w1 = weight(a), w0 = weight(op(Op::SUB, K(256), a));
+    return {weight(op(Op::SUB, K(256), a)), weight(a)};
+  }
+  std::array<uint32_t, 4> lerp(const std::array<uint32_t, 4>& p, const std::array<uint32_t, 4>& q,
+                               std::pair<Operand, Operand> w, Operand nch) {
+    const Operand w0 = w.first, w1 = w.second;
     std::array<uint32_t, 4> r = {var(get(p[0])), var(get(p[1])), var(get(p[2])), var(get(p[3]))};
     auto blend = [&](uint32_t ch) {
       e.set(r[ch], f.add(f.mul(get(p[ch]), w0, Round::Rn, false, false), f.mul(get(q[ch]), w1, Round::Rn, false, false),
@@ -267,9 +271,11 @@ std::array<Operand, 4> tex(Emitter& e, Operand desc, G g, bool int_coords, const
   e.jmp(done);
   e.place(lin);
   if (!int_result && !int_coords) {
-    auto row = [&](uint32_t dy, uint32_t dz) { return t.lerp(at(0, dy, dz), at(1, dy, dz), a[0], nch); };
-    auto plane = [&](uint32_t dz) { return dims == 1 ? row(0, dz) : t.lerp(row(0, dz), row(1, dz), a[1], nch); };
-    take(dims == 3 ? t.lerp(plane(0), plane(1), a[2], nch) : plane(0));
+    std::pair<Operand, Operand> w[3];
+    for (int k = 0; k < dims; ++k) w[k] = t.weights(a[k]);
+    auto row = [&](uint32_t dy, uint32_t dz) { return t.lerp(at(0, dy, dz), at(1, dy, dz), w[0], nch); };
+    auto plane = [&](uint32_t dz) { return dims == 1 ? row(0, dz) : t.lerp(row(0, dz), row(1, dz), w[1], nch); };
+    take(dims == 3 ? t.lerp(plane(0), plane(1), w[2], nch) : plane(0));
   }
   e.jmp(done);
   e.place(done);
