@@ -231,8 +231,7 @@ cudaMemcpy3DParms linear_copy(void* dst, const void* src, size_t count, cudaMemc
 }
 
 void set_copy(CUgraphNode_st* n, const cudaMemcpy3DParms& p) {
-  if (p.srcArray || p.dstArray)
-    throw Error(cudaErrorNotSupported, "memcpy node with a CUDA array: qgpu's graphs copy between pointers (linear or pitched memory)");
+  if (p.srcArray || p.dstArray) array_copy_bytes(p);  // checks the arrays now; resolved again when the node runs
   n->type = cudaGraphNodeTypeMemcpy;
   n->copy = p;
 }
@@ -328,7 +327,7 @@ cudaError_t emit(Runtime& rt, cudaGraphNode_t n, const StreamPtr& s) {
       break;
     case cudaGraphNodeTypeMemcpy:
       if (n->op) break;
-      op.body = [&rt, p = n->copy](double& seconds) { return copy3d(rt, p, seconds); };
+      op.body = [&rt, p = n->copy](double& seconds) { return copy3d(rt, array_copy_bytes(p), seconds); };
       break;
     case cudaGraphNodeTypeMemset:
       if (n->op) break;

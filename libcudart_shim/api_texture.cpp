@@ -323,6 +323,11 @@ Object object_of(unsigned long long h, bool surface) {
 
 }  // namespace
 
+cudaMemcpy3DParms qgpu::cudart::array_copy_bytes(const cudaMemcpy3DParms& p) {
+  if (!p.srcArray && !p.dstArray) return p;
+  return resolve(p);
+}
+
 extern "C" {
 
 cudaError_t cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {

@@ -169,6 +169,10 @@ cudaError_t memset_now(Runtime& rt, void* p, int value, size_t n, double& second
 // copies and memsets (api_texture.cpp) queue them.
 cudaError_t copy3d(Runtime& rt, const cudaMemcpy3DParms& p, double& seconds);
 cudaError_t memset2d(Runtime& rt, const cudaMemsetParams& p, double& seconds);
+// cudaMemcpy3D's parameters with CUDA arrays as pitched pointers, positions
+// and width in bytes (api_texture.cpp); throws client::Error for a handle
+// that is not a live array.
+cudaMemcpy3DParms array_copy_bytes(const cudaMemcpy3DParms& p);
 // A synchronizing call: waits for the points, then Runtime::synchronize().
 cudaError_t wait_and_synchronize(const std::vector<Mark>& marks);
 

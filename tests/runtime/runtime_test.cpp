@@ -309,11 +309,12 @@ TEST(Runtime, PitchedMemoryArraysTexturesAndSurfaces) {
                         "destroy_texture", "malloc_array_u8", "copy_u8", "create_texture_u8", "fetch_linear",
                         "create_texture_linear", "fetch_linear_memory", "malloc_array_surface", "create_surface",
                         "surface_kernel", "surface_back", "malloc_layered", "copy3d_layered", "create_texture_layered",
-                        "fetch_layered", "malloc_cube", "copy3d_cube", "create_texture_cube", "fetch_cube", "free_arrays",
+                        "fetch_layered", "malloc_cube", "copy3d_cube", "create_texture_cube", "fetch_cube", "graph_create", "graph_array_node",
+                        "graph_instantiate", "graph_launch", "graph_sync", "graph_copy_back", "free_arrays",
                         "final_sync"})
     EXPECT_EQ(m[k], "cudaSuccess") << k;
   for (const char* k : {"pitch_ok", "array_info_ok", "get_resource_ok", "tex_linear_ok"}) EXPECT_EQ(m[k], "1") << k;
   for (const char* k : {"copy2d_wrong", "array_wrong", "tex_point_wrong", "fetch_wrong", "surf_wrong", "layered_wrong",
-                        "cube_wrong"})
+                        "cube_wrong", "graph_array_wrong"})
     EXPECT_EQ(m[k], "0") << k;
 }

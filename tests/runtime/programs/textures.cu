@@ -237,6 +237,29 @@ int main() {
   value("cube_wrong", wrong);
   cudaDestroyTextureObject(t);
 
+  // A graph's memcpy node into an array.
+  std::vector<float> gh(W * H), gb(W * H);
+  for (int i = 0; i < W * H; ++i) gh[i] = 7.0f * float(i);
+  cudaMemcpy3DParms gp{};
+  gp.srcPtr = make_cudaPitchedPtr(gh.data(), W * sizeof(float), W, H);
+  gp.dstArray = a;
+  gp.extent = make_cudaExtent(W, H, 1);
+  gp.kind = cudaMemcpyHostToDevice;
+  cudaGraph_t g = nullptr;
+  cudaGraphExec_t gx = nullptr;
+  cudaGraphNode_t node = nullptr;
+  report("graph_create", cudaGraphCreate(&g, 0));
+  report("graph_array_node", cudaGraphAddMemcpyNode(&node, g, nullptr, 0, &gp));
+  report("graph_instantiate", cudaGraphInstantiate(&gx, g, 0));
+  report("graph_launch", cudaGraphLaunch(gx, 0));
+  report("graph_sync", cudaStreamSynchronize(0));
+  report("graph_copy_back", cudaMemcpy2DFromArray(gb.data(), W * sizeof(float), a, 0, 0, W * sizeof(float), H, cudaMemcpyDeviceToHost));
+  wrong = 0;
+  for (int i = 0; i < W * H; ++i) wrong += gb[i] != gh[i];
+  value("graph_array_wrong", wrong);
+  cudaGraphExecDestroy(gx);
+  cudaGraphDestroy(g);
+
   report("free_arrays", cudaFreeArray(a) == cudaSuccess && cudaFreeArray(ua) == cudaSuccess && cudaFreeArray(sa) == cudaSuccess &&
                                 cudaFreeArray(la) == cudaSuccess
                             ? cudaFreeArray(ca)
