@@ -32,7 +32,8 @@
 //   into the fields of Instr; rounding, .ftz, cache operators and cache hints
 //   are accepted and dropped.  Floating-point and other operations that integer
 //   kernels do not use still parse (their own Op values, or Op::Other for
-//   texture/tensor/async-copy families whose operands are not decoded), so a
+//   tensor/async-copy families and texture forms other than tex/suld.b/sust.b
+//   on an object in a register, whose operands are not decoded), so a
 //   module mixing such kernels with integer kernels loads; the lowering
 //   rejects them by name.
 //
