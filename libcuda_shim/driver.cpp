@@ -633,6 +633,8 @@ CUdeviceptr make_object(const CUDA_RESOURCE_DESC* r, const CUDA_TEXTURE_DESC* t)
                              : (as_int ? T::kUnsigned : T::kUnorm);
   d.w[T::kFormat] = T::format_word(n, b, kind);
   if (t) {
+    require(!(t->filterMode == CU_TR_FILTER_MODE_LINEAR && is_int && (as_int || b == 4)), CUDA_ERROR_INVALID_VALUE,
+            "linear filtering of integer texels read as integers");
     const bool norm = t->flags & CU_TRSF_NORMALIZED_COORDINATES;
     uint32_t mode = 0;
     for (int k = 0; k < 3; ++k) {
