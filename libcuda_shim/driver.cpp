@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "driver_error.h"
+#include "model_host/launch/texture.h"
 #include "module_image.h"
 #include "not_supported.h"
 #include "qgpu/client.h"
@@ -539,6 +540,237 @@ QGPU_CU_API CUresult CUDAAPI cuMemsetD32_v2(CUdeviceptr dst, unsigned int value,
   });
 }
 
+// ---------------------------------------------- arrays, 2D/3D copies, texture objects
+// A CUDA array is device memory in the layout of model_host/launch/texture.h
+// (texels in packed rows, rows in packed slices); a texture or surface
+// object is the device address of the 64-byte descriptor written at its
+// creation (docs/isa.md section 8.3), as in the runtime.
+struct CUarray_st {
+  CUdeviceptr dev = 0;
+  CUarray_format format{};
+  unsigned channels = 1, bytes = 4, flags = 0;
+  size_t width = 0, height = 0, depth = 0;  // as created
+  size_t pitch = 0, rows = 1, slices = 1;
+};
+
+namespace {
+std::set<CUarray_st*> g_arrays;
+std::set<CUdeviceptr> g_objects;
+
+unsigned format_bytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: throw DriverError(CUDA_ERROR_INVALID_VALUE, "array format " + std::to_string(int(f)) +
+                                                             ": qgpu takes 8/16/32-bit integers, half and float");
+  }
+}
+
+CUarray make_array(CUarray_format f, unsigned channels, size_t w, size_t h, size_t d, unsigned flags) {
+  require(channels == 1 || channels == 2 || channels == 4, CUDA_ERROR_INVALID_VALUE, "arrays have 1, 2 or 4 channels");
+  require(w > 0, CUDA_ERROR_INVALID_VALUE, "array width 0");
+  auto a = std::make_unique<CUarray_st>();
+  a->format = f;
+  a->channels = channels;
+  a->bytes = format_bytes(f);
+  a->flags = flags;
+  a->width = w, a->height = h, a->depth = d;
+  a->pitch = w * channels * a->bytes;
+  a->rows = std::max<size_t>(h, 1);
+  a->slices = std::max<size_t>(d, 1);
+  a->dev = context().malloc(a->pitch * a->rows * a->slices + 16);
+  g_arrays.insert(a.get());
+  return a.release();
+}
+
+CUarray_st* array_of(CUarray a) {
+  require(a && g_arrays.count(a), CUDA_ERROR_INVALID_HANDLE, "not a CUDA array of this context");
+  return a;
+}
+
+// One side of a 2D/3D copy: host memory, device memory, or an array.
+struct Side {
+  CUmemorytype type;
+  const void* host;
+  CUdeviceptr dev;
+  size_t pitch, height;  // bytes a row, rows a slice
+};
+Side side(CUmemorytype t, const void* host, CUdeviceptr dev, CUarray arr, size_t pitch, size_t height) {
+  if (t == CU_MEMORYTYPE_ARRAY) {
+    CUarray_st* a = array_of(arr);
+    return {CU_MEMORYTYPE_DEVICE, nullptr, a->dev, a->pitch, a->rows};
+  }
+  if (t == CU_MEMORYTYPE_UNIFIED) t = CU_MEMORYTYPE_DEVICE;
+  require(t == CU_MEMORYTYPE_HOST || t == CU_MEMORYTYPE_DEVICE, CUDA_ERROR_INVALID_VALUE, "copy memory type");
+  return {t, host, dev, pitch, height};
+}
+
+void copy_rows(const Side& s, size_t sx, size_t sy, size_t sz, const Side& d, size_t dx, size_t dy, size_t dz,
+               size_t width, size_t height, size_t depth) {
+  Connection& c = context();
+  for (size_t z = 0; z < std::max<size_t>(depth, 1); ++z)
+    for (size_t y = 0; y < std::max<size_t>(height, 1); ++y) {
+      size_t so = ((sz + z) * s.height + sy + y) * s.pitch + sx, doff = ((dz + z) * d.height + dy + y) * d.pitch + dx;
+      const bool sh = s.type == CU_MEMORYTYPE_HOST, dh = d.type == CU_MEMORYTYPE_HOST;
+      if (sh && dh) std::memcpy(static_cast<char*>(const_cast<void*>(d.host)) + doff, static_cast<const char*>(s.host) + so, width);
+      else if (sh) c.write(d.dev + doff, static_cast<const char*>(s.host) + so, width);
+      else if (dh) c.read(static_cast<char*>(const_cast<void*>(d.host)) + doff, s.dev + so, width);
+      else c.copy(d.dev + doff, s.dev + so, width);
+    }
+}
+
+CUdeviceptr make_object(const CUDA_RESOURCE_DESC* r, const CUDA_TEXTURE_DESC* t) {
+  namespace T = qgpu::launch::tex;
+  require(r != nullptr, CUDA_ERROR_INVALID_VALUE, "resource description is NULL");
+  CUarray_format f{};
+  unsigned n = 1;
+  T::Desc d;
+  auto bytes = [&] { return format_bytes(f) * n; };
+  switch (r->resType) {
+    case CU_RESOURCE_TYPE_ARRAY: {
+      CUarray_st* a = array_of(r->res.array.hArray);
+      f = a->format, n = a->channels;
+      d = T::Desc(a->dev, uint32_t(a->pitch), uint32_t(a->pitch * a->rows), uint32_t(a->width), uint32_t(a->rows),
+                  uint32_t(a->slices), 0, bytes());
+      break;
+    }
+    case CU_RESOURCE_TYPE_LINEAR:
+      f = r->res.linear.format, n = r->res.linear.numChannels;
+      d = T::Desc(r->res.linear.devPtr, uint32_t(r->res.linear.sizeInBytes), uint32_t(r->res.linear.sizeInBytes),
+                  uint32_t(r->res.linear.sizeInBytes / bytes()), 1, 1, 0, bytes());
+      break;
+    case CU_RESOURCE_TYPE_PITCH2D:
+      f = r->res.pitch2D.format, n = r->res.pitch2D.numChannels;
+      d = T::Desc(r->res.pitch2D.devPtr, uint32_t(r->res.pitch2D.pitchInBytes),
+                  uint32_t(r->res.pitch2D.pitchInBytes * r->res.pitch2D.height), uint32_t(r->res.pitch2D.width),
+                  uint32_t(r->res.pitch2D.height), 1, 0, bytes());
+      break;
+    default:
+      throw DriverError(CUDA_ERROR_NOT_SUPPORTED, "texture of a mipmapped array: qgpu's resources are arrays, linear and pitched memory");
+  }
+  const unsigned b = format_bytes(f);
+  const bool is_int = f != CU_AD_FORMAT_FLOAT && f != CU_AD_FORMAT_HALF;
+  const bool is_signed = f == CU_AD_FORMAT_SIGNED_INT8 || f == CU_AD_FORMAT_SIGNED_INT16 || f == CU_AD_FORMAT_SIGNED_INT32;
+  // The driver API reads 8/16-bit integers as normalised floats unless CU_TRSF_READ_AS_INTEGER.
+  const bool as_int = !t || (t->flags & CU_TRSF_READ_AS_INTEGER);
+  T::Kind kind = b == 4 ? T::kBits
+                 : !is_int ? T::kHalf
+                 : is_signed ? (as_int ? T::kSigned : T::kSnorm)
+                             : (as_int ? T::kUnsigned : T::kUnorm);
+  d.w[T::kFormat] = T::format_word(n, b, kind);
+  if (t) {
+    require(!(t->filterMode == CU_TR_FILTER_MODE_LINEAR && is_int && (as_int || b == 4)), CUDA_ERROR_INVALID_VALUE,
+            "linear filtering of integer texels read as integers");
+    const bool norm = t->flags & CU_TRSF_NORMALIZED_COORDINATES;
+    uint32_t mode = 0;
+    for (int k = 0; k < 3; ++k) {
+      uint32_t m = uint32_t(t->addressMode[k]) & 3;
+      if (!norm && (m == T::kWrap || m == T::kMirror)) m = T::kClamp;
+      if (r->resType == CU_RESOURCE_TYPE_LINEAR) m = T::kBorderMode;
+      mode |= m << (2 * k);
+    }
+    if (t->filterMode == CU_TR_FILTER_MODE_LINEAR) mode |= T::kLinear;
+    if (norm) mode |= T::kNormalized;
+    d.w[T::kMode] = mode;
+    for (int k = 0; k < 4; ++k)
+      d.w[T::kBorder + k] = r->resType == CU_RESOURCE_TYPE_LINEAR ? 0 : T::f32_bits(t->borderColor[k]);
+  }
+  Connection& c = context();
+  CUdeviceptr at = c.malloc(T::kDescBytes);
+  c.write(at, d.w, T::kDescBytes);
+  g_objects.insert(at);
+  return at;
+}
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuArrayCreate_v2(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* d) {
+  return api("cuArrayCreate", [&] {
+    require(out && d, CUDA_ERROR_INVALID_VALUE, "array or descriptor is NULL");
+    *out = make_array(d->Format, d->NumChannels, d->Width, d->Height, 0, 0);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuArray3DCreate_v2(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  return api("cuArray3DCreate", [&] {
+    require(out && d, CUDA_ERROR_INVALID_VALUE, "array or descriptor is NULL");
+    *out = make_array(d->Format, d->NumChannels, d->Width, d->Height, d->Depth, d->Flags);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuArrayDestroy(CUarray a) {
+  return api("cuArrayDestroy", [&] {
+    CUarray_st* p = array_of(a);
+    context().free(p->dev);
+    g_arrays.erase(p);
+    delete p;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR* d, CUarray a) {
+  return api("cuArrayGetDescriptor", [&] {
+    require(d != nullptr, CUDA_ERROR_INVALID_VALUE, "descriptor is NULL");
+    CUarray_st* p = array_of(a);
+    d->Format = p->format;
+    d->NumChannels = p->channels;
+    d->Width = p->width;
+    d->Height = p->height;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) {
+  return api("cuMemcpy2D", [&] {
+    require(p != nullptr, CUDA_ERROR_INVALID_VALUE, "parameters are NULL");
+    Side s = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcPitch, 0);
+    Side d = side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstPitch, 0);
+    copy_rows(s, p->srcXInBytes, p->srcY, 0, d, p->dstXInBytes, p->dstY, 0, p->WidthInBytes, p->Height, 1);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* p) { return cuMemcpy2D_v2(p); }
+
+QGPU_CU_API CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) {
+  return api("cuMemcpy3D", [&] {
+    require(p != nullptr, CUDA_ERROR_INVALID_VALUE, "parameters are NULL");
+    Side s = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcPitch, p->srcHeight);
+    Side d = side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstPitch, p->dstHeight);
+    copy_rows(s, p->srcXInBytes, p->srcY, p->srcZ, d, p->dstXInBytes, p->dstY, p->dstZ, p->WidthInBytes, p->Height,
+              p->Depth);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuTexObjectCreate(CUtexObject* out, const CUDA_RESOURCE_DESC* r, const CUDA_TEXTURE_DESC* t,
+                                               const CUDA_RESOURCE_VIEW_DESC* view) {
+  return api("cuTexObjectCreate", [&] {
+    require(out && t, CUDA_ERROR_INVALID_VALUE, "texture object or description is NULL");
+    require(!view, CUDA_ERROR_NOT_SUPPORTED, "resource views: qgpu reads the resource as it is");
+    *out = make_object(r, t);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuTexObjectDestroy(CUtexObject o) {
+  return api("cuTexObjectDestroy", [&] {
+    require(g_objects.count(o), CUDA_ERROR_INVALID_VALUE, "not a texture object");
+    context().free(o);
+    g_objects.erase(o);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuSurfObjectCreate(CUsurfObject* out, const CUDA_RESOURCE_DESC* r) {
+  return api("cuSurfObjectCreate", [&] {
+    require(out && r && r->resType == CU_RESOURCE_TYPE_ARRAY, CUDA_ERROR_INVALID_VALUE, "surfaces are CUDA arrays");
+    *out = make_object(r, nullptr);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuSurfObjectDestroy(CUsurfObject o) {
+  return api("cuSurfObjectDestroy", [&] {
+    require(g_objects.count(o), CUDA_ERROR_INVALID_VALUE, "not a surface object");
+    context().free(o);
+    g_objects.erase(o);
+  });
+}
+
 // ------------------------------------------------------------------- modules
 QGPU_CU_API CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   return api("cuModuleLoadData", [&] {
@@ -946,6 +1178,10 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags),
     QGPU_ENTRY(cuOccupancyMaxPotentialBlockSize), QGPU_ENTRY(cuOccupancyMaxPotentialBlockSizeWithFlags),
     QGPU_ENTRY(cuLaunchCooperativeKernel),
+    QGPU_ENTRY(cuArrayCreate_v2), QGPU_ENTRY(cuArray3DCreate_v2),
+    QGPU_ENTRY(cuArrayDestroy), QGPU_ENTRY(cuArrayGetDescriptor_v2), QGPU_ENTRY(cuMemcpy2D_v2),
+    QGPU_ENTRY(cuMemcpy2DUnaligned_v2), QGPU_ENTRY(cuMemcpy3D_v2), QGPU_ENTRY(cuTexObjectCreate),
+    QGPU_ENTRY(cuTexObjectDestroy), QGPU_ENTRY(cuSurfObjectCreate), QGPU_ENTRY(cuSurfObjectDestroy),
 };
 #undef QGPU_ENTRY
 

@@ -231,8 +231,7 @@ cudaMemcpy3DParms linear_copy(void* dst, const void* src, size_t count, cudaMemc
 }
 
 void set_copy(CUgraphNode_st* n, const cudaMemcpy3DParms& p) {
-  if (p.srcArray || p.dstArray)
-    throw Error(cudaErrorNotSupported, "memcpy node with a CUDA array: qgpu's graphs copy between pointers (linear or pitched memory)");
+  if (p.srcArray || p.dstArray) array_copy_bytes(p);  // checks the arrays now; resolved again when the node runs
   n->type = cudaGraphNodeTypeMemcpy;
   n->copy = p;
 }
@@ -315,35 +314,6 @@ bool has_memory_nodes(cudaGraph_t g) {
   return false;
 }
 
-cudaError_t copy3d(Runtime& rt, const cudaMemcpy3DParms& p, double& seconds) {
-  size_t w = p.extent.width, h = std::max<size_t>(p.extent.height, 1), d = std::max<size_t>(p.extent.depth, 1);
-  for (size_t z = 0; z < d; ++z)
-    for (size_t y = 0; y < h; ++y) {
-      auto* s = static_cast<const char*>(p.srcPtr.ptr) +
-                ((p.srcPos.z + z) * p.srcPtr.ysize + p.srcPos.y + y) * p.srcPtr.pitch + p.srcPos.x;
-      auto* t = static_cast<char*>(p.dstPtr.ptr) +
-                ((p.dstPos.z + z) * p.dstPtr.ysize + p.dstPos.y + y) * p.dstPtr.pitch + p.dstPos.x;
-      if (cudaError_t e = copy_now(rt, t, s, w, p.kind, seconds)) return e;
-    }
-  return cudaSuccess;
-}
-
-cudaError_t memset2d(Runtime& rt, const cudaMemsetParams& p, double& seconds) {
-  const size_t row = p.width * p.elementSize;
-  std::vector<uint8_t> pattern;
-  if (p.elementSize != 1) {
-    pattern.resize(row);
-    for (size_t i = 0; i < p.width; ++i) std::memcpy(pattern.data() + i * p.elementSize, &p.value, p.elementSize);
-  }
-  for (size_t y = 0; y < std::max<size_t>(p.height, 1); ++y) {
-    auto* t = static_cast<char*>(p.dst) + y * p.pitch;
-    cudaError_t e = p.elementSize == 1 ? memset_now(rt, t, int(p.value), row, seconds)
-                                       : copy_now(rt, t, pattern.data(), row, cudaMemcpyHostToDevice, seconds);
-    if (e) return e;
-  }
-  return cudaSuccess;
-}
-
 // Queues what a node stands for on `s`.
 cudaError_t emit(Runtime& rt, cudaGraphNode_t n, const StreamPtr& s) {
   Op op;
@@ -357,7 +327,7 @@ cudaError_t emit(Runtime& rt, cudaGraphNode_t n, const StreamPtr& s) {
       break;
     case cudaGraphNodeTypeMemcpy:
       if (n->op) break;
-      op.body = [&rt, p = n->copy](double& seconds) { return copy3d(rt, p, seconds); };
+      op.body = [&rt, p = n->copy](double& seconds) { return copy3d(rt, array_copy_bytes(p), seconds); };
       break;
     case cudaGraphNodeTypeMemset:
       if (n->op) break;

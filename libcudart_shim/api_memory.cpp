@@ -248,6 +248,38 @@ cudaError_t memset_now(Runtime& rt, void* p, int value, size_t n, double& second
   return cudaSuccess;
 }
 
+// The rows of a 3D copy between pitched pointers (byte positions and
+// widths); rows that lie back to back on both sides go as one copy.
+cudaError_t copy3d(Runtime& rt, const cudaMemcpy3DParms& p, double& seconds) {
+  size_t w = p.extent.width, h = std::max<size_t>(p.extent.height, 1), d = std::max<size_t>(p.extent.depth, 1);
+  const bool packed = p.srcPtr.pitch == w && p.dstPtr.pitch == w;
+  for (size_t z = 0; z < d; ++z)
+    for (size_t y = 0; y < h; y += packed ? h : 1) {
+      auto* s = static_cast<const char*>(p.srcPtr.ptr) +
+                ((p.srcPos.z + z) * p.srcPtr.ysize + p.srcPos.y + y) * p.srcPtr.pitch + p.srcPos.x;
+      auto* t = static_cast<char*>(p.dstPtr.ptr) +
+                ((p.dstPos.z + z) * p.dstPtr.ysize + p.dstPos.y + y) * p.dstPtr.pitch + p.dstPos.x;
+      if (cudaError_t e = copy_now(rt, t, s, packed ? w * h : w, p.kind, seconds)) return e;
+    }
+  return cudaSuccess;
+}
+
+cudaError_t memset2d(Runtime& rt, const cudaMemsetParams& p, double& seconds) {
+  const size_t row = p.width * p.elementSize;
+  std::vector<uint8_t> pattern;
+  if (p.elementSize != 1) {
+    pattern.resize(row);
+    for (size_t i = 0; i < p.width; ++i) std::memcpy(pattern.data() + i * p.elementSize, &p.value, p.elementSize);
+  }
+  for (size_t y = 0; y < std::max<size_t>(p.height, 1); ++y) {
+    auto* t = static_cast<char*>(p.dst) + y * p.pitch;
+    cudaError_t e = p.elementSize == 1 ? memset_now(rt, t, int(p.value), row, seconds)
+                                       : copy_now(rt, t, pattern.data(), row, cudaMemcpyHostToDevice, seconds);
+    if (e) return e;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace qgpu::cudart
 
 extern "C" {

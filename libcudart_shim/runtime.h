@@ -167,6 +167,15 @@ StreamPtr stream_of(cudaStream_t handle, bool per_thread);
 // queued copy or memset operation does (api_memory.cpp).
 cudaError_t copy_now(Runtime& rt, void* dst, const void* src, size_t n, cudaMemcpyKind kind, double& seconds);
 cudaError_t memset_now(Runtime& rt, void* p, int value, size_t n, double& seconds);
+// A 3D copy between pitched pointers (positions and width in bytes) and a 2D
+// memset, row by row, run now (api_memory.cpp): graph nodes and the 2D/3D
+// copies and memsets (api_texture.cpp) queue them.
+cudaError_t copy3d(Runtime& rt, const cudaMemcpy3DParms& p, double& seconds);
+cudaError_t memset2d(Runtime& rt, const cudaMemsetParams& p, double& seconds);
+// cudaMemcpy3D's parameters with CUDA arrays as pitched pointers, positions
+// and width in bytes (api_texture.cpp); throws client::Error for a handle
+// that is not a live array.
+cudaMemcpy3DParms array_copy_bytes(const cudaMemcpy3DParms& p);
 // A synchronizing call: waits for the points, then Runtime::synchronize().
 cudaError_t wait_and_synchronize(const std::vector<Mark>& marks);
 

@@ -226,6 +226,7 @@ void Lowerer::lower_cvt(const ptx::Instr& in) {
 // One PTX instruction: the forms lower_more takes, floating point, then by
 // family.
 void Lowerer::lower_instr(const ptx::Instr& in) {
+  if (in.op == ptx::Op::Tex || in.op == ptx::Op::Suld || in.op == ptx::Op::Sust) return lower_texture(in);
   if (lower_more(in)) return;
   using PO = ptx::Op;
   if ((ptx::is_float(in.type) || ptx::is_float(in.type2)) && in.op != PO::Ld && in.op != PO::St && in.op != PO::Mov &&

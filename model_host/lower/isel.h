@@ -172,6 +172,8 @@ class Lowerer : public Emitter {
   // modes, counted and named barriers, device malloc/free and indirect calls.
   // lower_more() takes the instructions it handles and returns true.
   bool lower_more(const ptx::Instr& in);
+  // tex, suld.b, sust.b (texture.h; docs/isa.md section 8.3; isel_texture.cpp).
+  void lower_texture(const ptx::Instr& in);
   Operand special_more(const ptx::Instr& in, const ptx::Operand& o);
   void set_carry(Operand c);
   Operand carry_in();

@@ -150,6 +150,9 @@ const char* op_name(Op op) {
     case Op::Tanh: return "tanh";
     case Op::Copysign: return "copysign";
     case Op::Testp: return "testp";
+    case Op::Tex: return "tex";
+    case Op::Suld: return "suld";
+    case Op::Sust: return "sust";
     case Op::Other: return "other";
   }
   return "?";

@@ -32,7 +32,8 @@
 //   into the fields of Instr; rounding, .ftz, cache operators and cache hints
 //   are accepted and dropped.  Floating-point and other operations that integer
 //   kernels do not use still parse (their own Op values, or Op::Other for
-//   texture/tensor/async-copy families whose operands are not decoded), so a
+//   tensor/async-copy families and texture forms other than tex/suld.b/sust.b
+//   on an object in a register, whose operands are not decoded), so a
 //   module mixing such kernels with integer kernels loads; the lowering
 //   rejects them by name.
 //
@@ -113,7 +114,12 @@ enum class Op : uint16_t {
   Shfl, Vote, Activemask, Match, Redux,
   // Floating point only (the type-generic ones above also take float types)
   Fma, Rcp, Sqrt, Rsqrt, Sin, Cos, Lg2, Ex2, Tanh, Copysign, Testp,
-  // Recognised PTX whose operands are not decoded (tex, mma, cp.async...)
+  // Textures and surfaces (docs/isa.md section 8.3):
+  //   tex:  ops = { dest Vector (4 regs), handle (Reg), coords Vector }
+  //   suld: ops = { dest (Reg or Vector), handle (Reg), coords Vector }
+  //   sust: ops = { handle (Reg), coords Vector, value (Reg or Vector) }
+  Tex, Suld, Sust,
+  // Recognised PTX whose operands are not decoded (tld4, txq, mma, cp.async...)
   Other,
 };
 const char* op_name(Op op);  // base mnemonic, "add"
@@ -135,6 +141,8 @@ enum class MatchMode : uint8_t { None, Any, All };
 enum class ShfDir : uint8_t { None, L, R };
 enum class ShfMode : uint8_t { None, Wrap, Clamp };  // shf, bmsk, szext
 enum class PrmtMode : uint8_t { None, F4e, B4e, Rc8, Ecl, Ecr, Rc16 };
+// tex/suld/sust geometry (.1d .2d .3d .a1d .a2d .cube .acube).
+enum class TexGeom : uint8_t { None, D1, D2, D3, A1D, A2D, Cube, ACube };
 enum class BarKind : uint8_t { None, Sync, Arrive, Red };
 enum class Sem : uint8_t { None, Weak, Relaxed, Acquire, Release, AcqRel, Sc, Mmio };
 enum class Scope : uint8_t { None, Cta, Cluster, Gpu, Sys };
@@ -235,6 +243,8 @@ struct Instr {
   bool aligned = false;    // .aligned
   bool shiftamt = false;   // bfind.shiftamt
   bool nc = false;         // ld.global.nc
+  TexGeom geom = TexGeom::None;  // tex/suld/sust
+  uint8_t surf_clamp = 0;  // suld/sust: 0 .trap (the default), 1 .clamp, 2 .zero
 
   std::vector<Operand> ops;
 };

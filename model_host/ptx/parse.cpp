@@ -146,8 +146,8 @@ std::optional<Op> op_of(std::string_view s) {
       {"fma", Op::Fma}, {"rcp", Op::Rcp}, {"sqrt", Op::Sqrt}, {"rsqrt", Op::Rsqrt},
       {"sin", Op::Sin}, {"cos", Op::Cos}, {"lg2", Op::Lg2}, {"ex2", Op::Ex2},
       {"tanh", Op::Tanh}, {"copysign", Op::Copysign}, {"testp", Op::Testp},
-      {"tex", Op::Other}, {"tld4", Op::Other}, {"txq", Op::Other}, {"suld", Op::Other},
-      {"sust", Op::Other}, {"sured", Op::Other}, {"suq", Op::Other}, {"istypep", Op::Other},
+      {"tex", Op::Tex}, {"tld4", Op::Other}, {"txq", Op::Other}, {"suld", Op::Suld},
+      {"sust", Op::Sust}, {"sured", Op::Other}, {"suq", Op::Other}, {"istypep", Op::Other},
       {"mma", Op::Other}, {"wmma", Op::Other}, {"wgmma", Op::Other}, {"ldmatrix", Op::Other},
       {"stmatrix", Op::Other}, {"movmatrix", Op::Other}, {"cp", Op::Other},
       {"mbarrier", Op::Other}, {"multimem", Op::Other}, {"tensormap", Op::Other},
@@ -202,7 +202,7 @@ Arity arity_of(const Instr& in) {
     case Op::Activemask: return {1, 1, true};
     case Op::Match: return {3, 3, true};
     case Op::Redux: return {3, 3, true};
-    case Op::Call: case Op::Brx: case Op::Other: break;
+    case Op::Call: case Op::Brx: case Op::Other: case Op::Tex: case Op::Suld: case Op::Sust: break;
   }
   return {0, 255, false};
 }
@@ -832,6 +832,12 @@ class Parser {
       in.op = Op::BarWarp;
       suffixes.erase(suffixes.begin());
     }
+    if ((in.op == Op::Tex || in.op == Op::Suld || in.op == Op::Sust) && !texture_instruction(in, suffixes))
+      in.op = Op::Other;  // a form not decoded (tex.level, suld.p, ...): the lowering rejects it by name
+    else if (in.op == Op::Tex || in.op == Op::Suld || in.op == Op::Sust) {
+      fn_->body.push_back(std::move(in));
+      return;
+    }
     if (in.op == Op::Other || in.op == Op::Brx) {
       skip_to_semicolon();
       fn_->body.push_back(std::move(in));
@@ -850,6 +856,63 @@ class Parser {
     }
     check_operands(in, mt);
     fn_->body.push_back(std::move(in));
+  }
+
+  // tex.GEOM.v4.DT.CT d, [h, {c..}];  suld.b.GEOM{.vN}.bT{.clamp} d, [h, {c..}];
+  // sust.b.GEOM{.vN}.bT{.clamp} [h, {c..}], v;  (docs/isa.md section 8.3).
+  // Returns false, consuming nothing, for a form it does not decode.
+  bool texture_instruction(Instr& in, const std::vector<std::string_view>& suffixes) {
+    static const std::unordered_map<std::string_view, TexGeom> geoms = {
+        {"1d", TexGeom::D1}, {"2d", TexGeom::D2}, {"3d", TexGeom::D3}, {"a1d", TexGeom::A1D},
+        {"a2d", TexGeom::A2D}, {"cube", TexGeom::Cube}, {"acube", TexGeom::ACube}};
+    bool b = false;
+    for (std::string_view s : suffixes) {
+      if (auto g = lookup(geoms, s)) in.geom = *g;
+      else if (auto t = type_of(s)) {
+        if (in.type == Type::None) in.type = *t;
+        else if (in.type2 == Type::None) in.type2 = *t;
+        else return false;
+      } else if (s == "v2" || s == "v4") in.vec = static_cast<uint8_t>(s[1] - '0');
+      else if (s == "b" && in.op != Op::Tex) b = true;
+      else if (s == "trap" && in.op != Op::Tex) in.surf_clamp = 0;
+      else if (s == "clamp" && in.op != Op::Tex) in.surf_clamp = 1;
+      else if (s == "zero" && in.op != Op::Tex) in.surf_clamp = 2;
+      else if (s == "weak" || s == "relaxed" || s == "ca" || s == "cg" || s == "cs" || s == "cv" || s == "wb" ||
+               s == "wt") {
+      } else return false;
+    }
+    if (in.geom == TexGeom::None || in.type == Type::None) return false;
+    if (in.op == Op::Tex && (in.vec != 4 || in.type2 == Type::None)) return false;
+    if (in.op != Op::Tex && !b) return false;
+    size_t save = p_;
+    uint32_t idx = static_cast<uint32_t>(fn_->body.size());
+    auto address = [&]() {
+      if (!accept('[')) return false;
+      auto r = peek().kind == TK::Ident ? find_reg(peek().text) : std::nullopt;
+      if (!r) return false;
+      next();
+      Operand h;
+      h.kind = Operand::Kind::Reg;
+      h.reg = *r;
+      in.ops.push_back(h);
+      if (!accept(',') || !is_punct('{')) return false;
+      in.ops.push_back(operand(in, idx, {uint32_t(in.ops.size())}));
+      return accept(']');
+    };
+    bool ok;
+    if (in.op == Op::Sust) {
+      ok = address() && accept(',');
+      if (ok) in.ops.push_back(operand(in, idx, {2}));
+    } else {
+      in.ops.push_back(operand(in, idx, {0}));
+      ok = accept(',') && address();
+    }
+    if (!ok || !accept(';')) {
+      p_ = save;
+      in.ops.clear();
+      return false;
+    }
+    return true;
   }
 
   void apply_suffix(Instr& in, std::string_view s, const Token& mt) {

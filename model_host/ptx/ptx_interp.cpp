@@ -36,6 +36,7 @@
 #include <limits>
 
 #include "model_host/ptx/layout.h"
+#include "model_host/ptx/texture_ref.h"
 
 namespace qgpu::ptx {
 namespace {
@@ -523,6 +524,11 @@ class Interp {
     for (Thread* t : group)
       if (guard(in, *t)) active.push_back(t);
     Thread& t0 = *group[0];
+    if (in.op == Op::Tex || in.op == Op::Suld || in.op == Op::Sust) {
+      for (Thread* t : active) texture(in, *t);
+      for (Thread* t : group) ++t->frames.back().pc;
+      return;
+    }
     // Float-typed loads, stores, moves and selects only move bits: they run.
     // Float atomics are scalar() read-modify-writes with the float add.
     bool moves_bits = in.op == Op::Ld || in.op == Op::Ldu || in.op == Op::St || in.op == Op::Mov || in.op == Op::Selp ||
@@ -982,6 +988,51 @@ class Interp {
     }
     printf_ += out;
     return count;
+  }
+
+  // -- textures and surfaces (texture_ref.h; docs/isa.md section 8.3) -------
+  void texture(const Instr& in, Thread& t) {
+    const bool store = in.op == Op::Sust;
+    const Operand& handle = in.ops[store ? 0 : 1];
+    const Operand& coords = in.ops[store ? 1 : 2];
+    const Operand& data = in.ops[store ? 2 : 0];
+    uint64_t h = read(handle, Type::U64, t, in);
+    uint32_t desc[16];
+    for (uint32_t k = 0; k < 16; ++k) desc[k] = uint32_t(load_le(memory(Space::Global, h + 4 * k, 4, false, t, in), 4));
+    uint32_t c[4] = {0, 0, 0, 0};
+    for (size_t k = 0; k < coords.elems.size() && k < 4; ++k)
+      if (coords.elems[k].kind != Operand::Kind::Sink) c[k] = uint32_t(read(coords.elems[k], Type::B32, t, in));
+    std::vector<const Operand*> d;
+    if (data.kind == Operand::Kind::Vector)
+      for (const Operand& x : data.elems) d.push_back(&x);
+    else
+      d.push_back(&data);
+    texref::Load load = [&](uint64_t a, uint32_t n) {
+      return uint32_t(load_le(memory(Space::Global, a, n, false, t, in), n));
+    };
+    if (in.op == Op::Tex) {
+      if ((in.type != Type::F32 && in.type != Type::S32 && in.type != Type::U32) ||
+          (in.type2 != Type::F32 && in.type2 != Type::S32))
+        unsupported(in, t, "tex of these types");
+      auto r = texref::tex(desc, in.geom, in.type2 == Type::S32, c, in.type != Type::F32, load);
+      for (size_t k = 0; k < d.size() && k < 4; ++k)
+        if (d[k]->kind != Operand::Kind::Sink) write(*d[k], Type::B32, r[k], t);
+      return;
+    }
+    if (in.geom == TexGeom::Cube || in.geom == TexGeom::ACube) unsupported(in, t, "a surface access of a cube map");
+    const uint32_t es = type_size(in.type);
+    uint64_t a = 0;
+    bool ok = texref::surface_address(desc, in.geom, c, es * uint32_t(d.size()), in.surf_clamp, a);
+    if (!ok && in.surf_clamp == 0)
+      fault(launch::kIllegalAddress, in, t, "surface access out of range (.trap)");
+    for (size_t k = 0; k < d.size(); ++k) {
+      if (in.op == Op::Suld) {
+        uint64_t v = ok ? load_le(memory(Space::Global, a + k * es, es, false, t, in), es) : 0;
+        if (d[k]->kind != Operand::Kind::Sink) write(*d[k], in.type, v, t);
+      } else if (ok) {
+        store_le(memory(Space::Global, a + k * es, es, true, t, in), es, read(*d[k], in.type, t, in));
+      }
+    }
   }
 
   // -- scalar instructions --------------------------------------------------

@@ -321,3 +321,22 @@ TEST(Runtime, GraphsCaptureAndStreamOrderedMemory) {
   EXPECT_NE(r.err.find("conditional graph nodes"), std::string::npos);
   EXPECT_NE(r.out.find("\ndone\n"), std::string::npos);
 }
+
+TEST(Runtime, PitchedMemoryArraysTexturesAndSurfaces) {
+  qgpu::test::Result r;
+  auto m = run_program("textures", &r);
+  SCOPED_TRACE(r.out + r.err);
+  for (const char* k : {"malloc_pitch", "copy2d_in", "memset2d", "copy2d_out", "malloc_array", "copy_to_array",
+                        "copy_from_array", "array_info", "create_texture", "fetch_point", "get_resource",
+                        "destroy_texture", "malloc_array_u8", "copy_u8", "create_texture_u8", "fetch_linear",
+                        "create_texture_linear", "fetch_linear_memory", "malloc_array_surface", "create_surface",
+                        "surface_kernel", "surface_back", "malloc_layered", "copy3d_layered", "create_texture_layered",
+                        "fetch_layered", "malloc_cube", "copy3d_cube", "create_texture_cube", "fetch_cube", "graph_create", "graph_array_node",
+                        "graph_instantiate", "graph_launch", "graph_sync", "graph_copy_back", "free_arrays",
+                        "final_sync"})
+    EXPECT_EQ(m[k], "cudaSuccess") << k;
+  for (const char* k : {"pitch_ok", "array_info_ok", "get_resource_ok", "tex_linear_ok"}) EXPECT_EQ(m[k], "1") << k;
+  for (const char* k : {"copy2d_wrong", "array_wrong", "tex_point_wrong", "fetch_wrong", "surf_wrong", "layered_wrong",
+                        "cube_wrong", "graph_array_wrong"})
+    EXPECT_EQ(m[k], "0") << k;
+}

@@ -169,9 +169,9 @@ TEST(Shim, BadInputGetsCudaErrors) {
   EXPECT_NE(r.err.find("global memory is"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("runs past the end of the allocation"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not inside any live allocation"), std::string::npos) << r.err;
-  size_t first = r.err.find("cudaMallocArray is not supported");
+  size_t first = r.err.find("cudaMallocMipmappedArray is not supported");
   ASSERT_NE(first, std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("cudaMallocArray is not supported", first + 1), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("cudaMallocMipmappedArray is not supported", first + 1), std::string::npos) << r.err;
 }
 
 TEST(Shim, BinaryWithoutPtxIsToldToRebuild) {

@@ -22,10 +22,10 @@ int main() {
   report("free_twice", cudaFree(a));
   report("launch_not_a_kernel", cudaLaunchKernel((const void*)&report, dim3(1), dim3(1), nullptr, 0, 0));
   report("symbol_not_registered", cudaMemcpyToSymbol(host, host, 4));
-  cudaArray_t arr;
+  cudaMipmappedArray_t arr;
   cudaChannelFormatDesc desc = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindSigned);
-  report("unsupported_call", cudaMallocArray(&arr, &desc, 4, 4));
-  report("unsupported_again", cudaMallocArray(&arr, &desc, 4, 4));
+  report("unsupported_call", cudaMallocMipmappedArray(&arr, &desc, make_cudaExtent(4, 4, 0), 2, 0));
+  report("unsupported_again", cudaMallocMipmappedArray(&arr, &desc, make_cudaExtent(4, 4, 0), 2, 0));
   report("sync", cudaDeviceSynchronize());
   printf("done\n");
   return 0;
