@@ -1036,6 +1036,7 @@ class Interp {
   }
 
   // -- scalar instructions --------------------------------------------------
+  // Integer arithmetic and bit operations; the rest in scalar_data().
   void scalar(const Instr& in, Thread& t) {
     const Type ty = in.type;
     const unsigned n = bits_of(ty);
@@ -1231,6 +1232,20 @@ class Interp {
         dst(static_cast<uint64_t>(acc), Type::B32);
         break;
       }
+      default:
+        scalar_data(in, t);
+    }
+  }
+
+  // Moves, conversions, comparisons, loads, stores and atomics.
+  void scalar_data(const Instr& in, Thread& t) {
+    const Type ty = in.type;
+    const unsigned n = bits_of(ty);
+    const bool s = is_signed(ty);
+    auto op = [&](size_t i, Type k = Type::None) { return read(in.ops[i], k == Type::None ? ty : k, t, in); };
+    auto sx = [&](uint64_t v) { return sext(v, n); };
+    auto dst = [&](uint64_t v, Type k = Type::None) { write(in.ops[0], k == Type::None ? ty : k, v, t); };
+    switch (in.op) {
       case Op::Mov: {
         const Operand& d = in.ops[0];
         if (d.kind == Operand::Kind::Vector) {  // unpack: element 0 lowest
