@@ -343,28 +343,13 @@ cudaError_t Runtime::make_launch(Kernel* k, dim3 grid, dim3 block, void** args, 
   // What the daemon would refuse, refused here: the launch call itself
   // reports a configuration the machine cannot run, as CUDA's does.
   const proto::DeviceInfo& d = device();
-  auto dims = [](const uint32_t* v) {
-    return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
-  };
   // The daemon's words for the same refusals: the device, what was asked,
   // its limit and the way out.
   std::string what = "launch of '" + k->name + "' on the " + d.device_name + " device: ";
   const std::string way = d.way_out.empty() ? "" : "; " + d.way_out;
-  uint64_t threads = uint64_t(block.x) * block.y * block.z, ctas = uint64_t(grid.x) * grid.y * grid.z;
-  for (int i = 0; i < 3; ++i) {
-    if (a.grid[i] == 0 || a.block[i] == 0)
-      return fail(cudaErrorInvalidConfiguration, what + "grid " + dims(a.grid) + " block " + dims(a.block) + " has a zero dimension");
-    if (a.block[i] > d.max_block[i])
-      return fail(cudaErrorInvalidConfiguration, what + "block " + dims(a.block) + "; its blocks are at most " + dims(d.max_block) + way);
-    if (a.grid[i] > d.max_grid[i])
-      return fail(cudaErrorInvalidConfiguration, what + "grid " + dims(a.grid) + "; its grids are at most " + dims(d.max_grid) + way);
-  }
-  if (threads > d.max_threads_per_cta)
-    return fail(cudaErrorInvalidConfiguration, what + std::to_string(threads) + " threads per block; it runs at most " +
-                                                   std::to_string(d.max_threads_per_cta) + way);
-  if (ctas > d.max_ctas_per_grid)
-    return fail(cudaErrorInvalidConfiguration, what + std::to_string(ctas) + " blocks in the grid; it runs at most " +
-                                                   std::to_string(d.max_ctas_per_grid) + " per launch" + way);
+  uint64_t ctas = uint64_t(grid.x) * grid.y * grid.z;
+  proto::LaunchCheck shape = proto::check_launch_shape(a.grid, a.block, d, what);
+  if (shape.status != 0) return fail(cudaError_t(shape.status), shape.message);
   // Beyond the default per-block size only after the kernel opted in
   // (api_launch.cpp checks cudaFuncAttributeMaxDynamicSharedMemorySize).
   if (uint64_t(rk.layout->static_smem) + smem > d.shared_optin_bytes_per_cta)

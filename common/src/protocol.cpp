@@ -207,6 +207,33 @@ LaunchArgs decode_launch_args(Reader& r) {
   return a;
 }
 
+LaunchCheck check_launch_shape(const uint32_t grid[3], const uint32_t block[3], const DeviceInfo& d,
+                               const std::string& who) {
+  constexpr int32_t kInvalidConfiguration = 9;  // cudaErrorInvalidConfiguration
+  auto dims = [](const uint32_t* v) {
+    return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
+  };
+  auto refuse = [&](std::string message) { return LaunchCheck{kInvalidConfiguration, std::move(message)}; };
+  const std::string way = d.way_out.empty() ? "" : "; " + d.way_out;
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || block[i] == 0)
+      return refuse(who + "grid " + dims(grid) + " block " + dims(block) + " has a zero dimension");
+    if (block[i] > d.max_block[i])
+      return refuse(who + "block " + dims(block) + "; its blocks are at most " + dims(d.max_block) + way);
+    if (grid[i] > d.max_grid[i])
+      return refuse(who + "grid " + dims(grid) + "; its grids are at most " + dims(d.max_grid) + way);
+  }
+  uint64_t threads = uint64_t(block[0]) * block[1] * block[2];
+  if (threads > d.max_threads_per_cta)
+    return refuse(who + std::to_string(threads) + " threads per block; it runs at most " +
+                  std::to_string(d.max_threads_per_cta) + way);
+  uint64_t ctas = uint64_t(grid[0]) * grid[1] * grid[2];
+  if (ctas > d.max_ctas_per_grid)
+    return refuse(who + std::to_string(ctas) + " blocks in the grid; it runs at most " +
+                  std::to_string(d.max_ctas_per_grid) + " per launch" + way);
+  return {};
+}
+
 void encode(Writer& w, const LaunchCounters& c) {
   w.u64(c.launches).u64(c.steps).u64(c.prompt_tokens).u64(c.generated_tokens).f64(c.seconds);
 }

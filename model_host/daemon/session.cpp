@@ -353,31 +353,13 @@ Reply Session::launch(proto::Reader& r) {
   const launch::DeviceSpec& d = device_.spec;
   uint64_t threads = uint64_t(a.block[0]) * a.block[1] * a.block[2];
   uint64_t ctas = uint64_t(a.grid[0]) * a.grid[1] * a.grid[2];
-  auto dims = [](const auto& v) {
-    return "(" + std::to_string(v[0]) + "," + std::to_string(v[1]) + "," + std::to_string(v[2]) + ")";
-  };
   // A launch beyond the device: what it asked, the device's limit, and the
-  // way out when a larger device exists.
+  // way out when a larger device exists (device_.info carries the spec's
+  // limits, name and `larger`).
   const std::string who = "launch of '" + a.kernel + "' on the " + d.name + " device: ";
   const std::string way = d.larger.empty() ? "" : "; " + d.larger;
-  for (int i = 0; i < 3; ++i) {
-    if (a.grid[i] == 0 || a.block[i] == 0)
-      return Reply::error(cudaErrorInvalidConfiguration,
-                          who + "grid " + dims(a.grid) + " block " + dims(a.block) + " has a zero dimension");
-    if (a.block[i] > d.max_block[i])
-      return Reply::error(cudaErrorInvalidConfiguration,
-                          who + "block " + dims(a.block) + "; its blocks are at most " + dims(d.max_block) + way);
-    if (a.grid[i] > d.max_grid[i])
-      return Reply::error(cudaErrorInvalidConfiguration,
-                          who + "grid " + dims(a.grid) + "; its grids are at most " + dims(d.max_grid) + way);
-  }
-  if (threads > d.max_threads_per_cta)
-    return Reply::error(cudaErrorInvalidConfiguration, who + std::to_string(threads) +
-                                                           " threads per block; it runs at most " +
-                                                           std::to_string(d.max_threads_per_cta) + way);
-  if (ctas > d.max_ctas_per_grid)
-    return Reply::error(cudaErrorInvalidConfiguration, who + std::to_string(ctas) + " blocks in the grid; it runs at most " +
-                                                           std::to_string(d.max_ctas_per_grid) + " per launch" + way);
+  proto::LaunchCheck shape = proto::check_launch_shape(a.grid, a.block, device_.info, who);
+  if (shape.status != 0) return Reply::error(shape.status, shape.message);
   if (uint64_t(kit->static_smem) + a.dynamic_smem > d.shared_optin_bytes_per_cta ||
       kit->static_smem > d.shared_bytes_per_cta)
     return Reply::error(cudaErrorInvalidValue,

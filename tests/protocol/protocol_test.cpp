@@ -247,3 +247,118 @@ TEST(Protocol, DecodersSurviveFuzzedBodies) {
   EXPECT_GT(rejected, 0);
   EXPECT_GT(decoded + rejected, 0);
 }
+
+// The launch shape check both the drop-in and the daemon make: each limit
+// at, just under and just over, zero dimensions, and the exact messages
+// (what the launch asked, the limit, the way out when there is one).
+namespace {
+DeviceInfo shape_device() {
+  DeviceInfo d;
+  d.device_name = "test";
+  d.max_block[0] = 1024, d.max_block[1] = 512, d.max_block[2] = 64;
+  d.max_grid[0] = 0x7fffffff, d.max_grid[1] = 65535, d.max_grid[2] = 300;
+  d.max_threads_per_cta = 1024;
+  d.max_ctas_per_grid = 1ull << 62;  // the grid limits bind first
+  d.way_out = "run it with --device big";
+  return d;
+}
+LaunchCheck shape(const DeviceInfo& d, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz) {
+  const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return check_launch_shape(grid, block, d, "launch of 'k' on the test device: ");
+}
+void fits(const LaunchCheck& c) {
+  EXPECT_EQ(c.status, 0) << c.message;
+  EXPECT_EQ(c.message, "");
+}
+void refused(const LaunchCheck& c, const std::string& message) {
+  EXPECT_EQ(c.status, 9);  // cudaErrorInvalidConfiguration
+  EXPECT_EQ(c.message, message);
+}
+const std::string kWho = "launch of 'k' on the test device: ";
+}  // namespace
+
+TEST(LaunchShape, ZeroDimensionsAreRefused) {
+  const DeviceInfo d = shape_device();
+  fits(shape(d, 1, 1, 1, 1, 1, 1));
+  for (int i = 0; i < 3; ++i) {
+    uint32_t g[3] = {2, 3, 4}, b[3] = {5, 6, 7};
+    g[i] = 0;
+    refused(shape(d, g[0], g[1], g[2], 5, 6, 7),
+            kWho + "grid (" + std::to_string(g[0]) + "," + std::to_string(g[1]) + "," + std::to_string(g[2]) +
+                ") block (5,6,7) has a zero dimension");
+    b[i] = 0;
+    refused(shape(d, 2, 3, 4, b[0], b[1], b[2]),
+            kWho + "grid (2,3,4) block (" + std::to_string(b[0]) + "," + std::to_string(b[1]) + "," +
+                std::to_string(b[2]) + ") has a zero dimension");
+  }
+  // A zero dimension is named before a dimension over its limit.
+  refused(shape(d, 0, 70000, 1, 1, 1, 1), kWho + "grid (0,70000,1) block (1,1,1) has a zero dimension");
+}
+
+TEST(LaunchShape, BlockDimensionsAtUnderAndOverTheLimit) {
+  const DeviceInfo d = shape_device();
+  fits(shape(d, 1, 1, 1, 1024, 1, 1));
+  fits(shape(d, 1, 1, 1, 1023, 1, 1));
+  refused(shape(d, 1, 1, 1, 1025, 1, 1),
+          kWho + "block (1025,1,1); its blocks are at most (1024,512,64); run it with --device big");
+  fits(shape(d, 1, 1, 1, 2, 512, 1));
+  fits(shape(d, 1, 1, 1, 2, 511, 1));
+  refused(shape(d, 1, 1, 1, 1, 513, 1),
+          kWho + "block (1,513,1); its blocks are at most (1024,512,64); run it with --device big");
+  fits(shape(d, 1, 1, 1, 16, 1, 64));
+  fits(shape(d, 1, 1, 1, 16, 1, 63));
+  refused(shape(d, 1, 1, 1, 1, 1, 65),
+          kWho + "block (1,1,65); its blocks are at most (1024,512,64); run it with --device big");
+}
+
+TEST(LaunchShape, GridDimensionsAtUnderAndOverTheLimit) {
+  const DeviceInfo d = shape_device();
+  fits(shape(d, 0x7fffffff, 1, 1, 1, 1, 1));
+  fits(shape(d, 0x7ffffffe, 1, 1, 1, 1, 1));
+  refused(shape(d, 0x80000000u, 1, 1, 1, 1, 1),
+          kWho + "grid (2147483648,1,1); its grids are at most (2147483647,65535,300); run it with --device big");
+  fits(shape(d, 1, 65535, 1, 1, 1, 1));
+  fits(shape(d, 1, 65534, 1, 1, 1, 1));
+  refused(shape(d, 1, 65536, 1, 1, 1, 1),
+          kWho + "grid (1,65536,1); its grids are at most (2147483647,65535,300); run it with --device big");
+  fits(shape(d, 1, 1, 300, 1, 1, 1));
+  fits(shape(d, 1, 1, 299, 1, 1, 1));
+  refused(shape(d, 1, 1, 301, 1, 1, 1),
+          kWho + "grid (1,1,301); its grids are at most (2147483647,65535,300); run it with --device big");
+}
+
+TEST(LaunchShape, ThreadsPerBlockAtUnderAndOverTheLimit) {
+  const DeviceInfo d = shape_device();
+  fits(shape(d, 1, 1, 1, 32, 32, 1));  // 1024
+  fits(shape(d, 1, 1, 1, 31, 11, 3));  // 1023
+  // Every dimension within its limit, the product over.
+  refused(shape(d, 1, 1, 1, 41, 5, 5), kWho + "1025 threads per block; it runs at most 1024; run it with --device big");
+  refused(shape(d, 1, 1, 1, 1024, 512, 64),
+          kWho + "33554432 threads per block; it runs at most 1024; run it with --device big");
+}
+
+TEST(LaunchShape, BlocksInTheGridAtUnderAndOverTheLimit) {
+  DeviceInfo d = shape_device();
+  d.max_ctas_per_grid = 1000;
+  fits(shape(d, 10, 10, 10, 1, 1, 1));  // 1000
+  fits(shape(d, 999, 1, 1, 1, 1, 1));
+  refused(shape(d, 1001, 1, 1, 1, 1, 1),
+          kWho + "1001 blocks in the grid; it runs at most 1000 per launch; run it with --device big");
+  refused(shape(d, 10, 10, 11, 1, 1, 1),
+          kWho + "1100 blocks in the grid; it runs at most 1000 per launch; run it with --device big");
+  // The product of the largest grid in 64 bits, not wrapped.
+  d.max_ctas_per_grid = 0xffffffffull;
+  refused(shape(d, 0x7fffffff, 65535, 300, 1, 1, 1),
+          kWho + "42220602241843500 blocks in the grid; it runs at most 4294967295 per launch; run it with --device big");
+}
+
+// Without a way out (the limit is CUDA's own) the message ends at the limit.
+TEST(LaunchShape, NoWayOutNoSuffix) {
+  DeviceInfo d = shape_device();
+  d.way_out.clear();
+  refused(shape(d, 1, 1, 1, 1025, 1, 1), kWho + "block (1025,1,1); its blocks are at most (1024,512,64)");
+  refused(shape(d, 1, 1, 301, 1, 1, 1), kWho + "grid (1,1,301); its grids are at most (2147483647,65535,300)");
+  refused(shape(d, 1, 1, 1, 41, 5, 5), kWho + "1025 threads per block; it runs at most 1024");
+  d.max_ctas_per_grid = 1000;
+  refused(shape(d, 1001, 1, 1, 1, 1, 1), kWho + "1001 blocks in the grid; it runs at most 1000 per launch");
+}

@@ -165,6 +165,20 @@ struct LaunchArgs {
 void encode(Writer& w, const LaunchArgs& a);
 LaunchArgs decode_launch_args(Reader& r);
 
+// The launch shape checks both sides make, the drop-in before it sends a
+// launch and the daemon before it runs one: a zero dimension, then each
+// block and grid dimension, threads per block and blocks in the grid against
+// the device's limits.  `who` opens the message (the kernel and the device);
+// "; " + d.way_out ends it when the device names a way out.  status 0: the
+// shape fits; otherwise a cudaError_t value (cudaErrorInvalidConfiguration)
+// and the message.
+struct LaunchCheck {
+  int32_t status = 0;
+  std::string message;
+};
+LaunchCheck check_launch_shape(const uint32_t grid[3], const uint32_t block[3], const DeviceInfo& d,
+                               const std::string& who);
+
 struct LaunchCounters {
   uint64_t launches = 0, steps = 0, prompt_tokens = 0, generated_tokens = 0;
   double seconds = 0;
