@@ -19,6 +19,18 @@ std::string default_backend() {
   return env && *env ? env : "model";
 }
 
+namespace {
+const char kChoices[] = "choose model or interpreter; interpreter-model, model-trace or ptx-reference for cross-checks";
+}  // namespace
+
+BackendTraits backend_traits(const std::string& name) {
+  if (name == "interpreter" || name == "ptx-reference") return {.sized_device = true};
+  if (name == "interpreter-model") return {};
+  if (name == "model-trace") return {.dumps_tokens = true};
+  if (name == "model") return {.runs_checkpoint = true, .dumps_tokens = true};
+  throw BackendUnavailable("unknown backend '" + name + "' (" + kChoices + ")");
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   if (name == "interpreter")
     return backends::make_interpreter_backend(backends::MachineKind::Default, options.device_memory);
@@ -40,8 +52,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOpti
                              "use --backend interpreter");
 #endif
   }
-  throw BackendUnavailable("unknown backend '" + name +
-                           "' (choose model or interpreter; interpreter-model, model-trace or ptx-reference for cross-checks)");
+  throw BackendUnavailable("unknown backend '" + name + "' (" + kChoices + ")");
 }
 
 }  // namespace qgpu::backends

@@ -40,6 +40,19 @@ struct BackendOptions {
 // The backend used when none is named: $QGPU_BACKEND when set, else "model".
 std::string default_backend();
 
+// What the daemon needs to know of a backend before making it, so that it
+// never compares names: whether BackendOptions::device_memory sizes its
+// device, whether it runs the compiled checkpoint (slow to load: the daemon
+// serves clients meanwhile, and the checkpoint's layout fixes the device's
+// global memory), and whether it writes the token dump (ModelOptions::dump_tokens).
+struct BackendTraits {
+  bool sized_device = false;
+  bool runs_checkpoint = false;
+  bool dumps_tokens = false;
+};
+// Throws BackendUnavailable for an unknown name (as make_backend does).
+BackendTraits backend_traits(const std::string& name);
+
 // Creates the named backend; throws BackendUnavailable naming what is
 // missing (an unknown name, a backend this build does not have), or
 // std::runtime_error when the model cannot be loaded.

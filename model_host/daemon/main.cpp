@@ -68,14 +68,15 @@ int main(int argc, char** argv) {
     if (opts.endpoint.empty()) opts.endpoint = endpoint::env_or(endpoint::kDaemonEnv, endpoint::default_endpoint());
     if (opts.secret.empty()) opts.secret = endpoint::env_or(endpoint::kSecretEnv, "");
 
+    const backends::BackendTraits traits = backends::backend_traits(backend_name);
     bopts.device_memory =
         device_memory.empty() ? machine::default_device_memory() : machine::parse_device_memory(device_memory);
-    if (!device_memory.empty() && backend_name != "interpreter" && backend_name != "ptx-reference")
+    if (!device_memory.empty() && !traits.sized_device)
       throw std::runtime_error("--device-memory sizes the CUDA-sized device of --backend interpreter (and "
                                "ptx-reference); the " + backend_name + " backend runs the model's fixed device");
     // A model built with another global memory size (`qgpu build-model
     // --global-kib`) says so in its layout: the device has that size.
-    if (backend_name == "model" && !bopts.model_dir.empty()) {
+    if (traits.runs_checkpoint && !bopts.model_dir.empty()) {
       std::ifstream in(bopts.model_dir + "/qgpu-gpu.json");
       if (in) {
         try {
@@ -88,15 +89,15 @@ int main(int argc, char** argv) {
       }
     }
     std::unique_ptr<launch::Backend> backend;
-    if (backend_name == "model") {
+    if (traits.runs_checkpoint) {
       bopts.progress = [](const std::string& line) { daemon::log(line); };
       // Loading (or building) the model takes a while: serve clients meanwhile.
-      backend = std::make_unique<backends::DeferredBackend>(backend_name, machine::model_device(), [bopts] {
+      backend = std::make_unique<backends::DeferredBackend>(backend_name, machine::model_device(), [bopts, backend_name] {
         const auto t0 = std::chrono::steady_clock::now();
         daemon::log("loading the model", bopts.model_dir.empty() ? " from the cache" : " from " + bopts.model_dir,
                     bopts.model.check ? " (--check: the reference interpreter checks every token)" : "");
         try {
-          auto b = backends::make_backend("model", bopts);
+          auto b = backends::make_backend(backend_name, bopts);
           const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           daemon::log("the model is ready (", secs, " s)");
           return b;
@@ -109,7 +110,7 @@ int main(int argc, char** argv) {
       if (!bopts.model_dir.empty() || bopts.model.check || bopts.model.dense || no_memo || !bopts.model.perturb.empty() ||
           app.count("--max-tokens") > 0)
         throw std::runtime_error("--model, --check, --max-tokens, --dense, --no-memo and --perturb need --backend model");
-      if (!bopts.model.dump_tokens.empty() && backend_name != "model-trace")
+      if (!bopts.model.dump_tokens.empty() && !traits.dumps_tokens)
         throw std::runtime_error("--dump-tokens needs --backend model or model-trace");
       backend = backends::make_backend(backend_name, bopts);
     }
