@@ -8,53 +8,71 @@ namespace qgpu::machine::lowering {
 
 // ---- floating point ------------------------------------------------------------
 //
-// Every f32 operation is a branch-free integer sequence (softfloat.h); f16,
-// bf16, f64 and the .approx functions are not lowered.
+// Every f32 operation is a branch-free integer sequence (softfloat.h); so
+// are the f16, bf16 and f64 operations below.
 
-// binary16: cvt between f16 and f32, and add, sub, mul, fma .rn on .f16 and
-// .f16x2 (each half), computed through f32 (softfloat.h).  False when the
-// instruction is not one of these.
+// binary16 and bfloat16: cvt between f16/bf16 and f32 (and cvt.rnd.f16x2.f32,
+// cvt.rnd.bf16x2.f32: a in the high half, b in the low one), and add, sub,
+// mul, fma .rn on .f16, .f16x2, .bf16 and .bf16x2 (each half), computed
+// through f32 (softfloat.h).  False when the instruction is not one of these.
 bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
   using PO = ptx::Op;
-  const bool h = in.type == Type::F16 || in.type == Type::F16x2;
-  const bool cvt = in.op == PO::Cvt && ((in.type == Type::F16 && in.type2 == Type::F32) ||
-                                        (in.type == Type::F32 && in.type2 == Type::F16));
+  auto is16 = [](Type x) { return x == Type::F16 || x == Type::BF16; };
+  auto is16x2 = [](Type x) { return x == Type::F16x2 || x == Type::BF16x2; };
+  const bool h = is16(in.type) || is16x2(in.type);
+  const bool cvt = in.op == PO::Cvt && (((is16(in.type) || is16x2(in.type)) && in.type2 == Type::F32) ||
+                                        (in.type == Type::F32 && is16(in.type2)));
   if (!cvt && !(h && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
                       in.op == PO::Fma)))
     return false;
+  const bool bf = in.type == Type::BF16 || in.type == Type::BF16x2 || in.type2 == Type::BF16;
+  const char* name = bf ? "bf16" : "f16";
+  if (in.opcode.find(".relu") != std::string::npos || in.opcode.find(".satfinite") != std::string::npos)
+    unsupported(in, std::string("converts to ") + name + " with .relu or .satfinite, which the machine's software floating point does not have");
   softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
   if (cvt) {
-    if (fm.ftz || fm.sat) unsupported(in, "converts f16 with .ftz or .sat, which the machine's software floating point does not have");
+    if (fm.ftz || fm.sat)
+      unsupported(in, std::string("converts ") + name + " with .ftz or .sat, which the machine's software floating point does not have");
     if (in.type == Type::F32) {
-      write(in.ops[0], Type::F32, {g.f32_from_f16(read32(in, in.ops[1], Type::F16)), K(0)});
+      Operand v = read32(in, in.ops[1], in.type2);
+      write(in.ops[0], Type::F32, {bf ? g.f32_from_bf16(opr(Op::AND, v, K(0xFFFF))) : g.f32_from_f16(v), K(0)});
       return true;
     }
     const softfloat::Round r = ptx::base_rounding(fm.rnd) == ptx::Rnd::Rz   ? softfloat::Round::Rz
                                : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rm ? softfloat::Round::Rm
                                : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rp ? softfloat::Round::Rp
                                                                             : softfloat::Round::Rn;
-    write(in.ops[0], Type::F16, {g.f16_from_f32(read32(in, in.ops[1], Type::F32), r), K(0)});
+    auto conv = [&](size_t i) {
+      Operand f = read32(in, in.ops[i], Type::F32);
+      return bf ? g.bf16_from_f32(f, r) : g.f16_from_f32(f, r);
+    };
+    if (is16x2(in.type)) {
+      if (in.ops.size() != 3) unsupported(in, std::string("is a cvt to ") + name + "x2 without two f32 sources");
+      write(in.ops[0], Type::B32, {opr(Op::OR, opr(Op::SHL, conv(1), K(16)), conv(2)), K(0)});
+      return true;
+    }
+    write(in.ops[0], in.type, {conv(1), K(0)});
     return true;
   }
   if (fm.ftz || fm.sat || (fm.rnd != ptx::Rnd::None && fm.rnd != ptx::Rnd::Rn))
-    unsupported(in, "is an f16 operation with .ftz, .sat or a directed rounding, which the machine's software "
-                    "floating point does not have (it has .rn)");
-  const bool x2 = in.type == Type::F16x2;
+    unsupported(in, std::string("is an ") + name + " operation with .ftz, .sat or a directed rounding, which the machine's "
+                    "software floating point does not have (it has .rn)");
+  const bool x2 = is16x2(in.type);
   auto one = [&](Operand a, Operand b, Operand c) {
     switch (in.op) {
-      case PO::Add: return g.add16(a, b);
-      case PO::Sub: return g.sub16(a, b);
-      case PO::Mul: return g.mul16(a, b);
-      default: return g.fma16(a, b, c);
+      case PO::Add: return bf ? g.add_bf16(a, b) : g.add16(a, b);
+      case PO::Sub: return bf ? g.sub_bf16(a, b) : g.sub16(a, b);
+      case PO::Mul: return bf ? g.mul_bf16(a, b) : g.mul16(a, b);
+      default: return bf ? g.fma_bf16(a, b, c) : g.fma16(a, b, c);
     }
   };
   const size_t n = in.op == PO::Fma ? 3 : 2;
   Operand src[3] = {K(0), K(0), K(0)};
-  for (size_t i = 0; i < n; ++i) src[i] = read32(in, in.ops[i + 1], x2 ? Type::B32 : Type::F16);
+  for (size_t i = 0; i < n; ++i) src[i] = read32(in, in.ops[i + 1], x2 ? Type::B32 : in.type);
   auto half = [&](Operand v, int k) { return k ? opr(Op::SHR, v, K(16)) : opr(Op::AND, v, K(0xFFFF)); };
   Operand lo = one(half(src[0], 0), half(src[1], 0), half(src[2], 0));
   if (!x2) {
-    write(in.ops[0], Type::F16, {lo, K(0)});
+    write(in.ops[0], in.type, {lo, K(0)});
     return true;
   }
   Operand hi = one(half(src[0], 1), half(src[1], 1), half(src[2], 1));

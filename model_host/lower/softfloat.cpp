@@ -379,6 +379,57 @@ Operand Gen::fma16(Operand a, Operand b, Operand c) {
   return f16_from_f32(odd, Round::Rn);
 }
 
+// f32 to bf16: bf16 is the f32's high half, so rounding adds to the whole
+// word and shifts: .rn adds 0x7FFF plus the kept half's last bit (a carry
+// out of the significand increments the exponent; the largest finite values
+// reach infinity exactly when they should), .rz only shifts, .rm/.rp add one
+// to the kept half when any dropped bit is set and the sign says so (the
+// largest finite value plus one is infinity).  A NaN gives 0x7FFF.
+Operand Gen::bf16_from_f32(Operand f, Round r) {
+  Operand hi = e(Op::SHR, f, K(16));
+  Operand res = hi;
+  switch (r) {
+    case Round::Rn:
+      res = e(Op::SHR, e(Op::ADD, e(Op::ADD, f, K(0x7FFF)), e(Op::AND, hi, K(1))), K(16));
+      break;
+    case Round::Rz: break;
+    case Round::Rm: case Round::Rp: {
+      Operand inexact = e(Op::SNE, e(Op::AND, f, K(0xFFFF)), K(0));
+      Operand neg = e(Op::SHR, f, K(31));
+      Operand dir = r == Round::Rm ? neg : e(Op::XOR, neg, K(1));
+      res = e(Op::ADD, hi, e(Op::AND, inexact, dir));
+      break;
+    }
+  }
+  return e(Op::SEL, e(Op::SLTU, K(kInf), e(Op::AND, f, K(kAbs))), K(0x7FFF), res);
+}
+
+// bf16 to f32: the half shifted up (exact); a NaN gives the canonical NaN.
+Operand Gen::f32_from_bf16(Operand h) {
+  Operand w = e(Op::SHL, h, K(16));
+  return e(Op::SEL, e(Op::SLTU, K(kInf), e(Op::AND, w, K(kAbs))), K(kNaN), w);
+}
+
+Operand Gen::add_bf16(Operand a, Operand b) {
+  return bf16_from_f32(add(f32_from_bf16(a), f32_from_bf16(b), Round::Rn, false, false), Round::Rn);
+}
+Operand Gen::sub_bf16(Operand a, Operand b) {
+  return bf16_from_f32(sub(f32_from_bf16(a), f32_from_bf16(b), Round::Rn, false, false), Round::Rn);
+}
+Operand Gen::mul_bf16(Operand a, Operand b) {
+  return bf16_from_f32(mul(f32_from_bf16(a), f32_from_bf16(b), Round::Rn, false, false), Round::Rn);
+}
+// As fma16: a b + c rounded to odd in f32 (the product of two bf16 is exact
+// there), then to nearest bf16.
+Operand Gen::fma_bf16(Operand a, Operand b, Operand c) {
+  Operand A = f32_from_bf16(a), B = f32_from_bf16(b), C = f32_from_bf16(c);
+  Operand lo = fma(A, B, C, Round::Rm, false, false), hi = fma(A, B, C, Round::Rp, false, false);
+  Operand zero = e(Op::SEQ, e(Op::AND, e(Op::OR, lo, hi), K(kAbs)), K(0));
+  Operand rz = e(Op::SEL, e(Op::OR, e(Op::SHR, hi, K(31)), zero), hi, lo);
+  Operand odd = e(Op::OR, rz, e(Op::AND, e(Op::SNE, lo, hi), e(Op::XOR, zero, K(1))));
+  return bf16_from_f32(odd, Round::Rn);
+}
+
 Gen::W Gen::neg64_if(W x, Operand neg) {
   Operand nl = e(Op::SUB, K(0), x.first), nh = e(Op::SUB, e(Op::SUB, K(0), x.second), e(Op::SNE, x.first, K(0)));
   return {e(Op::SEL, neg, nl, x.first), e(Op::SEL, neg, nh, x.second)};

@@ -85,6 +85,16 @@ class Gen {
   Operand sub16(Operand a, Operand b);
   Operand mul16(Operand a, Operand b);
   Operand fma16(Operand a, Operand b, Operand c);
+  // bfloat16 (the high half of an f32) in the low half of a word:
+  // cvt.rnd.bf16.f32 (rounding the f32's low 16 bits away; NaN: 0x7FFF),
+  // cvt.f32.bf16 (exact; NaN: the canonical f32 NaN), and add, sub, mul,
+  // fma .rn.bf16 computed in f32 as for binary16 (24 >= 2 * 8 + 2).
+  Operand bf16_from_f32(Operand f, Round r);
+  Operand f32_from_bf16(Operand h);
+  Operand add_bf16(Operand a, Operand b);
+  Operand sub_bf16(Operand a, Operand b);
+  Operand mul_bf16(Operand a, Operand b);
+  Operand fma_bf16(Operand a, Operand b, Operand c);
 
   // binary64, on {lo, hi} register pairs (no .ftz: PTX's f64 keeps
   // subnormals); NaN results are the canonical 0x7FFFFFFFFFFFFFFF.

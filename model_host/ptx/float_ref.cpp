@@ -540,5 +540,72 @@ uint32_t fma16(uint32_t a, uint32_t b, uint32_t c) {
   return HB(_Float16((__float128)H(a) * (__float128)H(b) + (__float128)H(c)));
 }
 
+namespace {
+using Q = __float128;
+// The magnitude of the bf16 pattern t (0 .. 0x7F80); 0x7F80 stands for
+// 2^128, the next grid point after the largest finite value (rounding as
+// if the exponent were unbounded, then overflow).
+Q bf_mag(uint32_t t) { return t >= 0x7F80u ? Q(0x1p128) : Q(F(t << 16)); }
+// v + e exactly (e a residual far below v's last bit, or 0) rounded to bf16.
+uint32_t bf_round(Q v, Q e, Rnd r) {
+  if (v != v) return 0x7FFFu;
+  const bool neg = __builtin_signbit(double(v));
+  const uint32_t sgn = neg ? 0x8000u : 0;
+  if (v == 0) return sgn;
+  const Q a = neg ? -v : v, em = neg ? -e : e;
+  if (a - a != 0) return sgn | 0x7F80u;  // an infinity
+  // T: the largest grid magnitude <= the exact |value|.
+  uint32_t lo = 0, hi = 0x7F80u;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (bf_mag(mid) <= a) lo = mid; else hi = mid - 1;
+  }
+  uint32_t T = lo;
+  if (bf_mag(T) == a && em < 0) --T;
+  const bool exact = bf_mag(T) == a && em == 0;
+  if (T >= 0x7F80u) {  // |value| >= 2^128
+    const bool to_inf = r == Rnd::Rn || r == Rnd::None || (r == Rnd::Rm && neg) || (r == Rnd::Rp && !neg);
+    return sgn | (to_inf ? 0x7F80u : 0x7F7Fu);
+  }
+  if (exact) return sgn | T;
+  const uint32_t U = T + 1;
+  const Q M = (bf_mag(T) + bf_mag(U)) / 2;
+  const int cmp = a < M ? -1 : a > M ? 1 : em < 0 ? -1 : em > 0 ? 1 : 0;
+  switch (r) {
+    case Rnd::Rz: return sgn | T;
+    case Rnd::Rm: return sgn | (neg ? U : T);
+    case Rnd::Rp: return sgn | (neg ? T : U);
+    default: return sgn | (cmp < 0 ? T : cmp > 0 ? U : (T & 1) ? U : T);
+  }
+}
+Q bf_val(uint32_t h) { return Q(F((h & 0xFFFFu) << 16)); }
+// p + q rounded to bf16, the sum's rounding error recovered (TwoSum).
+uint32_t bf_sum(Q p, Q q) {
+  const Q s = p + q;
+  if (s != s) return 0x7FFFu;
+  if (s - s != 0) return bf_round(s, 0, Rnd::Rn);  // an infinity
+  const Q bb = s - p;
+  const Q err = (p - (s - bb)) + (q - bb);
+  return bf_round(s, err, Rnd::Rn);
+}
+}  // namespace
+
+uint32_t bf16_from_f32(uint32_t f, Rnd r) {
+  const float x = F(f);
+  if (x != x) return 0x7FFFu;
+  if (x == 0) return (f >> 16) & 0x8000u;
+  return bf_round(Q(x), 0, r);
+}
+uint32_t f32_from_bf16(uint32_t h) {
+  const float v = F((h & 0xFFFFu) << 16);
+  return v != v ? kNaN32 : B(v);
+}
+uint32_t add_bf16(uint32_t a, uint32_t b) { return bf_sum(bf_val(a), bf_val(b)); }
+uint32_t sub_bf16(uint32_t a, uint32_t b) { return bf_sum(bf_val(a), -bf_val(b)); }
+uint32_t mul_bf16(uint32_t a, uint32_t b) {
+  return bf_round(bf_val(a) * bf_val(b), 0, Rnd::Rn);  // the product is exact (16 significant bits)
+}
+uint32_t fma_bf16(uint32_t a, uint32_t b, uint32_t c) { return bf_sum(bf_val(a) * bf_val(b), bf_val(c)); }
+
 }  // namespace fref
 }  // namespace qgpu::ptx

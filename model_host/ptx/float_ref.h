@@ -99,6 +99,17 @@ uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat);
 // add sub mul fma .rn.f16; NaN results 0x7FFF (f16) and 0x7FFFFFFF (f32).
 uint32_t f16_from_f32(uint32_t f, Rnd r);
 uint32_t f32_from_f16(uint32_t h);
+
+// bfloat16 (the high half of an f32), by search over the bf16 grid in
+// __float128 (not by the lowering's word arithmetic): cvt.rnd.bf16.f32,
+// cvt.f32.bf16, add sub mul fma .rn.bf16; NaN results 0x7FFF (bf16) and
+// 0x7FFFFFFF (f32).
+uint32_t bf16_from_f32(uint32_t f, Rnd r);
+uint32_t f32_from_bf16(uint32_t h);
+uint32_t add_bf16(uint32_t a, uint32_t b);
+uint32_t sub_bf16(uint32_t a, uint32_t b);
+uint32_t mul_bf16(uint32_t a, uint32_t b);
+uint32_t fma_bf16(uint32_t a, uint32_t b, uint32_t c);
 uint32_t add16(uint32_t a, uint32_t b);
 uint32_t sub16(uint32_t a, uint32_t b);
 uint32_t mul16(uint32_t a, uint32_t b);

@@ -176,13 +176,16 @@ Arity arity_of(const Instr& in) {
     case Op::Szext:
       return {3, 3, true};
     case Op::Set: return in.bool_op == BoolOp::None ? Arity{3, 3, true} : Arity{4, 4, true};
+    case Op::Cvt:  // cvt.rnd.f16x2.f32 and cvt.rnd.bf16x2.f32 d, a, b
+      if (in.type == Type::F16x2 || in.type == Type::BF16x2) return {3, 3, true};
+      return {2, 2, true};
     case Op::Mad: case Op::Madc: case Op::Mad24: case Op::Sad: case Op::Bfe: case Op::Prmt:
     case Op::Selp: case Op::Slct: case Op::Fma: case Op::Dp4a: case Op::Fns:
       return {4, 4, true};
     case Op::Shf: case Op::Dp2a: return {4, 4, true};
     case Op::Bfi: case Op::Lop3: return {5, 5, true};
     case Op::Abs: case Op::Neg: case Op::Popc: case Op::Clz: case Op::Bfind: case Op::Brev:
-    case Op::Not: case Op::Cnot: case Op::Mov: case Op::Cvt: case Op::Cvta: case Op::Rcp:
+    case Op::Not: case Op::Cnot: case Op::Mov: case Op::Cvta: case Op::Rcp:
     case Op::Sqrt: case Op::Rsqrt: case Op::Sin: case Op::Cos: case Op::Lg2: case Op::Ex2:
     case Op::Tanh: case Op::Testp: case Op::Isspacep:
       return {2, 2, true};

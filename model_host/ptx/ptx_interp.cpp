@@ -1417,38 +1417,53 @@ class Interp {
       default: return false;
     }
   }
-  // binary16: cvt between f16 and f32; add, sub, mul, fma .rn on .f16 and .f16x2.
+  // binary16 and bfloat16: cvt between f16/bf16 and f32 (cvt.rnd.f16x2.f32 and
+  // cvt.rnd.bf16x2.f32: a to the high half, b to the low one); add, sub, mul,
+  // fma .rn on .f16, .f16x2, .bf16 and .bf16x2.
+  static bool is16(Type x) { return x == Type::F16 || x == Type::BF16; }
+  static bool is16x2(Type x) { return x == Type::F16x2 || x == Type::BF16x2; }
   static bool half_op(const Instr& in) {
     const FloatMods fm = float_mods(in);
-    if (in.op == Op::Cvt && ((in.type == Type::F16 && in.type2 == Type::F32) || (in.type == Type::F32 && in.type2 == Type::F16)))
-      return !fm.ftz && !fm.sat;
-    return (in.type == Type::F16 || in.type == Type::F16x2) && !fm.ftz && !fm.sat &&
+    if (in.opcode.find(".relu") != std::string::npos || in.opcode.find(".satfinite") != std::string::npos) return false;
+    if (in.op == Op::Cvt && (((is16(in.type) || is16x2(in.type)) && in.type2 == Type::F32) ||
+                             (in.type == Type::F32 && is16(in.type2))))
+      return !fm.ftz && !fm.sat && (!is16x2(in.type) || in.ops.size() == 3);
+    return (is16(in.type) || is16x2(in.type)) && !fm.ftz && !fm.sat &&
            (fm.rnd == Rnd::None || fm.rnd == Rnd::Rn) &&
            (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma);
   }
   void half_scalar(const Instr& in, Thread& t) {
     const Rnd r = base_rounding(float_mods(in).rnd);
+    const bool bf = in.type == Type::BF16 || in.type == Type::BF16x2 || in.type2 == Type::BF16;
     if (in.op == Op::Cvt) {
-      const uint32_t v = uint32_t(read(in.ops[1], in.type2, t, in));
-      if (in.type == Type::F32) write(in.ops[0], Type::F32, fref::f32_from_f16(v & 0xFFFF), t);
-      else write(in.ops[0], Type::F16, fref::f16_from_f32(v, r), t);
+      if (in.type == Type::F32) {
+        const uint32_t v = uint32_t(read(in.ops[1], in.type2, t, in)) & 0xFFFF;
+        write(in.ops[0], Type::F32, bf ? fref::f32_from_bf16(v) : fref::f32_from_f16(v), t);
+        return;
+      }
+      auto conv = [&](size_t i) {
+        const uint32_t v = uint32_t(read(in.ops[i], Type::F32, t, in));
+        return bf ? fref::bf16_from_f32(v, r) : fref::f16_from_f32(v, r);
+      };
+      if (is16x2(in.type)) write(in.ops[0], Type::B32, conv(1) << 16 | conv(2), t);
+      else write(in.ops[0], in.type, conv(1), t);
       return;
     }
-    const bool x2 = in.type == Type::F16x2;
-    const Type rt = x2 ? Type::B32 : Type::F16;
+    const bool x2 = is16x2(in.type);
+    const Type rt = x2 ? Type::B32 : in.type;
     uint32_t src[3] = {0, 0, 0};
     for (size_t i = 1; i < in.ops.size() && i <= 3; ++i) src[i - 1] = uint32_t(read(in.ops[i], rt, t, in));
     auto one = [&](int k) {
       uint32_t a = (src[0] >> (16 * k)) & 0xFFFF, b = (src[1] >> (16 * k)) & 0xFFFF, c = (src[2] >> (16 * k)) & 0xFFFF;
       switch (in.op) {
-        case Op::Add: return fref::add16(a, b);
-        case Op::Sub: return fref::sub16(a, b);
-        case Op::Mul: return fref::mul16(a, b);
-        default: return fref::fma16(a, b, c);
+        case Op::Add: return bf ? fref::add_bf16(a, b) : fref::add16(a, b);
+        case Op::Sub: return bf ? fref::sub_bf16(a, b) : fref::sub16(a, b);
+        case Op::Mul: return bf ? fref::mul_bf16(a, b) : fref::mul16(a, b);
+        default: return bf ? fref::fma_bf16(a, b, c) : fref::fma16(a, b, c);
       }
     };
     if (x2) write(in.ops[0], Type::B32, one(0) | (one(1) << 16), t);
-    else write(in.ops[0], Type::F16, one(0), t);
+    else write(in.ops[0], in.type, one(0), t);
   }
   void float_scalar(const Instr& in, Thread& t) {
     if (half_op(in)) return half_scalar(in, t);

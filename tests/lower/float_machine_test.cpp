@@ -140,6 +140,8 @@ std::vector<Case> cases() {
                  "  .reg .f16 %h<4>;\n  cvt." + std::string(kR[r]) + ".f16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
                  [=](uint32_t a, uint32_t, uint32_t) { return fref::f16_from_f32(a, rr) * 0x10001u; }});
   }
+  v.push_back({"cvt.rn.f16x2.f32", "  cvt.rn.f16x2.f32 %r20, %f1, %f2;",
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::f16_from_f32(a, Rnd::Rn) << 16 | fref::f16_from_f32(b, Rnd::Rn); }});
   v.push_back({"cvt.f32.f16", "  .reg .f16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  cvt.f32.f16 %f4, %h2;\n  mov.b32 %r20, %f4;",
                [](uint32_t a, uint32_t, uint32_t) { return fref::f32_from_f16(a >> 16); }});
   v.push_back({"add.rn.f16x2", "  add.rn.f16x2 %r20, %r11, %r12;",
@@ -159,6 +161,34 @@ std::vector<Case> cases() {
                "  .reg .f16 %h<8>;\n  mov.b32 {%h1, %h2}, %r11;\n  mov.b32 {%h3, %h4}, %r12;\n  mov.b32 {%h5, %h6}, %r13;\n"
                "  fma.rn.f16 %h7, %h2, %h3, %h5;\n  mov.b32 %r20, {%h7, %h7};",
                [](uint32_t a, uint32_t b, uint32_t c) { return fref::fma16(a >> 16, b & 0xFFFF, c & 0xFFFF) * 0x10001u; }});
+  // bfloat16: conversions (every rounding) and .bf16/.bf16x2 arithmetic.
+  for (int r = 0; r < 4; ++r) {
+    const Rnd rr = kRnd[r];
+    v.push_back({std::string("cvt.") + kR[r] + ".bf16.f32",
+                 "  .reg .b16 %h<4>;\n  cvt." + std::string(kR[r]) + ".bf16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::bf16_from_f32(a, rr) * 0x10001u; }});
+    v.push_back({std::string("cvt.") + kR[r] + ".bf16x2.f32",
+                 "  cvt." + std::string(kR[r]) + ".bf16x2.f32 %r20, %f1, %f2;",
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fref::bf16_from_f32(a, rr) << 16 | fref::bf16_from_f32(b, rr); }});
+  }
+  v.push_back({"cvt.f32.bf16", "  .reg .b16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  cvt.f32.bf16 %f4, %h2;\n  mov.b32 %r20, %f4;",
+               [](uint32_t a, uint32_t, uint32_t) { return fref::f32_from_bf16(a >> 16); }});
+  v.push_back({"add.rn.bf16x2", "  add.rn.bf16x2 %r20, %r11, %r12;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t) { return fref::add_bf16(x, y); }, a, b, c);
+               }});
+  v.push_back({"sub.rn.bf16x2", "  sub.rn.bf16x2 %r20, %r11, %r12;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t) { return fref::sub_bf16(x, y); }, a, b, c);
+               }});
+  v.push_back({"mul.rn.bf16x2", "  mul.rn.bf16x2 %r20, %r11, %r12;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t) { return fref::mul_bf16(x, y); }, a, b, c);
+               }});
+  v.push_back({"fma.rn.bf16x2", "  fma.rn.bf16x2 %r20, %r11, %r12, %r13;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return halves([](uint32_t x, uint32_t y, uint32_t z) { return fref::fma_bf16(x, y, z); }, a, b, c);
+               }});
+  v.push_back({"fma.rn.bf16 (inline-asm form)",
+               "  .reg .b16 %h<8>;\n  mov.b32 {%h1, %h2}, %r11;\n  mov.b32 {%h3, %h4}, %r12;\n"
+               "  { .reg .b16 c;\n  mov.b16 c, 0x8000U;\n  fma.rn.bf16 %h7, %h2, %h3, c; }\n  mov.b32 %r20, {%h7, %h7};",
+               [](uint32_t a, uint32_t b, uint32_t) { return fref::fma_bf16(a >> 16, b & 0xFFFF, 0x8000) * 0x10001u; }});
   v.push_back({"sqrt.approx", fres("sqrt.approx.f32 %f4, %f1;"),
                [](uint32_t a, uint32_t, uint32_t) { return fref::sqrt(a, Rnd::Rn, false); }});
   v.push_back({"add.f32 (no rounding suffix)", fres("add.f32 %f4, %f1, %f2;"),
@@ -513,7 +543,9 @@ TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   for (const char* body : {"  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rcp.approx.ftz.f64 %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;",
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rsqrt.approx.f64 %fd1, %fd1;\n"
-                           "  mov.b64 {%r20, %r21}, %fd1;"}) {
+                           "  mov.b64 {%r20, %r21}, %fd1;",
+                           "  cvt.rn.relu.bf16x2.f32 %r20, %f1, %f2;",
+                           "  .reg .b16 %h<2>;\n  cvt.rn.satfinite.bf16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};"}) {
     ModuleImage img = load_module(kernel(body), p);
     try {
       lower(img.module, "k", {{1, 1, 1}, {32, 1, 1}, 0, img.symbols}, p);

@@ -708,6 +708,85 @@ TEST(SoftFloat, Half) {
 namespace qgpu::machine {
 namespace {
 
+// A third formula for f32 to bf16, in double: the value scaled to its bf16
+// grid unit (2^(e-7), e no less than -126), rounded to an integer by the
+// host's nearbyint (ties to even), trunc, floor or ceil, scaled back.
+uint32_t bf16_by_scaling(uint32_t f, int r) {
+  float x;
+  std::memcpy(&x, &f, 4);
+  if (x != x) return 0x7FFF;
+  if (x == 0 || std::isinf(x)) return f >> 16;
+  const double d = x, unit = std::ldexp(1.0, std::max(std::ilogb(d), -126) - 7);
+  const double k = r == 0 ? std::nearbyint(d / unit) : r == 1 ? std::trunc(d / unit) : r == 2 ? std::floor(d / unit)
+                                                                                              : std::ceil(d / unit);
+  const float q = float(k * unit);  // exact on the grid; 2^128 becomes infinity
+  uint32_t b;
+  std::memcpy(&b, &q, 4);
+  return (b >> 16) | ((f >> 16) & 0x8000u);
+}
+
+// bfloat16: every bf16 to f32 (against the shifted word); f32 to bf16 in
+// each rounding mode on the edge values, every bf16 value with the f32
+// patterns around it and its halfway point (every rounding boundary class)
+// and random words: generator, reference (grid search in __float128) and
+// the scaling formula; add, sub, mul and fma on edge halves and random pairs:
+// generator against reference.
+TEST(SoftFloat, BFloat16) {
+  std::mt19937_64 rng(1616);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    auto g = folding();
+    const uint32_t w = h << 16, want = (w & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFFFFFFu : w;
+    ASSERT_EQ(hex(val(g.f32_from_bf16(K(h)))), hex(want)) << "cvt.f32.bf16 " << hex(h);
+    ASSERT_EQ(hex(ptx::fref::f32_from_bf16(h)), hex(want)) << "cvt.f32.bf16 " << hex(h);
+  }
+  uint64_t checked = 0;
+  auto to16 = [&](uint32_t f) {
+    for (int r = 0; r < 4; ++r) {
+      auto g = folding();
+      const uint32_t want = bf16_by_scaling(f, r);
+      ASSERT_EQ(hex(val(g.bf16_from_f32(K(f), kRounds[r]))), hex(want)) << "cvt." << kNames[r] << ".bf16.f32 " << hex(f);
+      ASSERT_EQ(hex(ptx::fref::bf16_from_f32(f, kRnds[r])), hex(want)) << "cvt." << kNames[r] << ".bf16.f32 " << hex(f);
+    }
+    ++checked;
+  };
+  for (uint32_t a : floattest::edges()) to16(a);
+  for (uint32_t h = 0; h < 0x10000; ++h)
+    for (uint32_t d : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) to16(h << 16 | d);
+  const uint64_t n = floattest::pairs(200000);
+  for (uint64_t i = 0; i < 4 * n; ++i) to16(uint32_t(rng()));
+  std::printf("f32 to bf16: %llu words, 4 roundings each, 3 formulas agree\n", (unsigned long long)checked);
+  std::vector<uint32_t> he = {0x0000, 0x0001, 0x007F, 0x0080, 0x3F80, 0x3F81, 0x3F7F, 0x7F7F, 0x7F80, 0x7F81, 0x7FC0,
+                              0x7FFF, 0x0100, 0x4B00, 0x0040, 0x3400, 0x4000};
+  for (size_t i = 0, m = he.size(); i < m; ++i) he.push_back(he[i] | 0x8000);
+  auto bin = [&](uint32_t a, uint32_t b, uint32_t c) {
+    auto g = folding();
+    ASSERT_EQ(hex(val(g.add_bf16(K(a), K(b)))), hex(ptx::fref::add_bf16(a, b))) << "add.bf16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.sub_bf16(K(a), K(b)))), hex(ptx::fref::sub_bf16(a, b))) << "sub.bf16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.mul_bf16(K(a), K(b)))), hex(ptx::fref::mul_bf16(a, b))) << "mul.bf16 " << hex(a) << " " << hex(b);
+    ASSERT_EQ(hex(val(g.fma_bf16(K(a), K(b), K(c)))), hex(ptx::fref::fma_bf16(a, b, c)))
+        << "fma.bf16 " << hex(a) << " " << hex(b) << " " << hex(c);
+  };
+  for (uint32_t a : he)
+    for (uint32_t b : he)
+      for (uint32_t c : {0x0000u, 0x8000u, 0x0001u, 0x3F80u, 0xFF80u, a, b ^ 0x8000u}) bin(a, b, c);
+  for (uint64_t i = 0; i < n / 4; ++i) {
+    const uint32_t a = uint32_t(rng()) & 0xFFFF, b = uint32_t(rng()) & 0xFFFF;
+    // b: sometimes near a (cancellation); c: random, the negated rounded
+    // product (cancellation), or a tiny value (a product on a halfway point)
+    const uint32_t b2 = i % 5 == 4 ? (a ^ 0x8000u) + uint32_t(rng() % 5) - 2 : b;
+    uint32_t c = uint32_t(rng()) & 0xFFFF;
+    if (i % 3 == 1) c = ptx::fref::mul_bf16(a, b2) ^ 0x8000 ^ uint32_t(rng() % 3);
+    if (i % 3 == 2) c = uint32_t(rng()) & 0x807F;
+    bin(a, b2 & 0xFFFF, c);
+  }
+}
+
+}  // namespace
+}  // namespace qgpu::machine
+
+namespace qgpu::machine {
+namespace {
+
 // tanh.approx: the generator against the reference's composition of the same
 // rn operations, and the definition's relative error against the host's
 // tanh: within 2^-11 (PTX's bound for tanh.approx.f32) on 1 M random inputs
