@@ -17,10 +17,10 @@
 //   * clz(0) = width, popc counts bits.
 //   * mul24 uses the low 24 bits of each operand (sign-extended for .s32);
 //     .hi returns bits 47..16 of the 48-bit product.
-// f32 arithmetic, comparisons and conversions run with the host's IEEE
-// arithmetic as sm_75 defines them (float_ref.h; docs/isa.md, section 11).
-// Other floating point (f64/f16 arithmetic, div, sqrt, the .approx functions)
-// fails with cudaErrorNotSupported naming the instruction; float loads,
+// Floating point runs with the host's IEEE arithmetic as PTX defines it
+// (float_ref.h; docs/isa.md, section 11 lists the instructions: f32, f64,
+// f16 and bf16 forms, the .approx functions as defined algorithms); any other
+// fails with cudaErrorNotSupported naming the instruction.  Float loads,
 // stores, moves and selects of any type run: they only move bits.
 #include "model_host/launch/errors.h"
 #include "model_host/ptx/ptx_interp.h"
