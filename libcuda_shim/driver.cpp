@@ -69,6 +69,9 @@ struct State {
   std::set<CUmod_st*> modules;
   CUresult sticky = CUDA_SUCCESS;
   std::string sticky_message;
+  // Access-policy windows set on streams (cuStreamSetAttribute): hints kept
+  // to be read back; streams are otherwise ignored.
+  std::map<CUstream, CUaccessPolicyWindow> stream_windows;
 };
 
 State& state() {
@@ -338,6 +341,10 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: *value = CU_COMPUTEMODE_DEFAULT; break;
       case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *value = d.cooperative_ctas > 0; break;
+      // The L2 the device declares; hints about it change no result.
+      case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = int(d.l2_bytes); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: *value = int(d.persisting_l2_max_bytes); break;
+      case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: *value = int(d.access_policy_max_window_bytes); break;
       default: *value = 0; break;  // features the machine does not have
     }
   });
@@ -471,6 +478,51 @@ QGPU_CU_API CUresult CUDAAPI cuCtxGetDevice(CUdevice* dev) {
 
 QGPU_CU_API CUresult CUDAAPI cuCtxSynchronize() {
   return api("cuCtxSynchronize", [&] { context(); });
+}
+
+// Persisting L2 lines: memory is flat, there are none to demote.
+QGPU_CU_API CUresult CUDAAPI cuCtxResetPersistingL2Cache() {
+  return api("cuCtxResetPersistingL2Cache", [&] { context(); });
+}
+
+// Stream attributes: an access-policy window is checked against the device
+// and kept to be read back (a hint: it changes no result); the others are
+// accepted and read back as their defaults.
+namespace {
+void stream_attribute(const char* entry, CUstream s, CUstreamAttrID attr, CUstreamAttrValue* get,
+                      const CUstreamAttrValue* set) {
+  require((get ? (void*)get : (const void*)set) != nullptr, CUDA_ERROR_INVALID_VALUE, "value is NULL");
+  const qgpu::proto::DeviceInfo& d = context().device();
+  State& st = state();
+  if (attr != CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW) {
+    require(attr == CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY || attr == CU_LAUNCH_ATTRIBUTE_PRIORITY ||
+                attr == CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN,
+            CUDA_ERROR_INVALID_VALUE, std::string(entry) + ": attribute " + std::to_string(int(attr)) +
+                                          " is not a stream attribute qgpu keeps");
+    if (get) *get = CUstreamAttrValue{};
+    return;
+  }
+  if (get) {
+    auto it = st.stream_windows.find(s);
+    *get = CUstreamAttrValue{};
+    if (it != st.stream_windows.end()) get->accessPolicyWindow = it->second;
+    return;
+  }
+  const CUaccessPolicyWindow& w = set->accessPolicyWindow;
+  require(w.num_bytes <= d.access_policy_max_window_bytes, CUDA_ERROR_INVALID_VALUE,
+          "an access-policy window of " + std::to_string(w.num_bytes) +
+              " bytes; the device's CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE is " +
+              std::to_string(d.access_policy_max_window_bytes));
+  require(w.hitRatio >= 0.f && w.hitRatio <= 1.f, CUDA_ERROR_INVALID_VALUE, "hitRatio must be in [0, 1]");
+  st.stream_windows[s] = w;
+}
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuStreamSetAttribute(CUstream s, CUstreamAttrID attr, const CUstreamAttrValue* value) {
+  return api("cuStreamSetAttribute", [&] { stream_attribute("cuStreamSetAttribute", s, attr, nullptr, value); });
+}
+QGPU_CU_API CUresult CUDAAPI cuStreamGetAttribute(CUstream s, CUstreamAttrID attr, CUstreamAttrValue* value) {
+  return api("cuStreamGetAttribute", [&] { stream_attribute("cuStreamGetAttribute", s, attr, value, nullptr); });
 }
 
 // -------------------------------------------------------------------- memory
@@ -1165,7 +1217,8 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuDevicePrimaryCtxRelease_v2), QGPU_ENTRY(cuCtxCreate_v4), QGPU_ENTRY(cuCtxCreate_v2),
     QGPU_ENTRY(cuCtxDestroy_v2), QGPU_ENTRY(cuCtxGetCurrent), QGPU_ENTRY(cuCtxSetCurrent),
     QGPU_ENTRY(cuCtxPushCurrent_v2), QGPU_ENTRY(cuCtxPopCurrent_v2),
-    QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuMemAlloc_v2),
+    QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuCtxResetPersistingL2Cache),
+    QGPU_ENTRY(cuStreamSetAttribute), QGPU_ENTRY(cuStreamGetAttribute), QGPU_ENTRY(cuMemAlloc_v2),
     QGPU_ENTRY(cuMemFree_v2), QGPU_ENTRY(cuMemGetInfo_v2), QGPU_ENTRY(cuMemcpyHtoD_v2),
     QGPU_ENTRY(cuMemcpyDtoH_v2), QGPU_ENTRY(cuMemcpyDtoD_v2), QGPU_ENTRY(cuMemsetD8_v2),
     QGPU_ENTRY(cuMemsetD32_v2), QGPU_ENTRY(cuModuleLoadData), QGPU_ENTRY(cuModuleLoadDataEx),

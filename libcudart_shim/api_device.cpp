@@ -1,6 +1,7 @@
 // Device queries (the machine described honestly) and device management;
 // streams, events and synchronization are in api_stream.cpp.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -55,6 +56,11 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   p->pageableMemoryAccess = 0;
   p->pciBusID = 0;
   p->pciDeviceID = 0;
+  // The L2 the device declares (launch::DeviceSpec): hints about it are
+  // accepted and change no result, as memory is flat.
+  p->l2CacheSize = int(d.l2_bytes);
+  p->persistingL2CacheMaxSize = int(d.persisting_l2_max_bytes);
+  p->accessPolicyMaxWindowSize = int(d.access_policy_max_window_bytes);
 }
 
 int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
@@ -96,18 +102,20 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 1;
     case cudaDevAttrMemoryPoolsSupported: return 1;  // cudaMallocAsync and pools (api_graph.cpp)
     case cudaDevAttrCooperativeLaunch: return p.cooperativeLaunch;  // a grid of one block (protocol.md)
+    case cudaDevAttrL2CacheSize: return p.l2CacheSize;
+    case cudaDevAttrMaxPersistingL2CacheSize: return p.persistingL2CacheMaxSize;
+    case cudaDevAttrMaxAccessPolicyWindowSize: return p.accessPolicyMaxWindowSize;
     // Capabilities the machine does not have: honest zeros.
     case cudaDevAttrGpuOverlap: case cudaDevAttrKernelExecTimeout: case cudaDevAttrIntegrated:
     case cudaDevAttrConcurrentKernels: case cudaDevAttrEccEnabled:
     case cudaDevAttrPciBusId: case cudaDevAttrPciDeviceId: case cudaDevAttrPciDomainId: case cudaDevAttrTccDriver:
-    case cudaDevAttrL2CacheSize: case cudaDevAttrAsyncEngineCount: case cudaDevAttrStreamPrioritiesSupported:
+    case cudaDevAttrAsyncEngineCount: case cudaDevAttrStreamPrioritiesSupported:
     case cudaDevAttrGlobalL1CacheSupported: case cudaDevAttrLocalL1CacheSupported:
     case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrMultiGpuBoardGroupID: case cudaDevAttrHostNativeAtomicSupported:
     case cudaDevAttrPageableMemoryAccess: case cudaDevAttrConcurrentManagedAccess:
     case cudaDevAttrComputePreemptionSupported: case cudaDevAttrCanUseHostPointerForRegisteredMem:
     case cudaDevAttrCanFlushRemoteWrites:
     case cudaDevAttrPageableMemoryAccessUsesHostPageTables: case cudaDevAttrDirectManagedMemAccessFromHost:
-    case cudaDevAttrMaxPersistingL2CacheSize: case cudaDevAttrMaxAccessPolicyWindowSize:
     case cudaDevAttrReservedSharedMemoryPerBlock: case cudaDevAttrSparseCudaArraySupported:
     case cudaDevAttrClusterLaunch: case cudaDevAttrIpcEventSupport:
     case cudaDevAttrMpsEnabled:
@@ -188,6 +196,10 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPr
   return cudaSuccess;
 }
 
+// The persisting-L2 set-aside: a hint (memory is flat), kept so that
+// cudaDeviceGetLimit reads back what was set.
+static std::atomic<size_t> g_persisting_l2{0};
+
 // The printf FIFO and the device heap are the session's (the daemon's Limit
 // request); the stack is the device's local memory per thread.
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
@@ -201,6 +213,13 @@ cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
         return fail(cudaErrorInvalidValue, "cudaDeviceSetLimit(cudaLimitStackSize, " + std::to_string(value) +
                                                "): the device has " + std::to_string(d.local_bytes_per_thread) +
                                                " bytes of local memory per thread");
+      case cudaLimitPersistingL2CacheSize:
+        if (value > d.persisting_l2_max_bytes)
+          return fail(cudaErrorInvalidValue, "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, " +
+                                                 std::to_string(value) + "): at most persistingL2CacheMaxSize, " +
+                                                 std::to_string(d.persisting_l2_max_bytes) + " bytes");
+        g_persisting_l2 = value;
+        return cudaSuccess;
       default: return set_error(cudaErrorUnsupportedLimit);
     }
   });
@@ -216,10 +235,19 @@ cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
         *value = rt.conn().limit(qgpu::proto::kLimitMallocHeap, qgpu::proto::kQueryLimit);
         return cudaSuccess;
       case cudaLimitStackSize: *value = rt.device().local_bytes_per_thread; return cudaSuccess;
+      case cudaLimitPersistingL2CacheSize: *value = g_persisting_l2; return cudaSuccess;
       default: return set_error(cudaErrorUnsupportedLimit);
     }
   });
 }
+// Demotes persisting L2 lines to normal ones: there are none to demote.
+cudaError_t cudaCtxResetPersistingL2Cache(void) {
+  return guarded([](Runtime& rt) {
+    rt.conn();
+    return cudaSuccess;
+  });
+}
+
 cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache) { return cudaSuccess; }
 cudaError_t cudaDeviceGetCacheConfig(cudaFuncCache* c) {
   if (!c) return set_error(cudaErrorInvalidValue);

@@ -151,14 +151,28 @@ static bool cooperative_attr(const cudaLaunchConfig_t* config) {
   return false;
 }
 
+// A launch's access-policy windows are hints (memory is flat), checked
+// against the device as a stream's are; other attributes change nothing the
+// machine runs.
+static cudaError_t check_launch_attrs(const cudaLaunchConfig_t* config) {
+  return guarded([&](Runtime&) {
+    for (unsigned i = 0; config->attrs && i < config->numAttrs; ++i)
+      if (config->attrs[i].id == cudaLaunchAttributeAccessPolicyWindow)
+        if (cudaError_t e = check_access_policy(config->attrs[i].val.accessPolicyWindow, "cudaLaunchKernelEx")) return e;
+    return cudaSuccess;
+  });
+}
+
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return set_error(cudaErrorInvalidValue);
+  if (cudaError_t e = check_launch_attrs(config)) return e;
   return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
                 config->stream, false, cooperative_attr(config));
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return set_error(cudaErrorInvalidValue);
+  if (cudaError_t e = check_launch_attrs(config)) return e;
   return launch(Runtime::get().find_kernel(func), config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
                 config->stream, true, cooperative_attr(config));
 }

@@ -143,6 +143,20 @@ cudaError_t wait_and_synchronize(const std::vector<Mark>& marks) {
   return rt.synchronize();
 }
 
+cudaError_t check_access_policy(const cudaAccessPolicyWindow& w, const char* call) {
+  const qgpu::proto::DeviceInfo& d = Runtime::get().device();
+  if (w.num_bytes > d.access_policy_max_window_bytes)
+    return fail(cudaErrorInvalidValue, std::string(call) + ": an access-policy window of " +
+                                           std::to_string(w.num_bytes) + " bytes; the device's accessPolicyMaxWindowSize is " +
+                                           std::to_string(d.access_policy_max_window_bytes));
+  if (!(w.hitRatio >= 0.f && w.hitRatio <= 1.f))
+    return fail(cudaErrorInvalidValue, std::string(call) + ": an access-policy window's hitRatio must be in [0, 1]");
+  for (cudaAccessProperty p : {w.hitProp, w.missProp})
+    if (p != cudaAccessPropertyNormal && p != cudaAccessPropertyStreaming && p != cudaAccessPropertyPersisting)
+      return fail(cudaErrorInvalidValue, std::string(call) + ": unknown access property " + std::to_string(int(p)));
+  return cudaSuccess;
+}
+
 }  // namespace qgpu::cudart
 
 extern "C" {
@@ -204,6 +218,86 @@ cudaError_t cudaStreamGetDevice(cudaStream_t s, int* device) {
 }
 cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t s, int* device) {
   return stream_field<int>(s, true, device, [](const Stream&) { return 0; });
+}
+
+// Stream attributes: an access-policy window (checked against the device's
+// L2, api_device.cpp), the synchronization policy, the memory
+// synchronization domain and the priority are kept and read back; none of
+// them changes a result.
+static cudaError_t stream_set_attribute(cudaStream_t s, cudaLaunchAttributeID id, const cudaLaunchAttributeValue* v,
+                                        bool per_thread) {
+  if (!v) return set_error(cudaErrorInvalidValue);
+  return guarded([&](Runtime&) {
+    StreamPtr st = stream_of(s, per_thread);
+    switch (id) {
+      case cudaLaunchAttributeAccessPolicyWindow:
+        if (cudaError_t e = check_access_policy(v->accessPolicyWindow, "cudaStreamSetAttribute")) return e;
+        st->access_policy = v->accessPolicyWindow;
+        return cudaSuccess;
+      case cudaLaunchAttributeSynchronizationPolicy:
+        if (v->syncPolicy < cudaSyncPolicyAuto || v->syncPolicy > cudaSyncPolicyBlockingSync)
+          return set_error(cudaErrorInvalidValue);
+        st->sync_policy = v->syncPolicy;
+        return cudaSuccess;
+      case cudaLaunchAttributeMemSyncDomain:
+        if (v->memSyncDomain != cudaLaunchMemSyncDomainDefault && v->memSyncDomain != cudaLaunchMemSyncDomainRemote)
+          return set_error(cudaErrorInvalidValue);
+        st->mem_sync_domain = v->memSyncDomain;
+        return cudaSuccess;
+      case cudaLaunchAttributePriority:
+        st->priority = 0;  // the one priority there is (cudaDeviceGetStreamPriorityRange)
+        return cudaSuccess;
+      default:
+        return fail(cudaErrorInvalidValue, "cudaStreamSetAttribute: attribute " + std::to_string(int(id)) +
+                                               " is not a stream attribute qgpu keeps (access-policy window, "
+                                               "synchronization policy, memory synchronization domain, priority)");
+    }
+  });
+}
+
+static cudaError_t stream_get_attribute(cudaStream_t s, cudaLaunchAttributeID id, cudaLaunchAttributeValue* v,
+                                        bool per_thread) {
+  if (!v) return set_error(cudaErrorInvalidValue);
+  return guarded([&](Runtime&) {
+    StreamPtr st = stream_of(s, per_thread);
+    switch (id) {
+      case cudaLaunchAttributeAccessPolicyWindow: v->accessPolicyWindow = st->access_policy; return cudaSuccess;
+      case cudaLaunchAttributeSynchronizationPolicy: v->syncPolicy = st->sync_policy; return cudaSuccess;
+      case cudaLaunchAttributeMemSyncDomain: v->memSyncDomain = st->mem_sync_domain; return cudaSuccess;
+      case cudaLaunchAttributePriority: v->priority = st->priority; return cudaSuccess;
+      default:
+        return fail(cudaErrorInvalidValue, "cudaStreamGetAttribute: attribute " + std::to_string(int(id)) +
+                                               " is not a stream attribute qgpu keeps (access-policy window, "
+                                               "synchronization policy, memory synchronization domain, priority)");
+    }
+  });
+}
+
+static cudaError_t stream_copy_attributes(cudaStream_t dst, cudaStream_t src, bool per_thread) {
+  return guarded([&](Runtime&) {
+    StreamPtr d = stream_of(dst, per_thread), s = stream_of(src, per_thread);
+    d->access_policy = s->access_policy;
+    d->sync_policy = s->sync_policy;
+    d->mem_sync_domain = s->mem_sync_domain;
+    return cudaSuccess;
+  });
+}
+
+cudaError_t cudaStreamSetAttribute(cudaStream_t s, cudaLaunchAttributeID id, const cudaLaunchAttributeValue* v) {
+  return stream_set_attribute(s, id, v, false);
+}
+cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t s, cudaLaunchAttributeID id, const cudaLaunchAttributeValue* v) {
+  return stream_set_attribute(s, id, v, true);
+}
+cudaError_t cudaStreamGetAttribute(cudaStream_t s, cudaLaunchAttributeID id, cudaLaunchAttributeValue* v) {
+  return stream_get_attribute(s, id, v, false);
+}
+cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t s, cudaLaunchAttributeID id, cudaLaunchAttributeValue* v) {
+  return stream_get_attribute(s, id, v, true);
+}
+cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) { return stream_copy_attributes(dst, src, false); }
+cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
+  return stream_copy_attributes(dst, src, true);
 }
 
 // Managed memory is one range for every stream: attaching changes nothing.

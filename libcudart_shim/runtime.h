@@ -163,6 +163,10 @@ class Runtime {
 // The stream a handle names (see Streams::find); throws client::Error
 // (cudaErrorInvalidResourceHandle) for one that is not a live stream.
 StreamPtr stream_of(cudaStream_t handle, bool per_thread);
+// Checks an access-policy window (a stream's, a launch's or a kernel node's
+// attribute) against the device: cudaSuccess, or the error with its message
+// set for `call`.
+cudaError_t check_access_policy(const cudaAccessPolicyWindow& w, const char* call);
 // A copy or a memset run now, on the calling (runtime) thread: what a
 // queued copy or memset operation does (api_memory.cpp).
 cudaError_t copy_now(Runtime& rt, void* dst, const void* src, size_t n, cudaMemcpyKind kind, double& seconds);

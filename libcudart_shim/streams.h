@@ -74,6 +74,11 @@ struct Stream {
   unsigned flags = 0;
   int priority = 0;
   unsigned long long id = 0;
+  // Stream attributes (cudaStreamSetAttribute): hints that change no result
+  // (memory is flat, streams are served in order), kept to be read back.
+  cudaAccessPolicyWindow access_policy{};
+  cudaSynchronizationPolicy sync_policy = cudaSyncPolicyAuto;
+  cudaLaunchMemSyncDomain mem_sync_domain = cudaLaunchMemSyncDomainDefault;
   std::deque<Op> queue;
   uint64_t enqueued = 0, completed = 0;  // operations queued (or running) and completed
   bool started = false;    // its runtime thread runs

@@ -112,6 +112,7 @@ void encode(Writer& w, const DeviceInfo& d) {
   w.u32(d.param_bytes).u32(d.const_bytes).u32(d.local_bytes_per_thread);
   w.u64(d.printf_fifo_bytes).u64(d.heap_bytes).u32(d.limits_settable);
   w.str(d.way_out).u32(d.cooperative_ctas);
+  w.u32(d.l2_bytes).u32(d.persisting_l2_max_bytes).u32(d.access_policy_max_window_bytes);
 }
 
 DeviceInfo decode_device_info(Reader& r) {
@@ -138,6 +139,9 @@ DeviceInfo decode_device_info(Reader& r) {
   d.limits_settable = r.u32("limits_settable");
   d.way_out = r.str("way_out");
   d.cooperative_ctas = r.u32("cooperative_ctas");
+  d.l2_bytes = r.u32("l2_bytes");
+  d.persisting_l2_max_bytes = r.u32("persisting_l2_max_bytes");
+  d.access_policy_max_window_bytes = r.u32("access_policy_max_window_bytes");
   return d;
 }
 

@@ -73,6 +73,9 @@ void Device::describe(launch::Backend* b) {
   d.printf_fifo_bytes = spec.printf_fifo_bytes;
   d.heap_bytes = spec.heap_bytes;
   d.cooperative_ctas = spec.cooperative_ctas;
+  d.l2_bytes = spec.l2_bytes;
+  d.persisting_l2_max_bytes = spec.persisting_l2_max_bytes;
+  d.access_policy_max_window_bytes = spec.access_policy_max_window_bytes;
   d.limits_settable = spec.limits_settable ? 1 : 0;
   d.way_out = spec.larger;
 }

@@ -70,6 +70,12 @@ struct DeviceSpec {
   // The most CTAs of a cooperative launch (grid-wide sync needs every CTA
   // resident at once); 0: the backend runs no cooperative launches.
   uint32_t cooperative_ctas = 0;
+  // The L2 cache a GPU of this size would have, as the device queries report
+  // it (cudaDeviceProp::l2CacheSize, persistingL2CacheMaxSize,
+  // accessPolicyMaxWindowSize).  Memory is flat: no access is faster or
+  // slower for it, so the persisting-L2 limit and access-policy windows are
+  // accepted as the hints they are and change no result.
+  uint32_t l2_bytes = 0, persisting_l2_max_bytes = 0, access_policy_max_window_bytes = 0;
 };
 
 // The device heap of a launch: [heap_base, heap_base + heap_bytes) of global

@@ -1,6 +1,7 @@
 // The machine as the rest of model_host sees it (api.h): its devices (the
 // CUDA-sized one the interpreter backend runs and the model's, as device
 // queries report them and the daemon enforces them) and module inspection.
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -57,6 +58,17 @@ launch::DeviceSpec spec_of(const Params& p) {
   d.const_bytes = p.global_bytes;  // __constant__ variables live in global memory
   d.local_bytes_per_thread = p.local_store_bytes ? p.local_bytes_for(p.max_threads) : p.local_bytes;
   d.printf_fifo_bytes = p.print_bytes;
+  // An L2 in proportion to the memory, as GPUs have: 1/64 of it (a power of
+  // two), at most 4 MiB (a compute capability 7.5 GPU's); three quarters of
+  // it may persist, and one access-policy window spans at most 128 MiB (or
+  // the whole memory).  The machine has no cache: these are
+  // the figures the device queries report, and the hints that use them
+  // change no result.
+  uint64_t l2 = 1;
+  while (l2 * 2 <= std::max<uint64_t>(p.global_bytes / 64, 1) && l2 < (4u << 20)) l2 *= 2;
+  d.l2_bytes = uint32_t(l2);
+  d.persisting_l2_max_bytes = uint32_t(l2 / 4 * 3);
+  d.access_policy_max_window_bytes = uint32_t(std::min<uint64_t>(p.global_bytes, 128u << 20));
   return d;
 }
 

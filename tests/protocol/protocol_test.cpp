@@ -16,7 +16,7 @@ TEST(Protocol, HeaderLayoutIsTheDocumentedOne) {
   h.session = 0x1122334455667788ull;
   uint8_t b[kHeaderSize];
   encode_header(h, b);
-  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 2, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
+  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 3, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
                                      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
   EXPECT_EQ(0, memcmp(b, want, kHeaderSize));
   Header back = decode_header(b, kHeaderSize);
@@ -77,12 +77,12 @@ TEST(Protocol, BadHeadersAreRejected) {
   b[0] ^= 1;
   EXPECT_THROW(decode_header(b, kHeaderSize), ProtocolError);
   b[0] ^= 1;
-  b[4] = 3;  // version 3
+  b[4] = 2;  // version 2
   try {
     decode_header(b, kHeaderSize);
     FAIL();
   } catch (const ProtocolError& e) {
-    EXPECT_NE(std::string(e.what()).find("version 3"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("version 2"), std::string::npos);
   }
 }
 
@@ -154,6 +154,9 @@ TEST(Protocol, BodiesRoundTrip) {
   DeviceInfo d{"interpreter", "qgpu (interpreter)"};
   d.way_out = "a larger device";
   d.cooperative_ctas = 1;
+  d.l2_bytes = 4 << 20;
+  d.persisting_l2_max_bytes = 3 << 20;
+  d.access_policy_max_window_bytes = 128 << 20;
   Writer wd;
   encode(wd, d);
   Reader rd(wd.data().data(), wd.data().size());
@@ -161,6 +164,9 @@ TEST(Protocol, BodiesRoundTrip) {
   rd.finish("DeviceInfo");
   EXPECT_EQ(db.way_out, d.way_out);
   EXPECT_EQ(db.cooperative_ctas, 1u);
+  EXPECT_EQ(db.l2_bytes, 4u << 20);
+  EXPECT_EQ(db.persisting_l2_max_bytes, 3u << 20);
+  EXPECT_EQ(db.access_policy_max_window_bytes, 128u << 20);
 
   LaunchProgress p;
   p.running = 1;

@@ -383,6 +383,21 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["mallocHeap"], std::to_string(8u << 20));
   EXPECT_EQ(m["setPrintfFifo2M"], "cudaSuccess");
   EXPECT_EQ(m["malloc1M"], "cudaSuccess");
+  // An L2 of 1/64 of the memory, at most 4 MiB, three quarters of it
+  // persisting; windows up to 128 MiB.
+  EXPECT_EQ(m["l2CacheSize"], std::to_string(4u << 20));
+  EXPECT_EQ(m["persistingL2CacheMaxSize"], std::to_string(3u << 20));
+  EXPECT_EQ(m["accessPolicyMaxWindowSize"], std::to_string(128u << 20));
+  EXPECT_EQ(m["attr.L2CacheSize"], std::to_string(4u << 20) + " (cudaSuccess)");
+  EXPECT_EQ(m["attr.MaxPersistingL2CacheSize"], std::to_string(3u << 20) + " (cudaSuccess)");
+  EXPECT_EQ(m["attr.MaxAccessPolicyWindowSize"], std::to_string(128u << 20) + " (cudaSuccess)");
+  EXPECT_EQ(m["setPersistingL2Max"], "cudaSuccess");
+  EXPECT_EQ(m["persistingL2"], std::to_string(3u << 20));
+  EXPECT_EQ(m["setPersistingL2Over"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["setWindow"], "cudaSuccess");
+  EXPECT_EQ(m["getWindow"], "4096,0.50,2 (cudaSuccess)");  // cudaAccessPropertyPersisting
+  EXPECT_EQ(m["setWindowOver"], "cudaErrorInvalidValue");
+  EXPECT_EQ(m["resetPersisting"], "cudaSuccess");
 
   r = run({QGPU_CLI_BIN, "run", "--backend", "interpreter-model", "--", program("device_query")});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
@@ -400,5 +415,9 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["mallocHeap"], "0");
   EXPECT_EQ(m["setPrintfFifo2M"], "cudaErrorUnsupportedLimit");
   EXPECT_EQ(m["malloc1M"], "cudaErrorMemoryAllocation");
+  EXPECT_EQ(m["l2CacheSize"], "4096");  // 1/64 of 256 KiB
+  EXPECT_EQ(m["persistingL2CacheMaxSize"], "3072");
+  EXPECT_EQ(m["accessPolicyMaxWindowSize"], "262144");
+  EXPECT_EQ(m["setWindowOver"], "cudaErrorInvalidValue");
   EXPECT_NE(r.err.find("--backend interpreter"), std::string::npos) << r.err;
 }

@@ -18,7 +18,7 @@
 namespace qgpu::proto {
 
 constexpr uint32_t kMagic = 0x57504751;  // "QGPW" read as little-endian bytes
-constexpr uint16_t kVersion = 2;
+constexpr uint16_t kVersion = 3;
 
 // Bounds every receiver enforces before trusting a length.
 constexpr uint64_t kMaxBody = 64ull << 20;      // one body frame
@@ -134,6 +134,10 @@ struct DeviceInfo {
   // The most CTAs a cooperative launch may have (all resident at once, for
   // grid-wide sync); 0: the device takes no cooperative launches.
   uint32_t cooperative_ctas = 0;
+  // The L2 cache the device declares (launch::DeviceSpec): its size, the most
+  // of it cudaLimitPersistingL2CacheSize may set aside, and the largest
+  // access-policy window.
+  uint32_t l2_bytes = 0, persisting_l2_max_bytes = 0, access_policy_max_window_bytes = 0;
 };
 void encode(Writer& w, const DeviceInfo& d);
 DeviceInfo decode_device_info(Reader& r);

@@ -34,6 +34,44 @@ int main() {
   void* d = nullptr;
   std::printf("malloc1M=%s\n", cudaGetErrorName(cudaMalloc(&d, 1 << 20)));
   cudaGetLastError();
+  // The L2 the device declares, and the hints about it (accepted, checked
+  // against the figures, read back).
+  std::printf("l2CacheSize=%d\npersistingL2CacheMaxSize=%d\naccessPolicyMaxWindowSize=%d\n", p.l2CacheSize,
+              p.persistingL2CacheMaxSize, p.accessPolicyMaxWindowSize);
+  const cudaDeviceAttr l2_attrs[] = {cudaDevAttrL2CacheSize, cudaDevAttrMaxPersistingL2CacheSize,
+                                     cudaDevAttrMaxAccessPolicyWindowSize};
+  const char* l2_names[] = {"L2CacheSize", "MaxPersistingL2CacheSize", "MaxAccessPolicyWindowSize"};
+  for (int i = 0; i < 3; ++i) {
+    int v = -1;
+    cudaError_t e = cudaDeviceGetAttribute(&v, l2_attrs[i], 0);
+    std::printf("attr.%s=%d (%s)\n", l2_names[i], v, cudaGetErrorName(e));
+  }
+  std::printf("setPersistingL2Max=%s\n",
+              cudaGetErrorName(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, p.persistingL2CacheMaxSize)));
+  size_t persisting = 0;
+  cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize);
+  std::printf("persistingL2=%zu\n", persisting);
+  std::printf("setPersistingL2Over=%s\n",
+              cudaGetErrorName(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, p.persistingL2CacheMaxSize + 1)));
+  cudaGetLastError();
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cudaStreamAttrValue v = {};
+  v.accessPolicyWindow.base_ptr = d;
+  v.accessPolicyWindow.num_bytes = 4096;
+  v.accessPolicyWindow.hitRatio = 0.5f;
+  v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  std::printf("setWindow=%s\n", cudaGetErrorName(cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v)));
+  cudaStreamAttrValue back = {};
+  cudaError_t ge = cudaStreamGetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &back);
+  std::printf("getWindow=%zu,%.2f,%d (%s)\n", back.accessPolicyWindow.num_bytes, back.accessPolicyWindow.hitRatio,
+              int(back.accessPolicyWindow.hitProp), cudaGetErrorName(ge));
+  v.accessPolicyWindow.num_bytes = size_t(p.accessPolicyMaxWindowSize) + 1;
+  std::printf("setWindowOver=%s\n", cudaGetErrorName(cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v)));
+  cudaGetLastError();
+  std::printf("resetPersisting=%s\n", cudaGetErrorName(cudaCtxResetPersistingL2Cache()));
+  cudaStreamDestroy(s);
   std::printf("PASSED\n");
   return 0;
 }
