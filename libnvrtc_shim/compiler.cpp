@@ -37,6 +37,17 @@ namespace {
 constexpr const char* kSourcePath = "/qgpu-rtc/src/program.cu";
 constexpr const char* kHeaderDir = "/qgpu-rtc/include/";
 constexpr const char* kBuiltinDir = "/qgpu-rtc/builtin/";
+// The built-in headers that stand for the CUDA toolkit's own, searched
+// before the program's include paths: a program that copies the toolkit's
+// header beside itself and names that directory (matrixMul_nvrtc, whose
+// build copies cooperative_groups.h, cooperative_groups/ and CCCL there, as
+// NVIDIA's NVRTC needs) gets this compiler's version of it, since the
+// toolkit's is written for NVIDIA's front end.
+constexpr const char* kToolkitDir = "/qgpu-rtc/toolkit/";
+bool is_toolkit_header(const std::string& name) {
+  return name == "cooperative_groups.h" || name == "cuda_runtime.h" || name == "cuda_runtime_api.h" ||
+         name == "device_launch_parameters.h";
+}
 constexpr const char* kRuntimeHeader = "qgpu_rtc_runtime.h";
 // The host function whose body holds the name expressions (see below).
 constexpr const char* kNameExprFunction = "__qgpu_rtc_name_expressions";
@@ -238,7 +249,7 @@ std::vector<std::string> cc1_args(const Source& source, const CompileOptions& op
       "-x", "cuda", "-std=" + options.std, "-O3", "-mrelocation-model", "static",
       "-fdeclspec", "-fgnuc-version=4.2.1", "-fcxx-exceptions", "-discard-value-names",
       "-nostdsysteminc", "-nobuiltininc", "-ferror-limit", "20", "-main-file-name",
-      source.name, "-I", kHeaderDir};
+      source.name, "-I", kHeaderDir, "-I", kToolkitDir};
   for (const std::string& dir : options.include_paths) a.insert(a.end(), {"-I", dir});
   a.insert(a.end(), {"-internal-isystem", kBuiltinDir});
   a.insert(a.end(), options.preprocessor.begin(), options.preprocessor.end());
@@ -257,8 +268,11 @@ CompileOutput compile(const Source& source, const CompileOptions& options,
   CompileOutput out;
 
   auto memory = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
-  for (const auto& [name, text] : builtin_headers())
+  for (const auto& [name, text] : builtin_headers()) {
     memory->addFile(kBuiltinDir + name, 0, llvm::MemoryBuffer::getMemBuffer(text, name));
+    if (is_toolkit_header(name))
+      memory->addFile(kToolkitDir + name, 0, llvm::MemoryBuffer::getMemBuffer(text, name));
+  }
   for (const auto& [name, text] : source.headers)
     memory->addFile(kHeaderDir + name, 0, llvm::MemoryBuffer::getMemBufferCopy(text, name));
   memory->addFile(kSourcePath, 0,

@@ -60,4 +60,10 @@ __device__ thread_block_tile<N> tiled_partition(const thread_block&) {
   return thread_block_tile<N>();
 }
 
+// cooperative_groups::sync(g): the group's own sync().
+template <typename Group>
+__device__ void sync(const Group& g) {
+  g.sync();
+}
+
 }  // namespace cooperative_groups

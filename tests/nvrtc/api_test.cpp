@@ -130,6 +130,29 @@ extern "C" __global__ void k(int32_t* p) { p[0] = FROM_MEMORY + FROM_DISK + (INT
   fs::remove_all(dir);
 }
 
+// A copy of the toolkit's cooperative_groups.h on an include path (what
+// matrixMul_nvrtc's build puts beside the program for NVIDIA's NVRTC) does
+// not replace the built-in one; other headers there are found as before.
+TEST(NvrtcApi, BuiltInToolkitHeadersComeBeforeIncludePaths) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("qgpu_nvrtc_cg_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "cooperative_groups.h") << "#error \"the include path's copy was used\"\n";
+  std::ofstream(dir / "local.h") << "#define FROM_DISK 5\n";
+  const char* src = R"(
+#include <cooperative_groups.h>
+#include "local.h"
+extern "C" __global__ void k(int* p) {
+  cooperative_groups::thread_block b = cooperative_groups::this_thread_block();
+  p[b.thread_rank()] = FROM_DISK;
+  cooperative_groups::sync(b);
+}
+)";
+  Compiled c = compile(src, {("--include-path=" + dir.string()).c_str()});
+  EXPECT_EQ(c.result, NVRTC_SUCCESS) << c.log;
+  fs::remove_all(dir);
+}
+
 TEST(NvrtcApi, DefaultDeviceMakesPlainFunctionsCallable) {
   const char* src = R"(
 int triple(int x) { return 3 * x; }

@@ -164,6 +164,22 @@ build_sample() {
       echo "+ cp -r data/. ."
       cp -r "$src/data/." "$dst/" || return 1
     fi
+    # Toolkit headers the CMakeLists copies beside the program from
+    # ${CUDA_INCLUDE_DIR} (matrixMul_nvrtc: cooperative_groups.h and the
+    # directories it includes, which the program hands NVRTC with
+    # --include-path), taken from the include directory of the toolkit whose
+    # nvcc builds the program, as CMake's build takes them from the CUDA
+    # installation it finds.
+    local inc from to
+    inc=$(dirname "$(dirname "$(readlink -f "$nvcc")")")/include
+    for f in $(grep -o '${CUDA_INCLUDE_DIR}/[A-Za-z0-9_./-]*\.h' "$cm" | sed 's/${CUDA_INCLUDE_DIR}\///' | sort -u); do
+      echo "+ cp \$CUDA_INCLUDE_DIR/$f ."
+      cp "$inc/$f" "$dst/" || return 1
+    done
+    while read -r from to; do
+      echo "+ cp -r \$CUDA_INCLUDE_DIR/$from $to"
+      cp -r "$inc/$from" "$dst/$to" || return 1
+    done < <(sed -n 's/^[[:space:]]*${CUDA_INCLUDE_DIR}\/\([A-Za-z0-9_./-]*\)[[:space:]]\{1,\}${CMAKE_CURRENT_BINARY_DIR}\/\([A-Za-z0-9_./-]*\)[[:space:]]*$/\1 \2/p' "$cm")
     echo "+ nvcc -cudart shared -arch=sm_75 ${flags[*]} ${incs[*]} -o $n $srcs ${libs[*]}"
     "$nvcc" -cudart shared -arch=sm_75 "${flags[@]}" "${incs[@]}" -o "$dst/$n" "${files[@]}" "${libs[@]}"
   } >"$dst/build.log" 2>&1
