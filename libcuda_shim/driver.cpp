@@ -72,6 +72,30 @@ struct State {
   // Access-policy windows set on streams (cuStreamSetAttribute): hints kept
   // to be read back; streams are otherwise ignored.
   std::map<CUstream, CUaccessPolicyWindow> stream_windows;
+  // Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap):
+  // device memory is one flat space, so a reserved range is carved from the
+  // device allocator (its bytes are the range), and mapping a physical
+  // allocation gives it that range as its backing.
+  struct Reservation {
+    CUdeviceptr alloc = 0;  // what the allocator gave (over-allocated for alignment)
+    size_t size = 0;
+  };
+  std::map<CUdeviceptr, Reservation> reservations;  // by start address
+  struct Physical {
+    CUmemAllocationProp prop{};
+    size_t size = 0;
+    int refs = 1;               // cuMemCreate's and cuMemRetainAllocationHandle's, less cuMemRelease's
+    CUdeviceptr mapped_at = 0;  // 0: not mapped
+    std::vector<char> saved;    // its bytes while unmapped after a mapping
+  };
+  std::map<CUmemGenericAllocationHandle, Physical> physical;
+  CUmemGenericAllocationHandle next_handle = 1;
+  struct Mapping {
+    size_t size = 0;
+    CUmemGenericAllocationHandle handle = 0;
+    unsigned long long access = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  };
+  std::map<CUdeviceptr, Mapping> mappings;  // by start address
 };
 
 State& state() {
@@ -345,6 +369,10 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *value = int(d.l2_bytes); break;
       case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: *value = int(d.persisting_l2_max_bytes); break;
       case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: *value = int(d.access_policy_max_window_bytes); break;
+      // cuMemAddressReserve/cuMemCreate/cuMemMap (below); no shareable
+      // handles, no compression (a compressible cuMemCreate gets ordinary
+      // memory, as on a GPU without it).
+      case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *value = 1; break;
       default: *value = 0; break;  // features the machine does not have
     }
   });
@@ -538,6 +566,261 @@ QGPU_CU_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr ptr) {
   return api("cuMemFree", [&] {
     Connection& c = context();
     if (ptr) c.free(ptr);
+  });
+}
+
+// ------------------------------------------------- virtual memory management
+// Device memory is one flat 32-bit space: cuMemAddressReserve carves a range
+// from the device allocator (so a reservation uses device memory, and
+// cuMemGetInfo counts it), cuMemCreate describes a physical allocation, and
+// cuMemMap gives it the reserved range as its backing.  What that cannot
+// express is refused with CUDA_ERROR_NOT_SUPPORTED: a physical allocation
+// mapped at a second address, or in part (offset, or a size other than
+// its own).  A physical allocation unmapped while still held keeps its bytes
+// (the shim saves them) for its next mapping.  Access rights are kept and
+// read back; they are not enforced on kernels (an access to reserved memory
+// that is not mapped, or mapped without access, reads the range's bytes
+// instead of faulting).
+namespace {
+
+size_t vmm_granularity(const qgpu::proto::DeviceInfo& d) {
+  // A GPU's 2 MiB, less on a small device: 1/1024 of its memory, at least 4 KiB.
+  size_t g = 4096;
+  while (g < (2u << 20) && g * 2 <= d.global_bytes / 1024) g *= 2;
+  return g;
+}
+
+void check_prop(const CUmemAllocationProp* prop) {
+  require(prop != nullptr, CUDA_ERROR_INVALID_VALUE, "prop is NULL");
+  require(prop->type == CU_MEM_ALLOCATION_TYPE_PINNED, CUDA_ERROR_INVALID_VALUE,
+          "allocation type " + std::to_string(int(prop->type)) + ": only CU_MEM_ALLOCATION_TYPE_PINNED is supported");
+  require(prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id == 0, CUDA_ERROR_INVALID_DEVICE,
+          "the location must be device 0 (CU_MEM_LOCATION_TYPE_DEVICE), the one device");
+  require(prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE, CUDA_ERROR_NOT_SUPPORTED,
+          "shareable handle types (requestedHandleTypes " + std::to_string(int(prop->requestedHandleTypes)) +
+              ") are not supported by qgpu: memory is not shared between processes");
+}
+
+State::Physical& physical_of(CUmemGenericAllocationHandle h) {
+  State& s = state();
+  auto it = s.physical.find(h);
+  require(it != s.physical.end() && it->second.refs > 0, CUDA_ERROR_INVALID_VALUE,
+          "the handle is not a live physical allocation (never created, or released)");
+  return it->second;
+}
+
+// The reservation holding [ptr, ptr + size), or nullptr.
+const State::Reservation* reservation_of(CUdeviceptr ptr, size_t size) {
+  State& s = state();
+  auto it = s.reservations.upper_bound(ptr);
+  if (it == s.reservations.begin()) return nullptr;
+  --it;
+  return ptr + size <= it->first + it->second.size ? &it->second : nullptr;
+}
+
+// The mappings overlapping [ptr, ptr + size).
+std::vector<std::map<CUdeviceptr, State::Mapping>::iterator> mappings_in(CUdeviceptr ptr, size_t size) {
+  State& s = state();
+  std::vector<std::map<CUdeviceptr, State::Mapping>::iterator> out;
+  auto it = s.mappings.upper_bound(ptr);
+  if (it != s.mappings.begin() && std::prev(it)->first + std::prev(it)->second.size > ptr) --it;
+  for (; it != s.mappings.end() && it->first < ptr + size; ++it) out.push_back(it);
+  return out;
+}
+
+}  // namespace
+
+QGPU_CU_API CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                                           CUmemAllocationGranularity_flags option) {
+  return api("cuMemGetAllocationGranularity", [&] {
+    require(granularity != nullptr, CUDA_ERROR_INVALID_VALUE, "granularity is NULL");
+    check_prop(prop);
+    require(option == CU_MEM_ALLOC_GRANULARITY_MINIMUM || option == CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
+            CUDA_ERROR_INVALID_VALUE, "unknown granularity option " + std::to_string(int(option)));
+    *granularity = vmm_granularity(context().device());
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr,
+                                                 unsigned long long flags) {
+  return api("cuMemAddressReserve", [&] {
+    require(ptr != nullptr, CUDA_ERROR_INVALID_VALUE, "ptr is NULL");
+    Connection& c = context();
+    const size_t g = vmm_granularity(c.device());
+    require(size > 0 && size % g == 0, CUDA_ERROR_INVALID_VALUE,
+            "size " + std::to_string(size) + " is not a positive multiple of the granularity, " + std::to_string(g));
+    require(alignment == 0 || (alignment & (alignment - 1)) == 0, CUDA_ERROR_INVALID_VALUE,
+            "alignment " + std::to_string(alignment) + " is not a power of two");
+    require(flags == 0, CUDA_ERROR_INVALID_VALUE, "flags must be 0");
+    // The requested address is a hint (as on a GPU, which may place the
+    // range elsewhere): the range is where the allocator has room.
+    const size_t align = std::max(alignment, g);
+    require(size <= c.device().global_bytes, CUDA_ERROR_OUT_OF_MEMORY,
+            "a reservation of " + std::to_string(size) + " bytes: reserved ranges are device memory here, and the "
+            "device has " + std::to_string(c.device().global_bytes));
+    const CUdeviceptr alloc = c.malloc(size + align - 256);  // the allocator aligns to 256
+    const CUdeviceptr start = (alloc + align - 1) / align * align;
+    state().reservations[start] = {alloc, size};
+    *ptr = start;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  return api("cuMemAddressFree", [&] {
+    Connection& c = context();
+    State& s = state();
+    auto it = s.reservations.find(ptr);
+    require(it != s.reservations.end() && it->second.size == size, CUDA_ERROR_INVALID_VALUE,
+            "[ptr, ptr + size) is not a range cuMemAddressReserve returned");
+    require(mappings_in(ptr, size).empty(), CUDA_ERROR_INVALID_VALUE,
+            "the range still has mappings: cuMemUnmap them first");
+    c.free(it->second.alloc);
+    s.reservations.erase(it);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                         const CUmemAllocationProp* prop, unsigned long long flags) {
+  return api("cuMemCreate", [&] {
+    require(handle != nullptr, CUDA_ERROR_INVALID_VALUE, "handle is NULL");
+    check_prop(prop);
+    require(flags == 0, CUDA_ERROR_INVALID_VALUE, "flags must be 0");
+    const size_t g = vmm_granularity(context().device());
+    require(size > 0 && size % g == 0, CUDA_ERROR_INVALID_VALUE,
+            "size " + std::to_string(size) + " is not a positive multiple of the granularity, " + std::to_string(g));
+    State& s = state();
+    State::Physical p;
+    p.prop = *prop;
+    // No compression on this device (CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED
+    // is 0): a compressible request gets ordinary memory, as on such a GPU.
+    p.prop.allocFlags.compressionType = 0;
+    p.size = size;
+    *handle = s.next_handle++;
+    s.physical[*handle] = std::move(p);
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
+  return api("cuMemRelease", [&] {
+    context();
+    State& s = state();
+    State::Physical& p = physical_of(handle);
+    if (--p.refs == 0 && !p.mapped_at) s.physical.erase(handle);  // else gone once unmapped
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                                    CUmemGenericAllocationHandle handle) {
+  return api("cuMemGetAllocationPropertiesFromHandle", [&] {
+    require(prop != nullptr, CUDA_ERROR_INVALID_VALUE, "prop is NULL");
+    context();
+    *prop = physical_of(handle).prop;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                                      unsigned long long flags) {
+  return api("cuMemMap", [&] {
+    Connection& c = context();
+    State& s = state();
+    require(flags == 0, CUDA_ERROR_INVALID_VALUE, "flags must be 0");
+    State::Physical& p = physical_of(handle);
+    const size_t g = vmm_granularity(c.device());
+    require(ptr % g == 0 && size > 0 && size % g == 0, CUDA_ERROR_INVALID_VALUE,
+            "ptr and size must be multiples of the granularity, " + std::to_string(g));
+    require(reservation_of(ptr, size) != nullptr, CUDA_ERROR_INVALID_VALUE,
+            "[ptr, ptr + size) is not inside one range of cuMemAddressReserve");
+    require(mappings_in(ptr, size).empty(), CUDA_ERROR_INVALID_VALUE, "[ptr, ptr + size) is already mapped");
+    require(p.mapped_at == 0, CUDA_ERROR_NOT_SUPPORTED,
+            "the physical allocation is already mapped at 0x" + [&] {
+              char b[24];
+              std::snprintf(b, sizeof b, "%llx", (unsigned long long)p.mapped_at);
+              return std::string(b);
+            }() + ": qgpu's device memory is flat, so one physical allocation has one address; "
+                  "cuMemUnmap it first, or create a second allocation and copy");
+    require(offset == 0 && size == p.size, CUDA_ERROR_NOT_SUPPORTED,
+            "mapping part of a physical allocation (offset " + std::to_string(offset) + ", size " +
+                std::to_string(size) + " of " + std::to_string(p.size) +
+                ") is not supported by qgpu: map the whole allocation, or create one per part");
+    if (!p.saved.empty()) {
+      c.write(ptr, p.saved.data(), p.saved.size());  // its bytes from its last mapping
+      p.saved.clear();
+      p.saved.shrink_to_fit();
+    }
+    p.mapped_at = ptr;
+    s.mappings[ptr] = {size, handle, CU_MEM_ACCESS_FLAGS_PROT_NONE};
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  return api("cuMemUnmap", [&] {
+    Connection& c = context();
+    State& s = state();
+    auto ms = mappings_in(ptr, size);
+    require(!ms.empty(), CUDA_ERROR_INVALID_VALUE, "nothing is mapped in [ptr, ptr + size)");
+    for (auto& m : ms)
+      require(m->first >= ptr && m->first + m->second.size <= ptr + size, CUDA_ERROR_INVALID_VALUE,
+              "[ptr, ptr + size) covers part of a mapping: unmap whole mappings");
+    for (auto& m : ms) {
+      State::Physical& p = s.physical.at(m->second.handle);
+      if (p.refs == 0) {
+        s.physical.erase(m->second.handle);
+      } else {
+        p.saved.resize(p.size);  // kept for its next mapping
+        c.read(p.saved.data(), m->first, p.size);
+        p.mapped_at = 0;
+      }
+      s.mappings.erase(m);
+    }
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  return api("cuMemSetAccess", [&] {
+    context();
+    require(desc != nullptr && count > 0, CUDA_ERROR_INVALID_VALUE, "no access descriptors");
+    unsigned long long flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    for (size_t i = 0; i < count; ++i) {
+      require(desc[i].location.type == CU_MEM_LOCATION_TYPE_DEVICE && desc[i].location.id == 0,
+              CUDA_ERROR_INVALID_DEVICE, "an access descriptor's location must be device 0");
+      require(desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE || desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READ ||
+                  desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+              CUDA_ERROR_INVALID_VALUE, "unknown access flags " + std::to_string(int(desc[i].flags)));
+      flags = desc[i].flags;
+    }
+    auto ms = mappings_in(ptr, size);
+    CUdeviceptr covered = ptr;
+    for (auto& m : ms) {
+      require(m->first <= covered, CUDA_ERROR_INVALID_VALUE, "[ptr, ptr + size) is not mapped throughout");
+      covered = m->first + m->second.size;
+    }
+    require(!ms.empty() && covered >= ptr + size, CUDA_ERROR_INVALID_VALUE,
+            "[ptr, ptr + size) is not mapped throughout");
+    for (auto& m : ms) m->second.access = flags;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
+  return api("cuMemGetAccess", [&] {
+    context();
+    require(flags != nullptr && location != nullptr, CUDA_ERROR_INVALID_VALUE, "flags or location is NULL");
+    require(location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id == 0, CUDA_ERROR_INVALID_DEVICE,
+            "the location must be device 0");
+    auto ms = mappings_in(ptr, 1);
+    require(!ms.empty(), CUDA_ERROR_INVALID_VALUE, "ptr is not mapped");
+    *flags = ms[0]->second.access;
+  });
+}
+
+QGPU_CU_API CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  return api("cuMemRetainAllocationHandle", [&] {
+    context();
+    require(handle != nullptr, CUDA_ERROR_INVALID_VALUE, "handle is NULL");
+    auto ms = mappings_in(CUdeviceptr(addr), 1);
+    require(!ms.empty() && ms[0]->first == CUdeviceptr(addr), CUDA_ERROR_INVALID_VALUE,
+            "addr is not the start of a mapping");
+    ++state().physical.at(ms[0]->second.handle).refs;
+    *handle = ms[0]->second.handle;
   });
 }
 
@@ -1219,6 +1502,10 @@ const Entry kEntries[] = {
     QGPU_ENTRY(cuCtxPushCurrent_v2), QGPU_ENTRY(cuCtxPopCurrent_v2),
     QGPU_ENTRY(cuCtxGetDevice), QGPU_ENTRY(cuCtxSynchronize), QGPU_ENTRY(cuCtxResetPersistingL2Cache),
     QGPU_ENTRY(cuStreamSetAttribute), QGPU_ENTRY(cuStreamGetAttribute), QGPU_ENTRY(cuMemAlloc_v2),
+    QGPU_ENTRY(cuMemGetAllocationGranularity), QGPU_ENTRY(cuMemAddressReserve), QGPU_ENTRY(cuMemAddressFree),
+    QGPU_ENTRY(cuMemCreate), QGPU_ENTRY(cuMemRelease), QGPU_ENTRY(cuMemGetAllocationPropertiesFromHandle),
+    QGPU_ENTRY(cuMemMap), QGPU_ENTRY(cuMemUnmap), QGPU_ENTRY(cuMemSetAccess), QGPU_ENTRY(cuMemGetAccess),
+    QGPU_ENTRY(cuMemRetainAllocationHandle),
     QGPU_ENTRY(cuMemFree_v2), QGPU_ENTRY(cuMemGetInfo_v2), QGPU_ENTRY(cuMemcpyHtoD_v2),
     QGPU_ENTRY(cuMemcpyDtoH_v2), QGPU_ENTRY(cuMemcpyDtoD_v2), QGPU_ENTRY(cuMemsetD8_v2),
     QGPU_ENTRY(cuMemsetD32_v2), QGPU_ENTRY(cuModuleLoadData), QGPU_ENTRY(cuModuleLoadDataEx),

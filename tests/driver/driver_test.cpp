@@ -378,6 +378,112 @@ TEST(Driver, ErrorNamesProcAddressesAndUnprovidedEntryPoints) {
   EXPECT_EQ(cuStreamCreate(&stream, 0), CUDA_ERROR_NOT_SUPPORTED);
 }
 
+// Virtual memory management: reserved ranges backed by the physical
+// allocations mapped there, a kernel across two mappings, bytes kept while a
+// held allocation is unmapped, and what the flat memory cannot express
+// refused.
+TEST(Driver, VirtualMemoryMapsPhysicalAllocationsIntoReservedRanges) {
+  auto attr = [](CUdevice_attribute a) {
+    int v = -1;
+    EXPECT_EQ(cuDeviceGetAttribute(&v, a, 0), CUDA_SUCCESS);
+    return v;
+  };
+  EXPECT_EQ(attr(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED), 1);
+  EXPECT_EQ(attr(CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED), 0);
+  EXPECT_EQ(attr(CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED), 0);
+
+  size_t free0 = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo(&free0, &total), CUDA_SUCCESS);
+  CUmemAllocationProp prop = {};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t g = 0;
+  ASSERT_EQ(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+  EXPECT_EQ(g, size_t(2) << 20);  // a GPU's 2 MiB on the 2 GiB device
+
+  CUdeviceptr r = 0;
+  ASSERT_EQ(cuMemAddressReserve(&r, 2 * g, 0, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(r % g, 0u);
+  CUmemGenericAllocationHandle h[2];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(cuMemCreate(&h[i], g, &prop, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemMap(r + i * g, g, 0, h[i], 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemRelease(h[i]), CUDA_SUCCESS);  // still mapped: lives until unmapped
+  }
+  CUmemAccessDesc access = {};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_EQ(cuMemSetAccess(r, 2 * g, &access, 1), CUDA_SUCCESS);
+  unsigned long long flags = 0;
+  ASSERT_EQ(cuMemGetAccess(&flags, &prop.location, r + g + 4096), CUDA_SUCCESS);
+  EXPECT_EQ(flags, unsigned(CU_MEM_ACCESS_FLAGS_PROT_READWRITE));
+
+  // 64 ints across the boundary of the two mappings, scaled by a kernel.
+  CUmodule m;
+  ASSERT_EQ(cuModuleLoadData(&m, nvrtc_ptx(kSource).c_str()), CUDA_SUCCESS);
+  CUfunction fn;
+  ASSERT_EQ(cuModuleGetFunction(&fn, m, "scale"), CUDA_SUCCESS);
+  std::vector<int> data(64), out(64);
+  for (int i = 0; i < 64; ++i) data[i] = i * 7 - 100;
+  CUdeviceptr p = r + g - 32 * sizeof(int);
+  ASSERT_EQ(cuMemcpyHtoD(p, data.data(), 64 * sizeof(int)), CUDA_SUCCESS);
+  int k = 3, n = 64;
+  void* args[] = {&p, &k, &n};
+  ASSERT_EQ(cuLaunchKernel(fn, 1, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(out.data(), p, 64 * sizeof(int)), CUDA_SUCCESS);
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(out[i], data[i] * 3 + 1000) << i;
+  EXPECT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+
+  // A held allocation keeps its bytes while unmapped, and maps again elsewhere.
+  CUdeviceptr r2 = 0, r3 = 0;
+  ASSERT_EQ(cuMemAddressReserve(&r2, g, 0, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAddressReserve(&r3, 2 * g, 0, 0, 0), CUDA_SUCCESS);
+  CUmemGenericAllocationHandle held;
+  ASSERT_EQ(cuMemCreate(&held, g, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(r2, g, 0, held, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoD(r2 + 100, data.data(), 64 * sizeof(int)), CUDA_SUCCESS);
+  // One physical allocation at two addresses: the flat memory cannot.
+  EXPECT_EQ(cuMemMap(r3, g, 0, held, 0), CUDA_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(cuMemUnmap(r2, g), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD8(r2, 0, g), CUDA_SUCCESS);  // the reservation's bytes, not the allocation's
+  ASSERT_EQ(cuMemMap(r3 + g, g, 0, held, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(out.data(), r3 + g + 100, 64 * sizeof(int)), CUDA_SUCCESS);
+  EXPECT_EQ(out, data);
+  CUmemGenericAllocationHandle again = 0;
+  ASSERT_EQ(cuMemRetainAllocationHandle(&again, reinterpret_cast<void*>(r3 + g)), CUDA_SUCCESS);
+  EXPECT_EQ(again, held);
+  EXPECT_EQ(cuMemRelease(again), CUDA_SUCCESS);
+
+  // Part of an allocation, a range outside a reservation, an overlapping
+  // map, freeing a range with mappings, a compressible request.
+  CUmemGenericAllocationHandle big;
+  ASSERT_EQ(cuMemCreate(&big, 2 * g, &prop, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemMap(r3, g, 0, big, 0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuMemMap(r3, 2 * g, 0, big, 0), CUDA_ERROR_INVALID_VALUE);  // overlaps the mapping at r3 + g
+  EXPECT_EQ(cuMemMap(r3 + 2 * g, 2 * g, 0, big, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemAddressFree(r3, 2 * g), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemUnmap(r + g, g / 2), CUDA_ERROR_INVALID_VALUE);  // part of a mapping
+  EXPECT_EQ(cuMemRelease(big), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemRelease(big), CUDA_ERROR_INVALID_VALUE);
+  CUmemAllocationProp compressible = prop, got = {};
+  compressible.allocFlags.compressionType = CU_MEM_ALLOCATION_COMP_GENERIC;
+  CUmemGenericAllocationHandle c;
+  ASSERT_EQ(cuMemCreate(&c, g, &compressible, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetAllocationPropertiesFromHandle(&got, c), CUDA_SUCCESS);
+  EXPECT_EQ(got.allocFlags.compressionType, 0);  // no compression on this device
+  EXPECT_EQ(got.location.id, 0);
+  EXPECT_EQ(cuMemRelease(c), CUDA_SUCCESS);
+
+  EXPECT_EQ(cuMemUnmap(r3 + g, g), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemRelease(held), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemUnmap(r, 2 * g), CUDA_SUCCESS);  // both mappings at once
+  for (auto [at, size] : {std::pair{r, 2 * g}, {r2, g}, {r3, 2 * g}}) EXPECT_EQ(cuMemAddressFree(at, size), CUDA_SUCCESS);
+  size_t free1 = 0;
+  ASSERT_EQ(cuMemGetInfo(&free1, &total), CUDA_SUCCESS);
+  EXPECT_EQ(free1, free0);
+}
+
 TEST(Driver, DeviceAssertIsStickyLikeOnAGpu) {
   std::string ptx = nvrtc_ptx(kSource);
   CUmodule m;
