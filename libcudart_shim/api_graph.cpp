@@ -30,11 +30,24 @@ struct CUgraphNode_st {
   uint64_t mem = 0;             // allocation and free nodes
   size_t mem_size = 0;
   std::shared_ptr<Op> op;  // an operation captured as it was issued (a captured copy, memset or host function)
+  // Conditional: its handle (the device address of the condition's 32-bit
+  // value), its kind and its body graphs (owned).
+  cudaGraphConditionalHandle cond = 0;
+  cudaGraphConditionalNodeType cond_type = cudaGraphCondTypeIf;
+  std::vector<cudaGraph_t> bodies;
   ~CUgraphNode_st();
 };
 
 struct CUgraph_st {
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+  // The conditional handles made for this graph: each launch of an
+  // executable made from it sets those with cudaGraphCondAssignDefault to
+  // their default value first.
+  struct CondHandle {
+    uint64_t addr = 0;
+    unsigned value = 0, flags = 0;
+  };
+  std::vector<CondHandle> handles;
 };
 
 struct CUgraphExec_st {
@@ -259,6 +272,8 @@ void copy_fields(CUgraphNode_st* d, const CUgraphNode_st* s) {
   d->mem = s->mem;
   d->mem_size = s->mem_size;
   d->op = s->op;
+  d->cond = s->cond;
+  d->cond_type = s->cond_type;
   if (d->type == cudaGraphNodeTypeMemAlloc) g_graph_mem[d->mem].owners += 1;
 }
 
@@ -270,11 +285,13 @@ cudaGraph_t clone_graph(cudaGraph_t g, std::map<cudaGraphNode_t, cudaGraphNode_t
     copy_fields(node.get(), n.get());
     node->origin = n.get();
     if (n->child) node->child = clone_graph(n->child);
+    for (cudaGraph_t b : n->bodies) node->bodies.push_back(clone_graph(b));
     for (cudaGraphNode_t d : n->deps) node->deps.push_back(m.at(d));
     node->graph = c;
     m[n.get()] = node.get();
     c->nodes.push_back(std::move(node));
   }
+  c->handles = g->handles;
   if (map) *map = std::move(m);
   return c;
 }
@@ -314,6 +331,85 @@ bool has_memory_nodes(cudaGraph_t g) {
   return false;
 }
 
+cudaError_t run_conditional(Runtime& rt, cudaGraphNode_t n, double& seconds);
+
+// The operation a kernel, copy or memset node stands for.
+cudaError_t device_op(Runtime& rt, cudaGraphNode_t n, Op* op) {
+  if (n->op) {
+    *op = *n->op;
+    op->done.reset();
+    op->after.clear();
+    op->waited = false;
+    return cudaSuccess;
+  }
+  op->kind = Op::Device;
+  switch (n->type) {
+    case cudaGraphNodeTypeKernel:
+      return rt.make_launch(n->kernel, n->grid, n->block, n->arg_ptrs.data(), n->smem, op);
+    case cudaGraphNodeTypeMemcpy:
+      op->body = [&rt, p = n->copy](double& seconds) { return copy3d(rt, array_copy_bytes(p), seconds); };
+      return cudaSuccess;
+    case cudaGraphNodeTypeMemset:
+      op->body = [&rt, p = n->set](double& seconds) { return memset2d(rt, p, seconds); };
+      return cudaSuccess;
+    default:
+      return refuse("graph node of type " + std::to_string(int(n->type)) + " in a conditional body cannot run on qgpu");
+  }
+}
+
+// Runs a node of a conditional node's body at once, on the stream's runtime
+// thread (the body's place in the stream is the conditional node's).
+// Bodies hold kernels, copies, memsets, empty nodes, child graphs and
+// conditional nodes, as CUDA allows (validate() checks).
+cudaError_t run_now(Runtime& rt, cudaGraphNode_t n, double& seconds) {
+  switch (n->type) {
+    case cudaGraphNodeTypeEmpty: return cudaSuccess;
+    case cudaGraphNodeTypeGraph:
+      for (cudaGraphNode_t c : topo(n->child))
+        if (cudaError_t e = run_now(rt, c, seconds)) return e;
+      return cudaSuccess;
+    case cudaGraphNodeTypeConditional: return run_conditional(rt, n, seconds);
+    default: {
+      Op op;
+      if (cudaError_t e = device_op(rt, n, &op)) return e;
+      return op.body(seconds);
+    }
+  }
+}
+
+// A conditional node: reads the condition's value when the node's turn
+// comes (its dependencies done, so a kernel's cudaGraphSetConditional is
+// seen) and runs the body it chooses; a while node reads it again after
+// each run of its body.
+cudaError_t run_conditional(Runtime& rt, cudaGraphNode_t n, double& seconds) {
+  auto value = [&] {
+    uint32_t v = 0;
+    rt.conn().read(&v, n->cond, sizeof v);
+    return v;
+  };
+  auto run_body = [&](cudaGraph_t b) -> cudaError_t {
+    for (cudaGraphNode_t c : topo(b))
+      if (cudaError_t e = run_now(rt, c, seconds)) return e;
+    return cudaSuccess;
+  };
+  switch (n->cond_type) {
+    case cudaGraphCondTypeIf: {
+      const uint32_t v = value();
+      if (v) return run_body(n->bodies[0]);
+      return n->bodies.size() == 2 ? run_body(n->bodies[1]) : cudaSuccess;
+    }
+    case cudaGraphCondTypeWhile:
+      while (value())
+        if (cudaError_t e = run_body(n->bodies[0])) return e;
+      return cudaSuccess;
+    case cudaGraphCondTypeSwitch: {
+      const uint32_t v = value();
+      return v < n->bodies.size() ? run_body(n->bodies[v]) : cudaSuccess;
+    }
+    default: return set_error(cudaErrorInvalidValue);
+  }
+}
+
 // Queues what a node stands for on `s`.
 cudaError_t emit(Runtime& rt, cudaGraphNode_t n, const StreamPtr& s) {
   Op op;
@@ -350,6 +446,9 @@ cudaError_t emit(Runtime& rt, cudaGraphNode_t n, const StreamPtr& s) {
       for (cudaGraphNode_t c : topo(n->child))
         if (cudaError_t e = emit(rt, c, s)) return e;
       return cudaSuccess;
+    case cudaGraphNodeTypeConditional:
+      op.body = [&rt, n](double& seconds) { return run_conditional(rt, n, seconds); };
+      break;
     case cudaGraphNodeTypeMemAlloc: {
       // The launch gives the allocation its memory (the footprint grows
       // now); the node makes it allocated when the stream reaches it.
@@ -401,19 +500,36 @@ cudaError_t emit(Runtime& rt, cudaGraphNode_t n, const StreamPtr& s) {
   return cudaSuccess;
 }
 
-// Checks what instantiation checks: every kernel node can launch.
-void validate(Runtime& rt, cudaGraph_t g) {
+// Checks what instantiation checks: every kernel node can launch; the
+// bodies of conditional nodes (and child graphs in them) hold only the
+// nodes CUDA allows there.
+void validate(Runtime& rt, cudaGraph_t g, bool in_body = false) {
   for (auto& n : g->nodes) {
     if (n->type == cudaGraphNodeTypeKernel && !n->op) {
       Op op;
       if (cudaError_t e = rt.make_launch(n->kernel, n->grid, n->block, n->arg_ptrs.data(), n->smem, &op))
         throw Error(e, "cudaGraphInstantiate: a kernel node cannot launch (see above)");
     }
-    if (n->type == cudaGraphNodeTypeConditional)
-      throw Error(cudaErrorNotSupported, "cudaGraphInstantiate: conditional nodes are not supported");
-    if (n->child) validate(rt, n->child);
+    if (in_body && n->type != cudaGraphNodeTypeKernel && n->type != cudaGraphNodeTypeEmpty &&
+        n->type != cudaGraphNodeTypeGraph && n->type != cudaGraphNodeTypeMemset &&
+        n->type != cudaGraphNodeTypeMemcpy && n->type != cudaGraphNodeTypeConditional)
+      throw Error(cudaErrorInvalidValue, "cudaGraphInstantiate: a conditional node's body holds a node of type " +
+                                             std::to_string(int(n->type)) +
+                                             "; bodies may hold kernels, copies, memsets, empty nodes, child graphs "
+                                             "and conditional nodes");
+    if (n->child) validate(rt, n->child, in_body);
+    for (cudaGraph_t b : n->bodies) validate(rt, b, true);
   }
   topo(g);
+}
+
+// The conditional handles of a graph and of the graphs inside it.
+void collect_handles(cudaGraph_t g, std::vector<CUgraph_st::CondHandle>* out) {
+  out->insert(out->end(), g->handles.begin(), g->handles.end());
+  for (auto& n : g->nodes) {
+    if (n->child) collect_handles(n->child, out);
+    for (cudaGraph_t b : n->bodies) collect_handles(b, out);
+  }
 }
 
 template <class F>
@@ -476,15 +592,14 @@ cudaGraphNode_t capture_node(const StreamPtr& s, std::unique_ptr<CUgraphNode_st>
   return n;
 }
 
-const char* kConditional =
-    "conditional graph nodes (cudaGraphConditionalHandleCreate, cudaGraphSetConditional from device code) are not "
-    "supported by qgpu; build the condition into the host's control flow (launch the body graph while a value read "
-    "back with cudaMemcpy says so)";
+// The conditional handles made so far (the device addresses of their values).
+std::set<cudaGraphConditionalHandle> g_cond_handles;
 
 }  // namespace
 
 CUgraphNode_st::~CUgraphNode_st() {
   if (child) delete_graph(child);
+  for (cudaGraph_t b : bodies) delete_graph(b);
   if (type == cudaGraphNodeTypeMemAlloc) {
     auto it = g_graph_mem.find(mem);
     if (it != g_graph_mem.end()) {
@@ -688,6 +803,18 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
       capture_node(s, std::move(node));
       return cudaSuccess;
     }
+    std::vector<CUgraph_st::CondHandle> handles;
+    collect_handles(exec->graph, &handles);
+    for (const auto& h : handles)
+      if (h.flags & cudaGraphCondAssignDefault) {
+        Op op;
+        op.kind = Op::Device;
+        op.body = [&rt, h](double&) {
+          rt.conn().write(h.addr, &h.value, sizeof h.value);
+          return cudaSuccess;
+        };
+        rt.streams().enqueue(s, std::move(op));
+      }
     for (cudaGraphNode_t n : exec->order)
       if (cudaError_t e = emit(rt, n, s)) return e;
     return cudaSuccess;
@@ -835,7 +962,26 @@ void fill_generic(CUgraphNode_st* n, cudaGraphNodeParams* p, bool creating) {
       if (!creating) throw Error(cudaErrorInvalidValue, "a memory free node's parameters cannot change");
       make_free(n, p->free.dptr);
       return;
-    case cudaGraphNodeTypeConditional: throw Error(cudaErrorNotSupported, kConditional);
+    case cudaGraphNodeTypeConditional: {
+      if (!creating) throw Error(cudaErrorInvalidValue, "a conditional node's parameters cannot change");
+      const cudaConditionalNodeParams& c = p->conditional;
+      if (!g_cond_handles.count(c.handle))
+        throw Error(cudaErrorInvalidValue, "conditional node: the handle is not one cudaGraphConditionalHandleCreate made");
+      const bool size_ok = c.type == cudaGraphCondTypeIf       ? c.size == 1 || c.size == 2
+                           : c.type == cudaGraphCondTypeWhile  ? c.size == 1
+                           : c.type == cudaGraphCondTypeSwitch ? c.size >= 1
+                                                               : false;
+      if (!size_ok)
+        throw Error(cudaErrorInvalidValue, "conditional node: type " + std::to_string(int(c.type)) + " with size " +
+                                               std::to_string(c.size) +
+                                               " (if: 1 or 2, while: 1, switch: at least 1)");
+      n->type = cudaGraphNodeTypeConditional;
+      n->cond = c.handle;
+      n->cond_type = c.type;
+      for (unsigned i = 0; i < c.size; ++i) n->bodies.push_back(new_graph());
+      p->conditional.phGraph_out = n->bodies.data();
+      return;
+    }
     default:
       throw Error(cudaErrorNotSupported, "graph node of type " + std::to_string(int(p->type)) +
                                              " (external semaphores): qgpu has no external semaphores");
@@ -1132,8 +1278,25 @@ cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* p)
   });
 }
 
-cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle*, cudaGraph_t, unsigned int, unsigned int) {
-  return fail(cudaErrorNotSupported, std::string("cudaGraphConditionalHandleCreate: ") + kConditional);
+// A conditional handle is the device address of a 32-bit value: kernels set
+// it with cudaGraphSetConditional (a store there: the daemon defines the
+// device function, docs/protocol.md), conditional nodes read it.  It starts
+// at the default value, and a launch resets it to that value first when the
+// flags say cudaGraphCondAssignDefault.
+cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* handle, cudaGraph_t graph,
+                                             unsigned int defaultLaunchValue, unsigned int flags) {
+  if (!handle) return set_error(cudaErrorInvalidValue);
+  if (flags & ~unsigned(cudaGraphCondAssignDefault)) return set_error(cudaErrorInvalidValue);
+  return locked([&](Runtime& rt) {
+    graph_of(graph);
+    const uint64_t a = rt.conn().malloc(sizeof(unsigned));
+    rt.note_allocation(a, sizeof(unsigned));
+    rt.conn().write(a, &defaultLaunchValue, sizeof defaultLaunchValue);
+    graph->handles.push_back({a, defaultLaunchValue, flags});
+    g_cond_handles.insert(a);
+    *handle = a;
+    return cudaSuccess;
+  });
 }
 
 // ---- structure -------------------------------------------------------------------

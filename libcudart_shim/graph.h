@@ -11,6 +11,18 @@
 // as any other), so a graph's work is ordered as the graph says and runs
 // after the stream's earlier work and before its later work.
 //
+// Conditional nodes (if, if/else, while, switch): a handle is the device
+// address of a 32-bit value (cudaGraphConditionalHandleCreate allocates it
+// and writes its default; a launch writes the default again first when the
+// handle has cudaGraphCondAssignDefault), which kernels set with
+// cudaGraphSetConditional (a store the daemon defines for modules that
+// declare it, docs/protocol.md).  The node is one operation on the stream:
+// when its turn comes it reads the value and runs the chosen body graph's
+// nodes one after another on the stream's runtime thread, a while node
+// reading the value again after each run.  Bodies hold kernels, copies,
+// memsets, empty nodes, child graphs and conditional nodes, as CUDA allows
+// (instantiation refuses others).
+//
 // Stream-ordered allocation: cudaMallocAsync takes memory from a pool (the
 // device's default pool or one of cudaMemPoolCreate) at the call, reusing a
 // block the pool holds or allocating a new one; cudaFreeAsync gives the

@@ -38,6 +38,37 @@ bool calls_malloc(const std::string& ptx) {
   return false;
 }
 
+// The device runtime's functions qgpu defines for the modules that declare
+// them (as CUDA links its device runtime library into them):
+// cudaGraphSetConditional(handle, value) stores the 32-bit value at the
+// handle, which the runtime makes the device address of the condition
+// (cudaGraphConditionalHandleCreate).  The declaration
+//   .extern .func cudaGraphSetConditional(.param .b64 A, .param .b32 B);
+// becomes that definition, with the same parameter names.
+void define_device_runtime(std::string& ptx) {
+  static const std::string kName = "cudaGraphSetConditional";
+  for (size_t at = ptx.find(".extern"); at != std::string::npos; at = ptx.find(".extern", at + 1)) {
+    const size_t end = ptx.find(';', at);
+    if (end == std::string::npos) return;
+    std::string decl = ptx.substr(at, end + 1 - at);
+    std::string words;  // the declaration with blanks squeezed out
+    for (char c : decl)
+      if (!std::isspace(static_cast<unsigned char>(c))) words += c;
+    const std::string head = ".extern.func" + kName + "(.param.b64";
+    if (words.compare(0, head.size(), head) != 0) continue;
+    const size_t comma = words.find(",.param.b32", head.size());
+    const size_t close = words.find(')', head.size());
+    if (comma == std::string::npos || close == std::string::npos || comma > close) continue;
+    const std::string a = words.substr(head.size(), comma - head.size());
+    const std::string b = words.substr(comma + 11, close - comma - 11);
+    const std::string def = ".func " + kName + "(.param .b64 " + a + ", .param .b32 " + b +
+                            ")\n{\n\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<2>;\n\tld.param.u64 %rd1, [" + a +
+                            "];\n\tld.param.u32 %r1, [" + b + "];\n\tst.global.u32 [%rd1], %r1;\n\tret;\n}";
+    ptx.replace(at, end + 1 - at, def);
+    return;
+  }
+}
+
 }  // namespace
 
 Reply Reply::error(int32_t status, const std::string& message) {
@@ -283,6 +314,7 @@ Reply Session::mem_info(proto::Reader& r) {
 Reply Session::module_load(proto::Reader& r) {
   std::string ptx = r.str("ptx");
   r.finish("ModuleLoad");
+  define_device_runtime(ptx);
   Module m;
   try {
     m.info = machine::inspect_module(ptx);

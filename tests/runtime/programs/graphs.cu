@@ -396,15 +396,6 @@ int main() {
     cudaStreamDestroy(s);
   }
 
-  // ---- Conditional nodes are refused with a message.
-  {
-    cudaGraph_t g;
-    cudaGraphCreate(&g, 0);
-    cudaGraphConditionalHandle handle;
-    report("conditional_handle", cudaGraphConditionalHandleCreate(&handle, g, 0, 0));
-    cudaGetLastError();
-    cudaGraphDestroy(g);
-  }
   report("final_sync", cudaDeviceSynchronize());
   printf("done\n");
   return 0;
