@@ -56,6 +56,10 @@ struct CUgraphExec_st {
   std::map<cudaGraphNode_t, size_t> index;  // a node of the graph it was made from (or updated with) -> position
   unsigned long long flags = 0;
   bool has_memory_nodes = false;
+  // Conditional nodes: their operations read the executable's own graph when
+  // the stream reaches them, so destroying or updating it waits for the
+  // launches queued before.
+  bool has_conditional = false;
 };
 
 struct CUmemPoolHandle_st {
@@ -408,6 +412,12 @@ cudaError_t run_conditional(Runtime& rt, cudaGraphNode_t n, double& seconds) {
     }
     default: return set_error(cudaErrorInvalidValue);
   }
+}
+
+bool has_conditional(cudaGraph_t g) {
+  for (auto& n : g->nodes)
+    if (n->type == cudaGraphNodeTypeConditional || (n->child && has_conditional(n->child))) return true;
+  return false;
 }
 
 // Queues what a node stands for on `s`.
@@ -886,6 +896,7 @@ cudaError_t instantiate(cudaGraphExec_t* pExec, cudaGraph_t graph, unsigned long
     for (size_t i = 0; i < graph->nodes.size(); ++i) e->index[graph->nodes[i].get()] = i;
     e->flags = flags;
     e->has_memory_nodes = has_memory_nodes(graph);
+    e->has_conditional = has_conditional(graph);
     g_execs.insert(e);
     *pExec = e;
     return cudaSuccess;
@@ -1456,9 +1467,10 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   {
     std::lock_guard<std::recursive_mutex> g(g_mu);
     if (!exec || !g_execs.count(exec)) return set_error(cudaErrorInvalidValue);
-    wait = exec->has_memory_nodes;
+    wait = exec->has_memory_nodes || exec->has_conditional;
   }
-  // Its allocations are released once the launches queued before have run.
+  // Its allocations are released (and its conditional nodes' graphs deleted)
+  // once the launches queued before have run.
   if (wait && !Streams::on_runtime_thread()) Runtime::get().streams().wait(Runtime::get().streams().all_marks());
   return locked([&](Runtime&) {
     g_execs.erase(exec_of(exec));
@@ -1572,6 +1584,13 @@ cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t nod
 // be those of the executable's graph: the same number, in the same order,
 // of the same types, with the same dependencies.
 cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo* info) {
+  bool wait = false;
+  {
+    std::lock_guard<std::recursive_mutex> g(g_mu);
+    wait = exec && g_execs.count(exec) && exec->has_conditional;
+  }
+  // The launches queued before read the graph this replaces.
+  if (wait && !Streams::on_runtime_thread()) Runtime::get().streams().wait(Runtime::get().streams().all_marks());
   return locked([&](Runtime& rt) {
     exec_of(exec);
     graph_of(graph);
@@ -1595,6 +1614,7 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGra
     }
     validate(rt, graph);
     exec->graph = clone_graph(graph);
+    exec->has_conditional = has_conditional(graph);
     exec->order = topo(exec->graph);
     for (size_t i = 0; i < graph->nodes.size(); ++i) exec->index[graph->nodes[i].get()] = i;
     delete_graph(old);

@@ -269,6 +269,8 @@ TEST(Runtime, ConditionalGraphNodesRunTheBodiesTheConditionChooses) {
   EXPECT_EQ(m["while_runs_first"], "5");
   EXPECT_EQ(m["while_counter"], "0");
   EXPECT_EQ(m["while_runs_total"], "8");
+  EXPECT_EQ(m["destroy_pending"], "cudaSuccess");
+  EXPECT_EQ(m["while_runs_after_destroy"], "10");  // and 2 more
   // Conditions 2, 0, 7, 2: body 2 twice (+100 each), body 0 once, none for 7.
   EXPECT_EQ(m["switch_0"], "1");
   EXPECT_EQ(m["switch_1"], "0");

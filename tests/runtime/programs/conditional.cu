@@ -117,7 +117,15 @@ int main() {
     cudaGraphLaunch(ex, 0);
     cudaDeviceSynchronize();
     value("while_runs_total", get(runs));
-    cudaGraphExecDestroy(ex);
+    // Destroyed right after a launch: the launch still runs, its bodies intact.
+    put(counter, 2);
+    cudaStream_t st;
+    cudaStreamCreate(&st);
+    cudaGraphLaunch(ex, st);
+    report("destroy_pending", cudaGraphExecDestroy(ex));
+    cudaStreamSynchronize(st);
+    cudaStreamDestroy(st);
+    value("while_runs_after_destroy", get(runs));
     cudaGraphDestroy(g);
   }
 
