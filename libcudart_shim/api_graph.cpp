@@ -35,6 +35,9 @@ struct CUgraphNode_st {
   cudaGraphConditionalHandle cond = 0;
   cudaGraphConditionalNodeType cond_type = cudaGraphCondTypeIf;
   std::vector<cudaGraph_t> bodies;
+  // Kernel node attributes kept to be read back (hints: no result changes).
+  cudaAccessPolicyWindow access_policy{};
+  int priority = 0;
   ~CUgraphNode_st();
 };
 
@@ -278,6 +281,8 @@ void copy_fields(CUgraphNode_st* d, const CUgraphNode_st* s) {
   d->op = s->op;
   d->cond = s->cond;
   d->cond_type = s->cond_type;
+  d->access_policy = s->access_policy;
+  d->priority = s->priority;
   if (d->type == cudaGraphNodeTypeMemAlloc) g_graph_mem[d->mem].owners += 1;
 }
 
@@ -1060,6 +1065,53 @@ cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const cudaKernelN
   return locked([&](Runtime&) {
     set_kernel(typed(node, cudaGraphNodeTypeKernel), kernel_of_func(p->func), p->gridDim, p->blockDim,
                p->sharedMemBytes, p->kernelParams, p->extra);
+    return cudaSuccess;
+  });
+}
+
+// Kernel node attributes: the access-policy window (checked against the
+// device's L2 figures, as a stream's) and the priority are kept and read
+// back; neither changes a result.
+cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t node, cudaKernelNodeAttrID attr,
+                                            const cudaKernelNodeAttrValue* v) {
+  if (!v) return set_error(cudaErrorInvalidValue);
+  return locked([&](Runtime&) {
+    cudaGraphNode_t n = typed(node, cudaGraphNodeTypeKernel);
+    switch (attr) {
+      case cudaLaunchAttributeAccessPolicyWindow:
+        if (cudaError_t e = check_access_policy(v->accessPolicyWindow, "cudaGraphKernelNodeSetAttribute")) return e;
+        n->access_policy = v->accessPolicyWindow;
+        return cudaSuccess;
+      case cudaLaunchAttributePriority: n->priority = v->priority; return cudaSuccess;
+      default:
+        return fail(cudaErrorInvalidValue, "cudaGraphKernelNodeSetAttribute: attribute " + std::to_string(int(attr)) +
+                                               " is not a kernel node attribute qgpu keeps (access-policy window, "
+                                               "priority)");
+    }
+  });
+}
+
+cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t node, cudaKernelNodeAttrID attr,
+                                            cudaKernelNodeAttrValue* v) {
+  if (!v) return set_error(cudaErrorInvalidValue);
+  return locked([&](Runtime&) {
+    cudaGraphNode_t n = typed(node, cudaGraphNodeTypeKernel);
+    switch (attr) {
+      case cudaLaunchAttributeAccessPolicyWindow: v->accessPolicyWindow = n->access_policy; return cudaSuccess;
+      case cudaLaunchAttributePriority: v->priority = n->priority; return cudaSuccess;
+      default:
+        return fail(cudaErrorInvalidValue, "cudaGraphKernelNodeGetAttribute: attribute " + std::to_string(int(attr)) +
+                                               " is not a kernel node attribute qgpu keeps (access-policy window, "
+                                               "priority)");
+    }
+  });
+}
+
+cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t dst, cudaGraphNode_t src) {
+  return locked([&](Runtime&) {
+    cudaGraphNode_t d = typed(dst, cudaGraphNodeTypeKernel), s = typed(src, cudaGraphNodeTypeKernel);
+    d->access_policy = s->access_policy;
+    d->priority = s->priority;
     return cudaSuccess;
   });
 }

@@ -303,6 +303,9 @@ TEST(Runtime, GraphsCaptureAndStreamOrderedMemory) {
   EXPECT_EQ(m["type_memcpy"], "1");
   EXPECT_EQ(m["kernel_params_func"], "1");
   EXPECT_EQ(m["kernel_params_k"], "2");  // copied when the node was added
+  EXPECT_EQ(m["node_window"], "cudaSuccess");
+  EXPECT_EQ(m["node_window_bytes"], "4096");
+  EXPECT_EQ(m["node_window_over"], "cudaErrorInvalidValue");
   // Results, each against the program's own formula.
   EXPECT_EQ(m["diamond_wrong"], "0");
   EXPECT_EQ(m["host_calls"], "1");

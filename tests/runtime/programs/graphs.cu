@@ -107,6 +107,21 @@ int main() {
     cudaGraphKernelNodeGetParams(b, &back);
     value("kernel_params_func", back.func == (void*)scale);
     value("kernel_params_k", *(int*)back.kernelParams[2]);
+    // An access-policy window on a kernel node: a hint, kept and read back;
+    // one larger than the device's accessPolicyMaxWindowSize is refused.
+    cudaKernelNodeAttrValue win = {}, win_back = {};
+    win.accessPolicyWindow.num_bytes = 4096;
+    win.accessPolicyWindow.hitRatio = 0.25f;
+    win.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    report("node_window", cudaGraphKernelNodeSetAttribute(b, cudaKernelNodeAttributeAccessPolicyWindow, &win));
+    cudaGraphKernelNodeGetAttribute(b, cudaKernelNodeAttributeAccessPolicyWindow, &win_back);
+    value("node_window_bytes", (long long)win_back.accessPolicyWindow.num_bytes);
+    int max_window = 0;
+    cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, 0);
+    win.accessPolicyWindow.num_bytes = size_t(max_window) + 1;
+    printf("node_window_over %s\n",
+           cudaGetErrorName(cudaGraphKernelNodeSetAttribute(b, cudaKernelNodeAttributeAccessPolicyWindow, &win)));
+    cudaGetLastError();
 
     cudaGraphExec_t e;
     report("instantiate", cudaGraphInstantiate(&e, g, 0));
