@@ -87,10 +87,13 @@ T fix(T v) {
   return v;
 }
 
-// Runs `f` with the host rounding mode of `r`.
+// Runs `f` with the host rounding mode of `r` (set only when it is not the
+// mode already: the machine interpreter's native float operations call
+// these functions lane by lane, mostly in the default mode).
 template <class Fn>
 auto rounded(Rnd r, Fn f) {
   const int old = std::fegetround();
+  if (old == fe_mode(r)) return f();
   std::fesetround(fe_mode(r));
   auto v = f();
   std::fesetround(old);
