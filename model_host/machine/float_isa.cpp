@@ -147,6 +147,17 @@ void eval_float_lanes(const Instr& in, const uint32_t* a, const uint32_t* b, con
   const Rnd r = m.rnd;
   const bool ftz = m.ftz, sat = m.sat;
   auto run = [&](auto f) { over(a, b, c, d, n, mask, f); };
+  if ((r == Rnd::None || r == Rnd::Rn) && !ftz && !sat && fref::host_rounds_to_nearest()) {
+    // The common case inline over the lanes (float_ref.h: the same functions
+    // fref::add ... fma use for it).
+    switch (fop_of(in.op)) {
+      case FOp::ADD: return run([](uint32_t x, uint32_t y, uint32_t) { return fref::add_rn(x, y); });
+      case FOp::SUB: return run([](uint32_t x, uint32_t y, uint32_t) { return fref::sub_rn(x, y); });
+      case FOp::MUL: return run([](uint32_t x, uint32_t y, uint32_t) { return fref::mul_rn(x, y); });
+      case FOp::FMA: return run([](uint32_t x, uint32_t y, uint32_t z) { return fref::fma_rn(x, y, z); });
+      default: break;
+    }
+  }
   switch (fop_of(in.op)) {
     case FOp::ADD: return run([&](uint32_t x, uint32_t y, uint32_t) { return fref::add(x, y, r, ftz, sat); });
     case FOp::SUB: return run([&](uint32_t x, uint32_t y, uint32_t) { return fref::sub(x, y, r, ftz, sat); });
