@@ -9,7 +9,18 @@ namespace qgpu::machine::lowering {
 // ---- floating point ------------------------------------------------------------
 //
 // Every f32 operation is a branch-free integer sequence (softfloat.h); so
-// are the f16, bf16 and f64 operations below.
+// are the f16, bf16 and f64 operations below.  On a machine with native
+// floats (LowerOptions::native_float) the f32 arithmetic, comparisons,
+// min/max, the approximate functions and the conversions between f32 and
+// 32-bit integers are one native float operation each (float_isa.h) instead.
+
+Operand Lowerer::fnative(FOp f, const FloatMod& m, Operand a, Operand b, Operand c) {
+  Instr in = make_float(f, 0, a, b, c, m);
+  if (in.a.imm && in.b.imm && in.c.imm) return K(eval_float(in, in.a.v, in.b.v, in.c.v));
+  in.dst = nv();
+  emit(in);
+  return R(in.dst);
+}
 
 // binary16 and bfloat16: cvt between f16/bf16 and f32 (and cvt.rnd.f16x2.f32,
 // cvt.rnd.bf16x2.f32: a in the high half, b in the low one), and add, sub,
@@ -134,6 +145,21 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       default: return softfloat::Round::Rn;
     }
   }();
+  const bool nat = opts_.native_float;
+  const ptx::Rnd br = ptx::base_rounding(fm.rnd);  // Rn Rz Rm Rp
+  auto nm = [&](ptx::Rnd rr, bool sat) {
+    FloatMod x;
+    x.rnd = rr;
+    x.ftz = fm.ftz;
+    x.sat = sat;
+    return x;
+  };
+  auto ncmp = [&](ptx::Cmp c) {
+    FloatMod x;
+    x.ftz = fm.ftz;
+    x.cmp = c;
+    return x;
+  };
   auto f = [&](size_t i) { return read32(in, in.ops[i], Type::F32); };
   auto out = [&](Operand v) { write(in.ops[0], Type::F32, {v, K(0)}); };
   auto w = [&](size_t i) {
@@ -175,16 +201,25 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     }
   }
   switch (in.op) {
-    case PO::Add: return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
-    case PO::Sub: return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Add:
+      if (nat) return out(fnative(FOp::ADD, nm(br, fm.sat), f(1), f(2)));
+      return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
+    case PO::Sub:
+      if (nat) return out(fnative(FOp::SUB, nm(br, fm.sat), f(1), f(2)));
+      return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Mul:
       if (in.mul != ptx::MulMode::None) break;
+      if (nat) return out(fnative(FOp::MUL, nm(br, fm.sat), f(1), f(2)));
       return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Fma:
-    case PO::Mad: return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
+    case PO::Mad:
+      if (nat) return out(fnative(FOp::FMA, nm(br, fm.sat), f(1), f(2), f(3)));
+      return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
     case PO::Div: {
       Operand a = f(1), b = f(2);
-      Operand q = g.div(a, b, fm.approx || fm.full ? softfloat::Round::Rn : r, fm.ftz, fm.sat);
+      const bool nearest = fm.approx || fm.full;
+      Operand q = nat ? fnative(FOp::DIV, nm(nearest ? ptx::Rnd::Rn : br, fm.sat), a, b)
+                      : g.div(a, b, nearest ? softfloat::Round::Rn : r, fm.ftz, fm.sat);
       if (fm.approx) {  // a divisor above 2^126 gives 0 (NaN for an infinite dividend)
         Operand ab = opr(Op::AND, b, K(0x7FFFFFFFu));
         Operand big = opr(Op::AND, opr(Op::SLTU, K(0x7E800000u), ab), opr(Op::SLTU, ab, K(0x7F800000u)));
@@ -194,31 +229,42 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       }
       return out(q);
     }
-    case PO::Rcp: return out(g.div(K(0x3F800000u), f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz, false));
-    case PO::Sqrt: return out(g.sqrt(f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz));
+    case PO::Rcp:
+      if (nat) return out(fnative(FOp::DIV, nm(fm.approx ? ptx::Rnd::Rn : br, false), K(0x3F800000u), f(1)));
+      return out(g.div(K(0x3F800000u), f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz, false));
+    case PO::Sqrt:
+      if (nat) return out(fnative(FOp::SQRT, nm(fm.approx ? ptx::Rnd::Rn : br, false), f(1)));
+      return out(g.sqrt(f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz));
     case PO::Rsqrt:
+      if (nat)
+        return out(fnative(FOp::DIV, nm(ptx::Rnd::Rn, false), K(0x3F800000u),
+                           fnative(FOp::SQRT, nm(ptx::Rnd::Rn, false), f(1))));
       return out(g.div(K(0x3F800000u), g.sqrt(f(1), softfloat::Round::Rn, fm.ftz), softfloat::Round::Rn, fm.ftz,
                        false));
-    case PO::Ex2: return out(g.ex2(f(1), fm.ftz));
-    case PO::Lg2: return out(g.lg2(f(1), fm.ftz));
-    case PO::Sin: return out(g.sin(f(1), fm.ftz));
-    case PO::Cos: return out(g.cos(f(1), fm.ftz));
-    case PO::Tanh: return out(g.tanh(f(1), fm.ftz));
-    case PO::Min: return out(g.min(f(1), f(2), fm.ftz));
-    case PO::Max: return out(g.max(f(1), f(2), fm.ftz));
+    case PO::Ex2: return out(nat ? fnative(FOp::EX2, nm(ptx::Rnd::Rn, false), f(1)) : g.ex2(f(1), fm.ftz));
+    case PO::Lg2: return out(nat ? fnative(FOp::LG2, nm(ptx::Rnd::Rn, false), f(1)) : g.lg2(f(1), fm.ftz));
+    case PO::Sin: return out(nat ? fnative(FOp::SIN, nm(ptx::Rnd::Rn, false), f(1)) : g.sin(f(1), fm.ftz));
+    case PO::Cos: return out(nat ? fnative(FOp::COS, nm(ptx::Rnd::Rn, false), f(1)) : g.cos(f(1), fm.ftz));
+    case PO::Tanh: return out(nat ? fnative(FOp::TANH, nm(ptx::Rnd::Rn, false), f(1)) : g.tanh(f(1), fm.ftz));
+    case PO::Min:
+      return out(nat ? fnative(FOp::MIN, nm(ptx::Rnd::Rn, false), f(1), f(2)) : g.min(f(1), f(2), fm.ftz));
+    case PO::Max:
+      return out(nat ? fnative(FOp::MAX, nm(ptx::Rnd::Rn, false), f(1), f(2)) : g.max(f(1), f(2), fm.ftz));
     case PO::Abs: return out(g.abs(f(1), fm.ftz));
     case PO::Neg: return out(g.neg(f(1), fm.ftz));
     case PO::Copysign: return out(g.copysign(f(1), f(2)));
     case PO::Testp: return write(in.ops[0], Type::Pred, {g.testp(int(fm.testp), f(1)), K(0)});
     case PO::Slct: {
-      Operand c = g.compare(ptx::Cmp::Ge, f(3), K(0), fm.ftz);
+      Operand c = nat ? fnative(FOp::CMP, ncmp(ptx::Cmp::Ge), f(3), K(0)) : g.compare(ptx::Cmp::Ge, f(3), K(0), fm.ftz);
       V a = read(in, in.ops[1], in.type), b = read(in, in.ops[2], in.type);
       const bool wide = ptx::type_size(in.type) == 8;
       return write(in.ops[0], in.type, {opr(Op::SEL, c, a.lo, b.lo), wide ? opr(Op::SEL, c, a.hi, b.hi) : K(0)});
     }
     case PO::Setp:
     case PO::Set: {
-      Operand res = f64 ? g.compare64(in.cmp, w(1), w(2)) : g.compare(in.cmp, f(1), f(2), fm.ftz);
+      Operand res = f64   ? g.compare64(in.cmp, w(1), w(2))
+                    : nat ? fnative(FOp::CMP, ncmp(in.cmp), f(1), f(2))
+                          : g.compare(in.cmp, f(1), f(2), fm.ftz);
       if (in.bool_op != ptx::BoolOp::None) {
         Operand c = read32(in, in.ops[3], Type::Pred);
         Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;
@@ -251,7 +297,10 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     }
     case PO::Cvt: {
       const Type dt = in.type, st = in.type2;
-      if (dt == Type::F32 && st == Type::F32) return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
+      if (dt == Type::F32 && st == Type::F32) {
+        if (nat) return out(fnative(FOp::RINT, nm(fm.rnd, fm.sat), f(1)));  // only .rni ... round
+        return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
+      }
       if (dt == Type::F64) {
         auto [lo, hi] = g.to_f64(f(1), fm.ftz);
         return write(in.ops[0], dt, {lo, hi});
@@ -259,6 +308,10 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       if (st == Type::F64) {
         V v = read(in, in.ops[1], st);
         return out(g.from_f64(v.lo, v.hi, r, fm.ftz, fm.sat));
+      }
+      if (dt == Type::F32 && nat && ptx::type_size(st) == 4) {
+        V v = read(in, in.ops[1], st);
+        return out(fnative(ptx::is_signed(st) ? FOp::I2F : FOp::U2F, nm(br, fm.sat), v.lo));
       }
       if (dt == Type::F32) {
         V v = read(in, in.ops[1], st);
@@ -270,6 +323,8 @@ void Lowerer::lower_float(const ptx::Instr& in) {
         auto [lo, hi] = g.to_int64(f(1), ptx::is_signed(dt), r, fm.ftz);
         return write(in.ops[0], dt, {lo, hi});
       }
+      if (nat && ptx::type_size(dt) == 4)
+        return write(in.ops[0], dt, {fnative(ptx::is_signed(dt) ? FOp::F2I : FOp::F2U, nm(br, false), f(1)), K(0)});
       Operand res = g.to_int32(f(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r, fm.ftz);
       return write(in.ops[0], dt, {res, K(0)});
     }

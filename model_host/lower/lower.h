@@ -60,6 +60,11 @@ struct LowerOptions {
   // spill, lower() lowers again with half as many, down to none.
   bool hoist_invariants = true;
   uint32_t max_hoisted = UINT32_MAX;
+  // Floating point as the machine's native float operations (float_isa.h)
+  // where one covers the PTX instruction, instead of integer sequences: for
+  // a machine with Features::native_float only (validate() refuses them
+  // elsewhere).  f64 and f16/bf16 stay integer sequences.
+  bool native_float = false;
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,

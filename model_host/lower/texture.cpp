@@ -22,6 +22,37 @@ struct Fetcher {
   explicit Fetcher(Emitter& em, Operand desc) : e(em), f(em.alu), d(desc) {}
 
   Operand op(Op o, Operand a, Operand b = K(0), Operand c = K(0)) { return e.alu(o, a, b, c); }
+  // The fetch's f32 operations: native ones where the machine has them
+  // (Emitter::fnative), else softfloat.h's sequences; the same results.
+  Operand fl(FOp o, ptx::Rnd r, Operand a, Operand b = K(0), ptx::Cmp c = ptx::Cmp::None) {
+    FloatMod m;
+    m.rnd = r;
+    m.cmp = c;
+    return e.fnative(o, m, a, b);
+  }
+  Operand fadd(Operand a, Operand b) {
+    return e.fnative ? fl(FOp::ADD, ptx::Rnd::Rn, a, b) : f.add(a, b, Round::Rn, false, false);
+  }
+  Operand fsub(Operand a, Operand b) {
+    return e.fnative ? fl(FOp::SUB, ptx::Rnd::Rn, a, b) : f.sub(a, b, Round::Rn, false, false);
+  }
+  Operand fmul(Operand a, Operand b) {
+    return e.fnative ? fl(FOp::MUL, ptx::Rnd::Rn, a, b) : f.mul(a, b, Round::Rn, false, false);
+  }
+  Operand fdiv(Operand a, Operand b) {
+    return e.fnative ? fl(FOp::DIV, ptx::Rnd::Rn, a, b) : f.div(a, b, Round::Rn, false, false);
+  }
+  Operand ffloor(Operand a) {  // cvt.rmi.f32.f32
+    return e.fnative ? fl(FOp::RINT, ptx::Rnd::Rmi, a) : f.round_int(a, true, Round::Rm, false, false);
+  }
+  Operand f2i(Operand a, Round r) {  // cvt.rzi/rmi.s32.f32
+    return e.fnative ? fl(FOp::F2I, r == Round::Rz ? ptx::Rnd::Rz : ptx::Rnd::Rm, a)
+                     : f.to_int32(a, true, 32, r, false);
+  }
+  Operand u2f(Operand a) { return e.fnative ? fl(FOp::U2F, ptx::Rnd::Rn, a) : f.from_int32(a, false, Round::Rn); }
+  Operand fge(Operand a, Operand b) {
+    return e.fnative ? fl(FOp::CMP, ptx::Rnd::None, a, b, ptx::Cmp::Ge) : f.compare(ptx::Cmp::Ge, a, b, false);
+  }
   Operand word(uint32_t w) { return e.load(op(Op::ADD, d, K(4 * w)), 4); }
   Operand get(uint32_t v) { return Operand::reg(v); }
   uint32_t var(Operand init) {
@@ -44,28 +75,28 @@ struct Fetcher {
   // One axis (texture_ref.cpp's axis()): index and 8-bit fraction.
   void axis(Operand c, Operand nf, Operand mode, Operand norm, Operand linear, bool cube, Operand& i, Operand& a) {
     uint32_t u = var(c);
-    auto scale = [&]() { e.set(u, f.mul(get(u), nf, Round::Rn, false, false)); };
+    auto scale = [&]() { e.set(u, fmul(get(u), nf)); };
     if (cube) {
       scale();
     } else {
       when(norm, [&] {
         when(op(Op::SEQ, mode, K(T::kWrap)), [&] {
-          e.set(u, f.sub(c, f.round_int(c, true, Round::Rm, false, false), Round::Rn, false, false));
+          e.set(u, fsub(c, ffloor(c)));
         });
         when(op(Op::SEQ, mode, K(T::kMirror)), [&] {
-          Operand fl = f.round_int(c, true, Round::Rm, false, false);
-          Operand fr = f.sub(c, fl, Round::Rn, false, false);
-          Operand odd = op(Op::AND, f.to_int32(fl, true, 32, Round::Rz, false), K(1));
-          e.set(u, op(Op::SEL, odd, f.sub(K(kOne), fr, Round::Rn, false, false), fr));
+          Operand flo = ffloor(c);
+          Operand fr = fsub(c, flo);
+          Operand odd = op(Op::AND, f2i(flo, Round::Rz), K(1));
+          e.set(u, op(Op::SEL, odd, fsub(K(kOne), fr), fr));
         });
         scale();
       });
     }
     // Linear: 256 (u - 0.5) (exact scaling), whose floor holds the index and the 8-bit weight.
     when(linear, [&] {
-      e.set(u, f.mul(f.add(get(u), K(kHalfNeg), Round::Rn, false, false), K(k256), Round::Rn, false, false));
+      e.set(u, fmul(fadd(get(u), K(kHalfNeg)), K(k256)));
     });
-    Operand fx = f.to_int32(get(u), true, 32, Round::Rm, false);
+    Operand fx = f2i(get(u), Round::Rm);
     i = op(Op::SEL, linear, op(Op::SAR, fx, K(8)), fx);
     a = op(Op::AND, fx, K(255));
   }
@@ -158,7 +189,7 @@ struct Fetcher {
   // The weights (1 - a/256, a/256) as f32 (exact).
   std::pair<Operand, Operand> weights(Operand a) {
     auto weight = [&](Operand k) {
-      Operand x = f.from_int32(k, false, Round::Rn);
+      Operand x = u2f(k);
       return op(Op::SEL, op(Op::SEQ, k, K(0)), K(0), op(Op::SUB, x, K(8u << 23)));
     };
     return {weight(op(Op::SUB, K(256), a)), weight(a)};
@@ -168,8 +199,7 @@ struct Fetcher {
     const Operand w0 = w.first, w1 = w.second;
     std::array<uint32_t, 4> r = {var(get(p[0])), var(get(p[1])), var(get(p[2])), var(get(p[3]))};
     auto blend = [&](uint32_t ch) {
-      e.set(r[ch], f.add(f.mul(get(p[ch]), w0, Round::Rn, false, false), f.mul(get(q[ch]), w1, Round::Rn, false, false),
-                         Round::Rn, false, false));
+      e.set(r[ch], fadd(fmul(get(p[ch]), w0), fmul(get(q[ch]), w1)));
     };
     blend(0);
     when(op(Op::SLTU, K(1), nch), [&] { blend(1); });
@@ -213,10 +243,9 @@ std::array<Operand, 4> tex(Emitter& e, Operand desc, G g, bool int_coords, const
     case G::A2D: slice = layer_of(c[0], 1); coord[0] = c[1]; coord[1] = c[2]; dims = 2; sliced = true; break;
     case G::Cube: case G::ACube: {
       const Operand* v = g == G::Cube ? c.data() : c.data() + 1;
-      softfloat::Gen& f = t.f;
       Operand ax = op(Op::AND, v[0], K(0x7FFFFFFF)), ay = op(Op::AND, v[1], K(0x7FFFFFFF)),
               az = op(Op::AND, v[2], K(0x7FFFFFFF));
-      auto ge = [&](Operand p, Operand q) { return f.compare(ptx::Cmp::Ge, p, q, false); };
+      auto ge = [&](Operand p, Operand q) { return t.fge(p, q); };
       auto neg = [&](Operand p) { return op(Op::XOR, p, K(0x80000000u)); };
       Operand px = ge(v[0], K(0)), py = ge(v[1], K(0)), pz = ge(v[2], K(0));
       Operand isx = op(Op::AND, ge(ax, ay), ge(ax, az));
@@ -227,8 +256,7 @@ std::array<Operand, 4> tex(Emitter& e, Operand desc, G g, bool int_coords, const
       Operand s = pick(op(Op::SEL, px, neg(v[2]), v[2]), v[0], op(Op::SEL, pz, v[0], neg(v[0])));
       Operand tt = pick(neg(v[1]), op(Op::SEL, py, v[2], neg(v[2])), neg(v[1]));
       auto st = [&](Operand p) {
-        return f.mul(f.add(f.div(p, m, Round::Rn, false, false), K(kOne), Round::Rn, false, false), K(0x3F000000u),
-                     Round::Rn, false, false);
+        return t.fmul(t.fadd(t.fdiv(p, m), K(kOne)), K(0x3F000000u));
       };
       coord[0] = st(s);
       coord[1] = st(tt);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model_host/launch/launch.h"
+#include "model_host/machine/float_isa.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::machine {
@@ -34,6 +35,9 @@ namespace qgpu::machine {
 constexpr uint64_t kDefaultDeviceMemory = 2ull << 30;
 constexpr uint64_t kMaxDeviceMemory = 0x100000000ull - 0x10000000ull;
 Params cuda_params(uint64_t global_bytes = kDefaultDeviceMemory);
+// Its optional instruction families: native floats (float_isa.h), which the
+// default machine and the model's do not have.
+Features cuda_features();
 
 // CUDA's per-launch limits that the machine's Params do not carry.
 constexpr uint32_t kCudaStaticSharedBytes = 48 * 1024;

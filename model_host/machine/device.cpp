@@ -38,6 +38,8 @@ Params cuda_params(uint64_t global_bytes) {
   return p;
 }
 
+Features cuda_features() { return Features{.native_float = true}; }
+
 namespace {
 
 launch::DeviceSpec spec_of(const Params& p) {

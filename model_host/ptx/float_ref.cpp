@@ -87,10 +87,13 @@ T fix(T v) {
   return v;
 }
 
-// Runs `f` with the host rounding mode of `r`.
+// Runs `f` with the host rounding mode of `r` (set only when it is not the
+// mode already: the machine interpreter's native float operations call
+// these functions lane by lane, mostly in the default mode).
 template <class Fn>
 auto rounded(Rnd r, Fn f) {
   const int old = std::fegetround();
+  if (old == fe_mode(r)) return f();
   std::fesetround(fe_mode(r));
   auto v = f();
   std::fesetround(old);
@@ -111,19 +114,30 @@ uint32_t finish(uint32_t r, bool ftz, bool sat) {
 
 }  // namespace
 
+bool host_rounds_to_nearest() { return std::fegetround() == FE_TONEAREST; }
+
+namespace {
+// The case add_rn ... fma_rn compute.
+bool plain(Rnd r, bool ftz, bool sat) { return base_rounding(r) == Rnd::Rn && !ftz && !sat && host_rounds_to_nearest(); }
+}  // namespace
+
 uint32_t add(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  if (plain(r, ftz, sat)) return add_rn(a, b);
   volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
   return finish(rounded(r, [&] { return B(fix(fix(float(x)) + fix(float(y)))); }), ftz, sat);
 }
 uint32_t sub(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  if (plain(r, ftz, sat)) return sub_rn(a, b);
   volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
   return finish(rounded(r, [&] { return B(fix(fix(float(x)) - fix(float(y)))); }), ftz, sat);
 }
 uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat) {
+  if (plain(r, ftz, sat)) return mul_rn(a, b);
   volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz));
   return finish(rounded(r, [&] { return B(fix(fix(float(x)) * fix(float(y)))); }), ftz, sat);
 }
 uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat) {
+  if (plain(r, ftz, sat)) return fma_rn(a, b, c);
   volatile float x = F(flush(a, ftz)), y = F(flush(b, ftz)), z = F(flush(c, ftz));
   return finish(rounded(r, [&] { return B(fix(std::fmaf(fix(float(x)), fix(float(y)), fix(float(z))))); }), ftz, sat);
 }

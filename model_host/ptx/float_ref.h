@@ -36,6 +36,24 @@ namespace fref {
 
 constexpr uint32_t kNaN32 = 0x7FFFFFFFu;  // the canonical NaN f32 arithmetic returns
 
+// add, sub, mul and fma .rn without .ftz or .sat, inline: the host's IEEE
+// operation in the host's rounding mode, which the caller guarantees is to
+// nearest (the default; the functions below set another only around one
+// operation), and the canonical NaN.  add, sub, mul and fma below compute
+// these cases through them; the machine interpreter calls them over a
+// warp's lanes directly.
+inline uint32_t canonical(uint32_t r) { return (r & 0x7FFFFFFFu) > 0x7F800000u ? kNaN32 : r; }
+inline float as_float(uint32_t b) { return __builtin_bit_cast(float, b); }
+inline uint32_t as_bits(float f) { return __builtin_bit_cast(uint32_t, f); }
+inline uint32_t add_rn(uint32_t a, uint32_t b) { return canonical(as_bits(as_float(a) + as_float(b))); }
+inline uint32_t sub_rn(uint32_t a, uint32_t b) { return canonical(as_bits(as_float(a) - as_float(b))); }
+inline uint32_t mul_rn(uint32_t a, uint32_t b) { return canonical(as_bits(as_float(a) * as_float(b))); }
+inline uint32_t fma_rn(uint32_t a, uint32_t b, uint32_t c) {
+  return canonical(as_bits(__builtin_fmaf(as_float(a), as_float(b), as_float(c))));
+}
+// Whether the host rounds to nearest now (the inline functions' condition).
+bool host_rounds_to_nearest();
+
 uint32_t add(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t sub(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);

@@ -74,10 +74,11 @@ Case shift32(std::string name, std::vector<std::string> covers, std::string inst
 
 // A float case over rows of `in_words` f32 words in %f0.. (and the same
 // bits in %r0..).
-Case f32(std::string name, std::string instrs, uint32_t in_words, uint32_t out_words, uint64_t seed,
-         uint32_t model_rows = 3) {
+Case f32(std::string name, std::vector<std::string> covers, std::string instrs, uint32_t in_words,
+         uint32_t out_words, uint64_t seed, uint32_t model_rows = 3) {
   Case c;
   c.name = std::move(name);
+  c.covers = std::move(covers);
   for (uint32_t i = 0; i < in_words; ++i)
     c.body += ld_in("%f" + std::to_string(i), i, "f32") + ld_in("%r" + std::to_string(i), i);
   c.body += instrs;
@@ -542,61 +543,63 @@ std::vector<Case> build() {
     c.error = 719;
     v.push_back(c);
   }
-  // ---- floating point (software sequences, docs/isa.md section 11) ----
+  // ---- floating point (software sequences, docs/isa.md section 11; native
+  // float operations on the interpreter's machine, float_isa.h) ----
   auto fout = [](uint32_t n) {
     std::string s;
     for (uint32_t i = 0; i < n; ++i) s += st_out("%f" + std::to_string(4 + i), i, "f32");
     return s;
   };
-  v.push_back(f32("add.rn.f32 sub.rn.f32",
+  v.push_back(f32("add.rn.f32 sub.rn.f32", {"fadd", "fsub"},
                   "  add.rn.f32 %f4, %f0, %f1;\n  sub.rn.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 100, 2));
-  v.push_back(full_only(f32("add.rz.f32 add.rm.f32",
+  v.push_back(full_only(f32("add.rz.f32 add.rm.f32", {},
                   "  add.rz.f32 %f4, %f0, %f1;\n  add.rm.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 101, 2)));
-  v.push_back(full_only(f32("add.rp.f32 add.ftz.f32",
+  v.push_back(full_only(f32("add.rp.f32 add.ftz.f32", {},
                   "  add.rp.f32 %f4, %f0, %f1;\n  add.rn.ftz.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 102, 2)));
-  v.push_back(full_only(f32("mul.rn.f32 mul.rz.f32",
+  v.push_back(full_only(f32("mul.rn.f32 mul.rz.f32", {"fmul"},
                   "  mul.rn.f32 %f4, %f0, %f1;\n  mul.rz.f32 %f5, %f0, %f1;\n" + fout(2), 2, 2, 103, 2)));
-  v.push_back(full_only(f32("fma.rn.f32", "  fma.rn.f32 %f4, %f0, %f1, %f2;\n" + fout(1), 3, 1, 104, 2)));
-  v.push_back(f32("div.rn.f32", "  div.rn.f32 %f4, %f0, %f1;\n" + fout(1), 2, 1, 105, 1));
-  v.push_back(full_only(f32("rcp.rn.f32", "  rcp.rn.f32 %f4, %f0;\n" + fout(1), 1, 1, 106, 2)));
-  v.push_back(full_only(f32("sqrt.rn.f32", "  sqrt.rn.f32 %f4, %f0;\n" + fout(1), 1, 1, 107, 2)));
-  v.push_back(full_only(f32("div.full.f32", "  div.full.f32 %f4, %f0, %f1;\n" + fout(1), 2, 1, 108, 1)));
-  v.push_back(full_only(f32("div.approx.f32", "  div.approx.f32 %f4, %f0, %f1;\n" + fout(1), 2, 1, 109, 1)));
-  v.push_back(full_only(f32("rcp.approx.ftz.f32", "  rcp.approx.ftz.f32 %f4, %f0;\n" + fout(1), 1, 1, 110, 2)));
-  v.push_back(full_only(f32("rsqrt.approx.f32", "  rsqrt.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 111, 2)));
-  v.push_back(full_only(f32("ex2.approx.ftz.f32", "  ex2.approx.ftz.f32 %f4, %f0;\n" + fout(1), 1, 1, 112, 2)));
-  v.push_back(full_only(f32("lg2.approx.f32", "  lg2.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 113, 2)));
-  v.push_back(full_only(f32("sin.approx.f32", "  sin.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 114, 1)));
-  v.push_back(full_only(f32("cos.approx.f32", "  cos.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 115, 1)));
-  v.push_back(f32("testp copysign neg.f64 abs.f64",
+  v.push_back(full_only(f32("fma.rn.f32", {"ffma"}, "  fma.rn.f32 %f4, %f0, %f1, %f2;\n" + fout(1), 3, 1, 104, 2)));
+  v.push_back(f32("div.rn.f32", {"fdiv"}, "  div.rn.f32 %f4, %f0, %f1;\n" + fout(1), 2, 1, 105, 1));
+  v.push_back(full_only(f32("rcp.rn.f32", {}, "  rcp.rn.f32 %f4, %f0;\n" + fout(1), 1, 1, 106, 2)));
+  v.push_back(full_only(f32("sqrt.rn.f32", {"fsqrt"}, "  sqrt.rn.f32 %f4, %f0;\n" + fout(1), 1, 1, 107, 2)));
+  v.push_back(full_only(f32("div.full.f32", {}, "  div.full.f32 %f4, %f0, %f1;\n" + fout(1), 2, 1, 108, 1)));
+  v.push_back(full_only(f32("div.approx.f32", {}, "  div.approx.f32 %f4, %f0, %f1;\n" + fout(1), 2, 1, 109, 1)));
+  v.push_back(full_only(f32("rcp.approx.ftz.f32", {}, "  rcp.approx.ftz.f32 %f4, %f0;\n" + fout(1), 1, 1, 110, 2)));
+  v.push_back(full_only(f32("rsqrt.approx.f32", {}, "  rsqrt.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 111, 2)));
+  v.push_back(full_only(f32("ex2.approx.ftz.f32", {"fex2"}, "  ex2.approx.ftz.f32 %f4, %f0;\n" + fout(1), 1, 1, 112, 2)));
+  v.push_back(full_only(f32("lg2.approx.f32", {"flg2"}, "  lg2.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 113, 2)));
+  v.push_back(full_only(f32("sin.approx.f32", {"fsin"}, "  sin.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 114, 1)));
+  v.push_back(full_only(f32("cos.approx.f32", {"fcos"}, "  cos.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 115, 1)));
+  v.push_back(full_only(f32("tanh.approx.f32", {"ftanh"}, "  tanh.approx.f32 %f4, %f0;\n" + fout(1), 1, 1, 124, 1)));
+  v.push_back(f32("testp copysign neg.f64 abs.f64", {},
                   "  testp.finite.f32 %p1, %f0;\n  selp.u32 %r4, 1, 0, %p1;\n  testp.subnormal.f32 %p2, %f1;\n"
                   "  selp.u32 %r5, 1, 0, %p2;\n  copysign.f32 %f6, %f0, %f1;\n  cvt.f64.f32 %fd1, %f0;\n"
                   "  neg.f64 %fd2, %fd1;\n  abs.f64 %fd3, %fd2;\n" +
                       st_out("%r4", 0) + st_out("%r5", 1) + st_out("%f6", 2, "f32") + st_out("%fd2", 4, "f64") +
                       st_out("%fd3", 6, "f64"),
                   2, 8, 123, 2));
-  v.push_back(f32("setp.f32 min max abs neg",
+  v.push_back(f32("setp.f32 min max abs neg", {"fcmp", "fmin", "fmax"},
                   "  setp.lt.f32 %p1, %f0, %f1;\n  selp.u32 %r4, 1, 0, %p1;\n  setp.equ.f32 %p2, %f0, %f1;\n"
                   "  selp.u32 %r5, 1, 0, %p2;\n  setp.nan.f32 %p3, %f0, %f1;\n  selp.u32 %r6, 1, 0, %p3;\n"
                   "  min.f32 %f7, %f0, %f1;\n  max.f32 %f8, %f0, %f1;\n  abs.f32 %f9, %f0;\n  neg.f32 %f10, %f1;\n" +
                       st_out("%r4", 0) + st_out("%r5", 1) + st_out("%r6", 2) + st_out("%f7", 3, "f32") +
                       st_out("%f8", 4, "f32") + st_out("%f9", 5, "f32") + st_out("%f10", 6, "f32"),
                   2, 7, 116, 3));
-  v.push_back(f32("cvt s32 u32 from f32",
+  v.push_back(f32("cvt s32 u32 from f32", {"f2i", "f2u"},
                   "  cvt.rni.s32.f32 %r4, %f0;\n  cvt.rzi.u32.f32 %r5, %f1;\n" + st_out("%r4", 0) + st_out("%r5", 1),
                   2, 2, 117, 2));
-  v.push_back(f32("cvt f32 from s32 u32",
+  v.push_back(f32("cvt f32 from s32 u32", {"i2f", "u2f"},
                   "  cvt.rn.f32.s32 %f4, %r0;\n  cvt.rz.f32.u32 %f5, %r1;\n" + fout(2), 2, 2, 118, 2));
-  v.push_back(f32("cvt.rmi.f32.f32", "  cvt.rmi.f32.f32 %f4, %f0;\n" + fout(1), 1, 1, 119, 2));
-  v.push_back(full_only(f32("cvt s64 f32",
+  v.push_back(f32("cvt.rmi.f32.f32", {"frint"}, "  cvt.rmi.f32.f32 %f4, %f0;\n" + fout(1), 1, 1, 119, 2));
+  v.push_back(full_only(f32("cvt s64 f32", {},
                   "  cvt.rzi.s64.f32 %rd4, %f0;\n  cvt.rn.f32.s64 %f4, %rd4;\n" + st_out("%rd4", 0, "b64") +
                       st_out("%f4", 2, "f32"),
                   1, 4, 120, 1)));
-  v.push_back(f32("cvt f16",
+  v.push_back(f32("cvt f16", {},
                   "  cvt.rn.f16.f32 %h1, %f0;\n  cvt.f32.f16 %f4, %h1;\n  cvt.u32.u16 %r4, %h1;\n" +
                       st_out("%f4", 0, "f32") + st_out("%r4", 1),
                   1, 2, 121, 2));
-  v.push_back(full_only(f32("cvt f64 f32",
+  v.push_back(full_only(f32("cvt f64 f32", {},
                   "  cvt.f64.f32 %fd4, %f0;\n  cvt.rn.f32.f64 %f5, %fd4;\n  mul.rn.f64 %fd5, %fd4, 0d3FB999999999999A;\n"
                   "  cvt.rn.f32.f64 %f6, %fd5;\n" +
                       st_out("%fd4", 0, "f64") + st_out("%f5", 2, "f32") + st_out("%f6", 3, "f32"),

@@ -1,7 +1,8 @@
 // f32 PTX instructions end to end: a kernel applies one instruction to
 // operand triples; the PTX-level interpreter, the lowering run on the
-// machine interpreter (8 lanes) and the model's lowering run on the model's
-// machine (what the interpreter-model backend runs) must each give the host's
+// machine interpreter (8 lanes), the lowering with native float operations
+// on the CUDA-sized device (32 lanes) and the model's lowering run on the
+// model's machine (what the interpreter-model backend runs) must each give the host's
 // IEEE result (float_ref.h) bit for bit, for every edge-value pair and random
 // operands.  Also reports machine instructions per operation.
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <functional>
 
 #include "float_cases.h"
+#include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
 #include "model_host/lower/lower.h"
@@ -430,8 +432,9 @@ struct Runner {
   uint64_t pa, pb, pc, pd;
   std::vector<uint8_t> param_bytes;
 
-  Runner(const std::string& text, const Params& p, bool for_model)
-      : params(p), model(for_model), img(load_module(text, p)) {
+  Features features;
+  Runner(const std::string& text, const Params& p, bool for_model, const Features& f = {})
+      : params(p), model(for_model), img(load_module(text, p)), features(f) {
     pa = img.alloc(kBatch * 4), pb = img.alloc(kBatch * 4), pc = img.alloc(kBatch * 4), pd = img.alloc(kBatch * 4);
     for (uint64_t x : {pa, pb, pc, pd}) {
       param_bytes.resize(param_bytes.size() + 8);
@@ -439,7 +442,8 @@ struct Runner {
     }
     param_bytes.resize(param_bytes.size() + 4);
     std::memcpy(param_bytes.data() + 32, &kBatch, 4);
-    prog = lower(img.module, "k", {{3, 1, 1}, {256, 1, 1}, 0, img.symbols}, params, {.for_model = for_model});
+    prog = lower(img.module, "k", {{3, 1, 1}, {256, 1, 1}, 0, img.symbols}, params,
+                 {.for_model = for_model, .native_float = features.native_float});
   }
   void put(uint64_t at, const std::vector<uint32_t>& v) {
     std::memcpy(&img.mem.bytes[at - img.mem.base], v.data(), v.size() * 4);
@@ -451,7 +455,7 @@ struct Runner {
   }
   // Returns the results; `instrs` gets the lane instructions executed.
   std::vector<uint32_t> run_machine(uint64_t& instrs) {
-    Interpreter in(prog, params, prog.ctas, prog.threads, param_bytes, img.mem);
+    Interpreter in(prog, params, prog.ctas, prog.threads, param_bytes, img.mem, features);
     in.run(100'000'000);
     EXPECT_EQ(in.fault().error, 0) << in.fault().message;
     instrs = in.stats().lane_instructions;
@@ -465,8 +469,8 @@ struct Runner {
 };
 
 // Machine instructions per thread of the kernel without the operation.
-uint64_t baseline(const Params& p, bool model) {
-  Runner run(kernel("  mov.b32 %r20, %r11;"), p, model);
+uint64_t baseline(const Params& p, bool model, const Features& f = {}) {
+  Runner run(kernel("  mov.b32 %r20, %r11;"), p, model, f);
   uint64_t n = 0;
   run.run_machine(n);
   return n;
@@ -476,7 +480,9 @@ uint64_t baseline(const Params& p, bool model) {
 // 2 the rest of f32, 3 f64.
 void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
   const Params machine = default_params(), model = model_params();
-  const uint64_t base8 = baseline(machine, false), base_model = baseline(model, true);
+  const Params cuda = cuda_params(16u << 20);
+  const uint64_t base8 = baseline(machine, false), base_model = baseline(model, true),
+                 base_native = baseline(cuda, false, cuda_features());
   for (const Case& cs : cases()) {
     const std::string op = cs.name.substr(0, cs.name.find('.'));
     const int g = cs.kind == 2 ? 3
@@ -490,10 +496,10 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
     const std::string text = kernel(cs.body);
     Params model_rom = model;
     if (!cs.fits_model) model_rom.rom_blocks = 65536;
-    Runner r8(text, machine, false), rm(text, model_rom, true);
+    Runner r8(text, machine, false), rm(text, model_rom, true), rn(text, cuda, false, cuda_features());
     floattest::Operands gen(std::hash<std::string>()(cs.name));
     std::vector<uint32_t> a(kBatch), b(kBatch), c(kBatch);
-    uint64_t per8 = 0, per_model = 0;
+    uint64_t per8 = 0, per_model = 0, per_native = 0;
     const uint64_t nb = std::max(batches_machine, batches_model);
     for (uint64_t batch = 0; batch < nb; ++batch) {
       fill(gen, batch, cs.kind, a, b, c);
@@ -512,14 +518,15 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
       };
       uint64_t ignored;
       if (batch < batches_machine && !(check(r8, "the PTX-level interpreter", true, ignored) &&
-                                       check(r8, "the machine (8 lanes)", false, per8)))
+                                       check(r8, "the machine (8 lanes)", false, per8) &&
+                                       check(rn, "the CUDA-sized device (native floats)", false, per_native)))
         return;
       if (batch < batches_model && !check(rm, "the model's machine", false, per_model)) return;
     }
-    std::printf("%-28s lane instructions per op: %6.1f (8 lanes) %6.1f (model's machine); ROM: %4zu blocks "
-                  "(8 lanes), %4zu (model)\n",
-                  cs.name.c_str(), double(per8 - base8) / kBatch, double(per_model - base_model) / kBatch,
-                  r8.prog.blocks.size(), rm.prog.blocks.size());
+    std::printf("%-28s lane instructions per op: %6.1f (8 lanes) %6.1f (model's machine) %6.1f (native floats); "
+                "ROM: %4zu blocks (8 lanes), %4zu (model)\n",
+                cs.name.c_str(), double(per8 - base8) / kBatch, double(per_model - base_model) / kBatch,
+                double(per_native - base_native) / kBatch, r8.prog.blocks.size(), rm.prog.blocks.size());
   }
 }
 

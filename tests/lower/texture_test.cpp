@@ -113,7 +113,9 @@ struct Bench {
   }
   // Runs the kernel on the PTX-level interpreter and on the lowering:
   // returns both result arrays.
-  std::pair<std::vector<uint32_t>, std::vector<uint32_t>> run(bool for_model = false) {
+  // `native`: the lowering with the machine's native float operations
+  // (float_isa.h) for the fetch's f32 arithmetic.
+  std::pair<std::vector<uint32_t>, std::vector<uint32_t>> run(bool for_model = false, bool native = false) {
     uint64_t rec = put(records), out = img.alloc(n * 16);
     std::vector<uint8_t> pb(20);
     std::memcpy(pb.data(), &rec, 8);
@@ -126,8 +128,9 @@ struct Bench {
     std::vector<uint32_t> want(n * 4), got(n * 4);
     std::memcpy(want.data(), &img.mem.bytes[out - img.mem.base], n * 16);
     img.mem = snapshot;
-    Program prog = lower(img.module, "k", {{grid, 1, 1}, {block, 1, 1}, 0, img.symbols}, params, {.for_model = for_model});
-    Interpreter in(prog, params, prog.ctas, prog.threads, pb, img.mem);
+    Program prog = lower(img.module, "k", {{grid, 1, 1}, {block, 1, 1}, 0, img.symbols}, params,
+                         {.for_model = for_model, .native_float = native});
+    Interpreter in(prog, params, prog.ctas, prog.threads, pb, img.mem, Features{.native_float = native});
     in.run(2'000'000'000);
     EXPECT_EQ(in.fault().error, 0) << in.fault().message;
     lane_instructions = in.stats().lane_instructions;
@@ -184,7 +187,8 @@ void expect_same(const std::vector<uint32_t>& want, const std::vector<uint32_t>&
 }
 
 // Every format, address mode (per axis the same), filter and normalisation.
-void sweep(const std::string& geom, int dims, bool sliced, int per_texel, bool for_model = false, int formats = 8) {
+void sweep(const std::string& geom, int dims, bool sliced, int per_texel, bool for_model = false, int formats = 8,
+           bool native = false) {
   const uint32_t W = 3, H = 2, D = 2;
   std::string coords = dims == 1 ? "%f1" : dims == 2 ? "%f1, %f2" : "%f1, %f2, %f3, %f4";
   if (sliced) coords = dims == 1 ? "%r6, %f2" : "%r6, %f2, %f3, %f4";
@@ -222,8 +226,8 @@ void sweep(const std::string& geom, int dims, bool sliced, int per_texel, bool f
           }
     }
   }
-  auto [want, got] = s.run(for_model);
-  expect_same(want, got, "tex." + geom);
+  auto [want, got] = s.run(for_model, native);
+  expect_same(want, got, "tex." + geom + (native ? " (native floats)" : ""));
 }
 
 TEST(Texture, Fetch1dEveryWeight) { sweep("1d", 1, false, 256); }
@@ -234,11 +238,17 @@ TEST(Texture, FetchLayered) {
   sweep("a2d", 2, true, 4);
 }
 TEST(Texture, FetchOnTheModelsMachine) { sweep("2d", 2, false, 2, true, 2); }
+// With native float operations (the CUDA-sized device's lowering).
+TEST(Texture, FetchNativeFloats) {
+  sweep("1d", 1, false, 256, false, 8, true);
+  sweep("2d", 2, false, 8, false, 8, true);
+}
 
 // Cube maps: directions of every face, edges and corners included, on two
 // layers.
 TEST(Texture, Cube) {
-  for (bool layered : {false, true}) {
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool layered = variant == 1, native = variant == 2;
     std::string coords = layered ? "%r6, %f2, %f3, %f4" : "%f1, %f2, %f3, %f4";
     Bench s(kernel(tex_line(layered ? "acube" : "cube", false, coords)), test_params());
     std::mt19937 rng(3);
@@ -257,8 +267,8 @@ TEST(Texture, Cube) {
             s.add(c, da);
           }
     }
-    auto [want, got] = s.run();
-    expect_same(want, got, layered ? "tex.acube" : "tex.cube");
+    auto [want, got] = s.run(false, native);
+    expect_same(want, got, layered ? "tex.acube" : native ? "tex.cube (native floats)" : "tex.cube");
   }
 }
 
@@ -400,7 +410,7 @@ TEST(Texture, Surfaces) {
 // Machine instructions a fetch takes (printed; the kernel without the fetch
 // subtracted): a 2D float texture with normalised, wrapped coordinates.
 TEST(Texture, InstructionsPerFetch) {
-  auto per_thread = [](const std::string& line, uint32_t mode) {
+  auto per_thread = [](const std::string& line, uint32_t mode, bool native) {
     Bench s(kernel(line), test_params());
     uint64_t base = s.put(std::vector<uint32_t>(64, fb(1.0f)));
     T::Desc d(base, 32, 64, 8, 2, 1, T::format_word(1, 4, T::kBits), 4);
@@ -410,15 +420,20 @@ TEST(Texture, InstructionsPerFetch) {
       uint32_t c[4] = {fb(0.3f + float(i) / 97.0f), fb(0.6f), 0, 0};
       s.add(c, da);
     }
-    auto [want, got] = s.run();
+    auto [want, got] = s.run(false, native);
     EXPECT_EQ(want, got);
     return double(s.lane_instructions) / s.n;
   };
-  const double none = per_thread("  st.global.v4.f32 [%rd6], {%f1, %f2, %f3, %f4};", 0);
-  const double point = per_thread(tex_line("2d", false, "%f1, %f2"), T::kNormalized) - none;
-  const double linear = per_thread(tex_line("2d", false, "%f1, %f2"), T::kNormalized | T::kLinear) - none;
-  std::printf("machine instructions per tex.2d fetch (f32, normalised, wrap): point %.0f, linear %.0f\n", point, linear);
-  EXPECT_GT(linear, point);
+  double point[2], linear[2];
+  for (bool native : {false, true}) {
+    const double none = per_thread("  st.global.v4.f32 [%rd6], {%f1, %f2, %f3, %f4};", 0, native);
+    point[native] = per_thread(tex_line("2d", false, "%f1, %f2"), T::kNormalized, native) - none;
+    linear[native] = per_thread(tex_line("2d", false, "%f1, %f2"), T::kNormalized | T::kLinear, native) - none;
+    std::printf("machine instructions per tex.2d fetch (f32, normalised, wrap%s): point %.0f, linear %.0f\n",
+                native ? ", native floats" : "", point[native], linear[native]);
+    EXPECT_GT(linear[native], point[native]);
+  }
+  EXPECT_LT(linear[1], linear[0] / 2);  // the fetch's f32 arithmetic is most of a linear fetch's code
 }
 
 TEST(Texture, SurfaceTrap) {

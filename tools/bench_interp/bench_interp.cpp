@@ -8,6 +8,8 @@
 // (tab-separated: time, label, then the printed columns) and prints them.
 // `--lanes 8,32` runs every kernel on machines of those lane counts (the same
 // launch, lowered for each) and prints how much faster each runs than the first.
+// `--softfloat` also runs each kernel with floating point lowered to integer
+// sequences (as for a machine without native floats) and prints the ratio.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstring>
@@ -61,6 +63,18 @@ uint64_t filled(ModuleImage& img, uint32_t n, uint32_t seed) {
   return a;
 }
 
+// n floats in [0, 16) (multiples of 1/256).
+uint64_t small_floats(ModuleImage& img, uint32_t n, uint32_t seed) {
+  uint64_t a = img.alloc(n * 4ull);
+  uint32_t x = seed;
+  for (uint32_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    const float v = float((x >> 8) % 4096) / 256.0f;
+    std::memcpy(&img.mem.bytes[a - img.mem.base + 4ull * i], &v, 4);
+  }
+  return a;
+}
+
 // This thread's CPU time: the rates hold on a busy machine too.
 double cpu_seconds() {
   timespec ts;
@@ -80,6 +94,10 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "run only the kernel of this name");
   app.add_option("--scale", scale, "multiply the work of every kernel")->capture_default_str();
   app.add_flag("--record", record, "also run step() with a StepRecord per EXEC");
+  bool softfloat = false;
+  app.add_flag("--softfloat", softfloat,
+               "also run every kernel lowered with floating point as integer sequences (how machines without "
+               "native floats run it) and print how much faster the native float operations run the launch");
   std::vector<uint32_t> lanes_list;
   app.add_option("--lanes", lanes_list,
                  "machine lanes to run each kernel with (several: the same work on each, then the ratios of "
@@ -142,6 +160,12 @@ int main(int argc, char** argv) {
          uint32_t n = n_of(256) * 256;
          return pack(filled(img, n, 10), img.alloc(n * 4ull));
        }},
+      {"float_tile", "_Z10float_tilePKfS0_Pfi", {n_of(64), 1, 1}, {256, 1, 1},
+       [&](ModuleImage& img) {
+         const uint32_t tiles = 8, n = n_of(64) * tiles * 256;
+         return pack(small_floats(img, n, 11), small_floats(img, tiles * 256, 12), img.alloc(n_of(64) * 256 * 4ull),
+                     int32_t(tiles));
+       }},
   };
 
   std::ofstream out;
@@ -153,16 +177,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> ratios;
   for (const Case& c : cases) {
     if (!only.empty() && c.name != only) continue;
-    std::vector<double> run_secs;
+    std::vector<double> run_secs, soft_secs;
     for (uint32_t lanes : lanes_list) {
     Params params = device;
     params.lanes = lanes;
     ModuleImage img = load_module(ptx, params);
     std::vector<uint8_t> args = c.setup(img);
-    const Program prog = lower(img.module, c.kernel, {c.grid, c.block, 0, img.symbols}, params);
+    for (int soft = softfloat ? 1 : 0; soft >= 0; --soft) {
+    const Features features{.native_float = !soft};
+    const Program prog = lower(img.module, c.kernel, {c.grid, c.block, 0, img.symbols}, params,
+                               {.native_float = features.native_float});
     for (int pass = 0; pass < (record ? 2 : 1); ++pass) {
       launch::GlobalMemory mem = img.mem;
-      Interpreter interp(prog, params, prog.ctas, prog.threads, args, mem);
+      Interpreter interp(prog, params, prog.ctas, prog.threads, args, mem, features);
       const double c0 = cpu_seconds();
       if (pass == 0) {
         interp.run();
@@ -178,13 +205,20 @@ int main(int argc, char** argv) {
       }
       const InterpStats& st = interp.stats();
       std::ostringstream line;
-      line << c.name << '\t' << (pass == 0 ? "run" : "step+record") << '\t' << c.grid.count() << 'x' << c.block.count()
+      line << c.name << '\t' << (pass == 0 ? "run" : "step+record") << (soft ? " (softfloat)" : "") << '\t' << c.grid.count() << 'x' << c.block.count()
            << '\t' << st.steps << '\t' << st.lane_instructions << '\t' << std::fixed << std::setprecision(3) << secs
            << '\t' << std::setprecision(1) << st.lane_instructions / secs / 1e6 << '\t' << lanes;
       std::cout << line.str() << "\n";
       if (out) out << when << '\t' << label << '\t' << line.str() << '\n';
-      if (pass == 0) run_secs.push_back(secs);
+      if (pass == 0) (soft ? soft_secs : run_secs).push_back(secs);
     }
+    }
+    }
+    for (size_t i = 0; i < soft_secs.size(); ++i) {
+      std::ostringstream r;
+      r << c.name << ": native floats run the launch " << std::fixed << std::setprecision(2)
+        << soft_secs[i] / run_secs[i] << "x as fast as integer sequences (" << lanes_list[i] << " lanes)";
+      ratios.push_back(r.str());
     }
     for (size_t i = 1; i < run_secs.size(); ++i) {
       std::ostringstream r;

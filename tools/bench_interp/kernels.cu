@@ -117,3 +117,21 @@ __global__ void warp_scan(const unsigned* in, unsigned* out) {
   __syncthreads();
   out[i] = v + (warp ? totals[warp - 1] : 0);
 }
+
+// Floating point: a 16x16 shared-memory tile product per block (matrixMul's
+// loop: f32 fma from shared memory), then a comparison, a conversion and a
+// division on the result.
+__global__ void float_tile(const float* a, const float* b, float* c, int tiles) {
+  __shared__ float as[16][16], bs[16][16];
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  float acc = 0.0f;
+  for (int t = 0; t < tiles; ++t) {
+    as[ty][tx] = a[(blockIdx.x * tiles + t) * 256 + threadIdx.x];
+    bs[ty][tx] = b[t * 256 + threadIdx.x];
+    __syncthreads();
+    for (int k = 0; k < 16; ++k) acc += as[ty][k] * bs[k][tx];
+    __syncthreads();
+  }
+  const int q = int(acc * 0.25f);
+  c[blockIdx.x * 256 + threadIdx.x] = acc > 1000.0f ? float(q) / acc : acc;
+}
