@@ -60,6 +60,11 @@ struct LowerOptions {
   // spill, lower() lowers again with half as many, down to none.
   bool hoist_invariants = true;
   uint32_t max_hoisted = UINT32_MAX;
+  // Device-side launches (the device runtime's __cudaCDP2* calls) append to
+  // the launch queue in the device heap (launch::device_queue); a backend
+  // that runs the queued grids sets it.  Otherwise such a call is refused
+  // (cudaErrorNotSupported) naming the interpreter backend.
+  bool device_launches = false;
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,
