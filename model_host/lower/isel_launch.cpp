@@ -113,7 +113,12 @@ bool Lowerer::lower_device_runtime(const ptx::Instr& in, const std::string& name
     st(Space::Global, R(rec), dq::kSmem, 4, arg(3));
     st(Space::Global, R(rec), dq::kStream, 4, K(0));
     opd(rec, Op::ADD, R(rec), K(dq::kRecordBytes));
+    uint32_t done = new_label();
+    jmp(done);
+    // The heap is full: NULL, and the thread's last error says so.
     place(none);
+    st(Space::Local, K(last_error_slot_), 0, 4, K(launch::kMemoryAllocation));
+    place(done);
     ret(R(rec), true);
     return true;
   }

@@ -1,7 +1,8 @@
 // Device-side kernel launches (CUDA dynamic parallelism, built with
 // -rdc=true): a recursive binary tree of grids, the order of a device stream,
 // a tail launch, a device cudaMemcpyAsync, the nesting depth and pending
-// launch limits with their errors, and a child's fault reported by the host
+// launch limits with their errors, launches beyond a full device heap (which
+// holds the launch records), and a child's fault reported by the host
 // launch.  Interpreter backend only.
 #include <cstdio>
 #include <cstdlib>
@@ -74,6 +75,17 @@ __global__ void launch_bad(int* ok) {
 
 int main() {
   bool ok = true;
+  // A small device heap (it holds the queued launches): fixed before the
+  // first kernel that launches kernels.  A device whose heap is fixed (the
+  // model's, which runs no device-side launches and refuses the first one)
+  // keeps its own.
+  cudaError_t heap = cudaDeviceSetLimit(cudaLimitMallocHeapSize, 16384);
+  if (heap == cudaErrorUnsupportedLimit) {
+    printf("the device heap is fixed\n");
+    (void)cudaGetLastError();
+  } else {
+    CHECK(heap);
+  }
   const int levels = 5, nodes = 1 << levels;
   int* d_out;
   CHECK(cudaMalloc(&d_out, nodes * 128 * sizeof(int)));
@@ -121,6 +133,16 @@ int main() {
   CHECK(cudaMemcpy(c, d_cells, sizeof c, cudaMemcpyDeviceToHost));
   printf("pending limit %zu: %d launched, %d ran, then error %d\n", limit, c[1], c[0], c[2]);
   ok &= limit == 4 && c[0] == 4 && c[1] == 4 && c[2] == int(cudaErrorLaunchPendingCountExceeded);
+
+  // 200 launches from one thread into a 16 KiB heap: those that find no
+  // room for their record fail with cudaErrorMemoryAllocation; the others run.
+  CHECK(cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, 4096));
+  CHECK(cudaMemset(d_cells, 0, 8 * sizeof(int)));
+  many<<<1, 1>>>(d_cells, 200);
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(c, d_cells, sizeof c, cudaMemcpyDeviceToHost));
+  printf("heap full: %d of 200 launched, %d ran, then error %d\n", c[1], c[0], c[2]);
+  ok &= c[1] > 0 && c[1] < 200 && c[0] == c[1] && c[2] == int(cudaErrorMemoryAllocation);
 
   // Last: a fault is sticky.
   launch_bad<<<1, 1>>>(d_cells);
