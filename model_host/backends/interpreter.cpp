@@ -93,18 +93,19 @@ class InterpreterBackend : public launch::Backend {
     for (size_t i = 0; i < recs.size(); ++i) {
       const uint32_t r = recs[i];
       put32(mem, hb + dq::kPending, get32(mem, hb + dq::kPending) - 1);
-      auto fail = [&](int error, const std::string& why) {
+      // Ends the launch: the records not run yet (from `first`) go back to the heap.
+      auto fail = [&](size_t first, int error, const std::string& why) {
         res.error = error;
         res.message = why;
         put32(mem, hb + dq::kPending, 0);
-        for (size_t j = i; j < recs.size(); ++j) heap_free(mem, hb, recs[j]);
+        for (size_t j = first; j < recs.size(); ++j) heap_free(mem, hb, recs[j]);
       };
       if (get32(mem, r + dq::kKind) == dq::kKindCopy) {
         const uint64_t dst = get32(mem, r + dq::kCopyDst), src = get32(mem, r + dq::kCopySrc),
                        n = get32(mem, r + dq::kCopyBytes);
         const uint64_t lo = mem.base, hi = mem.base + mem.bytes.size();
         if (dst < lo || src < lo || dst + n > hi || src + n > hi)
-          return fail(launch::kIllegalAddress, "a cudaMemcpyAsync of " + std::to_string(n) + " bytes from device code (in " +
+          return fail(i, launch::kIllegalAddress, "a cudaMemcpyAsync of " + std::to_string(n) + " bytes from device code (in " +
                                                    parent.kernel + ") outside global memory");
         std::memmove(mem.bytes.data() + (dst - lo), mem.bytes.data() + (src - lo), n);
         heap_free(mem, hb, r);
@@ -112,18 +113,16 @@ class InterpreterBackend : public launch::Backend {
       }
       launch::LaunchRequest child;
       std::string why = child_request(parent, mem, r, child);
-      if (!why.empty()) return fail(launch::kInvalidDeviceFunction, why);
+      if (!why.empty()) return fail(i, launch::kInvalidDeviceFunction, why);
       put32(mem, hb + dq::kDepth, depth + 1);
       launch::LaunchResult cres = run_grid(child, mem);
       heap_free(mem, hb, r);
       if (cres.error == 0) run_children(child, mem, depth + 1, cres);
       res.printf_output += cres.printf_output;
       res.stats.steps += cres.stats.steps;
-      if (cres.error) {
-        ++i;
-        return fail(cres.error, "child grid " + child.kernel + " (depth " + std::to_string(depth + 1) +
-                                    ", launched from " + parent.kernel + "): " + cres.message);
-      }
+      if (cres.error)
+        return fail(i + 1, cres.error, "child grid " + child.kernel + " (depth " + std::to_string(depth + 1) +
+                                           ", launched from " + parent.kernel + "): " + cres.message);
     }
     put32(mem, hb + dq::kDepth, depth);
   }
