@@ -7,7 +7,8 @@
 // members are defined by family: isel.cpp (the walk, the dispatch, integer
 // and bit operations, setp, cvt, control), isel_operands.cpp, isel_arith.cpp (64-bit
 // arithmetic, division), isel_float.cpp, isel_memory.cpp, isel_warp.cpp,
-// isel_call.cpp, isel_more.cpp.
+// isel_call.cpp, isel_launch.cpp (the device runtime: device-side launches),
+// isel_more.cpp.
 #pragma once
 
 #include <array>
