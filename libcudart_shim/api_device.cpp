@@ -208,6 +208,9 @@ cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
     switch (limit) {
       case cudaLimitPrintfFifoSize: rt.conn().limit(qgpu::proto::kLimitPrintfFifo, value); return cudaSuccess;
       case cudaLimitMallocHeapSize: rt.conn().limit(qgpu::proto::kLimitMallocHeap, value); return cudaSuccess;
+      case cudaLimitDevRuntimePendingLaunchCount:
+        rt.conn().limit(qgpu::proto::kLimitPendingLaunches, value);
+        return cudaSuccess;
       case cudaLimitStackSize:
         if (value <= d.local_bytes_per_thread) return cudaSuccess;
         return fail(cudaErrorInvalidValue, "cudaDeviceSetLimit(cudaLimitStackSize, " + std::to_string(value) +
@@ -233,6 +236,9 @@ cudaError_t cudaDeviceGetLimit(size_t* value, cudaLimit limit) {
         return cudaSuccess;
       case cudaLimitMallocHeapSize:
         *value = rt.conn().limit(qgpu::proto::kLimitMallocHeap, qgpu::proto::kQueryLimit);
+        return cudaSuccess;
+      case cudaLimitDevRuntimePendingLaunchCount:
+        *value = rt.conn().limit(qgpu::proto::kLimitPendingLaunches, qgpu::proto::kQueryLimit);
         return cudaSuccess;
       case cudaLimitStackSize: *value = rt.device().local_bytes_per_thread; return cudaSuccess;
       case cudaLimitPersistingL2CacheSize: *value = g_persisting_l2; return cudaSuccess;

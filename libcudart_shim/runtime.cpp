@@ -62,6 +62,33 @@ bool declares(const std::string& ptx, const char* keyword, const std::string& na
   return false;
 }
 
+// The kernels a module declares `.extern .entry` (defined in another module).
+std::vector<std::string> extern_entries(const std::string& ptx) {
+  std::vector<std::string> names;
+  for (size_t at = ptx.find(".extern .entry"); at != std::string::npos; at = ptx.find(".extern .entry", at + 1)) {
+    size_t b = at + 14;
+    while (b < ptx.size() && std::isspace(static_cast<unsigned char>(ptx[b]))) ++b;
+    size_t e = b;
+    while (e < ptx.size() && (std::isalnum(static_cast<unsigned char>(ptx[e])) || ptx[e] == '_' || ptx[e] == '$')) ++e;
+    if (e > b) names.push_back(ptx.substr(b, e - b));
+  }
+  return names;
+}
+
+// Whether a module defines kernel `name` (an .entry line that is not .extern).
+bool defines_entry(const std::string& ptx, const std::string& name) {
+  for (size_t start = 0; start < ptx.size();) {
+    size_t end = ptx.find('\n', start);
+    if (end == std::string::npos) end = ptx.size();
+    std::string_view line(ptx.data() + start, end - start);
+    if (line.find(".entry") != std::string_view::npos && line.find(".extern") == std::string_view::npos &&
+        declares(std::string(line), ".entry", name))
+      return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 cudaError_t set_error(cudaError_t e) {
@@ -267,6 +294,16 @@ Module& Runtime::load(Module& m) {
   if (m.loaded) return m;
   m.image = conn().load_module(m.ptx);
   m.loaded = true;
+  // A module that launches kernels from the device (dynamic parallelism,
+  // -rdc=true) may launch kernels that another translation unit defines
+  // (`.extern .entry`): those modules are loaded with it, for the daemon to
+  // find them (docs/protocol.md, Limit and Launch).
+  if (m.ptx.find("__cudaCDP2") != std::string::npos) {
+    for (const std::string& name : extern_entries(m.ptx))
+      for (auto& fb : fatbins_)
+        for (auto& unit : fb->units)
+          if (unit.get() != &m && !unit->loaded && defines_entry(unit->ptx, name)) load(*unit);
+  }
   for (const auto& mv : m.image.vars) note_allocation(mv.addr, mv.size);
   // __managed__ variables: host pages at their device addresses, holding
   // what the module initialised them to; the program reads them through

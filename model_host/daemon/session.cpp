@@ -24,6 +24,8 @@ std::string hex(uint64_t v) {
   return b;
 }
 
+bool launches_kernels(const std::string& ptx);
+
 // Whether a module declares device malloc (`.extern .func (...) malloc`):
 // launching one of its kernels fixes the device heap, as on a GPU.
 bool calls_malloc(const std::string& ptx) {
@@ -35,7 +37,7 @@ bool calls_malloc(const std::string& ptx) {
                       (at + 6 >= ptx.size() || !(std::isalnum((unsigned char)ptx[at + 6]) || ptx[at + 6] == '_'));
     if (word && text.find(".func") != std::string::npos) return true;
   }
-  return false;
+  return launches_kernels(ptx);
 }
 
 // The device runtime's functions qgpu defines for the modules that declare
@@ -68,6 +70,10 @@ void define_device_runtime(std::string& ptx) {
     return;
   }
 }
+
+// Whether a module calls the CUDA device runtime (dynamic parallelism):
+// its launch queue lives in the device heap.
+bool launches_kernels(const std::string& ptx) { return ptx.find(".func") != std::string::npos && ptx.find("__cudaCDP2") != std::string::npos; }
 
 }  // namespace
 
@@ -140,6 +146,7 @@ void Session::get(uint64_t addr, uint8_t* out, uint64_t size) {
 
 void Session::reset_limits() {
   printf_fifo_ = device_.spec.printf_fifo_bytes;
+  pending_launches_ = launch::device_queue::kDefaultPending;
   heap_bytes_ = 0;
   heap_used_ = false;
   if (device_.spec.heap_bytes && !place_heap(device_.spec.heap_bytes)) heap_bytes_ = 0;
@@ -351,6 +358,7 @@ Reply Session::module_load(proto::Reader& r) {
     img.kernels.push_back(std::move(kl));
   }
   m.calls_malloc = calls_malloc(ptx);
+  m.launches_kernels = launches_kernels(ptx);
   m.ptx = std::move(ptx);
   modules_[img.id] = std::move(m);
   log("session ", hex(id_), " (", client_, "): loaded module ", img.id, " with ", img.kernels.size(), " kernels, ",
@@ -453,6 +461,10 @@ Reply Session::launch(proto::Reader& r) {
   req.heap_base = heap_base();
   req.heap_bytes = heap_bytes_;
   heap_used_ |= m.calls_malloc;
+  req.pending_launch_limit = uint32_t(pending_launches_);
+  if (m.launches_kernels)
+    for (const auto& [id, other] : modules_)
+      if (id != a.module) req.peers.push_back({other.ptx, other.symbols});
 
   launch::LaunchResult res;
   auto start = std::chrono::steady_clock::now();
@@ -576,6 +588,21 @@ Reply Session::limit(proto::Reader& r) {
   uint64_t value = r.u64("value");
   r.finish("Limit");
   const launch::DeviceSpec& d = device_.spec;
+  if (which == proto::kLimitPendingLaunches) {
+    // cudaLimitDevRuntimePendingLaunchCount: the launch queue's capacity
+    // (launch::device_queue), on every device (one that runs no device-side
+    // launches refuses them at launch).
+    if (value != proto::kQueryLimit) {
+      if (value < 1 || value > (1u << 24))
+        return Reply::error(cudaErrorInvalidValue, "cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, " +
+                                                       std::to_string(value) + "): the device takes 1 to " +
+                                                       std::to_string(1u << 24));
+      pending_launches_ = value;
+    }
+    Reply out;
+    out.body.u64(pending_launches_);
+    return out;
+  }
   if (which != proto::kLimitPrintfFifo && which != proto::kLimitMallocHeap)
     return Reply::error(cudaErrorUnsupportedLimit, "limit " + std::to_string(which) + " is not one the device has");
   const bool heap = which == proto::kLimitMallocHeap;

@@ -87,7 +87,8 @@ class Session {
     std::string ptx;
     launch::ModuleInfo info;
     std::map<std::string, uint64_t> symbols;  // module variables -> device address
-    bool calls_malloc = false;                // declares device malloc
+    bool calls_malloc = false;                // declares device malloc (or the device runtime)
+    bool launches_kernels = false;            // calls the device runtime (device-side launches)
   };
 
   Reply malloc(proto::Reader& r);
@@ -127,6 +128,7 @@ class Session {
   std::vector<uint8_t> scratch_;
   launch::LaunchProgress progress_;  // of this session's running launch
   uint64_t printf_fifo_ = 0, heap_bytes_ = 0;
+  uint64_t pending_launches_ = launch::device_queue::kDefaultPending;  // cudaLimitDevRuntimePendingLaunchCount
   bool heap_used_ = false;  // a kernel of a module that calls malloc has run: the heap is fixed
 };
 

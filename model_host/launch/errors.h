@@ -13,6 +13,8 @@ enum CudaError : int {
   kMemoryAllocation = 2,
   kInitializationError = 3,
   kInvalidConfiguration = 9,
+  kLaunchMaxDepthExceeded = 65,
+  kLaunchPendingCountExceeded = 69,
   kInvalidDeviceFunction = 98,
   kUnsupportedLimit = 215,
   kInvalidPtx = 218,

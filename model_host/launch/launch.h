@@ -83,6 +83,33 @@ struct DeviceSpec {
 // "Device heap").  The daemon reserves it; the lowering's malloc allocates in
 // it.  heap_bytes 0: the device has no heap.
 
+// Device-side launches (CUDA dynamic parallelism; docs/isa.md, "Device-side
+// launches"): the lowering appends a record per launch to a queue in the
+// device heap, the interpreter backend runs the queued grids after the grid
+// that launched them.  The heap header's last four words hold the queue.
+namespace device_queue {
+constexpr uint32_t kHeapHeader = 128;       // the device heap's header (malloc's words 0..27, then these)
+constexpr uint32_t kHead = 112;             // the newest record (0: empty); each links to the one before
+constexpr uint32_t kPending = 116;          // records queued and not yet started, at every depth
+constexpr uint32_t kDepth = 120;            // nesting depth of the running grid (0: launched by the host)
+constexpr uint32_t kLimit = 124;            // cudaLimitDevRuntimePendingLaunchCount
+// A record is a heap block: these bytes, then the child's parameters.
+constexpr uint32_t kRecordBytes = 64;
+constexpr uint32_t kNext = 0, kEntry = 4, kGrid = 8, kBlock = 20, kSmem = 32, kStream = 36, kKind = 40;
+constexpr uint32_t kCopyDst = 8, kCopySrc = 12, kCopyBytes = 16;  // a copy's fields (kind kCopy)
+constexpr uint32_t kKindLaunch = 1, kKindCopy = 2;
+constexpr uint32_t kMaxDepth = 24;          // CUDA's nesting depth
+constexpr uint32_t kDefaultPending = 2048;  // CUDA's default pending launch count
+constexpr uint32_t kTailLaunch = 3, kFireAndForget = 4;  // cudaStreamTailLaunch, cudaStreamFireAndForget
+}  // namespace device_queue
+
+// Another module of the same client, for device-side launches of its kernels
+// (with -rdc a translation unit launches kernels another one defines).
+struct PeerModule {
+  std::string ptx;
+  std::map<std::string, uint64_t> symbols;
+};
+
 struct LaunchRequest {
   std::string ptx;                          // the whole PTX module text
   std::string kernel;                       // .entry name (mangled)
@@ -97,6 +124,10 @@ struct LaunchRequest {
   // grid.sync() counts arrivals in), read by the kernel as %envreg1 (high
   // word) and %envreg2 (low word); 0 for other launches.
   uint64_t grid_workspace = 0;
+  // Device-side launches: cudaLimitDevRuntimePendingLaunchCount and the
+  // client's other modules (filled when the module launches kernels itself).
+  uint32_t pending_launch_limit = device_queue::kDefaultPending;
+  std::vector<PeerModule> peers;
 };
 
 struct LaunchStats {

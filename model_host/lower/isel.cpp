@@ -35,6 +35,7 @@ Selection Lowerer::select(const std::string& kernel) {
   tid_ = op(Op::ADD, opr(Op::MUL, opr(Op::WARP), K(p_.lanes)), opr(Op::LANE));
   recip_d_ = op(Op::MOV, K(0));  // dead unless a 64-bit division reads them
   recip_v_ = op(Op::MOV, K(0));
+  start_device_runtime();
   lower_function(top);
   return Selection{take(), threads_, local_top_, scratch_base_, scratch_used_, narrow_division_};
 }

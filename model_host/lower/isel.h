@@ -7,7 +7,8 @@
 // members are defined by family: isel.cpp (the walk, the dispatch, integer
 // and bit operations, setp, cvt, control), isel_operands.cpp, isel_arith.cpp (64-bit
 // arithmetic, division), isel_float.cpp, isel_memory.cpp, isel_warp.cpp,
-// isel_call.cpp, isel_more.cpp.
+// isel_call.cpp, isel_launch.cpp (the device runtime: device-side launches),
+// isel_more.cpp.
 #pragma once
 
 #include <array>
@@ -194,6 +195,13 @@ class Lowerer : public Emitter {
   void lower_named_barrier(const ptx::Instr& in);
   void lower_malloc(const ptx::Instr& in);
   void lower_free(const ptx::Instr& in);
+  uint32_t heap_alloc(Operand lo, Operand hi);
+  void heap_free(Operand p);
+  // The device runtime's calls (isel_launch.cpp): false when `name` is none.
+  bool lower_device_runtime(const ptx::Instr& in, const std::string& name);
+  void start_device_runtime();
+  uint32_t enqueue(Operand rec, Operand stream);
+  uint32_t last_error_slot_ = UINT32_MAX;  // per-thread cudaGetLastError word (local memory)
   void lower_indirect_call(const ptx::Instr& in);
   void serialize_lanes(const std::function<void()>& body);
   uint32_t carry_ = kNoV;  // vreg: PTX's CC.CF flag (created at its first use)

@@ -13,6 +13,7 @@ void Lowerer::lower_call(const ptx::Instr& in) {
   const ptx::Function& f = m_.functions[callee.sym.index];
   if (f.name == "__assertfail") return lower_assert(in);
   if (f.name == "vprintf") return lower_printf(in);
+  if (!f.has_body && lower_device_runtime(in, f.name)) return;
   if (!f.has_body) unsupported(in, "calls `" + f.name + "`, which has no body the machine can run");
   for (auto* fr : frames_)
     if (fr->findex == callee.sym.index) unsupported(in, "is a recursive call: device functions are inlined");
@@ -158,7 +159,7 @@ void Lowerer::serialize_lanes(const std::function<void()>& body) {
 // block of class k), then blocks of 16 << k bytes, each a 16-byte header
 // (word 0: k; word 1: the next free block while free) and the user's bytes.
 // Memory is zero before the first launch, which is an empty heap.
-constexpr uint32_t kHeapHeader = 128, kHeapClasses = 27;
+constexpr uint32_t kHeapHeader = launch::device_queue::kHeapHeader, kHeapClasses = 27;
 
 // malloc(size): a block of the smallest class k that holds size + 16 bytes,
 // from its free list, else from the untouched end, else split from the first
@@ -174,10 +175,17 @@ void Lowerer::lower_malloc(const ptx::Instr& in) {
     return symbol_address(in, o.sym, &sp);
   };
   const uint32_t arg = slot(args.elems[0]), ret = slot(rets.elems[0]);
+  uint32_t result = heap_alloc(R(ld(Space::Local, K(arg), 0, 4, false)), R(ld(Space::Local, K(arg), 4, 4, false)));
+  st(Space::Local, K(ret), 0, 4, R(result));
+  st(Space::Local, K(ret), 4, 4, K(0));
+}
+
+// The allocation of malloc: the virtual register holding the block's user
+// address (0 when nothing fits) of a request of hi:lo bytes.
+uint32_t Lowerer::heap_alloc(Operand lo, Operand hi) {
   const uint32_t base = uint32_t(shape_.heap_base), bytes = shape_.heap_bytes;
   uint32_t result = op(Op::MOV, K(0));
   if (bytes > kHeapHeader) {
-    Operand lo = R(ld(Space::Local, K(arg), 0, 4, false)), hi = R(ld(Space::Local, K(arg), 4, 4, false));
     // Requests of 2^30 bytes or more never fit (nor does any with a high word).
     Operand ok = opr(Op::AND, opr(Op::SEQ, hi, K(0)), opr(Op::SLTU, lo, K(1u << 30)));
     Operand need = opr(Op::ADD, lo, K(16));
@@ -242,8 +250,7 @@ void Lowerer::lower_malloc(const ptx::Instr& in) {
     });
     place(skip);
   }
-  st(Space::Local, K(ret), 0, 4, R(result));
-  st(Space::Local, K(ret), 4, 4, K(0));
+  return result;
 }
 
 // free(p): the block goes to the front of its class's free list; free(NULL)
@@ -254,9 +261,12 @@ void Lowerer::lower_free(const ptx::Instr& in) {
   if (args.elems[0].kind != ptx::Operand::Kind::Sym) unsupported(in, "passes an argument that is not a .param variable");
   ptx::Space sp;
   const uint32_t arg = symbol_address(in, args.elems[0].sym, &sp);
+  heap_free(R(ld(Space::Local, K(arg), 0, 4, false)));
+}
+
+void Lowerer::heap_free(Operand p) {
   if (shape_.heap_bytes <= kHeapHeader) return;
   const uint32_t base = uint32_t(shape_.heap_base);
-  Operand p = R(ld(Space::Local, K(arg), 0, 4, false));
   uint32_t go = new_label(), skip = new_label();
   br(p, go, skip);
   place(go);

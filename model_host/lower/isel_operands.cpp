@@ -59,6 +59,7 @@ V Lowerer::read(const ptx::Instr& in, const ptx::Operand& o, Type t) {
     }
     case ptx::Operand::Kind::Imm: {
       uint64_t x = uint64_t(o.imm);
+      if (t == Type::Pred) return {K(uint32_t(x & 1)), K(0)};  // a predicate holds 0/1: `xor.pred p, q, -1` is not
       if (size == 1 || size == 2) {  // an immediate of a narrow type is that many bits, extended by the type
         uint32_t bits = 8 * size;
         x &= (1u << bits) - 1;

@@ -65,6 +65,11 @@ struct LowerOptions {
   // a machine with Features::native_float only (validate() refuses them
   // elsewhere).  f64 and f16/bf16 stay integer sequences.
   bool native_float = false;
+  // Device-side launches (the device runtime's __cudaCDP2* calls) append to
+  // the launch queue in the device heap (launch::device_queue); a backend
+  // that runs the queued grids sets it.  Otherwise such a call is refused
+  // (cudaErrorNotSupported) naming the interpreter backend.
+  bool device_launches = false;
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,

@@ -5,6 +5,8 @@
 // (PTX allows a kernel to name a function declared after it).
 #include "model_host/ptx/parse.h"
 
+#include <algorithm>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -230,8 +232,10 @@ class Parser {
   Module run() {
     while (!at_end()) top_level();
     resolve_module_symbols();
-    for (Function& f : m_.functions)
+    for (Function& f : m_.functions) {
       if (f.is_entry) layout_params(f);
+      if (f.has_body) place_latches(f);
+    }
     return std::move(m_);
   }
 
@@ -1271,6 +1275,83 @@ class Parser {
     Operand o;
     o.kind = Operand::Kind::Vector;
     return o;
+  }
+
+  // Loop latches that nvcc lays out before their loop's header: a block B
+  // that nothing falls into (an unconditional branch precedes it), entered
+  // only by branches after it, that falls through to the header H after it.
+  // Under the minimum-pc rule (docs/isa.md section 6) lanes that branch back
+  // to B early would run the next iteration, warp operations included,
+  // without the lanes still in the body.  B moves after its last entering
+  // branch, if that one is unconditional (so nothing falls into B there
+  // either), and ends with `bra.uni H`: the same control-flow graph, every
+  // edge into B forward.
+  static void place_latches(Function& f) {
+    for (const Instr& in : f.body)
+      if (in.op == Op::Brx) return;
+    for (int round = 0; round < 256; ++round) {
+      bool moved = false;
+      for (uint32_t li = 0; li < f.labels.size() && !moved; ++li) {
+        const uint32_t b = f.labels[li].target;
+        if (b == 0 || b >= f.body.size()) continue;
+        const Instr& before = f.body[b - 1];
+        if (before.op != Op::Bra || before.guard.reg != kNoReg) continue;
+        uint32_t e = uint32_t(f.body.size());
+        for (const Label& l : f.labels)
+          if (l.target > b && l.target < e) e = l.target;
+        if (e >= f.body.size()) continue;
+        uint32_t header = UINT32_MAX;
+        for (uint32_t k = 0; k < f.labels.size(); ++k)
+          if (f.labels[k].target == e) header = k;
+        // Every branch to B's labels comes after B.
+        uint32_t last = 0;
+        bool ok = true, any = false;
+        for (uint32_t i = 0; i < f.body.size() && ok; ++i) {
+          const Instr& in = f.body[i];
+          for (const Operand& o : in.ops)
+            if (o.kind == Operand::Kind::Label && f.labels[o.label].target == b) {
+              if (in.op != Op::Bra || i < e) ok = false;
+              any = true;
+              last = std::max(last, i);
+            }
+        }
+        if (!ok || !any || header == UINT32_MAX) continue;
+        const Instr& at_last = f.body[last];
+        if (at_last.op != Op::Bra || at_last.guard.reg != kNoReg) continue;
+        const Instr& tail = f.body[e - 1];
+        const bool falls = !((tail.op == Op::Bra || tail.op == Op::Ret || tail.op == Op::Exit) && tail.guard.reg == kNoReg);
+        std::vector<Instr> block(f.body.begin() + b, f.body.begin() + e);
+        if (falls) {
+          Instr j;
+          j.op = Op::Bra;
+          j.opcode = "bra.uni";
+          j.uni = true;
+          j.line = tail.line;
+          Operand o;
+          o.kind = Operand::Kind::Label;
+          o.label = header;
+          o.name = f.labels[header].name;
+          j.ops.push_back(o);
+          block.push_back(j);
+        }
+        const uint32_t len = e - b, added = falls ? 1 : 0;
+        std::vector<Instr> body;
+        body.reserve(f.body.size() + added);
+        body.insert(body.end(), std::make_move_iterator(f.body.begin()), std::make_move_iterator(f.body.begin() + b));
+        body.insert(body.end(), std::make_move_iterator(f.body.begin() + e),
+                    std::make_move_iterator(f.body.begin() + last + 1));
+        body.insert(body.end(), std::make_move_iterator(block.begin()), std::make_move_iterator(block.end()));
+        body.insert(body.end(), std::make_move_iterator(f.body.begin() + last + 1), std::make_move_iterator(f.body.end()));
+        for (Label& l : f.labels) {
+          if (l.target == b) l.target = last + 1 - len;
+          else if (l.target >= e && l.target <= last) l.target -= len;
+          else if (l.target > last) l.target += added;
+        }
+        f.body = std::move(body);
+        moved = true;
+      }
+      if (!moved) return;
+    }
   }
 
   static void layout_params(Function& f) {

@@ -854,6 +854,9 @@ class Interp {
       heap_free(in, arg64(0), t);
       return {};
     }
+    if (fn.name.rfind("__cudaCDP2", 0) == 0)
+      unsupported(in, t, "calling '" + fn.name + "' (the CUDA device runtime: device-side kernel launches, dynamic "
+                         "parallelism; they run on the interpreter backend: run it with --backend interpreter)");
     unsupported(in, t, "calling external function '" + fn.name + "'");
   }
 

@@ -183,6 +183,14 @@ std::vector<Case> build() {
                     "  lop3.b32 %r7, %r0, %r1, %r2, 0xE8;\n" +
                         st_out("%r3", 0) + st_out("%r4", 1) + st_out("%r5", 2) + st_out("%r6", 3) + st_out("%r7", 4),
                     5, 12));
+  // Predicate logic with immediates: a predicate holds one bit, so
+  // `xor.pred p, q, -1` is `not.pred` (nvcc writes it for !cond).
+  v.push_back(int32("xor.pred and.pred or.pred with immediates", {"xor"},
+                    "  setp.lt.u32 %p1, %r0, %r1;\n  xor.pred %p2, %p1, -1;\n  and.pred %p3, %p1, 1;\n"
+                    "  or.pred %p4, %p1, 0;\n  xor.pred %p5, %p1, 1;\n  selp.u32 %r3, 1, 0, %p2;\n"
+                    "  selp.u32 %r4, 1, 0, %p3;\n  selp.u32 %r5, 1, 0, %p4;\n  selp.u32 %r6, 1, 0, %p5;\n" +
+                        st_out("%r3", 0) + st_out("%r4", 1) + st_out("%r5", 2) + st_out("%r6", 3),
+                    4, 131));
   v.push_back(shift32("shl.b32 shr.u32 shr.s32", {"shl", "shr", "sar"},
                       "  shl.b32 %r3, %r0, %r1;\n  shr.u32 %r4, %r0, %r1;\n  shr.s32 %r5, %r0, %r1;\n" + st_out("%r3", 0) +
                           st_out("%r4", 1) + st_out("%r5", 2),

@@ -653,6 +653,13 @@ TEST(DaemonDevice, LimitsOfTheSession) {
     EXPECT_EQ(free_bytes, total - (64u << 20));
     EXPECT_EQ(error_of([&] { c->limit(kLimitPrintfFifo, 1); }).first, cudaErrorInvalidValue);
     EXPECT_EQ(error_of([&] { c->limit(7, 1); }).first, cudaErrorUnsupportedLimit);
+    // cudaLimitDevRuntimePendingLaunchCount: CUDA's 2048 at start, 1 to 2^24.
+    using qgpu::proto::kLimitPendingLaunches;
+    EXPECT_EQ(kLimitPendingLaunches, uint32_t(cudaLimitDevRuntimePendingLaunchCount));
+    EXPECT_EQ(c->limit(kLimitPendingLaunches, kQueryLimit), 2048u);
+    EXPECT_EQ(c->limit(kLimitPendingLaunches, 4096), 4096u);
+    EXPECT_EQ(c->limit(kLimitPendingLaunches, kQueryLimit), 4096u);
+    EXPECT_EQ(error_of([&] { c->limit(kLimitPendingLaunches, 0); }).first, cudaErrorInvalidValue);
     // A heap that would overlap an allocation.
     c->malloc(c->device().global_bytes - (80u << 20));
     auto [code, msg] = error_of([&] { c->limit(kLimitMallocHeap, 128 << 20); });

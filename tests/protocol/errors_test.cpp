@@ -17,6 +17,8 @@ TEST(LaunchErrors, AreCudasOwnValues) {
       {kMemoryAllocation, cudaErrorMemoryAllocation},
       {kInitializationError, cudaErrorInitializationError},
       {kInvalidConfiguration, cudaErrorInvalidConfiguration},
+      {kLaunchMaxDepthExceeded, cudaErrorLaunchMaxDepthExceeded},
+      {kLaunchPendingCountExceeded, cudaErrorLaunchPendingCountExceeded},
       {kInvalidDeviceFunction, cudaErrorInvalidDeviceFunction},
       {kUnsupportedLimit, cudaErrorUnsupportedLimit},
       {kInvalidPtx, cudaErrorInvalidPtx},

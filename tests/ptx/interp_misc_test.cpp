@@ -107,6 +107,81 @@ TEST(PtxInterpMisc, SpecialRegistersWarpOpsAndStateSpaces) {
   }
 }
 
+// A loop laid out as nvcc sometimes lays it out: the latch block before the
+// header, entered by backward branches only (one from lanes that skip a
+// store).  The parser moves the latch after its last entering branch
+// (place_latches), so under the minimum-pc rule the lanes that skip the store
+// wait for the others and every ballot sees the whole warp: each lane's sum
+// of ballot counts is the number of even i < n.
+const char* kLatchFirst = R"(
+.version 9.0
+.target sm_75
+.address_size 64
+.visible .entry latch(.param .u64 out, .param .u32 n)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [n];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r7, %r2;
+  mov.u32 %r3, 0;
+  bra.uni HEAD;
+LATCH:
+  popc.b32 %r5, %r4;
+  add.s32 %r3, %r3, %r5;
+  add.s32 %r2, %r2, 32;
+HEAD:
+  setp.lt.u32 %p1, %r2, %r1;
+  vote.sync.any.pred %p2, %p1, -1;
+  @!%p2 bra DONE;
+  and.b32 %r6, %r2, 1;
+  setp.eq.u32 %p3, %r6, 0;
+  and.pred %p3, %p3, %p1;
+  vote.sync.ballot.b32 %r4, %p3, -1;
+  @!%p3 bra LATCH;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r2;
+  bra.uni LATCH;
+DONE:
+  mul.wide.u32 %rd4, %r7, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  st.global.u32 [%rd5+512], %r3;
+  ret;
+}
+)";
+
+TEST(PtxInterpMisc, LatchBeforeHeaderKeepsTheWarpTogether) {
+  Module m = parse(kLatchFirst);
+  // The latch now follows its last entering branch and jumps to the header.
+  const Function& f = m.functions[0];
+  uint32_t latch = 0, head = 0;
+  for (const Label& l : f.labels) {
+    if (l.name == "LATCH") latch = l.target;
+    if (l.name == "HEAD") head = l.target;
+  }
+  EXPECT_LT(head, latch);
+  ASSERT_LT(latch + 3, f.body.size());
+  EXPECT_EQ(f.body[latch + 3].op, Op::Bra);
+  EXPECT_EQ(f.labels[f.body[latch + 3].ops[0].label].name, "HEAD");
+  for (uint32_t i = 0; i < f.body.size(); ++i)
+    if (f.body[i].op == Op::Bra && f.labels[f.body[i].ops[0].label].name == "LATCH") EXPECT_LT(i, latch);
+
+  Device dev;
+  const uint32_t n = 100;
+  uint64_t out = dev.alloc(1024);
+  Params p(m.functions[0]);
+  p.arg(out);
+  p.arg(n);
+  auto r = run(m, "latch", {1, 1, 1}, {32, 1, 1}, 0, p.bytes(), dev.symbols, dev.mem);
+  ASSERT_EQ(r.error, 0) << r.message;
+  auto v = dev.download<uint32_t>(out, 256);
+  for (uint32_t i = 0; i < n; i += 2) EXPECT_EQ(v[i], i);
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(v[128 + t], n / 2) << "lane " << t;
+}
+
 TEST(PtxInterpMisc, IndirectCallThroughAFunctionPointer) {
   Module m = parse(R"(
 .version 9.0

@@ -48,9 +48,10 @@ enum class Type : uint16_t {
   Progress = 19,     // u32 shown, u32 wait_ms              -> LaunchProgress
 };
 
-// Limit's `limit`: cudaLimitPrintfFifoSize and cudaLimitMallocHeapSize, as
+// Limit's `limit`: cudaLimitPrintfFifoSize, cudaLimitMallocHeapSize and
+// cudaLimitDevRuntimePendingLaunchCount, as
 // the CUDA runtime numbers them.
-constexpr uint32_t kLimitPrintfFifo = 1, kLimitMallocHeap = 2;
+constexpr uint32_t kLimitPrintfFifo = 1, kLimitMallocHeap = 2, kLimitPendingLaunches = 4;
 constexpr uint64_t kQueryLimit = UINT64_MAX;
 const char* type_name(Type t);
 bool known_type(uint16_t t);
