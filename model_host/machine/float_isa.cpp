@@ -169,12 +169,13 @@ uint32_t eval_float(const Instr& in, uint32_t a, uint32_t b, uint32_t c) {
 }
 
 void eval_float_lanes(const Instr& in, const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32_t* d,
-                      uint32_t n, uint64_t mask) {
+                      uint32_t n, uint64_t mask, int host_nearest) {
   const FloatMod m = float_mod(in);
   const Rnd r = m.rnd;
   const bool ftz = m.ftz, sat = m.sat;
   auto run = [&](auto f) { over(a, b, c, d, n, mask, f); };
-  if ((r == Rnd::None || r == Rnd::Rn) && !ftz && !sat && fref::host_rounds_to_nearest()) {
+  if ((r == Rnd::None || r == Rnd::Rn) && !ftz && !sat &&
+      (host_nearest >= 0 ? host_nearest != 0 : fref::host_rounds_to_nearest())) {
     // The common case inline over the lanes (float_ref.h: the same functions
     // fref::add ... fma use for it).
     switch (fop_of(in.op)) {

@@ -3,6 +3,7 @@
 #include "model_host/machine/interpreter.h"
 
 #include "model_host/machine/alu.h"
+#include "model_host/ptx/float_ref.h"
 
 #include <algorithm>
 #include <bit>
@@ -426,6 +427,7 @@ template <bool kRecord>
   if constexpr (kRecord) pending_.clear();
   uint32_t npending = 0;
   const uint32_t active = uint32_t(std::popcount(mask));
+  int host_nearest = -1;
   for (const Instr& in : blk.instrs) {
     const OpInfo& info = machine::info(in.op);
     uint32_t* dst = W + size_t(in.dst) * L;
@@ -433,7 +435,10 @@ template <bool kRecord>
       const uint32_t* a = lanes_of(in.a, 0);
       const uint32_t* bb = info.arity >= 2 ? lanes_of(in.b, 1) : a;
       const uint32_t* c = info.arity >= 3 ? lanes_of(in.c, 2) : a;
-      eval_float_lanes(in, a, bb, c, dst, L, mask);
+      // The host's rounding mode, asked once per EXEC (the operations that
+      // round otherwise set and restore it around themselves).
+      if (host_nearest < 0) host_nearest = ptx::fref::host_rounds_to_nearest();
+      eval_float_lanes(in, a, bb, c, dst, L, mask, host_nearest);
       if constexpr (kRecord)
         for (uint32_t l = 0; l < L; ++l)
           if (mask >> l & 1) rec->regs.push_back({l, in.dst, dst[l]});
