@@ -5,6 +5,9 @@
 
 #include <sstream>
 #include <stdexcept>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "model_host/ptx/float_ref.h"
 
@@ -76,6 +79,30 @@ inline void over(const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32
     if (mask >> l & 1) d[l] = f(a[l], b[l], c[l]);
 }
 
+// fma .rn over a whole CUDA warp with the host's FMA instructions (the same
+// exactly rounded result as fmaf, which the baseline x86-64 build calls per
+// lane): used when the processor has them.
+#if defined(__x86_64__) && defined(__GNUC__)
+[[gnu::target("fma")]] void fma_rn_warp_hw(const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32_t* d) {
+  // Four lanes at a time; a NaN result becomes the canonical NaN (fref::canonical).
+  const __m128i abs = _mm_set1_epi32(0x7FFFFFFF), inf = _mm_set1_epi32(0x7F800000),
+                nan = _mm_set1_epi32(int(fref::kNaN32));
+  for (uint32_t l = 0; l < Params::kCudaWarp; l += 4) {
+    const __m128 x = _mm_loadu_ps(reinterpret_cast<const float*>(a + l));
+    const __m128 y = _mm_loadu_ps(reinterpret_cast<const float*>(b + l));
+    const __m128 z = _mm_loadu_ps(reinterpret_cast<const float*>(c + l));
+    const __m128i r = _mm_castps_si128(_mm_fmadd_ps(x, y, z));
+    const __m128i isnan = _mm_cmpgt_epi32(_mm_and_si128(r, abs), inf);
+    const __m128i out = _mm_or_si128(_mm_andnot_si128(isnan, r), _mm_and_si128(isnan, nan));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + l), out);
+  }
+}
+const bool kHostFma = __builtin_cpu_supports("fma");
+#else
+void fma_rn_warp_hw(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*) {}
+const bool kHostFma = false;
+#endif
+
 }  // namespace
 
 FloatMod float_mod(const Instr& in) {
@@ -142,19 +169,23 @@ uint32_t eval_float(const Instr& in, uint32_t a, uint32_t b, uint32_t c) {
 }
 
 void eval_float_lanes(const Instr& in, const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32_t* d,
-                      uint32_t n, uint64_t mask) {
+                      uint32_t n, uint64_t mask, int host_nearest) {
   const FloatMod m = float_mod(in);
   const Rnd r = m.rnd;
   const bool ftz = m.ftz, sat = m.sat;
   auto run = [&](auto f) { over(a, b, c, d, n, mask, f); };
-  if ((r == Rnd::None || r == Rnd::Rn) && !ftz && !sat && fref::host_rounds_to_nearest()) {
+  if ((r == Rnd::None || r == Rnd::Rn) && !ftz && !sat &&
+      (host_nearest >= 0 ? host_nearest != 0 : fref::host_rounds_to_nearest())) {
     // The common case inline over the lanes (float_ref.h: the same functions
     // fref::add ... fma use for it).
     switch (fop_of(in.op)) {
       case FOp::ADD: return run([](uint32_t x, uint32_t y, uint32_t) { return fref::add_rn(x, y); });
       case FOp::SUB: return run([](uint32_t x, uint32_t y, uint32_t) { return fref::sub_rn(x, y); });
       case FOp::MUL: return run([](uint32_t x, uint32_t y, uint32_t) { return fref::mul_rn(x, y); });
-      case FOp::FMA: return run([](uint32_t x, uint32_t y, uint32_t z) { return fref::fma_rn(x, y, z); });
+      case FOp::FMA:
+        if (kHostFma && n == Params::kCudaWarp && mask == (uint64_t(1) << Params::kCudaWarp) - 1)
+          return fma_rn_warp_hw(a, b, c, d);
+        return run([](uint32_t x, uint32_t y, uint32_t z) { return fref::fma_rn(x, y, z); });
       default: break;
     }
   }

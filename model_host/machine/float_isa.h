@@ -83,9 +83,11 @@ std::string to_string_any(const Program& prog);
 // The result of float instruction `in` on operand values a, b, c.
 uint32_t eval_float(const Instr& in, uint32_t a, uint32_t b, uint32_t c);
 // The same over `n` lanes: d[l] = eval_float(in, a[l], b[l], c[l]) for the
-// lanes set in `mask` (the others keep d's value).
+// lanes set in `mask` (the others keep d's value).  `host_nearest`: whether
+// the host rounds to nearest now (ptx::fref::host_rounds_to_nearest()), when
+// the caller knows it (1 or 0; -1: ask the host).
 void eval_float_lanes(const Instr& in, const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32_t* d,
-                      uint32_t n, uint64_t mask);
+                      uint32_t n, uint64_t mask, int host_nearest = -1);
 
 // isa.h's validate, plus: a float operation on a machine without
 // native_float is refused (std::invalid_argument naming the block and

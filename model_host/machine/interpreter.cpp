@@ -3,6 +3,7 @@
 #include "model_host/machine/interpreter.h"
 
 #include "model_host/machine/alu.h"
+#include "model_host/ptx/float_ref.h"
 
 #include <algorithm>
 #include <bit>
@@ -289,6 +290,20 @@ inline uint32_t read_bytes(const uint8_t* p, uint32_t bytes, bool sign) {
     default: return sign ? uint32_t(int32_t(int8_t(*p))) : *p;
   }
 }
+template <uint32_t kBytes>
+inline uint32_t load_lane(const uint8_t* p, bool sign) {
+  if constexpr (kBytes == 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  } else if constexpr (kBytes == 2) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return sign ? uint32_t(int32_t(int16_t(h))) : h;
+  } else {
+    return sign ? uint32_t(int32_t(int8_t(*p))) : *p;
+  }
+}
 inline void write_bytes(uint8_t* p, uint32_t bytes, uint32_t v) {
   switch (bytes) {
     case 4: std::memcpy(p, &v, 4); break;
@@ -301,6 +316,57 @@ inline void write_bytes(uint8_t* p, uint32_t bytes, uint32_t v) {
   }
 }
 }  // namespace
+
+// The addresses a + b of a whole CUDA warp (Params::kCudaWarp lanes) as
+// offsets into `win`, and whether every active lane's access of `bytes` is
+// in range and aligned: one pass without branches (a maximum and an OR over
+// the active lanes).  False also when the window does not fit the 32-bit
+// check (then the per-lane path decides).
+bool Interpreter::warp_offsets(const Window& win, const Operand& a, const Operand& b, const uint32_t* W,
+                               uint64_t mask, uint32_t bytes, uint32_t* off) const {
+  // Four lanes to a vector (GCC's vector extension: SSE2 on x86-64, whatever
+  // the build's -march): eight vectors make the warp.
+  using v4 = uint32_t __attribute__((vector_size(16)));
+  constexpr uint32_t N = Params::kCudaWarp, V = N / 4;
+  if (win.size < bytes || win.sub + win.size > (uint64_t(1) << 32)) return false;
+  // In 32 bits: an address below sub wraps to at least 2^32 - sub >= size,
+  // past the limit, as one above the window does.
+  const uint32_t sub = uint32_t(win.sub), lim = uint32_t(win.size - bytes);
+  auto ld = [](const uint32_t* p) {
+    v4 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  v4 o[V];
+  if (!a.imm && !b.imm) {
+    const uint32_t *x = W + size_t(a.v) * N, *y = W + size_t(b.v) * N;
+    for (uint32_t i = 0; i < V; ++i) o[i] = ld(x + 4 * i) + ld(y + 4 * i) - sub;
+  } else if (!a.imm || !b.imm) {
+    const uint32_t* x = W + size_t(a.imm ? b.v : a.v) * N;
+    const uint32_t k = (a.imm ? a.v : b.v) - sub;
+    for (uint32_t i = 0; i < V; ++i) o[i] = ld(x + 4 * i) + k;
+  } else {
+    const uint32_t k = a.v + b.v - sub;
+    for (uint32_t i = 0; i < V; ++i) o[i] = v4{k, k, k, k};
+  }
+  std::memcpy(off, o, sizeof o);
+  // Over the active lanes: any offset past the limit, any address (offset
+  // + sub: sub need not be aligned) with a low bit set.
+  const v4 limv = v4{lim, lim, lim, lim}, align = v4{1, 1, 1, 1} * (bytes - 1);
+  v4 bad = {};
+  if (mask == (uint64_t(1) << N) - 1) {
+    for (uint32_t i = 0; i < V; ++i) bad |= v4(o[i] > limv) | ((o[i] + sub) & align);
+  } else {
+    const uint32_t m32 = uint32_t(mask);
+    const v4 mv = v4{m32, m32, m32, m32};
+    for (uint32_t i = 0; i < V; ++i) {
+      const uint32_t s = 4 * i;
+      const v4 on = v4((mv & v4{1u << s, 2u << s, 4u << s, 8u << s}) != 0);
+      bad |= (v4(o[i] > limv) | ((o[i] + sub) & align)) & on;
+    }
+  }
+  return (bad[0] | bad[1] | bad[2] | bad[3]) == 0;
+}
 
 bool Interpreter::step(StepRecord* rec) {
   if (finished_) return false;
@@ -361,6 +427,7 @@ template <bool kRecord>
   if constexpr (kRecord) pending_.clear();
   uint32_t npending = 0;
   const uint32_t active = uint32_t(std::popcount(mask));
+  int host_nearest = -1;
   for (const Instr& in : blk.instrs) {
     const OpInfo& info = machine::info(in.op);
     uint32_t* dst = W + size_t(in.dst) * L;
@@ -368,7 +435,10 @@ template <bool kRecord>
       const uint32_t* a = lanes_of(in.a, 0);
       const uint32_t* bb = info.arity >= 2 ? lanes_of(in.b, 1) : a;
       const uint32_t* c = info.arity >= 3 ? lanes_of(in.c, 2) : a;
-      eval_float_lanes(in, a, bb, c, dst, L, mask);
+      // The host's rounding mode, asked once per EXEC (the operations that
+      // round otherwise set and restore it around themselves).
+      if (host_nearest < 0) host_nearest = ptx::fref::host_rounds_to_nearest();
+      eval_float_lanes(in, a, bb, c, dst, L, mask, host_nearest);
       if constexpr (kRecord)
         for (uint32_t l = 0; l < L; ++l)
           if (mask >> l & 1) rec->regs.push_back({l, in.dst, dst[l]});
@@ -437,10 +507,36 @@ template <bool kRecord>
         }
         break;
       case OpKind::Load: {
-        const uint32_t* a = lanes_of(in.a, 0);
-        const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t bytes = in.bytes;
         const Window win = window(in.space, t0);
+        if (win.base && !kRecord && L == Params::kCudaWarp) {
+          // A whole CUDA warp: every address at once, one range and
+          // alignment check over the active lanes, then the loads without
+          // per-lane checks.  A fault falls through to the loop below,
+          // which finds the first faulting lane and reports it.
+          uint32_t off[Params::kCudaWarp];
+          if (warp_offsets(win, in.a, in.b, W, mask, bytes, off)) {
+            const uint8_t* base = win.base;
+            const size_t stride = win.stride;
+            auto gather = [&]<uint32_t kBytes>() {
+              if (all) {
+                for (uint32_t l = 0; l < Params::kCudaWarp; ++l)
+                  dst[l] = load_lane<kBytes>(base + l * stride + off[l], in.sign);
+              } else {
+                for (uint64_t m = mask; m; m &= m - 1) {
+                  const uint32_t l = uint32_t(std::countr_zero(m));
+                  dst[l] = load_lane<kBytes>(base + l * stride + off[l], in.sign);
+                }
+              }
+            };
+            if (bytes == 4) gather.template operator()<4>();
+            else if (bytes == 2) gather.template operator()<2>();
+            else gather.template operator()<1>();
+            break;
+          }
+        }
+        const uint32_t* a = lanes_of(in.a, 0);
+        const uint32_t* bb = lanes_of(in.b, 1);
         if (win.base && !kRecord) {
           // The common case: global, shared, local or param memory.
           for (uint64_t m = mask; m; m &= m - 1) {
@@ -464,10 +560,39 @@ template <bool kRecord>
         break;
       }
       case OpKind::Store: {
+        const Window win = window(in.space, t0);
+        if (win.base && !kRecord && L == Params::kCudaWarp) {
+          // A whole CUDA warp: as for loads, one check, then the pending
+          // writes (committed at block end) without per-lane checks.
+          uint32_t off[Params::kCudaWarp];
+          const uint32_t bytes = in.bytes;
+          if (warp_offsets(win, in.a, in.b, W, mask, bytes, off)) {
+            const uint32_t keep = bytes < 4 ? (1u << (8 * bytes)) - 1 : ~0u;
+            uint8_t* base = win.base;
+            const size_t stride = win.stride;
+            FastPending* out = fast_pending_.data() + npending;
+            if (in.c.imm) {
+              const uint32_t v = in.c.v & keep;
+              for (uint64_t m = mask; m; m &= m - 1) {
+                const uint32_t l = uint32_t(std::countr_zero(m));
+                *out++ = {base + l * stride + off[l], v, bytes};
+              }
+            } else {
+              const uint32_t* c = W + size_t(in.c.v) * L;
+              for (uint64_t m = mask; m; m &= m - 1) {
+                const uint32_t l = uint32_t(std::countr_zero(m));
+                *out++ = {base + l * stride + off[l], c[l] & keep, bytes};
+              }
+            }
+            npending = uint32_t(out - fast_pending_.data());
+            stats_.instructions++;
+            stats_.lane_instructions += active;
+            continue;
+          }
+        }
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
-        const Window win = window(in.space, t0);
         if (win.base && !kRecord) {
           const uint32_t bytes = in.bytes;
           const uint32_t keep = bytes < 4 ? (1u << (8 * bytes)) - 1 : ~0u;

@@ -104,6 +104,8 @@ class Interpreter {
     }
   };
   Window window(Space sp, size_t t0);
+  bool warp_offsets(const Window& win, const Operand& a, const Operand& b, const uint32_t* W, uint64_t mask,
+                    uint32_t bytes, uint32_t* off) const;
   template <bool kRecord>
   bool exec(uint32_t w, StepRecord* rec);
   template <bool kRecord>

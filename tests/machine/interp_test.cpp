@@ -3,6 +3,7 @@
 // in lane order, barriers, faults, and the step-by-step record.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "model_host/machine/interpreter.h"
@@ -238,6 +239,85 @@ TEST(MachineInterp, Faults) {
   Interpreter in(trap, small(4), 1, 4, {}, m);
   in.run();
   EXPECT_EQ(in.fault().error, 710);
+}
+
+// A whole 32-lane warp (the CUDA-sized machine) accessing memory: lane l at
+// word l, lanes `bad1` and `bad2` displaced by `d1` and `d2` bytes.  The
+// fault names the lowest faulting lane's access, whatever the other's; a
+// faulting block commits none of its stores; lanes not running the block
+// (the branch keeps lanes >= `run_below`) cannot fault.
+TEST(MachineInterp, WholeWarpMemoryFaultsNameTheLowestLane) {
+  const uint32_t g = default_params().global_base;
+  struct Out {
+    Fault f;
+    std::vector<uint32_t> words;
+  };
+  auto run = [&](Space sp, bool load, uint32_t bad1, uint32_t d1, uint32_t bad2, uint32_t d2, uint32_t run_below = 32) {
+    const uint32_t base = sp == Space::Global ? g : 0;
+    Program prog;
+    prog.shared_bytes = sp == Space::Shared ? 128 : 0;
+    Block b0{{special(Op::LANE, 1), alu(Op::SLTU, 11, r(1), k(run_below))}, br(11, 1, 2)};
+    Block b1{{alu(Op::SHL, 2, r(1), k(2)), alu(Op::ADD, 5, r(2), k(base)), alu(Op::SEQ, 6, r(1), k(bad1)),
+              alu(Op::SEQ, 7, r(1), k(bad2)), alu(Op::MUL, 8, r(6), k(d1)), alu(Op::MUL, 9, r(7), k(d2)),
+              alu(Op::ADD, 10, r(8), r(9))},
+             jmp(2)};
+    if (load) b1.instrs.push_back(mem(Op::LD, sp, 3, r(5), r(10)));
+    b1.instrs.push_back(mem(Op::ST, sp, 0, r(5), k(0), r(1)));       // in range, before the faulting one
+    b1.instrs.push_back(mem(Op::ST, sp, 0, r(5), r(10), k(1000)));  // the one that can fault
+    Block b2{{}, term(Term::EXIT)};
+    if (sp == Space::Shared) {  // copy shared memory out, lane l's word
+      b2.instrs = {alu(Op::SHL, 2, r(1), k(2)), mem(Op::LD, sp, 12, r(2), k(0)),
+                   mem(Op::ST, Space::Global, 0, r(2), k(g), r(12))};
+    }
+    prog.blocks = {b0, b1, b2};
+    auto m = memory(128);
+    Interpreter in(prog, small(32), 1, 32, {}, m);
+    in.run();
+    Out o{in.fault(), {}};
+    for (uint32_t i = 0; i < 32; ++i) o.words.push_back(word(m, i));
+    return o;
+  };
+  auto hexs = [](uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%x", v);
+    return std::string(buf);
+  };
+  for (Space sp : {Space::Global, Space::Shared}) {
+    const std::string s = sp == Space::Global ? "global" : "shared";
+    const uint32_t base = sp == Space::Global ? g : 0;
+    for (bool load : {true, false}) {
+      SCOPED_TRACE(s + (load ? " load" : " store"));
+      const std::string what = load ? " load" : " store";
+      // No fault: every lane's word, the later store's value.
+      Out ok = run(sp, load, 40, 2, 41, 1000);
+      ASSERT_EQ(ok.f.error, 0) << ok.f.message;
+      for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(ok.words[i], 1000u);
+      // Lane 7 misaligned, lane 20 out of range: lane 7's fault.
+      Out a = run(sp, load, 7, 2, 20, 1000);
+      EXPECT_EQ(a.f.error, 716);
+      EXPECT_EQ(a.f.message.find("misaligned " + s + what + " of 4 bytes at " + hexs(base + 28 + 2) + " "), 0u)
+          << a.f.message;
+      for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(a.words[i], 0u) << "lane " << i;  // nothing committed
+      // Lane 7 out of range, lane 20 misaligned: lane 7's fault.
+      Out b = run(sp, load, 7, 1000, 20, 2);
+      EXPECT_EQ(b.f.error, 700);
+      EXPECT_EQ(b.f.message.find("out-of-range " + s + what + " of 4 bytes at " + hexs(base + 28 + 1000) + " "), 0u)
+          << b.f.message;
+      // Below the window (global) or wrapping (shared): out of range.
+      Out c = run(sp, load, 3, uint32_t(-16), 40, 0);
+      EXPECT_EQ(c.f.error, 700) << c.f.message;
+      EXPECT_EQ(c.f.message.find("out-of-range " + s + what + " of 4 bytes at " + hexs(base + 12 - 16) + " "), 0u)
+          << c.f.message;
+      // Only lanes below 16 run the block: lane 20's bad address is never used.
+      Out d = run(sp, load, 20, 2, 40, 0, 16);
+      ASSERT_EQ(d.f.error, 0) << d.f.message;
+      for (uint32_t i = 0; i < 32; ++i) EXPECT_EQ(d.words[i], i < 16 ? 1000u : 0u) << "lane " << i;
+      Out e = run(sp, load, 5, 1000, 40, 0, 16);
+      EXPECT_EQ(e.f.error, 700);
+      EXPECT_EQ(e.f.message.find("out-of-range " + s + what + " of 4 bytes at " + hexs(base + 20 + 1000) + " "), 0u)
+          << e.f.message;
+    }
+  }
 }
 
 TEST(MachineInterp, StepLimitFaultsWithATimeout) {
