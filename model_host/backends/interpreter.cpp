@@ -30,7 +30,6 @@ class InterpreterBackend : public launch::Backend {
   InterpreterBackend(MachineKind machine, uint64_t global_bytes)
       : model_(machine == MachineKind::Model),
         params_(model_ ? model_params() : cuda_params(global_bytes)),
-        features_(model_ ? Features{} : cuda_features()),
         device_(model_ ? model_device() : interpreter_device(global_bytes)) {
     if (model_) device_.name = "qgpu (interpreter-model)";
   }
@@ -219,7 +218,7 @@ class InterpreterBackend : public launch::Backend {
     // the last parameter reads the word around it.
     std::vector<uint8_t> pbytes = req.params;
     if (model_) pbytes.resize((pbytes.size() + 3) / 4 * 4);
-    Interpreter interp(*prog, params, prog->ctas, prog->threads, std::move(pbytes), mem, features_);
+    Interpreter interp(*prog, params, prog->ctas, prog->threads, std::move(pbytes), mem);
     interp.run(kMaxSteps);
     res.error = interp.fault().error;
     res.message = interp.fault().message;
@@ -246,14 +245,13 @@ class InterpreterBackend : public launch::Backend {
                       req.grid_workspace};
     auto prog = std::make_shared<const Program>(
         lower(*mod, req.kernel, shape, params,
-              {.for_model = model_, .native_float = features_.native_float, .device_launches = !model_}));
+              {.for_model = model_, .native_float = params.native_float, .device_launches = !model_}));
     programs_[key] = prog;
     return prog;
   }
 
   const bool model_;
   const Params params_;
-  const Features features_;
   launch::DeviceSpec device_;
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<ptx::Module>> modules_;

@@ -24,7 +24,7 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       for (auto* o : sources(v.in)) out.push_back(o->v);
     if (v.kind == VI::Br) out.push_back(v.cond);
   };
-  auto def = [&](const VI& v) -> uint32_t { return v.kind == VI::Ins && writes_reg(v.in) ? v.in.dst : kNoV; };
+  auto def = [&](const VI& v) -> uint32_t { return v.kind == VI::Ins && v.in.writes_reg() ? v.in.dst : kNoV; };
   // Liveness (live-in sets per basic block), iterated to a fixed point.
   std::vector<std::set<uint32_t>> live_in(nb);
   std::vector<uint32_t> tmp;
@@ -144,10 +144,10 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
     };
     if (v.kind == VI::Ins) {
       Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
-      int arity = info(v.in.op).arity;
+      int arity = op_info(v.in.op).arity;
       for (int k = 0; k < arity; ++k)
         if (!ops[k]->imm) ops[k]->v = map_use(ops[k]->v);
-      if (writes_reg(v.in)) {
+      if (v.in.writes_reg()) {
         uint32_t d = v.in.dst;
         if (spill[d] != kNoV) {
           v.in.dst = scratch0;

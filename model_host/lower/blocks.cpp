@@ -52,7 +52,7 @@ Program form_blocks(const std::vector<VI>& code, uint32_t nlabels, uint32_t bloc
     }
     // On the model's machine a store's block does not end in `br`
     // (docs/tokens.md, section 1): the branch gets a block of its own.
-    if (for_model && t.kind == Term::BR && !blk.instrs.empty() && !writes_reg(blk.instrs.back()))
+    if (for_model && t.kind == Term::BR && !blk.instrs.empty() && !blk.instrs.back().writes_reg())
       fall_through();
     prog.blocks.back().term = t;
     by_label.back() = true;

@@ -18,13 +18,13 @@ void fold_constants(VCode& vc, uint32_t lanes) {
     changed = false;
     std::vector<uint32_t> defs(vc.nvregs, 0);
     for (const VI& v : vc.code)
-      if (v.kind == VI::Ins && writes_reg(v.in)) defs[v.in.dst]++;
+      if (v.kind == VI::Ins && v.in.writes_reg()) defs[v.in.dst]++;
     std::vector<bool> known(vc.nvregs, false);
     std::vector<uint32_t> value(vc.nvregs, 0);
     for (VI& v : vc.code) {
       if (v.kind == VI::Ins && v.in.op == Op::LANE && lanes == 1)
         v.in = Instr{Op::MOV, v.in.dst, K(0), K(0), K(0)};  // the only lane of a one-lane warp
-      if (v.kind != VI::Ins || info(v.in.op).kind != OpKind::Alu) continue;
+      if (v.kind != VI::Ins || op_info(v.in.op).kind != OpKind::Alu) continue;
       Instr& in = v.in;
       auto srcs = sources(in);
       if (srcs.empty()) {
@@ -55,7 +55,7 @@ void fold_constants(VCode& vc, uint32_t lanes) {
     for (VI& v : vc.code) {
       if (v.kind != VI::Ins) continue;
       Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
-      for (int k = 0; k < info(v.in.op).arity; ++k)
+      for (int k = 0; k < op_info(v.in.op).arity; ++k)
         if (!ops[k]->imm && known[ops[k]->v]) {
           *ops[k] = K(value[ops[k]->v]);
           changed = true;

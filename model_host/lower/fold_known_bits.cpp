@@ -26,12 +26,12 @@ void fold_known_bits(VCode& vc) {
   if (nb == 0 || uint64_t(nb) * vc.nvregs > (uint64_t(1) << 24)) return;
   auto operand = [](const std::vector<KnownBits>& st, const Instr& x, int k) {
     const Operand* ops[3] = {&x.a, &x.b, &x.c};
-    if (k >= info(x.op).arity) return KnownBits::constant(0);
+    if (k >= op_info(x.op).arity) return KnownBits::constant(0);
     return ops[k]->imm ? KnownBits::constant(ops[k]->v) : st[ops[k]->v];
   };
   auto result = [&](const std::vector<KnownBits>& st, const Instr& x) {
-    if (is_float(x.op) && fop_of(x.op) == FOp::CMP) return KnownBits{~1u, 0};  // a native comparison: 0 or 1
-    return info(x.op).kind == OpKind::Alu ? known_result(x, operand(st, x, 0), operand(st, x, 1), operand(st, x, 2))
+    if (x.op == Op::FCMP) return KnownBits{~1u, 0};  // a native comparison: 0 or 1
+    return op_info(x.op).kind == OpKind::Alu ? known_result(x, operand(st, x, 0), operand(st, x, 1), operand(st, x, 2))
                                              : KnownBits{};
   };
   std::vector<std::vector<KnownBits>> in(nb);
@@ -46,7 +46,7 @@ void fold_known_bits(VCode& vc) {
     queued[b] = false;
     st = in[b];
     for (uint32_t i = cfg.starts[b]; i < cfg.end(b); ++i)
-      if (vc.code[i].kind == VI::Ins && writes_reg(vc.code[i].in)) st[vc.code[i].in.dst] = result(st, vc.code[i].in);
+      if (vc.code[i].kind == VI::Ins && vc.code[i].in.writes_reg()) st[vc.code[i].in.dst] = result(st, vc.code[i].in);
     for (uint32_t s : cfg.succ[b]) {
       bool changed = !reached[s];
       if (!reached[s]) {
@@ -71,10 +71,10 @@ void fold_known_bits(VCode& vc) {
     if (!reached[b]) continue;
     st = in[b];
     for (uint32_t i = cfg.starts[b]; i < cfg.end(b); ++i) {
-      if (vc.code[i].kind != VI::Ins || !writes_reg(vc.code[i].in)) continue;
+      if (vc.code[i].kind != VI::Ins || !vc.code[i].in.writes_reg()) continue;
       Instr& x = vc.code[i].in;
       const KnownBits r = result(st, x);
-      if (info(x.op).kind == OpKind::Alu) {
+      if (op_info(x.op).kind == OpKind::Alu) {
         if (r.known == ~0u && !(x.op == Op::MOV && x.a.imm)) {
           x = Instr{Op::MOV, x.dst, K(r.value), K(0), K(0)};
         } else if (x.op == Op::AND && x.a.imm != x.b.imm) {

@@ -12,7 +12,7 @@ namespace qgpu::machine::lowering {
 // Loop-invariant code motion.  A loop is the run of blocks from a header h
 // to the last block that branches back to it (blocks are in code order),
 // entered only through h, from the block just before it.  An ALU operation
-// (or a native float operation, float_isa.h, as pure) in it whose destination has no other definition anywhere and whose
+// (or a native float operation, OpKind::Float, as pure) in it whose destination has no other definition anywhere and whose
 // register operands have no definition in the loop computes the same value
 // on every iteration: it moves to the end of the block before h (ALU
 // operations never fault, so running one the loop might have skipped is
@@ -21,7 +21,7 @@ namespace qgpu::machine::lowering {
 uint32_t hoist_invariants(VCode& vc, uint32_t max_hoisted) {
   std::vector<uint32_t> defs(vc.nvregs, 0);
   for (const VI& v : vc.code)
-    if (v.kind == VI::Ins && writes_reg(v.in)) defs[v.in.dst]++;
+    if (v.kind == VI::Ins && v.in.writes_reg()) defs[v.in.dst]++;
   uint32_t moved_count = 0;
   for (bool moved = true; moved;) {
     moved = false;
@@ -48,12 +48,12 @@ uint32_t hoist_invariants(VCode& vc, uint32_t max_hoisted) {
       const uint32_t begin = cfg.starts[h], end = cfg.end(tail);
       std::vector<bool> in_loop(vc.nvregs, false);
       for (uint32_t i = begin; i < end; ++i)
-        if (vc.code[i].kind == VI::Ins && writes_reg(vc.code[i].in)) in_loop[vc.code[i].in.dst] = true;
+        if (vc.code[i].kind == VI::Ins && vc.code[i].in.writes_reg()) in_loop[vc.code[i].in.dst] = true;
       std::vector<Instr> hoisted;
       std::vector<VI> body;
       for (uint32_t i = begin; i < end; ++i) {
         const VI& v = vc.code[i];
-        bool invariant = v.kind == VI::Ins && (info(v.in.op).kind == OpKind::Alu || info(v.in.op).kind == kFloatKind) && writes_reg(v.in) &&
+        bool invariant = v.kind == VI::Ins && (op_info(v.in.op).kind == OpKind::Alu || op_info(v.in.op).kind == OpKind::Float) && v.in.writes_reg() &&
                          defs[v.in.dst] == 1 && !(v.in.dst < vc.cold.size() && vc.cold[v.in.dst]);
         if (invariant)
           for (const Operand* o : sources(v.in)) invariant &= !in_loop[o->v];

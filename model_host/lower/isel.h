@@ -141,9 +141,9 @@ class Lowerer : public Emitter {
   void lower_setp(const ptx::Instr& in);
   void lower_float(const ptx::Instr& in);
   bool lower_half(const ptx::Instr& in, const ptx::FloatMods& fm);
-  // A native float operation (float_isa.h; LowerOptions::native_float), or
+  // A native float operation (OpKind::Float; LowerOptions::native_float), or
   // its value when every operand is an immediate.
-  Operand fnative(FOp f, const FloatMod& m, Operand a, Operand b = K(0), Operand c = K(0));
+  Operand fnative(Op f, const FloatMod& m, Operand a, Operand b = K(0), Operand c = K(0));
   static V float_literal(const ptx::Operand& o, uint32_t size);
   void lower_cvt(const ptx::Instr& in);
   void lower_divrem(const ptx::Instr& in);

@@ -12,9 +12,10 @@ namespace qgpu::machine::lowering {
 // are the f16, bf16 and f64 operations below.  On a machine with native
 // floats (LowerOptions::native_float) the f32 arithmetic, comparisons,
 // min/max, the approximate functions and the conversions between f32 and
-// 32-bit integers are one native float operation each (float_isa.h) instead.
+// 32-bit integers are one native float operation each (isa.h, OpKind::Float)
+// instead.
 
-Operand Lowerer::fnative(FOp f, const FloatMod& m, Operand a, Operand b, Operand c) {
+Operand Lowerer::fnative(Op f, const FloatMod& m, Operand a, Operand b, Operand c) {
   Instr in = make_float(f, 0, a, b, c, m);
   if (in.a.imm && in.b.imm && in.c.imm) return K(eval_float(in, in.a.v, in.b.v, in.c.v));
   in.dst = nv();
@@ -149,7 +150,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   const ptx::Rnd br = ptx::base_rounding(fm.rnd);  // Rn Rz Rm Rp
   auto nm = [&](ptx::Rnd rr, bool sat) {
     FloatMod x;
-    x.rnd = rr;
+    x.rnd = from_ptx(rr);
     x.ftz = fm.ftz;
     x.sat = sat;
     return x;
@@ -157,7 +158,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   auto ncmp = [&](ptx::Cmp c) {
     FloatMod x;
     x.ftz = fm.ftz;
-    x.cmp = c;
+    x.cmp = from_ptx(c);
     return x;
   };
   auto f = [&](size_t i) { return read32(in, in.ops[i], Type::F32); };
@@ -202,23 +203,23 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   }
   switch (in.op) {
     case PO::Add:
-      if (nat) return out(fnative(FOp::ADD, nm(br, fm.sat), f(1), f(2)));
+      if (nat) return out(fnative(Op::FADD, nm(br, fm.sat), f(1), f(2)));
       return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Sub:
-      if (nat) return out(fnative(FOp::SUB, nm(br, fm.sat), f(1), f(2)));
+      if (nat) return out(fnative(Op::FSUB, nm(br, fm.sat), f(1), f(2)));
       return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Mul:
       if (in.mul != ptx::MulMode::None) break;
-      if (nat) return out(fnative(FOp::MUL, nm(br, fm.sat), f(1), f(2)));
+      if (nat) return out(fnative(Op::FMUL, nm(br, fm.sat), f(1), f(2)));
       return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Fma:
     case PO::Mad:
-      if (nat) return out(fnative(FOp::FMA, nm(br, fm.sat), f(1), f(2), f(3)));
+      if (nat) return out(fnative(Op::FFMA, nm(br, fm.sat), f(1), f(2), f(3)));
       return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
     case PO::Div: {
       Operand a = f(1), b = f(2);
       const bool nearest = fm.approx || fm.full;
-      Operand q = nat ? fnative(FOp::DIV, nm(nearest ? ptx::Rnd::Rn : br, fm.sat), a, b)
+      Operand q = nat ? fnative(Op::FDIV, nm(nearest ? ptx::Rnd::Rn : br, fm.sat), a, b)
                       : g.div(a, b, nearest ? softfloat::Round::Rn : r, fm.ftz, fm.sat);
       if (fm.approx) {  // a divisor above 2^126 gives 0 (NaN for an infinite dividend)
         Operand ab = opr(Op::AND, b, K(0x7FFFFFFFu));
@@ -230,32 +231,32 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       return out(q);
     }
     case PO::Rcp:
-      if (nat) return out(fnative(FOp::DIV, nm(fm.approx ? ptx::Rnd::Rn : br, false), K(0x3F800000u), f(1)));
+      if (nat) return out(fnative(Op::FDIV, nm(fm.approx ? ptx::Rnd::Rn : br, false), K(0x3F800000u), f(1)));
       return out(g.div(K(0x3F800000u), f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz, false));
     case PO::Sqrt:
-      if (nat) return out(fnative(FOp::SQRT, nm(fm.approx ? ptx::Rnd::Rn : br, false), f(1)));
+      if (nat) return out(fnative(Op::FSQRT, nm(fm.approx ? ptx::Rnd::Rn : br, false), f(1)));
       return out(g.sqrt(f(1), fm.approx ? softfloat::Round::Rn : r, fm.ftz));
     case PO::Rsqrt:
       if (nat)
-        return out(fnative(FOp::DIV, nm(ptx::Rnd::Rn, false), K(0x3F800000u),
-                           fnative(FOp::SQRT, nm(ptx::Rnd::Rn, false), f(1))));
+        return out(fnative(Op::FDIV, nm(ptx::Rnd::Rn, false), K(0x3F800000u),
+                           fnative(Op::FSQRT, nm(ptx::Rnd::Rn, false), f(1))));
       return out(g.div(K(0x3F800000u), g.sqrt(f(1), softfloat::Round::Rn, fm.ftz), softfloat::Round::Rn, fm.ftz,
                        false));
-    case PO::Ex2: return out(nat ? fnative(FOp::EX2, nm(ptx::Rnd::Rn, false), f(1)) : g.ex2(f(1), fm.ftz));
-    case PO::Lg2: return out(nat ? fnative(FOp::LG2, nm(ptx::Rnd::Rn, false), f(1)) : g.lg2(f(1), fm.ftz));
-    case PO::Sin: return out(nat ? fnative(FOp::SIN, nm(ptx::Rnd::Rn, false), f(1)) : g.sin(f(1), fm.ftz));
-    case PO::Cos: return out(nat ? fnative(FOp::COS, nm(ptx::Rnd::Rn, false), f(1)) : g.cos(f(1), fm.ftz));
-    case PO::Tanh: return out(nat ? fnative(FOp::TANH, nm(ptx::Rnd::Rn, false), f(1)) : g.tanh(f(1), fm.ftz));
+    case PO::Ex2: return out(nat ? fnative(Op::FEX2, nm(ptx::Rnd::Rn, false), f(1)) : g.ex2(f(1), fm.ftz));
+    case PO::Lg2: return out(nat ? fnative(Op::FLG2, nm(ptx::Rnd::Rn, false), f(1)) : g.lg2(f(1), fm.ftz));
+    case PO::Sin: return out(nat ? fnative(Op::FSIN, nm(ptx::Rnd::Rn, false), f(1)) : g.sin(f(1), fm.ftz));
+    case PO::Cos: return out(nat ? fnative(Op::FCOS, nm(ptx::Rnd::Rn, false), f(1)) : g.cos(f(1), fm.ftz));
+    case PO::Tanh: return out(nat ? fnative(Op::FTANH, nm(ptx::Rnd::Rn, false), f(1)) : g.tanh(f(1), fm.ftz));
     case PO::Min:
-      return out(nat ? fnative(FOp::MIN, nm(ptx::Rnd::Rn, false), f(1), f(2)) : g.min(f(1), f(2), fm.ftz));
+      return out(nat ? fnative(Op::FMIN, nm(ptx::Rnd::Rn, false), f(1), f(2)) : g.min(f(1), f(2), fm.ftz));
     case PO::Max:
-      return out(nat ? fnative(FOp::MAX, nm(ptx::Rnd::Rn, false), f(1), f(2)) : g.max(f(1), f(2), fm.ftz));
+      return out(nat ? fnative(Op::FMAX, nm(ptx::Rnd::Rn, false), f(1), f(2)) : g.max(f(1), f(2), fm.ftz));
     case PO::Abs: return out(g.abs(f(1), fm.ftz));
     case PO::Neg: return out(g.neg(f(1), fm.ftz));
     case PO::Copysign: return out(g.copysign(f(1), f(2)));
     case PO::Testp: return write(in.ops[0], Type::Pred, {g.testp(int(fm.testp), f(1)), K(0)});
     case PO::Slct: {
-      Operand c = nat ? fnative(FOp::CMP, ncmp(ptx::Cmp::Ge), f(3), K(0)) : g.compare(ptx::Cmp::Ge, f(3), K(0), fm.ftz);
+      Operand c = nat ? fnative(Op::FCMP, ncmp(ptx::Cmp::Ge), f(3), K(0)) : g.compare(ptx::Cmp::Ge, f(3), K(0), fm.ftz);
       V a = read(in, in.ops[1], in.type), b = read(in, in.ops[2], in.type);
       const bool wide = ptx::type_size(in.type) == 8;
       return write(in.ops[0], in.type, {opr(Op::SEL, c, a.lo, b.lo), wide ? opr(Op::SEL, c, a.hi, b.hi) : K(0)});
@@ -263,7 +264,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     case PO::Setp:
     case PO::Set: {
       Operand res = f64   ? g.compare64(in.cmp, w(1), w(2))
-                    : nat ? fnative(FOp::CMP, ncmp(in.cmp), f(1), f(2))
+                    : nat ? fnative(Op::FCMP, ncmp(in.cmp), f(1), f(2))
                           : g.compare(in.cmp, f(1), f(2), fm.ftz);
       if (in.bool_op != ptx::BoolOp::None) {
         Operand c = read32(in, in.ops[3], Type::Pred);
@@ -298,7 +299,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     case PO::Cvt: {
       const Type dt = in.type, st = in.type2;
       if (dt == Type::F32 && st == Type::F32) {
-        if (nat) return out(fnative(FOp::RINT, nm(fm.rnd, fm.sat), f(1)));  // only .rni ... round
+        if (nat) return out(fnative(Op::FRINT, nm(fm.rnd, fm.sat), f(1)));  // only .rni ... round
         return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
       }
       if (dt == Type::F64) {
@@ -311,7 +312,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       }
       if (dt == Type::F32 && nat && ptx::type_size(st) == 4) {
         V v = read(in, in.ops[1], st);
-        return out(fnative(ptx::is_signed(st) ? FOp::I2F : FOp::U2F, nm(br, fm.sat), v.lo));
+        return out(fnative(ptx::is_signed(st) ? Op::I2F : Op::U2F, nm(br, fm.sat), v.lo));
       }
       if (dt == Type::F32) {
         V v = read(in, in.ops[1], st);
@@ -324,7 +325,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
         return write(in.ops[0], dt, {lo, hi});
       }
       if (nat && ptx::type_size(dt) == 4)
-        return write(in.ops[0], dt, {fnative(ptx::is_signed(dt) ? FOp::F2I : FOp::F2U, nm(br, false), f(1)), K(0)});
+        return write(in.ops[0], dt, {fnative(ptx::is_signed(dt) ? Op::F2I : Op::F2U, nm(br, false), f(1)), K(0)});
       Operand res = g.to_int32(f(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r, fm.ftz);
       return write(in.ops[0], dt, {res, K(0)});
     }

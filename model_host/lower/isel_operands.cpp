@@ -135,18 +135,18 @@ bool Lowerer::rename_temp(uint32_t t, uint32_t dst) {
     VI& vi = vc_.code[k];
     if (vi.kind != VI::Ins) return false;  // stay within straight-line code
     // t's definition may read dst: it reads before it writes (`x = x >> 1`).
-    const bool defines_t = writes_reg(vi.in) && vi.in.dst == t;
+    const bool defines_t = vi.in.writes_reg() && vi.in.dst == t;
     for (auto* o : sources(vi.in)) {
       if (o->v == dst && !defines_t) return false;
       if (o->v == t) readers.push_back(k);
     }
     if (defines_t) break;
-    if (writes_reg(vi.in) && vi.in.dst == dst) return false;
+    if (vi.in.writes_reg() && vi.in.dst == dst) return false;
   }
   if (k == size_t(-1)) return false;
   for (size_t r : readers) {
     Operand* ops[3] = {&vc_.code[r].in.a, &vc_.code[r].in.b, &vc_.code[r].in.c};
-    for (int i = 0; i < info(vc_.code[r].in.op).arity; ++i)
+    for (int i = 0; i < op_info(vc_.code[r].in.op).arity; ++i)
       if (!ops[i]->imm && ops[i]->v == t) ops[i]->v = dst;
   }
   vc_.code[k].in.dst = dst;

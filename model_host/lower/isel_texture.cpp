@@ -23,7 +23,7 @@ void Lowerer::lower_texture(const ptx::Instr& in) {
   e.var = [this] { return nv(); };
   e.set = [this](uint32_t v, Operand x) { opd(v, Op::MOV, x); };
   if (opts_.native_float)
-    e.fnative = [this](FOp o, const FloatMod& m, Operand a, Operand b) { return fnative(o, m, a, b); };
+    e.fnative = [this](Op o, const FloatMod& m, Operand a, Operand b) { return fnative(o, m, a, b); };
   const bool store = in.op == PO::Sust;
   const ptx::Operand& handle = in.ops[store ? 0 : 1];
   const ptx::Operand& coords = in.ops[store ? 1 : 2];

@@ -90,7 +90,7 @@ std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::strin
   if (prog.blocks.size() > p.rom_blocks)
     throw LowerError(launch::kNotSupported, "kernel " + kernel + " lowers to " + std::to_string(prog.blocks.size()) +
                                            " blocks; the machine's ROM holds " + std::to_string(p.rom_blocks));
-  validate(prog, p, Features{.native_float = opts.native_float});
+  validate(prog, p);
   return prog;
 }
 
@@ -119,7 +119,7 @@ std::optional<std::string> model_unsupported(const Program& prog) {
     return "kernel " + prog.kernel + " has " + std::to_string(prog.blocks.size()) + " blocks; the model's ROM holds " +
            std::to_string(p.rom_blocks);
   try {
-    validate(prog, p, Features{});  // the model's machine has no native floats
+    validate(prog, p);  // the model's machine: no native floats among the rest
   } catch (const std::invalid_argument& e) {
     return std::string("not a program of the model's machine: ") + e.what();
   }
@@ -141,9 +141,9 @@ std::optional<std::string> model_unsupported(const Program& prog) {
           break;
         default: break;
       }
-      if (!why.empty()) return at(to_string_any(in), why);
+      if (!why.empty()) return at(to_string(in), why);
     }
-    if (blk.term.kind == Term::BR && !blk.instrs.empty() && !writes_reg(blk.instrs.back()))
+    if (blk.term.kind == Term::BR && !blk.instrs.empty() && !blk.instrs.back().writes_reg())
       return at(to_string(blk.instrs.back()) + "; " + to_string(blk.term),
                 "a store's block ends in a branch (the model lowering splits it)");
   }

@@ -60,10 +60,10 @@ struct LowerOptions {
   // spill, lower() lowers again with half as many, down to none.
   bool hoist_invariants = true;
   uint32_t max_hoisted = UINT32_MAX;
-  // Floating point as the machine's native float operations (float_isa.h)
-  // where one covers the PTX instruction, instead of integer sequences: for
-  // a machine with Features::native_float only (validate() refuses them
-  // elsewhere).  f64 and f16/bf16 stay integer sequences.
+  // Floating point as the machine's native float operations (isa.h,
+  // OpKind::Float) where one covers the PTX instruction, instead of integer
+  // sequences: for a machine with Params::native_float only (validate()
+  // refuses them elsewhere).  f64 and f16/bf16 stay integer sequences.
   bool native_float = false;
   // Device-side launches (the device runtime's __cudaCDP2* calls) append to
   // the launch queue in the device heap (launch::device_queue); a backend

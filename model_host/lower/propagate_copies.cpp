@@ -20,7 +20,7 @@ void propagate_copies(VCode& vc) {
     if (v.kind == VI::Ins) {
       for (auto* o : sources(v.in))
         if (first_use[o->v] == none) first_use[o->v] = i;
-      if (writes_reg(v.in)) {
+      if (v.in.writes_reg()) {
         defs[v.in.dst]++;
         def_at[v.in.dst] = i;
       }
@@ -42,7 +42,7 @@ void propagate_copies(VCode& vc) {
   for (VI& v : vc.code) {
     if (v.kind == VI::Ins) {
       Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
-      for (int k = 0; k < info(v.in.op).arity; ++k)
+      for (int k = 0; k < op_info(v.in.op).arity; ++k)
         if (!ops[k]->imm) ops[k]->v = map(ops[k]->v);
     }
     if (v.kind == VI::Br) v.cond = map(v.cond);

@@ -71,7 +71,7 @@ void simplify_local(VCode& vc) {
     }
     if (v.kind != VI::Ins) continue;
     Instr& in = v.in;
-    const bool alu = info(in.op).kind == OpKind::Alu;
+    const bool alu = op_info(in.op).kind == OpKind::Alu;
     const bool access = in.op == Op::LD || in.op == Op::ST;
     if ((access || (alu && commutative(in.op))) && in.a.imm && !in.b.imm) std::swap(in.a, in.b);
     if (alu && in.op == Op::SUB && !in.a.imm && in.b.imm) {
@@ -111,11 +111,11 @@ void simplify_local(VCode& vc) {
           break;
         }
     }
-    if (!writes_reg(in)) continue;
+    if (!in.writes_reg()) continue;
     const uint32_t dst = in.dst;
     std::erase_if(live, [&](const Def& d) {
       const Operand* ops[3] = {&d.in.a, &d.in.b, &d.in.c};
-      for (int k = 0; k < info(d.in.op).arity; ++k)
+      for (int k = 0; k < op_info(d.in.op).arity; ++k)
         if (!ops[k]->imm && ops[k]->v == dst) return true;
       return d.reg == dst;
     });

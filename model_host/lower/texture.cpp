@@ -24,34 +24,34 @@ struct Fetcher {
   Operand op(Op o, Operand a, Operand b = K(0), Operand c = K(0)) { return e.alu(o, a, b, c); }
   // The fetch's f32 operations: native ones where the machine has them
   // (Emitter::fnative), else softfloat.h's sequences; the same results.
-  Operand fl(FOp o, ptx::Rnd r, Operand a, Operand b = K(0), ptx::Cmp c = ptx::Cmp::None) {
+  Operand fl(Op o, FRnd r, Operand a, Operand b = K(0), FCmp c = FCmp::None) {
     FloatMod m;
     m.rnd = r;
     m.cmp = c;
     return e.fnative(o, m, a, b);
   }
   Operand fadd(Operand a, Operand b) {
-    return e.fnative ? fl(FOp::ADD, ptx::Rnd::Rn, a, b) : f.add(a, b, Round::Rn, false, false);
+    return e.fnative ? fl(Op::FADD, FRnd::Rn, a, b) : f.add(a, b, Round::Rn, false, false);
   }
   Operand fsub(Operand a, Operand b) {
-    return e.fnative ? fl(FOp::SUB, ptx::Rnd::Rn, a, b) : f.sub(a, b, Round::Rn, false, false);
+    return e.fnative ? fl(Op::FSUB, FRnd::Rn, a, b) : f.sub(a, b, Round::Rn, false, false);
   }
   Operand fmul(Operand a, Operand b) {
-    return e.fnative ? fl(FOp::MUL, ptx::Rnd::Rn, a, b) : f.mul(a, b, Round::Rn, false, false);
+    return e.fnative ? fl(Op::FMUL, FRnd::Rn, a, b) : f.mul(a, b, Round::Rn, false, false);
   }
   Operand fdiv(Operand a, Operand b) {
-    return e.fnative ? fl(FOp::DIV, ptx::Rnd::Rn, a, b) : f.div(a, b, Round::Rn, false, false);
+    return e.fnative ? fl(Op::FDIV, FRnd::Rn, a, b) : f.div(a, b, Round::Rn, false, false);
   }
   Operand ffloor(Operand a) {  // cvt.rmi.f32.f32
-    return e.fnative ? fl(FOp::RINT, ptx::Rnd::Rmi, a) : f.round_int(a, true, Round::Rm, false, false);
+    return e.fnative ? fl(Op::FRINT, FRnd::Rmi, a) : f.round_int(a, true, Round::Rm, false, false);
   }
   Operand f2i(Operand a, Round r) {  // cvt.rzi/rmi.s32.f32
-    return e.fnative ? fl(FOp::F2I, r == Round::Rz ? ptx::Rnd::Rz : ptx::Rnd::Rm, a)
+    return e.fnative ? fl(Op::F2I, r == Round::Rz ? FRnd::Rz : FRnd::Rm, a)
                      : f.to_int32(a, true, 32, r, false);
   }
-  Operand u2f(Operand a) { return e.fnative ? fl(FOp::U2F, ptx::Rnd::Rn, a) : f.from_int32(a, false, Round::Rn); }
+  Operand u2f(Operand a) { return e.fnative ? fl(Op::U2F, FRnd::Rn, a) : f.from_int32(a, false, Round::Rn); }
   Operand fge(Operand a, Operand b) {
-    return e.fnative ? fl(FOp::CMP, ptx::Rnd::None, a, b, ptx::Cmp::Ge) : f.compare(ptx::Cmp::Ge, a, b, false);
+    return e.fnative ? fl(Op::FCMP, FRnd::None, a, b, FCmp::Ge) : f.compare(ptx::Cmp::Ge, a, b, false);
   }
   Operand word(uint32_t w) { return e.load(op(Op::ADD, d, K(4 * w)), 4); }
   Operand get(uint32_t v) { return Operand::reg(v); }

@@ -2,7 +2,7 @@
 // 8.3): tex, suld.b and sust.b read the object's descriptor
 // (model_host/launch/texture.h) from global memory and compute the fetch
 // with the machine's integer operations and the software floating point of
-// softfloat.h (or the machine's native float operations, float_isa.h).  The lowering passes its own emission; a fetch branches on
+// softfloat.h (or the machine's native float operations, isa.h's OpKind::Float).  The lowering passes its own emission; a fetch branches on
 // the descriptor's uniform fields (filter, address modes, format) so that a
 // warp runs only the path its texture takes.
 #pragma once
@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "model_host/lower/softfloat.h"
-#include "model_host/machine/float_isa.h"
+#include "model_host/machine/float_eval.h"
 #include "model_host/ptx/ir.h"
 
 namespace qgpu::machine::texture {
@@ -28,9 +28,9 @@ struct Emitter {
   std::function<void(uint32_t code)> trap;                      // the launch stops with error `code`
   std::function<uint32_t()> var;                                // a register assigned on several paths
   std::function<void(uint32_t var, Operand v)> set;
-  // A native float operation (float_isa.h), set for a machine that has
+  // A native float operation (isa.h, OpKind::Float), set for a machine that has
   // them: the fetch's f32 arithmetic then uses them instead of softfloat.h.
-  std::function<Operand(FOp, const FloatMod&, Operand a, Operand b)> fnative;
+  std::function<Operand(Op, const FloatMod&, Operand a, Operand b)> fnative;
 };
 
 // tex.GEOM.v4.{f32,s32,u32}.{f32,s32}: `desc` the descriptor's address,

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "model_host/machine/float_isa.h"
+#include "model_host/machine/float_eval.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::machine::lowering {
@@ -41,7 +41,7 @@ inline bool is_mem_write(const Instr& in) { return in.op == Op::ST || in.op == O
 inline std::vector<const Operand*> sources(const Instr& in) {
   const Operand* all[3] = {&in.a, &in.b, &in.c};
   std::vector<const Operand*> r;
-  int n = info(in.op).arity;
+  int n = op_info(in.op).arity;
   for (int i = 0; i < n; ++i)
     if (!all[i]->imm) r.push_back(all[i]);
   return r;

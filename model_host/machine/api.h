@@ -10,7 +10,6 @@
 #include <string>
 
 #include "model_host/launch/launch.h"
-#include "model_host/machine/float_isa.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::machine {
@@ -26,7 +25,8 @@ namespace qgpu::machine {
 //    CTA, CUDA's grid limits, 48 KiB of static shared memory (64 KiB after
 //    opting in), 32,764 bytes of parameters, 64 KiB of __constant__, a
 //    1 MiB printf FIFO and an 8 MiB device heap; its machine has 32 lanes
-//    (one machine warp per CUDA warp) and a ROM of 2^20 blocks.
+//    (one machine warp per CUDA warp), a ROM of 2^20 blocks and the native
+//    float operations (Params::native_float).
 //
 // device_spec() describes a Params' device for queries and the daemon.
 
@@ -35,9 +35,6 @@ namespace qgpu::machine {
 constexpr uint64_t kDefaultDeviceMemory = 2ull << 30;
 constexpr uint64_t kMaxDeviceMemory = 0x100000000ull - 0x10000000ull;
 Params cuda_params(uint64_t global_bytes = kDefaultDeviceMemory);
-// Its optional instruction families: native floats (float_isa.h), which the
-// default machine and the model's do not have.
-Features cuda_features();
 
 // CUDA's per-launch limits that the machine's Params do not carry.
 constexpr uint32_t kCudaStaticSharedBytes = 48 * 1024;

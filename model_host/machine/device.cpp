@@ -35,10 +35,10 @@ Params cuda_params(uint64_t global_bytes) {
   // once instead of four times, and warp operations need no warp barrier
   // between machine warps.
   p.lanes = Params::kCudaWarp;
+  // Floating point as native float operations (isa.h, OpKind::Float).
+  p.native_float = true;
   return p;
 }
-
-Features cuda_features() { return Features{.native_float = true}; }
 
 namespace {
 

@@ -23,7 +23,7 @@ std::string hex(uint64_t v) {
 }  // namespace
 
 Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, uint32_t threads,
-                         std::vector<uint8_t> params, launch::GlobalMemory& mem, const Features& f)
+                         std::vector<uint8_t> params, launch::GlobalMemory& mem)
     : prog_(prog),
       p_(p),
       ctas_(ctas),
@@ -32,7 +32,7 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
       params_(std::move(params)),
       mem_(mem),
       print_(p.print_bytes, 0) {
-  validate(prog, p, f);
+  validate(prog, p);
   if (threads == 0 || threads > p.max_threads) throw std::invalid_argument("threads per CTA out of range");
   if (ctas == 0 || ctas > p.max_ctas) throw std::invalid_argument("CTAs per grid out of range");
   if (prog.shared_bytes > p.shared_bytes)
@@ -429,9 +429,9 @@ template <bool kRecord>
   const uint32_t active = uint32_t(std::popcount(mask));
   int host_nearest = -1;
   for (const Instr& in : blk.instrs) {
-    const OpInfo& info = machine::info(in.op);
+    const OpInfo& info = op_info(in.op);
     uint32_t* dst = W + size_t(in.dst) * L;
-    if (info.kind == kFloatKind) {  // a native float operation (float_isa.h)
+    if (info.kind == OpKind::Float) {  // a native float operation (float_eval.h)
       const uint32_t* a = lanes_of(in.a, 0);
       const uint32_t* bb = info.arity >= 2 ? lanes_of(in.b, 1) : a;
       const uint32_t* c = info.arity >= 3 ? lanes_of(in.c, 2) : a;
@@ -657,6 +657,7 @@ template <bool kRecord>
         }
         break;
       }
+      case OpKind::Float: break;  // run above
     }
     stats_.instructions++;
     stats_.lane_instructions += active;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "model_host/launch/launch.h"
-#include "model_host/machine/float_isa.h"
+#include "model_host/machine/float_eval.h"
 #include "model_host/machine/isa.h"
 
 namespace qgpu::machine {
@@ -51,10 +51,10 @@ struct Fault {
 class Interpreter {
  public:
   // `mem` must outlive the interpreter; its bytes are read and written in place.
-  // `f`: the machine's optional families (float_isa.h); a program using one
-  // the machine does not have is refused.
+  // A program the machine cannot run (validate(): float ops on a machine
+  // without Params::native_float included) is refused.
   Interpreter(const Program& prog, const Params& p, uint32_t ctas, uint32_t threads, std::vector<uint8_t> params,
-              launch::GlobalMemory& mem, const Features& f = {});
+              launch::GlobalMemory& mem);
 
   // Runs one EXEC.  Returns false when none is left (the launch has ended or
   // faulted before; `rec` untouched), or when this EXEC faults: then `rec`

@@ -47,6 +47,25 @@ const OpInfo kOps[kOpCount] = {
     {"ld", OpKind::Load, 2, nullptr},
     {"st", OpKind::Store, 3, nullptr},
     {"atom", OpKind::Atomic, 3, nullptr},
+    {"fadd", OpKind::Float, 2, nullptr},
+    {"fsub", OpKind::Float, 2, nullptr},
+    {"fmul", OpKind::Float, 2, nullptr},
+    {"ffma", OpKind::Float, 3, nullptr},
+    {"fdiv", OpKind::Float, 2, nullptr},
+    {"fsqrt", OpKind::Float, 1, nullptr},
+    {"fmin", OpKind::Float, 2, nullptr},
+    {"fmax", OpKind::Float, 2, nullptr},
+    {"fcmp", OpKind::Float, 2, nullptr},
+    {"i2f", OpKind::Float, 1, nullptr},
+    {"u2f", OpKind::Float, 1, nullptr},
+    {"f2i", OpKind::Float, 1, nullptr},
+    {"f2u", OpKind::Float, 1, nullptr},
+    {"frint", OpKind::Float, 1, nullptr},
+    {"fex2", OpKind::Float, 1, nullptr},
+    {"flg2", OpKind::Float, 1, nullptr},
+    {"fsin", OpKind::Float, 1, nullptr},
+    {"fcos", OpKind::Float, 1, nullptr},
+    {"ftanh", OpKind::Float, 1, nullptr},
 };
 
 const AtomInfo kAtoms[kAtomOpCount] = {
@@ -63,6 +82,42 @@ const AtomInfo kAtoms[kAtomOpCount] = {
     {"inc", [](uint32_t o, uint32_t b, uint32_t) { return o >= b ? 0u : o + 1; }},
     {"dec", [](uint32_t o, uint32_t b, uint32_t) { return (o == 0 || o > b) ? b : o - 1; }},
 };
+
+const char* rnd_name(FRnd r) {
+  switch (r) {
+    case FRnd::None: return "";
+    case FRnd::Rn: return ".rn";
+    case FRnd::Rz: return ".rz";
+    case FRnd::Rm: return ".rm";
+    case FRnd::Rp: return ".rp";
+    case FRnd::Rni: return ".rni";
+    case FRnd::Rzi: return ".rzi";
+    case FRnd::Rmi: return ".rmi";
+    case FRnd::Rpi: return ".rpi";
+  }
+  return nullptr;  // not a rounding
+}
+
+const char* cmp_name(FCmp c) {
+  switch (c) {
+    case FCmp::Eq: return ".eq";
+    case FCmp::Ne: return ".ne";
+    case FCmp::Lt: return ".lt";
+    case FCmp::Le: return ".le";
+    case FCmp::Gt: return ".gt";
+    case FCmp::Ge: return ".ge";
+    case FCmp::Equ: return ".equ";
+    case FCmp::Neu: return ".neu";
+    case FCmp::Ltu: return ".ltu";
+    case FCmp::Leu: return ".leu";
+    case FCmp::Gtu: return ".gtu";
+    case FCmp::Geu: return ".geu";
+    case FCmp::Num: return ".num";
+    case FCmp::Nan: return ".nan";
+    case FCmp::None: break;
+  }
+  return nullptr;  // not a comparison
+}
 
 }  // namespace
 
@@ -82,6 +137,19 @@ const char* space_name(Space sp) {
 
 bool Instr::writes_reg() const { return op_info(op).kind != OpKind::Store; }
 
+Instr make_float(Op op, uint32_t dst, Operand a, Operand b, Operand c, const FloatMod& m) {
+  Instr in;
+  in.op = op;
+  in.dst = dst;
+  const int n = op_info(op).arity;
+  in.a = n >= 1 ? a : Operand::k(0);
+  in.b = n >= 2 ? b : Operand::k(0);
+  in.c = n >= 3 ? c : Operand::k(0);
+  in.fmod = m;
+  if (op != Op::FCMP) in.fmod.cmp = FCmp::None;
+  return in;
+}
+
 uint64_t Program::instr_count() const {
   uint64_t n = 0;
   for (auto& b : blocks) n += b.instrs.size();
@@ -96,6 +164,20 @@ void validate(const Program& prog, const Params& p) {
   auto where = [&](size_t bi, size_t ii) {
     return "block " + std::to_string(bi) + " instruction " + std::to_string(ii) + ": ";
   };
+  // The ops first: each defined, and a float op only on a machine with them.
+  for (size_t bi = 0; bi < prog.blocks.size(); ++bi)
+    for (size_t ii = 0; ii < prog.blocks[bi].instrs.size(); ++ii) {
+      const Instr& in = prog.blocks[bi].instrs[ii];
+      if (int(in.op) >= kOpCount)
+        throw std::invalid_argument(where(bi, ii) + "op " + std::to_string(int(in.op)) + " is not defined");
+      if (op_info(in.op).kind != OpKind::Float) continue;
+      if (!p.native_float)
+        throw std::invalid_argument(where(bi, ii) + to_string(in) +
+                                    ": a native floating-point operation, which this machine does not have (it "
+                                    "runs floating point as integer sequences, docs/isa.md section 11)");
+      if (!rnd_name(in.fmod.rnd) || (in.op == Op::FCMP && !cmp_name(in.fmod.cmp)))
+        throw std::invalid_argument(where(bi, ii) + "invalid floating-point modifiers");
+    }
   for (size_t bi = 0; bi < prog.blocks.size(); ++bi) {
     const Block& b = prog.blocks[bi];
     if (b.instrs.size() > p.block_instrs)
@@ -176,6 +258,17 @@ std::string to_string(const Instr& in) {
     case OpKind::Atomic:
       return std::string("atom.") + space_name(in.space) + "." + atom_info(in.atom).name + " r" +
              std::to_string(in.dst) + ", [" + to_string(in.a) + "], " + to_string(in.b) + ", " + to_string(in.c);
+    case OpKind::Float: {
+      const char* mod = in.op == Op::FCMP ? cmp_name(in.fmod.cmp) : rnd_name(in.fmod.rnd);
+      r = std::string(info.name) + (mod ? mod : ".?");
+      if (in.fmod.ftz) r += ".ftz";
+      if (in.fmod.sat) r += ".sat";
+      r += " r" + std::to_string(in.dst);
+      if (info.arity >= 1) r += ", " + to_string(in.a);
+      if (info.arity >= 2) r += ", " + to_string(in.b);
+      if (info.arity >= 3) r += ", " + to_string(in.c);
+      return r;
+    }
   }
   return "?";
 }

@@ -31,6 +31,11 @@ struct Params {
   uint32_t print_bytes = 4 * 1024;   // device printf buffer of one launch
   uint32_t max_threads = 256;        // per CTA
   uint32_t max_ctas = 64;            // per grid
+  // The optional float operations (OpKind::Float): only a machine that sets
+  // this has them; validate() refuses them elsewhere.  The CUDA-sized device
+  // of the interpreter backend has them (cuda_params(), api.h); the default
+  // machine and the model's do not.
+  bool native_float = false;
 
   static constexpr uint32_t kCudaWarp = 32;  // what programs see as warpSize
   uint32_t warps_per_group() const { return kCudaWarp / lanes; }
@@ -89,11 +94,30 @@ enum class Op : uint8_t {
   LANE, WARP, CTA, CLOCK,
   // Memory: LD dst = mem[a + b]; ST mem[a + b] = c; ATOM dst = old, mem[a] = f(old, b, c).
   LD, ST, ATOM,
+  // Native f32 operations (OpKind::Float), on machines with
+  // Params::native_float only.  Each is a pure function of its operands and
+  // its modifiers (Instr::fmod); docs/isa.md section 3.4.
+  FADD, FSUB, FMUL, FFMA,  // rounding, .ftz, .sat
+  FDIV,                    // a / b, correctly rounded; rounding, .ftz, .sat
+  FSQRT,                   // rounding, .ftz
+  FMIN, FMAX,              // .ftz (a NaN operand gives the other one)
+  FCMP,                    // 0 or 1: the comparison fmod.cmp (ordered and unordered), .ftz
+  I2F, U2F,                // s32 / u32 to f32: rounding, .sat
+  F2I, F2U,                // f32 to s32 / u32, rounded (.rni .rzi .rmi .rpi) and saturated, NaN 0; .ftz
+  FRINT,                   // cvt.f32.f32: rounded to an integral value (.rni ...), or only .ftz/.sat
+  FEX2, FLG2, FSIN, FCOS, FTANH,  // the .approx functions of docs/isa.md 11.1; .ftz
   // clang-format on
 };
-constexpr int kOpCount = int(Op::ATOM) + 1;
+// Every op of the instruction set.
+constexpr int kOpCount = int(Op::FTANH) + 1;
+// The ops every machine has, the model's included: MOV .. ATOM.  The model's
+// circuit and token vocabulary (docs/tokens.md) know these only.
+constexpr int kBaseOpCount = int(Op::ATOM) + 1;
 
-enum class OpKind : uint8_t { Alu, Special, Load, Store, Atomic };
+// Float: a pure function of its operands like Alu, but with modifiers and
+// without an AluFn (the lowering's passes neither fold nor combine it
+// through the ALU table).
+enum class OpKind : uint8_t { Alu, Special, Load, Store, Atomic, Float };
 
 using AluFn = uint32_t (*)(uint32_t a, uint32_t b, uint32_t c);
 
@@ -117,6 +141,20 @@ struct AtomInfo {
 };
 const AtomInfo& atom_info(AtomOp op);
 
+// A float operation's modifiers, PTX's (model_host/ptx/float_ref.h has their
+// semantics).  rnd: None and Rn round to nearest even, Rz Rm Rp towards
+// zero, -inf, +inf; F2I, F2U and FRINT take the integer forms Rni .. Rpi.
+enum class FRnd : uint8_t { None, Rn, Rz, Rm, Rp, Rni, Rzi, Rmi, Rpi };
+// FCMP's comparison: ordered, unordered (..u: true when either is NaN),
+// Num (neither is NaN) and Nan (either is).
+enum class FCmp : uint8_t { None, Eq, Ne, Lt, Le, Gt, Ge, Equ, Neu, Ltu, Leu, Gtu, Geu, Num, Nan };
+struct FloatMod {
+  FRnd rnd = FRnd::Rn;
+  bool ftz = false;  // subnormal inputs and results flushed to zero
+  bool sat = false;  // the result clamped to [0, 1]
+  FCmp cmp = FCmp::None;  // FCMP only
+};
+
 // An operand is a register of the lane or a 32-bit immediate.
 struct Operand {
   bool imm = true;
@@ -134,9 +172,16 @@ struct Instr {
   uint8_t bytes = 4;  // 1, 2 or 4
   bool sign = false;  // loads: sign-extend
   AtomOp atom = AtomOp::ADD;
+  // Float ops only.
+  FloatMod fmod{};
 
   bool writes_reg() const;
 };
+
+// A float instruction: the operands past the op's arity are zero, cmp is
+// kept for FCMP only.
+Instr make_float(Op op, uint32_t dst, Operand a, Operand b, Operand c, const FloatMod& m);
+inline bool is_float(Op op) { return op >= Op::FADD && int(op) < kOpCount; }
 
 // How a block ends.  Each lane computes its own next block; see docs/isa.md.
 enum class Term : uint8_t {
@@ -172,7 +217,8 @@ struct Program {
 
 // Checks the block rules every program must obey (block length, register
 // numbers, targets, no load or atomic after a store or atomic within a block,
-// at most one atomic per block).  Throws std::invalid_argument naming the
+// at most one atomic per block, ops defined, float ops only where
+// Params::native_float is set, with valid modifiers).  Throws std::invalid_argument naming the
 // block and instruction.
 void validate(const Program& prog, const Params& p);
 

@@ -63,6 +63,10 @@ class Encoder {
   void instruction(size_t pc, const Instr& in) {
     const machine::OpInfo& info = machine::op_info(in.op);
     const bool memory = info.kind == OpKind::Load || info.kind == OpKind::Store || info.kind == OpKind::Atomic;
+    if (info.kind == OpKind::Float)
+      throw std::invalid_argument(block_name(pc) + ": " + machine::to_string(in) +
+                                  ": a native float operation, which the model's machine does not have (lower "
+                                  "for the model)");
     if (info.kind == OpKind::Atomic)
       throw std::invalid_argument(block_name(pc) + ": " + machine::to_string(in) +
                                   ": the prompt has no field for an atomic's function (lower for the model)");

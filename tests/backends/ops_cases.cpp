@@ -552,7 +552,7 @@ std::vector<Case> build() {
     v.push_back(c);
   }
   // ---- floating point (software sequences, docs/isa.md section 11; native
-  // float operations on the interpreter's machine, float_isa.h) ----
+  // float operations on the interpreter's machine, isa.h's OpKind::Float) ----
   auto fout = [](uint32_t n) {
     std::string s;
     for (uint32_t i = 0; i < n; ++i) s += st_out("%f" + std::to_string(4 + i), i, "f32");

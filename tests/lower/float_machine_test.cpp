@@ -432,9 +432,9 @@ struct Runner {
   uint64_t pa, pb, pc, pd;
   std::vector<uint8_t> param_bytes;
 
-  Features features;
-  Runner(const std::string& text, const Params& p, bool for_model, const Features& f = {})
-      : params(p), model(for_model), img(load_module(text, p)), features(f) {
+  bool native;  // lowered with the machine's native float operations
+  Runner(const std::string& text, const Params& p, bool for_model, bool native_float = false)
+      : params(p), model(for_model), img(load_module(text, p)), native(native_float) {
     pa = img.alloc(kBatch * 4), pb = img.alloc(kBatch * 4), pc = img.alloc(kBatch * 4), pd = img.alloc(kBatch * 4);
     for (uint64_t x : {pa, pb, pc, pd}) {
       param_bytes.resize(param_bytes.size() + 8);
@@ -443,7 +443,7 @@ struct Runner {
     param_bytes.resize(param_bytes.size() + 4);
     std::memcpy(param_bytes.data() + 32, &kBatch, 4);
     prog = lower(img.module, "k", {{3, 1, 1}, {256, 1, 1}, 0, img.symbols}, params,
-                 {.for_model = for_model, .native_float = features.native_float});
+                 {.for_model = for_model, .native_float = native});
   }
   void put(uint64_t at, const std::vector<uint32_t>& v) {
     std::memcpy(&img.mem.bytes[at - img.mem.base], v.data(), v.size() * 4);
@@ -455,7 +455,7 @@ struct Runner {
   }
   // Returns the results; `instrs` gets the lane instructions executed.
   std::vector<uint32_t> run_machine(uint64_t& instrs) {
-    Interpreter in(prog, params, prog.ctas, prog.threads, param_bytes, img.mem, features);
+    Interpreter in(prog, params, prog.ctas, prog.threads, param_bytes, img.mem);
     in.run(100'000'000);
     EXPECT_EQ(in.fault().error, 0) << in.fault().message;
     instrs = in.stats().lane_instructions;
@@ -469,8 +469,8 @@ struct Runner {
 };
 
 // Machine instructions per thread of the kernel without the operation.
-uint64_t baseline(const Params& p, bool model, const Features& f = {}) {
-  Runner run(kernel("  mov.b32 %r20, %r11;"), p, model, f);
+uint64_t baseline(const Params& p, bool model, bool native = false) {
+  Runner run(kernel("  mov.b32 %r20, %r11;"), p, model, native);
   uint64_t n = 0;
   run.run_machine(n);
   return n;
@@ -482,7 +482,7 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
   const Params machine = default_params(), model = model_params();
   const Params cuda = cuda_params(16u << 20);
   const uint64_t base8 = baseline(machine, false), base_model = baseline(model, true),
-                 base_native = baseline(cuda, false, cuda_features());
+                 base_native = baseline(cuda, false, true);
   for (const Case& cs : cases()) {
     const std::string op = cs.name.substr(0, cs.name.find('.'));
     const int g = cs.kind == 2 ? 3
@@ -496,7 +496,7 @@ void check_all(uint64_t batches_machine, uint64_t batches_model, int group) {
     const std::string text = kernel(cs.body);
     Params model_rom = model;
     if (!cs.fits_model) model_rom.rom_blocks = 65536;
-    Runner r8(text, machine, false), rm(text, model_rom, true), rn(text, cuda, false, cuda_features());
+    Runner r8(text, machine, false), rm(text, model_rom, true), rn(text, cuda, false, true);
     floattest::Operands gen(std::hash<std::string>()(cs.name));
     std::vector<uint32_t> a(kBatch), b(kBatch), c(kBatch);
     uint64_t per8 = 0, per_model = 0, per_native = 0;

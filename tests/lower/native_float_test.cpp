@@ -1,4 +1,5 @@
-// The machine's native float operations (model_host/machine/float_isa.h)
+// The machine's native float operations (isa.h's OpKind::Float, executed by
+// model_host/machine/float_eval.h)
 // against the software floating point's generators (softfloat.h, evaluated
 // directly: constant operands fold every operation), bit for bit: every pair
 // of edge values (signed zeros, subnormals, extremes, infinities, NaNs,
@@ -18,7 +19,7 @@
 #include "model_host/lower/lower.h"
 #include "model_host/lower/softfloat.h"
 #include "model_host/machine/api.h"
-#include "model_host/machine/float_isa.h"
+#include "model_host/machine/float_eval.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
 
@@ -41,14 +42,14 @@ const Round kRounds[] = {Round::Rn, Round::Rz, Round::Rm, Round::Rp};
 const Rnd kRnds[] = {Rnd::Rn, Rnd::Rz, Rnd::Rm, Rnd::Rp};
 const Rnd kRndIs[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
 
-uint32_t native(FOp f, const FloatMod& m, uint32_t a, uint32_t b = 0, uint32_t c = 0) {
+uint32_t native(Op f, const FloatMod& m, uint32_t a, uint32_t b = 0, uint32_t c = 0) {
   // Register operands: the instruction as the lowering emits it.
   const Instr in = make_float(f, 0, Operand::reg(1), Operand::reg(2), Operand::reg(3), m);
   return eval_float(in, a, b, c);
 }
 FloatMod mod(Rnd r, bool ftz, bool sat) {
   FloatMod m;
-  m.rnd = r;
+  m.rnd = from_ptx(r);
   m.ftz = ftz;
   m.sat = sat;
   return m;
@@ -110,14 +111,14 @@ TEST(NativeFloat, AddSubMulFma) {
         const FloatMod m = mod(kRnds[r], ftz, sat);
         const Round rr = kRounds[r];
         const std::string s = std::string(".") + "r" + "nzmp"[r] + (ftz ? ".ftz" : "") + (sat ? ".sat" : "");
-        check("add" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(FOp::ADD, m, a, b); },
+        check("add" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(Op::FADD, m, a, b); },
               [&](uint32_t a, uint32_t b, uint32_t) { return folding().add(K(a), K(b), rr, ftz, sat).v; });
-        check("sub" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(FOp::SUB, m, a, b); },
+        check("sub" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(Op::FSUB, m, a, b); },
               [&](uint32_t a, uint32_t b, uint32_t) { return folding().sub(K(a), K(b), rr, ftz, sat).v; });
-        check("mul" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(FOp::MUL, m, a, b); },
+        check("mul" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(Op::FMUL, m, a, b); },
               [&](uint32_t a, uint32_t b, uint32_t) { return folding().mul(K(a), K(b), rr, ftz, sat).v; });
         check("fma" + s, 3, false, kPairs,
-              [&](uint32_t a, uint32_t b, uint32_t c) { return native(FOp::FMA, m, a, b, c); },
+              [&](uint32_t a, uint32_t b, uint32_t c) { return native(Op::FFMA, m, a, b, c); },
               [&](uint32_t a, uint32_t b, uint32_t c) { return folding().fma(K(a), K(b), K(c), rr, ftz, sat).v; });
       }
 }
@@ -130,10 +131,10 @@ TEST(NativeFloat, DivSqrt) {
         const FloatMod m = mod(kRnds[r], ftz, sat);
         const Round rr = kRounds[r];
         const std::string s = std::string(".") + "r" + "nzmp"[r] + (ftz ? ".ftz" : "") + (sat ? ".sat" : "");
-        check("div" + s, 2, false, n, [&](uint32_t a, uint32_t b, uint32_t) { return native(FOp::DIV, m, a, b); },
+        check("div" + s, 2, false, n, [&](uint32_t a, uint32_t b, uint32_t) { return native(Op::FDIV, m, a, b); },
               [&](uint32_t a, uint32_t b, uint32_t) { return folding().div(K(a), K(b), rr, ftz, sat).v; });
         if (sat) continue;
-        check("sqrt" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::SQRT, m, a); },
+        check("sqrt" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FSQRT, m, a); },
               [&](uint32_t a, uint32_t, uint32_t) { return folding().sqrt(K(a), rr, ftz).v; });
       }
 }
@@ -142,17 +143,17 @@ TEST(NativeFloat, MinMaxCompare) {
   for (bool ftz : {false, true}) {
     const FloatMod m = mod(Rnd::Rn, ftz, false);
     const std::string s = ftz ? ".ftz" : "";
-    check("min" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(FOp::MIN, m, a, b); },
+    check("min" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(Op::FMIN, m, a, b); },
           [&](uint32_t a, uint32_t b, uint32_t) { return folding().min(K(a), K(b), ftz).v; });
-    check("max" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(FOp::MAX, m, a, b); },
+    check("max" + s, 2, false, kPairs, [&](uint32_t a, uint32_t b, uint32_t) { return native(Op::FMAX, m, a, b); },
           [&](uint32_t a, uint32_t b, uint32_t) { return folding().max(K(a), K(b), ftz).v; });
     using C = ptx::Cmp;
     for (C c : {C::Eq, C::Ne, C::Lt, C::Le, C::Gt, C::Ge, C::Equ, C::Neu, C::Ltu, C::Leu, C::Gtu, C::Geu, C::Num,
                 C::Nan}) {
       FloatMod cm = m;
-      cm.cmp = c;
+      cm.cmp = from_ptx(c);
       check("setp." + std::to_string(int(c)) + s, 2, false, kPairs / 4,
-            [&](uint32_t a, uint32_t b, uint32_t) { return native(FOp::CMP, cm, a, b); },
+            [&](uint32_t a, uint32_t b, uint32_t) { return native(Op::FCMP, cm, a, b); },
             [&](uint32_t a, uint32_t b, uint32_t) { return folding().compare(c, K(a), K(b), ftz).v; });
     }
   }
@@ -166,7 +167,7 @@ TEST(NativeFloat, Conversions) {
       for (bool sat : {false, true}) {
         const FloatMod m = mod(kRnds[r], false, sat);
         check(std::string("cvt") + s + (sat ? ".sat" : "") + ".f32." + (sgn ? "s32" : "u32"), 1, true, kPairs,
-              [&](uint32_t a, uint32_t, uint32_t) { return native(sgn ? FOp::I2F : FOp::U2F, m, a); },
+              [&](uint32_t a, uint32_t, uint32_t) { return native(sgn ? Op::I2F : Op::U2F, m, a); },
               [&](uint32_t a, uint32_t, uint32_t) {
                 auto g = folding();
                 Operand x = g.from_int32(K(a), sgn, rr);
@@ -178,14 +179,14 @@ TEST(NativeFloat, Conversions) {
         // The lowering passes the plain rounding (cvt.rzi.s32.f32 as .rz).
         const FloatMod m = mod(kRnds[r], ftz, false);
         check(std::string("cvt") + s + "i" + (ftz ? ".ftz" : "") + (sgn ? ".s32" : ".u32") + ".f32", 1, false, kPairs,
-              [&](uint32_t a, uint32_t, uint32_t) { return native(sgn ? FOp::F2I : FOp::F2U, m, a); },
+              [&](uint32_t a, uint32_t, uint32_t) { return native(sgn ? Op::F2I : Op::F2U, m, a); },
               [&](uint32_t a, uint32_t, uint32_t) { return folding().to_int32(K(a), sgn, 32, rr, ftz).v; });
       }
     for (bool ftz : {false, true})
       for (bool sat : {false, true}) {
         const FloatMod m = mod(kRndIs[r], ftz, sat);
         check(std::string("cvt") + s + "i" + (ftz ? ".ftz" : "") + (sat ? ".sat" : "") + ".f32.f32", 1, false, kPairs,
-              [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::RINT, m, a); },
+              [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FRINT, m, a); },
               [&](uint32_t a, uint32_t, uint32_t) { return folding().round_int(K(a), true, rr, ftz, sat).v; });
       }
   }
@@ -193,7 +194,7 @@ TEST(NativeFloat, Conversions) {
     for (bool sat : {false, true}) {
       const FloatMod m = mod(Rnd::None, ftz, sat);
       check(std::string("cvt") + (ftz ? ".ftz" : "") + (sat ? ".sat" : "") + ".f32.f32", 1, false, kPairs,
-            [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::RINT, m, a); },
+            [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FRINT, m, a); },
             [&](uint32_t a, uint32_t, uint32_t) { return folding().round_int(K(a), false, Round::Rn, ftz, sat).v; });
     }
 }
@@ -203,15 +204,15 @@ TEST(NativeFloat, ApproximateFunctions) {
   for (bool ftz : {false, true}) {
     const FloatMod m = mod(Rnd::Rn, ftz, false);
     const std::string s = ftz ? ".ftz" : "";
-    check("ex2" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::EX2, m, a); },
+    check("ex2" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FEX2, m, a); },
           [&](uint32_t a, uint32_t, uint32_t) { return folding().ex2(K(a), ftz).v; });
-    check("lg2" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::LG2, m, a); },
+    check("lg2" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FLG2, m, a); },
           [&](uint32_t a, uint32_t, uint32_t) { return folding().lg2(K(a), ftz).v; });
-    check("sin" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::SIN, m, a); },
+    check("sin" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FSIN, m, a); },
           [&](uint32_t a, uint32_t, uint32_t) { return folding().sin(K(a), ftz).v; });
-    check("cos" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::COS, m, a); },
+    check("cos" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FCOS, m, a); },
           [&](uint32_t a, uint32_t, uint32_t) { return folding().cos(K(a), ftz).v; });
-    check("tanh" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(FOp::TANH, m, a); },
+    check("tanh" + s, 1, false, n, [&](uint32_t a, uint32_t, uint32_t) { return native(Op::FTANH, m, a); },
           [&](uint32_t a, uint32_t, uint32_t) { return folding().tanh(K(a), ftz).v; });
   }
 }
@@ -239,8 +240,8 @@ Program add_program(uint32_t lanes = 32) {
   tid.a = Operand::reg(7);
   tid.b = Operand::reg(6);
   b.instrs.push_back(tid);
-  b.instrs.push_back(make_float(FOp::I2F, 1, Operand::reg(4), K(0), K(0), mod(Rnd::Rn, false, false)));
-  b.instrs.push_back(make_float(FOp::ADD, 3, Operand::reg(1), K(0x3EAAAAABu), K(0), mod(Rnd::Rz, false, false)));
+  b.instrs.push_back(make_float(Op::I2F, 1, Operand::reg(4), K(0), K(0), mod(Rnd::Rn, false, false)));
+  b.instrs.push_back(make_float(Op::FADD, 3, Operand::reg(1), K(0x3EAAAAABu), K(0), mod(Rnd::Rz, false, false)));
   Instr addr;
   addr.op = Op::SHL;
   addr.dst = 5;
@@ -263,10 +264,12 @@ Program add_program(uint32_t lanes = 32) {
 
 TEST(NativeFloat, OnlyMachinesWithThemRunThem) {
   const Program prog = add_program();
-  EXPECT_NO_THROW(validate(prog, cuda_params(1u << 20), cuda_features()));
-  for (const Params& p : {default_params(), model_params(), cuda_params(1u << 20)})
+  EXPECT_NO_THROW(validate(prog, cuda_params(1u << 20)));
+  Params cuda_without = cuda_params(1u << 20);
+  cuda_without.native_float = false;
+  for (const Params& p : {default_params(), model_params(), cuda_without})
     try {
-      validate(prog, p, Features{});
+      validate(prog, p);
       ADD_FAILURE() << "a float operation passed validation on a machine without native floats";
     } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find("native floating-point operation"), std::string::npos) << e.what();
@@ -275,13 +278,21 @@ TEST(NativeFloat, OnlyMachinesWithThemRunThem) {
   launch::GlobalMemory mem;
   mem.base = default_params().global_base;
   mem.bytes = launch::DeviceBytes(1u << 20);
-  EXPECT_THROW(Interpreter(prog, cuda_params(1u << 20), 1, 32, {}, mem), std::invalid_argument);
-  // An op value past both tables.
+  EXPECT_THROW(Interpreter(prog, cuda_without, 1, 32, {}, mem), std::invalid_argument);
+  // An op value past the table, and invalid modifiers.
   Program bad = prog;
-  bad.blocks[0].instrs[4].op = Op(kFloatOpBase + kFOpCount);
-  EXPECT_THROW(validate(bad, cuda_params(1u << 20), cuda_features()), std::invalid_argument);
   bad.blocks[0].instrs[4].op = Op(kOpCount);
-  EXPECT_THROW(validate(bad, cuda_params(1u << 20), cuda_features()), std::invalid_argument);
+  EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);
+  bad.blocks[0].instrs[4].op = Op(255);
+  EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);
+  bad = prog;
+  bad.blocks[0].instrs[4].fmod.rnd = FRnd(uint8_t(FRnd::Rpi) + 1);
+  EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);
+  bad = prog;
+  bad.blocks[0].instrs[4] = make_float(Op::FCMP, 1, Operand::reg(4), Operand::reg(4), Operand::k(0), FloatMod{});
+  EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);  // no comparison
+  bad.blocks[0].instrs[4].fmod.cmp = FCmp::Lt;
+  EXPECT_NO_THROW(validate(bad, cuda_params(1u << 20)));
 }
 
 TEST(NativeFloat, InterpreterRunsWarpsAndRecords) {
@@ -293,7 +304,7 @@ TEST(NativeFloat, InterpreterRunsWarpsAndRecords) {
       launch::GlobalMemory mem;
       mem.base = p.global_base;
       mem.bytes = launch::DeviceBytes(1u << 20);
-      Interpreter in(prog, p, 1, 20, {}, mem, cuda_features());  // 20 threads: a partial warp
+      Interpreter in(prog, p, 1, 20, {}, mem);  // 20 threads: a partial warp
       StepRecord rec;
       if (record)
         while (in.step(&rec)) {
@@ -349,9 +360,13 @@ TEST(NativeFloat, LoweringEmitsThemWhenAsked) {
     for (const Block& b : prog.blocks)
       for (const Instr& in : b.instrs) floats += is_float(in.op);
     EXPECT_EQ(floats > 0, nat);
-    if (nat) EXPECT_THROW(validate(prog, p, Features{}), std::invalid_argument);
+    if (nat) {
+      Params without = p;
+      without.native_float = false;
+      EXPECT_THROW(validate(prog, without), std::invalid_argument);
+    }
     launch::GlobalMemory mem = img.mem;
-    Interpreter in(prog, p, prog.ctas, prog.threads, params, mem, cuda_features());
+    Interpreter in(prog, p, prog.ctas, prog.threads, params, mem);
     in.run();
     ASSERT_EQ(in.fault().error, 0) << in.fault().message;
     lane_instrs[nat] = in.stats().lane_instructions;

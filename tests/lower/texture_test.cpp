@@ -114,7 +114,8 @@ struct Bench {
   // Runs the kernel on the PTX-level interpreter and on the lowering:
   // returns both result arrays.
   // `native`: the lowering with the machine's native float operations
-  // (float_isa.h) for the fetch's f32 arithmetic.
+  // (isa.h, OpKind::Float) for the fetch's f32 arithmetic, on the machine
+  // declaring them.
   std::pair<std::vector<uint32_t>, std::vector<uint32_t>> run(bool for_model = false, bool native = false) {
     uint64_t rec = put(records), out = img.alloc(n * 16);
     std::vector<uint8_t> pb(20);
@@ -128,9 +129,11 @@ struct Bench {
     std::vector<uint32_t> want(n * 4), got(n * 4);
     std::memcpy(want.data(), &img.mem.bytes[out - img.mem.base], n * 16);
     img.mem = snapshot;
-    Program prog = lower(img.module, "k", {{grid, 1, 1}, {block, 1, 1}, 0, img.symbols}, params,
+    Params machine = params;
+    if (native) machine.native_float = true;
+    Program prog = lower(img.module, "k", {{grid, 1, 1}, {block, 1, 1}, 0, img.symbols}, machine,
                          {.for_model = for_model, .native_float = native});
-    Interpreter in(prog, params, prog.ctas, prog.threads, pb, img.mem, Features{.native_float = native});
+    Interpreter in(prog, machine, prog.ctas, prog.threads, pb, img.mem);
     in.run(2'000'000'000);
     EXPECT_EQ(in.fault().error, 0) << in.fault().message;
     lane_instructions = in.stats().lane_instructions;

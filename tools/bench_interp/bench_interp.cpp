@@ -184,12 +184,11 @@ int main(int argc, char** argv) {
     ModuleImage img = load_module(ptx, params);
     std::vector<uint8_t> args = c.setup(img);
     for (int soft = softfloat ? 1 : 0; soft >= 0; --soft) {
-    const Features features{.native_float = !soft};
     const Program prog = lower(img.module, c.kernel, {c.grid, c.block, 0, img.symbols}, params,
-                               {.native_float = features.native_float});
+                               {.native_float = !soft});
     for (int pass = 0; pass < (record ? 2 : 1); ++pass) {
       launch::GlobalMemory mem = img.mem;
-      Interpreter interp(prog, params, prog.ctas, prog.threads, args, mem, features);
+      Interpreter interp(prog, params, prog.ctas, prog.threads, args, mem);
       const double c0 = cpu_seconds();
       if (pass == 0) {
         interp.run();

@@ -28,15 +28,14 @@ qgpu::cli::Register reg("compile", [](CLI::App& app) {
     if ((model || cuda) && opt->lanes)
       throw std::invalid_argument("--lanes and --machine " + *machine + " exclude each other");
     Params p = model ? model_params() : cuda ? cuda_params() : opt->params();
-    const Features features = cuda ? cuda_features() : Features{};
     ModuleImage img = load_module(ptx_of_file(opt->file), p);
     LaunchShape shape{opt->grid_dim(), opt->block_dim(), opt->dynamic_smem, img.symbols};
     int rc = 0;
     for (auto& f : img.module.functions) {
       if (!f.is_entry || !f.has_body || (!opt->kernel.empty() && f.name != opt->kernel)) continue;
       try {
-        Program prog = lower(img.module, f.name, shape, p, {.for_model = model, .native_float = features.native_float});
-        std::cout << to_string_any(prog);
+        Program prog = lower(img.module, f.name, shape, p, {.for_model = model, .native_float = p.native_float});
+        std::cout << to_string(prog);
         if (model) {
           auto why = model_unsupported(prog);
           std::cout << "// model circuit: " << (why ? *why : "yes") << "\n";
