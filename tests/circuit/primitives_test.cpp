@@ -235,11 +235,24 @@ void thirty_two_bit(Precision precision, unsigned seed = 5) {
      precision == Precision::Fp32 ? kPairsPerPart : scaled(5'000), precision, seed);
 }
 
-// Two million random pairs for every word operation, whatever the scale:
-// four streams of half a million (each about 70 CPU-s and 0.8 GB), so that
-// two test processes share them.
+// The random streams below run the first stream of each test in every test
+// run; QGPU_CIRCUIT_ALL_STREAMS=1 runs them all (docs/circuit.md).
+bool all_streams() {
+  const char* v = std::getenv("QGPU_CIRCUIT_ALL_STREAMS");
+  return v && *v && std::string(v) != "0";
+}
+#define QGPU_FIRST_STREAM_UNLESS_ALL(first)                                                     \
+  if (GetParam() != (first) && !all_streams())                                                 \
+    GTEST_SKIP() << "one stream per test in a default run; QGPU_CIRCUIT_ALL_STREAMS=1 runs all"
+
+// Half a million random pairs for every word operation in every run, two
+// million with all four streams (each about 70 CPU-s and 0.8 GB), which two
+// test processes share.
 class ThirtyTwoBitRandom : public ::testing::TestWithParam<unsigned> {};
-TEST_P(ThirtyTwoBitRandom, HalfAMillionPairs) { thirty_two_bit(Precision::Fp32, GetParam()); }
+TEST_P(ThirtyTwoBitRandom, HalfAMillionPairs) {
+  QGPU_FIRST_STREAM_UNLESS_ALL(5u);
+  thirty_two_bit(Precision::Fp32, GetParam());
+}
 INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitRandom, ::testing::Values(5u, 6u, 7u, 8u));
 
 // bf16 weights, and bf16 activations: the count of mismatches per primitive
@@ -247,14 +260,16 @@ INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitRandom, ::testing::Value
 TEST(CircuitPrimitives, ThirtyTwoBitBf16WeightsMeasured) { thirty_two_bit(Precision::Bf16Weights); }
 TEST(CircuitPrimitives, ThirtyTwoBitBf16ActivationsMeasured) { thirty_two_bit(Precision::Bf16Activations); }
 
-// A million random pairs for each multiply, whatever the scale, in streams
-// of half a million (low half) and a quarter of a million (high halves,
-// about three times the work per pair), so that two test processes share
-// them.  A stream's seed draws its pairs.
+// A million random pairs for each multiply with all streams, in streams of
+// half a million (low half) and a quarter of a million (high halves, about
+// three times the work per pair), so that two test processes share them; a
+// default run takes the first stream of each.  A stream's seed draws its
+// pairs.
 constexpr size_t kMultiplyPairs = 1'000'000;
 
 class ThirtyTwoBitMultiply : public ::testing::TestWithParam<unsigned> {};
 TEST_P(ThirtyTwoBitMultiply, LowHalf) {
+  QGPU_FIRST_STREAM_UNLESS_ALL(9u);
   Operands32 o;
   o.run({{"mul32", mul_lo(o.b.p, "mul", o.a, o.c), [](uint64_t x, uint64_t y) { return (x * y) & kMask32; }}},
         "32-bit multiply, random", kMultiplyPairs / 2, Precision::Fp32, GetParam());
@@ -263,6 +278,7 @@ INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitMultiply, ::testing::Val
 
 class ThirtyTwoBitMultiplyHigh : public ::testing::TestWithParam<unsigned> {};
 TEST_P(ThirtyTwoBitMultiplyHigh, UnsignedAndSigned) {
+  QGPU_FIRST_STREAM_UNLESS_ALL(11u);
   Operands32 o;
   auto s32 = [](uint64_t v) { return static_cast<int64_t>(static_cast<int32_t>(v)); };
   const Word hu = mul_hi(o.b.p, "mulhu", o.a, o.c);
