@@ -24,6 +24,7 @@
 #include "model_host/model_cache/build_model.h"
 #include "model_host/tokens/vocab.h"
 #include "process.h"
+#include "temp_files.h"
 
 namespace fs = std::filesystem;
 using qgpu::test::run;
@@ -49,22 +50,9 @@ constexpr double kTimeout = 600;
   return true;
 }();
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "qgpu-model-run-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
-};
+using qgpu::test::TempDir;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using qgpu::test::slurp;
 
 std::string report(const qgpu::test::Result& r) { return "\nstdout:\n" + r.out + "\nstderr:\n" + r.err; }
 

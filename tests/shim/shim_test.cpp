@@ -16,6 +16,7 @@
 
 #include "elf_sections.h"
 #include "process.h"
+#include "temp_files.h"
 
 namespace fs = std::filesystem;
 using qgpu::test::run;
@@ -26,22 +27,9 @@ const std::string kPrograms = QGPU_TEST_PROGRAMS;
 const std::string kSamples = QGPU_SAMPLES_DIR;
 const std::string kCudart = QGPU_CUDART_LIB;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using qgpu::test::slurp;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "qgpu-shim-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path path;
-};
+using qgpu::test::TempDir;
 
 // A model_host serving one test.
 class Daemon {
