@@ -154,6 +154,7 @@ class Lowerer : public Emitter {
   void lower_atom32(const ptx::Instr& in, Space sp, Operand addr);
   void lower_atom64(const ptx::Instr& in, Space sp, Operand addr);
   void lower_atom_float(const ptx::Instr& in, Space sp, Operand addr);  // lower_atomic_float.h
+  V lanes_in_turn(const std::function<V()>& body);  // each lane of the warp in turn
   bool is_generic(const ptx::Instr& in, const ptx::Operand& addr_op);
   void dispatch_generic(Operand a, const std::function<void(Space, Operand)>& access);
   void lower_match(const ptx::Instr& in);

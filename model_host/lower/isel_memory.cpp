@@ -176,20 +176,7 @@ void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
         st(sp, hi_addr, 0, 4, nw.hi);
         return o;
       };
-      if (p_.lanes == 1) {
-        old = read_modify_write();
-        break;
-      }
-      uint32_t i = op(Op::MOV, K(0));
-      uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
-      place(loop);
-      br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
-      place(mine);
-      old = read_modify_write();
-      place(next);
-      opd(i, Op::ADD, R(i), K(1));
-      br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
-      place(done);
+      old = lanes_in_turn(read_modify_write);
       break;
     }
     default: unsupported(in, "is a 64-bit atomic operation the machine does not have");
@@ -215,22 +202,28 @@ void Lowerer::lower_atom_float(const ptx::Instr& in, Space sp, Operand addr) {
     if (bytes == 8) st(sp, addr, 4, 4, nw.second);
     return o;
   };
-  V old;
-  if (p_.lanes == 1) {
-    old = read_modify_write();
-  } else {
-    uint32_t i = op(Op::MOV, K(0));
-    uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
-    place(loop);
-    br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
-    place(mine);
-    old = read_modify_write();
-    place(next);
-    opd(i, Op::ADD, R(i), K(1));
-    br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
-    place(done);
-  }
+  const V old = lanes_in_turn(read_modify_write);
   if (!red) write(in.ops[0], in.type, old);
+}
+
+// `body` once for each lane of the machine warp in turn, lane 0 first: a loop
+// whose pass i runs the body on lane i alone (on a one-lane machine, the body
+// itself).  The warp runs uninterrupted, so each pass is atomic with respect
+// to other warps.  Returns the body's value, which each lane keeps from its
+// own pass.
+V Lowerer::lanes_in_turn(const std::function<V()>& body) {
+  if (p_.lanes == 1) return body();
+  uint32_t i = op(Op::MOV, K(0));
+  uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
+  place(loop);
+  br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
+  place(mine);
+  const V v = body();
+  place(next);
+  opd(i, Op::ADD, R(i), K(1));
+  br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
+  place(done);
+  return v;
 }
 
 }  // namespace qgpu::machine::lowering
