@@ -8,9 +8,10 @@
 // operations (shuffles, ballot, activemask, __syncwarp), the
 // --dump-tokens and --stats formats agree with each other and with the
 // vocabulary, launches the model cannot hold fail with errors naming why, the
-// shim-spawned daemon runs the model by default, two builds give the same
-// bytes, and a changed ALU weight makes --check report a divergence and the
-// result go wrong: the model, not the host, computes.
+// shim-spawned daemon runs the model by default, two clients' launches run
+// at the same time, two builds give the same bytes, and a changed ALU weight
+// makes --check report a divergence and the result go wrong: the model, not
+// the host, computes.
 #include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
 
 #include <gtest/gtest.h>
@@ -38,6 +39,7 @@ const std::string kDotProduct = std::string(QGPU_SAMPLES_DIR) + "/dot_product";
 const std::string kLimits = std::string(QGPU_TEST_PROGRAMS) + "/model_limits";
 const std::string kWarpOps = std::string(QGPU_TEST_PROGRAMS) + "/warp_ops";
 const std::string kPersistent = std::string(QGPU_TEST_PROGRAMS) + "/persistent";
+const std::string kSpin = std::string(QGPU_TEST_PROGRAMS) + "/spin";
 constexpr double kTimeout = 600;
 
 
@@ -212,35 +214,50 @@ TEST(ModelRun, ShimSpawnedDaemonRunsTheModelByDefault) {
 
 // Two programs on one daemon: the model backend runs their launches at the
 // same time (the model is immutable; each launch has its own state), each
-// checked token by token.  The daemon's log gives each launch's end and the
-// backend's own seconds (waiting for the model or another launch left out):
-// the two intervals overlap over most of the shorter one, which one launch
-// at a time could not give.
+// checked token by token.  A long launch starts first; a short one is issued
+// once the long one's launch has been issued.  The daemon's log gives each
+// launch's end and the backend's own seconds (waiting for the model or another
+// launch left out): the short launch runs inside the long one, which one
+// launch at a time could not give (the short one would start after the long
+// one ended).  An order of events, not a ratio of times: load on the machine
+// stretches both alike.
 TEST(ModelRun, TwoClientsLaunchAtTheSameTime) {
   Daemon d({"--check"});
+  for (int i = 0; i < 2400 && slurp(d.log).find("the model is ready") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const fs::path issued = d.dir.path / "long-launch-issued";
   qgpu::test::Result a, b;
-  std::thread other([&] { a = run({kDotProduct}, d.env(), kTimeout); });
-  b = run({kDotProduct}, d.env(), kTimeout);
+  std::thread other([&] { a = run({kSpin, "400", issued.string()}, d.env(), kTimeout); });
+  for (int i = 0; i < 2400 && !fs::exists(issued); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const bool long_issued = fs::exists(issued);
+  if (long_issued) b = run({kSpin, "20"}, d.env(), kTimeout);
   other.join();
-  for (const auto* r : {&a, &b}) {
-    EXPECT_EQ(r->status, 0) << report(*r);
-    EXPECT_NE(r->out.find("= 32\nPASSED"), std::string::npos) << report(*r);
-  }
+  ASSERT_TRUE(long_issued) << report(a);
+  EXPECT_EQ(a.status, 0) << report(a);
+  EXPECT_NE(a.out.find("spin 400 = "), std::string::npos) << report(a);
+  EXPECT_EQ(b.status, 0) << report(b);
+  EXPECT_NE(b.out.find("spin 20 = "), std::string::npos) << report(b);
+  for (const auto* r : {&a, &b}) EXPECT_NE(r->out.find("\nPASSED"), std::string::npos) << report(*r);
   const std::string log = slurp(d.log);
-  std::regex line("\\[model_host (\\d+):(\\d+):([0-9.]+)\\] session \\S+ \\([^)]*\\): \\S+ grid .*: ok, \\d+ steps in ([0-9.e+-]+) s");
-  std::vector<std::pair<double, double>> spans;  // [start, end] in seconds of the day
+  std::regex line("\\[model_host (\\d+):(\\d+):([0-9.]+)\\] session \\S+ \\([^)]*\\): \\S+ grid .*: ok, (\\d+) steps in ([0-9.e+-]+) s");
+  struct Span { long steps; double start, end; };
+  std::vector<Span> spans;
   for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
     const double end = std::stod((*it)[1]) * 3600 + std::stod((*it)[2]) * 60 + std::stod((*it)[3]);
-    spans.push_back({end - std::stod((*it)[4]), end});
+    spans.push_back({std::stol((*it)[4]), end - std::stod((*it)[5]), end});
   }
   ASSERT_EQ(spans.size(), 2u) << log;
-  for (auto& [x, y] : spans)  // across midnight
-    if (std::max(spans[0].second, spans[1].second) - y > 43200) x += 86400, y += 86400;
-  // Most of the shorter one (one after the other, they would share only the
-  // few milliseconds between a launch's end and its log line).
-  const double overlap = std::min(spans[0].second, spans[1].second) - std::max(spans[0].first, spans[1].first);
-  const double shorter = std::min(spans[0].second - spans[0].first, spans[1].second - spans[1].first);
-  EXPECT_GT(overlap, 0.5 * shorter) << log;
+  for (auto& s : spans)  // across midnight
+    if (std::max(spans[0].end, spans[1].end) - s.end > 43200) s.start += 86400, s.end += 86400;
+  if (spans[0].steps < spans[1].steps) std::swap(spans[0], spans[1]);
+  const Span& longer = spans[0];
+  const Span& shorter = spans[1];
+  ASSERT_GT(longer.steps, 10 * shorter.steps) << log;
+  // The log's millisecond stamps and the moment each line is written allow a
+  // few milliseconds; one after the other would be off by the long launch.
+  constexpr double kSlack = 0.05;
+  EXPECT_GE(shorter.start, longer.start - kSlack) << log;
+  EXPECT_LE(shorter.end, longer.end + kSlack) << log;
 }
 
 TEST(ModelRun, RefusesWhatTheModelCannotHold) {
