@@ -8,9 +8,11 @@
 // With --machine model, the kernels are lowered for the model's machine, the
 // samples run on it (backend model-trace: the reference interpreter writes
 // the trace the model must write), columns give the tokens of that trace
-// (prompt and generated, summed over launches), and a column says whether
-// the model's circuit can run every kernel, or names the first thing it
-// cannot.
+// (prompt and generated, summed over launches) and the generated tokens per
+// step (the model's machine runs one instruction per step: tokens per
+// executed thread-instruction), a column says whether the model's circuit can
+// run every kernel, or names the first thing it cannot, and a last line sums
+// the samples that ran.
 #include <unistd.h>
 
 #include <cstdio>
@@ -107,8 +109,16 @@ qgpu::cli::Register reg("suite-table", [](CLI::App& app) {
     if (!manifest)
       throw std::runtime_error((d / "manifest.txt").string() + " not found: is this a samples build directory?");
     std::cout << "| sample | kernels (lowered) | machine instructions | blocks | launches | interpreter steps | result |"
-              << (model ? " prompt tokens | generated tokens | model circuit |\n" : "\n")
-              << "| --- | --- | --- | --- | --- | --- | --- |" << (model ? " --- | --- | --- |\n" : "\n");
+              << (model ? " prompt tokens | generated tokens | generated per step | model circuit |\n" : "\n")
+              << "| --- | --- | --- | --- | --- | --- | --- |" << (model ? " --- | --- | --- | --- |\n" : "\n");
+    uint64_t total_steps = 0, total_generated = 0, total_prompt = 0;
+    int counted = 0;
+    auto ratio = [](uint64_t tokens, uint64_t steps) {
+      if (steps == 0) return std::string("-");
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.3f", double(tokens) / double(steps));
+      return std::string(buf);
+    };
     std::vector<std::string> notes;
     // Samples too large for the model's device (samples/CMakeLists.txt).
     std::set<std::string> interpreter_only;
@@ -125,11 +135,22 @@ qgpu::cli::Register reg("suite-table", [](CLI::App& app) {
       row.name = name;
       lower_sample(d, row, *block, model);
       if (!*no_run) run_sample(d, row, model ? "model-trace" : "interpreter");
+      std::string per_step = "-";
+      if (row.generated != "-") {
+        const uint64_t steps = std::stoull(row.steps), generated = std::stoull(row.generated);
+        per_step = ratio(generated, steps);
+        total_steps += steps, total_generated += generated, total_prompt += std::stoull(row.prompt), ++counted;
+      }
       std::cout << "| " << row.name << " | " << row.kernels << " (" << row.lowered << ") | " << row.instructions
                 << " | " << row.blocks << " | " << row.launches << " | " << row.steps << " | " << row.result << " |"
-                << (model ? " " + row.prompt + " | " + row.generated + " | " + row.model_circuit + " |\n" : "\n");
+                << (model ? " " + row.prompt + " | " + row.generated + " | " + per_step + " | " + row.model_circuit + " |\n"
+                          : "\n");
       if (!row.note.empty()) notes.push_back(row.name + ": " + row.note);
     }
+    if (model && counted > 0)
+      std::cout << "\n" << counted << " samples: " << total_steps << " steps, " << total_prompt << " prompt tokens, "
+                << total_generated << " generated tokens, " << ratio(total_generated, total_steps)
+                << " generated per step\n";
     for (auto& n : notes) std::cout << "\n- " << n;
     if (!notes.empty()) std::cout << "\n";
     return 0;
