@@ -563,6 +563,7 @@ void Matrix::prepare_cut(const std::vector<float>& cut) {
 void Matrix::derive_cut() {
   cut_blocks_ = {};
   cut_rows_ = {};
+  cut_short_ = {};
   cut_col_ptr_ = {};
   cut_ranges_ = {};
   cut_hub_reach_[0] = cut_hub_reach_[1] = {};
@@ -598,6 +599,8 @@ void Matrix::derive_cut() {
     std::sort(keyed.begin(), keyed.end());
     for (const auto& k : keyed) cut_rows_.push_back(k.second);
   }
+  cut_short_.resize(cut_rows_.size());
+  for (size_t k = 0; k < cut_rows_.size(); ++k) cut_short_[k] = short_row(cut_rows_[k]);
   for (size_t k = 0; k < cut_rows_.size(); ++k) {
     const bool always = k < n_always;
     if (k == 0 || k == n_always || cut_blocks_.back().end - cut_blocks_.back().first >= kCutRows)
@@ -762,12 +765,15 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
   const float x_hub = hub_col_ >= 0 ? x[hub_col_] : 0.0f;  // +-0 when not listed
   const double xh = x_hub;
   // The bound of each group the input reaches; the groups that may hold a
-  // row reaching its cut are then bounded block by block.
-  for (const int32_t* c = nz; c != nz_end; ++c) {
-    if (*c == hub_col_ || !((col_used_[*c / 64] >> (*c % 64)) & 1)) continue;
-    s.columns.push_back(*c);
-    const double xc = x[*c];
-    for (const CutRange *r = &group_ranges_[group_col_ptr_[*c]], *end = &group_ranges_[group_col_ptr_[*c + 1]]; r != end;
+  // row reaching its cut are then bounded block by block.  The columns'
+  // runs are scattered over the matrix's indexes (a cache miss each): they
+  // are all requested first, so that their misses overlap.
+  for (const int32_t* c = nz; c != nz_end; ++c)
+    if (*c != hub_col_ && ((col_used_[*c / 64] >> (*c % 64)) & 1)) s.columns.push_back(*c);
+  for (int32_t c : s.columns) __builtin_prefetch(&group_ranges_[group_col_ptr_[c]]);
+  for (int32_t c : s.columns) {
+    const double xc = x[c];
+    for (const CutRange *r = &group_ranges_[group_col_ptr_[c]], *end = &group_ranges_[group_col_ptr_[c + 1]]; r != end;
          ++r) {
       if (group_state[r->block] == 0) {
         group_state[r->block] = 1;
@@ -786,6 +792,11 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
     }
   }
   if (any_group)
+    for (int32_t c : s.columns)
+      for (const CutRange *g = &group_ranges_[group_col_ptr_[c]], *g_end = &group_ranges_[group_col_ptr_[c + 1]];
+           g != g_end; ++g)
+        if (group_state[g->block] == 2) __builtin_prefetch(&cut_ranges_[g->begin]);
+  if (any_group)
     for (int32_t c : s.columns) {
       const double xc = x[c];
       for (const CutRange *g = &group_ranges_[group_col_ptr_[c]], *g_end = &group_ranges_[group_col_ptr_[c + 1]];
@@ -796,6 +807,7 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
             state[r->block] = 1;
             s.reached.push_back(r->block);
           }
+          __builtin_prefetch(&by_col_[r->begin]);  // scattered below if the block is computed
           add_bound(high, size, r->block, r->lo, r->hi, xc);
         }
       }
@@ -806,6 +818,8 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
     if (!(bound_of(high[b], size[b], block.slack) < block.cut)) {
       state[b] = 2;
       s.computed.push_back(b);
+      __builtin_prefetch(&cut_rows_[block.first]);
+      if (xh != 0.0 && block.hub_begin != block.hub_end) __builtin_prefetch(&by_col_[block.hub_begin]);
     }
   }
   // Blocks the hub alone may lift; their groups' runs are scattered too.
@@ -852,12 +866,12 @@ void Matrix::cut_sparse(const float* x, const int32_t* nz, const int32_t* nz_end
     // A row's sum starts at +0 and is never -0; below the bound it is exact.
     for (int32_t b : s.computed) {
       const CutBlock& block = cut_blocks_[b];
-      for (const int32_t *k = cut_rows_.data() + block.first, *k_end = cut_rows_.data() + block.end; k != k_end; ++k) {
-        const auto r = static_cast<uint32_t>(*k);
+      for (int32_t k = block.first; k != block.end; ++k) {
+        const auto r = static_cast<uint32_t>(cut_rows_[k]);
         Scratch::Row& row = rows[r];
         const Scratch::Row done = row;
         row = Scratch::Row{};
-        y[r] = done.magnitude < kExactBound || short_row(r) ? done.sum : row_dot(r, x);
+        y[r] = done.magnitude < kExactBound || cut_short_[k] ? done.sum : row_dot(r, x);
         computed[r / 64] |= uint64_t{1} << (r % 64);
       }
       state[b] = 0;

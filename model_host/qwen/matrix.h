@@ -288,6 +288,7 @@ class Matrix {
   std::vector<HubReach> cut_hub_reach_[2];  // [0]: x[hub] > 0, [1]: x[hub] < 0
   std::vector<CutBlock> cut_blocks_;
   std::vector<int32_t> cut_rows_;
+  std::vector<uint8_t> cut_short_;     // per entry of cut_rows_: short_row() of its row
   std::vector<uint32_t> cut_col_ptr_;
   std::vector<CutRange> cut_ranges_;
   // Groups of kCutGroup consecutive cut blocks, bounded first: a group's

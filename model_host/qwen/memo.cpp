@@ -4,6 +4,43 @@
 
 namespace qgpu::qwen {
 
+SublayerMemo::SublayerMemo(size_t capacity) : capacity_(capacity) {
+  if (capacity_ == 0) return;
+  size_t n = 2;
+  slot_shift_ = 63;
+  while (n < 2 * capacity_) {
+    n *= 2;
+    --slot_shift_;
+  }
+  slots_.assign(n, Slot{0, kEmpty});
+  entries_.reserve(capacity_);
+}
+
+size_t SublayerMemo::slot_of(uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  size_t i = static_cast<size_t>((hash * 0x9e3779b97f4a7c15ull) >> slot_shift_);
+  while (slots_[i].entry != kEmpty && slots_[i].hash != hash) i = (i + 1) & mask;
+  return i;
+}
+
+void SublayerMemo::erase_slot(size_t i) {
+  const size_t mask = slots_.size() - 1;
+  for (size_t j = (i + 1) & mask; slots_[j].entry != kEmpty; j = (j + 1) & mask) {
+    // Slot j may move back to i unless its home lies cyclically in (i, j].
+    const size_t home = static_cast<size_t>((slots_[j].hash * 0x9e3779b97f4a7c15ull) >> slot_shift_);
+    const bool stays = i < j ? (home > i && home <= j) : (home > i || home <= j);
+    if (stays) continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i].entry = kEmpty;
+}
+
+void SublayerMemo::unindex(size_t e) {
+  const size_t i = slot_of(entries_[e].hash);
+  if (slots_[i].entry == e) erase_slot(i);
+}
+
 bool SublayerMemo::set_key(const int32_t* cols, const int32_t* cols_end, const float* x) {
   if (static_cast<size_t>(cols_end - cols) > kMaxColumns) return false;
   key_.clear();
@@ -21,8 +58,11 @@ bool SublayerMemo::set_key(const int32_t* cols, const int32_t* cols_end, const f
 }
 
 const SublayerMemo::Output* SublayerMemo::find() const {
-  const auto it = index_.find(hash_);
-  const Output* out = it != index_.end() && entries_[it->second].key == key_ ? &entries_[it->second].out : nullptr;
+  const Output* out = nullptr;
+  if (!slots_.empty()) {
+    const Slot& slot = slots_[slot_of(hash_)];
+    if (slot.entry != kEmpty && entries_[slot.entry].key == key_) out = &entries_[slot.entry].out;
+  }
   ++(out ? hits_ : misses_);
   window_hits_ += out != nullptr;
   if (++window_lookups_ == kWindow) {
@@ -41,8 +81,7 @@ SublayerMemo::Output* SublayerMemo::insert() {
   } else {
     last_ = next_;
     next_ = (next_ + 1) % capacity_;
-    const auto it = index_.find(entries_[last_].hash);
-    if (it != index_.end() && it->second == last_) index_.erase(it);
+    unindex(last_);
   }
   Entry& e = entries_[last_];
   e.key = key_;
@@ -51,15 +90,13 @@ SublayerMemo::Output* SublayerMemo::insert() {
   e.out.word.clear();
   e.out.section_end.clear();
   e.out.values.clear();
-  index_[hash_] = static_cast<uint32_t>(last_);
+  slots_[slot_of(hash_)] = Slot{hash_, static_cast<uint32_t>(last_)};
   return &e.out;
 }
 
 void SublayerMemo::forget_last() {
-  Entry& e = entries_[last_];
-  const auto it = index_.find(e.hash);
-  if (it != index_.end() && it->second == last_) index_.erase(it);
-  e.key.clear();
+  unindex(last_);
+  entries_[last_].key.clear();
 }
 
 bool SublayerMemo::record(Output& out, const uint64_t* bits, int64_t words, const float* y) {

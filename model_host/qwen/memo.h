@@ -19,7 +19,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 namespace qgpu::qwen {
@@ -38,7 +37,7 @@ class SublayerMemo {
   static constexpr size_t kMaxColumns = 256;
   static constexpr size_t kMaxValues = 16384;
 
-  explicit SublayerMemo(size_t capacity = 0) : capacity_(capacity) {}
+  explicit SublayerMemo(size_t capacity = 0);
   size_t capacity() const { return capacity_; }
 
   // Makes the key of the input: per listed column (ascending) the column and
@@ -83,7 +82,22 @@ class SublayerMemo {
   std::vector<uint64_t> key_;
   uint64_t hash_ = 0;
   std::vector<Entry> entries_;
-  std::unordered_map<uint64_t, uint32_t> index_;  // key hash -> entry
+  // Key hash -> entry: an open-addressing table (linear probing, at most
+  // half full), one slot per hash; a lookup reads one slot where a node-based
+  // map read a bucket and a node.
+  struct Slot {
+    uint64_t hash;
+    uint32_t entry;  // kEmpty: none
+  };
+  static constexpr uint32_t kEmpty = 0xffffffffu;
+  std::vector<Slot> slots_;
+  int slot_shift_ = 64;
+  // The slot holding `hash`, or the empty slot where it would go.
+  size_t slot_of(uint64_t hash) const;
+  // Empties slot i, moving later slots of its run back (no tombstones).
+  void erase_slot(size_t i);
+  // Removes entry e's slot if it still points to it.
+  void unindex(size_t e);
   size_t next_ = 0;                               // the entry insert() replaces next once full
   size_t last_ = 0;                               // the entry insert() gave last
   mutable int64_t hits_ = 0, misses_ = 0;

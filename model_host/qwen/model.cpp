@@ -90,6 +90,7 @@ struct LinearAttention {
   // only the others, which it always computes.
   bool conv_split = false;
   std::vector<uint64_t> conv_now;           // bit per channel: current-only and read by a live head
+  std::vector<float> conv_tap;              // per channel, its last tap (dense: four times as many per cache line)
 };
 
 struct FullAttention {
@@ -352,7 +353,11 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
       }
       const int64_t K = c.linear_conv_kernel_dim;
       la.conv_split = sparse && la.qkv.is_sparse();
-      if (la.conv_split) la.conv_now.assign(Support::words(c.linear_conv_dim()), 0);
+      if (la.conv_split) {
+        la.conv_now.assign(Support::words(c.linear_conv_dim()), 0);
+        la.conv_tap.resize(c.linear_conv_dim());
+        for (int64_t ch = 0; ch < c.linear_conv_dim(); ++ch) la.conv_tap[ch] = la.conv[ch * K + K - 1];
+      }
       // The cut of each in_proj_qkv row: a current-only channel with tap > 0
       // matters where tap * in may reach -91; the others the conv reads or
       // moves always; the rest never.
@@ -558,7 +563,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
     for (int64_t i = 0; i < cwords; ++i)
       for (uint64_t w = bits[i] & la.conv_now[i]; w != 0; w &= w - 1) {
         const int64_t ch = i * 64 + __builtin_ctzll(w);
-        const float v = store(silu(0.0f + la.conv[ch * K + K - 1] * qkv[t * C + ch]));
+        const float v = store(silu(0.0f + la.conv_tap[ch] * qkv[t * C + ch]));
         if (v != 0.0f) put(t, ch, v);
       }
   }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -110,6 +111,35 @@ TEST(SublayerMemo, ReplacesTheOldestEntryWhenFull) {
   memo.forget_last();
   key(9.0f);
   EXPECT_EQ(memo.find(), nullptr);
+}
+
+// Many replacements through a small table: every entry held is found with
+// its own output, and every entry replaced is gone (the table's deletions
+// keep each probe run whole).
+TEST(SublayerMemo, FindsEveryHeldEntryThroughManyReplacements) {
+  constexpr int kCapacity = 16;
+  SublayerMemo memo(kCapacity);
+  const int32_t cols[2] = {3, 200};
+  auto key = [&](int i) {
+    auto x = input({{3, static_cast<float>(i % 37 + 1)}, {200, static_cast<float>(i / 37 + 1)}});
+    ASSERT_TRUE(memo.set_key(cols, cols + 2, x.data()));
+  };
+  for (int i = 0; i < 2000; ++i) {
+    key(i);
+    SublayerMemo::Output* rec = memo.insert();
+    ASSERT_NE(rec, nullptr) << i;
+    rec->values.push_back(static_cast<float>(i));
+    for (int j = std::max(0, i - kCapacity + 1); j <= i; ++j) {
+      key(j);
+      const SublayerMemo::Output* out = memo.find();
+      ASSERT_NE(out, nullptr) << "entry " << j << " after inserting " << i;
+      EXPECT_EQ(out->values, std::vector<float>{static_cast<float>(j)});
+    }
+    if (i >= kCapacity) {
+      key(i - kCapacity);
+      EXPECT_EQ(memo.find(), nullptr) << "entry " << i - kCapacity << " after inserting " << i;
+    }
+  }
 }
 
 TEST(SublayerMemo, AMemoWhoseInputsDoNotRecurRecordsOneMissInSixteen) {
