@@ -119,6 +119,57 @@ TEST(MachineBackend, LargeGridsIndexEveryBlock) {
   }
 }
 
+// One kernel launched over grids of several shapes on one backend: the
+// program lowered for one one-dimensional grid serves the next (it reads
+// only %ctaid.x, the CTA index then), and a 2-D grid, where %ctaid.x is the
+// index modulo the grid's width, gets its own.  Each thread stores its
+// %ctaid.x + 1 at %ctaid.x * %ntid.x + %tid.x.
+TEST(MachineBackend, ProgramsAreReusedOnlyForGridsTheyWereLoweredFor) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ntid.x;
+  mad.lo.s32 %r4, %r1, %r3, %r2;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.s32 %r1, %r1, 1;
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+)";
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Default, 64u << 20);
+  ModuleImage img = load_module(ptx, cuda_params(64u << 20));
+  const uint32_t words = 64, block = 4;
+  const uint64_t out = img.alloc(words * 4);
+  for (launch::Dim3 grid : {launch::Dim3{3, 1, 1}, launch::Dim3{5, 1, 1}, launch::Dim3{2, 3, 1},
+                            launch::Dim3{4, 1, 2}, launch::Dim3{7, 1, 1}}) {
+    SCOPED_TRACE("grid " + std::to_string(grid.x) + "," + std::to_string(grid.y) + "," + std::to_string(grid.z));
+    std::memset(&img.mem.bytes[out - img.mem.base], 0, words * 4);
+    launch::LaunchRequest req;
+    req.ptx = ptx;
+    req.kernel = "k";
+    req.grid = grid;
+    req.block = {block, 1, 1};
+    req.params.resize(8);
+    std::memcpy(req.params.data(), &out, 8);
+    req.symbols = img.symbols;
+    launch::LaunchResult r = backend->launch(req, img.mem);
+    ASSERT_EQ(r.error, 0) << r.message;
+    for (uint32_t i = 0; i < words; ++i) {
+      uint32_t v;
+      std::memcpy(&v, &img.mem.bytes[out - img.mem.base + 4 * i], 4);
+      EXPECT_EQ(v, i < grid.x * block ? i / block + 1 : 0u) << "word " << i;
+    }
+  }
+}
+
 // A CUDA program's code can be large (CUB's radix sort lowers to thousands of
 // blocks): the CUDA-sized device takes a kernel of 1,200 branches, and each
 // thread takes the one branch its value selects.
