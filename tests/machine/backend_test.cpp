@@ -12,6 +12,7 @@
 #include "model_host/backends/interpreter.h"
 #include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
+#include "model_host/machine/interpreter.h"
 
 namespace qgpu::machine {
 namespace {
@@ -168,6 +169,49 @@ TEST(MachineBackend, ProgramsAreReusedOnlyForGridsTheyWereLoweredFor) {
       EXPECT_EQ(v, i < grid.x * block ? i / block + 1 : 0u) << "word " << i;
     }
   }
+}
+
+// A launch no one waits for any more (LaunchProgress::cancel, set by the
+// daemon when the client exited or it is stopping) ends within
+// Interpreter::kCancelSteps EXECs, failed with cudaErrorLaunchFailure, where
+// it would otherwise run to the step limit: a kernel that loops forever.
+TEST(MachineBackend, CancelledLaunchEndsEarly) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry spin(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 0;
+$loop:
+  add.s32 %r1, %r1, 1;
+  st.global.u32 [%rd1], %r1;
+  bra.uni $loop;
+}
+)";
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Default, 64u << 20);
+  ModuleImage img = load_module(ptx, cuda_params(64u << 20));
+  const uint64_t out = img.alloc(4);
+  launch::LaunchRequest req;
+  req.ptx = ptx;
+  req.kernel = "spin";
+  req.grid = {2, 1, 1};
+  req.block = {64, 1, 1};
+  req.params.resize(8);
+  std::memcpy(req.params.data(), &out, 8);
+  launch::LaunchProgress progress;
+  progress.cancel = true;
+  req.progress = &progress;
+  launch::LaunchResult r = backend->launch(req, img.mem);
+  EXPECT_EQ(r.error, 719);
+  EXPECT_NE(r.message.find("cancelled"), std::string::npos) << r.message;
+  EXPECT_LE(r.stats.steps, Interpreter::kCancelSteps);
+  // It ran until then.
+  uint32_t v;
+  std::memcpy(&v, &img.mem.bytes[out - img.mem.base], 4);
+  EXPECT_GT(v, 0u);
 }
 
 // A CUDA program's code can be large (CUB's radix sort lowers to thousands of
