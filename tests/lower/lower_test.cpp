@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
 #include "model_host/machine/printf.h"
@@ -439,6 +440,31 @@ TEST(MachineLowering, RegisterPressureSpillsAndLocalArrays) {
   // Its 128 B of local memory fit the model's machine at 48 threads, its
   // blocks one instruction each do not fit the ROM.
   expect_beyond_model(l, 801, "blocks; the machine's ROM holds 1024");
+}
+
+// The CUDA-sized device's 255 registers (machine::cuda_params()) hold what
+// the default machine's 32 spill to local memory, and the program computes
+// the same: `pressure` on the interpreter backend's device against the
+// PTX-level reference.
+TEST(MachineLowering, CudaSizedDeviceSpillsLess) {
+  Launch l{"_Z8pressurePKiPi", {1, 1, 1}, {48, 1, 1}, {buffer(ramp(48, 5, 9)), zeros(48 * 4)}};
+  Params narrow = cuda_params(64u << 20);
+  narrow.regs = default_params().regs;
+  const Params wide = cuda_params(64u << 20);
+  ASSERT_EQ(wide.regs, 255u);
+  Prepared p = prepare(l);
+  const Program spilled = lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, narrow,
+                                {.native_float = true});
+  const Program prog = lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, wide, {.native_float = true});
+  EXPECT_LT(prog.local_bytes, spilled.local_bytes);
+  EXPECT_LT(prog.instr_count(), spilled.instr_count());
+  Interpreter in(prog, wide, prog.ctas, prog.threads, p.params, p.img.mem);
+  in.run(50'000'000);
+  ASSERT_EQ(in.fault().error, 0) << in.fault().message;
+  Outcome got, ref = run_reference(l);
+  collect(p, got);
+  ASSERT_EQ(ref.error, 0) << ref.message;
+  EXPECT_EQ(got.buffers, ref.buffers);
 }
 
 TEST(MachineLowering, DevicePrintf) {

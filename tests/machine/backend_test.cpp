@@ -52,6 +52,7 @@ TEST(MachineBackend, InterpreterDeviceIsCudaSized) {
   EXPECT_EQ(d.global_bytes, 2ull << 30);
   EXPECT_LE(d.global_base + d.global_bytes, uint64_t(1) << 32);  // device pointers fit in 32 bits
   EXPECT_EQ(d.max_threads_per_cta, 1024u);
+  EXPECT_EQ(d.registers, 255u);  // CUDA's most per thread
   EXPECT_EQ(d.max_block[0], 1024u);
   EXPECT_EQ(d.max_block[1], 1024u);
   EXPECT_EQ(d.max_block[2], 64u);
