@@ -24,7 +24,10 @@ namespace dq = launch::device_queue;
 constexpr uint64_t kMaxSteps = 200'000'000;  // EXECs before a launch times out
 
 // Lowered programs are cached per module and launch configuration: the
-// lowering specialises on block and grid shape and on symbol addresses.
+// lowering specialises on block shape, symbol addresses and the rest of
+// LaunchShape, and on as much of the grid as the program reads (GridUse):
+// a kernel that reads no %nctaid is lowered once for every one-dimensional
+// grid, the CTA count going to the interpreter at launch.
 class InterpreterBackend : public launch::Backend {
  public:
   InterpreterBackend(MachineKind machine, uint64_t global_bytes)
@@ -218,8 +221,8 @@ class InterpreterBackend : public launch::Backend {
     // the last parameter reads the word around it.
     std::vector<uint8_t> pbytes = req.params;
     if (model_) pbytes.resize((pbytes.size() + 3) / 4 * 4);
-    Interpreter interp(*prog, params, prog->ctas, prog->threads, std::move(pbytes), mem);
-    interp.run(kMaxSteps);
+    Interpreter interp(*prog, params, uint32_t(req.grid.count()), prog->threads, std::move(pbytes), mem);
+    interp.run(kMaxSteps, req.progress ? &req.progress->cancel : nullptr);
     res.error = interp.fault().error;
     res.message = interp.fault().message;
     res.printf_output = format_prints(interp.print_buffer(), mem);
@@ -228,8 +231,7 @@ class InterpreterBackend : public launch::Backend {
   }
 
   std::shared_ptr<const Program> program(const launch::LaunchRequest& req, const Params& params) {
-    std::string key = req.kernel + '\0' + std::to_string(req.grid.x) + ',' + std::to_string(req.grid.y) + ',' +
-                      std::to_string(req.grid.z) + ',' + std::to_string(req.block.x) + ',' +
+    std::string key = req.kernel + '\0' + std::to_string(req.block.x) + ',' +
                       std::to_string(req.block.y) + ',' + std::to_string(req.block.z) + ',' +
                       std::to_string(req.dynamic_smem) + ',' + std::to_string(params.print_bytes) + ',' +
                       std::to_string(req.heap_base) + ',' + std::to_string(req.heap_bytes) + ',' +
@@ -237,25 +239,37 @@ class InterpreterBackend : public launch::Backend {
     for (auto& [name, addr] : req.symbols) key += '\0' + name + '=' + std::to_string(addr);
     key += '\0' + req.ptx;
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = programs_.find(key);
-    if (it != programs_.end()) return it->second;
+    std::vector<Lowered>& known = programs_[key];
+    for (const Lowered& l : known)
+      if (same_lowering(l.grid_use, l.grid, req.grid)) {
+        check_grid(req.kernel, req.grid, params);  // what lower() would refuse for this grid
+        return l.prog;
+      }
     auto& mod = modules_[req.ptx];
     if (!mod) mod = std::make_shared<ptx::Module>(ptx::parse(req.ptx));
     LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols, req.heap_base, req.heap_bytes,
                       req.grid_workspace};
+    LowerInfo info;
     auto prog = std::make_shared<const Program>(
         lower(*mod, req.kernel, shape, params,
-              {.for_model = model_, .native_float = params.native_float, .device_launches = !model_}));
-    programs_[key] = prog;
+              {.for_model = model_, .native_float = params.native_float, .device_launches = !model_}, &info));
+    known.push_back({info.grid, req.grid, prog});
     return prog;
   }
+
+  // A program lowered for `grid`, which it depends on as `grid_use` says.
+  struct Lowered {
+    GridUse grid_use;
+    launch::Dim3 grid;
+    std::shared_ptr<const Program> prog;
+  };
 
   const bool model_;
   const Params params_;
   launch::DeviceSpec device_;
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<ptx::Module>> modules_;
-  std::unordered_map<std::string, std::shared_ptr<const Program>> programs_;
+  std::unordered_map<std::string, std::vector<Lowered>> programs_;
 };
 
 }  // namespace

@@ -304,6 +304,10 @@ Server::Server(ServerOptions opts, Device& device) : opts_(std::move(opts)), dev
 }
 
 Server::~Server() {
+  // No client will read what a running launch returns: end it (where the
+  // backend can) rather than wait for it.
+  for (auto& [id, w] : sessions_) w->session.cancel_launches();
+  for (auto& w : retiring_) w->session.cancel_launches();
   sessions_.clear();
   retiring_.clear();
   std::string path = endpoint::ipc_path(opts_.endpoint);
@@ -455,7 +459,14 @@ void Server::reap() {
       ++it;
       continue;
     }
-    log("client ", w.client, " ", why, w.busy ? "; its session is freed after the running request" : "");
+    // A client that exited waits for nothing: its running launch ends early
+    // where the backend can (LaunchProgress::cancel).
+    const bool gone = why == "process exited";
+    log("client ", w.client, " ", why,
+        w.busy ? (gone ? "; its running launch is cancelled and its session freed"
+                       : "; its session is freed after the running request")
+               : "");
+    if (gone) w.session.cancel_launches();
     w.close();
     retiring_.push_back(std::move(it->second));
     it = sessions_.erase(it);

@@ -80,6 +80,9 @@ class Session {
 
   // Frees every allocation and module (the client said Bye or died).
   void release_all();
+  // Ends the running launch early where the backend looks
+  // (LaunchProgress::cancel): its client is gone.
+  void cancel_launches() { progress_.cancel = true; }
   size_t live_allocations() const { return alloc_.live_blocks() - (heap_bytes_ ? 1 : 0); }  // the heap is none
 
  private:

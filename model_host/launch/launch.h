@@ -37,6 +37,10 @@ struct GlobalMemory {
 struct LaunchProgress {
   std::atomic<uint64_t> generated_tokens{0};  // model backends
   std::atomic<uint64_t> cta{0};               // 1 + the CTA running now; 0: not known
+  // Set when no one waits for the launch any more (its client exited, the
+  // daemon is stopping): a backend that checks it ends the launch early,
+  // failed with cudaErrorLaunchFailure.  Never cleared.
+  std::atomic<bool> cancel{false};
 };
 
 // The device a backend runs: what device queries report and what the daemon

@@ -12,16 +12,12 @@ Selection Lowerer::select(const std::string& kernel) {
     throw LowerError(launch::kInvalidValue, "no kernel named `" + kernel + "` in the module");
   kernel_ = *idx;
   const launch::Dim3& b = shape_.block;
-  const launch::Dim3& g = shape_.grid;
-  const uint64_t threads = b.count(), ctas = g.count();
+  const uint64_t threads = b.count();
   if (threads == 0 || threads > p_.max_threads)
     throw LowerError(launch::kInvalidValue, "launch of " + kernel + " with " + std::to_string(threads) +
                                            " threads per block: the machine runs at most " +
                                            std::to_string(p_.max_threads));
-  if (ctas == 0 || ctas > p_.max_ctas)
-    throw LowerError(launch::kInvalidValue, "launch of " + kernel + " with " + std::to_string(ctas) +
-                                           " blocks: the machine runs at most " + std::to_string(p_.max_ctas) +
-                                           " blocks per grid");
+  check_grid(kernel, shape_.grid, p_);
   threads_ = uint32_t(threads);
   shared_ = ptx::shared_layout(m_, kernel_);
   // Shared memory: the program's own, then dynamic, then the scratch area.
@@ -37,7 +33,7 @@ Selection Lowerer::select(const std::string& kernel) {
   recip_v_ = op(Op::MOV, K(0));
   start_device_runtime();
   lower_function(top);
-  return Selection{take(), threads_, local_top_, scratch_base_, scratch_used_, narrow_division_};
+  return Selection{take(), threads_, local_top_, scratch_base_, scratch_used_, narrow_division_, grid_use_};
 }
 
 void Lowerer::lower_function(Frame& fr) {

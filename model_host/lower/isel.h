@@ -57,6 +57,7 @@ struct Selection {
   uint32_t scratch_base = 0;      // shared offset of the scratch area
   bool scratch_used = false;      // warp operations use the scratch area
   bool narrow_division = false;   // a 64-bit division has its path for divisors below 2^32
+  GridUse grid_use = GridUse::None;  // what of the grid the code depends on
 };
 
 class Lowerer : public Emitter {
@@ -119,6 +120,18 @@ class Lowerer : public Emitter {
   Operand rem_const(Operand x, uint32_t d, uint64_t bound);
   Operand component(Operand lin, const launch::Dim3& dim, char c);
   static uint32_t dim_of(const launch::Dim3& d, char c) { return c == 'x' ? d.x : c == 'y' ? d.y : d.z; }
+  // The grid's parts the code reads, each noting what it depends on
+  // (GridUse): component c of the CTA's index, and the grid's dimension c.
+  Operand grid_component(char c) {
+    const launch::Dim3& g = shape_.grid;
+    note_grid(c == 'x' && g.y * g.z == 1 ? GridUse::Flat : GridUse::Exact);  // component(): x is the index itself
+    return component(opr(Op::CTA), g, c);
+  }
+  uint32_t grid_dim(char c) {
+    note_grid(GridUse::Exact);
+    return dim_of(shape_.grid, c);
+  }
+  void note_grid(GridUse u) { grid_use_ = std::max(grid_use_, u); }
   Operand special(const ptx::Instr& in, const ptx::Operand& o);
 
   // ---- operands -------------------------------------------------------------
@@ -222,6 +235,7 @@ class Lowerer : public Emitter {
   uint32_t local_top_ = 0;
   uint32_t scratch_base_ = 0;  // shared offset of the scratch area
   bool narrow_division_ = false;  // a 64-bit division has its path for divisors below 2^32
+  GridUse grid_use_ = GridUse::None;
   uint32_t recip_d_ = 0, recip_v_ = 0;  // vregs: the normalised divisor whose reciprocal recip_v_ holds (0: none)
   bool scratch_used_ = false;
   std::vector<Frame*> frames_;

@@ -116,7 +116,7 @@ void Lowerer::lower_assert(const ptx::Instr& in) {
     ptx::Space sp;
     words.push_back(R(ld(Space::Local, K(symbol_address(in, args.elems[i].sym, &sp)), 0, 4, false)));
   }
-  for (char c : {'x', 'y', 'z'}) words.push_back(component(opr(Op::CTA), shape_.grid, c));
+  for (char c : {'x', 'y', 'z'}) words.push_back(grid_component(c));
   for (char c : {'x', 'y', 'z'}) words.push_back(component(tid_linear(), shape_.block, c));
   append_print_record(K(kAssertRecord), uint32_t(4 * words.size()), words);
   vc_.code.push_back({VI::Trap, {}, 0, 0, 0, uint32_t(launch::kAssert)});

@@ -87,8 +87,8 @@ Operand Lowerer::special_more(const ptx::Instr& in, const ptx::Operand& o) {
     case ptx::SReg::ClusterCtarank: return K(0);
     case ptx::SReg::ClusterNctaid:
     case ptx::SReg::ClusterNctarank: return K(1);
-    case ptx::SReg::Clusterid: return component(opr(Op::CTA), shape_.grid, o.component);
-    case ptx::SReg::Nclusterid: return K(dim_of(shape_.grid, o.component));
+    case ptx::SReg::Clusterid: return grid_component(o.component);
+    case ptx::SReg::Nclusterid: return K(grid_dim(o.component));
     default: break;
   }
   unsupported(in, "reads a special register the machine does not have");

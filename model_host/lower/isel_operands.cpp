@@ -5,12 +5,11 @@ namespace qgpu::machine::lowering {
 
 Operand Lowerer::special(const ptx::Instr& in, const ptx::Operand& o) {
   const launch::Dim3& b = shape_.block;
-  const launch::Dim3& g = shape_.grid;
   switch (o.sreg) {
     case ptx::SReg::Tid: return component(tid_linear(), b, o.component);
     case ptx::SReg::Ntid: return K(dim_of(b, o.component));
-    case ptx::SReg::Ctaid: return component(opr(Op::CTA), g, o.component);
-    case ptx::SReg::Nctaid: return K(dim_of(g, o.component));
+    case ptx::SReg::Ctaid: return grid_component(o.component);
+    case ptx::SReg::Nctaid: return K(grid_dim(o.component));
     case ptx::SReg::Laneid: return opr(Op::AND, tid_linear(), K(31));
     case ptx::SReg::Warpid: return opr(Op::SHR, tid_linear(), K(5));
     case ptx::SReg::Nwarpid: return K((threads_ + 31) / 32);

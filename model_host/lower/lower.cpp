@@ -59,8 +59,9 @@ uint32_t optimize(VCode& vc, const Params& p, const LowerOptions& opts) {
 }
 
 std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape,
-                                          const Params& p, const LowerOptions& opts) {
+                                          const Params& p, const LowerOptions& opts, LowerInfo& info) {
   Selection sel = Lowerer(m, shape, p, opts).select(kernel);
+  info.grid = sel.grid_use;
   if (opts.for_model) expand_for_model(sel.vc);
   const uint32_t hoisted = optimize(sel.vc, p, opts);
   uint32_t local_top = sel.local_top;
@@ -96,8 +97,25 @@ std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::strin
 
 }  // namespace
 
+void check_grid(const std::string& kernel, const launch::Dim3& grid, const Params& p) {
+  const uint64_t ctas = grid.count();
+  if (ctas == 0 || ctas > p.max_ctas)
+    throw LowerError(launch::kInvalidValue, "launch of " + kernel + " with " + std::to_string(ctas) +
+                                           " blocks: the machine runs at most " + std::to_string(p.max_ctas) +
+                                           " blocks per grid");
+}
+
+bool same_lowering(GridUse use, const launch::Dim3& was, const launch::Dim3& now) {
+  switch (use) {
+    case GridUse::None: return true;
+    case GridUse::Flat: return was.y * was.z == 1 && now.y * now.z == 1;
+    case GridUse::Exact: return was.x == now.x && was.y == now.y && was.z == now.z;
+  }
+  return false;
+}
+
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,
-              const LowerOptions& opts) {
+              const LowerOptions& opts, LowerInfo* info) {
   // Widened accesses and expanded atomics are atomic only when nothing runs
   // between a thread's consecutive instructions: one lane per warp.
   if (opts.for_model && p.lanes != 1)
@@ -105,8 +123,12 @@ Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape
                                 std::to_string(p.lanes));
   LowerOptions o = opts;
   for (;;) {  // each retry turns one option off, so this ends
-    auto r = lower_once(m, kernel, shape, p, o);
-    if (auto* prog = std::get_if<Program>(&r)) return std::move(*prog);
+    LowerInfo got;
+    auto r = lower_once(m, kernel, shape, p, o, got);
+    if (auto* prog = std::get_if<Program>(&r)) {
+      if (info) *info = got;
+      return std::move(*prog);
+    }
     const Relower& again = std::get<Relower>(r);
     if (again.compact_division) o.compact_division = true;
     o.max_hoisted = std::min(o.max_hoisted, again.max_hoisted);

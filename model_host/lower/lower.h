@@ -28,6 +28,33 @@ struct LaunchShape {
   uint64_t grid_workspace = 0;
 };
 
+// How much of the launch's grid a lowered program depends on (its CTA count
+// aside: the interpreter takes that at launch).  The lowering reads the grid
+// only for %ctaid, %nctaid and their cluster forms (and an assertion's
+// message): a program that reads none of them is the same for every grid,
+// and one that reads only %ctaid.x of a one-dimensional grid (the CTA index
+// itself) the same for every one-dimensional grid.  A cache of lowered
+// programs keys on what this says (same_lowering()).
+enum class GridUse : uint8_t {
+  None,   // nothing of the grid
+  Flat,   // only that the grid is one-dimensional (y * z == 1)
+  Exact,  // its three dimensions
+};
+
+// Whether a program lowered for grid `was`, depending on it as `use` says,
+// is also the program lower() makes for grid `now` (everything else equal).
+bool same_lowering(GridUse use, const launch::Dim3& was, const launch::Dim3& now);
+
+// What lower() reports beside the program.
+struct LowerInfo {
+  GridUse grid = GridUse::None;
+};
+
+// A launch of `ctas` blocks beyond the machine (none, or more than
+// Params::max_ctas): the LowerError lower() throws for it, else nothing.
+// For a backend that reuses a program lowered for another grid.
+void check_grid(const std::string& kernel, const launch::Dim3& grid, const Params& p);
+
 // A kernel the machine cannot run.  `error` is the cudaError_t the launch
 // fails with: cudaErrorInvalidValue (1) for a launch beyond the machine's
 // limits, cudaErrorNotSupported (801) for an operation it does not have.
@@ -73,7 +100,7 @@ struct LowerOptions {
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,
-              const LowerOptions& opts = {});
+              const LowerOptions& opts = {}, LowerInfo* info = nullptr);
 
 // The first thing in `prog` that the model's circuit does not execute
 // (docs/tokens.md, section 1), named with its block and instruction, or

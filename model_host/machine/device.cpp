@@ -37,6 +37,10 @@ Params cuda_params(uint64_t global_bytes) {
   p.lanes = Params::kCudaWarp;
   // Floating point as native float operations (isa.h, OpKind::Float).
   p.native_float = true;
+  // CUDA's most registers per thread: large kernels (CUB's radix sort,
+  // texture fetches, f64 sequences) keep their values in registers instead
+  // of spilling them to local memory through the reload registers.
+  p.regs = 255;
   return p;
 }
 

@@ -758,10 +758,15 @@ template <bool kRecord>
   refresh(w);
 }
 
-void Interpreter::run(uint64_t max_steps) {
+void Interpreter::run(uint64_t max_steps, const std::atomic<bool>* cancel) {
   while (step()) {
     if (stats_.steps > max_steps) {
       set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
+      return;
+    }
+    if (cancel && stats_.steps % kCancelSteps == 0 && cancel->load(std::memory_order_relaxed)) {
+      set_fault(launch::kLaunchFailure, "launch cancelled after " + std::to_string(stats_.steps) +
+                                            " machine steps: no one waits for it (its client exited, or model_host is stopping)");
       return;
     }
   }

@@ -6,6 +6,7 @@
 // model's trace against it token by token.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,8 +62,10 @@ class Interpreter {
   // names the CTA, warp and block that faulted, and fault() the error.
   bool step(StepRecord* rec = nullptr);
   // Runs to completion; a launch that needs more than `max_steps` EXECs
-  // faults with cudaErrorLaunchTimeout.
-  void run(uint64_t max_steps = UINT64_MAX);
+  // faults with cudaErrorLaunchTimeout, and one whose `cancel` is set
+  // (looked at every kCancelSteps EXECs) with cudaErrorLaunchFailure.
+  void run(uint64_t max_steps = UINT64_MAX, const std::atomic<bool>* cancel = nullptr);
+  static constexpr uint64_t kCancelSteps = 1 << 14;
 
   bool finished() const { return finished_; }
   const Fault& fault() const { return fault_; }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
 #include "model_host/machine/printf.h"
@@ -370,6 +371,53 @@ TEST(MachineLowering, Grids2DAnd3D) {
   cross_check({"_Z6grid3dPii", {3, 2, 1}, {5, 7, 1}, {zeros(15 * 14 * 4), scalar<int>(3)}});
 }
 
+// lower() names what of the grid a program depends on (GridUse), and a
+// program is the same for every grid same_lowering() accepts: every kernel
+// of the test module, on every machine, lowered for one-dimensional grids of
+// 3 and 1000 blocks and for 2-D grids, compared instruction by instruction.
+TEST(MachineLowering, GridUseNamesWhatTheProgramReadsOfTheGrid) {
+  const ModuleImage img = load_module(kernels_ptx(), default_params());
+  const launch::Dim3 small{3, 1, 1}, large{1000, 1, 1}, flat2d{2, 3, 1}, other2d{3, 2, 1};
+  int seen[3] = {0, 0, 0};
+  for (const ptx::Function& f : img.module.functions) {
+    if (!f.is_entry || !f.has_body) continue;
+    for (const Machine& m : kMachines) {
+      SCOPED_TRACE(f.name + " on " + m.name());
+      const Params params = m.params();
+      auto lowered = [&](launch::Dim3 grid, LowerInfo& info) -> std::optional<std::string> {
+        try {
+          return to_string(lower(img.module, f.name, {grid, {32, 1, 1}, 0, img.symbols}, params,
+                                 {.for_model = m.lanes == 0}, &info));
+        } catch (const LowerError&) {
+          return std::nullopt;  // a kernel beyond this machine
+        }
+      };
+      LowerInfo a, b, c, d;
+      const auto pa = lowered(small, a), pb = lowered(large, b), pc = lowered(flat2d, c), pd = lowered(other2d, d);
+      if (!pa || !pb || !pc || !pd) continue;
+      seen[int(a.grid)]++;
+      EXPECT_EQ(a.grid, b.grid);
+      EXPECT_EQ(same_lowering(a.grid, small, large), a.grid != GridUse::Exact);
+      if (a.grid != GridUse::Exact) EXPECT_EQ(*pa, *pb);
+      // A 2-D grid: %ctaid.x is no longer the CTA index.
+      EXPECT_EQ(c.grid, a.grid == GridUse::None ? GridUse::None : GridUse::Exact);
+      EXPECT_EQ(same_lowering(c.grid, flat2d, small), a.grid == GridUse::None);
+      if (a.grid == GridUse::None) EXPECT_EQ(*pc, *pa);
+      if (same_lowering(c.grid, flat2d, other2d)) EXPECT_EQ(*pc, *pd);
+    }
+  }
+  // The module has kernels of each kind: no grid (arith32), %ctaid.x only
+  // (shared_reduce), %nctaid (grid3d).
+  EXPECT_GT(seen[int(GridUse::None)], 0);
+  EXPECT_GT(seen[int(GridUse::Flat)], 0);
+  EXPECT_GT(seen[int(GridUse::Exact)], 0);
+  EXPECT_TRUE(same_lowering(GridUse::Flat, {5, 1, 1}, {9, 1, 1}));
+  EXPECT_FALSE(same_lowering(GridUse::Flat, {5, 1, 1}, {5, 2, 1}));
+  EXPECT_FALSE(same_lowering(GridUse::Exact, {5, 1, 1}, {9, 1, 1}));
+  EXPECT_TRUE(same_lowering(GridUse::Exact, {5, 2, 3}, {5, 2, 3}));
+  EXPECT_TRUE(same_lowering(GridUse::None, {5, 2, 3}, {9, 1, 1}));
+}
+
 TEST(MachineLowering, StructAndManyParametersWithDeviceFunctions) {
   struct Pair {
     char tag;
@@ -392,6 +440,31 @@ TEST(MachineLowering, RegisterPressureSpillsAndLocalArrays) {
   // Its 128 B of local memory fit the model's machine at 48 threads, its
   // blocks one instruction each do not fit the ROM.
   expect_beyond_model(l, 801, "blocks; the machine's ROM holds 1024");
+}
+
+// The CUDA-sized device's 255 registers (machine::cuda_params()) hold what
+// the default machine's 32 spill to local memory, and the program computes
+// the same: `pressure` on the interpreter backend's device against the
+// PTX-level reference.
+TEST(MachineLowering, CudaSizedDeviceSpillsLess) {
+  Launch l{"_Z8pressurePKiPi", {1, 1, 1}, {48, 1, 1}, {buffer(ramp(48, 5, 9)), zeros(48 * 4)}};
+  Params narrow = cuda_params(64u << 20);
+  narrow.regs = default_params().regs;
+  const Params wide = cuda_params(64u << 20);
+  ASSERT_EQ(wide.regs, 255u);
+  Prepared p = prepare(l);
+  const Program spilled = lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, narrow,
+                                {.native_float = true});
+  const Program prog = lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, wide, {.native_float = true});
+  EXPECT_LT(prog.local_bytes, spilled.local_bytes);
+  EXPECT_LT(prog.instr_count(), spilled.instr_count());
+  Interpreter in(prog, wide, prog.ctas, prog.threads, p.params, p.img.mem);
+  in.run(50'000'000);
+  ASSERT_EQ(in.fault().error, 0) << in.fault().message;
+  Outcome got, ref = run_reference(l);
+  collect(p, got);
+  ASSERT_EQ(ref.error, 0) << ref.message;
+  EXPECT_EQ(got.buffers, ref.buffers);
 }
 
 TEST(MachineLowering, DevicePrintf) {

@@ -12,6 +12,7 @@
 #include "model_host/backends/interpreter.h"
 #include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
+#include "model_host/machine/interpreter.h"
 
 namespace qgpu::machine {
 namespace {
@@ -51,6 +52,7 @@ TEST(MachineBackend, InterpreterDeviceIsCudaSized) {
   EXPECT_EQ(d.global_bytes, 2ull << 30);
   EXPECT_LE(d.global_base + d.global_bytes, uint64_t(1) << 32);  // device pointers fit in 32 bits
   EXPECT_EQ(d.max_threads_per_cta, 1024u);
+  EXPECT_EQ(d.registers, 255u);  // CUDA's most per thread
   EXPECT_EQ(d.max_block[0], 1024u);
   EXPECT_EQ(d.max_block[1], 1024u);
   EXPECT_EQ(d.max_block[2], 64u);
@@ -117,6 +119,100 @@ TEST(MachineBackend, LargeGridsIndexEveryBlock) {
         }
     EXPECT_EQ(bad, 0u);
   }
+}
+
+// One kernel launched over grids of several shapes on one backend: the
+// program lowered for one one-dimensional grid serves the next (it reads
+// only %ctaid.x, the CTA index then), and a 2-D grid, where %ctaid.x is the
+// index modulo the grid's width, gets its own.  Each thread stores its
+// %ctaid.x + 1 at %ctaid.x * %ntid.x + %tid.x.
+TEST(MachineBackend, ProgramsAreReusedOnlyForGridsTheyWereLoweredFor) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<5>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r3, %ntid.x;
+  mad.lo.s32 %r4, %r1, %r3, %r2;
+  mul.wide.u32 %rd2, %r4, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.s32 %r1, %r1, 1;
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+)";
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Default, 64u << 20);
+  ModuleImage img = load_module(ptx, cuda_params(64u << 20));
+  const uint32_t words = 64, block = 4;
+  const uint64_t out = img.alloc(words * 4);
+  for (launch::Dim3 grid : {launch::Dim3{3, 1, 1}, launch::Dim3{5, 1, 1}, launch::Dim3{2, 3, 1},
+                            launch::Dim3{4, 1, 2}, launch::Dim3{7, 1, 1}}) {
+    SCOPED_TRACE("grid " + std::to_string(grid.x) + "," + std::to_string(grid.y) + "," + std::to_string(grid.z));
+    std::memset(&img.mem.bytes[out - img.mem.base], 0, words * 4);
+    launch::LaunchRequest req;
+    req.ptx = ptx;
+    req.kernel = "k";
+    req.grid = grid;
+    req.block = {block, 1, 1};
+    req.params.resize(8);
+    std::memcpy(req.params.data(), &out, 8);
+    req.symbols = img.symbols;
+    launch::LaunchResult r = backend->launch(req, img.mem);
+    ASSERT_EQ(r.error, 0) << r.message;
+    for (uint32_t i = 0; i < words; ++i) {
+      uint32_t v;
+      std::memcpy(&v, &img.mem.bytes[out - img.mem.base + 4 * i], 4);
+      EXPECT_EQ(v, i < grid.x * block ? i / block + 1 : 0u) << "word " << i;
+    }
+  }
+}
+
+// A launch no one waits for any more (LaunchProgress::cancel, set by the
+// daemon when the client exited or it is stopping) ends within
+// Interpreter::kCancelSteps EXECs, failed with cudaErrorLaunchFailure, where
+// it would otherwise run to the step limit: a kernel that loops forever.
+TEST(MachineBackend, CancelledLaunchEndsEarly) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry spin(.param .u64 out)
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, 0;
+$loop:
+  add.s32 %r1, %r1, 1;
+  st.global.u32 [%rd1], %r1;
+  bra.uni $loop;
+}
+)";
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Default, 64u << 20);
+  ModuleImage img = load_module(ptx, cuda_params(64u << 20));
+  const uint64_t out = img.alloc(4);
+  launch::LaunchRequest req;
+  req.ptx = ptx;
+  req.kernel = "spin";
+  req.grid = {2, 1, 1};
+  req.block = {64, 1, 1};
+  req.params.resize(8);
+  std::memcpy(req.params.data(), &out, 8);
+  launch::LaunchProgress progress;
+  progress.cancel = true;
+  req.progress = &progress;
+  launch::LaunchResult r = backend->launch(req, img.mem);
+  EXPECT_EQ(r.error, 719);
+  EXPECT_NE(r.message.find("cancelled"), std::string::npos) << r.message;
+  EXPECT_LE(r.stats.steps, Interpreter::kCancelSteps);
+  // It ran until then.
+  uint32_t v;
+  std::memcpy(&v, &img.mem.bytes[out - img.mem.base], 4);
+  EXPECT_GT(v, 0u);
 }
 
 // A CUDA program's code can be large (CUB's radix sort lowers to thousands of
