@@ -128,12 +128,13 @@ struct Decoded {
 class ModelBackend : public launch::Backend {
  public:
   ModelBackend(LoadedModel loaded, ModelOptions opts)
-      : ModelBackend(make_model(loaded.checkpoint, opts), std::move(loaded.layout), std::move(opts)) {}
+      : ModelBackend(make_model(std::move(loaded.checkpoint), opts), std::move(loaded.layout), std::move(opts)) {}
   ModelBackend(std::shared_ptr<const qwen::Model> model, Layout layout, ModelOptions opts)
       : layout_(std::move(layout)), model_(std::move(model)), opts_(std::move(opts)), end_(token_id(Kind::END)) {}
 
-  static std::shared_ptr<const qwen::Model> make_model(const qwen::Checkpoint& ck, const ModelOptions& opts) {
-    auto model = std::make_shared<qwen::Model>(ck, opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse);
+  // Reads `ck` up, releasing each tensor once it is read (qwen::Model(Checkpoint&&)).
+  static std::shared_ptr<const qwen::Model> make_model(qwen::Checkpoint&& ck, const ModelOptions& opts) {
+    auto model = std::make_shared<qwen::Model>(std::move(ck), opts.dense ? qwen::Exec::Dense : qwen::Exec::Sparse);
     if (!opts.memo) model->set_memo_entries(0);
     return model;
   }

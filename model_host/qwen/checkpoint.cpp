@@ -108,17 +108,31 @@ void write_side_file(const fs::path& dir, const std::string& config_text, const 
   if (!w.out) throw std::runtime_error("checkpoint: writing " + (dir / kSideFile).string() + " failed");
 }
 
-// A coalesced sparse COO matrix from strictly increasing flat indices (int64) and values.
-torch::Tensor coo_matrix(int64_t rows, int64_t cols, const torch::Tensor& flat, const torch::Tensor& values) {
-  // One pass, no temporaries: fresh pages are costly here (each is a fault).
-  const int64_t n = flat.numel();
+// The (row, column) index tensor [2, n] of a coalesced sparse COO matrix of
+// `cols` columns, from n strictly increasing flat row-major indices that
+// next(buffer, count) delivers in order, at most kChunk at a time.  Written
+// in one pass with no temporary of n entries: fresh pages are costly here
+// (each is a fault), and the indices alone would be 8 bytes per weight.
+template <class Next>
+torch::Tensor coo_indices(int64_t n, int64_t cols, Next&& next) {
+  constexpr int64_t kChunk = int64_t{1} << 14;
   torch::Tensor rc = torch::empty({2, n}, torch::kInt64);
-  const int64_t* f = flat.data_ptr<int64_t>();
   int64_t* r = rc.data_ptr<int64_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    r[i] = f[i] / cols;
-    r[n + i] = f[i] % cols;
+  std::vector<int64_t> chunk(static_cast<size_t>(std::min(kChunk, n)));
+  int64_t* buffer = chunk.data();
+  for (int64_t at = 0; at < n;) {
+    const int64_t k = std::min(kChunk, n - at);
+    next(buffer, k);
+    for (int64_t i = 0; i < k; ++i) {
+      r[at + i] = buffer[i] / cols;
+      r[n + at + i] = buffer[i] % cols;
+    }
+    at += k;
   }
+  return rc;
+}
+
+torch::Tensor coo_matrix(int64_t rows, int64_t cols, const torch::Tensor& rc, const torch::Tensor& values) {
   return torch::sparse_coo_tensor(rc, values, {rows, cols}, torch::TensorOptions().dtype(torch::kFloat32))._coalesced_(true);
 }
 
@@ -139,16 +153,19 @@ std::optional<TensorMap> read_side_file(const fs::path& dir, const std::string& 
     std::vector<int64_t> shape(r.u32());
     for (auto& d : shape) d = static_cast<int64_t>(r.u64());
     auto nnz = static_cast<int64_t>(r.u64());
-    auto idx = torch::empty({nnz}, torch::kInt64);
-    auto val = torch::empty({nnz}, torch::kFloat32);
-    r.raw(idx.data_ptr<int64_t>(), nnz * 8);
-    r.raw(val.data_ptr<float>(), nnz * 4);
     int64_t numel = 1;
     for (auto d : shape) numel *= d;
+    auto val = torch::empty({nnz}, torch::kFloat32);
     if (storage == Storage::Sparse && shape.size() == 2 && numel >= kSparseMinElements && 2 * nnz < numel) {
-      tensors.emplace(std::move(name), coo_matrix(shape[0], shape[1], idx, val));
+      // The flat indices go straight into the COO index tensor.
+      const torch::Tensor rc = coo_indices(nnz, shape[1], [&](int64_t* buffer, int64_t k) { r.raw(buffer, size_t(k) * 8); });
+      r.raw(val.data_ptr<float>(), nnz * 4);
+      tensors.emplace(std::move(name), coo_matrix(shape[0], shape[1], rc, val));
       continue;
     }
+    auto idx = torch::empty({nnz}, torch::kInt64);
+    r.raw(idx.data_ptr<int64_t>(), nnz * 8);
+    r.raw(val.data_ptr<float>(), nnz * 4);
     auto t = lazy_zeros(shape);
     if (nnz > 0) t.view({-1}).index_put_({idx}, val);
     tensors.emplace(std::move(name), std::move(t));
@@ -307,9 +324,13 @@ torch::Tensor dense(const torch::Tensor& t) {
 
 torch::Tensor sparse_matrix(int64_t rows, int64_t cols, const NonZeros& nz) {
   const auto n = static_cast<int64_t>(nz.index.size());
-  const torch::Tensor flat = torch::from_blob(const_cast<int64_t*>(nz.index.data()), {n}, torch::kInt64).clone();
+  const int64_t* next = nz.index.data();
+  const torch::Tensor rc = coo_indices(n, cols, [&](int64_t* buffer, int64_t k) {
+    std::memcpy(buffer, next, size_t(k) * 8);
+    next += k;
+  });
   const torch::Tensor values = torch::from_blob(const_cast<float*>(nz.value.data()), {n}, torch::kFloat32).clone();
-  return coo_matrix(rows, cols, flat, values);
+  return coo_matrix(rows, cols, rc, values);
 }
 
 Checkpoint Checkpoint::load(const std::string& dir_name, Storage storage) {

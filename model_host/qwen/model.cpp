@@ -237,6 +237,9 @@ struct Model::Impl {
   void full_attention(const Layer& L, int layer, State& st, int64_t T, Workspace& ws) const;
   void mlp(const Layer& L, int layer, int64_t T, Workspace& ws) const;
   void rope(float* x, int64_t position) const;
+  // Model's constructors: reads `ck`, erasing from `release` (when not null)
+  // each tensor once it has been read.
+  void build(const Checkpoint& ck, TensorMap* release, Exec exec, Activations activations);
 };
 
 float round_bf16(float x) {
@@ -266,9 +269,18 @@ std::vector<uint64_t> reads_of(std::initializer_list<const Matrix*> mats) {
 }  // namespace
 
 Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(std::make_unique<Impl>()) {
+  impl_->build(ck, nullptr, exec, activations);
+}
+
+Model::Model(Checkpoint&& ck, Exec exec, Activations activations) : impl_(std::make_unique<Impl>()) {
+  impl_->build(ck, &ck.tensors, exec, activations);
+  ck.tensors.clear();
+}
+
+void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Activations activations) {
   ck.validate();
   if (at::get_num_threads() > 2) at::set_num_threads(2);
-  Impl& m = *impl_;
+  Impl& m = *this;
   m.cfg = ck.config;
   m.exec = exec;
   m.memo_entries = exec == Exec::Sparse ? kMemoEntries : 0;
@@ -277,13 +289,19 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
   m.eps = static_cast<float>(c.rms_norm_eps);
   const bool sparse = exec == Exec::Sparse;
   auto T = [&](const std::string& name) -> const torch::Tensor& { return ck.tensors.at(name); };
+  // A matrix of the checkpoint; with `release`, its tensor is dropped once read.
+  auto M = [&](const std::string& name) {
+    Matrix mat(T(name), sparse);
+    if (release) release->erase(name);
+    return mat;
+  };
   auto count = [&](const Matrix& mat) {
     m.stats.weights += mat.rows() * mat.cols();
     m.stats.stored += mat.stored();
   };
 
-  m.embed = Matrix(T("embed_tokens.weight"), sparse);
-  if (!c.tie_word_embeddings) m.lm_head.emplace(T("lm_head.weight"), sparse);
+  m.embed = M("embed_tokens.weight");
+  if (!c.tie_word_embeddings) m.lm_head.emplace(M("lm_head.weight"));
   count(m.head());
   m.stats.active_vocab = sparse ? m.head().nonzero_rows() : c.vocab_size;
   m.final_norm = one_plus(T("norm.weight"));
@@ -302,21 +320,21 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
     L.post_norm = one_plus(T(p + "post_attention_layernorm.weight"));
     if (L.full) {
       const std::string a = p + "self_attn.";
-      L.fa.q = Matrix(T(a + "q_proj.weight"), sparse);
-      L.fa.k = Matrix(T(a + "k_proj.weight"), sparse);
-      L.fa.v = Matrix(T(a + "v_proj.weight"), sparse);
-      L.fa.o = Matrix(T(a + "o_proj.weight"), sparse);
+      L.fa.q = M(a + "q_proj.weight");
+      L.fa.k = M(a + "k_proj.weight");
+      L.fa.v = M(a + "v_proj.weight");
+      L.fa.o = M(a + "o_proj.weight");
       L.fa.q_norm = one_plus(T(a + "q_norm.weight"));
       L.fa.k_norm = one_plus(T(a + "k_norm.weight"));
       for (auto* mat : {&L.fa.q, &L.fa.k, &L.fa.v, &L.fa.o}) count(*mat);
     } else {
       const std::string a = p + "linear_attn.";
       auto& la = L.la;
-      la.qkv = Matrix(T(a + "in_proj_qkv.weight"), sparse);
-      la.z = Matrix(T(a + "in_proj_z.weight"), sparse);
-      la.b = Matrix(T(a + "in_proj_b.weight"), sparse);
-      la.a = Matrix(T(a + "in_proj_a.weight"), sparse);
-      la.out = Matrix(T(a + "out_proj.weight"), sparse);
+      la.qkv = M(a + "in_proj_qkv.weight");
+      la.z = M(a + "in_proj_z.weight");
+      la.b = M(a + "in_proj_b.weight");
+      la.a = M(a + "in_proj_a.weight");
+      la.out = M(a + "out_proj.weight");
       la.conv = to_vector(T(a + "conv1d.weight"));
       la.A_log = to_vector(T(a + "A_log"));
       la.dt_bias = to_vector(T(a + "dt_bias"));
@@ -384,9 +402,9 @@ Model::Model(const Checkpoint& ck, Exec exec, Activations activations) : impl_(s
     // MLP: unit u contributes down[:, u] * silu(gate[u] x) * up[u] x, which
     // is 0 when any of the three is zero; the sparse executor drops such
     // units' gate and up rows so they are never computed.
-    L.mlp.gate = Matrix(T(p + "mlp.gate_proj.weight"), sparse);
-    L.mlp.up = Matrix(T(p + "mlp.up_proj.weight"), sparse);
-    L.mlp.down = Matrix(T(p + "mlp.down_proj.weight"), sparse);
+    L.mlp.gate = M(p + "mlp.gate_proj.weight");
+    L.mlp.up = M(p + "mlp.up_proj.weight");
+    L.mlp.down = M(p + "mlp.down_proj.weight");
     std::vector<bool> unit(c.intermediate_size, true);
     if (sparse) {
       const auto g = L.mlp.gate.row_mask(), u = L.mlp.up.row_mask(), d = L.mlp.down.col_mask();

@@ -70,6 +70,11 @@ struct Outputs {
 class Model {
  public:
   explicit Model(const Checkpoint&, Exec exec = Exec::Dense, Activations activations = Activations::Fp32);
+  // The same model from a checkpoint that is not needed afterwards: each
+  // tensor is released as soon as it has been read, so the checkpoint's
+  // matrices and the model's never all take memory at once (the largest,
+  // a compiled GPU's embedding, is read first).  `ck` is left with no tensors.
+  explicit Model(Checkpoint&& ck, Exec exec = Exec::Dense, Activations activations = Activations::Fp32);
   ~Model();
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;

@@ -152,6 +152,28 @@ TEST(QwenCheckpoint, CompactFormExpandsToTheSafetensorsByteForByte) {
   EXPECT_EQ(std::system((run + "$(sha256sum " + (tmp / "full/model.safetensors") + " | cut -c1-64)").c_str()), 0);
 }
 
+// sparse_matrix places each flat row-major index at its row and column, also
+// past the first chunk of indices it converts at a time (16 k).
+TEST(QwenCheckpoint, SparseMatrixPlacesEachEntry) {
+  const int64_t rows = 300, cols = 97;
+  NonZeros nz;
+  for (int64_t i = 3; i < rows * cols; i += 1 + i % 3) {
+    nz.index.push_back(i);
+    nz.value.push_back(static_cast<float>(i % 1000) - 499.5f);
+  }
+  ASSERT_GT(nz.index.size(), size_t{1} << 14);
+  const torch::Tensor m = sparse_matrix(rows, cols, nz);
+  ASSERT_TRUE(m.is_sparse());
+  EXPECT_EQ(m.sizes(), (std::vector<int64_t>{rows, cols}));
+  torch::Tensor expected = torch::zeros({rows, cols}, torch::kFloat32);
+  float* e = expected.data_ptr<float>();
+  for (size_t k = 0; k < nz.index.size(); ++k) e[nz.index[k]] = nz.value[k];
+  EXPECT_TRUE(torch::equal(m.to_dense(), expected));
+  const NonZeros back = written_nonzeros(m);
+  EXPECT_EQ(back.index, nz.index);
+  EXPECT_EQ(back.value, nz.value);
+}
+
 TEST(QwenCheckpoint, MissingOrMisshapenTensorsAreNamed) {
   Checkpoint ck;
   ck.config = Config::qwen35_2b(1, 8);

@@ -137,7 +137,16 @@ TEST(QwenModel, SparseStorageGivesTheSameModel) {
     EXPECT_EQ(a.stats().stored, b.stats().stored);
     EXPECT_EQ(a.stats().active_units, b.stats().active_units);
     State sa = a.new_state(), sb = b.new_state();
-    EXPECT_TRUE(torch::equal(a.forward(sa, tokens).logits, b.forward(sb, tokens).logits));
+    const torch::Tensor logits = a.forward(sa, tokens).logits;
+    EXPECT_TRUE(torch::equal(logits, b.forward(sb, tokens).logits));
+    // Built from a checkpoint it consumes (as the model backend does): each
+    // tensor is released once read, and the model is the same.
+    Checkpoint consumed = sparse_ck;
+    Model c(std::move(consumed), exec);
+    EXPECT_TRUE(consumed.tensors.empty());
+    EXPECT_EQ(c.stats().stored, b.stats().stored);
+    State sc = c.new_state();
+    EXPECT_TRUE(torch::equal(c.forward(sc, tokens).logits, logits));
   }
 }
 
