@@ -337,6 +337,15 @@ class ModelBackend : public launch::Backend {
       if (progress) {
         progress->generated_tokens.store(d.generated.size(), std::memory_order_relaxed);
         if (d.pos.cta) progress->cta.store(uint64_t(*d.pos.cta) + 1, std::memory_order_relaxed);
+        // No one waits for this launch any more: one relaxed load a token
+        // (a token costs a forward pass) ends it at the next token.
+        if (progress->cancel.load(std::memory_order_relaxed)) {
+          d.failure = LaunchFailure{launch::kLaunchFailure,
+                                    "launch cancelled after " + std::to_string(d.generated.size()) +
+                                        " generated tokens: no one waits for it (its client exited, or model_host "
+                                        "is stopping)"};
+          return d;
+        }
       }
       const size_t at = d.generated.size() - 1;
       if (oracle) {

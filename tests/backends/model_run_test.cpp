@@ -9,9 +9,9 @@
 // --dump-tokens and --stats formats agree with each other and with the
 // vocabulary, launches the model cannot hold fail with errors naming why, the
 // shim-spawned daemon runs the model by default, two clients' launches run
-// at the same time, two builds give the same bytes, and a changed ALU weight
-// makes --check report a divergence and the result go wrong: the model, not
-// the host, computes.
+// at the same time, a client's exit cancels its launch, two builds give the
+// same bytes, and a changed ALU weight makes --check report a divergence and
+// the result go wrong: the model, not the host, computes.
 #include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
 
 #include <gtest/gtest.h>
@@ -258,6 +258,34 @@ TEST(ModelRun, TwoClientsLaunchAtTheSameTime) {
   constexpr double kSlack = 0.05;
   EXPECT_GE(shorter.start, longer.start - kSlack) << log;
   EXPECT_LE(shorter.end, longer.end + kSlack) << log;
+}
+
+// A client that exits while its launch runs on the model: the daemon sees its
+// process gone and cancels the launch, and the model backend ends it at the
+// next token (LaunchProgress::cancel), where it would otherwise write its
+// millions of tokens on.  The log names the cancelled launch; the wait for it
+// is a bound for a hung daemon, not a measured time.
+TEST(ModelRun, AClientThatExitsHasItsLaunchCancelled) {
+  Daemon d({});
+  const fs::path issued = d.dir.path / "launch-issued";
+  const pid_t client = qgpu::test::start({kSpin, "1000000", issued.string()}, d.env());
+  ASSERT_GT(client, 0);
+  for (int i = 0; i < 2400 && !fs::exists(issued); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const bool launched = fs::exists(issued);
+  kill(client, SIGKILL);
+  waitpid(client, nullptr, 0);
+  ASSERT_TRUE(launched) << slurp(d.log);
+  const std::regex cancelled("_Z4spinPji grid 1 x 1 threads: error 719 \\(launch cancelled after (\\d+) generated tokens");
+  std::smatch m;
+  std::string log;
+  for (int i = 0; i < 2400; ++i) {
+    log = slurp(d.log);
+    if (std::regex_search(log, m, cancelled)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(m.empty()) << log;
+  EXPECT_LT(std::stoull(m[1]), 1000000u) << log;   // the whole launch: over two tokens a step
+  EXPECT_NE(log.find("process exited; its running launch is cancelled"), std::string::npos) << log;
 }
 
 TEST(ModelRun, RefusesWhatTheModelCannotHold) {
