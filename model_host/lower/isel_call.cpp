@@ -137,21 +137,14 @@ void Lowerer::append_print_record(Operand format, uint32_t bytes, const std::vec
   place(skip);
 }
 
-// Runs `body` for the active lanes one at a time, in lane order: on the
-// machine a warp runs until it exits or waits, so with no barrier inside,
+// Runs `body` for the active lanes one at a time, in lane order
+// (lanes_in_turn, for a body that gives no value): with no barrier inside,
 // each lane's `body` is atomic with respect to every other thread.
 void Lowerer::serialize_lanes(const std::function<void()>& body) {
-  if (p_.lanes == 1) return body();
-  uint32_t i = op(Op::MOV, K(0));
-  uint32_t loop = new_label(), mine = new_label(), next = new_label(), done = new_label();
-  place(loop);
-  br(opr(Op::SEQ, opr(Op::LANE), R(i)), mine, next);
-  place(mine);
-  body();
-  place(next);
-  opd(i, Op::ADD, R(i), K(1));
-  br(opr(Op::SLTU, R(i), K(p_.lanes)), loop, done);
-  place(done);
+  lanes_in_turn([&] {
+    body();
+    return V{};
+  });
 }
 
 // The device heap (docs/isa.md, 8.2): a header of kHeapHeader bytes at
