@@ -518,6 +518,26 @@ template <bool kRecord>
           if (warp_offsets(win, in.a, in.b, W, mask, bytes, off)) {
             const uint8_t* base = win.base;
             const size_t stride = win.stride;
+            if (all && stride == 0) {
+              // The usual shapes of a warp's access: every lane at one
+              // address (a broadcast), or lane l at the first lane's + 4 l
+              // (a coalesced row): one load, or one copy of the row.
+              const uint32_t o0 = off[0];
+              uint32_t same = 0, row = 0;
+              for (uint32_t l = 0; l < Params::kCudaWarp; ++l) {
+                same |= off[l] ^ o0;
+                row |= off[l] ^ (o0 + 4 * l);
+              }
+              if (same == 0) {
+                const uint32_t v = read_bytes(base + o0, bytes, in.sign);
+                for (uint32_t l = 0; l < Params::kCudaWarp; ++l) dst[l] = v;
+                break;
+              }
+              if (row == 0 && bytes == 4) {
+                std::memcpy(dst, base + o0, 4 * Params::kCudaWarp);
+                break;
+              }
+            }
             auto gather = [&]<uint32_t kBytes>() {
               if (all) {
                 for (uint32_t l = 0; l < Params::kCudaWarp; ++l)

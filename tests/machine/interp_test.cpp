@@ -320,6 +320,60 @@ TEST(MachineInterp, WholeWarpMemoryFaultsNameTheLowestLane) {
   }
 }
 
+// A whole warp's loads in the shapes the interpreter reads at once (every
+// lane at one address; lane l at the first lane's + 4 l) and in shapes one
+// word off them, in each width, signed and unsigned: every lane's value is
+// the memory's bytes at its address, whether the launch runs unrecorded or
+// step by step with a record.
+TEST(MachineInterp, WholeWarpLoadsOfOneAddressOrOneRowReadEachLanesBytes) {
+  const uint32_t g = default_params().global_base;
+  constexpr uint32_t kIn = 512;  // input bytes; the results follow them, 32 words per load
+  struct Shape {
+    uint32_t scale, first, odd_lane, odd_off;  // address of lane l: first + scale * l, lane odd_lane + odd_off
+  };
+  const Shape shapes[] = {{0, 64, 99, 0}, {0, 66, 99, 0}, {4, 8, 99, 0}, {4, 8, 31, 4},
+                          {4, 8, 0, 4},   {0, 64, 17, 4}, {2, 6, 99, 0}, {1, 3, 99, 0}};
+  for (const Shape& sh : shapes)
+    for (uint8_t bytes : {uint8_t(1), uint8_t(2), uint8_t(4)})
+      for (bool sign : {false, true}) {
+        if ((sh.first | sh.scale | sh.odd_off) % bytes) continue;
+        SCOPED_TRACE("scale " + std::to_string(sh.scale) + " first " + std::to_string(sh.first) + " odd lane " +
+                     std::to_string(sh.odd_lane) + " bytes " + std::to_string(bytes) + (sign ? " signed" : ""));
+        Program prog;
+        Instr ld = mem(Op::LD, Space::Global, 3, r(2), k(g));
+        ld.bytes = bytes;
+        ld.sign = sign;
+        prog.blocks = {Block{{special(Op::LANE, 1), alu(Op::MUL, 2, r(1), k(sh.scale)),
+                              alu(Op::ADD, 2, r(2), k(sh.first)), alu(Op::SEQ, 4, r(1), k(sh.odd_lane)),
+                              alu(Op::MUL, 4, r(4), k(sh.odd_off)), alu(Op::ADD, 2, r(2), r(4)), ld,
+                              alu(Op::SHL, 5, r(1), k(2)),
+                              mem(Op::ST, Space::Global, 0, r(5), k(g + kIn), r(3))},
+                             term(Term::EXIT)}};
+        auto fresh = [&] {
+          auto m = memory(kIn + 128);
+          for (uint32_t i = 0; i < kIn; ++i) m.bytes[i] = uint8_t(i * 37 + 0x81);  // both signs
+          return m;
+        };
+        auto unrecorded = fresh(), recorded = fresh();
+        Interpreter a(prog, small(32), 1, 32, {}, unrecorded);
+        a.run();
+        ASSERT_EQ(a.fault().error, 0) << a.fault().message;
+        Interpreter b(prog, small(32), 1, 32, {}, recorded);
+        StepRecord rec;
+        while (b.step(&rec)) {
+        }
+        ASSERT_EQ(b.fault().error, 0) << b.fault().message;
+        for (uint32_t l = 0; l < 32; ++l) {
+          const uint32_t at = sh.first + sh.scale * l + (l == sh.odd_lane ? sh.odd_off : 0);
+          uint32_t want = 0;
+          for (uint32_t i = 0; i < bytes; ++i) want |= uint32_t(recorded.bytes[at + i]) << (8 * i);
+          if (sign && bytes < 4 && (want >> (8 * bytes - 1) & 1)) want |= ~0u << (8 * bytes);
+          EXPECT_EQ(word(unrecorded, kIn / 4 + l), want) << "lane " << l;
+          EXPECT_EQ(word(recorded, kIn / 4 + l), want) << "lane " << l;
+        }
+      }
+}
+
 TEST(MachineInterp, StepLimitFaultsWithATimeout) {
   // Each lane runs 3 loop blocks plus entry and exit: 5 steps.
   auto run = [](uint64_t limit) {
