@@ -123,6 +123,7 @@ class InterpreterBackend : public launch::Backend {
       if (cres.error == 0) run_children(child, mem, depth + 1, cres);
       res.printf_output += cres.printf_output;
       res.stats.steps += cres.stats.steps;
+      res.stats.lane_instructions += cres.stats.lane_instructions;
       if (cres.error)
         return fail(i + 1, cres.error, "child grid " + child.kernel + " (depth " + std::to_string(depth + 1) +
                                            ", launched from " + parent.kernel + "): " + cres.message);
@@ -227,6 +228,7 @@ class InterpreterBackend : public launch::Backend {
     res.message = interp.fault().message;
     res.printf_output = format_prints(interp.print_buffer(), mem);
     res.stats.steps = interp.stats().steps;
+    res.stats.lane_instructions = interp.stats().lane_instructions;
     return res;
   }
 

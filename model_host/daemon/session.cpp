@@ -528,7 +528,14 @@ Reply Session::launch(proto::Reader& r) {
   }
   log("session ", hex(id_), " (", client_, "): ", a.kernel, " grid ", ctas, " x ", threads, " threads: ",
       res.error ? "error " + std::to_string(res.error) + " (" + res.message + ")" : std::string("ok"), ", ",
-      o.counters.steps, " steps in ", secs, " s");
+      o.counters.steps, " steps",
+      // Interpreter backends: the work, and its rate over launches long
+      // enough for one (lowering included).
+      !res.stats.lane_instructions ? std::string()
+      : secs < 0.01 ? ", " + std::to_string(res.stats.lane_instructions) + " thread-instructions"
+                    : ", " + std::to_string(res.stats.lane_instructions) + " thread-instructions (" +
+                          std::to_string(uint64_t(double(res.stats.lane_instructions) / secs / 1e6)) + " M/s)",
+      " in ", secs, " s");
   Reply out;
   proto::encode(out.body, o);
   return out;

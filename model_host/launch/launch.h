@@ -138,6 +138,7 @@ struct LaunchStats {
   uint64_t prompt_tokens = 0;     // model backend
   uint64_t generated_tokens = 0;  // model backend
   uint64_t steps = 0;             // machine blocks executed (EXEC count)
+  uint64_t lane_instructions = 0; // interpreter backends: instructions executed, counted per thread
   double seconds = 0;
 };
 
