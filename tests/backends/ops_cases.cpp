@@ -633,9 +633,9 @@ std::vector<Case> build() {
   v.push_back(full_only(f64("cvt f64 from and to 64-bit integers", {"d2l", "d2ul", "d2u", "l2d", "ul2d"},
                   "  cvt.rzi.s64.f64 %rd4, %fd0;\n  cvt.rmi.u64.f64 %rd5, %fd1;\n  cvt.rni.u32.f64 %r4, %fd1;\n"
                   "  cvt.rn.f64.s64 %fd4, %rd5;\n  cvt.rz.f64.u64 %fd5, %rd4;\n" +
-                      st_out("%rd4", 0, "b64") + st_out("%rd5", 2, "b64") + st_out("%r4", 4) +
-                      st_out("%fd4", 5, "f64") + st_out("%fd5", 7, "f64"),
-                  2, 9, 137, 1)));
+                      st_out("%rd4", 0, "b64") + st_out("%rd5", 2, "b64") + st_out("%fd4", 4, "f64") +
+                      st_out("%fd5", 6, "f64") + st_out("%r4", 8) + st_out("%r4", 9),
+                  2, 10, 137, 1)));
   return v;
 }
 
