@@ -172,8 +172,20 @@ inline uint64_t as_bits64(double x) { return __builtin_bit_cast(uint64_t, x); }
 
 // One f64 operation over the lanes: `f(l)` is lane l's 64-bit result, of
 // which the instruction keeps the word `hi` selects.
+// Every lane of a whole CUDA warp in a loop of known length, as over() does.
 template <class F>
 inline void over64(uint32_t* d, uint32_t n, uint64_t mask, bool hi, F f) {
+  const uint64_t full = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+  if ((mask & full) == full) {
+    auto all = [&](uint32_t count) {
+      if (hi)
+        for (uint32_t l = 0; l < count; ++l) d[l] = uint32_t(f(l) >> 32);
+      else
+        for (uint32_t l = 0; l < count; ++l) d[l] = uint32_t(f(l));
+    };
+    if (n == Params::kCudaWarp) return all(Params::kCudaWarp);
+    return all(n);
+  }
   const unsigned sh = hi ? 32 : 0;
   for (uint32_t l = 0; l < n; ++l)
     if (mask >> l & 1) d[l] = uint32_t(f(l) >> sh);
@@ -212,6 +224,8 @@ void eval_float_lanes(const Instr& in, const uint32_t* const (&s)[kMaxArity], ui
       default: break;
     }
   }
+  if (in.op == Op::F2D && !m.ftz)  // exact: the host's conversion, as fref::to_f64 (a NaN quieted, its payload kept)
+    return run([&](uint32_t l) { return as_bits64(double(fref::as_float(s[0][l]))); });
   switch (in.op) {
     case Op::DADD: return run([&](uint32_t l) { return fref::add64(x(0, l), x(1, l), r); });
     case Op::DSUB: return run([&](uint32_t l) { return fref::sub64(x(0, l), x(1, l), r); });
