@@ -11,7 +11,11 @@ namespace qgpu::machine::lowering {
 // ---- pass 2: register allocation -------------------------------------------------
 
 Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
-  const uint32_t allocatable = regs - kSpillScratch;
+  // One scratch register per source of the instruction with the most.
+  uint32_t scratch = kSpillScratch;
+  for (const VI& v : vc.code)
+    if (v.kind == VI::Ins) scratch = std::max<uint32_t>(scratch, op_info(v.in.op).arity);
+  const uint32_t allocatable = regs - scratch;
   // Basic blocks of the virtual code.
   const Cfg cfg = build_cfg(vc.code, vc.nlabels);
   const std::vector<uint32_t>& starts = cfg.starts;
@@ -143,10 +147,9 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       return s;
     };
     if (v.kind == VI::Ins) {
-      Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
       int arity = op_info(v.in.op).arity;
       for (int k = 0; k < arity; ++k)
-        if (!ops[k]->imm) ops[k]->v = map_use(ops[k]->v);
+        if (!v.in.src(k).imm) v.in.src(k).v = map_use(v.in.src(k).v);
       if (v.in.writes_reg()) {
         uint32_t d = v.in.dst;
         if (spill[d] != kNoV) {

@@ -54,10 +54,9 @@ void fold_constants(VCode& vc, uint32_t lanes) {
     }
     for (VI& v : vc.code) {
       if (v.kind != VI::Ins) continue;
-      Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
       for (int k = 0; k < op_info(v.in.op).arity; ++k)
-        if (!ops[k]->imm && known[ops[k]->v]) {
-          *ops[k] = K(value[ops[k]->v]);
+        if (Operand& o = v.in.src(k); !o.imm && known[o.v]) {
+          o = K(value[o.v]);
           changed = true;
         }
     }

@@ -30,7 +30,7 @@ void fold_known_bits(VCode& vc) {
     return ops[k]->imm ? KnownBits::constant(ops[k]->v) : st[ops[k]->v];
   };
   auto result = [&](const std::vector<KnownBits>& st, const Instr& x) {
-    if (x.op == Op::FCMP) return KnownBits{~1u, 0};  // a native comparison: 0 or 1
+    if (x.op == Op::FCMP || x.op == Op::DCMP) return KnownBits{~1u, 0};  // a native comparison: 0 or 1
     return op_info(x.op).kind == OpKind::Alu ? known_result(x, operand(st, x, 0), operand(st, x, 1), operand(st, x, 2))
                                              : KnownBits{};
   };

@@ -157,6 +157,10 @@ class Lowerer : public Emitter {
   // A native float operation (OpKind::Float; LowerOptions::native_float), or
   // its value when every operand is an immediate.
   Operand fnative(Op f, const FloatMod& m, Operand a, Operand b = K(0), Operand c = K(0));
+  // A native f64 operation on up to three 64-bit sources (two words each):
+  // its result's low and high words (two instructions, FloatMod::hi), or
+  // for an op with a one-word result that word in lo (hi 0).
+  V dnative(Op f, const FloatMod& m, V x, V y = {}, V z = {});
   static V float_literal(const ptx::Operand& o, uint32_t size);
   void lower_cvt(const ptx::Instr& in);
   void lower_divrem(const ptx::Instr& in);

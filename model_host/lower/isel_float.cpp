@@ -13,7 +13,9 @@ namespace qgpu::machine::lowering {
 // floats (LowerOptions::native_float) the f32 arithmetic, comparisons,
 // min/max, the approximate functions and the conversions between f32 and
 // 32-bit integers are one native float operation each (isa.h, OpKind::Float)
-// instead.
+// instead, and so are the f64 arithmetic, comparisons, min/max and
+// conversions (the ops DADD .. DRINT, each f64 result two instructions: its
+// low word and its high word).
 
 Operand Lowerer::fnative(Op f, const FloatMod& m, Operand a, Operand b, Operand c) {
   Instr in = make_float(f, 0, a, b, c, m);
@@ -21,6 +23,29 @@ Operand Lowerer::fnative(Op f, const FloatMod& m, Operand a, Operand b, Operand 
   in.dst = nv();
   emit(in);
   return R(in.dst);
+}
+
+V Lowerer::dnative(Op f, const FloatMod& m, V x, V y, V z) {
+  const Operand s[kMaxArity] = {x.lo, x.hi, y.lo, y.hi, z.lo, z.hi};
+  auto one = [&](bool hi) {
+    FloatMod mm = m;
+    mm.hi = hi;
+    Instr in = make_float(f, 0, s, mm);
+    const int n = op_info(f).arity;
+    bool konst = true;
+    uint32_t v[kMaxArity] = {};
+    for (int k = 0; k < n; ++k) {
+      konst &= in.src(k).imm;
+      v[k] = in.src(k).v;
+    }
+    if (konst) return K(eval_float(in, v));
+    in.dst = nv();
+    emit(in);
+    return R(in.dst);
+  };
+  if (!has_wide_result(f)) return {one(false), K(0)};
+  Operand lo = one(false);
+  return {lo, one(true)};
 }
 
 // binary16 and bfloat16: cvt between f16/bf16 and f32 (and cvt.rnd.f16x2.f32,
@@ -168,16 +193,49 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     return softfloat::Gen::W{v.lo, v.hi};
   };
   auto out64 = [&](softfloat::Gen::W x) { write(in.ops[0], Type::F64, {x.first, x.second}); };
+  auto wv = [&](size_t i) { return read(in, in.ops[i], Type::F64); };
+  // The f64 ops' modifiers: a rounding only (PTX's f64 arithmetic has no .ftz or .sat).
+  auto nm64 = [&](ptx::Rnd rr) {
+    FloatMod x;
+    x.rnd = from_ptx(rr);
+    return x;
+  };
+  auto outv = [&](V v) { write(in.ops[0], Type::F64, v); };
   if (cvt64) {
     const Type dt = in.type, st = in.type2;
-    if (dt == Type::F64 && st == Type::F64) return out64(g.round_int64(w(1), r));
+    if (dt == Type::F64 && st == Type::F64) {
+      if (nat) return outv(dnative(Op::DRINT, nm64(fm.rnd), wv(1)));
+      return out64(g.round_int64(w(1), r));
+    }
     if (dt == Type::F64) {
       V v = read(in, in.ops[1], st);
       if (ptx::type_size(st) == 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
+      if (nat) return outv(dnative(ptx::is_signed(st) ? Op::L2D : Op::UL2D, nm64(br), v));
       return out64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r));
+    }
+    if (nat) {
+      const bool sg = ptx::is_signed(dt);
+      const Op o = ptx::type_size(dt) == 8 ? (sg ? Op::D2L : Op::D2UL) : (sg ? Op::D2I : Op::D2U);
+      return write(in.ops[0], dt, dnative(o, nm64(fm.rnd), wv(1)));
     }
     auto [lo, hi] = g.to_int_from64(w(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
     return write(in.ops[0], dt, V{lo, hi});
+  }
+  if (f64 && nat && in.op != PO::Setp && in.op != PO::Set && in.op != PO::Abs && in.op != PO::Neg) {
+    const FloatMod m = nm64(br);
+    switch (in.op) {
+      case PO::Add: return outv(dnative(Op::DADD, m, wv(1), wv(2)));
+      case PO::Sub: return outv(dnative(Op::DSUB, m, wv(1), wv(2)));
+      case PO::Mul: return outv(dnative(Op::DMUL, m, wv(1), wv(2)));
+      case PO::Fma:
+      case PO::Mad: return outv(dnative(Op::DFMA, m, wv(1), wv(2), wv(3)));
+      case PO::Div: return outv(dnative(Op::DDIV, m, wv(1), wv(2)));
+      case PO::Rcp: return outv(dnative(Op::DDIV, m, V{K(0), K(0x3FF00000u)}, wv(1)));
+      case PO::Sqrt: return outv(dnative(Op::DSQRT, m, wv(1)));
+      case PO::Min: return outv(dnative(Op::DMIN, m, wv(1), wv(2)));
+      case PO::Max: return outv(dnative(Op::DMAX, m, wv(1), wv(2)));
+      default: break;
+    }
   }
   if (f64 && in.op != PO::Setp && in.op != PO::Set) {
     switch (in.op) {
@@ -263,7 +321,10 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     }
     case PO::Setp:
     case PO::Set: {
-      Operand res = f64   ? g.compare64(in.cmp, w(1), w(2))
+      FloatMod dc;
+      dc.cmp = from_ptx(in.cmp);
+      Operand res = f64 && nat ? dnative(Op::DCMP, dc, wv(1), wv(2)).lo
+                    : f64      ? g.compare64(in.cmp, w(1), w(2))
                     : nat ? fnative(Op::FCMP, ncmp(in.cmp), f(1), f(2))
                           : g.compare(in.cmp, f(1), f(2), fm.ftz);
       if (in.bool_op != ptx::BoolOp::None) {
@@ -303,11 +364,13 @@ void Lowerer::lower_float(const ptx::Instr& in) {
         return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
       }
       if (dt == Type::F64) {
+        if (nat) return write(in.ops[0], dt, dnative(Op::F2D, nm(ptx::Rnd::Rn, false), V{f(1), K(0)}));
         auto [lo, hi] = g.to_f64(f(1), fm.ftz);
         return write(in.ops[0], dt, {lo, hi});
       }
       if (st == Type::F64) {
         V v = read(in, in.ops[1], st);
+        if (nat) return out(dnative(Op::D2F, nm(br, fm.sat), v).lo);
         return out(g.from_f64(v.lo, v.hi, r, fm.ftz, fm.sat));
       }
       if (dt == Type::F32 && nat && ptx::type_size(st) == 4) {

@@ -185,7 +185,8 @@ void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
 }
 
 // Float atomics (add on f16, f16x2, f32, f64): each lane in turn loads the
-// value, adds in software floating point (lower_atomic_float.h) and stores,
+// value, adds in software floating point (lower_atomic_float.h; with native
+// floats, f32 and f64 add with one native operation) and stores,
 // one lane per pass of a loop (on a one-lane machine, just the
 // read-modify-write).  As for the 64-bit cas/min/max, the warp runs
 // uninterrupted, so the passes are atomic with respect to other warps, and
@@ -197,7 +198,17 @@ void Lowerer::lower_atom_float(const ptx::Instr& in, Space sp, Operand addr) {
   const softfloat::Emit emit = [this](Op o, Operand x, Operand y, Operand z) { return opr(o, x, y, z); };
   auto read_modify_write = [&] {
     V o{R(ld(sp, addr, 0, word, false)), bytes == 8 ? R(ld(sp, addr, 4, 4, false)) : K(0)};
-    softfloat::Gen::W nw = float_atomic_add(emit, in.type, {o.lo, o.hi}, {b.lo, b.hi});
+    softfloat::Gen::W nw;
+    if (opts_.native_float && in.type == ptx::Type::F64) {  // the native f64 add (docs/isa.md 3.5)
+      const V s = dnative(Op::DADD, FloatMod{}, o, b);
+      nw = {s.lo, s.hi};
+    } else if (opts_.native_float && in.type == ptx::Type::F32) {  // atom.add.f32 flushes subnormals
+      FloatMod m;
+      m.ftz = true;
+      nw = {fnative(Op::FADD, m, o.lo, b.lo), K(0)};
+    } else {
+      nw = float_atomic_add(emit, in.type, {o.lo, o.hi}, {b.lo, b.hi});
+    }
     st(sp, addr, 0, word, nw.first);
     if (bytes == 8) st(sp, addr, 4, 4, nw.second);
     return o;

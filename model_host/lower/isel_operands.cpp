@@ -144,9 +144,9 @@ bool Lowerer::rename_temp(uint32_t t, uint32_t dst) {
   }
   if (k == size_t(-1)) return false;
   for (size_t r : readers) {
-    Operand* ops[3] = {&vc_.code[r].in.a, &vc_.code[r].in.b, &vc_.code[r].in.c};
-    for (int i = 0; i < op_info(vc_.code[r].in.op).arity; ++i)
-      if (!ops[i]->imm && ops[i]->v == t) ops[i]->v = dst;
+    Instr& x = vc_.code[r].in;
+    for (int i = 0; i < op_info(x.op).arity; ++i)
+      if (!x.src(i).imm && x.src(i).v == t) x.src(i).v = dst;
   }
   vc_.code[k].in.dst = dst;
   return true;

@@ -41,9 +41,8 @@ void propagate_copies(VCode& vc) {
   };
   for (VI& v : vc.code) {
     if (v.kind == VI::Ins) {
-      Operand* ops[3] = {&v.in.a, &v.in.b, &v.in.c};
       for (int k = 0; k < op_info(v.in.op).arity; ++k)
-        if (!ops[k]->imm) ops[k]->v = map(ops[k]->v);
+        if (Operand& o = v.in.src(k); !o.imm) o.v = map(o.v);
     }
     if (v.kind == VI::Br) v.cond = map(v.cond);
   }

@@ -114,9 +114,8 @@ void simplify_local(VCode& vc) {
     if (!in.writes_reg()) continue;
     const uint32_t dst = in.dst;
     std::erase_if(live, [&](const Def& d) {
-      const Operand* ops[3] = {&d.in.a, &d.in.b, &d.in.c};
       for (int k = 0; k < op_info(d.in.op).arity; ++k)
-        if (!ops[k]->imm && ops[k]->v == dst) return true;
+        if (!d.in.src(k).imm && d.in.src(k).v == dst) return true;
       return d.reg == dst;
     });
     bool reads_dst = false;

@@ -14,7 +14,10 @@
 namespace qgpu::machine::lowering {
 
 constexpr uint32_t kNoV = UINT32_MAX;
-constexpr uint32_t kSpillScratch = 3;  // registers reserved for reloading spilled values
+// Registers reserved for reloading spilled values: one per source of an
+// instruction, kSpillScratch unless the code has an op of more sources (the
+// f64 ops, up to kMaxArity; allocate() reserves as many as the code needs).
+constexpr uint32_t kSpillScratch = 3;
 
 // A virtual instruction: a machine operation on virtual registers, or a
 // label or control transfer.
@@ -39,11 +42,10 @@ inline bool is_mem_write(const Instr& in) { return in.op == Op::ST || in.op == O
 
 // Sources an instruction reads, in operand order.
 inline std::vector<const Operand*> sources(const Instr& in) {
-  const Operand* all[3] = {&in.a, &in.b, &in.c};
   std::vector<const Operand*> r;
   int n = op_info(in.op).arity;
   for (int i = 0; i < n; ++i)
-    if (!all[i]->imm) r.push_back(all[i]);
+    if (!in.src(i).imm) r.push_back(&in.src(i));
   return r;
 }
 

@@ -161,4 +161,95 @@ void eval_float_lanes(const Instr& in, const uint32_t* a, const uint32_t* b, con
   }
 }
 
+namespace {
+
+// An f64 result as sm_75 returns it (fref's DB): NaN canonical.
+inline uint64_t canonical64(uint64_t r) {
+  return (r & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull ? fref::kNaN64 : r;
+}
+inline double as_double(uint64_t b) { return __builtin_bit_cast(double, b); }
+inline uint64_t as_bits64(double x) { return __builtin_bit_cast(uint64_t, x); }
+
+// One f64 operation over the lanes: `f(l)` is lane l's 64-bit result, of
+// which the instruction keeps the word `hi` selects.
+// Every lane of a whole CUDA warp in a loop of known length, as over() does.
+template <class F>
+inline void over64(uint32_t* d, uint32_t n, uint64_t mask, bool hi, F f) {
+  const uint64_t full = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+  if ((mask & full) == full) {
+    auto all = [&](uint32_t count) {
+      if (hi)
+        for (uint32_t l = 0; l < count; ++l) d[l] = uint32_t(f(l) >> 32);
+      else
+        for (uint32_t l = 0; l < count; ++l) d[l] = uint32_t(f(l));
+    };
+    if (n == Params::kCudaWarp) return all(Params::kCudaWarp);
+    return all(n);
+  }
+  const unsigned sh = hi ? 32 : 0;
+  for (uint32_t l = 0; l < n; ++l)
+    if (mask >> l & 1) d[l] = uint32_t(f(l) >> sh);
+}
+
+}  // namespace
+
+uint32_t eval_float(const Instr& in, const uint32_t (&v)[kMaxArity]) {
+  const uint32_t* s[kMaxArity] = {&v[0], &v[1], &v[2], &v[3], &v[4], &v[5]};
+  uint32_t d = 0;
+  eval_float_lanes(in, s, &d, 1, 1);
+  return d;
+}
+
+void eval_float_lanes(const Instr& in, const uint32_t* const (&s)[kMaxArity], uint32_t* d, uint32_t n,
+                      uint64_t mask, int host_nearest) {
+  if (!is_f64(in.op)) return eval_float_lanes(in, s[0], s[1], s[2], d, n, mask, host_nearest);
+  const FloatMod& m = in.fmod;
+  const Rnd r = to_ptx(m.rnd);
+  const bool hi = m.hi;
+  // Source k's f64 value (or 64-bit integer) in lane l: words (2k, 2k + 1).
+  auto x = [&](int k, uint32_t l) { return uint64_t(s[2 * k][l]) | uint64_t(s[2 * k + 1][l]) << 32; };
+  auto run = [&](auto f) { over64(d, n, mask, hi, f); };
+  const bool nearest = (r == Rnd::None || r == Rnd::Rn) &&
+                       (host_nearest >= 0 ? host_nearest != 0 : fref::host_rounds_to_nearest());
+  if (nearest) {
+    // Round to nearest in the host's current mode, inline (the same
+    // operations fref::add64 ... compute for it).
+    auto D = [&](int k, uint32_t l) { return as_double(x(k, l)); };
+    switch (in.op) {
+      case Op::DADD: return run([&](uint32_t l) { return canonical64(as_bits64(D(0, l) + D(1, l))); });
+      case Op::DSUB: return run([&](uint32_t l) { return canonical64(as_bits64(D(0, l) - D(1, l))); });
+      case Op::DMUL: return run([&](uint32_t l) { return canonical64(as_bits64(D(0, l) * D(1, l))); });
+      case Op::DFMA:
+        return run([&](uint32_t l) { return canonical64(as_bits64(__builtin_fma(D(0, l), D(1, l), D(2, l)))); });
+      default: break;
+    }
+  }
+  if (in.op == Op::F2D && !m.ftz)  // exact: the host's conversion, as fref::to_f64 (a NaN quieted, its payload kept)
+    return run([&](uint32_t l) { return as_bits64(double(fref::as_float(s[0][l]))); });
+  switch (in.op) {
+    case Op::DADD: return run([&](uint32_t l) { return fref::add64(x(0, l), x(1, l), r); });
+    case Op::DSUB: return run([&](uint32_t l) { return fref::sub64(x(0, l), x(1, l), r); });
+    case Op::DMUL: return run([&](uint32_t l) { return fref::mul64(x(0, l), x(1, l), r); });
+    case Op::DFMA: return run([&](uint32_t l) { return fref::fma64(x(0, l), x(1, l), x(2, l), r); });
+    case Op::DDIV: return run([&](uint32_t l) { return fref::div64(x(0, l), x(1, l), r); });
+    case Op::DSQRT: return run([&](uint32_t l) { return fref::sqrt64(x(0, l), r); });
+    case Op::DMIN: return run([&](uint32_t l) { return fref::min64(x(0, l), x(1, l)); });
+    case Op::DMAX: return run([&](uint32_t l) { return fref::max64(x(0, l), x(1, l)); });
+    case Op::DCMP: {
+      const ptx::Cmp c = to_ptx(m.cmp);
+      return run([&](uint32_t l) { return uint64_t(fref::compare64(c, x(0, l), x(1, l))); });
+    }
+    case Op::F2D: return run([&](uint32_t l) { return fref::to_f64(s[0][l], m.ftz); });
+    case Op::D2F: return run([&](uint32_t l) { return uint64_t(fref::from_f64(x(0, l), r, m.ftz, m.sat)); });
+    case Op::L2D: return run([&](uint32_t l) { return fref::int_to_f64(x(0, l), true, 64, r); });
+    case Op::UL2D: return run([&](uint32_t l) { return fref::int_to_f64(x(0, l), false, 64, r); });
+    case Op::D2I: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), true, 32, r); });
+    case Op::D2U: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), false, 32, r); });
+    case Op::D2L: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), true, 64, r); });
+    case Op::D2UL: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), false, 64, r); });
+    case Op::DRINT: return run([&](uint32_t l) { return fref::round_int_f64(x(0, l), r); });
+    default: break;
+  }
+}
+
 }  // namespace qgpu::machine

@@ -31,4 +31,13 @@ uint32_t eval_float(const Instr& in, uint32_t a, uint32_t b, uint32_t c);
 void eval_float_lanes(const Instr& in, const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32_t* d,
                       uint32_t n, uint64_t mask, int host_nearest = -1);
 
+// Any float instruction, the f64 ones (DADD .. DRINT) included, on its
+// operand values: v[k] is source k (a .. f); the operands past the op's
+// arity are ignored.
+uint32_t eval_float(const Instr& in, const uint32_t (&v)[kMaxArity]);
+// The same over `n` lanes: s[k] points at source k's lane values (those past
+// the op's arity are not read).
+void eval_float_lanes(const Instr& in, const uint32_t* const (&s)[kMaxArity], uint32_t* d, uint32_t n,
+                      uint64_t mask, int host_nearest = -1);
+
 }  // namespace qgpu::machine

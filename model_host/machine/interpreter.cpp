@@ -46,9 +46,7 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
   for (const Block& b : prog.blocks) {
     for (const Instr& in : b.instrs) {
       nregs_ = std::max(nregs_, in.dst + 1);
-      name(in.a);
-      name(in.b);
-      name(in.c);
+      for (int k = 0; k < kMaxArity; ++k) name(in.src(k));
     }
     if (b.term.kind == Term::BR) nregs_ = std::max(nregs_, b.term.cond + 1);
   }
@@ -418,7 +416,7 @@ template <bool kRecord>
   const bool all = mask == full;
   uint32_t* W = regs_.data() + size_t(w) * R * L;
   const size_t t0 = size_t(w) * L;
-  uint32_t imm[3][64];
+  uint32_t imm[kMaxArity][64];
   auto lanes_of = [&](const Operand& o, int k) -> const uint32_t* {
     if (!o.imm) return W + size_t(o.v) * L;
     std::fill_n(imm[k], L, o.v);
@@ -438,7 +436,13 @@ template <bool kRecord>
       // The host's rounding mode, asked once per EXEC (the operations that
       // round otherwise set and restore it around themselves).
       if (host_nearest < 0) host_nearest = ptx::fref::host_rounds_to_nearest();
-      eval_float_lanes(in, a, bb, c, dst, L, mask, host_nearest);
+      if (info.arity > 3 || is_f64(in.op)) {  // the f64 ops: up to six source words
+        const uint32_t* src[kMaxArity] = {a, bb, c, a, a, a};
+        for (int k = 3; k < info.arity; ++k) src[k] = lanes_of(in.src(k), k);
+        eval_float_lanes(in, src, dst, L, mask, host_nearest);
+      } else {
+        eval_float_lanes(in, a, bb, c, dst, L, mask, host_nearest);
+      }
       if constexpr (kRecord)
         for (uint32_t l = 0; l < L; ++l)
           if (mask >> l & 1) rec->regs.push_back({l, in.dst, dst[l]});

@@ -66,6 +66,24 @@ const OpInfo kOps[kOpCount] = {
     {"fsin", OpKind::Float, 1, nullptr},
     {"fcos", OpKind::Float, 1, nullptr},
     {"ftanh", OpKind::Float, 1, nullptr},
+    {"dadd", OpKind::Float, 4, nullptr},
+    {"dsub", OpKind::Float, 4, nullptr},
+    {"dmul", OpKind::Float, 4, nullptr},
+    {"dfma", OpKind::Float, 6, nullptr},
+    {"ddiv", OpKind::Float, 4, nullptr},
+    {"dsqrt", OpKind::Float, 2, nullptr},
+    {"dmin", OpKind::Float, 4, nullptr},
+    {"dmax", OpKind::Float, 4, nullptr},
+    {"dcmp", OpKind::Float, 4, nullptr},
+    {"f2d", OpKind::Float, 1, nullptr},
+    {"d2f", OpKind::Float, 2, nullptr},
+    {"l2d", OpKind::Float, 2, nullptr},
+    {"ul2d", OpKind::Float, 2, nullptr},
+    {"d2i", OpKind::Float, 2, nullptr},
+    {"d2u", OpKind::Float, 2, nullptr},
+    {"d2l", OpKind::Float, 2, nullptr},
+    {"d2ul", OpKind::Float, 2, nullptr},
+    {"drint", OpKind::Float, 2, nullptr},
 };
 
 const AtomInfo kAtoms[kAtomOpCount] = {
@@ -146,7 +164,15 @@ Instr make_float(Op op, uint32_t dst, Operand a, Operand b, Operand c, const Flo
   in.b = n >= 2 ? b : Operand::k(0);
   in.c = n >= 3 ? c : Operand::k(0);
   in.fmod = m;
-  if (op != Op::FCMP) in.fmod.cmp = FCmp::None;
+  if (op != Op::FCMP && op != Op::DCMP) in.fmod.cmp = FCmp::None;
+  if (!has_wide_result(op)) in.fmod.hi = false;
+  return in;
+}
+
+Instr make_float(Op op, uint32_t dst, const Operand (&s)[kMaxArity], const FloatMod& m) {
+  Instr in = make_float(op, dst, s[0], s[1], s[2], m);
+  const int n = op_info(op).arity;
+  for (int k = 3; k < n; ++k) in.src(k) = s[k];
   return in;
 }
 
@@ -175,7 +201,11 @@ void validate(const Program& prog, const Params& p) {
         throw std::invalid_argument(where(bi, ii) + to_string(in) +
                                     ": a native floating-point operation, which this machine does not have (it "
                                     "runs floating point as integer sequences, docs/isa.md section 11)");
-      if (!rnd_name(in.fmod.rnd) || (in.op == Op::FCMP && !cmp_name(in.fmod.cmp)))
+      const bool cmp = in.op == Op::FCMP || in.op == Op::DCMP;
+      if (!rnd_name(in.fmod.rnd) || (cmp && !cmp_name(in.fmod.cmp)) || (!cmp && in.fmod.cmp != FCmp::None) ||
+          (in.fmod.hi && !has_wide_result(in.op)) ||
+          (is_f64(in.op) && in.fmod.sat && in.op != Op::D2F) ||
+          (is_f64(in.op) && in.fmod.ftz && in.op != Op::D2F && in.op != Op::F2D))
         throw std::invalid_argument(where(bi, ii) + "invalid floating-point modifiers");
     }
   for (size_t bi = 0; bi < prog.blocks.size(); ++bi) {
@@ -187,10 +217,9 @@ void validate(const Program& prog, const Params& p) {
     for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
       const Instr& in = b.instrs[ii];
       const OpInfo& info = op_info(in.op);
-      const Operand* ops[3] = {&in.a, &in.b, &in.c};
-      for (int k = 0; k < 3; ++k)
-        if (!ops[k]->imm && ops[k]->v >= p.regs)
-          throw std::invalid_argument(where(bi, ii) + "register r" + std::to_string(ops[k]->v) + " out of range");
+      for (int k = 0; k < kMaxArity; ++k)
+        if (!in.src(k).imm && in.src(k).v >= p.regs)
+          throw std::invalid_argument(where(bi, ii) + "register r" + std::to_string(in.src(k).v) + " out of range");
       if (in.writes_reg() && in.dst >= p.regs) throw std::invalid_argument(where(bi, ii) + "destination out of range");
       if (info.kind == OpKind::Load || info.kind == OpKind::Store || info.kind == OpKind::Atomic) {
         if (in.bytes != 1 && in.bytes != 2 && in.bytes != 4)
@@ -259,14 +288,14 @@ std::string to_string(const Instr& in) {
       return std::string("atom.") + space_name(in.space) + "." + atom_info(in.atom).name + " r" +
              std::to_string(in.dst) + ", [" + to_string(in.a) + "], " + to_string(in.b) + ", " + to_string(in.c);
     case OpKind::Float: {
-      const char* mod = in.op == Op::FCMP ? cmp_name(in.fmod.cmp) : rnd_name(in.fmod.rnd);
+      const bool cmp = in.op == Op::FCMP || in.op == Op::DCMP;
+      const char* mod = cmp ? cmp_name(in.fmod.cmp) : rnd_name(in.fmod.rnd);
       r = std::string(info.name) + (mod ? mod : ".?");
       if (in.fmod.ftz) r += ".ftz";
       if (in.fmod.sat) r += ".sat";
+      if (has_wide_result(in.op)) r += in.fmod.hi ? ".hi" : ".lo";
       r += " r" + std::to_string(in.dst);
-      if (info.arity >= 1) r += ", " + to_string(in.a);
-      if (info.arity >= 2) r += ", " + to_string(in.b);
-      if (info.arity >= 3) r += ", " + to_string(in.c);
+      for (int k = 0; k < info.arity; ++k) r += ", " + to_string(in.src(k));
       return r;
     }
   }

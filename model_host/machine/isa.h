@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qgpu::machine {
@@ -106,10 +107,29 @@ enum class Op : uint8_t {
   F2I, F2U,                // f32 to s32 / u32, rounded (.rni .rzi .rmi .rpi) and saturated, NaN 0; .ftz
   FRINT,                   // cvt.f32.f32: rounded to an integral value (.rni ...), or only .ftz/.sat
   FEX2, FLG2, FSIN, FCOS, FTANH,  // the .approx functions of docs/isa.md 11.1; .ftz
+  // Native f64 operations (OpKind::Float, native_float machines only;
+  // docs/isa.md section 3.5).  Each f64 source is two operands, its low
+  // word then its high word: x in (a, b), y in (c, d), z in (e, f).  An op
+  // with an f64 (or 64-bit integer) result writes one word of it: the low
+  // word, or the high word with fmod.hi.
+  DADD, DSUB, DMUL,        // x op y, rounding .rn .rz .rm .rp
+  DFMA,                    // x * y + z rounded once
+  DDIV,                    // x / y, rounding
+  DSQRT,                   // sqrt(x), rounding
+  DMIN, DMAX,              // a NaN operand gives the other one
+  DCMP,                    // 0 or 1: x fmod.cmp y
+  F2D,                     // f32 a to f64 (exact; .ftz)
+  D2F,                     // x to f32: rounding, .ftz, .sat
+  L2D, UL2D,               // the s64 / u64 integer (a, b) to f64: rounding
+  D2I, D2U,                // x to s32 / u32, rounded (.rni .rzi .rmi .rpi) and saturated, NaN 0
+  D2L, D2UL,               // x to s64 / u64, the same
+  DRINT,                   // x rounded to an integral f64 (.rni .rzi .rmi .rpi)
   // clang-format on
 };
 // Every op of the instruction set.
-constexpr int kOpCount = int(Op::FTANH) + 1;
+constexpr int kOpCount = int(Op::DRINT) + 1;
+// The most source operands an op reads (DFMA's three f64 values).
+constexpr int kMaxArity = 6;
 // The ops every machine has, the model's included: MOV .. ATOM.  The model's
 // circuit and token vocabulary (docs/tokens.md) know these only.
 constexpr int kBaseOpCount = int(Op::ATOM) + 1;
@@ -152,7 +172,8 @@ struct FloatMod {
   FRnd rnd = FRnd::Rn;
   bool ftz = false;  // subnormal inputs and results flushed to zero
   bool sat = false;  // the result clamped to [0, 1]
-  FCmp cmp = FCmp::None;  // FCMP only
+  FCmp cmp = FCmp::None;  // FCMP and DCMP only
+  bool hi = false;        // ops with a 64-bit result: write its high word (else its low word)
 };
 
 // An operand is a register of the lane or a 32-bit immediate.
@@ -174,14 +195,36 @@ struct Instr {
   AtomOp atom = AtomOp::ADD;
   // Float ops only.
   FloatMod fmod{};
+  // The fourth to sixth source operands: f64 ops only.
+  Operand d, e, f;
 
   bool writes_reg() const;
+  // Source operand k (0 .. kMaxArity-1): a, b, c, d, e, f.
+  Operand& src(int k) { return const_cast<Operand&>(std::as_const(*this).src(k)); }
+  const Operand& src(int k) const {
+    switch (k) {
+      case 0: return a;
+      case 1: return b;
+      case 2: return c;
+      case 3: return d;
+      case 4: return e;
+      default: return f;
+    }
+  }
 };
 
 // A float instruction: the operands past the op's arity are zero, cmp is
 // kept for FCMP only.
 Instr make_float(Op op, uint32_t dst, Operand a, Operand b, Operand c, const FloatMod& m);
+// The same with up to kMaxArity operands (the f64 ops).
+Instr make_float(Op op, uint32_t dst, const Operand (&s)[kMaxArity], const FloatMod& m);
 inline bool is_float(Op op) { return op >= Op::FADD && int(op) < kOpCount; }
+// The native f64 operations (DADD .. DRINT), and those of them whose result
+// is 64 bits wide (written a word at a time, FloatMod::hi).
+inline bool is_f64(Op op) { return op >= Op::DADD && int(op) < kOpCount; }
+inline bool has_wide_result(Op op) {
+  return is_f64(op) && op != Op::DCMP && op != Op::D2F && op != Op::D2I && op != Op::D2U;
+}
 
 // How a block ends.  Each lane computes its own next block; see docs/isa.md.
 enum class Term : uint8_t {

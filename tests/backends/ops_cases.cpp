@@ -89,10 +89,11 @@ Case f32(std::string name, std::vector<std::string> covers, std::string instrs, 
   return c;
 }
 
-Case f64(std::string name, std::string instrs, uint32_t doubles, uint32_t out_words, uint64_t seed,
-         uint32_t model_rows = 2) {
+Case f64(std::string name, std::vector<std::string> covers, std::string instrs, uint32_t doubles,
+         uint32_t out_words, uint64_t seed, uint32_t model_rows = 2) {
   Case c;
   c.name = std::move(name);
+  c.covers = std::move(covers);
   for (uint32_t i = 0; i < doubles; ++i) c.body += ld_in("%fd" + std::to_string(i), 2 * i, "f64");
   c.body += instrs;
   c.in_words = 2 * doubles;
@@ -607,24 +608,34 @@ std::vector<Case> build() {
                   "  cvt.rn.f16.f32 %h1, %f0;\n  cvt.f32.f16 %f4, %h1;\n  cvt.u32.u16 %r4, %h1;\n" +
                       st_out("%f4", 0, "f32") + st_out("%r4", 1),
                   1, 2, 121, 2));
-  v.push_back(full_only(f32("cvt f64 f32", {},
+  v.push_back(full_only(f32("cvt f64 f32", {"f2d", "d2f"},
                   "  cvt.f64.f32 %fd4, %f0;\n  cvt.rn.f32.f64 %f5, %fd4;\n  mul.rn.f64 %fd5, %fd4, 0d3FB999999999999A;\n"
                   "  cvt.rn.f32.f64 %f6, %fd5;\n" +
                       st_out("%fd4", 0, "f64") + st_out("%f5", 2, "f32") + st_out("%f6", 3, "f32"),
                   1, 4, 122, 1)));
-  v.push_back(full_only(f64("add.rn.f64 sub.rn.f64",
+  v.push_back(full_only(f64("add.rn.f64 sub.rn.f64", {"dadd", "dsub"},
                   "  add.rn.f64 %fd4, %fd0, %fd1;\n  sub.rn.f64 %fd5, %fd0, %fd1;\n" + st_out("%fd4", 0, "f64") +
                       st_out("%fd5", 2, "f64"),
                   2, 4, 130, 1)));
-  v.push_back(full_only(f64("mul.rn.f64", "  mul.rn.f64 %fd4, %fd0, %fd1;\n" + st_out("%fd4", 0, "f64"), 2, 2, 131, 1)));
-  v.push_back(full_only(f64("fma.rn.f64", "  fma.rn.f64 %fd4, %fd0, %fd1, %fd2;\n" + st_out("%fd4", 0, "f64"), 3, 2, 132, 1)));
+  v.push_back(full_only(f64("mul.rn.f64", {"dmul"}, "  mul.rn.f64 %fd4, %fd0, %fd1;\n" + st_out("%fd4", 0, "f64"), 2, 2, 131, 1)));
+  v.push_back(full_only(f64("fma.rn.f64", {"dfma"}, "  fma.rn.f64 %fd4, %fd0, %fd1, %fd2;\n" + st_out("%fd4", 0, "f64"), 3, 2, 132, 1)));
   v.push_back(beyond_model_rom(
-      f64("div.rn.f64", "  div.rn.f64 %fd4, %fd0, %fd1;\n" + st_out("%fd4", 0, "f64"), 2, 2, 133, 1)));
-  v.push_back(beyond_model_rom(f64("sqrt.rn.f64", "  sqrt.rn.f64 %fd4, %fd0;\n" + st_out("%fd4", 0, "f64"), 1, 2, 134, 1)));
-  v.push_back(full_only(f64("setp.f64 cvt.rni.s32.f64",
+      f64("div.rn.f64", {"ddiv"}, "  div.rn.f64 %fd4, %fd0, %fd1;\n" + st_out("%fd4", 0, "f64"), 2, 2, 133, 1)));
+  v.push_back(beyond_model_rom(f64("sqrt.rn.f64", {"dsqrt"}, "  sqrt.rn.f64 %fd4, %fd0;\n" + st_out("%fd4", 0, "f64"), 1, 2, 134, 1)));
+  v.push_back(full_only(f64("setp.f64 cvt.rni.s32.f64", {"dcmp", "d2i"},
                   "  cvt.rni.s32.f64 %r4, %fd1;\n  setp.lt.f64 %p1, %fd0, %fd1;\n  selp.u32 %r5, 1, 0, %p1;\n" +
                       st_out("%r4", 0) + st_out("%r5", 1),
                   2, 2, 135, 2)));
+  v.push_back(full_only(f64("min.f64 max.f64 cvt.rpi.f64.f64", {"dmin", "dmax", "drint"},
+                  "  min.f64 %fd4, %fd0, %fd1;\n  max.f64 %fd5, %fd0, %fd1;\n  cvt.rpi.f64.f64 %fd6, %fd0;\n" +
+                      st_out("%fd4", 0, "f64") + st_out("%fd5", 2, "f64") + st_out("%fd6", 4, "f64"),
+                  2, 6, 136, 1)));
+  v.push_back(full_only(f64("cvt f64 from and to 64-bit integers", {"d2l", "d2ul", "d2u", "l2d", "ul2d"},
+                  "  cvt.rzi.s64.f64 %rd4, %fd0;\n  cvt.rmi.u64.f64 %rd5, %fd1;\n  cvt.rni.u32.f64 %r4, %fd1;\n"
+                  "  cvt.rn.f64.s64 %fd4, %rd5;\n  cvt.rz.f64.u64 %fd5, %rd4;\n" +
+                      st_out("%rd4", 0, "b64") + st_out("%rd5", 2, "b64") + st_out("%fd4", 4, "f64") +
+                      st_out("%fd5", 6, "f64") + st_out("%r4", 8) + st_out("%r4", 9),
+                  2, 10, 137, 1)));
   return v;
 }
 

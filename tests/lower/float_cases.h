@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -68,6 +69,43 @@ class Operands {
  private:
   std::mt19937_64 rng_;
 };
+
+// binary64 edge values: zeros, subnormals, the smallest and largest normals,
+// infinities, NaNs, 1 and its neighbours, halfway cases.
+inline std::vector<uint64_t> edges64() {
+  std::vector<uint64_t> base = {0, 1, 2, 0x000FFFFFFFFFFFFFull, 0x0008000000000000ull, 0x0010000000000000ull,
+                                0x0010000000000001ull, 0x3CA0000000000000ull /*2^-53*/, 0x3CA0000000000001ull,
+                                0x3FE0000000000000ull, 0x3FF0000000000000ull, 0x3FF0000000000001ull,
+                                0x3FF8000000000000ull, 0x3FFFFFFFFFFFFFFFull, 0x4000000000000000ull,
+                                0x4340000000000000ull /*2^53*/, 0x4340000000000001ull, 0x7FE0000000000000ull,
+                                0x7FEFFFFFFFFFFFFFull, 0x7FF0000000000000ull, 0x7FF0000000000001ull,
+                                0x7FF8000000000000ull, 0x7FFFFFFFFFFFFFFFull, 0x3FEFFFFFFFFFFFFFull,
+                                0x0000000100000000ull, 0x00000000FFFFFFFFull, 0x4330000000000000ull};
+  std::vector<uint64_t> all;
+  for (uint64_t x : base) {
+    all.push_back(x);
+    all.push_back(x | 0x8000000000000000ull);
+  }
+  return all;
+}
+
+inline uint64_t double_bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+
+// A random binary64 operand: an edge value, any bit pattern, a subnormal,
+// or an exponent near 1's (where sums cancel and round).
+inline uint64_t any64(std::mt19937_64& rng) {
+  static const auto E = edges64();
+  switch (rng() % 6) {
+    case 0: return E[rng() % E.size()];
+    case 1: return rng();
+    case 2: return rng() & 0x800FFFFFFFFFFFFFull;  // subnormal
+    default: return (rng() & 0x800FFFFFFFFFFFFFull) | ((1000 + rng() % 48) << 52);
+  }
+}
 
 inline std::string hex(uint32_t v) {
   char b[16];

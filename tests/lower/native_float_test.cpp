@@ -11,7 +11,10 @@
 // partial one, and the lowering emits them only when asked.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -217,6 +220,213 @@ TEST(NativeFloat, ApproximateFunctions) {
   }
 }
 
+// ---- f64 (DADD .. DRINT) -------------------------------------------------------
+//
+// Each native f64 op's 64-bit result (its .lo and .hi instructions) against
+// the software floating point's binary64 generators and the PTX-level
+// reference (ptx::fref): the edge pairs of floattest::edges64() and random
+// operands (kPairs / 4 per operation and rounding, kPairs / 16 for the long
+// sequences; QGPU_FLOAT_PAIRS=16000000 compares 4 million and 1 million).
+
+// The op on register operands as the lowering emits it: source k's words in
+// operands 2k (low) and 2k + 1 (high); a wide result assembled from the .lo
+// and the .hi instruction.
+uint64_t native64(Op f, FloatMod m, uint64_t x, uint64_t y = 0, uint64_t z = 0) {
+  const Operand regs[kMaxArity] = {Operand::reg(1), Operand::reg(2), Operand::reg(3),
+                                   Operand::reg(4), Operand::reg(5), Operand::reg(6)};
+  const uint32_t v[kMaxArity] = {uint32_t(x), uint32_t(x >> 32), uint32_t(y), uint32_t(y >> 32),
+                                 uint32_t(z), uint32_t(z >> 32)};
+  m.hi = false;
+  const uint64_t lo = eval_float(make_float(f, 0, regs, m), v);
+  if (!has_wide_result(f)) return lo;
+  m.hi = true;
+  return lo | uint64_t(eval_float(make_float(f, 0, regs, m), v)) << 32;
+}
+softfloat::Gen::W W64(uint64_t x) { return {K(uint32_t(x)), K(uint32_t(x >> 32))}; }
+uint64_t U64(softfloat::Gen::W w) { return uint64_t(w.second.v) << 32 | w.first.v; }
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", (unsigned long long)v);
+  return b;
+}
+
+// Compares the native op, the generators and the reference on every edge
+// pair (edge value, for one operand) and `n` random operand pairs; fma's
+// third operand cycles through values that cancel the product.
+void check64(const std::string& name, int arity, uint64_t n,
+             const std::function<uint64_t(uint64_t, uint64_t, uint64_t)>& nat,
+             const std::function<uint64_t(uint64_t, uint64_t, uint64_t)>& soft,
+             const std::function<uint64_t(uint64_t, uint64_t, uint64_t)>& ref) {
+  const std::vector<uint64_t> E = floattest::edges64();
+  std::mt19937_64 rng(std::hash<std::string>()(name));
+  uint64_t compared = 0;
+  auto one = [&](uint64_t a, uint64_t b, uint64_t c) {
+    ++compared;
+    const uint64_t x = nat(a, b, c), y = soft(a, b, c), z = ref(a, b, c);
+    if (x == y && x == z) return true;
+    ADD_FAILURE() << name << " " << hex64(a) << " " << hex64(b) << " " << hex64(c) << ": native " << hex64(x)
+                  << ", softfloat " << hex64(y) << ", reference " << hex64(z);
+    return false;
+  };
+  auto third = [&](uint64_t a, uint64_t b, size_t i) -> uint64_t {
+    switch (i % 4) {
+      case 0: return a ^ b;
+      case 1: return ptx::fref::mul64(a, b, Rnd::Rn) ^ 0x8000000000000000ull ^ (b & 3);  // cancels a * b
+      case 2: return E[i % E.size()];
+      default: return floattest::any64(rng);
+    }
+  };
+  size_t k = 0;
+  for (uint64_t a : E) {
+    if (arity == 1) {
+      if (!one(a, 0, 0)) return;
+      continue;
+    }
+    for (uint64_t b : E)
+      if (!one(a, b, arity == 3 ? third(a, b, k++) : 0)) return;
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t a = floattest::any64(rng);
+    uint64_t b;
+    switch (i % 3) {
+      case 0: b = floattest::any64(rng); break;
+      case 1: b = a ^ 0x8000000000000000ull ^ (rng() % 4); break;  // cancellation
+      default: b = (a ^ (rng() % 2 ? 0x8000000000000000ull : 0)) + ((rng() % 128) << 52) - (rng() % 1024); break;
+    }
+    if (!one(a, b, arity == 3 ? third(a, b, i) : 0)) return;
+  }
+  EXPECT_GT(compared, n);
+}
+
+const char* kRndNames[] = {".rn", ".rz", ".rm", ".rp"};
+
+TEST(NativeFloat64, AddSubMulFma) {
+  for (int r = 0; r < 4; ++r) {
+    const FloatMod m = mod(kRnds[r], false, false);
+    const Round rr = kRounds[r];
+    const Rnd pr = kRnds[r];
+    const std::string s = kRndNames[r];
+    check64("add.f64" + s, 2, kPairs / 4, [&](uint64_t a, uint64_t b, uint64_t) { return native64(Op::DADD, m, a, b); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return U64(folding().add64(W64(a), W64(b), rr)); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return ptx::fref::add64(a, b, pr); });
+    check64("sub.f64" + s, 2, kPairs / 4, [&](uint64_t a, uint64_t b, uint64_t) { return native64(Op::DSUB, m, a, b); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return U64(folding().sub64(W64(a), W64(b), rr)); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return ptx::fref::sub64(a, b, pr); });
+    check64("mul.f64" + s, 2, kPairs / 4, [&](uint64_t a, uint64_t b, uint64_t) { return native64(Op::DMUL, m, a, b); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return U64(folding().mul64(W64(a), W64(b), rr)); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return ptx::fref::mul64(a, b, pr); });
+    check64("fma.f64" + s, 3, kPairs / 4,
+            [&](uint64_t a, uint64_t b, uint64_t c) { return native64(Op::DFMA, m, a, b, c); },
+            [&](uint64_t a, uint64_t b, uint64_t c) { return U64(folding().fma64(W64(a), W64(b), W64(c), rr)); },
+            [&](uint64_t a, uint64_t b, uint64_t c) { return ptx::fref::fma64(a, b, c, pr); });
+  }
+}
+
+TEST(NativeFloat64, DivRcpSqrt) {
+  const uint64_t n = kPairs / 16;  // the generators' division and root are long sequences
+  for (int r = 0; r < 4; ++r) {
+    const FloatMod m = mod(kRnds[r], false, false);
+    const Round rr = kRounds[r];
+    const Rnd pr = kRnds[r];
+    const std::string s = kRndNames[r];
+    check64("div.f64" + s, 2, n, [&](uint64_t a, uint64_t b, uint64_t) { return native64(Op::DDIV, m, a, b); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return U64(folding().div64(W64(a), W64(b), rr)); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return ptx::fref::div64(a, b, pr); });
+    const uint64_t one = 0x3FF0000000000000ull;  // rcp.f64: 1 / a
+    check64("rcp.f64" + s, 1, n, [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::DDIV, m, one, a); },
+            [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().div64(W64(one), W64(a), rr)); },
+            [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::div64(one, a, pr); });
+    check64("sqrt.f64" + s, 1, n, [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::DSQRT, m, a); },
+            [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().sqrt64(W64(a), rr)); },
+            [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::sqrt64(a, pr); });
+  }
+}
+
+TEST(NativeFloat64, MinMaxCompare) {
+  const FloatMod m = mod(Rnd::Rn, false, false);
+  check64("min.f64", 2, kPairs / 4, [&](uint64_t a, uint64_t b, uint64_t) { return native64(Op::DMIN, m, a, b); },
+          [&](uint64_t a, uint64_t b, uint64_t) { return U64(folding().min64(W64(a), W64(b))); },
+          [&](uint64_t a, uint64_t b, uint64_t) { return ptx::fref::min64(a, b); });
+  check64("max.f64", 2, kPairs / 4, [&](uint64_t a, uint64_t b, uint64_t) { return native64(Op::DMAX, m, a, b); },
+          [&](uint64_t a, uint64_t b, uint64_t) { return U64(folding().max64(W64(a), W64(b))); },
+          [&](uint64_t a, uint64_t b, uint64_t) { return ptx::fref::max64(a, b); });
+  using C = ptx::Cmp;
+  for (C c : {C::Eq, C::Ne, C::Lt, C::Le, C::Gt, C::Ge, C::Equ, C::Neu, C::Ltu, C::Leu, C::Gtu, C::Geu, C::Num,
+              C::Nan}) {
+    FloatMod cm = m;
+    cm.cmp = from_ptx(c);
+    check64("setp.f64." + std::to_string(int(c)), 2, kPairs / 16,
+            [&](uint64_t a, uint64_t b, uint64_t) { return native64(Op::DCMP, cm, a, b); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return uint64_t(folding().compare64(c, W64(a), W64(b)).v); },
+            [&](uint64_t a, uint64_t b, uint64_t) { return uint64_t(ptx::fref::compare64(c, a, b)); });
+  }
+}
+
+TEST(NativeFloat64, Conversions) {
+  const uint64_t n = kPairs / 16;
+  for (int r = 0; r < 4; ++r) {
+    const Round rr = kRounds[r];
+    const std::string s = kRndNames[r];
+    // cvt.rnd.f32.f64 (.ftz, .sat)
+    for (bool ftz : {false, true})
+      for (bool sat : {false, true}) {
+        const FloatMod m = mod(kRnds[r], ftz, sat);
+        check64(std::string("cvt") + s + (ftz ? ".ftz" : "") + (sat ? ".sat" : "") + ".f32.f64", 1, n,
+                [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::D2F, m, a); },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  return uint64_t(folding().from_f64(K(uint32_t(a)), K(uint32_t(a >> 32)), rr, ftz, sat).v);
+                },
+                [&](uint64_t a, uint64_t, uint64_t) { return uint64_t(ptx::fref::from_f64(a, kRnds[r], ftz, sat)); });
+      }
+    // cvt.rnd.f64.{s,u}64 and .{s,u}32 (the lowering extends a 32-bit source)
+    for (bool sgn : {false, true}) {
+      const FloatMod m = mod(kRnds[r], false, false);
+      const Op op = sgn ? Op::L2D : Op::UL2D;
+      check64(std::string("cvt") + s + ".f64." + (sgn ? "s64" : "u64"), 1, n,
+              [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, a); },
+              [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().from_int_to64(W64(a), sgn, rr)); },
+              [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::int_to_f64(a, sgn, 64, kRnds[r]); });
+      auto ext = [sgn](uint64_t a) {
+        return sgn ? uint64_t(int64_t(int32_t(uint32_t(a)))) : uint64_t(uint32_t(a));
+      };
+      check64(std::string("cvt") + s + ".f64." + (sgn ? "s32" : "u32"), 1, n,
+              [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, ext(a)); },
+              [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().from_int_to64(W64(ext(a)), sgn, rr)); },
+              [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::int_to_f64(a, sgn, 32, kRnds[r]); });
+    }
+    // cvt.rndi.{s,u}{32,64}.f64 and cvt.rndi.f64.f64
+    const FloatMod mi = mod(kRndIs[r], false, false);
+    for (unsigned bits : {32u, 64u})
+      for (bool sgn : {false, true}) {
+        const Op op = bits == 32 ? (sgn ? Op::D2I : Op::D2U) : (sgn ? Op::D2L : Op::D2UL);
+        check64(std::string("cvt") + s + "i." + (sgn ? "s" : "u") + std::to_string(bits) + ".f64", 1, n,
+                [&](uint64_t a, uint64_t, uint64_t) { return native64(op, mi, a); },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  const uint64_t v = U64(folding().to_int_from64(W64(a), sgn, bits, rr));
+                  return bits == 32 ? v & 0xFFFFFFFFu : v;
+                },
+                [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::f64_to_int(a, sgn, bits, kRndIs[r]); });
+      }
+    check64(std::string("cvt") + s + "i.f64.f64", 1, n,
+            [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::DRINT, mi, a); },
+            [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().round_int64(W64(a), rr)); },
+            [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::round_int_f64(a, kRndIs[r]); });
+  }
+  // cvt.f64.f32 (.ftz): every f32 edge value and random ones.
+  for (bool ftz : {false, true}) {
+    const FloatMod m = mod(Rnd::Rn, ftz, false);
+    floattest::Operands gen(ftz);
+    std::vector<uint32_t> fs = floattest::edges();
+    for (uint64_t i = 0; i < n; ++i) fs.push_back(gen.any());
+    for (uint32_t f : fs) {
+      const uint64_t x = native64(Op::F2D, m, f);
+      auto [lo, hi] = folding().to_f64(K(f), ftz);
+      ASSERT_EQ(hex64(x), hex64(uint64_t(hi.v) << 32 | lo.v)) << "cvt" << (ftz ? ".ftz" : "") << ".f64.f32 " << hex(f);
+      ASSERT_EQ(hex64(x), hex64(ptx::fref::to_f64(f, ftz))) << "cvt" << (ftz ? ".ftz" : "") << ".f64.f32 " << hex(f);
+    }
+  }
+}
+
 // A one-block program for machine warps of `lanes`: thread t stores
 // fadd.rz(i2f(t), 1/3) at word t.
 Program add_program(uint32_t lanes = 32) {
@@ -380,6 +590,144 @@ TEST(NativeFloat, LoweringEmitsThemWhenAsked) {
   EXPECT_LT(lane_instrs[1] * 4, lane_instrs[0]);
   std::printf("lane instructions: %llu (integer sequences), %llu (native floats)\n",
               (unsigned long long)lane_instrs[0], (unsigned long long)lane_instrs[1]);
+}
+
+
+// f64 through the whole lowering: a kernel of every native f64 op kind run
+// by a warp, lowered with native floats and with integer sequences, on the
+// CUDA-sized machine and on one of 12 registers (where the f64 ops' operands
+// spill, six sources reloaded through scratch registers): the same memory.
+TEST(NativeFloat64, LoweringMatchesIntegerSequences) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<5>;
+  .reg .f32 %f<3>;
+  .reg .f64 %fd<16>;
+  .reg .b64 %rd<6>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r1, %tid.x;
+  cvt.rn.f64.u32 %fd1, %r1;
+  add.s32 %r2, %r1, -7;
+  cvt.rn.f64.s32 %fd2, %r2;
+  div.rn.f64 %fd3, %fd1, %fd2;
+  fma.rn.f64 %fd4, %fd3, %fd2, %fd1;
+  sqrt.rn.f64 %fd5, %fd4;
+  mul.rz.f64 %fd6, %fd5, 0d3FB999999999999A;
+  sub.rm.f64 %fd7, %fd6, %fd3;
+  min.f64 %fd8, %fd7, %fd5;
+  max.f64 %fd9, %fd8, %fd2;
+  rcp.rn.f64 %fd10, %fd9;
+  fma.rp.f64 %fd11, %fd10, %fd6, %fd7;
+  setp.gtu.f64 %p1, %fd11, %fd6;
+  selp.f64 %fd12, %fd11, %fd7, %p1;
+  cvt.rn.f32.f64 %f1, %fd12;
+  cvt.f64.f32 %fd13, %f1;
+  add.rn.f64 %fd13, %fd13, %fd12;
+  cvt.rzi.s32.f64 %r3, %fd13;
+  cvt.rmi.f64.f64 %fd14, %fd13;
+  mul.rn.f64 %fd14, %fd14, 0d43E0000000000000;
+  cvt.rpi.s64.f64 %rd2, %fd14;
+  cvt.rn.f64.s64 %fd15, %rd2;
+  div.rz.f64 %fd15, %fd15, %fd13;
+  mul.wide.u32 %rd3, %r1, 40;
+  add.s64 %rd3, %rd1, %rd3;
+  st.global.f64 [%rd3], %fd15;
+  st.global.u32 [%rd3+8], %r3;
+  st.global.f32 [%rd3+12], %f1;
+  st.global.u64 [%rd3+16], %rd2;
+  st.global.f64 [%rd3+24], %fd11;
+  st.global.f64 [%rd3+32], %fd4;
+  ret;
+}
+)";
+  for (uint32_t regs : {255u, 12u}) {
+    Params p = cuda_params(1u << 20);
+    p.regs = regs;
+    ModuleImage img = load_module(ptx, p);
+    const uint64_t out = img.alloc(32 * 40);
+    std::vector<uint8_t> params(8);
+    std::memcpy(params.data(), &out, 8);
+    std::vector<uint8_t> result[2];
+    uint64_t lane_instrs[2] = {0, 0};
+    for (bool nat : {false, true}) {
+      const Program prog = lower(img.module, "k", {{1, 1, 1}, {32, 1, 1}, 0, img.symbols}, p, {.native_float = nat});
+      size_t f64_ops = 0;
+      for (const Block& b : prog.blocks)
+        for (const Instr& in : b.instrs) f64_ops += is_f64(in.op);
+      EXPECT_EQ(f64_ops > 0, nat);
+      if (nat && regs == 12) EXPECT_GT(prog.local_bytes, 0u) << "nothing spilled";
+      launch::GlobalMemory mem = img.mem;
+      Interpreter in(prog, p, prog.ctas, prog.threads, params, mem);
+      in.run();
+      ASSERT_EQ(in.fault().error, 0) << in.fault().message;
+      lane_instrs[nat] = in.stats().lane_instructions;
+      result[nat].assign(&mem.bytes[out - mem.base], &mem.bytes[out - mem.base] + 32 * 40);
+    }
+    for (uint32_t t = 0; t < 32; ++t)
+      for (uint32_t w = 0; w < 10; ++w) {
+        uint32_t a, b;
+        std::memcpy(&a, &result[0][40 * t + 4 * w], 4);
+        std::memcpy(&b, &result[1][40 * t + 4 * w], 4);
+        EXPECT_EQ(hex(b), hex(a)) << "thread " << t << " word " << w << ", " << regs << " registers";
+      }
+    // The first fma.rn as the host computes it: t / (t - 7) * (t - 7) + t.
+    for (uint32_t t = 0; t < 32; ++t) {
+      const double q = double(t) / (double(t) - 7.0), want = std::fma(q, double(t) - 7.0, double(t));
+      uint64_t got;
+      std::memcpy(&got, &result[1][40 * t + 32], 8);
+      EXPECT_EQ(hex64(got), hex64(std::isnan(want) ? ptx::fref::kNaN64 : floattest::double_bits(want)))
+          << "thread " << t;
+    }
+    EXPECT_LT(lane_instrs[1] * 4, lane_instrs[0]) << regs << " registers";
+    std::printf("%u registers: lane instructions %llu (integer sequences), %llu (native f64)\n", regs,
+                (unsigned long long)lane_instrs[0], (unsigned long long)lane_instrs[1]);
+  }
+}
+
+TEST(NativeFloat64, OnlyMachinesWithThemRunThem) {
+  Program prog = add_program();
+  // i2f.rn r1 becomes f2d.lo r1 of the f32 r4 (any f64 op).
+  FloatMod m = mod(Rnd::Rn, false, false);
+  const Operand s[kMaxArity] = {Operand::reg(4), K(0), K(0), K(0), K(0), K(0)};
+  prog.blocks[0].instrs[4] = make_float(Op::F2D, 1, s, m);
+  EXPECT_NO_THROW(validate(prog, cuda_params(1u << 20)));
+  EXPECT_EQ(to_string(prog.blocks[0].instrs[4]), "f2d.rn.lo r1, r4");
+  for (const Params& p : {default_params(), model_params()})
+    EXPECT_THROW(validate(prog, p), std::invalid_argument);
+  // Six sources, each register checked.
+  const Operand s6[kMaxArity] = {Operand::reg(1), Operand::reg(2), Operand::reg(3),
+                                 Operand::reg(4), Operand::reg(5), Operand::reg(6)};
+  m.hi = true;
+  prog.blocks[0].instrs[4] = make_float(Op::DFMA, 1, s6, m);
+  EXPECT_EQ(to_string(prog.blocks[0].instrs[4]), "dfma.rn.hi r1, r1, r2, r3, r4, r5, r6");
+  EXPECT_NO_THROW(validate(prog, cuda_params(1u << 20)));
+  Program one;  // dfma alone: r0 = r1 .. r6, on a machine of 6 registers (r6 out of range)
+  one.blocks.resize(1);
+  one.blocks[0].instrs.push_back(make_float(Op::DFMA, 0, s6, m));
+  Params few = cuda_params(1u << 20);
+  few.regs = 7;
+  EXPECT_NO_THROW(validate(one, few));
+  few.regs = 6;
+  try {
+    validate(one, few);
+    ADD_FAILURE() << "register r6 of 6 passed validation";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("register r6 out of range"), std::string::npos) << e.what();
+  }
+  // .hi only on a wide result, no .ftz or .sat on f64 arithmetic.
+  Program bad = prog;
+  bad.blocks[0].instrs[4].fmod.ftz = true;
+  EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);
+  bad = prog;
+  bad.blocks[0].instrs[4].op = Op::DCMP;
+  bad.blocks[0].instrs[4].fmod.cmp = FCmp::Lt;
+  EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);  // .hi on a comparison
+  bad.blocks[0].instrs[4].fmod.hi = false;
+  EXPECT_NO_THROW(validate(bad, cuda_params(1u << 20)));
 }
 
 }  // namespace

@@ -372,41 +372,6 @@ TEST(SoftFloat, Ex2Approx) {
 namespace qgpu::machine {
 namespace {
 
-// binary64 edge values: zeros, subnormals, the smallest and largest normals,
-// infinities, NaNs, 1 and its neighbours, halfway cases.
-std::vector<uint64_t> edges64() {
-  std::vector<uint64_t> base = {0, 1, 2, 0x000FFFFFFFFFFFFFull, 0x0008000000000000ull, 0x0010000000000000ull,
-                                0x0010000000000001ull, 0x3CA0000000000000ull /*2^-53*/, 0x3CA0000000000001ull,
-                                0x3FE0000000000000ull, 0x3FF0000000000000ull, 0x3FF0000000000001ull,
-                                0x3FF8000000000000ull, 0x3FFFFFFFFFFFFFFFull, 0x4000000000000000ull,
-                                0x4340000000000000ull /*2^53*/, 0x4340000000000001ull, 0x7FE0000000000000ull,
-                                0x7FEFFFFFFFFFFFFFull, 0x7FF0000000000000ull, 0x7FF0000000000001ull,
-                                0x7FF8000000000000ull, 0x7FFFFFFFFFFFFFFFull, 0x3FEFFFFFFFFFFFFFull,
-                                0x0000000100000000ull, 0x00000000FFFFFFFFull, 0x4330000000000000ull};
-  std::vector<uint64_t> all;
-  for (uint64_t x : base) {
-    all.push_back(x);
-    all.push_back(x | 0x8000000000000000ull);
-  }
-  return all;
-}
-
-uint64_t double_bits(double d) {
-  uint64_t b;
-  std::memcpy(&b, &d, 8);
-  return b;
-}
-
-uint64_t any64(std::mt19937_64& rng) {
-  const auto E = edges64();
-  switch (rng() % 6) {
-    case 0: return E[rng() % E.size()];
-    case 1: return rng();
-    case 2: return rng() & 0x800FFFFFFFFFFFFFull;  // subnormal
-    default: return (rng() & 0x800FFFFFFFFFFFFFull) | ((1000 + rng() % 48) << 52);
-  }
-}
-
 TEST(SoftFloat, Binary64) {
   std::mt19937_64 rng(64);
   using ptx::Cmp;
@@ -433,14 +398,14 @@ TEST(SoftFloat, Binary64) {
       ASSERT_EQ(g.compare64(c, W(a), W(b)).v, uint32_t(ptx::fref::compare64(c, a, b)))
           << int(c) << " " << std::hex << a << " " << b;
   };
-  const auto E = edges64();
+  const auto E = floattest::edges64();
   for (uint64_t a : E)
     for (uint64_t b : E) check(a, b);
   const uint64_t n = floattest::pairs(200000) / 4;
   for (uint64_t i = 0; i < n; ++i) {
-    uint64_t a = any64(rng), b;
+    uint64_t a = floattest::any64(rng), b;
     switch (i % 3) {
-      case 0: b = any64(rng); break;
+      case 0: b = floattest::any64(rng); break;
       case 1: b = a ^ 0x8000000000000000ull ^ (rng() % 4); break;                    // cancellation
       default: b = (a ^ (rng() % 2 ? 0x8000000000000000ull : 0)) + ((rng() % 128) << 52) - (rng() % 1024); break;
     }
@@ -485,15 +450,15 @@ TEST(SoftFloat, Binary64Conversions) {
             << "cvt." << kNames[r] << ".f64." << (sgn ? "s32 " : "u32 ") << std::hex << w;
       }
   };
-  for (uint64_t d : edges64()) {
+  for (uint64_t d : floattest::edges64()) {
     f2i(d);
     i2f(d);
   }
   const uint64_t n = floattest::pairs(200000) / 8;
   for (uint64_t i = 0; i < n; ++i) {
-    uint64_t d = any64(rng);
+    uint64_t d = floattest::any64(rng);
     f2i(i % 2 ? d : (d & 0x800FFFFFFFFFFFFFull) | ((1000 + rng() % 90) << 52));  // around 1 .. 2^66
-    f2i(double_bits(double(int64_t(rng() >> (rng() % 64))) + 0.5 * double(rng() % 3)));
+    f2i(floattest::double_bits(double(int64_t(rng() >> (rng() % 64))) + 0.5 * double(rng() % 3)));
     i2f(rng() >> (rng() % 64));
     i2f(uint64_t(int64_t(rng()) >> (rng() % 64)));
   }
@@ -618,17 +583,17 @@ TEST(SoftFloat, Binary64DivSqrt) {
           << "sqrt.f64." << kNames[r] << " " << std::hex << a;
     }
   };
-  const auto E = edges64();
+  const auto E = floattest::edges64();
   for (uint64_t a : E)
     for (uint64_t b : E) check(a, b);
   const uint64_t n = floattest::pairs(200000) / 8;
   for (uint64_t i = 0; i < n; ++i) {
-    uint64_t a = any64(rng), b;
+    uint64_t a = floattest::any64(rng), b;
     switch (i % 4) {
-      case 0: b = any64(rng); break;
+      case 0: b = floattest::any64(rng); break;
       case 1: b = (a & 0xFFF0000000000000ull) | (rng() & 0x000FFFFFFFFFFFFFull); break;  // quotients near 1
       case 2: {  // an exact quotient: a = b * q with small q
-        b = any64(rng) & 0x7FFFFFFFFFFFF000ull;
+        b = floattest::any64(rng) & 0x7FFFFFFFFFFFF000ull;
         double q = double(rng() % 4096), bd, ad;
         std::memcpy(&bd, &b, 8);
         ad = bd * q;
@@ -639,7 +604,7 @@ TEST(SoftFloat, Binary64DivSqrt) {
         double x = double(rng() % (uint64_t(1) << 26)) * std::ldexp(1.0, int(rng() % 200) - 100);
         double sq = x * x;
         std::memcpy(&a, &sq, 8);
-        b = any64(rng);
+        b = floattest::any64(rng);
         break;
       }
     }
