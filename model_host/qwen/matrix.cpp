@@ -327,6 +327,7 @@ void Matrix::derive_indexes() {
   hub_col_ = -1;
   hub_w_ = {};
   hub_bits_ = {};
+  hub_runs_ = {};
   int64_t widest = 0;
   for (int64_t c = 0; c < in_; ++c)
     if (col_ptr_[c + 1] - col_ptr_[c] > widest) {
@@ -340,6 +341,11 @@ void Matrix::derive_indexes() {
     for (const Entry *e = &by_col_[col_ptr_[hub_col_]], *end = &by_col_[col_ptr_[hub_col_ + 1]]; e != end; ++e) {
       hub_w_[e->index] = e->w;
       hub_bits_[e->index / 64] |= uint64_t{1} << (e->index % 64);
+    }
+    for (int32_t r = 0; r < out_; ++r) {
+      if (!((hub_bits_[r / 64] >> (r % 64)) & 1)) continue;
+      if (!hub_runs_.empty() && r - hub_runs_.back().second < kHubGap) hub_runs_.back().second = r + 1;
+      else hub_runs_.push_back({r, r + 1});
     }
   }
   const bool argmax_ready = !block_slack_.empty();
@@ -447,13 +453,19 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
   const float x_hub = hub_first ? x[hub_col_] : 0.0f;
   // With `written`, it names the rows written with their value (the caller
   // reads no other): the hub's rows here, the rows the scatter reaches
-  // below.  The hub's pass writes every row (+0 where the hub has no
-  // weight): a hub reaches at least a sixteenth of the rows, and a dense,
-  // vectorised pass costs less than scattering to them.
+  // below.  The hub's pass is dense and vectorised (+0 where the hub has no
+  // weight): a hub reaches at least a sixteenth of the rows, and such a pass
+  // costs less than scattering to them.  Without `written` it writes every
+  // row; with it, only the runs of rows that hold hub weights (a product
+  // whose other rows were dropped, such as z's rows of dead heads, writes
+  // only the live ones).
   if (hub_first) {
-    hub_pass(x_hub, y);
-    if (written)
+    if (written) {
+      for (const auto& [begin, end] : hub_runs_) hub_pass(x_hub, y, begin, end);
       for (size_t i = 0; i < hub_bits_.size(); ++i) written[i] |= hub_bits_[i];
+    } else {
+      hub_pass(x_hub, y, 0, out_);
+    }
     ++first;
   } else if (!written) {
     std::fill(y, y + out_, 0.0f);
@@ -511,9 +523,9 @@ void Matrix::apply_sparse(const float* x, const int32_t* nz, const int32_t* nz_e
 }
 
 __attribute__((target_clones("avx2", "default")))
-void Matrix::hub_pass(float x_hub, float* y) const {
+void Matrix::hub_pass(float x_hub, float* y, int64_t begin, int64_t end) const {
   const float* hw = hub_w_.data();
-  for (int64_t r = 0; r < out_; ++r) y[r] = hw[r] * x_hub + 0.0f;
+  for (int64_t r = begin; r < end; ++r) y[r] = hw[r] * x_hub + 0.0f;
 }
 
 std::pair<const int32_t*, const int32_t*> Matrix::columns_of(const Support& support, int64_t t, Scratch& s) const {
@@ -549,6 +561,14 @@ void Matrix::apply(const float* x, const Support& support, float* y, Scratch& sc
 
 float Matrix::row_value(int64_t r, const float* x) const {
   return sparse_ ? row_dot(r, x) : lane_dot(dense_.data_ptr<float>() + r * in_, x, in_);
+}
+
+void Matrix::row_values(const int32_t* rows, const int32_t* rows_end, const float* x, float* out) const {
+  if (sparse_) {
+    for (const int32_t* r = rows; r != rows_end; ++r) __builtin_prefetch(&row_ptr_[*r]);
+    for (const int32_t* r = rows; r != rows_end; ++r) __builtin_prefetch(&by_row_[row_ptr_[*r]]);
+  }
+  for (const int32_t* r = rows; r != rows_end; ++r) *out++ = row_value(*r, x);
 }
 
 void Matrix::prepare_cut(const std::vector<float>& cut) {

@@ -141,6 +141,9 @@ class Matrix {
   void apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const;
   // Row r of W x[in] alone, in the lane scheme: one entry of apply()'s output.
   float row_value(int64_t r, const float* x) const;
+  // row_value(rows[k], x) into out[k] for each listed row; the rows' indexes
+  // and weights are requested first, so that their cache misses overlap.
+  void row_values(const int32_t* rows, const int32_t* rows_end, const float* x, float* out) const;
   // The first index of the largest entry of W x for vector `t` of `support`,
   // exactly as torch::argmax gives it for apply()'s output (a NaN counts as
   // larger than any number, so the first NaN wins).  Computes only the rows
@@ -188,8 +191,8 @@ class Matrix {
   // lane scheme's value in any order (one product p gives p + 0 either way;
   // two give q0 + q1, q = p + 0, for x + y == y + x).
   bool short_row(int64_t r) const { return row_ptr_[r + 1] - row_ptr_[r] <= 2; }
-  // y[r] = hub weight(r) * x_hub + 0 for every row.
-  void hub_pass(float x_hub, float* y) const;
+  // y[r] = hub weight(r) * x_hub + 0 for the rows [begin, end).
+  void hub_pass(float x_hub, float* y, int64_t begin, int64_t end) const;
   // Vector t's listed columns for a sparse product: all of them, or, when
   // the support keeps a bitmap, only those that hold weights (the others
   // add nothing), in the same ascending order.
@@ -236,6 +239,11 @@ class Matrix {
   int32_t hub_col_ = -1;
   std::vector<float> hub_w_;
   std::vector<uint64_t> hub_bits_;     // the rows with a hub weight, as a bitmap
+  // The rows with a hub weight as runs [first, second) of consecutive rows,
+  // runs less than kHubGap rows apart joined (the rows between hold no hub
+  // weight): with a written map, the hub's pass writes these only.
+  static constexpr int32_t kHubGap = 32;
+  std::vector<std::pair<int32_t, int32_t>> hub_runs_;
   std::vector<int32_t> active_rows_;   // rows holding weights, ascending
   int64_t first_zero_row_ = -1;        // first row without weights (its entry is +0), or -1
   // argmax blocks of kBlockRows consecutive active rows (see

@@ -57,11 +57,24 @@ bool SublayerMemo::set_key(const int32_t* cols, const int32_t* cols_end, const f
   return true;
 }
 
+void SublayerMemo::prefetch() const {
+  if (!slots_.empty()) __builtin_prefetch(&slots_[static_cast<size_t>((hash_ * 0x9e3779b97f4a7c15ull) >> slot_shift_)]);
+}
+
 const SublayerMemo::Output* SublayerMemo::find() const {
   const Output* out = nullptr;
   if (!slots_.empty()) {
     const Slot& slot = slots_[slot_of(hash_)];
-    if (slot.entry != kEmpty && entries_[slot.entry].key == key_) out = &entries_[slot.entry].out;
+    if (slot.entry != kEmpty) {
+      // The output's arrays are requested before the keys are compared, so
+      // that their misses overlap the key's.
+      const Entry& e = entries_[slot.entry];
+      __builtin_prefetch(e.out.word_index.data());
+      __builtin_prefetch(e.out.word.data());
+      __builtin_prefetch(e.out.values.data());
+      __builtin_prefetch(e.out.section_end.data());
+      if (e.key == key_) out = &e.out;
+    }
   }
   ++(out ? hits_ : misses_);
   window_hits_ += out != nullptr;

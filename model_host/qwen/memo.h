@@ -43,6 +43,9 @@ class SublayerMemo {
   // Makes the key of the input: per listed column (ascending) the column and
   // the bits of x there.  False when there are too many columns to keep.
   bool set_key(const int32_t* cols, const int32_t* cols_end, const float* x);
+  // Requests the table slot that find() reads first for the key (a cache
+  // miss), so that the miss overlaps the caller's work until find().
+  void prefetch() const;
   // The output stored for the key, or null.
   const Output* find() const;
   // An output to fill for the key (replacing the oldest entry when full),
@@ -67,6 +70,16 @@ class SublayerMemo {
   // where it holds none), y at their set bits; `value` is the position in
   // out.values, advanced past the section.
   static void replay(const Output& out, size_t section, uint64_t* bits, float* y, size_t& value);
+  // Calls f(row, v) for each row of section `section` and its value, rows
+  // ascending; `value` as for replay.
+  template <class F>
+  static void visit(const Output& out, size_t section, size_t& value, F f) {
+    const size_t begin = section == 0 ? 0 : out.section_end[section - 1];
+    for (size_t k = begin; k < out.section_end[section]; ++k) {
+      const int64_t base = int64_t{out.word_index[k]} * 64;
+      for (uint64_t b = out.word[k]; b != 0; b &= b - 1) f(base + __builtin_ctzll(b), out.values[value++]);
+    }
+  }
 
   // Entries found and missed so far.
   int64_t hits() const { return hits_; }

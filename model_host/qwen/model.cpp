@@ -115,6 +115,10 @@ struct Layer {
   // reads (a column holding a weight); the norm writes only those entries.
   // Empty: all (a product with dense storage reads every column).
   std::vector<uint64_t> input_reads, post_reads;
+  // The one value of 1 + w at every column the norm writes, or NaN when
+  // they differ (a compiled circuit's norm weights are uniform): the norm
+  // then reads no weight vector.
+  float input_uniform = NAN, post_uniform = NAN;
   LinearAttention la;
   FullAttention fa;
   Mlp mlp;
@@ -137,6 +141,7 @@ struct Workspace {
   std::vector<SquaredSum> squares;
   std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
   std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows apply_cut computed
+  std::vector<uint64_t> now_bits, history_bits;     // memo records: current-only outputs written, other qkv rows
   std::vector<uint64_t> z_bits;                     // per token, the z rows the product wrote
   std::vector<int64_t> conv_written;                // entries of conv_out written by this layer (+0 elsewhere)
   std::vector<uint8_t> key_live;                    // per token and key head: query or key may be non-zero
@@ -144,6 +149,8 @@ struct Workspace {
   std::vector<float> q, k, v, attn;                 // full attention
   std::vector<float> gate, up, act;                 // MLP
   std::vector<uint64_t> gate_bits;                  // MLP: per token, the gate rows apply_cut computed
+  std::vector<int32_t> live_units;                  // MLP: the units whose silu(gate) is not zero
+  std::vector<float> live_silu;                     // and that silu(gate)
   std::vector<std::vector<float>> per_thread;       // GDN heads: q, k, kv_mem, d, out per thread
   std::vector<std::vector<int32_t>> per_thread_nz;  // GDN heads: where k and q are not zero, per thread
   Support support;
@@ -219,6 +226,7 @@ struct Model::Impl {
   std::optional<Matrix> lm_head; // absent when tied
   std::vector<float> final_norm; // 1 + w
   std::vector<uint64_t> final_reads;  // as Layer::input_reads, for the head
+  float final_uniform = NAN;          // as Layer::input_uniform
   std::vector<Layer> layers;
   std::vector<float> inv_freq;   // rope: [rotary_dim / 2]
   Stats stats;
@@ -265,6 +273,20 @@ std::vector<uint64_t> reads_of(std::initializer_list<const Matrix*> mats) {
     for (size_t i = 0; i < used.size(); ++i) bits[i] |= used[i];
   }
   return bits;
+}
+
+// The one value of w at every column of `reads` (every column when it is
+// empty), or NaN when they differ.
+float uniform_of(const std::vector<float>& w, const std::vector<uint64_t>& reads) {
+  float value = NAN;
+  bool first = true;
+  for (size_t c = 0; c < w.size(); ++c) {
+    if (!reads.empty() && (c / 64 >= reads.size() || !((reads[c / 64] >> (c % 64)) & 1))) continue;
+    if (first) value = w[c];
+    else if (std::memcmp(&value, &w[c], 4) != 0) return NAN;
+    first = false;
+  }
+  return value;
 }
 }  // namespace
 
@@ -362,6 +384,15 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
         for (int64_t i = 0; i < dv; ++i) v_live = v_live || live[v0 + i];
         if (k_live && v_live) la.heads.push_back(static_cast<int32_t>(h));
       }
+      // z is read only at the live heads' rows: the others are dropped (a
+      // hub pass then writes only the live heads' gates).
+      if (sparse) {
+        std::vector<bool> keep(c.linear_value_dim(), false);
+        for (int32_t h : la.heads) std::fill(keep.begin() + h * dv, keep.begin() + (h + 1) * dv, true);
+        m.stats.stored -= la.z.stored();
+        la.z.drop_rows(keep);
+        m.stats.stored += la.z.stored();
+      }
       // The conv outputs the live heads read: their query and key channels and their value channels.
       std::vector<bool> read(c.linear_conv_dim(), false);
       for (int32_t h : la.heads) {
@@ -428,12 +459,15 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
     if (L.full) L.input_reads = reads_of({&L.fa.q, &L.fa.k, &L.fa.v});
     else L.input_reads = reads_of({&L.la.qkv, &L.la.z, &L.la.b, &L.la.a});
     L.post_reads = reads_of({&L.mlp.gate, &L.mlp.up});
+    L.input_uniform = uniform_of(L.input_norm, L.input_reads);
+    L.post_uniform = uniform_of(L.post_norm, L.post_reads);
     m.stats.total_units += c.intermediate_size;
     m.stats.active_units += static_cast<int64_t>(L.mlp.units.size());
     m.layers.push_back(std::move(L));
   }
   if (sparse) (m.lm_head ? *m.lm_head : m.embed).prepare_argmax();
   m.final_reads = reads_of({&m.head()});
+  m.final_uniform = uniform_of(m.final_norm, m.final_reads);
 }
 
 Model::~Model() = default;
@@ -515,40 +549,17 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // z is read only at the live heads' rows: those start at +0 and the
   // product writes the rows it reaches (a written map), instead of every
   // row of z being written.  (Its rows are the heads' gates, most of them
-  // from the anchor: one dense pass, cheaper than a memo's copy.)
+  // from the anchor: one dense pass over the live heads' rows, cheaper than
+  // a memo's copy; the sparse executor keeps no other rows of z.)
+  // The memo's key (see below), looked up after z: its first miss overlaps z's product.
+  SublayerMemo* memo = T == 1 && la.conv_split ? ws.memo_for(2 * layer, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
+  if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), n)) memo = nullptr;
+  if (memo) memo->prefetch();
   for (int64_t t = 0; t < T; ++t)
     for (int32_t h : la.heads) std::fill(z + t * VD + h * dv, z + t * VD + (h + 1) * dv, 0.0f);
   ws.z_bits.assign(T * Support::words(VD), 0);
   la.z.apply(n, ws.support, z, ws.scratch, ws.z_bits.data());
   store(z, T * VD);
-  // qkv (what the conv reads of it: the rows of qkv_bits), b and a from the
-  // memo when this input recurs.
-  SublayerMemo* memo = T == 1 && la.conv_split ? ws.memo_for(2 * layer, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
-  if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), n)) memo = nullptr;
-  if (la.conv_split) ws.qkv_bits.assign(T * cwords, 0);
-  if (const SublayerMemo::Output* out = memo ? memo->find() : nullptr) {
-    size_t v = 0;
-    SublayerMemo::replay(*out, 0, ws.qkv_bits.data(), qkv, v);
-    std::copy(&out->values[v], &out->values[v] + nv, b);
-    std::copy(&out->values[v + nv], &out->values[v + nv] + nv, a);
-  } else {
-    if (la.conv_split) la.qkv.apply_cut(n, ws.support, qkv, ws.scratch, ws.qkv_bits.data());
-    else la.qkv.apply(n, ws.support, qkv, ws.scratch);
-    la.b.apply(n, ws.support, b, ws.scratch);
-    la.a.apply(n, ws.support, a, ws.scratch);
-    store(qkv, T * C);
-    store(b, T * nv);
-    store(a, T * nv);
-    if (SublayerMemo::Output* rec = memo ? memo->insert() : nullptr) {
-      if (SublayerMemo::record(*rec, ws.qkv_bits.data(), cwords, qkv)) {
-        rec->values.insert(rec->values.end(), b, b + nv);
-        rec->values.insert(rec->values.end(), a, a + nv);
-      } else {
-        memo->forget_last();
-      }
-    }
-  }
-
   // Causal depthwise conv, then SiLU: c[t] = silu(sum_j w[ch, j] * in[t-K+1+j]),
   // with the K-1 previous inputs kept in the state (oldest first).  Outputs
   // are computed for the channels the live heads read; the window moves for
@@ -576,14 +587,50 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
     ws.conv_written.push_back(t * C + ch);
     if (ch < 2 * key_dim) ws.key_live[t * nk + (ch < key_dim ? ch : ch - key_dim) / dk] = 1;
   };
-  for (int64_t t = 0; t < T && la.conv_split; ++t) {
-    const uint64_t* bits = &ws.qkv_bits[t * cwords];
-    for (int64_t i = 0; i < cwords; ++i)
-      for (uint64_t w = bits[i] & la.conv_now[i]; w != 0; w &= w - 1) {
-        const int64_t ch = i * 64 + __builtin_ctzll(w);
-        const float v = store(silu(0.0f + la.conv_tap[ch] * qkv[t * C + ch]));
-        if (v != 0.0f) put(t, ch, v);
+  // From the memo when this input recurs: the current-only channels' conv
+  // outputs (functions of this token's qkv rows and their taps alone), the
+  // other channels' qkv rows the conv reads (their windows are state), b and a.
+  if (la.conv_split) ws.qkv_bits.assign(T * cwords, 0);
+  if (const SublayerMemo::Output* out = memo ? memo->find() : nullptr) {
+    size_t v = 0;
+    SublayerMemo::visit(*out, 0, v, [&](int64_t ch, float value) { put(0, ch, value); });
+    SublayerMemo::replay(*out, 1, ws.qkv_bits.data(), qkv, v);
+    std::copy(&out->values[v], &out->values[v] + nv, b);
+    std::copy(&out->values[v + nv], &out->values[v + nv] + nv, a);
+  } else {
+    if (la.conv_split) la.qkv.apply_cut(n, ws.support, qkv, ws.scratch, ws.qkv_bits.data());
+    else la.qkv.apply(n, ws.support, qkv, ws.scratch);
+    la.b.apply(n, ws.support, b, ws.scratch);
+    la.a.apply(n, ws.support, a, ws.scratch);
+    store(qkv, T * C);
+    store(b, T * nv);
+    store(a, T * nv);
+    // The current-only channels, at the rows computed (with a memo, the
+    // outputs written are marked in now_bits).
+    if (memo) ws.now_bits.assign(cwords, 0);
+    for (int64_t t = 0; t < T && la.conv_split; ++t) {
+      const uint64_t* bits = &ws.qkv_bits[t * cwords];
+      for (int64_t i = 0; i < cwords; ++i)
+        for (uint64_t w = bits[i] & la.conv_now[i]; w != 0; w &= w - 1) {
+          const int64_t ch = i * 64 + __builtin_ctzll(w);
+          const float v = store(silu(0.0f + la.conv_tap[ch] * qkv[t * C + ch]));
+          if (v == 0.0f) continue;
+          put(t, ch, v);
+          if (memo) ws.now_bits[i] |= w & -w;
+        }
+    }
+    if (SublayerMemo::Output* rec = memo ? memo->insert() : nullptr) {
+      // The other channels' rows: qkv_bits without the current-only ones.
+      ws.history_bits.resize(cwords);
+      for (int64_t i = 0; i < cwords; ++i) ws.history_bits[i] = ws.qkv_bits[i] & ~la.conv_now[i];
+      if (SublayerMemo::record(*rec, ws.now_bits.data(), cwords, conv_out) &&
+          SublayerMemo::record(*rec, ws.history_bits.data(), cwords, qkv)) {
+        rec->values.insert(rec->values.end(), b, b + nv);
+        rec->values.insert(rec->values.end(), a, a + nv);
+      } else {
+        memo->forget_last();
       }
+    }
   }
   for (int64_t t = 0; t < T; ++t)
     for (const ConvChannel& cc : la.conv_channels) {
@@ -816,14 +863,22 @@ void Model::Impl::mlp(const Layer& L, int layer, int64_t T, Workspace& ws) const
     mlp.gate.apply_cut(m, ws.support, g, ws.scratch, ws.gate_bits.data());
     ws.support.clear();
     for (int64_t t = 0; t < T; ++t) {
+      // The units whose silu(gate) is not zero, then their up rows together.
+      ws.live_units.clear();
+      ws.live_silu.clear();
       const uint64_t* bits = &ws.gate_bits[t * words];
       for (int64_t w = 0; w < words; ++w)
         for (uint64_t b = bits[w] & mlp.unit_bits[w]; b != 0; b &= b - 1) {
           const int32_t i = static_cast<int32_t>(w * 64 + __builtin_ctzll(b));
           const float sg = silu(store(g[t * I + i]));
           if (sg == 0.0f) continue;
-          put(t, i, store(sg * store(mlp.up.row_value(i, m + t * H))));
+          ws.live_units.push_back(i);
+          ws.live_silu.push_back(sg);
         }
+      const size_t n_live = ws.live_units.size();
+      float* up = grow(ws.up, static_cast<int64_t>(n_live));
+      mlp.up.row_values(ws.live_units.data(), ws.live_units.data() + n_live, m + t * H, up);
+      for (size_t k = 0; k < n_live; ++k) put(t, ws.live_units[k], store(ws.live_silu[k] * store(up[k])));
       ws.support.end_vector();
     }
   }
@@ -883,7 +938,7 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
       s.inexact += sign;
     }
   };
-  auto norm = [&](const std::vector<float>& one_plus_w, const std::vector<uint64_t>& reads) {
+  auto norm = [&](const std::vector<float>& one_plus_w, const std::vector<uint64_t>& reads, float uniform) {
     ws.support.clear(H);
     const bool all = reads.empty();
     for (int64_t t = 0; t < T; ++t) {
@@ -893,13 +948,17 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
       const float squares = sq.inexact == 0 && sq.sum < (int64_t{1} << 24) ? static_cast<float>(sq.sum)
                                                                              : lane_dot(xt, xt, xb, words);
       const float r = rms_scale(squares, H, eps);
-      auto put = [&](int64_t c) {
-        const float v = store((xt[c] * r) * one_plus_w[c]);
-        normed[t * H + c] = v;
-        if (v != 0.0f || v != v) ws.support.add(static_cast<int32_t>(c));
+      auto each = [&](auto weight) {
+        for (int64_t i = 0; i < words; ++i)
+          for (uint64_t b = xb[i] & (all ? ~uint64_t{0} : reads[i]); b != 0; b &= b - 1) {
+            const int64_t c = i * 64 + __builtin_ctzll(b);
+            const float v = store((xt[c] * r) * weight(c));
+            normed[t * H + c] = v;
+            if (v != 0.0f || v != v) ws.support.add(static_cast<int32_t>(c));
+          }
       };
-      for (int64_t i = 0; i < words; ++i)
-        for (uint64_t b = xb[i] & (all ? ~uint64_t{0} : reads[i]); b != 0; b &= b - 1) put(i * 64 + __builtin_ctzll(b));
+      if (uniform == uniform) each([uniform](int64_t) { return uniform; });
+      else each([&one_plus_w](int64_t c) { return one_plus_w[c]; });
       ws.support.end_vector();
     }
   };
@@ -942,18 +1001,18 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     const Layer& L = layers[l];
     capture(l);
-    norm(L.input_norm, L.input_reads);
+    norm(L.input_norm, L.input_reads, L.input_uniform);
     std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
     if (L.full) full_attention(L, l, st, T, ws);
     else linear_attention(L, l, st, T, ws);
     add_residual();
-    norm(L.post_norm, L.post_reads);
+    norm(L.post_norm, L.post_reads, L.post_uniform);
     std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
     mlp(L, l, T, ws);
     add_residual();
   }
   capture(static_cast<int>(cfg.num_hidden_layers));
-  norm(final_norm, final_reads);
+  norm(final_norm, final_reads, final_uniform);
   st.position += T;
 }
 
