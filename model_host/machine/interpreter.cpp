@@ -7,8 +7,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
 #include <cstring>
 #include <sstream>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace qgpu::machine {
 namespace {
@@ -109,7 +113,41 @@ uint64_t Interpreter::warp_mask(uint32_t w, uint32_t b) const {
 void Interpreter::refresh(uint32_t w) {
   const uint32_t L = p_.lanes;
   const uint32_t* pc = pc_.data() + size_t(w) * L;
-  const uint8_t* wait = wait_.data() + size_t(w) * L;
+  const uint32_t* wait = wait_.data() + size_t(w) * L;
+#if defined(__SSE2__)
+  if (L == Params::kCudaWarp) {
+    // A whole CUDA warp, four lanes to a vector.  A lane at the CTA barrier
+    // counts as exited (its pc ORed with all ones); the minimum is a signed
+    // one of the pcs with their top bit flipped (SSE2 has no unsigned one).
+    const __m128i flip = _mm_set1_epi32(INT32_MIN), bar = _mm_set1_epi32(int(kBar));
+    __m128i m = _mm_set1_epi32(INT32_MAX);  // kExited, flipped
+    for (uint32_t i = 0; i < Params::kCudaWarp; i += 4) {
+      const __m128i p = _mm_loadu_si128(reinterpret_cast<const __m128i*>(pc + i));
+      const __m128i c = _mm_or_si128(p, _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wait + i)), bar));
+      const __m128i cf = _mm_xor_si128(c, flip);
+      const __m128i lt = _mm_cmplt_epi32(cf, m);
+      m = _mm_or_si128(_mm_and_si128(lt, cf), _mm_andnot_si128(lt, m));
+    }
+    for (int sh : {8, 4}) {  // the least of the four
+      const __m128i o = _mm_srli_si128(m, sh);
+      const __m128i lt = _mm_cmplt_epi32(o, m);
+      m = _mm_or_si128(_mm_and_si128(lt, o), _mm_andnot_si128(lt, m));
+    }
+    const uint32_t b = uint32_t(_mm_cvtsi128_si32(m)) ^ 0x80000000u;
+    uint64_t mask = 0;
+    if (b != kExited) {
+      const __m128i bv = _mm_set1_epi32(int(b)), run = _mm_set1_epi32(int(kRunnable));
+      for (uint32_t i = 0; i < Params::kCudaWarp; i += 4) {
+        const __m128i at = _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pc + i)), bv);
+        const __m128i go = _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wait + i)), run);
+        mask |= uint64_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_and_si128(at, go)))) << i;
+      }
+    }
+    wblock_[w] = b;
+    wmask_[w] = mask;
+    return;
+  }
+#endif
   uint32_t b = kExited;
   for (uint32_t l = 0; l < L; ++l) {
     const uint32_t c = wait[l] != kBar ? pc[l] : kExited;  // an exited lane's pc is kExited
@@ -179,7 +217,7 @@ bool Interpreter::release_barriers() {
     scan_from_ = 0;
     return true;
   }
-  std::fill(wait_.begin(), wait_.end(), uint8_t(kRunnable));
+  std::fill(wait_.begin(), wait_.end(), uint32_t(kRunnable));
   refresh_all();
   return true;
 }
@@ -707,7 +745,7 @@ template <bool kRecord>
   // The terminator: one switch, then the lanes.
   const Terminator& term = blk.term;
   uint32_t* pc = pc_.data() + t0;
-  uint8_t* wait = wait_.data() + t0;
+  uint32_t* wait = wait_.data() + t0;
   switch (term.kind) {
     case Term::JMP:
       for (uint64_t m = mask; m; m &= m - 1) pc[std::countr_zero(m)] = term.t;
@@ -725,7 +763,7 @@ template <bool kRecord>
       break;
     case Term::BAR:
     case Term::WBAR: {
-      const uint8_t wk = term.kind == Term::BAR ? kBar : kWbar;
+      const uint32_t wk = term.kind == Term::BAR ? kBar : kWbar;
       for (uint64_t m = mask; m; m &= m - 1) {
         const int l = std::countr_zero(m);
         pc[l] = term.t;

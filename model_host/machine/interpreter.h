@@ -81,7 +81,7 @@ class Interpreter {
 
  private:
   static constexpr uint32_t kExited = UINT32_MAX;
-  enum Wait : uint8_t { kRunnable, kBar, kWbar };
+  enum Wait : uint32_t { kRunnable, kBar, kWbar };
 
   bool start_next_cta();
   bool release_barriers();
@@ -126,7 +126,8 @@ class Interpreter {
   // Registers of the running CTA, warp by warp, register by register, lane
   // by lane: a register's lanes are adjacent.
   std::vector<uint32_t> regs_, pc_;
-  std::vector<uint8_t> wait_, shared_, local_, print_;
+  std::vector<uint32_t> wait_;  // per lane: Wait (a word, so refresh() reads it beside pc_)
+  std::vector<uint8_t> shared_, local_, print_;
   // Each warp's next block (warp_block) and runnable lanes at it (warp_mask),
   // kept up to date as lanes move; the warps below scan_from_ cannot run.
   std::vector<uint32_t> wblock_;
