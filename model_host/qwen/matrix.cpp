@@ -566,7 +566,7 @@ float Matrix::row_value(int64_t r, const float* x) const {
 void Matrix::row_values(const int32_t* rows, const int32_t* rows_end, const float* x, float* out) const {
   if (sparse_) {
     for (const int32_t* r = rows; r != rows_end; ++r) __builtin_prefetch(&row_ptr_[*r]);
-    for (const int32_t* r = rows; r != rows_end; ++r) __builtin_prefetch(&by_row_[row_ptr_[*r]]);
+    for (const int32_t* r = rows; r != rows_end; ++r) __builtin_prefetch(by_row_.data() + row_ptr_[*r]);  // an empty last row points one past the end
   }
   for (const int32_t* r = rows; r != rows_end; ++r) *out++ = row_value(*r, x);
 }

@@ -16,9 +16,13 @@ SublayerMemo::SublayerMemo(size_t capacity) : capacity_(capacity) {
   entries_.reserve(capacity_);
 }
 
+size_t SublayerMemo::home_of(uint64_t hash) const {
+  return static_cast<size_t>((hash * 0x9e3779b97f4a7c15ull) >> slot_shift_);
+}
+
 size_t SublayerMemo::slot_of(uint64_t hash) const {
   const size_t mask = slots_.size() - 1;
-  size_t i = static_cast<size_t>((hash * 0x9e3779b97f4a7c15ull) >> slot_shift_);
+  size_t i = home_of(hash);
   while (slots_[i].entry != kEmpty && slots_[i].hash != hash) i = (i + 1) & mask;
   return i;
 }
@@ -58,7 +62,7 @@ bool SublayerMemo::set_key(const int32_t* cols, const int32_t* cols_end, const f
 }
 
 void SublayerMemo::prefetch() const {
-  if (!slots_.empty()) __builtin_prefetch(&slots_[static_cast<size_t>((hash_ * 0x9e3779b97f4a7c15ull) >> slot_shift_)]);
+  if (!slots_.empty()) __builtin_prefetch(&slots_[home_of(hash_)]);
 }
 
 const SublayerMemo::Output* SublayerMemo::find() const {

@@ -106,6 +106,7 @@ class SublayerMemo {
   std::vector<Slot> slots_;
   int slot_shift_ = 64;
   // The slot holding `hash`, or the empty slot where it would go.
+  size_t home_of(uint64_t hash) const;  // the slot a hash probes first
   size_t slot_of(uint64_t hash) const;
   // Empties slot i, moving later slots of its run back (no tombstones).
   void erase_slot(size_t i);

@@ -655,11 +655,21 @@ TEST(NativeFloat64, LoweringMatchesIntegerSequences) {
     uint64_t lane_instrs[2] = {0, 0};
     for (bool nat : {false, true}) {
       const Program prog = lower(img.module, "k", {{1, 1, 1}, {32, 1, 1}, 0, img.symbols}, p, {.native_float = nat});
-      size_t f64_ops = 0;
+      size_t f64_ops = 0, reloaded = 0;  // f64 ops, and those reading a spill scratch register
       for (const Block& b : prog.blocks)
-        for (const Instr& in : b.instrs) f64_ops += is_f64(in.op);
+        for (const Instr& in : b.instrs) {
+          if (!is_f64(in.op)) continue;
+          ++f64_ops;
+          bool scratch = false;
+          for (int k = 0; k < op_info(in.op).arity; ++k)
+            scratch |= !in.src(k).imm && in.src(k).v >= regs - kMaxArity;
+          reloaded += scratch;
+        }
       EXPECT_EQ(f64_ops > 0, nat);
-      if (nat && regs == 12) EXPECT_GT(prog.local_bytes, 0u) << "nothing spilled";
+      if (nat && regs == 12) {
+        EXPECT_GT(prog.local_bytes, 0u) << "nothing spilled";
+        EXPECT_GT(reloaded, 0u) << "no f64 operation read a reloaded operand";
+      }
       launch::GlobalMemory mem = img.mem;
       Interpreter in(prog, p, prog.ctas, prog.threads, params, mem);
       in.run();
