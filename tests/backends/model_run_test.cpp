@@ -263,18 +263,28 @@ TEST(ModelRun, TwoClientsLaunchAtTheSameTime) {
 // A client that exits while its launch runs on the model: the daemon sees its
 // process gone and cancels the launch, and the model backend ends it at the
 // next token (LaunchProgress::cancel), where it would otherwise write its
-// millions of tokens on.  The log names the cancelled launch; the wait for it
-// is a bound for a hung daemon, not a measured time.
+// millions of tokens on.  The client is killed once the daemon reports its
+// request running (`--progress-s 1`: a launch issued is not yet a launch
+// received, nor one that runs before the model is ready).  The log names the
+// cancelled launch; the waits are bounds for a hung daemon, not measured times.
 TEST(ModelRun, AClientThatExitsHasItsLaunchCancelled) {
-  Daemon d({});
+  Daemon d({"--progress-s", "1"});
+  for (int i = 0; i < 2400 && slurp(d.log).find("the model is ready") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const fs::path issued = d.dir.path / "launch-issued";
   const pid_t client = qgpu::test::start({kSpin, "1000000", issued.string()}, d.env());
   ASSERT_GT(client, 0);
   for (int i = 0; i < 2400 && !fs::exists(issued); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const bool launched = fs::exists(issued);
+  bool running = false;
+  for (int i = 0; launched && i < 2400 && !running; ++i) {
+    running = slurp(d.log).find("request still running after") != std::string::npos;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   kill(client, SIGKILL);
   waitpid(client, nullptr, 0);
   ASSERT_TRUE(launched) << slurp(d.log);
+  ASSERT_TRUE(running) << slurp(d.log);
   const std::regex cancelled("_Z4spinPji grid 1 x 1 threads: error 719 \\(launch cancelled after (\\d+) generated tokens");
   std::smatch m;
   std::string log;
