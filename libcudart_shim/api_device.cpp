@@ -18,7 +18,8 @@ constexpr int kClockKHz = 1000;  // what spin loops on clock64() should assume
 // Everything here comes from the device the daemon's backend declares
 // (proto::DeviceInfo): the model's small device or the interpreter's
 // CUDA-sized one.
-void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
+// `live`: managed and mapped memory are live ranges (mirrors.h).
+void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d, bool live) {
   *p = cudaDeviceProp{};
   std::snprintf(p->name, sizeof p->name, "%s", d.device_name.c_str());
   p->totalGlobalMem = d.global_bytes;
@@ -49,10 +50,11 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   p->hostRegisterSupported = 1;
   // Managed and mapped memory are coherent at launches and synchronization
   // (mirrors.h): the host must not touch them while the device works, and
-  // the device reaches no other host memory.
+  // the device reaches no other host memory; or, where the daemon shares
+  // the device memory (live ranges, mirrors.h), coherent at every moment.
   p->managedMemory = 1;
   p->canMapHostMemory = 1;
-  p->concurrentManagedAccess = 0;
+  p->concurrentManagedAccess = live ? 1 : 0;
   p->pageableMemoryAccess = 0;
   p->pciBusID = 0;
   p->pciDeviceID = 0;
@@ -63,9 +65,9 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d) {
   p->accessPolicyMaxWindowSize = int(d.access_policy_max_window_bytes);
 }
 
-int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
+int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool live, bool* known) {
   cudaDeviceProp p;
-  fill_props(&p, d);
+  fill_props(&p, d, live);
   *known = true;
   switch (a) {
     case cudaDevAttrMaxThreadsPerBlock: return p.maxThreadsPerBlock;
@@ -99,6 +101,10 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrHostRegisterSupported: return 1;
     case cudaDevAttrManagedMemory: return p.managedMemory;
     case cudaDevAttrCanMapHostMemory: return p.canMapHostMemory;
+    // Live ranges: host and device on the same bytes at every moment, the
+    // device's global atomics atomic operations on them.
+    case cudaDevAttrConcurrentManagedAccess: return p.concurrentManagedAccess;
+    case cudaDevAttrHostNativeAtomicSupported: return live ? 1 : 0;
     case cudaDevAttrSingleToDoublePrecisionPerfRatio: return 1;
     case cudaDevAttrMemoryPoolsSupported: return 1;  // cudaMallocAsync and pools (api_graph.cpp)
     case cudaDevAttrCooperativeLaunch: return p.cooperativeLaunch;  // a grid of one block (protocol.md)
@@ -111,8 +117,8 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool* known) {
     case cudaDevAttrPciBusId: case cudaDevAttrPciDeviceId: case cudaDevAttrPciDomainId: case cudaDevAttrTccDriver:
     case cudaDevAttrAsyncEngineCount: case cudaDevAttrStreamPrioritiesSupported:
     case cudaDevAttrGlobalL1CacheSupported: case cudaDevAttrLocalL1CacheSupported:
-    case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrMultiGpuBoardGroupID: case cudaDevAttrHostNativeAtomicSupported:
-    case cudaDevAttrPageableMemoryAccess: case cudaDevAttrConcurrentManagedAccess:
+    case cudaDevAttrIsMultiGpuBoard: case cudaDevAttrMultiGpuBoardGroupID:
+    case cudaDevAttrPageableMemoryAccess:
     case cudaDevAttrComputePreemptionSupported: case cudaDevAttrCanUseHostPointerForRegisteredMem:
     case cudaDevAttrCanFlushRemoteWrites:
     case cudaDevAttrPageableMemoryAccessUsesHostPageTables: case cudaDevAttrDirectManagedMemAccessFromHost:
@@ -169,7 +175,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop) return set_error(cudaErrorInvalidValue);
   if (device != 0) return set_error(cudaErrorInvalidDevice);
   return guarded([&](Runtime& rt) {
-    fill_props(prop, rt.device());
+    fill_props(prop, rt.device(), rt.mirrors().live());
     return cudaSuccess;
   });
 }
@@ -179,7 +185,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   if (device != 0) return set_error(cudaErrorInvalidDevice);
   return guarded([&](Runtime& rt) {
     bool known;
-    *value = attribute(attr, rt.device(), &known);
+    const qgpu::proto::DeviceInfo& d = rt.device();
+    *value = attribute(attr, d, rt.mirrors().live(), &known);
     return known ? cudaSuccess : set_error(cudaErrorInvalidValue);
   });
 }

@@ -322,9 +322,37 @@ cudaError_t cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
   });
 }
 
+// Pinned memory in the device memory, mapped live (mirrors.h), where the
+// daemon shares its device memory: as under CUDA's unified addressing, the
+// device then reaches it at its host address.  False (nothing allocated)
+// where it does not, or when the device memory is full.
+bool pinned_in_device_memory(void** pHost, size_t size, unsigned flags) {
+  Runtime& rt = Runtime::get();
+  if (size == 0 || rt.sticky() != cudaSuccess) return false;
+  try {
+    qgpu::client::Connection& c = rt.conn();  // the device memory is known once connected
+    if (!rt.mirrors().live()) return false;
+    uint64_t a = c.malloc(size);
+    try {
+      rt.mirrors().add(a, nullptr, size, Mirrors::HostMapped, flags, true);
+    } catch (...) {
+      c.free(a);
+      return false;
+    }
+    rt.note_allocation(a, size);
+    std::lock_guard<std::mutex> g(g_pinned_mu);
+    g_pinned[a] = Pinned{size, flags, false, a};
+    *pHost = reinterpret_cast<void*>(a);
+    return true;
+  } catch (const qgpu::client::Error&) {
+    return false;
+  }
+}
+
 cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
   if (!pHost) return set_error(cudaErrorInvalidValue);
   if (!(flags & cudaHostAllocMapped)) {
+    if (pinned_in_device_memory(pHost, size, flags)) return cudaSuccess;
     void* p = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096 + (size == 0 ? 4096 : 0));
     if (!p) return set_error(cudaErrorMemoryAllocation);
     std::lock_guard<std::mutex> g(g_pinned_mu);

@@ -25,51 +25,78 @@ std::string hex(uint64_t v) {
 
 }  // namespace
 
+void Mirrors::set_device_file(int fd, uint64_t base, uint64_t bytes) {
+  std::lock_guard<std::mutex> g(mu_);
+  const uint64_t ps = page_size();
+  // The file maps only page for page: a base or size off the page grid
+  // keeps every range mirrored.
+  const bool usable = fd >= 0 && base % ps == 0 && bytes % ps == 0 && bytes > 0;
+  fd_ = usable ? fd : -1;
+  file_base_ = usable ? base : 0;
+  file_bytes_ = usable ? bytes : 0;
+}
+
+bool Mirrors::map_run(uint64_t first, uint64_t end) {
+  void* want = reinterpret_cast<void*>(first);
+  const size_t n = size_t(end - first);
+  void* got;
+  if (fd_ >= 0 && first >= file_base_ && end <= file_base_ + file_bytes_)
+    got = mmap(want, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd_, off_t(first - file_base_));
+  else
+    got = mmap(want, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (got == want) return true;
+  if (got != MAP_FAILED) {
+    munmap(got, n);
+    errno = EEXIST;
+  }
+  return false;
+}
+
 void Mirrors::map_pages(uint64_t dev, uint64_t size) {
   const uint64_t ps = page_size();
-  uint64_t first = dev / ps * ps, end = (dev + size + ps - 1) / ps * ps;
-  std::vector<uint64_t> mapped;
-  auto undo = [&] {
-    for (uint64_t p : mapped) {
-      if (--pages_[p] == 0) {
-        pages_.erase(p);
-        munmap(reinterpret_cast<void*>(p), ps);
-      }
-    }
-  };
-  for (uint64_t p = first; p < end; p += ps) {
-    if (pages_[p]++ > 0) {
-      mapped.push_back(p);
+  const uint64_t first = dev / ps * ps, end = (dev + std::max<uint64_t>(size, 1) + ps - 1) / ps * ps;
+  // Runs of pages no range maps yet, one mmap each; pages other ranges
+  // share are counted once more.
+  std::vector<std::pair<uint64_t, uint64_t>> runs;  // mapped here, for an undo
+  for (uint64_t p = first; p < end;) {
+    if (pages_.count(p)) {
+      p += ps;
       continue;
     }
-    void* want = reinterpret_cast<void*>(p);
-    void* got = mmap(want, ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (got != want) {
-      int err = errno;
-      if (got != MAP_FAILED) munmap(got, ps);
-      if (--pages_[p] == 0) pages_.erase(p);
-      undo();
+    uint64_t q = p + ps;
+    while (q < end && !pages_.count(q)) q += ps;
+    if (!map_run(p, q)) {
+      const int err = errno;
+      for (auto [a, b] : runs) munmap(reinterpret_cast<void*>(a), size_t(b - a));
       throw client::Error(cudaErrorMemoryAllocation,
                           "managed and mapped memory live on the host at their device address, but host address " +
-                              hex(p) + " is taken (" +
-                              (got == MAP_FAILED ? std::string(std::strerror(err)) : "mapped elsewhere") +
+                              hex(p) + " is taken (" + std::strerror(err) +
                               "); the program's own mappings overlap the device's global window");
     }
-    mapped.push_back(p);
+    runs.push_back({p, q});
+    p = q;
   }
+  for (uint64_t p = first; p < end; p += ps) pages_[p]++;
 }
 
 void Mirrors::unmap_pages(uint64_t dev, uint64_t size) {
   const uint64_t ps = page_size();
-  uint64_t first = dev / ps * ps, end = (dev + size + ps - 1) / ps * ps;
+  const uint64_t first = dev / ps * ps, end = (dev + std::max<uint64_t>(size, 1) + ps - 1) / ps * ps;
+  uint64_t run = 0;  // start of a run of pages to unmap, 0: none
+  auto flush = [&](uint64_t upto) {
+    if (run) munmap(reinterpret_cast<void*>(run), size_t(upto - run));
+    run = 0;
+  };
   for (uint64_t p = first; p < end; p += ps) {
     auto it = pages_.find(p);
-    if (it == pages_.end()) continue;
-    if (--it->second == 0) {
+    if (it != pages_.end() && --it->second == 0) {
       pages_.erase(it);
-      munmap(reinterpret_cast<void*>(p), ps);
+      if (!run) run = p;
+    } else {
+      flush(p);
     }
   }
+  flush(end);
 }
 
 void Mirrors::add(uint64_t dev, void* host, uint64_t size, Kind kind, unsigned flags, bool host_current) {
@@ -81,9 +108,11 @@ void Mirrors::add(uint64_t dev, void* host, uint64_t size, Kind kind, unsigned f
   r.size = size;
   r.kind = kind;
   r.flags = flags;
-  r.host_current = host_current;
+  r.live = !host && fd_ >= 0 && dev >= file_base_ && dev + size <= file_base_ + file_bytes_;
+  r.host_current = r.live || host_current;
   ranges_[dev] = r;
   count_ = ranges_.size();
+  if (!r.live) ++mirrored_;
 }
 
 std::optional<Mirrors::Range> Mirrors::remove(uint64_t dev) {
@@ -93,6 +122,7 @@ std::optional<Mirrors::Range> Mirrors::remove(uint64_t dev) {
   Range r = it->second;
   ranges_.erase(it);
   count_ = ranges_.size();
+  if (!r.live) --mirrored_;
   if (r.host == reinterpret_cast<uint8_t*>(r.dev)) unmap_pages(r.dev, r.size);
   return r;
 }
@@ -150,9 +180,10 @@ bool Mirrors::overlaps(const Range& r, const Access& a) const {
 }
 
 std::unique_lock<std::mutex> Mirrors::prepare(client::Connection& c, std::initializer_list<Access> accesses) {
-  if (empty()) return {};
+  if (mirrored_.load() == 0) return {};  // none, or all live: nothing moves, nothing to hold
   std::unique_lock<std::mutex> g(mu_);
   for (auto& [d, r] : ranges_) {
+    if (r.live) continue;
     bool device = false, host = false;
     for (const Access& a : accesses)
       if (overlaps(r, a)) (a.device ? device : host) = true;
@@ -175,6 +206,7 @@ void Mirrors::clear() {
   pages_.clear();
   ranges_.clear();
   count_ = 0;
+  mirrored_ = 0;
 }
 
 }  // namespace qgpu::cudart

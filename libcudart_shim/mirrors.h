@@ -18,6 +18,16 @@
 // programs are told: managedMemory 1, concurrentManagedAccess 0 (the host
 // must not touch these ranges while the device works), pageableMemoryAccess
 // 0 (the device reaches no other host memory).
+//
+// Live ranges.  When the daemon shares the device memory as a file
+// (client::Connection::device_memory_fd(): an interpreter backend on this
+// machine), managed memory, __managed__ variables and memory from
+// cudaHostAlloc are mapped from that file at their device address instead:
+// host and device then read and write the same bytes at every moment, so
+// such a range has one copy, nothing moves at launches or synchronization,
+// and programs are told concurrentManagedAccess 1 and
+// hostNativeAtomicSupported 1 (the device's global atomics are atomic
+// operations on those bytes).
 #pragma once
 
 #include <atomic>
@@ -41,6 +51,7 @@ class Mirrors {
     uint64_t size = 0;
     Kind kind = Managed;
     unsigned flags = 0;
+    bool live = false;         // mapped from the device memory file: one copy
     bool host_current = true;  // else the device copy is the newer one
     // While the host copy is current: the bytes the device copy holds, when
     // known (after a copy either way), so that only the pages the host
@@ -55,9 +66,17 @@ class Mirrors {
     bool all = false;
   };
 
+  // The device memory file (fd < 0: none): ranges added from now on with
+  // host == nullptr are mapped from it, live.  `base`: the device address of
+  // the file's byte 0; `bytes`: its size.
+  void set_device_file(int fd, uint64_t base, uint64_t bytes);
+  // Whether ranges without a host pointer are live (a device file is set).
+  bool live() const { return fd_ >= 0; }
+
   // Maps host pages at [dev, dev + size) (host == nullptr), or takes the
   // program's memory at `host`; throws client::Error when the host address
-  // range is taken.  `host_current`: which copy holds the contents now.
+  // range is taken.  `host_current`: which copy holds the contents now
+  // (ignored for a live range: there is one).
   void add(uint64_t dev, void* host, uint64_t size, Kind kind, unsigned flags, bool host_current);
   // Removes the range at device address `dev` (unmapping pages no other
   // range uses); its contents are not copied anywhere.
@@ -79,11 +98,18 @@ class Mirrors {
   void push(client::Connection& c, Range& r);
   void map_pages(uint64_t dev, uint64_t size);
   void unmap_pages(uint64_t dev, uint64_t size);
+  // Maps the pages [first, end) (none mapped yet), private and zero, or
+  // from the device file; false (errno set, nothing left mapped) when the
+  // address range is taken.
+  bool map_run(uint64_t first, uint64_t end);
 
   std::mutex mu_;
   std::map<uint64_t, Range> ranges_;  // by device address
   std::map<uint64_t, int> pages_;     // host pages mapped at device addresses -> ranges using them
   std::atomic<size_t> count_{0};
+  std::atomic<size_t> mirrored_{0};  // ranges that are not live: prepare() has work only with some
+  int fd_ = -1;
+  uint64_t file_base_ = 0, file_bytes_ = 0;
 };
 
 }  // namespace qgpu::cudart

@@ -142,6 +142,7 @@ client::Connection& Runtime::conn() {
   using DriverSession = void* (*)();
   if (auto f = reinterpret_cast<DriverSession>(dlsym(RTLD_DEFAULT, "qgpu_driver_session")))
     if (auto* c = static_cast<client::Connection*>(f())) {
+      mirrors_.set_device_file(c->device_memory_fd(), c->device().global_base, c->device().global_bytes);
       conn_ptr_ = c;
       return *c;
     }
@@ -156,6 +157,7 @@ client::Connection& Runtime::conn() {
     conn_error_ = std::make_unique<client::Error>(cudaErrorNoDevice, e.what());
     throw *conn_error_;
   }
+  mirrors_.set_device_file(conn_->device_memory_fd(), conn_->device().global_base, conn_->device().global_bytes);
   conn_ptr_ = conn_.get();
   return *conn_;
 }

@@ -106,6 +106,10 @@ struct Connection::Impl {
   // The shared-memory channel (qgpu/shm.h), when the daemon offered one.
   void* shm_base = nullptr;
   uint32_t shm_posted = 0;  // requests posted in the segment
+  // The session's device memory as a file, when the daemon shares it
+  // (ShmAttach): this process's own descriptor of it, and its size.
+  int device_fd = -1;
+  uint64_t device_bytes = 0;
 
   std::thread heartbeat;
   std::atomic<bool> stop{false};
@@ -255,13 +259,15 @@ struct Connection::Impl {
     }
     if (r.header.status != 0) return;
     uint32_t pid;
-    int32_t fd;
-    uint64_t size;
+    int32_t fd, dev_fd;
+    uint64_t size, dev_size;
     try {
       proto::Reader rd(r.body.data(), r.body.size());
       pid = rd.u32("pid");
       fd = rd.i32("fd");
       size = rd.u64("size");
+      dev_fd = rd.i32("device_fd");
+      dev_size = rd.u64("device_size");
       rd.finish("ShmAttach");
     } catch (const proto::ProtocolError&) {
       return;
@@ -283,6 +289,20 @@ struct Connection::Impl {
       return;
     }
     shm_base = base;
+    // The device memory, opened now (the daemon keeps its descriptor for the
+    // session's life); mapped range by range where the program asks for
+    // memory both sides reach (cudaMallocManaged, cudaHostAlloc).
+    if (dev_fd >= 0 && dev_size) {
+      std::string dpath = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(dev_fd);
+      int df = ::open(dpath.c_str(), O_RDWR | O_CLOEXEC);
+      struct stat dst {};
+      if (df >= 0 && fstat(df, &dst) == 0 && uint64_t(dst.st_size) == dev_size) {
+        device_fd = df;
+        device_bytes = dev_size;
+      } else if (df >= 0) {
+        ::close(df);
+      }
+    }
   }
 
   // Sends `size` bytes in chunks, each a message of type `t` whose body is
@@ -565,6 +585,7 @@ Connection::~Connection() {
     }
   }
   if (impl_->shm_base) munmap(impl_->shm_base, shm::kSegmentBytes);
+  if (impl_->device_fd >= 0) ::close(impl_->device_fd);
 }
 
 uint64_t Connection::malloc(uint64_t size) {
@@ -638,6 +659,7 @@ proto::LaunchOutcome Connection::launch(const proto::LaunchArgs& args) {
 }
 
 bool Connection::shared_memory() const { return impl_->shm_base != nullptr; }
+int Connection::device_memory_fd() const { return impl_->device_fd; }
 
 void Connection::ping() { impl_->call(Type::Ping, proto::Writer()); }
 

@@ -118,8 +118,12 @@ struct Server::Worker {
     shm_fd = fd;
     consumed = 0;
     ctl.store(c);
+    // The device memory too, where it is bytes here: the client maps the
+    // ranges both sides reach (managed and mapped host memory) from it.
+    const int dev_fd = session.share_memory();
     Reply r;
     r.body.u32(uint32_t(getpid())).i32(fd).u64(shm::kSegmentBytes);
+    r.body.i32(dev_fd).u64(dev_fd >= 0 ? session.memory_bytes() : 0);
     return r;
   }
 

@@ -128,6 +128,22 @@ Session::Session(uint64_t id, Device& device, std::string client)
   reset_limits();
 }
 
+int Session::share_memory() {
+  if (ctx_) return -1;
+  if (mem_.bytes.fd() >= 0) return mem_.bytes.fd();
+  launch::DeviceBytes shared;
+  try {
+    shared = launch::DeviceBytes::shared(mem_.bytes.size());
+  } catch (const std::bad_alloc&) {
+    return -1;
+  }
+  // Only the pages written so far hold anything (usually none: the client
+  // attaches before its first allocation).
+  if (mem_.bytes.resident_bytes()) std::memcpy(shared.data(), mem_.bytes.data(), mem_.bytes.size());
+  mem_.bytes = std::move(shared);
+  return mem_.bytes.fd();
+}
+
 void Session::put(uint64_t addr, const uint8_t* data, uint64_t size) {
   if (size == 0) return;
   if (ctx_)

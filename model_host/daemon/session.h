@@ -84,6 +84,13 @@ class Session {
   // (LaunchProgress::cancel): its client is gone.
   void cancel_launches() { progress_.cancel = true; }
   size_t live_allocations() const { return alloc_.live_blocks() - (heap_bytes_ ? 1 : 0); }  // the heap is none
+  // Puts the device memory in a file the client can map (docs/protocol.md,
+  // ShmAttach): its contents move there.  Returns the file's descriptor, or
+  // -1 for a backend whose memory is not bytes here (the model's lives in
+  // its recurrent state) or when no file can be made.  Only between
+  // requests (nothing runs on the memory).
+  int share_memory();
+  uint64_t memory_bytes() const { return mem_.bytes.size(); }
 
  private:
   struct Module {

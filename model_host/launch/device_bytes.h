@@ -1,6 +1,7 @@
 // DeviceBytes: the bytes of a device memory, mapped lazily.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <cstring>
 #include <new>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -19,11 +22,20 @@ namespace qgpu::launch {
 // costs only the pages a program touches.  The interface is the part of
 // std::vector<uint8_t> the backends use; growing keeps the contents and
 // zero-fills the new bytes, and zero() drops every page (no memset).
+//
+// shared(n) backs the bytes by a memfd instead, mapped MAP_SHARED: another
+// process that maps the same file (a client through /proc/<pid>/fd/<fd>)
+// sees every byte as the device does, while it changes.  Such bytes cannot
+// grow past n (the other mappings would not follow); their copies are
+// private, anonymous ones.
 class DeviceBytes {
  public:
   DeviceBytes() = default;
   explicit DeviceBytes(size_t n, uint8_t value = 0);
   DeviceBytes(const std::vector<uint8_t>& v);  // NOLINT: a vector is an image too
+  // n zero bytes in a memfd (sealed at that size), mapped shared; throws
+  // std::bad_alloc when the file cannot be made.
+  static DeviceBytes shared(size_t n);
   DeviceBytes(const DeviceBytes& o);
   DeviceBytes(DeviceBytes&& o) noexcept;
   DeviceBytes& operator=(const DeviceBytes& o);
@@ -52,12 +64,15 @@ class DeviceBytes {
   void zero();
   // Resident bytes (pages touched), for tests of the lazy backing.
   size_t resident_bytes() const;
+  // The memfd of shared(), -1 otherwise.
+  int fd() const { return fd_; }
 
   bool operator==(const DeviceBytes& o) const;
 
  private:
   uint8_t* p_ = nullptr;
   size_t n_ = 0, cap_ = 0;
+  int fd_ = -1;
 };
 
 // ---- implementation ---------------------------------------------------------
@@ -74,6 +89,23 @@ inline void unmap(uint8_t* p, size_t n) {
 }
 }  // namespace detail
 
+inline DeviceBytes DeviceBytes::shared(size_t n) {
+  DeviceBytes d;
+  if (n == 0) return d;
+  const int fd = memfd_create("qgpu-device-memory", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  void* p = MAP_FAILED;
+  if (fd >= 0 && ftruncate(fd, off_t(n)) == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+    p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (p == MAP_FAILED) {
+    if (fd >= 0) close(fd);
+    throw std::bad_alloc();
+  }
+  d.p_ = static_cast<uint8_t*>(p);
+  d.n_ = d.cap_ = n;
+  d.fd_ = fd;
+  return d;
+}
+
 inline DeviceBytes::DeviceBytes(size_t n, uint8_t value) : p_(detail::map_zeroed(n)), n_(n), cap_(n) {
   if (value) std::memset(p_, value, n);
 }
@@ -84,7 +116,8 @@ inline DeviceBytes::DeviceBytes(const DeviceBytes& o) : DeviceBytes(o.n_) {
   if (o.n_) std::memcpy(p_, o.p_, o.n_);
 }
 inline DeviceBytes::DeviceBytes(DeviceBytes&& o) noexcept
-    : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), cap_(std::exchange(o.cap_, 0)) {}
+    : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), cap_(std::exchange(o.cap_, 0)),
+      fd_(std::exchange(o.fd_, -1)) {}
 inline DeviceBytes& DeviceBytes::operator=(const DeviceBytes& o) {
   if (this != &o) {
     if (cap_ >= o.n_ && cap_ > 0) {
@@ -102,16 +135,22 @@ inline DeviceBytes& DeviceBytes::operator=(const DeviceBytes& o) {
 inline DeviceBytes& DeviceBytes::operator=(DeviceBytes&& o) noexcept {
   if (this != &o) {
     detail::unmap(p_, cap_);
+    if (fd_ >= 0) close(fd_);
     p_ = std::exchange(o.p_, nullptr);
     n_ = std::exchange(o.n_, 0);
     cap_ = std::exchange(o.cap_, 0);
+    fd_ = std::exchange(o.fd_, -1);
   }
   return *this;
 }
-inline DeviceBytes::~DeviceBytes() { detail::unmap(p_, cap_); }
+inline DeviceBytes::~DeviceBytes() {
+  detail::unmap(p_, cap_);
+  if (fd_ >= 0) close(fd_);
+}
 
 inline void DeviceBytes::reserve(size_t n) {
   if (n <= cap_) return;
+  if (fd_ >= 0) throw std::length_error("shared device memory cannot grow past its " + std::to_string(cap_) + " bytes");
   uint8_t* q = detail::map_zeroed(n);
   if (n_) std::memcpy(q, p_, n_);
   detail::unmap(p_, cap_);
@@ -137,7 +176,11 @@ inline void DeviceBytes::assign(size_t n, uint8_t value) {
 inline void DeviceBytes::zero() {
   if (!p_) return;
   const size_t page = size_t(sysconf(_SC_PAGESIZE));
-  if (cap_ >= 16 * page && madvise(p_, cap_, MADV_DONTNEED) == 0) return;  // private anonymous: reads zero again
+  if (fd_ >= 0) {  // the file's pages freed: every mapping of it reads zero again
+    if (fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, off_t(cap_)) == 0) return;
+  } else if (cap_ >= 16 * page && madvise(p_, cap_, MADV_DONTNEED) == 0) {
+    return;  // private anonymous: reads zero again
+  }
   std::memset(p_, 0, n_);
 }
 inline size_t DeviceBytes::resident_bytes() const {

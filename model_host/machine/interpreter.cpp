@@ -340,6 +340,25 @@ inline uint32_t load_lane(const uint8_t* p, bool sign) {
     return sign ? uint32_t(int32_t(int8_t(*p))) : *p;
   }
 }
+// An atomic's read-modify-write of the aligned word at p: (old, new).  In
+// global memory it is one atomic operation, so that another process's
+// atomics on the same bytes (a client's on memory it maps live) cannot come
+// between the read and the write; elsewhere a plain read and write.
+inline std::pair<uint32_t, uint32_t> atomic_rmw(uint8_t* p, AtomOp op, uint32_t b, uint32_t c) {
+  auto* w = reinterpret_cast<uint32_t*>(p);
+  uint32_t old = __atomic_load_n(w, __ATOMIC_RELAXED), nv;
+  do {
+    nv = eval_atom(op, old, b, c);
+  } while (!__atomic_compare_exchange_n(w, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+  return {old, nv};
+}
+inline std::pair<uint32_t, uint32_t> plain_rmw(uint8_t* p, AtomOp op, uint32_t b, uint32_t c) {
+  uint32_t old;
+  std::memcpy(&old, p, 4);
+  const uint32_t nv = eval_atom(op, old, b, c);
+  std::memcpy(p, &nv, 4);
+  return {old, nv};
+}
 inline void write_bytes(uint8_t* p, uint32_t bytes, uint32_t v) {
   switch (bytes) {
     case 4: std::memcpy(p, &v, 4); break;
@@ -697,11 +716,8 @@ template <bool kRecord>
             uint8_t* ptr = win.at(l, a[l], 4);
             if (!ptr) ptr = address(in.space, uint32_t(t0 + l), a[l], 4, "atomic");
             if (!ptr) return false;
-            uint32_t old;
-            std::memcpy(&old, ptr, 4);
-            const uint32_t nv = eval_atom(in.atom, old, bb[l], c[l]);
-            std::memcpy(ptr, &nv, 4);
-            dst[l] = old;
+            dst[l] = in.space == Space::Global ? atomic_rmw(ptr, in.atom, bb[l], c[l]).first
+                                               : plain_rmw(ptr, in.atom, bb[l], c[l]).first;
           }
           break;
         }
@@ -710,9 +726,8 @@ template <bool kRecord>
           const uint32_t addr = a[l];
           uint8_t* ptr = resolve(in.space, uint32_t(t0 + l), addr, 4, "atomic");
           if (!ptr) return false;
-          const uint32_t old = read_bytes(ptr, 4, false);
-          const uint32_t nv = eval_atom(in.atom, old, bb[l], c[l]);
-          write_bytes(ptr, 4, nv);
+          const auto [old, nv] = in.space == Space::Global ? atomic_rmw(ptr, in.atom, bb[l], c[l])
+                                                            : plain_rmw(ptr, in.atom, bb[l], c[l]);
           if constexpr (kRecord) rec->mem.push_back({in.space, l, addr, 4, nv});
           dst[l] = old;
           if constexpr (kRecord) rec->regs.push_back({l, in.dst, old});

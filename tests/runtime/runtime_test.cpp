@@ -54,11 +54,13 @@ std::map<std::string, std::string> cases(const std::string& out) {
 }
 
 std::map<std::string, std::string> run_program(const std::string& name, qgpu::test::Result* result = nullptr,
-                                               std::vector<std::string> args = {}) {
+                                               std::vector<std::string> args = {},
+                                               const std::map<std::string, std::string>& extra_env = {}) {
   Daemon d;
   std::vector<std::string> argv{std::string(QGPU_TEST_PROGRAMS) + "/" + name};
   argv.insert(argv.end(), args.begin(), args.end());
   auto env = d.env();
+  for (const auto& [k, v] : extra_env) env[k] = v;
   // qgpu's libcuda.so.1 (beside the runtime) for programs that use the driver API too.
   env["LD_LIBRARY_PATH"] = fs::path(QGPU_CUDART_LIB).parent_path().string();
   auto r = run(argv, env, 120);
@@ -184,44 +186,89 @@ TEST(Runtime, PerThreadDefaultStreams) {
   EXPECT_EQ(m["values"], "12");
 }
 
+// Both ways managed and mapped memory reach the device: live (the daemon
+// shares its device memory with the program over the shared-memory channel)
+// and mirrored (QGPU_SHM=0: copies at launches and synchronization).
 TEST(Runtime, ManagedAndMappedMemory) {
-  qgpu::test::Result r;
-  auto m = run_program("managed", &r);
-  SCOPED_TRACE(r.out + r.err);
-  EXPECT_EQ(m["managed_memory"], "1");
-  EXPECT_EQ(m["concurrent_managed_access"], "0");
-  EXPECT_EQ(m["pageable_memory_access"], "0");
-  EXPECT_EQ(m["can_map_host_memory"], "1");
-  EXPECT_EQ(m["malloc_managed"], "cudaSuccess");
-  EXPECT_EQ(m["managed_after_kernel"], "1");
-  EXPECT_EQ(m["managed_two_kernels"], "1");
-  EXPECT_EQ(m["managed_copies"], "1");
-  EXPECT_EQ(m["managed_pages"], "1");
-  EXPECT_EQ(m["prefetch_managed"], "cudaSuccess");
-  EXPECT_EQ(m["prefetch_unmanaged"], "cudaErrorInvalidValue");
-  EXPECT_EQ(m["managed_var_initial"], "5");
-  EXPECT_EQ(m["managed_var_after_kernel"], "15");
-  EXPECT_EQ(m["managed_var_after_host_write"], "30");
-  EXPECT_EQ(m["host_alloc_mapped"], "cudaSuccess");
-  EXPECT_EQ(m["mapped_device_pointer"], "cudaSuccess");
-  EXPECT_EQ(m["mapped_same_pointer"], "1");
-  EXPECT_EQ(m["mapped_after_kernel"], "1");
-  EXPECT_EQ(m["host_register"], "cudaSuccess");
-  EXPECT_EQ(m["registered_device_pointer"], "cudaSuccess");
-  EXPECT_EQ(m["registered_after_kernel"], "1");
-  EXPECT_EQ(m["unmapped_device_pointer"], "cudaErrorInvalidValue");
-  // cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed; device -2: none.
-  EXPECT_EQ(m["attr_device"], "cudaSuccess type=2 device=0 dev=same host=null");
-  EXPECT_EQ(m["attr_device_interior"], "cudaSuccess type=2 device=0 dev=same host=null");
-  EXPECT_EQ(m["attr_managed"], "cudaSuccess type=3 device=0 dev=same host=same");
-  EXPECT_EQ(m["attr_managed_var"], "cudaSuccess type=3 device=0 dev=same host=same");
-  EXPECT_EQ(m["attr_pinned"], "cudaSuccess type=1 device=0 dev=null host=same");
-  EXPECT_EQ(m["attr_mapped"], "cudaSuccess type=1 device=0 dev=same host=same");
-  EXPECT_EQ(m["attr_registered"], "cudaSuccess type=1 device=0 dev=other host=same");
-  EXPECT_EQ(m["attr_registered_device"], "cudaSuccess type=1 device=0 dev=same host=other");
-  EXPECT_EQ(m["attr_unregistered"], "cudaSuccess type=0 device=-2 dev=null host=same");
-  for (const char* k : {"host_unregister", "free_host_mapped", "free_host", "free_managed", "final_sync"})
-    EXPECT_EQ(m[k], "cudaSuccess") << k;
+  for (bool live : {true, false}) {
+    qgpu::test::Result r;
+    auto m = run_program("managed", &r, {}, live ? std::map<std::string, std::string>{}
+                                                 : std::map<std::string, std::string>{{"QGPU_SHM", "0"}});
+    SCOPED_TRACE(std::string(live ? "live" : "mirrored") + "\n" + r.out + r.err);
+    EXPECT_EQ(m["managed_memory"], "1");
+    EXPECT_EQ(m["concurrent_managed_access"], live ? "1" : "0");
+    EXPECT_EQ(m["pageable_memory_access"], "0");
+    EXPECT_EQ(m["can_map_host_memory"], "1");
+    EXPECT_EQ(m["malloc_managed"], "cudaSuccess");
+    EXPECT_EQ(m["managed_after_kernel"], "1");
+    EXPECT_EQ(m["managed_two_kernels"], "1");
+    EXPECT_EQ(m["managed_copies"], "1");
+    EXPECT_EQ(m["managed_pages"], "1");
+    EXPECT_EQ(m["prefetch_managed"], "cudaSuccess");
+    EXPECT_EQ(m["prefetch_unmanaged"], "cudaErrorInvalidValue");
+    EXPECT_EQ(m["managed_var_initial"], "5");
+    EXPECT_EQ(m["managed_var_after_kernel"], "15");
+    EXPECT_EQ(m["managed_var_after_host_write"], "30");
+    EXPECT_EQ(m["host_alloc_mapped"], "cudaSuccess");
+    EXPECT_EQ(m["mapped_device_pointer"], "cudaSuccess");
+    EXPECT_EQ(m["mapped_same_pointer"], "1");
+    EXPECT_EQ(m["mapped_after_kernel"], "1");
+    EXPECT_EQ(m["host_register"], "cudaSuccess");
+    EXPECT_EQ(m["registered_device_pointer"], "cudaSuccess");
+    EXPECT_EQ(m["registered_after_kernel"], "1");
+    // cudaMallocHost memory: in the device memory when it is shared (the
+    // device reaches it at its host address, as under unified addressing),
+    // else host memory the device does not reach.
+    EXPECT_EQ(m["unmapped_device_pointer"], live ? "cudaSuccess" : "cudaErrorInvalidValue");
+    // cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed; device -2: none.
+    EXPECT_EQ(m["attr_device"], "cudaSuccess type=2 device=0 dev=same host=null");
+    EXPECT_EQ(m["attr_device_interior"], "cudaSuccess type=2 device=0 dev=same host=null");
+    EXPECT_EQ(m["attr_managed"], "cudaSuccess type=3 device=0 dev=same host=same");
+    EXPECT_EQ(m["attr_managed_var"], "cudaSuccess type=3 device=0 dev=same host=same");
+    EXPECT_EQ(m["attr_pinned"], std::string("cudaSuccess type=1 device=0 dev=") + (live ? "same" : "null") + " host=same");
+    EXPECT_EQ(m["attr_mapped"], "cudaSuccess type=1 device=0 dev=same host=same");
+    EXPECT_EQ(m["attr_registered"], "cudaSuccess type=1 device=0 dev=other host=same");
+    EXPECT_EQ(m["attr_registered_device"], "cudaSuccess type=1 device=0 dev=same host=other");
+    EXPECT_EQ(m["attr_unregistered"], "cudaSuccess type=0 device=-2 dev=null host=same");
+    for (const char* k : {"host_unregister", "free_host_mapped", "free_host", "free_managed", "final_sync"})
+      EXPECT_EQ(m[k], "cudaSuccess") << k;
+  }
+}
+
+// Live memory: while a kernel runs, the host sees what it writes and it
+// sees what the host writes; host and device atomics on one counter add up
+// exactly; the device reads cudaMallocHost memory at its host address.
+// Mirrored (QGPU_SHM=0), the program is told concurrentManagedAccess 0 and
+// pinned memory is host memory only.
+TEST(Runtime, LiveManagedMemoryWhileAKernelRuns) {
+  {
+    qgpu::test::Result r;
+    auto m = run_program("live", &r);
+    SCOPED_TRACE(r.out + r.err);
+    EXPECT_EQ(m["concurrent_managed_access"], "1");
+    EXPECT_EQ(m["host_native_atomics"], "1");
+    EXPECT_EQ(m["malloc_host"], "cudaSuccess");
+    EXPECT_EQ(m["pinned_device_pointer"], "cudaSuccess");
+    EXPECT_EQ(m["read_pinned_sync"], "cudaSuccess");
+    EXPECT_EQ(m["pinned_read_by_device"], "1");
+    EXPECT_EQ(m["host_saw_kernel_running"], "1");
+    EXPECT_EQ(m["answer_before_go"], "0");
+    EXPECT_EQ(m["wait_sync"], "cudaSuccess");
+    EXPECT_EQ(m["answer"], "1007");
+    EXPECT_EQ(m["atomics_sync"], "cudaSuccess");
+    EXPECT_EQ(m["host_added_while_kernel_ran"], "1");
+    EXPECT_EQ(m["counter_exact"], "1");
+  }
+  {
+    qgpu::test::Result r;
+    auto m = run_program("live", &r, {}, {{"QGPU_SHM", "0"}});
+    SCOPED_TRACE(r.out + r.err);
+    EXPECT_EQ(m["concurrent_managed_access"], "0");
+    EXPECT_EQ(m["host_native_atomics"], "0");
+    EXPECT_EQ(m["malloc_host"], "cudaSuccess");
+    EXPECT_EQ(m["pinned_device_pointer"], "cudaErrorInvalidValue");
+    EXPECT_EQ(m.count("host_saw_kernel_running"), 0u);
+  }
 }
 
 // The runtime and the driver API share one session (the primary context),

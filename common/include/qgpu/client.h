@@ -72,6 +72,11 @@ class Connection {
   // Whether requests go through a shared-memory segment with the daemon
   // (ipc:// endpoints; $QGPU_SHM=0 keeps to ZeroMQ) rather than ZeroMQ.
   bool shared_memory() const;
+  // The session's device global memory as a file this process may map
+  // (MAP_SHARED, file offset = device address - device().global_base): what
+  // the device reads and writes, live, with the daemon on this machine
+  // running a backend whose memory is bytes (the interpreters); -1 otherwise.
+  int device_memory_fd() const;
   proto::LaunchCounters daemon_stats();
   // The launch the daemon runs now (any client's) and the totals so far;
   // answered while another client's launch runs.  Waits up to `wait_ms`

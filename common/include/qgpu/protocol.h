@@ -18,7 +18,7 @@
 namespace qgpu::proto {
 
 constexpr uint32_t kMagic = 0x57504751;  // "QGPW" read as little-endian bytes
-constexpr uint16_t kVersion = 3;
+constexpr uint16_t kVersion = 4;
 
 // Bounds every receiver enforces before trusting a length.
 constexpr uint64_t kMaxBody = 64ull << 20;      // one body frame
@@ -44,7 +44,7 @@ enum class Type : uint16_t {
   ScratchRead = 15,  // u64 offset, u64 size                -> bulk
   Stats = 16,        // -                                   -> DaemonStats
   Limit = 17,        // u32 limit, u64 value (kQueryLimit: query) -> u64 value
-  ShmAttach = 18,    // -                                   -> u32 pid, i32 fd, u64 size (qgpu/shm.h)
+  ShmAttach = 18,    // -                                   -> u32 pid, i32 fd, u64 size, i32 device_fd, u64 device_size (qgpu/shm.h)
   Progress = 19,     // u32 shown, u32 wait_ms              -> LaunchProgress
 };
 
