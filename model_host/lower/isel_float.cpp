@@ -138,13 +138,15 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   if (lower_half(in, fm)) return;
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
-  // cvt between f64 and 32/64-bit integers, and f64 rounded to an integral f64.
+  // cvt between f64 and 32/64-bit integers, f64 rounded to an integral f64,
+  // and cvt.sat.f64.f64 (only saturated).
   const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
                         fm.rnd == ptx::Rnd::Rpi;
   auto word_int = [](Type x) { return !ptx::is_float(x) && (ptx::type_size(x) == 4 || ptx::type_size(x) == 8); };
   const bool cvt64 = in.op == PO::Cvt && ((in.type == Type::F64 && word_int(in.type2)) ||
                                          (word_int(in.type) && in.type2 == Type::F64) ||
-                                         (in.type == Type::F64 && in.type2 == Type::F64 && integral));
+                                         (in.type == Type::F64 && in.type2 == Type::F64 &&
+                                          (integral || (fm.rnd == ptx::Rnd::None && fm.sat))));
   // binary64: add, sub, mul, min, max, abs, neg and comparisons.
   const Type ft = in.op == PO::Set ? in.type2 : in.type;
   const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
@@ -194,24 +196,29 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   };
   auto out64 = [&](softfloat::Gen::W x) { write(in.ops[0], Type::F64, {x.first, x.second}); };
   auto wv = [&](size_t i) { return read(in, in.ops[i], Type::F64); };
-  // The f64 ops' modifiers: a rounding only (PTX's f64 arithmetic has no .ftz or .sat).
-  auto nm64 = [&](ptx::Rnd rr) {
+  // The f64 ops' modifiers: a rounding only (PTX's f64 arithmetic has no .ftz
+  // or .sat), and .sat on the conversions to f64 (`sat`).
+  auto nm64 = [&](ptx::Rnd rr, bool sat = false) {
     FloatMod x;
     x.rnd = from_ptx(rr);
+    x.sat = sat;
     return x;
   };
   auto outv = [&](V v) { write(in.ops[0], Type::F64, v); };
+  // .sat on an f64 destination: clamped to [0, 1], NaN and -0 to +0.
+  auto sat64 = [&](softfloat::Gen::W x) { return fm.sat ? g.saturate64(x) : x; };
   if (cvt64) {
     const Type dt = in.type, st = in.type2;
     if (dt == Type::F64 && st == Type::F64) {
-      if (nat) return outv(dnative(Op::DRINT, nm64(fm.rnd), wv(1)));
-      return out64(g.round_int64(w(1), r));
+      if (!integral) return out64(g.saturate64(w(1)));  // cvt.sat.f64.f64: saturated only
+      if (nat) return outv(dnative(Op::DRINT, nm64(fm.rnd, fm.sat), wv(1)));
+      return out64(sat64(g.round_int64(w(1), r)));
     }
     if (dt == Type::F64) {
       V v = read(in, in.ops[1], st);
       if (ptx::type_size(st) == 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
-      if (nat) return outv(dnative(ptx::is_signed(st) ? Op::L2D : Op::UL2D, nm64(br), v));
-      return out64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r));
+      if (nat) return outv(dnative(ptx::is_signed(st) ? Op::L2D : Op::UL2D, nm64(br, fm.sat), v));
+      return out64(sat64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r)));
     }
     if (nat) {
       const bool sg = ptx::is_signed(dt);
@@ -364,8 +371,8 @@ void Lowerer::lower_float(const ptx::Instr& in) {
         return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
       }
       if (dt == Type::F64) {
-        if (nat) return write(in.ops[0], dt, dnative(Op::F2D, nm(ptx::Rnd::Rn, false), V{f(1), K(0)}));
-        auto [lo, hi] = g.to_f64(f(1), fm.ftz);
+        if (nat) return write(in.ops[0], dt, dnative(Op::F2D, nm(ptx::Rnd::Rn, fm.sat), V{f(1), K(0)}));
+        auto [lo, hi] = sat64(g.to_f64(f(1), fm.ftz));
         return write(in.ops[0], dt, {lo, hi});
       }
       if (st == Type::F64) {

@@ -204,7 +204,8 @@ void validate(const Program& prog, const Params& p) {
       const bool cmp = in.op == Op::FCMP || in.op == Op::DCMP;
       if (!rnd_name(in.fmod.rnd) || (cmp && !cmp_name(in.fmod.cmp)) || (!cmp && in.fmod.cmp != FCmp::None) ||
           (in.fmod.hi && !has_wide_result(in.op)) ||
-          (is_f64(in.op) && in.fmod.sat && in.op != Op::D2F) ||
+          (is_f64(in.op) && in.fmod.sat && in.op != Op::D2F && in.op != Op::F2D && in.op != Op::L2D &&
+           in.op != Op::UL2D && in.op != Op::DRINT) ||
           (is_f64(in.op) && in.fmod.ftz && in.op != Op::D2F && in.op != Op::F2D))
         throw std::invalid_argument(where(bi, ii) + "invalid floating-point modifiers");
     }

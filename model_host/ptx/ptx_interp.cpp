@@ -1395,7 +1395,8 @@ class Interp {
     const Rnd rnd = float_mods(in).rnd;
     const bool integral = rnd == Rnd::Rni || rnd == Rnd::Rzi || rnd == Rnd::Rmi || rnd == Rnd::Rpi;
     if (in.op == Op::Cvt && ((in.type == Type::F64 && word_int(in.type2)) || (word_int(in.type) && in.type2 == Type::F64) ||
-                             (in.type == Type::F64 && in.type2 == Type::F64 && integral)))
+                             (in.type == Type::F64 && in.type2 == Type::F64 &&
+                              (integral || (rnd == Rnd::None && float_mods(in).sat)))))
       return true;
     const Type ft = in.op == Op::Set ? in.type2 : in.type;
     if (ft == Type::F64 && !float_mods(in).approx &&
@@ -1492,8 +1493,11 @@ class Interp {
         !(in.type == Type::F32 || in.type2 == Type::F32)) {
       const Type dt = in.type, st = in.type2;
       const uint64_t v = read(in.ops[1], st, t, in);
-      if (dt == Type::F64 && st == Type::F64) dst(fref::round_int_f64(v, fm.rnd), Type::F64);
-      else if (dt == Type::F64) dst(fref::int_to_f64(v, is_signed(st), bits_of(st), r), Type::F64);
+      // .sat on an f64 destination clamps to [0, 1] (NaN and -0: +0); cvt.sat.f64.f64
+      // without a rounding suffix only saturates.
+      if (dt == Type::F64 && st == Type::F64)
+        dst(fref::saturate64(fm.rnd == Rnd::None ? v : fref::round_int_f64(v, fm.rnd), fm.sat), Type::F64);
+      else if (dt == Type::F64) dst(fref::saturate64(fref::int_to_f64(v, is_signed(st), bits_of(st), r), fm.sat), Type::F64);
       else dst(fref::f64_to_int(v, is_signed(dt), bits_of(dt), fm.rnd), dt);
       return;
     }
@@ -1580,7 +1584,7 @@ class Interp {
         if (dt == Type::F32 && st == Type::F32) {
           dst(fref::round_int(f(1), fm.rnd, fm.ftz, fm.sat), Type::F32);
         } else if (dt == Type::F64) {
-          dst(fref::to_f64(f(1), fm.ftz), Type::F64);
+          dst(fref::saturate64(fref::to_f64(f(1), fm.ftz), fm.sat), Type::F64);
         } else if (st == Type::F64) {
           dst(fref::from_f64(read(in.ops[1], Type::F64, t, in), r, fm.ftz, fm.sat), Type::F32);
         } else if (dt == Type::F32) {

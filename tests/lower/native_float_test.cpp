@@ -16,6 +16,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "float_cases.h"
@@ -378,22 +379,31 @@ TEST(NativeFloat64, Conversions) {
                 },
                 [&](uint64_t a, uint64_t, uint64_t) { return uint64_t(ptx::fref::from_f64(a, kRnds[r], ftz, sat)); });
       }
-    // cvt.rnd.f64.{s,u}64 and .{s,u}32 (the lowering extends a 32-bit source)
-    for (bool sgn : {false, true}) {
-      const FloatMod m = mod(kRnds[r], false, false);
-      const Op op = sgn ? Op::L2D : Op::UL2D;
-      check64(std::string("cvt") + s + ".f64." + (sgn ? "s64" : "u64"), 1, n,
-              [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, a); },
-              [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().from_int_to64(W64(a), sgn, rr)); },
-              [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::int_to_f64(a, sgn, 64, kRnds[r]); });
-      auto ext = [sgn](uint64_t a) {
-        return sgn ? uint64_t(int64_t(int32_t(uint32_t(a)))) : uint64_t(uint32_t(a));
-      };
-      check64(std::string("cvt") + s + ".f64." + (sgn ? "s32" : "u32"), 1, n,
-              [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, ext(a)); },
-              [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().from_int_to64(W64(ext(a)), sgn, rr)); },
-              [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::int_to_f64(a, sgn, 32, kRnds[r]); });
-    }
+    // cvt.rnd{.sat}.f64.{s,u}64 and .{s,u}32 (the lowering extends a 32-bit source)
+    for (bool sgn : {false, true})
+      for (bool sat : {false, true}) {
+        const FloatMod m = mod(kRnds[r], false, sat);
+        const Op op = sgn ? Op::L2D : Op::UL2D;
+        const std::string ss = s + (sat ? ".sat" : "");
+        auto gsat = [sat](softfloat::Gen::W x) { return sat ? folding().saturate64(x) : x; };
+        check64(std::string("cvt") + ss + ".f64." + (sgn ? "s64" : "u64"), 1, n,
+                [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, a); },
+                [&](uint64_t a, uint64_t, uint64_t) { return U64(gsat(folding().from_int_to64(W64(a), sgn, rr))); },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  return ptx::fref::saturate64(ptx::fref::int_to_f64(a, sgn, 64, kRnds[r]), sat);
+                });
+        auto ext = [sgn](uint64_t a) {
+          return sgn ? uint64_t(int64_t(int32_t(uint32_t(a)))) : uint64_t(uint32_t(a));
+        };
+        check64(std::string("cvt") + ss + ".f64." + (sgn ? "s32" : "u32"), 1, n,
+                [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, ext(a)); },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  return U64(gsat(folding().from_int_to64(W64(ext(a)), sgn, rr)));
+                },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  return ptx::fref::saturate64(ptx::fref::int_to_f64(a, sgn, 32, kRnds[r]), sat);
+                });
+      }
     // cvt.rndi.{s,u}{32,64}.f64 and cvt.rndi.f64.f64
     const FloatMod mi = mod(kRndIs[r], false, false);
     for (unsigned bits : {32u, 64u})
@@ -411,20 +421,30 @@ TEST(NativeFloat64, Conversions) {
             [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::DRINT, mi, a); },
             [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().round_int64(W64(a), rr)); },
             [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::round_int_f64(a, kRndIs[r]); });
+    const FloatMod mis = mod(kRndIs[r], false, true);
+    check64(std::string("cvt") + s + "i.sat.f64.f64", 1, n,
+            [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::DRINT, mis, a); },
+            [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().saturate64(folding().round_int64(W64(a), rr))); },
+            [&](uint64_t a, uint64_t, uint64_t) {
+              return ptx::fref::saturate64(ptx::fref::round_int_f64(a, kRndIs[r]), true);
+            });
   }
-  // cvt.f64.f32 (.ftz): every f32 edge value and random ones.
-  for (bool ftz : {false, true}) {
-    const FloatMod m = mod(Rnd::Rn, ftz, false);
-    floattest::Operands gen(ftz);
-    std::vector<uint32_t> fs = floattest::edges();
-    for (uint64_t i = 0; i < n; ++i) fs.push_back(gen.any());
-    for (uint32_t f : fs) {
-      const uint64_t x = native64(Op::F2D, m, f);
-      auto [lo, hi] = folding().to_f64(K(f), ftz);
-      ASSERT_EQ(hex64(x), hex64(uint64_t(hi.v) << 32 | lo.v)) << "cvt" << (ftz ? ".ftz" : "") << ".f64.f32 " << hex(f);
-      ASSERT_EQ(hex64(x), hex64(ptx::fref::to_f64(f, ftz))) << "cvt" << (ftz ? ".ftz" : "") << ".f64.f32 " << hex(f);
+  // cvt.f64.f32 (.ftz, .sat): every f32 edge value and random ones.
+  for (bool ftz : {false, true})
+    for (bool sat : {false, true}) {
+      const FloatMod m = mod(Rnd::Rn, ftz, sat);
+      floattest::Operands gen(ftz);
+      std::vector<uint32_t> fs = floattest::edges();
+      for (uint64_t i = 0; i < n; ++i) fs.push_back(gen.any());
+      for (uint32_t f : fs) {
+        const uint64_t x = native64(Op::F2D, m, f);
+        auto [lo, hi] = folding().to_f64(K(f), ftz);
+        if (sat) std::tie(lo, hi) = folding().saturate64({lo, hi});
+        const std::string name = std::string("cvt") + (ftz ? ".ftz" : "") + (sat ? ".sat" : "") + ".f64.f32 ";
+        ASSERT_EQ(hex64(x), hex64(uint64_t(hi.v) << 32 | lo.v)) << name << hex(f);
+        ASSERT_EQ(hex64(x), hex64(ptx::fref::saturate64(ptx::fref::to_f64(f, ftz), sat))) << name << hex(f);
+      }
     }
-  }
 }
 
 // A one-block program for machine warps of `lanes`: thread t stores
