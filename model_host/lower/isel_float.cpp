@@ -175,6 +175,11 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   }();
   const bool nat = opts_.native_float;
   const ptx::Rnd br = ptx::base_rounding(fm.rnd);  // Rn Rz Rm Rp
+  // The same as an integer rounding (f2i, d2i ...: Rni Rzi Rmi Rpi).
+  const ptx::Rnd bri = br == ptx::Rnd::Rz ? ptx::Rnd::Rzi
+                       : br == ptx::Rnd::Rm ? ptx::Rnd::Rmi
+                       : br == ptx::Rnd::Rp ? ptx::Rnd::Rpi
+                                            : ptx::Rnd::Rni;
   auto nm = [&](ptx::Rnd rr, bool sat) {
     FloatMod x;
     x.rnd = from_ptx(rr);
@@ -223,7 +228,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     if (nat) {
       const bool sg = ptx::is_signed(dt);
       const Op o = ptx::type_size(dt) == 8 ? (sg ? Op::D2L : Op::D2UL) : (sg ? Op::D2I : Op::D2U);
-      return write(in.ops[0], dt, dnative(o, nm64(fm.rnd), wv(1)));
+      return write(in.ops[0], dt, dnative(o, nm64(bri), wv(1)));
     }
     auto [lo, hi] = g.to_int_from64(w(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
     return write(in.ops[0], dt, V{lo, hi});
@@ -239,8 +244,8 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       case PO::Div: return outv(dnative(Op::DDIV, m, wv(1), wv(2)));
       case PO::Rcp: return outv(dnative(Op::DDIV, m, V{K(0), K(0x3FF00000u)}, wv(1)));
       case PO::Sqrt: return outv(dnative(Op::DSQRT, m, wv(1)));
-      case PO::Min: return outv(dnative(Op::DMIN, m, wv(1), wv(2)));
-      case PO::Max: return outv(dnative(Op::DMAX, m, wv(1), wv(2)));
+      case PO::Min: return outv(dnative(Op::DMIN, nm64(ptx::Rnd::Rn), wv(1), wv(2)));
+      case PO::Max: return outv(dnative(Op::DMAX, nm64(ptx::Rnd::Rn), wv(1), wv(2)));
       default: break;
     }
   }
@@ -367,7 +372,8 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     case PO::Cvt: {
       const Type dt = in.type, st = in.type2;
       if (dt == Type::F32 && st == Type::F32) {
-        if (nat) return out(fnative(Op::FRINT, nm(fm.rnd, fm.sat), f(1)));  // only .rni ... round
+        // Only .rni ... round; without them (or with a float rounding) frint only flushes and saturates.
+        if (nat) return out(fnative(Op::FRINT, nm(integral ? fm.rnd : ptx::Rnd::None, fm.sat), f(1)));
         return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
       }
       if (dt == Type::F64) {
@@ -382,7 +388,9 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       }
       if (dt == Type::F32 && nat && ptx::type_size(st) == 4) {
         V v = read(in, in.ops[1], st);
-        return out(fnative(ptx::is_signed(st) ? Op::I2F : Op::U2F, nm(br, fm.sat), v.lo));
+        FloatMod m = nm(br, fm.sat);
+        m.ftz = false;  // an integer source has no subnormals, and i2f no .ftz
+        return out(fnative(ptx::is_signed(st) ? Op::I2F : Op::U2F, m, v.lo));
       }
       if (dt == Type::F32) {
         V v = read(in, in.ops[1], st);
@@ -395,7 +403,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
         return write(in.ops[0], dt, {lo, hi});
       }
       if (nat && ptx::type_size(dt) == 4)
-        return write(in.ops[0], dt, {fnative(ptx::is_signed(dt) ? Op::F2I : Op::F2U, nm(br, false), f(1)), K(0)});
+        return write(in.ops[0], dt, {fnative(ptx::is_signed(dt) ? Op::F2I : Op::F2U, nm(bri, false), f(1)), K(0)});
       Operand res = g.to_int32(f(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r, fm.ftz);
       return write(in.ops[0], dt, {res, K(0)});
     }
