@@ -68,11 +68,15 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
     unsupported(in, std::string("converts to ") + name + " with .relu or .satfinite, which the machine's software floating point does not have");
   softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
   if (cvt) {
-    if (fm.ftz || fm.sat)
+    // .sat (PTX: f16, f32 and f64 destinations) on cvt.sat.f32.f16,
+    // cvt.sat.f32.bf16 and cvt.rnd.sat.f16.f32; PTX's conversions to bf16 and
+    // the x2 forms have none.
+    if (fm.ftz || (fm.sat && (in.type == Type::BF16 || is16x2(in.type))))
       unsupported(in, std::string("converts ") + name + " with .ftz or .sat, which the machine's software floating point does not have");
     if (in.type == Type::F32) {
       Operand v = read32(in, in.ops[1], in.type2);
-      write(in.ops[0], Type::F32, {bf ? g.f32_from_bf16(opr(Op::AND, v, K(0xFFFF))) : g.f32_from_f16(v), K(0)});
+      Operand x = bf ? g.f32_from_bf16(opr(Op::AND, v, K(0xFFFF))) : g.f32_from_f16(v);
+      write(in.ops[0], Type::F32, {fm.sat ? g.saturate(x) : x, K(0)});
       return true;
     }
     const softfloat::Round r = ptx::base_rounding(fm.rnd) == ptx::Rnd::Rz   ? softfloat::Round::Rz
@@ -81,6 +85,9 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
                                                                             : softfloat::Round::Rn;
     auto conv = [&](size_t i) {
       Operand f = read32(in, in.ops[i], Type::F32);
+      // .sat: clamping before the rounding is clamping after it (0 and 1 are
+      // f16 values, and rounding is monotonic); NaN and -0 give +0.
+      if (fm.sat) f = g.saturate(f);
       return bf ? g.bf16_from_f32(f, r) : g.f16_from_f32(f, r);
     };
     if (is16x2(in.type)) {

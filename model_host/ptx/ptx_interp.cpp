@@ -1431,7 +1431,8 @@ class Interp {
     if (in.opcode.find(".relu") != std::string::npos || in.opcode.find(".satfinite") != std::string::npos) return false;
     if (in.op == Op::Cvt && (((is16(in.type) || is16x2(in.type)) && in.type2 == Type::F32) ||
                              (in.type == Type::F32 && is16(in.type2))))
-      return !fm.ftz && !fm.sat && (!is16x2(in.type) || in.ops.size() == 3);
+      return !fm.ftz && (!fm.sat || (!is16x2(in.type) && in.type != Type::BF16)) &&
+             (!is16x2(in.type) || in.ops.size() == 3);
     return (is16(in.type) || is16x2(in.type)) && !fm.ftz && !fm.sat &&
            (fm.rnd == Rnd::None || fm.rnd == Rnd::Rn) &&
            (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma);
@@ -1440,14 +1441,19 @@ class Interp {
     const Rnd r = base_rounding(float_mods(in).rnd);
     const bool bf = in.type == Type::BF16 || in.type == Type::BF16x2 || in.type2 == Type::BF16;
     if (in.op == Op::Cvt) {
+      const bool sat = float_mods(in).sat;  // cvt.sat.f32.{f16,bf16}, cvt.rnd.sat.f16.f32: clamped to [0, 1]
       if (in.type == Type::F32) {
         const uint32_t v = uint32_t(read(in.ops[1], in.type2, t, in)) & 0xFFFF;
-        write(in.ops[0], Type::F32, bf ? fref::f32_from_bf16(v) : fref::f32_from_f16(v), t);
+        write(in.ops[0], Type::F32, fref::saturate(bf ? fref::f32_from_bf16(v) : fref::f32_from_f16(v), sat), t);
         return;
       }
       auto conv = [&](size_t i) {
         const uint32_t v = uint32_t(read(in.ops[i], Type::F32, t, in));
-        return bf ? fref::bf16_from_f32(v, r) : fref::f16_from_f32(v, r);
+        const uint32_t h = bf ? fref::bf16_from_f32(v, r) : fref::f16_from_f32(v, r);
+        // The f16 result clamped to [0, 1]: NaN and negative values (-0 too) to +0, above 1 to 1.0 (0x3C00).
+        if (!sat) return h;
+        if ((h & 0x7FFF) > 0x7C00 || (h & 0x8000)) return 0u;
+        return h > 0x3C00u ? 0x3C00u : h;
       };
       if (is16x2(in.type)) write(in.ops[0], Type::B32, conv(1) << 16 | conv(2), t);
       else write(in.ops[0], in.type, conv(1), t);

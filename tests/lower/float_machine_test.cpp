@@ -684,6 +684,94 @@ TEST(FloatMachine, SaturatedConversionsToF64) {
   }
 }
 
+// .sat on the f16 conversions PTX gives it (an f16 or f32 destination):
+// cvt.rn.sat.f16.f32, cvt.sat.f32.f16 and cvt.sat.f32.bf16, on the same three
+// machines, against a clamp written here (the host's _Float16 for the f16
+// values).
+uint32_t fbits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+float fval(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+float clamp01f(float x) {
+  if (std::isnan(x) || x <= 0.0f) return 0.0f;  // +0
+  return x >= 1.0f ? 1.0f : x;
+}
+
+TEST(FloatMachine, SaturatedHalfConversions) {
+  auto h2f = [](uint32_t h) {
+    const uint16_t b = uint16_t(h);
+    _Float16 x;
+    std::memcpy(&x, &b, 2);
+    return float(x);
+  };
+  auto f2h = [](float f) {  // to nearest (the host's rounding)
+    const _Float16 x = _Float16(f);
+    uint16_t b;
+    std::memcpy(&b, &x, 2);
+    return uint32_t(b);
+  };
+  struct Form {
+    std::string name, body;
+    std::function<uint32_t(uint32_t)> want;
+    bool half_in;  // the operand's low half is an f16 / bf16 (else a is an f32)
+  };
+  const std::vector<Form> forms = {
+      {"cvt.rn.sat.f16.f32", "  .reg .b16 %h<3>;\n  cvt.rn.sat.f16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
+       [&](uint32_t a) { return f2h(clamp01f(fval(a))) * 0x10001u; }, false},
+      {"cvt.sat.f32.f16", "  .reg .b16 %h<3>;\n  mov.b32 {%h1, %h2}, %r11;\n  cvt.sat.f32.f16 %f4, %h1;\n  mov.b32 %r20, %f4;",
+       [&](uint32_t a) { return fbits(clamp01f(h2f(a & 0xFFFF))); }, true},
+      {"cvt.sat.f32.bf16",
+       "  .reg .b16 %h<3>;\n  mov.b32 {%h1, %h2}, %r11;\n  cvt.sat.f32.bf16 %f4, %h1;\n  mov.b32 %r20, %f4;",
+       [&](uint32_t a) { return fbits(clamp01f(fval(a << 16))); }, true},
+  };
+  const std::vector<uint32_t> e32 = {
+      0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u, 0x00000001u,
+      0x80000001u, 0x33000000u, 0x33000001u, 0xB3000001u, 0x38800000u, 0x387FE000u, 0x3F000000u, 0xBF000000u,
+      0x3F7FF000u, 0x3F7FFFFFu, 0x3F800000u, 0x3F800001u, 0x3F801000u, 0xBF800000u, 0x477FE000u, 0x7F7FFFFFu};
+  const std::vector<uint32_t> e16 = {0x7E00u, 0xFE00u, 0x7C01u, 0x7C00u, 0xFC00u, 0x0000u, 0x8000u, 0x0001u,
+                                     0x8001u, 0x03FFu, 0x0400u, 0x3800u, 0xB800u, 0x3BFFu, 0x3C00u, 0x3C01u,
+                                     0xBC00u, 0x7BFFu, 0x4000u, 0x7FC0u, 0xFFC0u, 0x7F81u, 0x7F80u, 0xFF80u,
+                                     0x3F00u, 0x3F7Fu, 0x3F80u, 0x3F81u, 0xBF80u, 0x0080u, 0x007Fu, 0x807Fu};
+  const Params machine = default_params(), cuda = cuda_params(16u << 20);
+  std::mt19937_64 rng(11);
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    std::vector<uint32_t> a(kBatch), b(kBatch, 0), c(kBatch, 0);
+    const std::vector<uint32_t>& e = f.half_in ? e16 : e32;
+    for (uint32_t i = 0; i < kBatch; ++i) {
+      const uint64_t r = rng();
+      if (i < e.size()) a[i] = e[i];
+      else if (i % 2) a[i] = uint32_t(r);
+      else a[i] = f.half_in ? f2h(float(int64_t(r % 4000001) - 2000000) / 1e6f) : fbits(float(int64_t(r % 4000001) - 2000000) / 1e6f);
+    }
+    std::vector<uint32_t> want(kBatch);
+    for (uint32_t i = 0; i < kBatch; ++i) want[i] = f.want(a[i]);
+    const std::string text = kernel(f.body);
+    Runner r8(text, machine, false), rn(text, cuda, false, true);
+    auto check = [&](Runner& run, const char* who, bool ptx_level) {
+      run.put(run.pa, a), run.put(run.pb, b), run.put(run.pc, c);
+      uint64_t ignored = 0;
+      std::vector<uint32_t> got = ptx_level ? run.run_ptx() : run.run_machine(ignored);
+      int bad = 0;
+      for (uint32_t i = 0; i < kBatch && bad < 5; ++i)
+        if (got[i] != want[i]) {
+          ++bad;
+          ADD_FAILURE() << f.name << " on " << who << ": " << hex(a[i]) << " gives " << hex(got[i]) << ", not "
+                        << hex(want[i]);
+        }
+    };
+    check(r8, "the PTX-level interpreter", true);
+    check(r8, "the machine (integer sequences)", false);
+    check(rn, "the CUDA-sized device (native floats)", false);
+  }
+}
+
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
   for (const char* body : {"  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rcp.approx.ftz.f64 %fd1, %fd1;\n"
@@ -691,6 +779,9 @@ TEST(FloatMachine, NotLoweredNamesTheInstruction) {
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rsqrt.approx.f64 %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;",
                            "  cvt.rn.relu.bf16x2.f32 %r20, %f1, %f2;",
+                           "  .reg .b16 %h<2>;\n  cvt.rn.sat.bf16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
+                           "  cvt.rn.sat.f16x2.f32 %r20, %f1, %f2;",
+                           "  .reg .b16 %h<2>;\n  cvt.rn.ftz.f16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
                            "  .reg .b16 %h<2>;\n  cvt.rn.satfinite.bf16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};"}) {
     ModuleImage img = load_module(kernel(body), p);
     try {
