@@ -68,11 +68,15 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
     unsupported(in, std::string("converts to ") + name + " with .relu or .satfinite, which the machine's software floating point does not have");
   softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
   if (cvt) {
-    if (fm.ftz || fm.sat)
+    // .sat (PTX: f16, f32 and f64 destinations) on cvt.sat.f32.f16,
+    // cvt.sat.f32.bf16 and cvt.rnd.sat.f16.f32; PTX's conversions to bf16 and
+    // the x2 forms have none.
+    if (fm.ftz || (fm.sat && (in.type == Type::BF16 || is16x2(in.type))))
       unsupported(in, std::string("converts ") + name + " with .ftz or .sat, which the machine's software floating point does not have");
     if (in.type == Type::F32) {
       Operand v = read32(in, in.ops[1], in.type2);
-      write(in.ops[0], Type::F32, {bf ? g.f32_from_bf16(opr(Op::AND, v, K(0xFFFF))) : g.f32_from_f16(v), K(0)});
+      Operand x = bf ? g.f32_from_bf16(opr(Op::AND, v, K(0xFFFF))) : g.f32_from_f16(v);
+      write(in.ops[0], Type::F32, {fm.sat ? g.saturate(x) : x, K(0)});
       return true;
     }
     const softfloat::Round r = ptx::base_rounding(fm.rnd) == ptx::Rnd::Rz   ? softfloat::Round::Rz
@@ -81,6 +85,9 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
                                                                             : softfloat::Round::Rn;
     auto conv = [&](size_t i) {
       Operand f = read32(in, in.ops[i], Type::F32);
+      // .sat: clamping before the rounding is clamping after it (0 and 1 are
+      // f16 values, and rounding is monotonic); NaN and -0 give +0.
+      if (fm.sat) f = g.saturate(f);
       return bf ? g.bf16_from_f32(f, r) : g.f16_from_f32(f, r);
     };
     if (is16x2(in.type)) {
@@ -138,13 +145,15 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   if (lower_half(in, fm)) return;
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
-  // cvt between f64 and 32/64-bit integers, and f64 rounded to an integral f64.
+  // cvt between f64 and 32/64-bit integers, f64 rounded to an integral f64,
+  // and cvt.sat.f64.f64 (only saturated).
   const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
                         fm.rnd == ptx::Rnd::Rpi;
   auto word_int = [](Type x) { return !ptx::is_float(x) && (ptx::type_size(x) == 4 || ptx::type_size(x) == 8); };
   const bool cvt64 = in.op == PO::Cvt && ((in.type == Type::F64 && word_int(in.type2)) ||
                                          (word_int(in.type) && in.type2 == Type::F64) ||
-                                         (in.type == Type::F64 && in.type2 == Type::F64 && integral));
+                                         (in.type == Type::F64 && in.type2 == Type::F64 &&
+                                          (integral || (fm.rnd == ptx::Rnd::None && fm.sat))));
   // binary64: add, sub, mul, min, max, abs, neg and comparisons.
   const Type ft = in.op == PO::Set ? in.type2 : in.type;
   const bool f64 = ft == Type::F64 && (in.op == PO::Add || in.op == PO::Sub || (in.op == PO::Mul && in.mul == ptx::MulMode::None) ||
@@ -173,6 +182,11 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   }();
   const bool nat = opts_.native_float;
   const ptx::Rnd br = ptx::base_rounding(fm.rnd);  // Rn Rz Rm Rp
+  // The same as an integer rounding (f2i, d2i ...: Rni Rzi Rmi Rpi).
+  const ptx::Rnd bri = br == ptx::Rnd::Rz ? ptx::Rnd::Rzi
+                       : br == ptx::Rnd::Rm ? ptx::Rnd::Rmi
+                       : br == ptx::Rnd::Rp ? ptx::Rnd::Rpi
+                                            : ptx::Rnd::Rni;
   auto nm = [&](ptx::Rnd rr, bool sat) {
     FloatMod x;
     x.rnd = from_ptx(rr);
@@ -194,29 +208,34 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   };
   auto out64 = [&](softfloat::Gen::W x) { write(in.ops[0], Type::F64, {x.first, x.second}); };
   auto wv = [&](size_t i) { return read(in, in.ops[i], Type::F64); };
-  // The f64 ops' modifiers: a rounding only (PTX's f64 arithmetic has no .ftz or .sat).
-  auto nm64 = [&](ptx::Rnd rr) {
+  // The f64 ops' modifiers: a rounding only (PTX's f64 arithmetic has no .ftz
+  // or .sat), and .sat on the conversions to f64 (`sat`).
+  auto nm64 = [&](ptx::Rnd rr, bool sat = false) {
     FloatMod x;
     x.rnd = from_ptx(rr);
+    x.sat = sat;
     return x;
   };
   auto outv = [&](V v) { write(in.ops[0], Type::F64, v); };
+  // .sat on an f64 destination: clamped to [0, 1], NaN and -0 to +0.
+  auto sat64 = [&](softfloat::Gen::W x) { return fm.sat ? g.saturate64(x) : x; };
   if (cvt64) {
     const Type dt = in.type, st = in.type2;
     if (dt == Type::F64 && st == Type::F64) {
-      if (nat) return outv(dnative(Op::DRINT, nm64(fm.rnd), wv(1)));
-      return out64(g.round_int64(w(1), r));
+      if (!integral) return out64(g.saturate64(w(1)));  // cvt.sat.f64.f64: saturated only
+      if (nat) return outv(dnative(Op::DRINT, nm64(fm.rnd, fm.sat), wv(1)));
+      return out64(sat64(g.round_int64(w(1), r)));
     }
     if (dt == Type::F64) {
       V v = read(in, in.ops[1], st);
       if (ptx::type_size(st) == 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
-      if (nat) return outv(dnative(ptx::is_signed(st) ? Op::L2D : Op::UL2D, nm64(br), v));
-      return out64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r));
+      if (nat) return outv(dnative(ptx::is_signed(st) ? Op::L2D : Op::UL2D, nm64(br, fm.sat), v));
+      return out64(sat64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r)));
     }
     if (nat) {
       const bool sg = ptx::is_signed(dt);
       const Op o = ptx::type_size(dt) == 8 ? (sg ? Op::D2L : Op::D2UL) : (sg ? Op::D2I : Op::D2U);
-      return write(in.ops[0], dt, dnative(o, nm64(fm.rnd), wv(1)));
+      return write(in.ops[0], dt, dnative(o, nm64(bri), wv(1)));
     }
     auto [lo, hi] = g.to_int_from64(w(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
     return write(in.ops[0], dt, V{lo, hi});
@@ -232,8 +251,8 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       case PO::Div: return outv(dnative(Op::DDIV, m, wv(1), wv(2)));
       case PO::Rcp: return outv(dnative(Op::DDIV, m, V{K(0), K(0x3FF00000u)}, wv(1)));
       case PO::Sqrt: return outv(dnative(Op::DSQRT, m, wv(1)));
-      case PO::Min: return outv(dnative(Op::DMIN, m, wv(1), wv(2)));
-      case PO::Max: return outv(dnative(Op::DMAX, m, wv(1), wv(2)));
+      case PO::Min: return outv(dnative(Op::DMIN, nm64(ptx::Rnd::Rn), wv(1), wv(2)));
+      case PO::Max: return outv(dnative(Op::DMAX, nm64(ptx::Rnd::Rn), wv(1), wv(2)));
       default: break;
     }
   }
@@ -360,12 +379,13 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     case PO::Cvt: {
       const Type dt = in.type, st = in.type2;
       if (dt == Type::F32 && st == Type::F32) {
-        if (nat) return out(fnative(Op::FRINT, nm(fm.rnd, fm.sat), f(1)));  // only .rni ... round
+        // Only .rni ... round; without them (or with a float rounding) frint only flushes and saturates.
+        if (nat) return out(fnative(Op::FRINT, nm(integral ? fm.rnd : ptx::Rnd::None, fm.sat), f(1)));
         return out(g.round_int(f(1), integral, r, fm.ftz, fm.sat));
       }
       if (dt == Type::F64) {
-        if (nat) return write(in.ops[0], dt, dnative(Op::F2D, nm(ptx::Rnd::Rn, false), V{f(1), K(0)}));
-        auto [lo, hi] = g.to_f64(f(1), fm.ftz);
+        if (nat) return write(in.ops[0], dt, dnative(Op::F2D, nm(ptx::Rnd::Rn, fm.sat), V{f(1), K(0)}));
+        auto [lo, hi] = sat64(g.to_f64(f(1), fm.ftz));
         return write(in.ops[0], dt, {lo, hi});
       }
       if (st == Type::F64) {
@@ -375,7 +395,9 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       }
       if (dt == Type::F32 && nat && ptx::type_size(st) == 4) {
         V v = read(in, in.ops[1], st);
-        return out(fnative(ptx::is_signed(st) ? Op::I2F : Op::U2F, nm(br, fm.sat), v.lo));
+        FloatMod m = nm(br, fm.sat);
+        m.ftz = false;  // an integer source has no subnormals, and i2f no .ftz
+        return out(fnative(ptx::is_signed(st) ? Op::I2F : Op::U2F, m, v.lo));
       }
       if (dt == Type::F32) {
         V v = read(in, in.ops[1], st);
@@ -388,7 +410,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
         return write(in.ops[0], dt, {lo, hi});
       }
       if (nat && ptx::type_size(dt) == 4)
-        return write(in.ops[0], dt, {fnative(ptx::is_signed(dt) ? Op::F2I : Op::F2U, nm(br, false), f(1)), K(0)});
+        return write(in.ops[0], dt, {fnative(ptx::is_signed(dt) ? Op::F2I : Op::F2U, nm(bri, false), f(1)), K(0)});
       Operand res = g.to_int32(f(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r, fm.ftz);
       return write(in.ops[0], dt, {res, K(0)});
     }

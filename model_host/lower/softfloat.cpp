@@ -1062,6 +1062,17 @@ Gen::W Gen::to_int_from64(W f, bool is_signed, unsigned bits, Round r) {
   return {e(Op::SEL, nan, K(0), res.first), e(Op::SEL, nan, K(0), res.second)};
 }
 
+Gen::W Gen::saturate64(W x) {
+  // NaN or the sign bit set (-0 included): +0; otherwise above 1.0 (a high word
+  // above 0x3FF00000, or equal with a nonzero low word): 1.0.
+  Operand zero = e(Op::OR, nan64(x), e(Op::SLT, x.second, K(0)));
+  Operand one = e(Op::OR, e(Op::SLTU, K(0x3FF00000u), x.second),
+                  e(Op::AND, e(Op::SEQ, x.second, K(0x3FF00000u)), e(Op::SNE, x.first, K(0))));
+  Operand lo = e(Op::SEL, e(Op::OR, zero, one), K(0), x.first);
+  Operand hi = e(Op::SEL, zero, K(0), e(Op::SEL, one, K(0x3FF00000u), x.second));
+  return {lo, hi};
+}
+
 Gen::W Gen::round_int64(W f, Round r) {
   Operand h = e(Op::AND, f.second, K(kAbs));
   Operand xe = e(Op::SHR, h, K(20));

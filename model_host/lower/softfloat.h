@@ -118,6 +118,8 @@ class Gen {
   W to_int_from64(W f, bool is_signed, unsigned bits, Round r);
   // cvt.rndi.f64.f64.
   W round_int64(W f, Round r);
+  // .sat on an f64 result (cvt to .f64): clamped to [0, 1], NaN and -0 to +0.
+  W saturate64(W x);
 
  private:
   Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));

@@ -46,7 +46,7 @@ struct Fetcher {
     return e.fnative ? fl(Op::FRINT, FRnd::Rmi, a) : f.round_int(a, true, Round::Rm, false, false);
   }
   Operand f2i(Operand a, Round r) {  // cvt.rzi/rmi.s32.f32
-    return e.fnative ? fl(Op::F2I, r == Round::Rz ? FRnd::Rz : FRnd::Rm, a)
+    return e.fnative ? fl(Op::F2I, r == Round::Rz ? FRnd::Rzi : FRnd::Rmi, a)
                      : f.to_int32(a, true, 32, r, false);
   }
   Operand u2f(Operand a) { return e.fnative ? fl(Op::U2F, FRnd::Rn, a) : f.from_int32(a, false, Round::Rn); }

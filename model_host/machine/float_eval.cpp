@@ -224,7 +224,7 @@ void eval_float_lanes(const Instr& in, const uint32_t* const (&s)[kMaxArity], ui
       default: break;
     }
   }
-  if (in.op == Op::F2D && !m.ftz)  // exact: the host's conversion, as fref::to_f64 (a NaN quieted, its payload kept)
+  if (in.op == Op::F2D && !m.ftz && !m.sat)  // exact: the host's conversion, as fref::to_f64 (a NaN quieted, its payload kept)
     return run([&](uint32_t l) { return as_bits64(double(fref::as_float(s[0][l]))); });
   switch (in.op) {
     case Op::DADD: return run([&](uint32_t l) { return fref::add64(x(0, l), x(1, l), r); });
@@ -239,15 +239,16 @@ void eval_float_lanes(const Instr& in, const uint32_t* const (&s)[kMaxArity], ui
       const ptx::Cmp c = to_ptx(m.cmp);
       return run([&](uint32_t l) { return uint64_t(fref::compare64(c, x(0, l), x(1, l))); });
     }
-    case Op::F2D: return run([&](uint32_t l) { return fref::to_f64(s[0][l], m.ftz); });
+    case Op::F2D: return run([&](uint32_t l) { return fref::saturate64(fref::to_f64(s[0][l], m.ftz), m.sat); });
     case Op::D2F: return run([&](uint32_t l) { return uint64_t(fref::from_f64(x(0, l), r, m.ftz, m.sat)); });
-    case Op::L2D: return run([&](uint32_t l) { return fref::int_to_f64(x(0, l), true, 64, r); });
-    case Op::UL2D: return run([&](uint32_t l) { return fref::int_to_f64(x(0, l), false, 64, r); });
+    case Op::L2D: return run([&](uint32_t l) { return fref::saturate64(fref::int_to_f64(x(0, l), true, 64, r), m.sat); });
+    case Op::UL2D:
+      return run([&](uint32_t l) { return fref::saturate64(fref::int_to_f64(x(0, l), false, 64, r), m.sat); });
     case Op::D2I: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), true, 32, r); });
     case Op::D2U: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), false, 32, r); });
     case Op::D2L: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), true, 64, r); });
     case Op::D2UL: return run([&](uint32_t l) { return fref::f64_to_int(x(0, l), false, 64, r); });
-    case Op::DRINT: return run([&](uint32_t l) { return fref::round_int_f64(x(0, l), r); });
+    case Op::DRINT: return run([&](uint32_t l) { return fref::saturate64(fref::round_int_f64(x(0, l), r), m.sat); });
     default: break;
   }
 }

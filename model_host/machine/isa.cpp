@@ -137,6 +137,77 @@ const char* cmp_name(FCmp c) {
   return nullptr;  // not a comparison
 }
 
+// The modifiers a float op takes (docs/isa.md sections 3.4 and 3.5).
+enum class Rounds : uint8_t {
+  None,            // it does not round: no rounding, or the default .rn (printed, unused)
+  Float,           // .rn .rz .rm .rp
+  Integral,        // .rni .rzi .rmi .rpi
+  IntegralOrNone,  // frint: .rni .rzi .rmi .rpi, or none (flush and saturation only)
+};
+struct FloatForm {
+  Rounds rounds;
+  bool ftz, sat;
+};
+FloatForm float_form(Op op) {
+  switch (op) {
+    case Op::FADD: case Op::FSUB: case Op::FMUL: case Op::FFMA: case Op::FDIV: return {Rounds::Float, true, true};
+    case Op::FSQRT: return {Rounds::Float, true, false};
+    case Op::FMIN: case Op::FMAX: case Op::FCMP: case Op::FEX2: case Op::FLG2: case Op::FSIN: case Op::FCOS:
+    case Op::FTANH: return {Rounds::None, true, false};
+    case Op::I2F: case Op::U2F: return {Rounds::Float, false, true};
+    case Op::F2I: case Op::F2U: return {Rounds::Integral, true, false};
+    case Op::FRINT: return {Rounds::IntegralOrNone, true, true};
+    case Op::DADD: case Op::DSUB: case Op::DMUL: case Op::DFMA: case Op::DDIV: case Op::DSQRT:
+      return {Rounds::Float, false, false};
+    case Op::DMIN: case Op::DMAX: case Op::DCMP: return {Rounds::None, false, false};
+    case Op::F2D: return {Rounds::None, true, true};
+    case Op::D2F: return {Rounds::Float, true, true};
+    case Op::L2D: case Op::UL2D: return {Rounds::Float, false, true};
+    case Op::D2I: case Op::D2U: case Op::D2L: case Op::D2UL: return {Rounds::Integral, false, false};
+    case Op::DRINT: return {Rounds::Integral, false, true};
+    default: return {Rounds::None, false, false};
+  }
+}
+
+// Why a float instruction's modifiers do not fit its op, or "" when they do.
+std::string float_misfit(const Instr& in) {
+  const std::string op = op_info(in.op).name;
+  const std::string sec = is_f64(in.op) ? " (docs/isa.md section 3.5)" : " (docs/isa.md section 3.4)";
+  const FloatForm f = float_form(in.op);
+  const char* rn = rnd_name(in.fmod.rnd);
+  if (!rn) return op + " has rounding " + std::to_string(int(in.fmod.rnd)) + ", which is not a rounding modifier";
+  const bool none = in.fmod.rnd == FRnd::None || in.fmod.rnd == FRnd::Rn;
+  const bool flt = in.fmod.rnd >= FRnd::Rn && in.fmod.rnd <= FRnd::Rp;
+  const bool integral = in.fmod.rnd >= FRnd::Rni && in.fmod.rnd <= FRnd::Rpi;
+  switch (f.rounds) {
+    case Rounds::None:
+      if (!none)
+        return op + " does not round: " + rn + " is not a modifier of it (it takes none, or the default .rn)" + sec;
+      break;
+    case Rounds::Float:
+      if (!flt) return op + " takes a rounding .rn .rz .rm .rp, not " + (*rn ? rn : "none") + sec;
+      break;
+    case Rounds::Integral:
+      if (!integral)
+        return op + " takes an integer rounding .rni .rzi .rmi .rpi, not " + (*rn ? rn : "none") + sec;
+      break;
+    case Rounds::IntegralOrNone:
+      if (!integral && in.fmod.rnd != FRnd::None)
+        return op + " takes an integer rounding .rni .rzi .rmi .rpi or none, not " + rn + sec;
+      break;
+  }
+  const bool cmp = in.op == Op::FCMP || in.op == Op::DCMP;
+  const char* cn = cmp_name(in.fmod.cmp);
+  if (in.fmod.cmp != FCmp::None && !cn)
+    return op + " has comparison " + std::to_string(int(in.fmod.cmp)) + ", which is not a comparison modifier";
+  if (cmp && !cn) return op + " needs a comparison (.eq .ne .lt .le .gt .ge, .equ ... .geu, .num, .nan)" + sec;
+  if (!cmp && cn) return op + " is not a comparison: " + cn + " is not a modifier of it" + sec;
+  if (in.fmod.hi && !has_wide_result(in.op)) return op + " has a 32-bit result: .hi is not a modifier of it" + sec;
+  if (in.fmod.ftz && !f.ftz) return op + " has no .ftz" + sec;
+  if (in.fmod.sat && !f.sat) return op + " has no .sat" + sec;
+  return "";
+}
+
 }  // namespace
 
 const OpInfo& op_info(Op op) { return kOps[int(op)]; }
@@ -201,12 +272,12 @@ void validate(const Program& prog, const Params& p) {
         throw std::invalid_argument(where(bi, ii) + to_string(in) +
                                     ": a native floating-point operation, which this machine does not have (it "
                                     "runs floating point as integer sequences, docs/isa.md section 11)");
-      const bool cmp = in.op == Op::FCMP || in.op == Op::DCMP;
-      if (!rnd_name(in.fmod.rnd) || (cmp && !cmp_name(in.fmod.cmp)) || (!cmp && in.fmod.cmp != FCmp::None) ||
-          (in.fmod.hi && !has_wide_result(in.op)) ||
-          (is_f64(in.op) && in.fmod.sat && in.op != Op::D2F) ||
-          (is_f64(in.op) && in.fmod.ftz && in.op != Op::D2F && in.op != Op::F2D))
-        throw std::invalid_argument(where(bi, ii) + "invalid floating-point modifiers");
+      // The modifiers must fit the op: its kind of rounding, a comparison on
+      // fcmp and dcmp only, .hi on a 64-bit result only, .ftz and .sat where
+      // the op has them.
+      const std::string misfit = float_misfit(in);
+      if (!misfit.empty())
+        throw std::invalid_argument(where(bi, ii) + to_string(in) + ": invalid floating-point modifiers: " + misfit);
     }
   for (size_t bi = 0; bi < prog.blocks.size(); ++bi) {
     const Block& b = prog.blocks[bi];

@@ -483,6 +483,13 @@ uint64_t round_int_f64(uint64_t bits_in, Rnd r) {
   }
 }
 
+uint64_t saturate64(uint64_t r, bool sat) {
+  if (!sat) return r;
+  const double d = D(r);
+  if (std::isnan(d) || std::signbit(d)) return 0;
+  return d > 1.0 ? 0x3FF0000000000000ull : r;
+}
+
 uint64_t to_f64(uint32_t f, bool ftz) {
   volatile float x = F(flush(f, ftz));
   const double d = fix(double(fix(float(x))));

@@ -104,6 +104,9 @@ bool compare64(Cmp c, uint64_t a, uint64_t b);
 uint64_t int_to_f64(uint64_t v, bool is_signed, unsigned bits, Rnd r);
 uint64_t f64_to_int(uint64_t d, bool is_signed, unsigned bits, Rnd r);
 uint64_t round_int_f64(uint64_t d, Rnd r);
+// .sat on an f64 result (cvt to .f64): clamped to [0, 1], NaN and -0 to +0
+// (`sat` false: r).
+uint64_t saturate64(uint64_t r, bool sat);
 
 // cvt.f64.f32 (exact; NaN payload kept, quieted) and cvt.RND.f32.f64 (NaN:
 // the canonical f32 NaN).

@@ -1395,7 +1395,8 @@ class Interp {
     const Rnd rnd = float_mods(in).rnd;
     const bool integral = rnd == Rnd::Rni || rnd == Rnd::Rzi || rnd == Rnd::Rmi || rnd == Rnd::Rpi;
     if (in.op == Op::Cvt && ((in.type == Type::F64 && word_int(in.type2)) || (word_int(in.type) && in.type2 == Type::F64) ||
-                             (in.type == Type::F64 && in.type2 == Type::F64 && integral)))
+                             (in.type == Type::F64 && in.type2 == Type::F64 &&
+                              (integral || (rnd == Rnd::None && float_mods(in).sat)))))
       return true;
     const Type ft = in.op == Op::Set ? in.type2 : in.type;
     if (ft == Type::F64 && !float_mods(in).approx &&
@@ -1430,7 +1431,8 @@ class Interp {
     if (in.opcode.find(".relu") != std::string::npos || in.opcode.find(".satfinite") != std::string::npos) return false;
     if (in.op == Op::Cvt && (((is16(in.type) || is16x2(in.type)) && in.type2 == Type::F32) ||
                              (in.type == Type::F32 && is16(in.type2))))
-      return !fm.ftz && !fm.sat && (!is16x2(in.type) || in.ops.size() == 3);
+      return !fm.ftz && (!fm.sat || (!is16x2(in.type) && in.type != Type::BF16)) &&
+             (!is16x2(in.type) || in.ops.size() == 3);
     return (is16(in.type) || is16x2(in.type)) && !fm.ftz && !fm.sat &&
            (fm.rnd == Rnd::None || fm.rnd == Rnd::Rn) &&
            (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma);
@@ -1439,14 +1441,19 @@ class Interp {
     const Rnd r = base_rounding(float_mods(in).rnd);
     const bool bf = in.type == Type::BF16 || in.type == Type::BF16x2 || in.type2 == Type::BF16;
     if (in.op == Op::Cvt) {
+      const bool sat = float_mods(in).sat;  // cvt.sat.f32.{f16,bf16}, cvt.rnd.sat.f16.f32: clamped to [0, 1]
       if (in.type == Type::F32) {
         const uint32_t v = uint32_t(read(in.ops[1], in.type2, t, in)) & 0xFFFF;
-        write(in.ops[0], Type::F32, bf ? fref::f32_from_bf16(v) : fref::f32_from_f16(v), t);
+        write(in.ops[0], Type::F32, fref::saturate(bf ? fref::f32_from_bf16(v) : fref::f32_from_f16(v), sat), t);
         return;
       }
       auto conv = [&](size_t i) {
         const uint32_t v = uint32_t(read(in.ops[i], Type::F32, t, in));
-        return bf ? fref::bf16_from_f32(v, r) : fref::f16_from_f32(v, r);
+        const uint32_t h = bf ? fref::bf16_from_f32(v, r) : fref::f16_from_f32(v, r);
+        // The f16 result clamped to [0, 1]: NaN and negative values (-0 too) to +0, above 1 to 1.0 (0x3C00).
+        if (!sat) return h;
+        if ((h & 0x7FFF) > 0x7C00 || (h & 0x8000)) return 0u;
+        return h > 0x3C00u ? 0x3C00u : h;
       };
       if (is16x2(in.type)) write(in.ops[0], Type::B32, conv(1) << 16 | conv(2), t);
       else write(in.ops[0], in.type, conv(1), t);
@@ -1492,8 +1499,11 @@ class Interp {
         !(in.type == Type::F32 || in.type2 == Type::F32)) {
       const Type dt = in.type, st = in.type2;
       const uint64_t v = read(in.ops[1], st, t, in);
-      if (dt == Type::F64 && st == Type::F64) dst(fref::round_int_f64(v, fm.rnd), Type::F64);
-      else if (dt == Type::F64) dst(fref::int_to_f64(v, is_signed(st), bits_of(st), r), Type::F64);
+      // .sat on an f64 destination clamps to [0, 1] (NaN and -0: +0); cvt.sat.f64.f64
+      // without a rounding suffix only saturates.
+      if (dt == Type::F64 && st == Type::F64)
+        dst(fref::saturate64(fm.rnd == Rnd::None ? v : fref::round_int_f64(v, fm.rnd), fm.sat), Type::F64);
+      else if (dt == Type::F64) dst(fref::saturate64(fref::int_to_f64(v, is_signed(st), bits_of(st), r), fm.sat), Type::F64);
       else dst(fref::f64_to_int(v, is_signed(dt), bits_of(dt), fm.rnd), dt);
       return;
     }
@@ -1580,7 +1590,7 @@ class Interp {
         if (dt == Type::F32 && st == Type::F32) {
           dst(fref::round_int(f(1), fm.rnd, fm.ftz, fm.sat), Type::F32);
         } else if (dt == Type::F64) {
-          dst(fref::to_f64(f(1), fm.ftz), Type::F64);
+          dst(fref::saturate64(fref::to_f64(f(1), fm.ftz), fm.sat), Type::F64);
         } else if (st == Type::F64) {
           dst(fref::from_f64(read(in.ops[1], Type::F64, t, in), r, fm.ftz, fm.sat), Type::F32);
         } else if (dt == Type::F32) {

@@ -7,8 +7,10 @@
 // operands.  Also reports machine instructions per operation.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <random>
 
 #include "float_cases.h"
 #include "model_host/machine/api.h"
@@ -545,6 +547,231 @@ TEST(FloatMachine, Binary64BitForBit) {  // random operands (the generator tests
   check_all(floattest::pairs(4 * kBatch) / kBatch, floattest::pairs(2 * kBatch) / kBatch, 3);
 }
 
+// .sat on an f64 destination (PTX: the result clamped to [0.0, 1.0], a NaN
+// to +0.0; -0 too, as for f32): cvt.sat.f64.f32, cvt.ftz.sat.f64.f32,
+// cvt.RNDI.sat.f64.f64, cvt.sat.f64.f64 and cvt.RND.sat.f64.{s,u}{32,64}, on
+// the PTX-level interpreter, the default machine (integer sequences) and the
+// CUDA-sized device (native f64 operations), each word of the result against
+// a clamp written here on the host's double arithmetic.
+uint64_t dbits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
+double dval(uint64_t b) {
+  double d;
+  std::memcpy(&d, &b, 8);
+  return d;
+}
+uint64_t clamp01(double x) {
+  if (std::isnan(x) || x <= 0.0) return 0;  // NaN, -0 and negative values: +0
+  return x >= 1.0 ? dbits(1.0) : dbits(x);
+}
+
+TEST(FloatMachine, SaturatedConversionsToF64) {
+  struct Form {
+    std::string ptx;  // the instruction, its destination %fd1
+    int src;          // 0: f32 a; 1: f64 {a, b}; 2: s32 a; 3: u32 a; 4: s64 {a, b}; 5: u64 {a, b}
+    std::function<uint64_t(uint32_t, uint32_t)> want;
+    Op native;  // the native op that carries the .sat (MOV: an integer sequence there too)
+  };
+  auto f32 = [](uint32_t a) {
+    float f;
+    std::memcpy(&f, &a, 4);
+    return double(f);
+  };
+  auto d64 = [](uint32_t a, uint32_t b) { return dval(uint64_t(b) << 32 | a); };
+  std::vector<Form> forms = {
+      {"cvt.sat.f64.f32 %fd1, %f1;", 0, [&](uint32_t a, uint32_t) { return clamp01(f32(a)); }, Op::F2D},
+      {"cvt.ftz.sat.f64.f32 %fd1, %f1;", 0,
+       [&](uint32_t a, uint32_t) { return (a & 0x7F800000u) == 0 ? 0 : clamp01(f32(a)); }, Op::F2D},
+      {"cvt.rni.sat.f64.f64 %fd1, %fd2;", 1, [&](uint32_t a, uint32_t b) { return clamp01(std::nearbyint(d64(a, b))); },
+       Op::DRINT},
+      {"cvt.rzi.sat.f64.f64 %fd1, %fd2;", 1, [&](uint32_t a, uint32_t b) { return clamp01(std::trunc(d64(a, b))); },
+       Op::DRINT},
+      {"cvt.rmi.sat.f64.f64 %fd1, %fd2;", 1, [&](uint32_t a, uint32_t b) { return clamp01(std::floor(d64(a, b))); },
+       Op::DRINT},
+      {"cvt.rpi.sat.f64.f64 %fd1, %fd2;", 1, [&](uint32_t a, uint32_t b) { return clamp01(std::ceil(d64(a, b))); },
+       Op::DRINT},
+      {"cvt.sat.f64.f64 %fd1, %fd2;", 1, [&](uint32_t a, uint32_t b) { return clamp01(d64(a, b)); }, Op::MOV},
+      // An integer clamps to +0 (at most 0) or 1 (at least 1), whatever the rounding.
+      {"cvt.rn.sat.f64.s32 %fd1, %r11;", 2, [](uint32_t a, uint32_t) { return int32_t(a) >= 1 ? dbits(1.0) : 0; },
+       Op::L2D},
+      {"cvt.rz.sat.f64.u32 %fd1, %r11;", 3, [](uint32_t a, uint32_t) { return a >= 1 ? dbits(1.0) : 0; }, Op::UL2D},
+      {"cvt.rm.sat.f64.s64 %fd1, %rdi;", 4,
+       [](uint32_t a, uint32_t b) { return int64_t(uint64_t(b) << 32 | a) >= 1 ? dbits(1.0) : 0; }, Op::L2D},
+      {"cvt.rn.sat.f64.u64 %fd1, %rdi;", 5,
+       [](uint32_t a, uint32_t b) { return (uint64_t(b) << 32 | a) >= 1 ? dbits(1.0) : 0; }, Op::UL2D},
+  };
+  // Edge values: NaNs (quiet, signalling, either sign), infinities, zeros,
+  // subnormals, values below 0, in (0, 1), 1 and its neighbours, above 1.
+  const std::vector<uint32_t> e32 = {
+      0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFFBFFFFFu, 0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u,
+      0x00000001u, 0x007FFFFFu, 0x80000001u, 0x807FFFFFu, 0x00800000u, 0x80800000u, 0x3F000000u, 0xBF000000u,
+      0x3F7FFFFFu, 0x3F800000u, 0x3F800001u, 0xBF800000u, 0x40000000u, 0xC0000000u, 0x7F7FFFFFu, 0xFF7FFFFFu,
+      0x3EAAAAABu, 0x3DCCCCCDu, 0x0DA24260u, 0xB3D6BF95u, 0x4B000001u, 0x3F400000u};
+  const std::vector<uint64_t> e64 = {
+      0x7FF8000000000000ull, 0xFFF8000000000000ull, 0x7FF0000000000001ull, 0xFFF7FFFFFFFFFFFFull,
+      0x7FF0000000000000ull, 0xFFF0000000000000ull, 0x0000000000000000ull, 0x8000000000000000ull,
+      0x0000000000000001ull, 0x000FFFFFFFFFFFFFull, 0x8000000000000001ull, 0x800FFFFFFFFFFFFFull,
+      0x0010000000000000ull, 0x3FE0000000000000ull, 0x3FDFFFFFFFFFFFFFull, 0x3FE0000000000001ull,
+      0xBFE0000000000000ull, 0xBFDFFFFFFFFFFFFFull, 0xBFE0000000000001ull, 0x3FEFFFFFFFFFFFFFull,
+      0x3FF0000000000000ull, 0x3FF0000000000001ull, 0xBFF0000000000000ull, 0x3FF8000000000000ull,
+      0xBFF8000000000000ull, 0x4004000000000000ull, 0x7FEFFFFFFFFFFFFFull, 0xFFEFFFFFFFFFFFFFull,
+      0x3FD5555555555555ull, 0x3FB999999999999Aull, 0x4340000000000001ull, 0x3FE8000000000000ull};
+  const std::vector<uint64_t> ei = {0,          1,          2,          0xFFFFFFFFull, 0x7FFFFFFFull, 0x80000000ull,
+                                    ~0ull,      ~1ull,      1ull << 63, (1ull << 63) - 1, 1ull << 32, 0xFFFFFFFF00000000ull,
+                                    0x100000001ull, 0xFFFFFFFF00000001ull};
+  const Params machine = default_params(), cuda = cuda_params(16u << 20);
+  std::mt19937_64 rng(7);
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.ptx);
+    std::vector<uint32_t> a(kBatch), b(kBatch), c(kBatch, 0);
+    for (uint32_t i = 0; i < kBatch; ++i) {
+      const uint64_t r = rng();
+      uint64_t x;
+      if (f.src == 0) {
+        if (i < e32.size()) x = e32[i];
+        else if (i % 2) x = uint32_t(r);  // any bits
+        else {                            // a value in (-2, 2)
+          const float v = float(int64_t(r % 4000000001ull) - 2000000000) / 1e9f;
+          uint32_t w;
+          std::memcpy(&w, &v, 4);
+          x = w;
+        }
+      } else if (f.src == 1) {
+        if (i < e64.size()) x = e64[i];
+        else if (i % 2) x = r;
+        else x = dbits(double(int64_t(r % 4000000000001ull) - 2000000000000ll) / 1e12);
+      } else {
+        x = i < ei.size() ? ei[i] : (i % 2 ? r : r >> (r % 64));
+      }
+      a[i] = uint32_t(x), b[i] = uint32_t(x >> 32);
+    }
+    for (bool hi : {false, true}) {
+      const std::string body = "  .reg .f64 %fd<3>;\n  .reg .b64 %rdi;\n  mov.b64 %rdi, {%r11, %r12};\n"
+                               "  mov.b64 %fd2, %rdi;\n  " +
+                               f.ptx + "\n  mov.b64 {%r20, %r21}, %fd1;\n" + (hi ? "  mov.b32 %r20, %r21;\n" : "");
+      const std::string text = kernel(body);
+      Runner r8(text, machine, false), rn(text, cuda, false, true);
+      if (f.native != Op::MOV) {  // the CUDA-sized device runs it as the native op with .sat
+        bool found = false;
+        for (const Block& bl : rn.prog.blocks)
+          for (const Instr& in : bl.instrs) found |= in.op == f.native && in.fmod.sat;
+        EXPECT_TRUE(found) << to_string(rn.prog);
+      }
+      std::vector<uint32_t> want(kBatch);
+      for (uint32_t i = 0; i < kBatch; ++i) {
+        const uint64_t w = f.want(a[i], b[i]);
+        want[i] = uint32_t(hi ? w >> 32 : w);
+      }
+      auto check = [&](Runner& run, const char* who, bool ptx_level) {
+        run.put(run.pa, a), run.put(run.pb, b), run.put(run.pc, c);
+        uint64_t ignored = 0;
+        std::vector<uint32_t> got = ptx_level ? run.run_ptx() : run.run_machine(ignored);
+        int bad = 0;
+        for (uint32_t i = 0; i < kBatch && bad < 5; ++i)
+          if (got[i] != want[i]) {
+            ++bad;
+            ADD_FAILURE() << f.ptx << " on " << who << ": " << hex(b[i]) << ":" << hex(a[i]) << " gives "
+                          << (hi ? "high" : "low") << " word " << hex(got[i]) << ", not " << hex(want[i]);
+          }
+      };
+      check(r8, "the PTX-level interpreter", true);
+      check(r8, "the machine (integer sequences)", false);
+      check(rn, "the CUDA-sized device (native floats)", false);
+    }
+  }
+}
+
+// .sat on the f16 conversions PTX gives it (an f16 or f32 destination):
+// cvt.rn.sat.f16.f32, cvt.sat.f32.f16 and cvt.sat.f32.bf16, on the same three
+// machines, against a clamp written here (the host's _Float16 for the f16
+// values).
+uint32_t fbits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+float fval(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+float clamp01f(float x) {
+  if (std::isnan(x) || x <= 0.0f) return 0.0f;  // +0
+  return x >= 1.0f ? 1.0f : x;
+}
+
+TEST(FloatMachine, SaturatedHalfConversions) {
+  auto h2f = [](uint32_t h) {
+    const uint16_t b = uint16_t(h);
+    _Float16 x;
+    std::memcpy(&x, &b, 2);
+    return float(x);
+  };
+  auto f2h = [](float f) {  // to nearest (the host's rounding)
+    const _Float16 x = _Float16(f);
+    uint16_t b;
+    std::memcpy(&b, &x, 2);
+    return uint32_t(b);
+  };
+  struct Form {
+    std::string name, body;
+    std::function<uint32_t(uint32_t)> want;
+    bool half_in;  // the operand's low half is an f16 / bf16 (else a is an f32)
+  };
+  const std::vector<Form> forms = {
+      {"cvt.rn.sat.f16.f32", "  .reg .b16 %h<3>;\n  cvt.rn.sat.f16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
+       [&](uint32_t a) { return f2h(clamp01f(fval(a))) * 0x10001u; }, false},
+      {"cvt.sat.f32.f16", "  .reg .b16 %h<3>;\n  mov.b32 {%h1, %h2}, %r11;\n  cvt.sat.f32.f16 %f4, %h1;\n  mov.b32 %r20, %f4;",
+       [&](uint32_t a) { return fbits(clamp01f(h2f(a & 0xFFFF))); }, true},
+      {"cvt.sat.f32.bf16",
+       "  .reg .b16 %h<3>;\n  mov.b32 {%h1, %h2}, %r11;\n  cvt.sat.f32.bf16 %f4, %h1;\n  mov.b32 %r20, %f4;",
+       [&](uint32_t a) { return fbits(clamp01f(fval(a << 16))); }, true},
+  };
+  const std::vector<uint32_t> e32 = {
+      0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u, 0x00000001u,
+      0x80000001u, 0x33000000u, 0x33000001u, 0xB3000001u, 0x38800000u, 0x387FE000u, 0x3F000000u, 0xBF000000u,
+      0x3F7FF000u, 0x3F7FFFFFu, 0x3F800000u, 0x3F800001u, 0x3F801000u, 0xBF800000u, 0x477FE000u, 0x7F7FFFFFu};
+  const std::vector<uint32_t> e16 = {0x7E00u, 0xFE00u, 0x7C01u, 0x7C00u, 0xFC00u, 0x0000u, 0x8000u, 0x0001u,
+                                     0x8001u, 0x03FFu, 0x0400u, 0x3800u, 0xB800u, 0x3BFFu, 0x3C00u, 0x3C01u,
+                                     0xBC00u, 0x7BFFu, 0x4000u, 0x7FC0u, 0xFFC0u, 0x7F81u, 0x7F80u, 0xFF80u,
+                                     0x3F00u, 0x3F7Fu, 0x3F80u, 0x3F81u, 0xBF80u, 0x0080u, 0x007Fu, 0x807Fu};
+  const Params machine = default_params(), cuda = cuda_params(16u << 20);
+  std::mt19937_64 rng(11);
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    std::vector<uint32_t> a(kBatch), b(kBatch, 0), c(kBatch, 0);
+    const std::vector<uint32_t>& e = f.half_in ? e16 : e32;
+    for (uint32_t i = 0; i < kBatch; ++i) {
+      const uint64_t r = rng();
+      if (i < e.size()) a[i] = e[i];
+      else if (i % 2) a[i] = uint32_t(r);
+      else a[i] = f.half_in ? f2h(float(int64_t(r % 4000001) - 2000000) / 1e6f) : fbits(float(int64_t(r % 4000001) - 2000000) / 1e6f);
+    }
+    std::vector<uint32_t> want(kBatch);
+    for (uint32_t i = 0; i < kBatch; ++i) want[i] = f.want(a[i]);
+    const std::string text = kernel(f.body);
+    Runner r8(text, machine, false), rn(text, cuda, false, true);
+    auto check = [&](Runner& run, const char* who, bool ptx_level) {
+      run.put(run.pa, a), run.put(run.pb, b), run.put(run.pc, c);
+      uint64_t ignored = 0;
+      std::vector<uint32_t> got = ptx_level ? run.run_ptx() : run.run_machine(ignored);
+      int bad = 0;
+      for (uint32_t i = 0; i < kBatch && bad < 5; ++i)
+        if (got[i] != want[i]) {
+          ++bad;
+          ADD_FAILURE() << f.name << " on " << who << ": " << hex(a[i]) << " gives " << hex(got[i]) << ", not "
+                        << hex(want[i]);
+        }
+    };
+    check(r8, "the PTX-level interpreter", true);
+    check(r8, "the machine (integer sequences)", false);
+    check(rn, "the CUDA-sized device (native floats)", false);
+  }
+}
+
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
   for (const char* body : {"  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rcp.approx.ftz.f64 %fd1, %fd1;\n"
@@ -552,6 +779,9 @@ TEST(FloatMachine, NotLoweredNamesTheInstruction) {
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rsqrt.approx.f64 %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;",
                            "  cvt.rn.relu.bf16x2.f32 %r20, %f1, %f2;",
+                           "  .reg .b16 %h<2>;\n  cvt.rn.sat.bf16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
+                           "  cvt.rn.sat.f16x2.f32 %r20, %f1, %f2;",
+                           "  .reg .b16 %h<2>;\n  cvt.rn.ftz.f16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};",
                            "  .reg .b16 %h<2>;\n  cvt.rn.satfinite.bf16.f32 %h1, %f1;\n  mov.b32 %r20, {%h1, %h1};"}) {
     ModuleImage img = load_module(kernel(body), p);
     try {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "float_cases.h"
@@ -179,8 +180,8 @@ TEST(NativeFloat, Conversions) {
       }
     for (bool ftz : {false, true})
       for (bool sgn : {false, true}) {
-        // The lowering passes the plain rounding (cvt.rzi.s32.f32 as .rz).
-        const FloatMod m = mod(kRnds[r], ftz, false);
+        // The lowering passes the integer rounding (cvt.rzi.s32.f32 as f2i.rzi).
+        const FloatMod m = mod(kRndIs[r], ftz, false);
         check(std::string("cvt") + s + "i" + (ftz ? ".ftz" : "") + (sgn ? ".s32" : ".u32") + ".f32", 1, false, kPairs,
               [&](uint32_t a, uint32_t, uint32_t) { return native(sgn ? Op::F2I : Op::F2U, m, a); },
               [&](uint32_t a, uint32_t, uint32_t) { return folding().to_int32(K(a), sgn, 32, rr, ftz).v; });
@@ -378,22 +379,31 @@ TEST(NativeFloat64, Conversions) {
                 },
                 [&](uint64_t a, uint64_t, uint64_t) { return uint64_t(ptx::fref::from_f64(a, kRnds[r], ftz, sat)); });
       }
-    // cvt.rnd.f64.{s,u}64 and .{s,u}32 (the lowering extends a 32-bit source)
-    for (bool sgn : {false, true}) {
-      const FloatMod m = mod(kRnds[r], false, false);
-      const Op op = sgn ? Op::L2D : Op::UL2D;
-      check64(std::string("cvt") + s + ".f64." + (sgn ? "s64" : "u64"), 1, n,
-              [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, a); },
-              [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().from_int_to64(W64(a), sgn, rr)); },
-              [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::int_to_f64(a, sgn, 64, kRnds[r]); });
-      auto ext = [sgn](uint64_t a) {
-        return sgn ? uint64_t(int64_t(int32_t(uint32_t(a)))) : uint64_t(uint32_t(a));
-      };
-      check64(std::string("cvt") + s + ".f64." + (sgn ? "s32" : "u32"), 1, n,
-              [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, ext(a)); },
-              [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().from_int_to64(W64(ext(a)), sgn, rr)); },
-              [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::int_to_f64(a, sgn, 32, kRnds[r]); });
-    }
+    // cvt.rnd{.sat}.f64.{s,u}64 and .{s,u}32 (the lowering extends a 32-bit source)
+    for (bool sgn : {false, true})
+      for (bool sat : {false, true}) {
+        const FloatMod m = mod(kRnds[r], false, sat);
+        const Op op = sgn ? Op::L2D : Op::UL2D;
+        const std::string ss = s + (sat ? ".sat" : "");
+        auto gsat = [sat](softfloat::Gen::W x) { return sat ? folding().saturate64(x) : x; };
+        check64(std::string("cvt") + ss + ".f64." + (sgn ? "s64" : "u64"), 1, n,
+                [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, a); },
+                [&](uint64_t a, uint64_t, uint64_t) { return U64(gsat(folding().from_int_to64(W64(a), sgn, rr))); },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  return ptx::fref::saturate64(ptx::fref::int_to_f64(a, sgn, 64, kRnds[r]), sat);
+                });
+        auto ext = [sgn](uint64_t a) {
+          return sgn ? uint64_t(int64_t(int32_t(uint32_t(a)))) : uint64_t(uint32_t(a));
+        };
+        check64(std::string("cvt") + ss + ".f64." + (sgn ? "s32" : "u32"), 1, n,
+                [&](uint64_t a, uint64_t, uint64_t) { return native64(op, m, ext(a)); },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  return U64(gsat(folding().from_int_to64(W64(ext(a)), sgn, rr)));
+                },
+                [&](uint64_t a, uint64_t, uint64_t) {
+                  return ptx::fref::saturate64(ptx::fref::int_to_f64(a, sgn, 32, kRnds[r]), sat);
+                });
+      }
     // cvt.rndi.{s,u}{32,64}.f64 and cvt.rndi.f64.f64
     const FloatMod mi = mod(kRndIs[r], false, false);
     for (unsigned bits : {32u, 64u})
@@ -411,20 +421,30 @@ TEST(NativeFloat64, Conversions) {
             [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::DRINT, mi, a); },
             [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().round_int64(W64(a), rr)); },
             [&](uint64_t a, uint64_t, uint64_t) { return ptx::fref::round_int_f64(a, kRndIs[r]); });
+    const FloatMod mis = mod(kRndIs[r], false, true);
+    check64(std::string("cvt") + s + "i.sat.f64.f64", 1, n,
+            [&](uint64_t a, uint64_t, uint64_t) { return native64(Op::DRINT, mis, a); },
+            [&](uint64_t a, uint64_t, uint64_t) { return U64(folding().saturate64(folding().round_int64(W64(a), rr))); },
+            [&](uint64_t a, uint64_t, uint64_t) {
+              return ptx::fref::saturate64(ptx::fref::round_int_f64(a, kRndIs[r]), true);
+            });
   }
-  // cvt.f64.f32 (.ftz): every f32 edge value and random ones.
-  for (bool ftz : {false, true}) {
-    const FloatMod m = mod(Rnd::Rn, ftz, false);
-    floattest::Operands gen(ftz);
-    std::vector<uint32_t> fs = floattest::edges();
-    for (uint64_t i = 0; i < n; ++i) fs.push_back(gen.any());
-    for (uint32_t f : fs) {
-      const uint64_t x = native64(Op::F2D, m, f);
-      auto [lo, hi] = folding().to_f64(K(f), ftz);
-      ASSERT_EQ(hex64(x), hex64(uint64_t(hi.v) << 32 | lo.v)) << "cvt" << (ftz ? ".ftz" : "") << ".f64.f32 " << hex(f);
-      ASSERT_EQ(hex64(x), hex64(ptx::fref::to_f64(f, ftz))) << "cvt" << (ftz ? ".ftz" : "") << ".f64.f32 " << hex(f);
+  // cvt.f64.f32 (.ftz, .sat): every f32 edge value and random ones.
+  for (bool ftz : {false, true})
+    for (bool sat : {false, true}) {
+      const FloatMod m = mod(Rnd::Rn, ftz, sat);
+      floattest::Operands gen(ftz);
+      std::vector<uint32_t> fs = floattest::edges();
+      for (uint64_t i = 0; i < n; ++i) fs.push_back(gen.any());
+      for (uint32_t f : fs) {
+        const uint64_t x = native64(Op::F2D, m, f);
+        auto [lo, hi] = folding().to_f64(K(f), ftz);
+        if (sat) std::tie(lo, hi) = folding().saturate64({lo, hi});
+        const std::string name = std::string("cvt") + (ftz ? ".ftz" : "") + (sat ? ".sat" : "") + ".f64.f32 ";
+        ASSERT_EQ(hex64(x), hex64(uint64_t(hi.v) << 32 | lo.v)) << name << hex(f);
+        ASSERT_EQ(hex64(x), hex64(ptx::fref::saturate64(ptx::fref::to_f64(f, ftz), sat))) << name << hex(f);
+      }
     }
-  }
 }
 
 // A one-block program for machine warps of `lanes`: thread t stores
@@ -503,6 +523,126 @@ TEST(NativeFloat, OnlyMachinesWithThemRunThem) {
   EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);  // no comparison
   bad.blocks[0].instrs[4].fmod.cmp = FCmp::Lt;
   EXPECT_NO_THROW(validate(bad, cuda_params(1u << 20)));
+}
+
+// validate() refuses a float instruction whose modifiers do not fit its op
+// (docs/isa.md section 3.5, "Modifiers"), naming the instruction and the
+// modifier; the fitting forms next to them pass.
+TEST(NativeFloat, ValidateRefusesModifiersThatDoNotFitTheOp) {
+  struct M {
+    Op op;
+    FRnd rnd;
+    bool ftz = false, sat = false, hi = false;
+    FCmp cmp = FCmp::None;
+  };
+  struct Misfit {
+    M m;
+    const char* name;      // the op, as printed
+    const char* modifier;  // the modifier that does not fit
+  };
+  auto instr = [](const M& x) {
+    const Operand s[kMaxArity] = {Operand::reg(1), Operand::reg(2), Operand::reg(3),
+                                  Operand::reg(4), Operand::reg(5), Operand::reg(6)};
+    Instr in;
+    in.op = x.op;
+    in.dst = 1;
+    for (int k = 0; k < op_info(x.op).arity; ++k) in.src(k) = s[k];
+    in.fmod.rnd = x.rnd;
+    in.fmod.ftz = x.ftz;
+    in.fmod.sat = x.sat;
+    in.fmod.hi = x.hi;
+    in.fmod.cmp = x.cmp;
+    return in;
+  };
+  const Params cuda = cuda_params(1u << 20);
+  const Misfit misfits[] = {
+      // A rounding of the other kind, or one on an op that does not round.
+      {{Op::FADD, FRnd::Rni}, "fadd", ".rni"},
+      {{Op::FFMA, FRnd::Rpi}, "ffma", ".rpi"},
+      {{Op::FDIV, FRnd::None}, "fdiv", "none"},
+      {{Op::FSQRT, FRnd::Rzi}, "fsqrt", ".rzi"},
+      {{Op::I2F, FRnd::Rmi}, "i2f", ".rmi"},
+      {{Op::DADD, FRnd::Rni}, "dadd", ".rni"},
+      {{Op::D2F, FRnd::Rzi}, "d2f", ".rzi"},
+      {{Op::L2D, FRnd::Rpi}, "l2d", ".rpi"},
+      {{Op::F2I, FRnd::Rz}, "f2i", ".rz"},
+      {{Op::F2U, FRnd::Rn}, "f2u", ".rn"},
+      {{Op::D2I, FRnd::Rm}, "d2i", ".rm"},
+      {{Op::D2UL, FRnd::None, false, false, true}, "d2ul", "none"},
+      {{Op::DRINT, FRnd::Rp, false, false, true}, "drint", ".rp"},
+      {{Op::FRINT, FRnd::Rn}, "frint", ".rn"},
+      {{Op::FMIN, FRnd::Rz}, "fmin", ".rz"},
+      {{Op::FEX2, FRnd::Rni}, "fex2", ".rni"},
+      {{Op::FCMP, FRnd::Rm, false, false, false, FCmp::Lt}, "fcmp", ".rm"},
+      {{Op::DMAX, FRnd::Rp}, "dmax", ".rp"},
+      {{Op::F2D, FRnd::Rz}, "f2d", ".rz"},
+      {{Op::FADD, FRnd(uint8_t(FRnd::Rpi) + 1)}, "fadd", "not a rounding"},
+      // A comparison on an op that is not one, and none on one that is.
+      {{Op::FADD, FRnd::Rn, false, false, false, FCmp::Lt}, "fadd", ".lt"},
+      {{Op::DSUB, FRnd::Rn, false, false, false, FCmp::Nan}, "dsub", ".nan"},
+      {{Op::FCMP, FRnd::Rn}, "fcmp", "comparison"},
+      {{Op::DCMP, FRnd::Rn}, "dcmp", "comparison"},
+      {{Op::FCMP, FRnd::Rn, false, false, false, FCmp(uint8_t(FCmp::Nan) + 1)}, "fcmp", "not a comparison"},
+      // .hi on a one-word result.
+      {{Op::FADD, FRnd::Rn, false, false, true}, "fadd", ".hi"},
+      {{Op::D2F, FRnd::Rn, false, false, true}, "d2f", ".hi"},
+      {{Op::DCMP, FRnd::Rn, false, false, true, FCmp::Eq}, "dcmp", ".hi"},
+      {{Op::D2I, FRnd::Rzi, false, false, true}, "d2i", ".hi"},
+      // .sat where the op has none.
+      {{Op::FSQRT, FRnd::Rn, false, true}, "fsqrt", ".sat"},
+      {{Op::FMIN, FRnd::Rn, false, true}, "fmin", ".sat"},
+      {{Op::FCMP, FRnd::Rn, false, true, false, FCmp::Ge}, "fcmp", ".sat"},
+      {{Op::F2I, FRnd::Rni, false, true}, "f2i", ".sat"},
+      {{Op::FSIN, FRnd::Rn, false, true}, "fsin", ".sat"},
+      {{Op::DADD, FRnd::Rn, false, true}, "dadd", ".sat"},
+      {{Op::DFMA, FRnd::Rz, false, true, true}, "dfma", ".sat"},
+      {{Op::DMIN, FRnd::Rn, false, true}, "dmin", ".sat"},
+      {{Op::D2L, FRnd::Rzi, false, true}, "d2l", ".sat"},
+      // .ftz where the op has none.
+      {{Op::I2F, FRnd::Rn, true}, "i2f", ".ftz"},
+      {{Op::U2F, FRnd::Rz, true}, "u2f", ".ftz"},
+      {{Op::DMUL, FRnd::Rn, true}, "dmul", ".ftz"},
+      {{Op::DSQRT, FRnd::Rn, true}, "dsqrt", ".ftz"},
+      {{Op::L2D, FRnd::Rn, true}, "l2d", ".ftz"},
+      {{Op::DRINT, FRnd::Rni, true}, "drint", ".ftz"},
+      {{Op::D2U, FRnd::Rni, true}, "d2u", ".ftz"},
+  };
+  for (const Misfit& x : misfits) {
+    Program bad = add_program();
+    bad.blocks[0].instrs[4] = instr(x.m);
+    const std::string printed = to_string(bad.blocks[0].instrs[4]);
+    try {
+      validate(bad, cuda);
+      ADD_FAILURE() << printed << " passed validation";
+    } catch (const std::invalid_argument& e) {
+      const std::string w = e.what();
+      EXPECT_NE(w.find("block 0 instruction 4: " + printed), std::string::npos) << w;
+      EXPECT_NE(w.find(std::string(x.name) + " "), std::string::npos) << w;
+      EXPECT_NE(w.find(x.modifier), std::string::npos) << w;
+    }
+  }
+  // The forms that fit pass.
+  const M fits[] = {
+      {Op::FADD, FRnd::Rz, true, true},         {Op::FFMA, FRnd::Rp, true, true},
+      {Op::FDIV, FRnd::Rm, true, true},         {Op::FSQRT, FRnd::Rz, true},
+      {Op::FMIN, FRnd::Rn, true},               {Op::FMAX, FRnd::None, true},
+      {Op::FCMP, FRnd::None, true, false, false, FCmp::Geu},
+      {Op::I2F, FRnd::Rm, false, true},         {Op::U2F, FRnd::Rp, false, true},
+      {Op::F2I, FRnd::Rzi, true},               {Op::F2U, FRnd::Rpi, true},
+      {Op::FRINT, FRnd::None, true, true},      {Op::FRINT, FRnd::Rmi, true, true},
+      {Op::FTANH, FRnd::Rn, true},              {Op::DADD, FRnd::Rm, false, false, true},
+      {Op::DFMA, FRnd::Rp},                     {Op::DSQRT, FRnd::Rz, false, false, true},
+      {Op::DMIN, FRnd::Rn, false, false, true}, {Op::DCMP, FRnd::Rn, false, false, false, FCmp::Num},
+      {Op::F2D, FRnd::Rn, true, true, true},    {Op::D2F, FRnd::Rz, true, true},
+      {Op::L2D, FRnd::Rm, false, true, true},   {Op::UL2D, FRnd::Rn, false, true},
+      {Op::D2I, FRnd::Rzi},                     {Op::D2UL, FRnd::Rmi, false, false, true},
+      {Op::DRINT, FRnd::Rpi, false, true, true},
+  };
+  for (const M& x : fits) {
+    Program good = add_program();
+    good.blocks[0].instrs[4] = instr(x);
+    EXPECT_NO_THROW(validate(good, cuda)) << to_string(good.blocks[0].instrs[4]);
+  }
 }
 
 TEST(NativeFloat, InterpreterRunsWarpsAndRecords) {
