@@ -232,21 +232,34 @@ Word round_pack32(Program& p, const std::string& name, const Unpacked32& u) {
   return out;
 }
 
+static Word add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract, ValueId negate_b);
+
 Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract) {
+  return add32(p, name, a, b, subtract, -1);
+}
+
+Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, ValueId negate_b) {
+  if (negate_b < 0 || p.info(negate_b).size != 2) fail("float_add32 '" + name + "': negate_b is not a flag");
+  return add32(p, name, a, b, false, negate_b);
+}
+
+static Word add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract, ValueId negate_b) {
   if (a.bits != 4 || b.bits != 4 || a.digits.size() != 8 || b.digits.size() != 8)
     fail("float_add32 '" + name + "': operands must be words of 8 nibbles");
   constexpr int kW = 28;   // carry, hidden bit, 23 fraction bits, guard, round, sticky
 
-  // Layer 1: bits, operand classes, signs, and whether the magnitudes subtract.
-  const Word abits = regroup(p, name + ".abits", a, 1), bbits = regroup(p, name + ".bbits", b, 1);
+  // Layer 1: operand classes, signs, and whether the magnitudes subtract.
   const Classes ca = classify(p, name + ".a", a), cb = classify(p, name + ".b", b);
   const ValueId sa = apply(p, name + ".sa", 2, a.digits[7], [](int s) { return s >= 8 ? 1 : 0; });
-  const ValueId sb = apply(p, name + ".sb", 2, b.digits[7], [=](int s) { return (s >= 8) != subtract ? 1 : 0; });
-  std::vector<Term> signs;
-  for (int s = 8; s < 16; ++s) signs.push_back({a.digits[7], s, 1});
+  // b's sign, flipped for a subtraction (`subtract`, or where negate_b holds).
+  std::vector<Term> sbt;
   for (int s = 0; s < 16; ++s)
-    if ((s >= 8) != subtract) signs.push_back({b.digits[7], s, 1});
-  const ValueId op = p.ladder(name + ".op", 2, signs, 0, [](int s) { return s == 1 ? 1 : 0; });
+    if ((s >= 8) != subtract) sbt.push_back({b.digits[7], s, 1});
+  if (negate_b >= 0) sbt.push_back({negate_b, 1, 1});
+  const ValueId sb = p.ladder(name + ".sb", 2, sbt, 0, [](int s) { return s & 1; });
+  std::vector<Term> signs = sbt;
+  for (int s = 8; s < 16; ++s) signs.push_back({a.digits[7], s, 1});
+  const ValueId op = p.ladder(name + ".op", 2, signs, 0, [](int s) { return s & 1; });
   // Layers 1-2: which magnitude is larger; NaN and infinite results.
   const ValueId swap = magnitude_less(p, name + ".swap", a, b);
   const ValueId nan = p.ladder(name + ".nan", 2,
@@ -255,18 +268,36 @@ Word float_add32(Program& p, const std::string& name, const Word& a, const Word&
   const ValueId inf =
       p.ladder(name + ".inf", 2, {{ca.inf, 1, 1}, {cb.inf, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
 
-  // Layer 3: x = the operand of the larger magnitude, y the other.
-  Word x{{}, 1}, y{{}, 1};
+  // Layer 3: x = the operand of the larger magnitude, y the other, as bits
+  // read from the nibbles (bit i of the chosen operand: two steps, one per
+  // side of the swap).
+  auto pick = [&](const std::string& what, int i, const Word& w0, const Word& w1) {
+    std::vector<Step> steps;
+    for (int side = 0; side < 2; ++side) {
+      const Word& w = side ? w1 : w0;
+      Step st;
+      st.form.push_back({swap, side, 2});
+      for (int v = 0; v < 16; ++v)
+        if ((v >> (i % 4)) & 1) st.form.push_back({w.digits[i / 4], v, 1});
+      st.bias = -2;
+      st.from = 0;
+      st.to = 1;
+      steps.push_back(std::move(st));
+    }
+    return p.mlp(part(name, what.c_str(), i), 2, 0, std::move(steps));
+  };
+  // x's fraction bits wait until layer 5 (below), where they are first read.
+  Word x{std::vector<ValueId>(31, -1), 1}, y{{}, 1};
   for (int i = 0; i < 31; ++i) {
-    x.digits.push_back(p.select(part(name, "x", i), swap, {abits.digits[i], bbits.digits[i]}));
-    y.digits.push_back(p.select(part(name, "y", i), swap, {bbits.digits[i], abits.digits[i]}));
+    if (i >= 23) x.digits[i] = pick("x", i, a, b);
+    y.digits.push_back(pick("y", i, b, a));
   }
   const ValueId zx = p.select(name + ".zx", swap, {ca.zero_exp, cb.zero_exp});
   const ValueId zy = p.select(name + ".zy", swap, {cb.zero_exp, ca.zero_exp});
   const ValueId sx = p.select(name + ".sx", swap, {sa, sb});
 
   // Layer 4: the exponents (a denormal's is 1), the alignment shift
-  // min(ex - ey, 27), the room to normalise left, the sign of a zero sum.
+  // min(ex - ey, 27), the sign of a zero sum.
   std::vector<Term> ex{{zx, 1, 1}}, diff{{zx, 1, 1}, {zy, 1, -1}};
   for (int i = 0; i < 8; ++i) {
     ex.push_back({x.digits[23 + i], 1, 1 << i});
@@ -275,9 +306,14 @@ Word float_add32(Program& p, const std::string& name, const Word& a, const Word&
   }
   const ValueId amount =
       p.ladder(name + ".align", kW, diff, 0, [](int s) { return std::clamp(s, 0, kW - 1); });
-  const ValueId room = p.ladder(name + ".room", kW, ex, -1, [](int s) { return std::clamp(s, 0, kW - 1); });
   const ValueId zero_sign = p.lookup(name + ".zsign", 2, {sx, op},
                                      [](const std::vector<int>& v) { return v[0] && !v[1] ? 1 : 0; });
+
+  {
+    const size_t late = p.ops().size();
+    for (int i = 0; i < 23; ++i) x.digits[i] = pick("x", i, a, b);
+    p.wait_for(late, amount);
+  }
 
   // Layer 5: y's significand (hidden bit at 26, fraction above three zero
   // bits) shifted right by the amount, every bit shifted out ORed into bit 0.
@@ -348,6 +384,11 @@ Word float_add32(Program& p, const std::string& name, const Word& a, const Word&
     }
     carry[k] = p.mlp(part(name, "c", k), 2, 0, std::move(steps));
   }
+  // The room to normalise left, min(ex - 1, 27), once the sum is on its way
+  // (computed earlier it would only occupy the residual).
+  const size_t late = p.ops().size();
+  const ValueId room = p.ladder(name + ".room", kW, ex, -1, [](int s) { return std::clamp(s, 0, kW - 1); });
+  p.wait_for(late, carry[kW - 1]);
   Unpacked32 u;
   u.sig.bits = 1;
   for (int k = 0; k < kW; ++k)

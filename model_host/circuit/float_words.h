@@ -44,5 +44,8 @@ Word round_pack32(Program& p, const std::string& name, const Unpacked32& u);
 // layers (docs/circuit.md).  `subtract` computes a - b as a + (-b), which is
 // the same bit for bit (a NaN result is canonical either way).
 Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract = false);
+// The same, subtracting where the flag `negate_b` holds (one circuit for
+// add.rn.f32 and sub.rn.f32).
+Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, ValueId negate_b);
 
 }  // namespace qgpu::circuit

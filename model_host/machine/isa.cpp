@@ -197,10 +197,16 @@ void validate(const Program& prog, const Params& p) {
       if (int(in.op) >= kOpCount)
         throw std::invalid_argument(where(bi, ii) + "op " + std::to_string(int(in.op)) + " is not defined");
       if (op_info(in.op).kind != OpKind::Float) continue;
-      if (!p.native_float)
+      const bool fadd = in.op == Op::FADD || in.op == Op::FSUB;
+      if (!p.native_float && !(p.native_fadd && fadd))
         throw std::invalid_argument(where(bi, ii) + to_string(in) +
                                     ": a native floating-point operation, which this machine does not have (it "
                                     "runs floating point as integer sequences, docs/isa.md section 11)");
+      if (!p.native_float && (in.fmod.rnd != FRnd::Rn || in.fmod.ftz || in.fmod.sat || in.fmod.hi ||
+                              in.fmod.cmp != FCmp::None))
+        throw std::invalid_argument(where(bi, ii) + to_string(in) +
+                                    ": this machine's fadd and fsub are .rn without .ftz or .sat only (other forms "
+                                    "run as integer sequences, docs/isa.md section 11)");
       const bool cmp = in.op == Op::FCMP || in.op == Op::DCMP;
       if (!rnd_name(in.fmod.rnd) || (cmp && !cmp_name(in.fmod.cmp)) || (!cmp && in.fmod.cmp != FCmp::None) ||
           (in.fmod.hi && !has_wide_result(in.op)) ||

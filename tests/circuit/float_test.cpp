@@ -141,7 +141,7 @@ void evaluate(FloatBench& fb, const std::vector<int>& bytes, Tally& add, Tally& 
       const uint32_t got = static_cast<uint32_t>(value_of(d, 4));
       ++tl.compared;
       if (got != want && tl.wrong++ < 5)
-        ADD_FAILURE() << what << ": " << op << "(" << std::hex << x << ", " << y << ") = " << got << ", reference "
+        ADD_FAILURE() << what << ", token " << t << ": " << op << "(" << std::hex << x << ", " << y << ") = " << got << ", reference "
                       << want << std::dec;
     };
     check(fb.sum, fref::add_rn(x, y), add, "add");
