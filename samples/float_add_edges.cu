@@ -5,7 +5,6 @@
 // canonical 0x7fffffff.
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <cuda_runtime.h>
 
 #define CHECK(call)                                                          \
@@ -24,15 +23,19 @@ __global__ void add_sub(const float* a, const float* b, float* sum, float* diff)
   diff[i] = __fsub_rn(a[i], b[i]);
 }
 
-static unsigned bits(float f) {
+union Bits {
+  float f;
   unsigned u;
-  memcpy(&u, &f, 4);
-  return u;
+};
+static unsigned bits(float f) {
+  Bits v;
+  v.f = f;
+  return v.u;
 }
 static float value(unsigned u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
+  Bits v;
+  v.u = u;
+  return v.f;
 }
 static unsigned canonical(float f) { return f != f ? 0x7fffffffu : bits(f); }
 
