@@ -7,8 +7,8 @@
 // each kind by default (a few seconds): uniform bit patterns, and a stream
 // of words with close exponents (a quarter of its pairs two whole such
 // words, the rest mixtures of their bytes).  QGPU_FLOAT_PAIRS=N crosses all
-// 458 edge values and runs N pairs of each kind; the full count (about 20
-// CPU-minutes):
+// 458 edge values and runs N pairs of each kind; the full count (about 45
+// minutes on a shared 2-core machine):
 //   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.*Evaluated'
 #include "bench.h"
 
