@@ -187,6 +187,9 @@ void Lowerer::lower_float(const ptx::Instr& in) {
                        : br == ptx::Rnd::Rm ? ptx::Rnd::Rmi
                        : br == ptx::Rnd::Rp ? ptx::Rnd::Rpi
                                             : ptx::Rnd::Rni;
+  // The model's machine (Params::native_fadd): add and sub .rn without .ftz
+  // or .sat are one FADD / FSUB; every other form stays an integer sequence.
+  const bool fadd_rn = p_.native_fadd && br == ptx::Rnd::Rn && !fm.ftz && !fm.sat;
   auto nm = [&](ptx::Rnd rr, bool sat) {
     FloatMod x;
     x.rnd = from_ptx(rr);
@@ -280,10 +283,10 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   }
   switch (in.op) {
     case PO::Add:
-      if (nat) return out(fnative(Op::FADD, nm(br, fm.sat), f(1), f(2)));
+      if (nat || fadd_rn) return out(fnative(Op::FADD, nm(br, fm.sat), f(1), f(2)));
       return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Sub:
-      if (nat) return out(fnative(Op::FSUB, nm(br, fm.sat), f(1), f(2)));
+      if (nat || fadd_rn) return out(fnative(Op::FSUB, nm(br, fm.sat), f(1), f(2)));
       return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Mul:
       if (in.mul != ptx::MulMode::None) break;

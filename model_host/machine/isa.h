@@ -37,6 +37,11 @@ struct Params {
   // of the interpreter backend has them (cuda_params(), api.h); the default
   // machine and the model's do not.
   bool native_float = false;
+  // Without native_float, the one float operation pair a machine may still
+  // have: FADD and FSUB .rn without .ftz or .sat (the model's machine, whose
+  // circuit computes them: docs/circuit.md).  validate() refuses every other
+  // float op, and these with other modifiers, on such a machine.
+  bool native_fadd = false;
 
   static constexpr uint32_t kCudaWarp = 32;  // what programs see as warpSize
   uint32_t warps_per_group() const { return kCudaWarp / lanes; }
@@ -73,6 +78,7 @@ inline Params& model_params_storage() {
     m.param_bytes = 4 * 1024;
     m.max_ctas = 65535;
     m.print_bytes = 1024;
+    m.native_fadd = true;
     return m;
   }();
   return p;

@@ -1,5 +1,6 @@
 #include "model_host/machine_circuit/alu.h"
 
+#include "model_host/circuit/float_words.h"
 #include "model_host/machine/isa.h"
 
 #include <algorithm>
@@ -82,6 +83,7 @@ AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers&
   const size_t stage1 = p.ops().size();
   s.sum = word_digits(circuit::add(p, "add", s.Aw, s.Bw).value);
   p.wait_for(stage1, s.acc.back().v);
+
   return s;
 }
 
@@ -294,13 +296,28 @@ void comparisons(Builder& b, AluState& s) {
                 8);
 }
 
+// FADD and FSUB (.rn, no .ftz or .sat: docs/isa.md), after the global
+// store, whose inputs fill the residual while it is read: they wait for the
+// loads, and their result joins the result last.
+void floats(Builder& b, AluState& s, ValueId loaded) {
+  Program& p = b.p;
+  const size_t first = p.ops().size();
+  const ValueId is_fsub = b.flag("is_fsub", s.alu_case, [](int k) { return k == int(Op::FSUB); });
+  const Digits r_fadd = word_digits(circuit::float_add32(p, "fadd", s.Aw, s.Bw, is_fsub));
+  const ValueId is_fadd = b.flag("is_fadd", s.alu_case, [](int k) { return k == int(Op::FADD) || k == int(Op::FSUB); });
+  p.wait_for(first, loaded);
+  s.acc = b.mux("r.fadd", is_fadd, {{1, r_fadd}, {0, s.acc}}, 8);
+}
+
 }  // namespace
 
 Alu alu_stage(Builder& b, const Context& c, const Rom& r, const Registers& regs) {
   AluState s = arithmetic(b, c, r, regs);
   memories(b, c, r, s);
+  const ValueId loaded = s.acc.back().v;
   bit_operations(b, r, s);
   comparisons(b, s);
+  floats(b, s, loaded);
   Alu out;
   out.R = s.acc;
   out.hi_zero = is_zero(b, "hi_zero", slice(b.pad(out.R, 8), 4, 4));

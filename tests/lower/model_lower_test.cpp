@@ -17,6 +17,7 @@
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
 #include "model_host/lower/lower.h"
+#include "model_host/ptx/float_ref.h"
 
 namespace qgpu::machine {
 namespace {
@@ -572,6 +573,91 @@ TEST(ModelLowering, HighMultipliesOnEdgePairs) {
     EXPECT_EQ(got[6 * t + 1], uint32_t(s >> 32));
     EXPECT_EQ(got[6 * t + 2] | uint64_t(got[6 * t + 3]) << 32, s);
     EXPECT_EQ(got[6 * t + 4] | uint64_t(got[6 * t + 5]) << 32, u);
+  }
+}
+
+// ---- f32 add and sub: FADD / FSUB on the model's machine --------------------------
+
+// add and sub .rn (or no rounding: .rn) without .ftz or .sat are one FADD or
+// FSUB each on the model's machine; every other form, and every other f32
+// operation, stays an integer sequence (no other float op).  The results,
+// run by the interpreter on the model's machine, equal the PTX reference's
+// add_rn and sub_rn on edge operands.
+TEST(ModelLowering, F32AddAndSubAreNativeOnlyInTheirRoundToNearestForm) {
+  struct Form {
+    const char* instr;   // %r4 = f(%r2, %r3)
+    int fadd, fsub;      // the native ops it must lower to
+  };
+  const std::vector<Form> forms = {
+      {"add.f32 %r4, %r2, %r3;", 1, 0},       {"add.rn.f32 %r4, %r2, %r3;", 1, 0},
+      {"sub.f32 %r4, %r2, %r3;", 0, 1},       {"sub.rn.f32 %r4, %r2, %r3;", 0, 1},
+      {"add.rz.f32 %r4, %r2, %r3;", 0, 0},    {"add.rm.f32 %r4, %r2, %r3;", 0, 0},
+      {"add.rp.f32 %r4, %r2, %r3;", 0, 0},    {"add.ftz.f32 %r4, %r2, %r3;", 0, 0},
+      {"add.sat.f32 %r4, %r2, %r3;", 0, 0},   {"add.rn.ftz.sat.f32 %r4, %r2, %r3;", 0, 0},
+      {"sub.rz.f32 %r4, %r2, %r3;", 0, 0},    {"sub.ftz.f32 %r4, %r2, %r3;", 0, 0},
+      {"mul.rn.f32 %r4, %r2, %r3;", 0, 0},    {"fma.rn.f32 %r4, %r2, %r3, %r2;", 0, 0},
+  };
+  const std::vector<uint32_t> edges = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F800000,
+                                       0xBF800001, 0x33800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+                                       0x7FC00000, 0xFFA12345};
+  std::vector<uint32_t> a, b;
+  for (uint32_t x : edges)
+    for (uint32_t y : edges) a.push_back(x), b.push_back(y);
+  const uint32_t n = uint32_t(a.size());
+  for (const Form& form : forms) {
+    SCOPED_TRACE(form.instr);
+    ModelLaunch l(std::string(R"(
+.visible .entry k(.param .u64 as, .param .u64 bs, .param .u64 out)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<12>;
+  ld.param.u64 %rd1, [as];
+  ld.param.u64 %rd2, [bs];
+  ld.param.u64 %rd3, [out];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd4, %r1, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  ld.global.u32 %r2, [%rd5];
+  add.s64 %rd6, %rd2, %rd4;
+  ld.global.u32 %r3, [%rd6];
+  )") + form.instr + R"(
+  add.s64 %rd7, %rd3, %rd4;
+  st.global.u32 [%rd7], %r4;
+  ret;
+}
+)");
+    uint64_t pa = l.buffer(a), pb = l.buffer(b), po = l.buffer(std::vector<uint32_t>(n));
+    Fault fault = l.run({1, 1, 1}, {n, 1, 1}, pointers({pa, pb, po}));
+    ASSERT_EQ(fault.error, 0) << fault.message;
+    expect_model_shape(l.program());
+    EXPECT_FALSE(model_unsupported(l.program()).has_value());
+    int fadd = 0, fsub = 0, other = 0;
+    for (const Block& blk : l.program().blocks)
+      for (const Instr& in : blk.instrs) {
+        if (in.op == Op::FADD || in.op == Op::FSUB) {
+          EXPECT_EQ(in.fmod.rnd, FRnd::Rn) << to_string(in);
+          EXPECT_FALSE(in.fmod.ftz || in.fmod.sat) << to_string(in);
+        }
+        fadd += in.op == Op::FADD;
+        fsub += in.op == Op::FSUB;
+        other += op_info(in.op).kind == OpKind::Float && in.op != Op::FADD && in.op != Op::FSUB;
+      }
+    EXPECT_EQ(fadd, form.fadd);
+    EXPECT_EQ(fsub, form.fsub);
+    EXPECT_EQ(other, 0);
+    const std::string op = form.instr;
+    const bool sub = op.rfind("sub", 0) == 0, ftz = op.find(".ftz") != std::string::npos;
+    const bool sat = op.find(".sat") != std::string::npos;
+    if (op.find("add") != 0 && !sub) continue;   // mul, fma: only the op counts above
+    const ptx::Rnd r = op.find(".rz") != std::string::npos   ? ptx::Rnd::Rz
+                       : op.find(".rm") != std::string::npos ? ptx::Rnd::Rm
+                       : op.find(".rp") != std::string::npos ? ptx::Rnd::Rp
+                                                             : ptx::Rnd::Rn;
+    const std::vector<uint32_t> got = l.words(po, n);
+    for (uint32_t t = 0; t < n; ++t) {
+      const uint32_t want = sub ? ptx::fref::sub(a[t], b[t], r, ftz, sat) : ptx::fref::add(a[t], b[t], r, ftz, sat);
+      EXPECT_EQ(got[t], want) << std::hex << a[t] << " " << b[t];
+    }
   }
 }
 

@@ -838,6 +838,38 @@ TEST(NativeFloat64, LoweringMatchesIntegerSequences) {
   }
 }
 
+// The model's machine (Params::native_fadd) has fadd and fsub .rn without
+// .ftz or .sat, and no other float op or modifier.
+TEST(NativeFloat, TheModelsMachineHasFaddAndFsubRoundToNearestOnly) {
+  auto one = [](Op op, const FloatMod& m) {
+    Program prog;
+    prog.blocks.resize(1);
+    prog.blocks[0].instrs.push_back(make_float(op, 1, Operand::reg(2), Operand::reg(3), K(0), m));
+    prog.blocks[0].term.kind = Term::EXIT;
+    prog.threads = 1;
+    prog.ctas = 1;
+    return prog;
+  };
+  const FloatMod rn = mod(Rnd::Rn, false, false);
+  EXPECT_TRUE(model_params().native_fadd);
+  EXPECT_FALSE(model_params().native_float);
+  EXPECT_FALSE(default_params().native_fadd);
+  for (Op op : {Op::FADD, Op::FSUB}) {
+    EXPECT_NO_THROW(validate(one(op, rn), model_params())) << op_info(op).name;
+    EXPECT_THROW(validate(one(op, rn), default_params()), std::invalid_argument) << op_info(op).name;
+    for (const FloatMod& m : {mod(Rnd::Rz, false, false), mod(Rnd::Rm, false, false), mod(Rnd::Rp, false, false),
+                              mod(Rnd::Rn, true, false), mod(Rnd::Rn, false, true)})
+      try {
+        validate(one(op, m), model_params());
+        ADD_FAILURE() << to_string(one(op, m).blocks[0].instrs[0]) << " passed on the model's machine";
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find(".rn without .ftz or .sat only"), std::string::npos) << e.what();
+      }
+  }
+  for (Op op : {Op::FMUL, Op::FFMA, Op::FMIN, Op::FCMP, Op::I2F, Op::DADD})
+    EXPECT_THROW(validate(one(op, rn), model_params()), std::invalid_argument) << op_info(op).name;
+}
+
 TEST(NativeFloat64, OnlyMachinesWithThemRunThem) {
   Program prog = add_program();
   // i2f.rn r1 becomes f2d.lo r1 of the f32 r4 (any f64 op).

@@ -1,0 +1,406 @@
+#include "model_host/circuit/float_words.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+namespace qgpu::circuit {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& msg) { throw std::invalid_argument("circuit: " + msg); }
+
+std::string part(const std::string& name, const char* what, int k) { return name + "." + what + std::to_string(k); }
+
+// A step from `from` to `to` that fires where every literal of `all` holds
+// and, when `any` is not empty, at least one of the bits in `any` is set:
+//   F = M (sum of all - (k - 1)) + sum of any - M,  M = |any| + 1,
+// which is at least 1 exactly then (a literal that fails makes the first
+// term <= 0, and the second is at most M - 1).  Without `any`, the plain
+// conjunction sum of all - (k - 1).
+Step conj(const std::vector<Term>& all, const std::vector<ValueId>& any, int from, int to) {
+  Step s;
+  s.from = from;
+  s.to = to;
+  const int k = static_cast<int>(all.size());
+  if (any.empty()) {
+    s.form = all;
+    s.bias = 1 - k;
+    return s;
+  }
+  const int m = static_cast<int>(any.size()) + 1;
+  for (const Term& t : all) s.form.push_back({t.v, t.slot, t.coef * m});
+  for (ValueId v : any) s.form.push_back({v, 1, 1});
+  s.bias = -m * (k - 1) - m;
+  return s;
+}
+
+// The biased exponent field of an f32 held in nibbles 5..7 (bits 23..30),
+// as terms of a form.
+std::vector<Term> exponent_terms(const Word& x, int coef = 1) {
+  std::vector<Term> t;
+  for (int s = 8; s < 16; ++s) t.push_back({x.digits[5], s, coef});
+  for (int s = 1; s < 16; ++s) t.push_back({x.digits[6], s, 2 * s * coef});
+  for (int s = 0; s < 16; ++s)
+    if (s & 7) t.push_back({x.digits[7], s, 32 * (s & 7) * coef});
+  return t;
+}
+
+// Flags of one operand from its nibbles (one layer): exponent zero, NaN, infinity.
+struct Classes {
+  ValueId zero_exp, nan, inf;
+};
+Classes classify(Program& p, const std::string& name, const Word& x) {
+  // Nibbles of the fraction that are not zero: at most 6.
+  std::vector<Term> nonzero;
+  for (int k = 0; k < 5; ++k)
+    for (int s = 1; s < 16; ++s) nonzero.push_back({x.digits[k], s, 1});
+  for (int s = 0; s < 16; ++s)
+    if (s & 7) nonzero.push_back({x.digits[5], s, 1});
+  Classes c;
+  c.zero_exp = p.ladder(name + ".zexp", 2, exponent_terms(x), 0, [](int s) { return s == 0 ? 1 : 0; });
+  // NaN: 7 (e - 254) + nonzero - 7 >= 1, i.e. e = 255 and a fraction.
+  std::vector<Term> nan = exponent_terms(x, 7);
+  nan.insert(nan.end(), nonzero.begin(), nonzero.end());
+  c.nan = p.ladder(name + ".nan", 2, nan, -7 * 254 - 7, [](int s) { return s >= 1 ? 1 : 0; });
+  // Infinity: (e - 254) - nonzero >= 1, i.e. e = 255 and no fraction.
+  std::vector<Term> inf = exponent_terms(x);
+  for (const Term& t : nonzero) inf.push_back({t.v, t.slot, -1});
+  c.inf = p.ladder(name + ".inf", 2, inf, -254, [](int s) { return s >= 1 ? 1 : 0; });
+  return c;
+}
+
+// |a| < |b| over the low 31 bits of two nibble words: per digit a borrow
+// (a_k < b_k) and an equality, then a borrow at some digit with every digit
+// above it equal.  Two layers.
+ValueId magnitude_less(Program& p, const std::string& name, const Word& a, const Word& b) {
+  const int n = static_cast<int>(a.digits.size());
+  std::vector<ValueId> lt(n), eq(n);
+  for (int k = 0; k < n; ++k) {
+    const int mask = k == n - 1 ? 7 : 15;
+    std::vector<Term> diff;
+    for (int s = 0; s < 16; ++s) {
+      if (s & mask) diff.push_back({a.digits[k], s, s & mask});
+      if (s & mask) diff.push_back({b.digits[k], s, -(s & mask)});
+    }
+    lt[k] = p.ladder(part(name, "lt", k), 2, diff, 0, [](int s) { return s < 0 ? 1 : 0; });
+    eq[k] = p.ladder(part(name, "eq", k), 2, diff, 0, [](int s) { return s == 0 ? 1 : 0; });
+  }
+  std::vector<Step> steps;
+  for (int k = 0; k < n; ++k) {
+    std::vector<Term> all{{lt[k], 1, 1}};
+    for (int m = k + 1; m < n; ++m) all.push_back({eq[m], 1, 1});
+    steps.push_back(conj(all, {}, 0, 1));
+  }
+  return p.mlp(name, 2, 0, std::move(steps));
+}
+
+}  // namespace
+
+Word round_pack32(Program& p, const std::string& name, const Unpacked32& u) {
+  const Word& r = u.sig;
+  const int w = r.width();
+  if (r.bits != 1) fail("round_pack32 '" + name + "': the significand needs 1-bit digits");
+  if (w < 27) fail("round_pack32 '" + name + "': a significand of fewer than 27 bits");
+  if (p.info(u.room).size != w) fail("round_pack32 '" + name + "': room needs one slot per significand bit");
+  const int top = w - 1, hid = w - 2, lsb = w - 25, guard = w - 26;
+  auto bit = [&](int i) { return r.digits[i]; };
+
+  // Layer 1: the left shift L = min(leading zeros below the carry, room), 0
+  // on a carry: step t fires where room >= t and the carry and the t bits
+  // from w - 2 down are all zero.
+  std::vector<Step> lsteps;
+  for (int t = 1; t < w; ++t) {
+    Step s;
+    for (int k = t; k < w; ++k) s.form.push_back({u.room, k, 1});
+    s.form.push_back({bit(top), 1, -1});
+    for (int j = hid; j > hid - t; --j) s.form.push_back({bit(j), 1, -1});
+    s.from = t - 1;
+    s.to = t;
+    lsteps.push_back(std::move(s));
+  }
+  const ValueId L = p.mlp(name + ".lshift", w, 0, std::move(lsteps));
+  std::vector<Term> all_bits;
+  for (ValueId d : r.digits) all_bits.push_back({d, 1, 1});
+  const ValueId zero = p.ladder(name + ".zero", 2, all_bits, 0, [](int s) { return s == 0 ? 1 : 0; });
+
+  // Layer 2: the normalised bits from `guard` up, the rounding increment and
+  // whether it carries out of the fraction, in cases: a carry (one place
+  // right, the bits shifted out kept as sticky) or a left shift by sh.
+  struct Case {
+    std::vector<Term> lits;
+    std::function<std::vector<int>(int)> src;   // the R bits normalised bit i is the OR of
+  };
+  std::vector<Case> cases;
+  cases.push_back({{{bit(top), 1, 1}}, [](int i) {
+                     return i == 0 ? std::vector<int>{0, 1} : std::vector<int>{i + 1};
+                   }});
+  for (int sh = 0; sh < w; ++sh) {
+    std::vector<Term> lits{{L, sh, 1}};
+    if (sh == 0) lits.push_back({bit(top), 0, 1});
+    cases.push_back({lits, [sh](int i) { return i - sh >= 0 ? std::vector<int>{i - sh} : std::vector<int>{}; }});
+  }
+  auto values = [&](const std::vector<int>& idx) {
+    std::vector<ValueId> v;
+    for (int i : idx) v.push_back(bit(i));
+    return v;
+  };
+  std::vector<ValueId> n(w, -1);   // normalised bits guard .. hid
+  for (int i = guard; i <= hid; ++i) {
+    std::vector<Step> steps;
+    for (const Case& c : cases) {
+      const std::vector<int> s = c.src(i);
+      if (s.empty()) continue;
+      steps.push_back(conj(c.lits, values(s), 0, 1));
+    }
+    n[i] = p.mlp(part(name, "n", i), 2, 0, std::move(steps));
+  }
+  std::vector<Step> ru_steps, cf_steps;
+  for (const Case& c : cases) {
+    const std::vector<int> g = c.src(guard);
+    if (g.size() != 1) continue;
+    std::set<int> rest;
+    for (int i = 0; i < guard; ++i)
+      for (int j : c.src(i)) rest.insert(j);
+    for (int j : c.src(lsb)) rest.insert(j);
+    std::vector<Term> lits = c.lits;
+    lits.push_back({bit(g[0]), 1, 1});
+    if (!rest.empty()) ru_steps.push_back(conj(lits, values({rest.begin(), rest.end()}), 0, 1));
+    // The increment carries out of the fraction: the guard and every fraction bit set.
+    bool possible = true;
+    for (int i = lsb; i < hid && possible; ++i) {
+      const std::vector<int> s = c.src(i);
+      if (s.size() != 1) possible = false;
+      else lits.push_back({bit(s[0]), 1, 1});
+    }
+    if (possible) cf_steps.push_back(conj(lits, {}, 0, 1));
+  }
+  const ValueId ru = p.mlp(name + ".round", 2, 0, std::move(ru_steps));
+  const ValueId cf = p.mlp(name + ".round_carry", 2, 0, std::move(cf_steps));
+  const ValueId sign = p.lookup(name + ".sign", 2, {zero, u.sign, u.zero_sign},
+                                [](const std::vector<int>& v) { return v[0] ? v[2] : v[1]; });
+
+  // Layer 3: the rounded fraction (an increment of the fraction bits), the
+  // exponent E + carry - L - 1 + hidden + fraction carry (0 for a zero),
+  // clamped to 255, and the overflow.
+  std::vector<ValueId> packed;   // bits 0..30
+  for (int k = 0; k < hid - lsb; ++k) {
+    const ValueId nk = n[lsb + k];
+    std::vector<Term> below{{ru, 1, 1}};
+    for (int j = 0; j < k; ++j) below.push_back({n[lsb + j], 1, 1});
+    std::vector<Step> steps;
+    steps.push_back({{{nk, 1, 1}}, 0, 0, 1});
+    std::vector<Term> one = below, none = below;
+    one.push_back({nk, 1, 1});
+    none.push_back({nk, 0, 1});
+    steps.push_back(conj(one, {}, 1, 0));
+    steps.push_back(conj(none, {}, 0, 1));
+    packed.push_back(p.mlp(part(name, "f", k), 2, 0, std::move(steps)));
+  }
+  std::vector<Term> e = u.exponent;
+  e.push_back({bit(top), 1, 1});
+  for (int s = 1; s < w; ++s) e.push_back({L, s, -s});
+  e.push_back({n[hid], 1, 1});
+  e.push_back({cf, 1, 1});
+  e.push_back({zero, 1, -1024});
+  const int ebias = u.exponent_bias - 1;
+  for (int j = 0; j < 8; ++j)
+    packed.push_back(p.ladder(part(name, "e", j), 2, e, ebias,
+                              [j](int s) { return (std::clamp(s, 0, 255) >> j) & 1; }));
+  const ValueId ovf = p.ladder(name + ".overflow", 2, e, ebias, [](int s) { return s >= 255 ? 1 : 0; });
+  packed.push_back(sign);
+
+  // Layer 4: nibbles, with the special results: 16 (inf + overflow) + 64 nan
+  // added to each nibble's value select the constants.
+  constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u;
+  Word out{{}, 4};
+  for (int k = 0; k < 8; ++k) {
+    std::vector<Term> t;
+    for (int j = 0; j < 4; ++j) t.push_back({packed[4 * k + j], 1, 1 << j});
+    t.push_back({u.inf, 1, 16});
+    t.push_back({ovf, 1, 16});
+    t.push_back({u.nan, 1, 64});
+    const int nanc = (kNaN >> (4 * k)) & 15, infc = (kInf >> (4 * k)) & 15;
+    out.digits.push_back(p.ladder(part(name, "d", k), 16, t, 0, [=](int s) {
+      if (s >= 64) return nanc;
+      if (s >= 16) return infc | (k == 7 ? (s & 8) : 0);
+      return s;
+    }));
+  }
+  return out;
+}
+
+static Word add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract, ValueId negate_b);
+
+Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract) {
+  return add32(p, name, a, b, subtract, -1);
+}
+
+Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, ValueId negate_b) {
+  if (negate_b < 0 || p.info(negate_b).size != 2) fail("float_add32 '" + name + "': negate_b is not a flag");
+  return add32(p, name, a, b, false, negate_b);
+}
+
+static Word add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract, ValueId negate_b) {
+  if (a.bits != 4 || b.bits != 4 || a.digits.size() != 8 || b.digits.size() != 8)
+    fail("float_add32 '" + name + "': operands must be words of 8 nibbles");
+  constexpr int kW = 28;   // carry, hidden bit, 23 fraction bits, guard, round, sticky
+
+  // Layer 1: operand classes, signs, and whether the magnitudes subtract.
+  const Classes ca = classify(p, name + ".a", a), cb = classify(p, name + ".b", b);
+  const ValueId sa = apply(p, name + ".sa", 2, a.digits[7], [](int s) { return s >= 8 ? 1 : 0; });
+  // b's sign, flipped for a subtraction (`subtract`, or where negate_b holds).
+  std::vector<Term> sbt;
+  for (int s = 0; s < 16; ++s)
+    if ((s >= 8) != subtract) sbt.push_back({b.digits[7], s, 1});
+  if (negate_b >= 0) sbt.push_back({negate_b, 1, 1});
+  const ValueId sb = p.ladder(name + ".sb", 2, sbt, 0, [](int s) { return s & 1; });
+  std::vector<Term> signs = sbt;
+  for (int s = 8; s < 16; ++s) signs.push_back({a.digits[7], s, 1});
+  const ValueId op = p.ladder(name + ".op", 2, signs, 0, [](int s) { return s & 1; });
+  // Layers 1-2: which magnitude is larger; NaN and infinite results.
+  const ValueId swap = magnitude_less(p, name + ".swap", a, b);
+  const ValueId nan = p.ladder(name + ".nan", 2,
+                               {{ca.nan, 1, 3}, {cb.nan, 1, 3}, {ca.inf, 1, 1}, {cb.inf, 1, 1}, {op, 1, 1}}, -2,
+                               [](int s) { return s >= 1 ? 1 : 0; });
+  const ValueId inf =
+      p.ladder(name + ".inf", 2, {{ca.inf, 1, 1}, {cb.inf, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
+
+  // Layer 3: x = the operand of the larger magnitude, y the other, as bits
+  // read from the nibbles (bit i of the chosen operand: two steps, one per
+  // side of the swap).
+  auto pick = [&](const std::string& what, int i, const Word& w0, const Word& w1) {
+    std::vector<Step> steps;
+    for (int side = 0; side < 2; ++side) {
+      const Word& w = side ? w1 : w0;
+      Step st;
+      st.form.push_back({swap, side, 2});
+      for (int v = 0; v < 16; ++v)
+        if ((v >> (i % 4)) & 1) st.form.push_back({w.digits[i / 4], v, 1});
+      st.bias = -2;
+      st.from = 0;
+      st.to = 1;
+      steps.push_back(std::move(st));
+    }
+    return p.mlp(part(name, what.c_str(), i), 2, 0, std::move(steps));
+  };
+  // x's fraction bits wait until layer 5 (below), where they are first read.
+  Word x{std::vector<ValueId>(31, -1), 1}, y{{}, 1};
+  for (int i = 0; i < 31; ++i) {
+    if (i >= 23) x.digits[i] = pick("x", i, a, b);
+    y.digits.push_back(pick("y", i, b, a));
+  }
+  const ValueId zx = p.select(name + ".zx", swap, {ca.zero_exp, cb.zero_exp});
+  const ValueId zy = p.select(name + ".zy", swap, {cb.zero_exp, ca.zero_exp});
+  const ValueId sx = p.select(name + ".sx", swap, {sa, sb});
+
+  // Layer 4: the exponents (a denormal's is 1), the alignment shift
+  // min(ex - ey, 27), the sign of a zero sum.
+  std::vector<Term> ex{{zx, 1, 1}}, diff{{zx, 1, 1}, {zy, 1, -1}};
+  for (int i = 0; i < 8; ++i) {
+    ex.push_back({x.digits[23 + i], 1, 1 << i});
+    diff.push_back({x.digits[23 + i], 1, 1 << i});
+    diff.push_back({y.digits[23 + i], 1, -(1 << i)});
+  }
+  const ValueId amount =
+      p.ladder(name + ".align", kW, diff, 0, [](int s) { return std::clamp(s, 0, kW - 1); });
+  const ValueId zero_sign = p.lookup(name + ".zsign", 2, {sx, op},
+                                     [](const std::vector<int>& v) { return v[0] && !v[1] ? 1 : 0; });
+
+  {
+    const size_t late = p.ops().size();
+    for (int i = 0; i < 23; ++i) x.digits[i] = pick("x", i, a, b);
+    p.wait_for(late, amount);
+  }
+
+  // Layer 5: y's significand (hidden bit at 26, fraction above three zero
+  // bits) shifted right by the amount, every bit shifted out ORed into bit 0.
+  auto y_full = [&](int q) -> std::optional<Term> {
+    if (q == kW - 2) return Term{zy, 0, 1};
+    if (q >= 3 && q < kW - 2) return Term{y.digits[q - 3], 1, 1};
+    return std::nullopt;
+  };
+  Word yal{{}, 1};
+  for (int i = 0; i < kW - 1; ++i) {
+    std::vector<Step> steps;
+    for (int sh = 0; sh < kW; ++sh) {
+      if (i == 0) {
+        std::vector<Term> any;
+        for (int q = 0; q <= std::min(sh, kW - 2); ++q)
+          if (auto t = y_full(q)) any.push_back(*t);
+        if (any.empty()) continue;
+        const int m = static_cast<int>(any.size()) + 1;
+        Step s;
+        s.form.push_back({amount, sh, m});
+        s.form.insert(s.form.end(), any.begin(), any.end());
+        s.bias = -m;
+        s.from = 0;
+        s.to = 1;
+        steps.push_back(std::move(s));
+      } else if (auto t = y_full(i + sh)) {
+        steps.push_back(conj({{amount, sh, 1}, *t}, {}, 0, 1));
+      }
+    }
+    yal.digits.push_back(p.mlp(part(name, "yal", i), 2, 0, std::move(steps)));
+  }
+
+  // Layers 6-8: x's significand plus or minus the aligned one (x + ~y + 1),
+  // 28 bits with carry lookahead: generate and propagate, carries, sums.
+  std::vector<ValueId> g(kW), q(kW);
+  for (int i = 0; i < kW; ++i) {
+    std::vector<ValueId> in{op};
+    std::function<int(const std::vector<int>&)> xv = [](const std::vector<int>&) { return 0; };
+    std::function<int(const std::vector<int>&)> yv = [](const std::vector<int>&) { return 0; };
+    if (i == kW - 2) {
+      in.push_back(zx);
+      xv = [](const std::vector<int>& v) { return 1 - v[1]; };
+    } else if (i >= 3 && i < kW - 2) {
+      in.push_back(x.digits[i - 3]);
+      xv = [](const std::vector<int>& v) { return v[1]; };
+    }
+    if (i < kW - 1) {
+      const size_t at = in.size();
+      in.push_back(yal.digits[i]);
+      yv = [at](const std::vector<int>& v) { return v[at]; };
+    }
+    g[i] = p.lookup(part(name, "g", i), 2, in, [=](const std::vector<int>& v) { return xv(v) & (yv(v) ^ v[0]); });
+    q[i] = p.lookup(part(name, "q", i), 2, in, [=](const std::vector<int>& v) { return xv(v) ^ yv(v) ^ v[0]; });
+  }
+  std::vector<ValueId> carry(kW);
+  carry[0] = op;
+  for (int k = 1; k < kW; ++k) {
+    std::vector<Step> steps;
+    {
+      std::vector<Term> all{{op, 1, 1}};
+      for (int i = 0; i < k; ++i) all.push_back({q[i], 1, 1});
+      steps.push_back(conj(all, {}, 0, 1));
+    }
+    for (int j = 0; j < k; ++j) {
+      std::vector<Term> all{{g[j], 1, 1}};
+      for (int i = j + 1; i < k; ++i) all.push_back({q[i], 1, 1});
+      steps.push_back(conj(all, {}, 0, 1));
+    }
+    carry[k] = p.mlp(part(name, "c", k), 2, 0, std::move(steps));
+  }
+  // The room to normalise left, min(ex - 1, 27), once the sum is on its way
+  // (computed earlier it would only occupy the residual).
+  const size_t late = p.ops().size();
+  const ValueId room = p.ladder(name + ".room", kW, ex, -1, [](int s) { return std::clamp(s, 0, kW - 1); });
+  p.wait_for(late, carry[kW - 1]);
+  Unpacked32 u;
+  u.sig.bits = 1;
+  for (int k = 0; k < kW; ++k)
+    u.sig.digits.push_back(
+        p.ladder(part(name, "r", k), 2, {{q[k], 1, 1}, {carry[k], 1, 1}}, 0, [](int s) { return s & 1; }));
+  u.exponent = ex;
+  u.room = room;
+  u.sign = sx;
+  u.zero_sign = zero_sign;
+  u.nan = nan;
+  u.inf = inf;
+  return round_pack32(p, name + ".pack", u);
+}
+
+}  // namespace qgpu::circuit

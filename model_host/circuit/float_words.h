@@ -1,0 +1,51 @@
+// IEEE-754 binary32 arithmetic over words, built from IR steps (words.h).
+//
+// Operands and results are 32-bit words of nibbles (the bit patterns of
+// floats); the arithmetic is round to nearest even without flush to zero:
+// denormal operands and results, signed zeros, infinities, and every NaN
+// result the canonical 0x7FFFFFFF (the PTX reference's f32 arithmetic,
+// model_host/ptx/float_ref.h, which the tests compare with bit for bit).
+// Costs (units, layers) are listed in docs/circuit.md and measured by the tests.
+#pragma once
+
+#include "model_host/circuit/words.h"
+
+#include <vector>
+
+namespace qgpu::circuit {
+
+// What the back end rounds and packs: a non-negative significand `sig` of
+// 1-bit digits, `w` = sig.width() >= 27 bits, whose value is
+//   sig x 2^(E - 127 - (w - 2) - 23)
+// for the integer E = sum(exponent) + exponent_bias >= 1: E is the biased
+// exponent the result would have with its leading one at bit w - 2 (E = 1
+// with bits below that: a denormal scale).  Bit w - 1 is a carry (a sum that
+// grew by one place); every bit below w - 26 counts only as sticky.
+struct Unpacked32 {
+  Word sig;                       // 1-bit digits
+  std::vector<Term> exponent;     // the integer form E - exponent_bias
+  int exponent_bias = 0;
+  ValueId room = -1;              // min(E - 1, w - 1), a value of w slots
+  ValueId sign = -1;              // flag: the sign of a non-zero result
+  ValueId zero_sign = -1;         // flag: the sign when sig is 0 (an exact zero)
+  ValueId nan = -1;               // flag: the result is the canonical NaN
+  ValueId inf = -1;               // flag (unless nan): the result is an infinity of `sign`
+};
+
+// The back end of f32 arithmetic, reusable by a multiply or fused
+// multiply-add: normalise (one place right on a carry, or left by the
+// leading zeros but no further than the exponent allows, which leaves a
+// denormal), round to nearest even, carry the rounding into the exponent,
+// overflow to infinity, and pack with the special results.  Four layers;
+// the result is a word of 8 nibbles.
+Word round_pack32(Program& p, const std::string& name, const Unpacked32& u);
+
+// a + b for f32 bit patterns (words of 8 nibbles), .rn without .ftz: twelve
+// layers (docs/circuit.md).  `subtract` computes a - b as a + (-b), which is
+// the same bit for bit (a NaN result is canonical either way).
+Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, bool subtract = false);
+// The same, subtracting where the flag `negate_b` holds (one circuit for
+// add.rn.f32 and sub.rn.f32).
+Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, ValueId negate_b);
+
+}  // namespace qgpu::circuit

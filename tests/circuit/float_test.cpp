@@ -1,0 +1,208 @@
+// f32 add and subtract (float_words.h) compared bit for bit with the PTX
+// reference's f32 arithmetic (model_host/ptx/float_ref.h): the edge classes
+// crossed with each other and random pairs, through the evaluator, and a
+// smaller crossing through the compiled layers in the Qwen3.5 runtime.
+//
+// The evaluator test crosses 84 edge values and runs 8,000 random pairs of
+// each kind by default (a few seconds): uniform bit patterns, and a stream
+// of words with close exponents (a quarter of its pairs two whole such
+// words, the rest mixtures of their bytes).  QGPU_FLOAT_PAIRS=N crosses all
+// 458 edge values and runs N pairs of each kind; the full count (about 45
+// minutes on a shared 2-core machine):
+//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.*Evaluated'
+#include "bench.h"
+
+#include "model_host/circuit/float_words.h"
+#include "model_host/ptx/float_ref.h"
+
+#include <cfenv>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+
+namespace circuit_test {
+namespace {
+
+namespace fref = qgpu::ptx::fref;
+
+// QGPU_FLOAT_PAIRS, or 0 when not set.
+size_t float_pairs() {
+  const char* s = std::getenv("QGPU_FLOAT_PAIRS");
+  return s && *s ? static_cast<size_t>(std::atoll(s)) : 0;
+}
+
+// Two f32 operands per token: a = the bytes of this token and the 3 before
+// (this token's byte least significant), c = the 4 bytes before those.  A
+// stream of words w0, w1, ... (bytes most significant first) gives the pair
+// (w_k, w_{k-1}) at the last byte of w_k, and mixtures of neighbouring words
+// at the tokens between.
+struct FloatBench {
+  ByteBench b;
+  Word a, c, sum, diff;
+  FloatBench() {
+    a = b.window(4);
+    ValueId back = b.p.lookup("pos-4", 8, {b.pos}, [](const std::vector<int>& v) { return (v[0] + 4) % 8; });
+    MemoryOp hist;
+    hist.name = "history";
+    hist.rows = 8;
+    hist.write_addr = Operand::value(b.pos);
+    hist.write_enable = Operand::fixed(1);
+    hist.read_addr = Operand::value(back);
+    for (ValueId d : a.digits) hist.parts.push_back({d, 0});
+    c = {b.p.memory(hist), 4};
+    sum = float_add32(b.p, "fadd", a, c);
+    diff = float_add32(b.p, "fsub", a, c, true);
+  }
+};
+
+std::vector<int> bytes_of(const std::vector<uint32_t>& words) {
+  std::vector<int> bytes;
+  for (uint32_t w : words)
+    for (int k = 3; k >= 0; --k) bytes.push_back(static_cast<int>((w >> (8 * k)) & 255));
+  return bytes;
+}
+
+uint32_t word_at(const std::vector<int>& bytes, size_t t) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = v << 8 | static_cast<uint32_t>(bytes[t - i]);
+  return v;
+}
+
+// Every ordered pair of `values` as consecutive words (a de Bruijn sequence
+// of order 2 made linear, by Hierholzer's walk of the complete digraph).
+std::vector<uint32_t> all_pairs(const std::vector<uint32_t>& values) {
+  const int k = static_cast<int>(values.size());
+  std::vector<int> next(k, k - 1), path, stack{0};
+  while (!stack.empty()) {
+    const int v = stack.back();
+    if (next[v] >= 0) {
+      stack.push_back(next[v]--);
+    } else {
+      path.push_back(v);
+      stack.pop_back();
+    }
+  }
+  std::vector<uint32_t> words;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) words.push_back(values[*it]);
+  return words;
+}
+
+// The edge classes, both signs: zeros, denormals, normals at the ends of
+// the range, infinities, NaNs with payloads (quiet and signalling), and
+// values 2^-k below 1.0 (k = 0..40) with fractions that make exact halfway
+// and sticky cases against 1.0 and its neighbours.
+std::vector<uint32_t> edge_values(bool small) {
+  std::vector<uint32_t> v = {0x00000000, 0x00000001, 0x00000002, 0x00000003, 0x00400000, 0x007FFFFF,
+                             0x00800000, 0x00800001, 0x00FFFFFF, 0x01000000, 0x3F800000, 0x3F800001,
+                             0x3FFFFFFF, 0x3FC00000, 0x4B000001, 0x7F000000, 0x7F7FFFFE, 0x7F7FFFFF,
+                             0x7F800000, 0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0x7FC12345, 0x7FA00001};
+  const std::vector<uint32_t> fractions = small ? std::vector<uint32_t>{0, 0x400001}
+                                                : std::vector<uint32_t>{0, 1, 0x400000, 0x400001, 0x7FFFFF};
+  for (int k = small ? 20 : 0; k <= (small ? 28 : 40); ++k)
+    for (uint32_t f : fractions) v.push_back((static_cast<uint32_t>(127 - k) << 23) | f);
+  const size_t n = v.size();
+  for (size_t i = 0; i < n; ++i) v.push_back(v[i] ^ 0x80000000u);
+  return v;
+}
+
+// Random words: uniform bit patterns, or with exponents within 3 of one
+// base exponent (cancellation and carries), which changes every 64 words.
+std::vector<uint32_t> random_words(size_t n, bool close, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> w;
+  uint32_t base = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t x = rng();
+    if (close) {
+      if (i % 64 == 0) base = 1 + rng() % 253;
+      const int e = static_cast<int>(base) + static_cast<int>(rng() % 7) - 3;
+      x = (x & 0x807FFFFFu) | (static_cast<uint32_t>(std::clamp(e, 0, 255)) << 23);
+    }
+    w.push_back(x);
+  }
+  return w;
+}
+
+struct Tally {
+  int64_t compared = 0, wrong = 0;
+};
+
+// Runs the bytes through the evaluator: every token from the eighth on is a
+// pair, compared with the reference's add and sub.
+void evaluate(FloatBench& fb, const std::vector<int>& bytes, Tally& add, Tally& sub, const char* what) {
+  Evaluator ev(fb.b.p);
+  for (size_t t = 0; t < bytes.size(); ++t) {
+    const auto& v = ev.step(ByteBench::token(bytes[t], static_cast<int>(t)));
+    if (t < 7) continue;
+    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
+    auto check = [&](const Word& w, uint32_t want, Tally& tl, const char* op) {
+      std::vector<int> d;
+      for (ValueId id : w.digits) d.push_back(v[id]);
+      const uint32_t got = static_cast<uint32_t>(value_of(d, 4));
+      ++tl.compared;
+      if (got != want && tl.wrong++ < 5)
+        ADD_FAILURE() << what << ", token " << t << ": " << op << "(" << std::hex << x << ", " << y << ") = " << got << ", reference "
+                      << want << std::dec;
+    };
+    check(fb.sum, fref::add_rn(x, y), add, "add");
+    check(fb.diff, fref::sub_rn(x, y), sub, "sub");
+  }
+}
+
+TEST(CircuitFloat, AddAndSubEdgeClassesAndRandomPairsEvaluated) {
+  ASSERT_EQ(std::fegetround(), FE_TONEAREST);   // add_rn and sub_rn round as the host does
+  FloatBench fb;
+  Tally add, sub;
+  const size_t full = float_pairs(), n = full ? full : 8'000;
+  const std::vector<uint32_t> edges = edge_values(full == 0);
+  evaluate(fb, bytes_of(all_pairs(edges)), add, sub, "edge classes");
+  const int64_t edge_pairs = add.compared;
+  // Uniform: every token is a pair of random words.
+  evaluate(fb, bytes_of(random_words(n / 4 + 2, false, 21)), add, sub, "uniform");
+  // Close exponents: the pairs at word boundaries (a quarter of the tokens)
+  // are two such words; the tokens between mix their bytes.
+  evaluate(fb, bytes_of(random_words(n / 4 + 2, true, 22)), add, sub, "close exponents");
+  std::cout << edges.size() << " edge values, " << edge_pairs << " pairs in their crossing; " << add.compared
+            << " pairs in all, " << add.wrong << " add and " << sub.wrong << " sub mismatches\n";
+  EXPECT_GE(edge_pairs, static_cast<int64_t>(edges.size() * edges.size()));
+  EXPECT_EQ(add.wrong, 0);
+  EXPECT_EQ(sub.wrong, 0);
+}
+
+// The compiled layers in the runtime (fp32, sparse executor): every output
+// digit equals the evaluator's, and the evaluator's words the reference's.
+TEST(CircuitFloat, AddAndSubThroughTheModel) {
+  FloatBench fb;
+  std::vector<ValueId> observed;
+  for (const Word* w : {&fb.sum, &fb.diff})
+    for (ValueId d : w->digits) {
+      fb.b.p.keep(d);
+      observed.push_back(d);
+    }
+  Compiled compiled = compile(fb.b.p);
+  std::cout << "f32 add and sub (and the operand bench)\n" << compiled.report();
+  qgpu::qwen::Model model(compiled.take_checkpoint(), qgpu::qwen::Exec::Sparse);
+  std::vector<uint32_t> words = all_pairs(edge_values(true));
+  const std::vector<uint32_t> random = random_words(1000, true, 23);
+  words.insert(words.end(), random.begin(), random.end());
+  const std::vector<int> bytes = bytes_of(words);
+  std::vector<int> tokens;
+  for (size_t t = 0; t < bytes.size(); ++t) tokens.push_back(ByteBench::token(bytes[t], static_cast<int>(t)));
+  Comparison r = compare(fb.b.p, compiled, model, tokens, observed);
+  for (size_t k = 0; k < observed.size(); ++k) {
+    EXPECT_EQ(r.mismatched[k], 0) << "digit " << k << ", first at token " << r.first_mismatch[k];
+    EXPECT_GT(r.compared[k], static_cast<int64_t>(bytes.size()) - 8);
+  }
+  int64_t wrong = 0, compared = 0;
+  for (size_t t = 7; t < bytes.size(); ++t) {
+    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
+    std::vector<int> s(r.expected[t].begin(), r.expected[t].begin() + 8), d(r.expected[t].begin() + 8, r.expected[t].end());
+    ++compared;
+    if (value_of(s, 4) != fref::add_rn(x, y) || value_of(d, 4) != fref::sub_rn(x, y)) ++wrong;
+  }
+  std::cout << compared << " pairs through the model\n";
+  EXPECT_EQ(wrong, 0);
+}
+
+}  // namespace
+}  // namespace circuit_test
