@@ -45,7 +45,11 @@ uint32_t threshold() {
   return t;
 }
 
-bool built_in() { return QGPU_HAVE_JIT + 0 != 0; }
+#if QGPU_HAVE_JIT
+bool built_in() { return true; }
+#else
+bool built_in() { return false; }
+#endif
 
 #if !QGPU_HAVE_JIT
 
