@@ -57,6 +57,14 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
   size_t most = 0;  // stores of one block, all lanes
   for (const Block& b : prog.blocks) most = std::max(most, b.instrs.size());
   fast_pending_.resize(most * p.lanes);
+  set_jit(jit::mode());
+}
+
+void Interpreter::set_jit(jit::Mode m, uint32_t threshold) {
+  jit_on_ = p_.lanes == Params::kCudaWarp && m != jit::Mode::Off;
+  jit_threshold_ = m == jit::Mode::Always ? 0 : threshold ? threshold : jit::threshold();
+  jit_count_.assign(jit_on_ ? prog_.blocks.size() : 0, 0);
+  jit_fn_.assign(jit_on_ ? prog_.blocks.size() : 0, nullptr);
 }
 
 void Interpreter::set_fault(int error, std::string msg) {
@@ -458,19 +466,44 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
     rec->block = b;
     rec->mask = mask;
   }
+  if constexpr (!kRecord) {
+    if (jit_on_) {
+      jit::BlockFn fn = jit_fn_[b];
+      if (!fn) {
+        // Compiled by an earlier launch: at once; else once it has run
+        // jit_threshold_ EXECs (null: it stays interpreted).
+        uint32_t& c = jit_count_[b];
+        if (c == 0 && jit_threshold_ > 0) fn = jit_fn_[b] = jit::cached(blk);
+        if (fn) {
+        } else if (c < jit_threshold_) {
+          ++c;
+        } else if (c == jit_threshold_) {
+          c = jit_threshold_ + 1;
+          fn = jit_fn_[b] = jit::compile(blk, &Interpreter::jit_instr, &Interpreter::jit_append);
+        }
+      }
+      if (fn) {
+        if (!exec_jit(w, blk, mask, fn)) return false;
+        exec_terminator(w, blk, mask);
+        stats_.steps++;
+        return true;
+      }
+    }
+  }
   if (!exec_body<kRecord>(w, blk, mask, rec)) return false;
   exec_terminator(w, blk, mask);
   stats_.steps++;
   return true;
 }
 
-// The block's instructions over the lanes in `mask`, then its stores
-// committed; false on a fault.
+// One instruction of a block over the lanes in `mask` (its stores added to
+// the pending ones); false on a fault.  exec_body's loop, and the JIT's
+// calls for the instructions it does not compile (jit.h).
 template <bool kRecord>
-[[gnu::always_inline]] inline bool Interpreter::exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec) {
+[[gnu::always_inline]] inline bool Interpreter::exec_instr(uint32_t w, const Instr& in, uint64_t mask, bool all,
+                                                          uint32_t active, StepRecord* rec, uint32_t& npending,
+                                                          int& host_nearest) {
   const uint32_t L = p_.lanes, R = nregs_;
-  const uint64_t full = L >= 64 ? ~uint64_t(0) : (uint64_t(1) << L) - 1;
-  const bool all = mask == full;
   uint32_t* W = regs_.data() + size_t(w) * R * L;
   const size_t t0 = size_t(w) * L;
   uint32_t imm[kMaxArity][64];
@@ -479,11 +512,8 @@ template <bool kRecord>
     std::fill_n(imm[k], L, o.v);
     return imm[k];
   };
-  if constexpr (kRecord) pending_.clear();
-  uint32_t npending = 0;
-  const uint32_t active = uint32_t(std::popcount(mask));
-  int host_nearest = -1;
-  for (const Instr& in : blk.instrs) {
+  (void)active;
+  {
     const OpInfo& info = op_info(in.op);
     uint32_t* dst = W + size_t(in.dst) * L;
     if (info.kind == OpKind::Float) {  // a native float operation (float_eval.h)
@@ -503,9 +533,7 @@ template <bool kRecord>
       if constexpr (kRecord)
         for (uint32_t l = 0; l < L; ++l)
           if (mask >> l & 1) rec->regs.push_back({l, in.dst, dst[l]});
-      stats_.instructions++;
-      stats_.lane_instructions += active;
-      continue;
+      return true;
     }
     switch (info.kind) {
       case OpKind::Alu: {
@@ -666,9 +694,7 @@ template <bool kRecord>
               }
             }
             npending = uint32_t(out - fast_pending_.data());
-            stats_.instructions++;
-            stats_.lane_instructions += active;
-            continue;
+            return true;
           }
         }
         const uint32_t* a = lanes_of(in.a, 0);
@@ -685,9 +711,7 @@ template <bool kRecord>
             if (!ptr) return false;
             fast_pending_[npending++] = {ptr, c[l] & keep, bytes};
           }
-          stats_.instructions++;
-          stats_.lane_instructions += active;
-          continue;
+          return true;
         }
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
@@ -699,9 +723,7 @@ template <bool kRecord>
           if constexpr (kRecord) pending_.push_back({ptr, {in.space, l, addr, in.bytes, v}});
           else fast_pending_[npending++] = {ptr, v, in.bytes};
         }
-        stats_.instructions++;
-        stats_.lane_instructions += active;
-        continue;  // writes no register
+        return true;
       }
       case OpKind::Atomic: {
         // The block's only write so far (validate()), so applying it now
@@ -736,6 +758,24 @@ template <bool kRecord>
       }
       case OpKind::Float: break;  // run above
     }
+  }
+  return true;
+}
+
+
+// The block's instructions over the lanes in `mask`, then its stores
+// committed; false on a fault.
+template <bool kRecord>
+[[gnu::always_inline]] inline bool Interpreter::exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec) {
+  const uint32_t L = p_.lanes;
+  const uint64_t full = L >= 64 ? ~uint64_t(0) : (uint64_t(1) << L) - 1;
+  const bool all = mask == full;
+  if constexpr (kRecord) pending_.clear();
+  uint32_t npending = 0;
+  const uint32_t active = uint32_t(std::popcount(mask));
+  int host_nearest = -1;
+  for (const Instr& in : blk.instrs) {
+    if (!exec_instr<kRecord>(w, in, mask, all, active, rec, npending, host_nearest)) return false;
     stats_.instructions++;
     stats_.lane_instructions += active;
   }
@@ -748,6 +788,51 @@ template <bool kRecord>
     for (uint32_t i = 0; i < npending; ++i) write_bytes(fast_pending_[i].p, fast_pending_[i].bytes, fast_pending_[i].value);
   }
   return true;
+}
+
+// A block's body through its compiled code: the same registers, pending
+// stores, stats and faults as exec_body<false>.
+bool Interpreter::exec_jit(uint32_t w, const Block& blk, uint64_t mask, jit::BlockFn fn) {
+  jit::Env env;
+  env.interp = this;
+  env.warp = w;
+  env.cta = uint32_t(cta_);
+  env.clock = uint32_t(stats_.steps);
+  env.host_nearest = ptx::fref::host_rounds_to_nearest();  // the compiled float operations' condition
+  for (int s = 0; s < 4; ++s) {  // the windows the compiled loads check (warp_offsets' conditions)
+    const Window win = window(Space(s), size_t(w) * Params::kCudaWarp);
+    jit::Env::Window& e = env.win[s];
+    e.base = win.base;
+    e.size = win.size;
+    e.stride = win.stride;
+    e.sub = uint32_t(win.sub);
+    e.fast = win.base && win.size >= 4 && win.sub + win.size <= (uint64_t(1) << 32);
+  }
+  uint32_t* W = regs_.data() + size_t(w) * nregs_ * Params::kCudaWarp;
+  const uint32_t done = fn(W, mask, &env);
+  stats_.instructions += done;
+  stats_.lane_instructions += uint64_t(done) * uint32_t(std::popcount(mask));
+  if (done < blk.instrs.size()) return false;
+  for (uint32_t i = 0; i < env.npending; ++i)
+    write_bytes(fast_pending_[i].p, fast_pending_[i].bytes, fast_pending_[i].value);
+  return true;
+}
+
+int Interpreter::jit_instr(jit::Env* env, uint32_t index, uint64_t mask) {
+  auto* self = static_cast<Interpreter*>(env->interp);
+  const Instr& in = self->prog_.blocks[self->cur_block_].instrs[index];
+  const uint32_t active = uint32_t(std::popcount(mask));
+  return self->exec_instr<false>(env->warp, in, mask, active == Params::kCudaWarp, active, nullptr, env->npending,
+                                 env->host_nearest);
+}
+
+void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t* vals, uint64_t mask,
+                             uint32_t bytes) {
+  auto* self = static_cast<Interpreter*>(env->interp);
+  for (uint64_t m = mask; m; m &= m - 1) {
+    const int l = std::countr_zero(m);
+    self->fast_pending_[env->npending++] = {reinterpret_cast<uint8_t*>(ptrs[l]), vals[l], bytes};
+  }
 }
 
 // The terminator: each lane's next block (pc_) and barrier wait; when every

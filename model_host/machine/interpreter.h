@@ -14,6 +14,7 @@
 #include "model_host/launch/launch.h"
 #include "model_host/machine/float_eval.h"
 #include "model_host/machine/isa.h"
+#include "model_host/machine/jit.h"
 
 namespace qgpu::machine {
 
@@ -67,6 +68,12 @@ class Interpreter {
   void run(uint64_t max_steps = UINT64_MAX, const std::atomic<bool>* cancel = nullptr);
   static constexpr uint64_t kCancelSteps = 1 << 14;
 
+  // The block compiler for this launch (jit.h), in place of QGPU_JIT's
+  // choice: Off, On (blocks compiled after jit::threshold() EXECs) or Always
+  // (from their first EXEC); `threshold`: On's EXECs before compiling (0:
+  // jit::threshold()).  32-lane machines only; before the first step.
+  void set_jit(jit::Mode m, uint32_t threshold = 0);
+
   bool finished() const { return finished_; }
   const Fault& fault() const { return fault_; }
   const InterpStats& stats() const { return stats_; }
@@ -113,6 +120,14 @@ class Interpreter {
   bool exec(uint32_t w, StepRecord* rec);
   template <bool kRecord>
   bool exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec);
+  template <bool kRecord>
+  bool exec_instr(uint32_t w, const Instr& in, uint64_t mask, bool all, uint32_t active, StepRecord* rec,
+                  uint32_t& npending, int& host_nearest);
+  // The compiled blocks (jit.h): a block's body through its native code, and
+  // the call back for the instructions it leaves to the interpreter.
+  bool exec_jit(uint32_t w, const Block& blk, uint64_t mask, jit::BlockFn fn);
+  static int jit_instr(jit::Env* env, uint32_t index, uint64_t mask);
+  static void jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t* vals, uint64_t mask, uint32_t bytes);
   void exec_terminator(uint32_t w, const Block& blk, uint64_t mask);
 
   const Program& prog_;
@@ -145,6 +160,12 @@ class Interpreter {
     uint32_t value, bytes;
   };
   std::vector<FastPending> fast_pending_;  // the same, unrecorded
+  // The JIT (32-lane machines only): each block's EXECs so far and its
+  // compiled code, once it has run jit_threshold_ EXECs.
+  bool jit_on_ = false;
+  uint32_t jit_threshold_ = 0;
+  std::vector<uint32_t> jit_count_;
+  std::vector<jit::BlockFn> jit_fn_;
   bool finished_ = false;
   Fault fault_;
   InterpStats stats_;

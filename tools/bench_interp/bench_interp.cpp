@@ -10,6 +10,11 @@
 // launch, lowered for each) and prints how much faster each runs than the first.
 // `--softfloat` also runs each kernel with floating point lowered to integer
 // sequences (as for a machine without native floats) and prints the ratio.
+// The last two columns are the blocks the JIT compiled during the launch and
+// the seconds it took (model_host/machine/README.md, "JIT"); `--runs 2` runs
+// each launch twice, the second with the blocks compiled.  Compare
+// QGPU_JIT=0 with QGPU_JIT=always (or the default threshold) in one
+// farm-bench pairing.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstring>
@@ -24,6 +29,7 @@
 #include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
+#include "model_host/machine/jit.h"
 #include "model_host/lower/lower.h"
 
 using namespace qgpu;
@@ -94,6 +100,11 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "run only the kernel of this name");
   app.add_option("--scale", scale, "multiply the work of every kernel")->capture_default_str();
   app.add_flag("--record", record, "also run step() with a StepRecord per EXEC");
+  int runs = 1;
+  app.add_option("--runs", runs,
+                 "run each launch this many times (the first compiles the hot blocks when the JIT is on, the "
+                 "later ones find them compiled: QGPU_JIT, model_host/machine/README.md)")
+      ->capture_default_str();
   bool softfloat = false;
   app.add_flag("--softfloat", softfloat,
                "also run every kernel lowered with floating point as integer sequences (how machines without "
@@ -173,7 +184,7 @@ int main(int argc, char** argv) {
   char when[32];
   std::time_t now = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", std::gmtime(&now));
-  std::cout << "kernel\tpath\tgrid x block\tEXECs\tlane-instructions\tCPU seconds\tM lane-instructions/s\tlanes\n";
+  std::cout << "kernel\tpath\tgrid x block\tEXECs\tlane-instructions\tCPU seconds\tM lane-instructions/s\tlanes\tJIT blocks\tJIT seconds\n";
   std::vector<std::string> ratios;
   for (const Case& c : cases) {
     if (!only.empty() && c.name != only) continue;
@@ -186,11 +197,12 @@ int main(int argc, char** argv) {
     for (int soft = softfloat ? 1 : 0; soft >= 0; --soft) {
     const Program prog = lower(img.module, c.kernel, {c.grid, c.block, 0, img.symbols}, params,
                                {.native_float = !soft});
-    for (int pass = 0; pass < (record ? 2 : 1); ++pass) {
+    for (int pass = 0; pass < (record ? runs + 1 : runs); ++pass) {
       launch::GlobalMemory mem = img.mem;
       Interpreter interp(prog, params, prog.ctas, prog.threads, args, mem);
+      const jit::Counters j0 = jit::counters();
       const double c0 = cpu_seconds();
-      if (pass == 0) {
+      if (pass < runs) {
         interp.run();
       } else {
         StepRecord rec;
@@ -204,12 +216,14 @@ int main(int argc, char** argv) {
       }
       const InterpStats& st = interp.stats();
       std::ostringstream line;
-      line << c.name << '\t' << (pass == 0 ? "run" : "step+record") << (soft ? " (softfloat)" : "") << '\t' << c.grid.count() << 'x' << c.block.count()
+      line << c.name << '\t' << (pass < runs ? "run" : "step+record") << (soft ? " (softfloat)" : "") << '\t' << c.grid.count() << 'x' << c.block.count()
            << '\t' << st.steps << '\t' << st.lane_instructions << '\t' << std::fixed << std::setprecision(3) << secs
-           << '\t' << std::setprecision(1) << st.lane_instructions / secs / 1e6 << '\t' << lanes;
+           << '\t' << std::setprecision(1) << st.lane_instructions / secs / 1e6 << '\t' << lanes << '\t'
+           << jit::counters().compiled - j0.compiled << '\t' << std::setprecision(3)
+           << jit::counters().seconds - j0.seconds;
       std::cout << line.str() << "\n";
       if (out) out << when << '\t' << label << '\t' << line.str() << '\n';
-      if (pass == 0) (soft ? soft_secs : run_secs).push_back(secs);
+      if (pass == runs - 1) (soft ? soft_secs : run_secs).push_back(secs);
     }
     }
     }

@@ -1,0 +1,561 @@
+// The interpreter's block compiler (jit.h).
+#include "model_host/machine/jit.h"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#if QGPU_HAVE_JIT
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/TargetSelect.h>
+#endif
+
+namespace qgpu::machine::jit {
+
+Mode mode() {
+  static const Mode m = [] {
+    const char* e = std::getenv("QGPU_JIT");
+    if (e && std::strcmp(e, "0") == 0) return Mode::Off;
+    if (e && std::strcmp(e, "always") == 0) return Mode::Always;
+    return Mode::On;
+  }();
+  return m;
+}
+
+uint32_t threshold() {
+  static const uint32_t t = [] {
+    if (mode() == Mode::Always) return 0u;
+    const char* e = std::getenv("QGPU_JIT_THRESHOLD");
+    return e && *e ? uint32_t(std::strtoul(e, nullptr, 10)) : 8192u;
+  }();
+  return t;
+}
+
+#if QGPU_HAVE_JIT
+bool built_in() { return true; }
+#else
+bool built_in() { return false; }
+#endif
+
+#if !QGPU_HAVE_JIT
+
+BlockFn compile(const Block&, InstrFn, AppendFn) { return nullptr; }
+BlockFn cached(const Block&) { return nullptr; }
+Counters counters() { return {}; }
+
+#else
+
+namespace {
+
+// Everything an instruction is, as bytes: the cache's key.
+std::string key_of(const Block& blk) {
+  std::string k;
+  k.reserve(blk.instrs.size() * 48);
+  auto put = [&](uint32_t v) { k.append(reinterpret_cast<const char*>(&v), 4); };
+  for (const Instr& in : blk.instrs) {
+    put(uint32_t(in.op) | uint32_t(in.space) << 8 | uint32_t(in.bytes) << 16 | uint32_t(in.sign) << 24);
+    put(in.dst);
+    put(uint32_t(in.atom) | uint32_t(in.fmod.rnd) << 8 | uint32_t(in.fmod.cmp) << 16 | uint32_t(in.fmod.ftz) << 24 |
+        uint32_t(in.fmod.sat) << 25 | uint32_t(in.fmod.hi) << 26);
+    for (int s = 0; s < kMaxArity; ++s) {
+      put(in.src(s).imm);
+      put(in.src(s).v);
+    }
+  }
+  return k;
+}
+
+struct State {
+  std::mutex mu;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  bool tried = false;
+  std::unordered_map<std::string, BlockFn> cache;
+  uint64_t names = 0;
+  Counters counters;
+};
+// Never destroyed: compiled code may run until the process exits.
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+
+bool init(State& s) {
+  if (s.tried) return s.jit != nullptr;
+  s.tried = true;
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();  // the host's CPU and features
+  if (!jtmb) {
+    llvm::consumeError(jtmb.takeError());
+    return false;
+  }
+  // The IR is built already optimised (straight-line vector code in SSA):
+  // no IR passes, the code generator's default level (None compiles in half
+  // the time, its code runs 10-20% slower).
+  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+  auto j = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
+  if (!j) {
+    llvm::consumeError(j.takeError());
+    return false;
+  }
+  s.jit = std::move(*j);
+  return true;
+}
+
+constexpr uint32_t N = Params::kCudaWarp;
+
+// The block as LLVM IR: one function `name`.
+std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& name, const Block& blk, InstrFn helper,
+                                    AppendFn append) {
+  using namespace llvm;
+  auto mod = std::make_unique<Module>("qgpu_jit", C);
+  Type* i32 = Type::getInt32Ty(C);
+  Type* i64 = Type::getInt64Ty(C);
+  Type* ptr = PointerType::getUnqual(C);
+  auto* V = FixedVectorType::get(i32, N);
+  auto* V64 = FixedVectorType::get(i64, N);
+  auto* M = FixedVectorType::get(Type::getInt1Ty(C), N);
+  FunctionType* fty = FunctionType::get(i32, {ptr, i64, ptr}, false);
+  Function* F = Function::Create(fty, Function::ExternalLinkage, name, mod.get());
+  F->addFnAttr(Attribute::NoUnwind);
+  BasicBlock* bb = BasicBlock::Create(C, "entry", F);
+  IRBuilder<> B(bb);
+  Value* W = F->getArg(0);
+  Value* mask64 = F->getArg(1);
+  Value* env = F->getArg(2);
+  Value* active = B.CreateBitCast(B.CreateTrunc(mask64, i32), M);
+
+  // Each register's current value (all 32 lanes; the inactive lanes'
+  // values are never observed: write-backs are masked) and whether it
+  // differs from W.
+  std::map<uint32_t, Value*> val;
+  std::map<uint32_t, bool> dirty;
+  auto regptr = [&](uint32_t r) { return B.CreateConstInBoundsGEP1_64(i32, W, uint64_t(r) * N); };
+  auto splat = [&](uint32_t k) -> Value* { return ConstantVector::getSplat(ElementCount::getFixed(N), B.getInt32(k)); };
+  auto get = [&](const Operand& o) -> Value* {
+    if (o.imm) return splat(o.v);
+    auto it = val.find(o.v);
+    if (it != val.end()) return it->second;
+    Value* v = B.CreateAlignedLoad(V, regptr(o.v), Align(4));
+    val[o.v] = v;
+    return v;
+  };
+  auto flush = [&] {
+    for (auto& [r, d] : dirty)
+      if (d) B.CreateMaskedStore(val[r], regptr(r), Align(4), active);
+    dirty.clear();
+  };
+  auto env_field = [&](size_t off) -> Value* {
+    Value* p = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, off);
+    return B.CreateVectorSplat(N, B.CreateAlignedLoad(i32, p, Align(4)));
+  };
+  auto bool32 = [&](Value* c) { return B.CreateZExt(c, V); };
+  auto intr = [&](Intrinsic::ID id, std::vector<Value*> args) {
+    Function* f = Intrinsic::getDeclaration(mod.get(), id, {V});
+    return B.CreateCall(f, args);
+  };
+  FunctionType* hty = FunctionType::get(i32, {ptr, i32, i64}, false);
+  Value* hfn = ConstantExpr::getIntToPtr(B.getInt64(uint64_t(reinterpret_cast<uintptr_t>(helper))), ptr);
+
+  const uint32_t n = uint32_t(blk.instrs.size());
+  // Stores wait until the block's end (the interpreter's commit point), as
+  // SSA values: their addresses and values.  While every one of them is in
+  // range and aligned (`pend` 0) they are written there by the compiled
+  // code, in order; the first that is not (or a print store) appends the
+  // earlier ones to the interpreter's pending stores, runs through the
+  // interpreter (faulting as it does), and sets `pend`: the later stores
+  // then run through the interpreter too, and the interpreter commits them.
+  struct Deferred {
+    uint32_t index, bytes;
+    Value *ptrs, *vals, *row, *base0;  // row: a coalesced row (then base0: its first address)
+  };
+  std::vector<Deferred> deferred;
+  AllocaInst* pend = B.CreateAlloca(i32);
+  B.CreateStore(B.getInt32(0), pend);
+  AllocaInst* ptrbuf = B.CreateAlloca(FixedVectorType::get(i64, N));
+  AllocaInst* valbuf = B.CreateAlloca(V);
+  FunctionType* aty = FunctionType::get(B.getVoidTy(), {ptr, ptr, ptr, i64, i32}, false);
+  Value* afn = ConstantExpr::getIntToPtr(B.getInt64(uint64_t(reinterpret_cast<uintptr_t>(append))), ptr);
+  auto store_dirty = [&] {
+    for (auto& [reg, d] : dirty)
+      if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
+  };
+  auto win_field = [&](Space sp, size_t off, Type* t) {
+    const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(sp);
+    return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
+  };
+  for (uint32_t k = 0; k < n; ++k) {
+    const Instr& in = blk.instrs[k];
+    const OpInfo& info = op_info(in.op);
+    Value* r = nullptr;
+    if (info.kind == OpKind::Alu) {
+      Value* a = get(in.a);
+      Value* b = info.arity >= 2 ? get(in.b) : nullptr;
+      Value* c = info.arity >= 3 ? get(in.c) : nullptr;
+      Value* k32 = splat(32);
+      switch (in.op) {
+        case Op::MOV: r = a; break;
+        case Op::ADD: r = B.CreateAdd(a, b); break;
+        case Op::SUB: r = B.CreateSub(a, b); break;
+        case Op::MUL: r = B.CreateMul(a, b); break;
+        case Op::MULHU:
+          r = B.CreateTrunc(B.CreateLShr(B.CreateMul(B.CreateZExt(a, V64), B.CreateZExt(b, V64)), 32), V);
+          break;
+        case Op::MULHS:
+          r = B.CreateTrunc(B.CreateLShr(B.CreateMul(B.CreateSExt(a, V64), B.CreateSExt(b, V64)), 32), V);
+          break;
+        case Op::AND: r = B.CreateAnd(a, b); break;
+        case Op::OR: r = B.CreateOr(a, b); break;
+        case Op::XOR: r = B.CreateXor(a, b); break;
+        case Op::SHL:  // b >= 32: 0
+          r = B.CreateSelect(B.CreateICmpUGE(b, k32), splat(0), B.CreateShl(a, B.CreateAnd(b, splat(31))));
+          break;
+        case Op::SHR:
+          r = B.CreateSelect(B.CreateICmpUGE(b, k32), splat(0), B.CreateLShr(a, B.CreateAnd(b, splat(31))));
+          break;
+        case Op::SAR:  // b >= 32: by 31
+          r = B.CreateAShr(a, B.CreateSelect(B.CreateICmpUGE(b, k32), splat(31), b));
+          break;
+        case Op::SEQ: r = bool32(B.CreateICmpEQ(a, b)); break;
+        case Op::SNE: r = bool32(B.CreateICmpNE(a, b)); break;
+        case Op::SLT: r = bool32(B.CreateICmpSLT(a, b)); break;
+        case Op::SLE: r = bool32(B.CreateICmpSLE(a, b)); break;
+        case Op::SLTU: r = bool32(B.CreateICmpULT(a, b)); break;
+        case Op::SLEU: r = bool32(B.CreateICmpULE(a, b)); break;
+        case Op::SEL: r = B.CreateSelect(B.CreateICmpNE(a, splat(0)), b, c); break;
+        case Op::MIN: r = B.CreateSelect(B.CreateICmpSLT(a, b), a, b); break;
+        case Op::MAX: r = B.CreateSelect(B.CreateICmpSGT(a, b), a, b); break;
+        case Op::MINU: r = B.CreateSelect(B.CreateICmpULT(a, b), a, b); break;
+        case Op::MAXU: r = B.CreateSelect(B.CreateICmpUGT(a, b), a, b); break;
+        case Op::POPC: r = intr(Intrinsic::ctpop, {a}); break;
+        case Op::CLZ: r = intr(Intrinsic::ctlz, {a, B.getFalse()}); break;  // 0: 32
+        case Op::BREV: r = intr(Intrinsic::bitreverse, {a}); break;
+        default: break;
+      }
+    } else if (info.kind == OpKind::Special) {
+      switch (in.op) {
+        case Op::LANE: {
+          std::vector<Constant*> lanes;
+          for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt32(l));
+          r = ConstantVector::get(lanes);
+          break;
+        }
+        case Op::WARP: r = env_field(offsetof(Env, warp)); break;
+        case Op::CTA: r = env_field(offsetof(Env, cta)); break;
+        case Op::CLOCK: r = env_field(offsetof(Env, clock)); break;
+        default: break;
+      }
+    }
+    if (r) {
+      val[in.dst] = r;
+      dirty[in.dst] = true;
+      continue;
+    }
+    if (info.kind == OpKind::Float &&
+        (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL || in.op == Op::FFMA) &&
+        (in.fmod.rnd == FRnd::None || in.fmod.rnd == FRnd::Rn) && !in.fmod.ftz && !in.fmod.sat) {
+      // Round to nearest without .ftz or .sat while the host rounds to
+      // nearest (float_eval.cpp's inline case): the host's IEEE operation,
+      // a NaN made canonical; else the interpreter's.
+      Value* hn = B.CreateAlignedLoad(
+          i32, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, offsetof(Env, host_nearest)), Align(4));
+      BasicBlock* fastb = BasicBlock::Create(C, "f.fast", F);
+      BasicBlock* slowb = BasicBlock::Create(C, "f.slow", F);
+      BasicBlock* slow2 = BasicBlock::Create(C, "f.slow2", F);
+      BasicBlock* merge = BasicBlock::Create(C, "f.done", F);
+      Value* a = get(in.a);
+      Value* b = get(in.b);
+      Value* c = in.op == Op::FFMA ? get(in.c) : nullptr;
+      B.CreateCondBr(B.CreateICmpEQ(hn, B.getInt32(1)), fastb, slowb, MDBuilder(C).createBranchWeights(1 << 20, 1));
+      B.SetInsertPoint(fastb);
+      auto* VF = FixedVectorType::get(B.getFloatTy(), N);
+      Value* x = B.CreateBitCast(a, VF);
+      Value* y = B.CreateBitCast(b, VF);
+      Value* f = in.op == Op::FADD   ? B.CreateFAdd(x, y)
+                 : in.op == Op::FSUB ? B.CreateFSub(x, y)
+                 : in.op == Op::FMUL ? B.CreateFMul(x, y)
+                                     : static_cast<Value*>(B.CreateCall(
+                                           Intrinsic::getDeclaration(mod.get(), Intrinsic::fma, {VF}),
+                                           {x, y, B.CreateBitCast(c, VF)}));
+      Value* bits = B.CreateBitCast(f, V);
+      Value* nan = B.CreateICmpUGT(B.CreateAnd(bits, splat(0x7FFFFFFFu)), splat(0x7F800000u));
+      Value* fv = B.CreateSelect(nan, splat(0x7FFFFFFFu), bits);
+      B.CreateBr(merge);
+      B.SetInsertPoint(slowb);
+      for (auto& [reg, d] : dirty)
+        if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
+      B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});  // float operations do not fault
+      Value* back = B.CreateAlignedLoad(V, regptr(in.dst), Align(4));
+      B.CreateBr(slow2);
+      B.SetInsertPoint(slow2);
+      B.CreateBr(merge);
+      B.SetInsertPoint(merge);
+      PHINode* phi = B.CreatePHI(V, 2);
+      phi->addIncoming(fv, fastb);
+      phi->addIncoming(back, slow2);
+      val[in.dst] = phi;
+      dirty[in.dst] = true;
+      continue;
+    }
+    if (info.kind == OpKind::Store) {
+      Value* good = B.getFalse();
+      Deferred d{k, in.bytes, nullptr, nullptr, B.getFalse(), nullptr};
+      if (int(in.space) < 4) {
+        Value* base = win_field(in.space, offsetof(Env::Window, base), ptr);
+        Value* size = B.CreateTrunc(win_field(in.space, offsetof(Env::Window, size), i64), i32);
+        Value* sub = win_field(in.space, offsetof(Env::Window, sub), i32);
+        Value* fast = win_field(in.space, offsetof(Env::Window, fast), i32);
+        Value* addr = B.CreateAdd(get(in.a), get(in.b));
+        Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
+        Value* lim = B.CreateVectorSplat(N, B.CreateSub(size, B.getInt32(in.bytes)));
+        Value* bad = B.CreateICmpUGT(off, lim);
+        if (in.bytes > 1) bad = B.CreateOr(bad, B.CreateICmpNE(B.CreateAnd(addr, splat(in.bytes - 1u)), splat(0)));
+        bad = B.CreateAnd(bad, active);
+        good = B.CreateAnd(B.CreateNot(B.CreateOrReduce(bad)), B.CreateICmpNE(fast, B.getInt32(0)));
+        Value* off64 = B.CreateZExt(off, V64);
+        if (in.space == Space::Local) {
+          Value* stride = B.CreateVectorSplat(N, win_field(in.space, offsetof(Env::Window, stride), i64));
+          std::vector<Constant*> lanes;
+          for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
+          off64 = B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
+        } else if (in.bytes == 4) {
+          std::vector<Constant*> row;
+          for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
+          Value* off0 = B.CreateExtractElement(off, uint64_t(0));
+          Value* expect = B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row));
+          d.row = B.CreateAnd(B.CreateAndReduce(B.CreateICmpEQ(off, expect)),
+                              B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
+          d.base0 = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(off0, i64));
+        }
+        d.ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
+        Value* v = get(in.c);
+        if (in.bytes < 4) v = B.CreateAnd(v, splat((1u << (8 * in.bytes)) - 1));
+        d.vals = v;
+      }
+      Value* go_slow = B.CreateOr(B.CreateNot(good), B.CreateICmpNE(B.CreateLoad(i32, pend), B.getInt32(0)));
+      BasicBlock* slowb = BasicBlock::Create(C, "st.slow", F);
+      BasicBlock* spillb = BasicBlock::Create(C, "st.spill", F);
+      BasicBlock* execb = BasicBlock::Create(C, "st.exec", F);
+      BasicBlock* failb = BasicBlock::Create(C, "st.fault", F);
+      BasicBlock* okb = BasicBlock::Create(C, "st.ok", F);
+      BasicBlock* next = BasicBlock::Create(C, "st.next", F);
+      B.CreateCondBr(go_slow, slowb, next, MDBuilder(C).createBranchWeights(1, 1 << 20));
+      B.SetInsertPoint(slowb);
+      B.CreateCondBr(B.CreateICmpNE(B.CreateLoad(i32, pend), B.getInt32(0)), execb, spillb);
+      B.SetInsertPoint(spillb);  // the earlier stores, all in range, to the pending ones
+      for (const Deferred& e : deferred) {
+        if (!e.ptrs) continue;  // a print store: pend is set whenever one ran
+        B.CreateStore(B.CreatePtrToInt(e.ptrs, FixedVectorType::get(i64, N)), ptrbuf);
+        B.CreateStore(e.vals, valbuf);
+        B.CreateCall(aty, afn, {env, ptrbuf, valbuf, mask64, B.getInt32(e.bytes)});
+      }
+      B.CreateBr(execb);
+      B.SetInsertPoint(execb);
+      store_dirty();
+      Value* ok = B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});
+      B.CreateCondBr(B.CreateICmpEQ(ok, B.getInt32(0)), failb, okb);
+      B.SetInsertPoint(failb);
+      B.CreateRet(B.getInt32(k));
+      B.SetInsertPoint(okb);
+      B.CreateStore(B.getInt32(1), pend);
+      B.CreateBr(next);
+      B.SetInsertPoint(next);
+      if (d.ptrs) deferred.push_back(d);
+      else deferred.push_back({k, in.bytes, nullptr, nullptr, nullptr, nullptr});  // never fast: pend is set
+      continue;
+    }
+    if (info.kind == OpKind::Load && int(in.space) < 4) {
+      // In range and aligned over the active lanes (the interpreter's
+      // warp_offsets): a gather; else the interpreter's own load.
+      const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(in.space);
+      auto field = [&](size_t off, Type* t) {
+        return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
+      };
+      Value* base = field(offsetof(Env::Window, base), ptr);
+      Value* size = B.CreateTrunc(field(offsetof(Env::Window, size), i64), i32);
+      Value* sub = field(offsetof(Env::Window, sub), i32);
+      Value* fast = field(offsetof(Env::Window, fast), i32);
+      Value* addr = B.CreateAdd(get(in.a), get(in.b));
+      Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
+      Value* lim = B.CreateVectorSplat(N, B.CreateSub(size, B.getInt32(in.bytes)));
+      Value* bad = B.CreateICmpUGT(off, lim);
+      if (in.bytes > 1) bad = B.CreateOr(bad, B.CreateICmpNE(B.CreateAnd(addr, splat(in.bytes - 1u)), splat(0)));
+      bad = B.CreateAnd(bad, active);
+      Value* any = B.CreateOr(B.CreateOrReduce(bad), B.CreateICmpEQ(fast, B.getInt32(0)));
+      BasicBlock* fastb = BasicBlock::Create(C, "ld.fast", F);
+      BasicBlock* slowb = BasicBlock::Create(C, "ld.slow", F);
+      BasicBlock* failb = BasicBlock::Create(C, "ld.fault", F);
+      BasicBlock* slow2 = BasicBlock::Create(C, "ld.slow2", F);
+      BasicBlock* merge = BasicBlock::Create(C, "ld.done", F);
+      B.CreateCondBr(any, slowb, fastb, MDBuilder(C).createBranchWeights(1, 1 << 20));
+      B.SetInsertPoint(fastb);
+      Value* off64 = B.CreateZExt(off, V64);
+      if (in.space == Space::Local) {
+        Value* stride = B.CreateVectorSplat(N, field(offsetof(Env::Window, stride), i64));
+        std::vector<Constant*> lanes;
+        for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
+        off64 = B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
+      }
+      Value* g = nullptr;
+      BasicBlock* from_fast = fastb;
+      if (in.bytes == 4 && in.space != Space::Local) {
+        // A coalesced row (lane l at the first lane's + 4 l, every lane
+        // active): one vector load; else a gather.
+        std::vector<Constant*> row;
+        for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
+        Value* off0 = B.CreateExtractElement(off, uint64_t(0));
+        Value* expect = B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row));
+        Value* is_row = B.CreateAnd(B.CreateAndReduce(B.CreateICmpEQ(off, expect)),
+                                    B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
+        BasicBlock* rowb = BasicBlock::Create(C, "ld.row", F);
+        BasicBlock* gatherb = BasicBlock::Create(C, "ld.gather", F);
+        BasicBlock* joinb = BasicBlock::Create(C, "ld.join", F);
+        B.CreateCondBr(is_row, rowb, gatherb);
+        B.SetInsertPoint(rowb);
+        Value* rv = B.CreateAlignedLoad(V, B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(off0, i64)), Align(4));
+        B.CreateBr(joinb);
+        B.SetInsertPoint(gatherb);
+        Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
+        Value* gv = B.CreateMaskedGather(V, ptrs, Align(4), active, Constant::getNullValue(V));
+        B.CreateBr(joinb);
+        B.SetInsertPoint(joinb);
+        PHINode* gp = B.CreatePHI(V, 2);
+        gp->addIncoming(rv, rowb);
+        gp->addIncoming(gv, gatherb);
+        g = gp;
+        from_fast = joinb;
+      } else {
+        Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
+        Type* et = B.getIntNTy(8 * in.bytes);
+        auto* vt = FixedVectorType::get(et, N);
+        g = B.CreateMaskedGather(vt, ptrs, Align(in.bytes), active, Constant::getNullValue(vt));
+        if (in.bytes < 4) g = in.sign ? B.CreateSExt(g, V) : B.CreateZExt(g, V);
+      }
+      B.CreateBr(merge);
+      B.SetInsertPoint(slowb);
+      for (auto& [reg, d] : dirty)
+        if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
+      Value* ok = B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});
+      B.CreateCondBr(B.CreateICmpEQ(ok, B.getInt32(0)), failb, slow2);
+      B.SetInsertPoint(failb);
+      B.CreateRet(B.getInt32(k));
+      B.SetInsertPoint(slow2);
+      Value* back = B.CreateAlignedLoad(V, regptr(in.dst), Align(4));
+      B.CreateBr(merge);
+      B.SetInsertPoint(merge);
+      PHINode* phi = B.CreatePHI(V, 2);
+      phi->addIncoming(g, from_fast);
+      phi->addIncoming(back, slow2);
+      val[in.dst] = phi;
+      dirty[in.dst] = true;
+      continue;
+    }
+    // Through the interpreter: the registers it reads are written back
+    // first; the one it writes is read again after it.
+    flush();
+    Value* ok = B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});
+    BasicBlock* fail = BasicBlock::Create(C, "fault", F);
+    BasicBlock* next = BasicBlock::Create(C, "next", F);
+    B.CreateCondBr(B.CreateICmpEQ(ok, B.getInt32(0)), fail, next);
+    B.SetInsertPoint(fail);
+    B.CreateRet(B.getInt32(k));
+    B.SetInsertPoint(next);
+    if (in.writes_reg()) val.erase(in.dst);
+  }
+  if (!deferred.empty()) {
+    // Every store was in range (pend 0): written here, in order, each one's
+    // lanes in lane order (a scatter writes lanes in that order too).
+    BasicBlock* writeb = BasicBlock::Create(C, "st.write", F);
+    BasicBlock* endb = BasicBlock::Create(C, "end", F);
+    B.CreateCondBr(B.CreateICmpEQ(B.CreateLoad(i32, pend), B.getInt32(0)), writeb, endb);
+    B.SetInsertPoint(writeb);
+    for (const Deferred& e : deferred) {
+      if (!e.ptrs) continue;  // a print store: pend is set whenever one ran
+      Type* et = B.getIntNTy(8 * e.bytes);
+      auto* vt = FixedVectorType::get(et, N);
+      Value* v = e.bytes < 4 ? B.CreateTrunc(e.vals, vt) : e.vals;
+      if (e.base0) {
+        BasicBlock* rowb = BasicBlock::Create(C, "st.row", F);
+        BasicBlock* scatb = BasicBlock::Create(C, "st.scatter", F);
+        BasicBlock* joinb = BasicBlock::Create(C, "st.join", F);
+        B.CreateCondBr(e.row, rowb, scatb);
+        B.SetInsertPoint(rowb);
+        B.CreateAlignedStore(v, e.base0, Align(4));
+        B.CreateBr(joinb);
+        B.SetInsertPoint(scatb);
+        B.CreateMaskedScatter(v, e.ptrs, Align(e.bytes), active);
+        B.CreateBr(joinb);
+        B.SetInsertPoint(joinb);
+      } else {
+        B.CreateMaskedScatter(v, e.ptrs, Align(e.bytes), active);
+      }
+    }
+    B.CreateBr(endb);
+    B.SetInsertPoint(endb);
+  }
+  flush();
+  B.CreateRet(B.getInt32(n));
+  return mod;
+}
+
+}  // namespace
+
+BlockFn cached(const Block& blk) {
+  if (blk.instrs.empty()) return nullptr;
+  const std::string key = key_of(blk);
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.cache.find(key);
+  return it != s.cache.end() ? it->second : nullptr;
+}
+
+BlockFn compile(const Block& blk, InstrFn helper, AppendFn append) {
+  if (blk.instrs.empty()) return nullptr;
+  const std::string key = key_of(blk);
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (auto it = s.cache.find(key); it != s.cache.end()) return it->second;
+  BlockFn fn = nullptr;
+  if (init(s)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string name = "qgpu_block" + std::to_string(++s.names);
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    auto mod = build(*ctx, name, blk, helper, append);
+    mod->setDataLayout(s.jit->getDataLayout());
+    if (auto err = s.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
+      llvm::consumeError(std::move(err));
+    } else if (auto sym = s.jit->lookup(name)) {
+      fn = sym->toPtr<BlockFn>();
+    } else {
+      llvm::consumeError(sym.takeError());
+    }
+    s.counters.compiled += fn != nullptr;
+    s.counters.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  s.cache.emplace(key, fn);
+  return fn;
+}
+
+Counters counters() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.counters;
+}
+
+#endif
+
+}  // namespace qgpu::machine::jit

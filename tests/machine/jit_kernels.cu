@@ -1,0 +1,94 @@
+// Kernels the JIT test runs with and without the block compiler
+// (jit_test.cpp): each takes (in, out, n) and touches out[0 .. 4 n).
+#include <cstdio>
+
+// A chain of integer ALU operations of every kind.
+__global__ void alu_mix(const unsigned* in, unsigned* out, int n) {
+  unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned a = in[t % n], b = in[(t * 7 + 3) % n];
+  unsigned s = b & 63;
+  unsigned r = a * b + (a ^ (b << (s & 31))) - (a >> (s & 7));
+  r ^= __umulhi(a, b) + (unsigned)__mulhi((int)a, (int)b);
+  r += (int)a >> (s & 31);
+  r += __popc(a) + __clz(b) + __brev(a ^ b);
+  r += min((int)a, (int)b) + max((int)a, (int)b) + min(a, b) + max(a, b);
+  r += ((int)a < (int)b) + (a <= b) + (a == b) + (a != r);
+  r = (a & 1) ? r : r * 3;
+  out[t] = r;
+}
+
+// Divergent branches, loops of lane-dependent length, partial masks.
+__global__ void diverge(const unsigned* in, unsigned* out, int n) {
+  unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned v = in[t % n];
+  unsigned r = 0;
+  if (threadIdx.x & 1) {
+    for (unsigned i = 0; i < (v & 31); ++i) r = r * 31 + (i ^ v);
+  } else if (threadIdx.x % 3 == 0) {
+    while (v > 1 && r < 100) {
+      v = (v & 1) ? 3 * v + 1 : v / 2;
+      ++r;
+    }
+  } else {
+    r = v % 7 == 0 ? v / 7 : v * 5;
+  }
+  out[t] = r;
+}
+
+// Shared memory, barriers, narrow loads and stores, local arrays.
+__global__ void memory_mix(const unsigned* in, unsigned* out, int n) {
+  __shared__ unsigned s[256];
+  __shared__ unsigned char c[256];
+  unsigned t = threadIdx.x, g = blockIdx.x * blockDim.x + t;
+  s[t] = in[g % n];
+  c[t] = (unsigned char)(in[(g + 1) % n] >> 3);
+  __syncthreads();
+  unsigned local[8];
+  for (int i = 0; i < 8; ++i) local[i] = s[(t + i * 5) % blockDim.x] + c[(t * 3 + i) % blockDim.x];
+  unsigned acc = 0;
+  for (int i = 0; i < 8; ++i) acc += local[(i + t) & 7] * (i + 1);
+  for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+    if (t < k) s[t] += s[t + k];
+    __syncthreads();
+  }
+  out[g] = acc + s[0];
+  ((unsigned short*)(out + 2 * n))[g] = (unsigned short)(acc * 3);
+  ((signed char*)(out + 3 * n))[g] = (signed char)(acc - 100);
+}
+
+// Atomics, float arithmetic and printf.
+__global__ void atomics_floats(const unsigned* in, unsigned* out, int n) {
+  unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned v = in[t % n];
+  __shared__ unsigned sh[2];
+  if (threadIdx.x < 2) sh[threadIdx.x] = 0;
+  __syncthreads();
+  atomicAdd(&sh[0], v);
+  atomicMax(&sh[1], v);
+  unsigned old = atomicAdd(&out[n], 1u);
+  float f = (float)(v & 0xffff) / 7.0f;
+  f = sqrtf(f) * 1.5f + __fdividef(f, 3.0f);
+  double d = (double)v * 0.3 + (double)f;
+  out[t] = __float_as_uint(f) ^ (unsigned)(long long)d ^ old * 0;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&out[n + 1], sh[0]);
+    atomicMax(&out[n + 2], sh[1]);
+    if (blockIdx.x == 0) printf("block %d sum %u\n", blockIdx.x, sh[0]);
+  }
+}
+
+// Faults: an out-of-range load by one lane, a misaligned store by one lane.
+__global__ void bad_load(const unsigned* in, unsigned* out, int n) {
+  unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  out[t] = t + 1;
+  unsigned i = t == 37 ? 0x20000000u : t % n;
+  out[t] += in[i];
+}
+__global__ void bad_store(const unsigned* in, unsigned* out, int n) {
+  unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned v = in[t % n] * 3;
+  out[t] = v;
+  char* p = (char*)(out + n + t) + (t == 45 ? 2 : 0);
+  *(unsigned*)p = v;
+}

@@ -1,0 +1,231 @@
+// The interpreter's block compiler (model_host/machine/jit.h): launches run
+// with every block compiled from its first EXEC and with none compiled end
+// with the same memory, registers, printf output, stats and faults.
+#include "build_paths.h"  // qgpu_paths() in CMakeLists.txt
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <array>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "model_host/launch/errors.h"
+#include "model_host/lower/lower.h"
+#include "model_host/machine/api.h"
+#include "model_host/machine/image.h"
+#include "model_host/machine/interpreter.h"
+#include "model_host/machine/jit.h"
+
+namespace qgpu::machine {
+namespace {
+
+struct Outcome {
+  launch::GlobalMemory mem;
+  InterpStats stats;
+  Fault fault;
+  std::vector<uint8_t> print;
+  std::vector<uint32_t> regs;  // the last CTA's, thread by thread
+};
+
+Outcome run(const Program& prog, const Params& p, const std::vector<uint8_t>& params, const launch::GlobalMemory& mem0,
+            jit::Mode mode, uint32_t threshold = 0) {
+  Outcome o;
+  o.mem = mem0;
+  Interpreter in(prog, p, prog.ctas, prog.threads, params, o.mem);
+  in.set_jit(mode, threshold);
+  in.run();
+  o.stats = in.stats();
+  o.fault = in.fault();
+  o.print = in.print_buffer();
+  for (uint32_t t = 0; t < prog.threads; ++t)
+    for (uint32_t r = 0; r < p.regs; ++r) o.regs.push_back(in.reg(t, r));
+  return o;
+}
+
+// Runs `prog` interpreted and compiled and expects the same outcome; returns
+// the interpreted one.
+Outcome same_both_ways(const Program& prog, const Params& p, const std::vector<uint8_t>& params,
+                       const launch::GlobalMemory& mem0, const std::string& what) {
+  Outcome a = run(prog, p, params, mem0, jit::Mode::Off);
+  // Every block compiled from its first EXEC, and blocks compiled after a
+  // few EXECs (a warp's EXECs interpreted and compiled in turn); a block
+  // compiled earlier in the process is found compiled at once.
+  for (const uint32_t threshold : {3u, 0u}) {
+    const Outcome b = run(prog, p, params, mem0, threshold ? jit::Mode::On : jit::Mode::Always, threshold);
+    const std::string how = what + (threshold ? " (compiled after 3 EXECs)" : " (compiled)");
+    EXPECT_EQ(a.stats.steps, b.stats.steps) << how;
+    EXPECT_EQ(a.stats.instructions, b.stats.instructions) << how;
+    EXPECT_EQ(a.stats.lane_instructions, b.stats.lane_instructions) << how;
+    EXPECT_EQ(a.fault.error, b.fault.error) << how;
+    EXPECT_EQ(a.fault.message, b.fault.message) << how;
+    EXPECT_EQ(a.print, b.print) << how;
+    EXPECT_TRUE(a.mem.bytes == b.mem.bytes) << how << ": global memory differs";
+    size_t bad = 0;
+    for (size_t i = 0; i < a.regs.size(); ++i)
+      if (a.regs[i] != b.regs[i] && bad++ < 5)
+        ADD_FAILURE() << how << ": thread " << i / p.regs << " r" << i % p.regs << ": " << a.regs[i] << " vs "
+                      << b.regs[i];
+  }
+  return a;
+}
+
+Operand R(uint32_t x) { return Operand::reg(x); }
+Operand K(uint32_t x) { return Operand::k(x); }
+
+// Random ALU, special and f32 add/sub/mul/fma instructions over registers
+// 1 .. 12 with operands at the edges (shift counts past 31, signed
+// extremes, infinities, NaNs, subnormals), in blocks entered by
+// lanes split on their lane bits: every op under full and partial masks.
+TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  Params p = cuda_params(1u << 20);
+  std::mt19937 rng(12345);
+  const uint32_t kRegs = 13, threads = 96, ctas = 2;
+  const uint32_t edges[] = {0, 1, 2, 31, 32, 33, 63, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 12345678,
+                            0x7f800000, 0xff800000, 0x7fc00001, 0x00000003, 0x3f800000, 0x7f7fffff};  // floats too
+  auto operand = [&](bool allow_imm) {
+    if (allow_imm && rng() % 4 == 0) return K(rng() % 2 ? edges[rng() % std::size(edges)] : uint32_t(rng()));
+    return R(1 + rng() % (kRegs - 1));
+  };
+  auto random_block = [&](uint32_t n) {
+    Block b;
+    for (uint32_t i = 0; i < n; ++i) {
+      Instr in;
+      const uint32_t pick = rng() % 34;
+      if (pick < 26) in.op = Op(pick);  // MOV .. BREV
+      else if (pick < 30) in.op = Op(int(Op::LANE) + pick - 26);  // LANE WARP CTA CLOCK
+      else in.op = std::array{Op::FADD, Op::FSUB, Op::FMUL, Op::FFMA}[pick - 30];
+      if (is_float(in.op)) {  // default rounding, sometimes .ftz or .sat
+        in.fmod.rnd = rng() % 2 ? FRnd::Rn : FRnd::None;
+        in.fmod.ftz = rng() % 5 == 0;
+        in.fmod.sat = rng() % 7 == 0;
+      }
+      in.dst = 1 + rng() % (kRegs - 1);
+      in.a = operand(true);
+      in.b = operand(true);
+      in.c = operand(true);
+      b.instrs.push_back(in);
+    }
+    return b;
+  };
+  for (int seed = 0; seed < 60; ++seed) {
+    Program prog;
+    prog.kernel = "random" + std::to_string(seed);
+    prog.threads = threads;
+    prog.ctas = ctas;
+    const uint32_t K0 = p.block_instrs;
+    // B0: registers from the lane and CTA, then a split on lane bits.
+    Block b0;
+    auto add = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
+      Instr in;
+      in.op = op;
+      in.dst = d;
+      in.a = a;
+      in.b = bb;
+      in.c = c;
+      b.instrs.push_back(in);
+    };
+    add(b0, Op::LANE, 1, K(0));
+    add(b0, Op::MUL, 2, R(1), K(0x9e3779b9u + seed));
+    add(b0, Op::CTA, 3, K(0));
+    add(b0, Op::XOR, 4, R(2), R(3));
+    add(b0, Op::SHL, 5, R(1), K(27));
+    add(b0, Op::ADD, 6, R(4), K(uint32_t(rng())));
+    add(b0, Op::AND, 12, R(1), K(1u + rng() % 31));
+    b0.term = {Term::BR, 12, 1, 2, 0};
+    Block b1 = random_block(1 + rng() % K0), b2 = random_block(1 + rng() % K0), b3 = random_block(1 + rng() % (K0 - 1));
+    b1.term = {Term::JMP, 0, 3, 0, 0};
+    b2.term = {Term::JMP, 0, 3, 0, 0};
+    // B3 then B4: a second split on another lane bit (the lanes in one
+    // warp differ), then B5 stores every register: global[(tid * 16 + r) * 4].
+    add(b3, Op::AND, 11, R(1), K(2u + rng() % 30));
+    b3.term = {Term::BR, 11, 4, 5, 0};
+    Block b4 = random_block(1 + rng() % K0);
+    b4.term = {Term::JMP, 0, 5, 0, 0};
+    Block b5;
+    add(b5, Op::LANE, 13, K(0));
+    add(b5, Op::WARP, 14, K(0));
+    add(b5, Op::MUL, 14, R(14), K(32));
+    add(b5, Op::ADD, 13, R(13), R(14));
+    add(b5, Op::MUL, 13, R(13), K(64));
+    add(b5, Op::ADD, 13, R(13), K(p.global_base));
+    b5.term = {Term::JMP, 0, 6, 0, 0};
+    Block b6;
+    for (uint32_t r = 1; r < kRegs; ++r) {
+      Instr st;
+      st.op = Op::ST;
+      st.space = Space::Global;
+      st.a = R(13);
+      st.b = K(4 * r);
+      st.c = R(r);
+      b6.instrs.push_back(st);
+    }
+    b6.term = {Term::EXIT, 0, 0, 0, 0};
+    prog.blocks = {b0, b1, b2, b3, b4, b5, b6};
+    launch::GlobalMemory mem;
+    mem.base = p.global_base;
+    mem.bytes.assign(threads * 64, 0);
+    const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
+    EXPECT_EQ(o.fault.error, 0) << o.fault.message;
+  }
+}
+
+std::string jit_kernels() {
+  std::ifstream in(QGPU_JIT_KERNELS_PTX);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// nvcc-built kernels (jit_kernels.cu) lowered for the interpreter's device.
+Outcome kernel_both_ways(const std::string& kernel, uint32_t ctas, uint32_t threads) {
+  const Params p = cuda_params(64u << 20);
+  ModuleImage img = load_module(jit_kernels(), p);
+  const uint32_t n = 1000;
+  const uint64_t in = img.alloc(4 * n), out = img.alloc(16 * n);
+  std::mt19937 rng(7);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t v = rng() % 3 == 0 ? rng() : rng() % 1000;
+    std::memcpy(&img.mem.bytes[in - img.mem.base + 4 * i], &v, 4);
+  }
+  std::vector<uint8_t> params(20);
+  const int32_t nn = int32_t(n);
+  std::memcpy(params.data(), &in, 8);
+  std::memcpy(params.data() + 8, &out, 8);
+  std::memcpy(params.data() + 16, &nn, 4);
+  LowerOptions opts;
+  opts.native_float = true;
+  const Program prog = lower(img.module, kernel, {{ctas, 1, 1}, {threads, 1, 1}, 0, img.symbols}, p, opts);
+  return same_both_ways(prog, p, params, img.mem, kernel);
+}
+
+TEST(Jit, KernelsMatchTheInterpreter) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  const uint64_t compiled0 = jit::counters().compiled;
+  for (const char* k : {"_Z7alu_mixPKjPji", "_Z7divergePKjPji", "_Z10memory_mixPKjPji", "_Z14atomics_floatsPKjPji"}) {
+    const Outcome o = kernel_both_ways(k, 3, 160);
+    EXPECT_EQ(o.fault.error, 0) << k << ": " << o.fault.message;
+    EXPECT_GT(o.stats.lane_instructions, 0u);
+  }
+  EXPECT_GT(jit::counters().compiled, compiled0);
+  // CTAs of 100 threads: their last warp has 4 live lanes.
+  const Outcome o = kernel_both_ways("_Z14atomics_floatsPKjPji", 2, 100);
+  EXPECT_EQ(o.fault.error, 0) << o.fault.message;
+}
+
+// A lane's out-of-range load and a lane's misaligned store fault with the
+// interpreter's error and message, the block's earlier stores uncommitted.
+TEST(Jit, FaultsMatchTheInterpreter) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  const Outcome ld = kernel_both_ways("_Z8bad_loadPKjPji", 2, 64);
+  EXPECT_EQ(ld.fault.error, launch::kIllegalAddress);
+  EXPECT_NE(ld.fault.message.find("out-of-range global load of 4 bytes"), std::string::npos) << ld.fault.message;
+  const Outcome st = kernel_both_ways("_Z9bad_storePKjPji", 2, 64);
+  EXPECT_EQ(st.fault.error, launch::kMisalignedAddress);
+  EXPECT_NE(st.fault.message.find("misaligned global store of 4 bytes"), std::string::npos) << st.fault.message;
+}
+
+}  // namespace
+}  // namespace qgpu::machine
