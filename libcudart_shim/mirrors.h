@@ -26,8 +26,11 @@
 // host and device then read and write the same bytes at every moment, so
 // such a range has one copy, nothing moves at launches or synchronization,
 // and programs are told concurrentManagedAccess 1 and
-// hostNativeAtomicSupported 1 (the device's global atomics are atomic
-// operations on those bytes).
+// hostNativeAtomicSupported 1 (the device's 32-bit integer global atomics
+// are atomic operations on those bytes; its 64-bit and float atomics are
+// made of 32-bit ones and of read-modify-write blocks that only the
+// machine's schedule keeps whole, docs/isa.md section 8, so they are not
+// atomic against the host's).
 #pragma once
 
 #include <atomic>
