@@ -97,8 +97,8 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
       if (pick < 26) in.op = Op(pick);  // MOV .. BREV
       else if (pick < 30) in.op = Op(int(Op::LANE) + pick - 26);  // LANE WARP CTA CLOCK
       else in.op = std::array{Op::FADD, Op::FSUB, Op::FMUL, Op::FFMA}[pick - 30];
-      if (is_float(in.op)) {  // default rounding, sometimes .ftz or .sat
-        in.fmod.rnd = rng() % 2 ? FRnd::Rn : FRnd::None;
+      if (is_float(in.op)) {  // mostly the default rounding (compiled), else another (run by the interpreter); sometimes .ftz or .sat
+        in.fmod.rnd = rng() % 2 ? FRnd::Rn : std::array{FRnd::Rz, FRnd::Rm, FRnd::Rp}[rng() % 3];
         in.fmod.ftz = rng() % 5 == 0;
         in.fmod.sat = rng() % 7 == 0;
       }
