@@ -206,6 +206,7 @@ run_one() {
     if ! build_sample "$n"; then
       built=no result=FAIL
       reason="build: $(grep -m1 -iE 'error|fatal|no add_executable' "$dst/build.log" || tail -n1 "$dst/build.log")"
+      reason=${reason//"$samples_dir"\//}  # paths relative to the checkout, not this machine's
       printf '%s\t%s\t%s\t%s\n' "$built" "$result" - "$reason" >"$dst/result"
       return
     fi
@@ -243,6 +244,7 @@ run_one() {
     result=PASS
   fi
   reason=${reason//$'\t'/ }
+  reason=${reason//"$samples_dir"\//}
   reason=${reason//|/\\|}
   printf '%s\t%s\t%s\t%s\n' "$built" "$result" "$secs" "${reason:0:300}" >"$dst/result"
 }
