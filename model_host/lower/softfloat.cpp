@@ -364,19 +364,21 @@ Operand Gen::sub16(Operand a, Operand b) {
 Operand Gen::mul16(Operand a, Operand b) {
   return f16_from_f32(mul(f32_from_f16(a), f32_from_f16(b), Round::Rn, false, false), Round::Rn);
 }
-// a b + c rounded to odd in f32 (the product of two f16 is exact there; the
-// value toward zero, its last bit set when inexact: fma rounded down and up
-// differ exactly then), then to nearest f16: 24 bits are enough for one
-// correct rounding to 11.
-Operand Gen::fma16(Operand a, Operand b, Operand c) {
-  Operand A = f32_from_f16(a), B = f32_from_f16(b), C = f32_from_f16(c);
+// a b + c (f32 operands) rounded to odd in f32: the value toward zero, its
+// last bit set when inexact (fma rounded down and up differ exactly then).
+// The narrow fmas round this once more, to nearest: with 24 bits against
+// their 11 (f16) or 8 (bf16), the double rounding is exact.
+Operand Gen::fma_to_odd32(Operand A, Operand B, Operand C) {
   Operand lo = fma(A, B, C, Round::Rm, false, false), hi = fma(A, B, C, Round::Rp, false, false);
   // An exact zero: rounded down -0 and up +0 for opposite signs; +0 is the
   // nearest rounding's zero.
   Operand zero = e(Op::SEQ, e(Op::AND, e(Op::OR, lo, hi), K(kAbs)), K(0));
   Operand rz = e(Op::SEL, e(Op::OR, e(Op::SHR, hi, K(31)), zero), hi, lo);
-  Operand odd = e(Op::OR, rz, e(Op::AND, e(Op::SNE, lo, hi), e(Op::XOR, zero, K(1))));
-  return f16_from_f32(odd, Round::Rn);
+  return e(Op::OR, rz, e(Op::AND, e(Op::SNE, lo, hi), e(Op::XOR, zero, K(1))));
+}
+// The product of two f16 is exact in f32.
+Operand Gen::fma16(Operand a, Operand b, Operand c) {
+  return f16_from_f32(fma_to_odd32(f32_from_f16(a), f32_from_f16(b), f32_from_f16(c)), Round::Rn);
 }
 
 // f32 to bf16: bf16 is the f32's high half, so rounding adds to the whole
@@ -419,15 +421,9 @@ Operand Gen::sub_bf16(Operand a, Operand b) {
 Operand Gen::mul_bf16(Operand a, Operand b) {
   return bf16_from_f32(mul(f32_from_bf16(a), f32_from_bf16(b), Round::Rn, false, false), Round::Rn);
 }
-// As fma16: a b + c rounded to odd in f32 (the product of two bf16 is exact
-// there), then to nearest bf16.
+// The product of two bf16 is exact in f32, as for fma16.
 Operand Gen::fma_bf16(Operand a, Operand b, Operand c) {
-  Operand A = f32_from_bf16(a), B = f32_from_bf16(b), C = f32_from_bf16(c);
-  Operand lo = fma(A, B, C, Round::Rm, false, false), hi = fma(A, B, C, Round::Rp, false, false);
-  Operand zero = e(Op::SEQ, e(Op::AND, e(Op::OR, lo, hi), K(kAbs)), K(0));
-  Operand rz = e(Op::SEL, e(Op::OR, e(Op::SHR, hi, K(31)), zero), hi, lo);
-  Operand odd = e(Op::OR, rz, e(Op::AND, e(Op::SNE, lo, hi), e(Op::XOR, zero, K(1))));
-  return bf16_from_f32(odd, Round::Rn);
+  return bf16_from_f32(fma_to_odd32(f32_from_bf16(a), f32_from_bf16(b), f32_from_bf16(c)), Round::Rn);
 }
 
 Gen::W Gen::neg64_if(W x, Operand neg) {

@@ -133,6 +133,7 @@ class Gen {
   Operand clz64(W x);
   Operand nan64(W x);
   W neg64_if(W x, Operand neg);
+  Operand fma_to_odd32(Operand A, Operand B, Operand C);
   W unpack64(W x, Operand& ex);
   Operand inf64(W x);
   Operand zero64(W x);

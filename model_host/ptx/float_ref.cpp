@@ -318,8 +318,10 @@ bool testp(TestpKind k, uint32_t a) {
   }
 }
 
-bool compare(Cmp c, uint32_t a, uint32_t b, bool ftz) {
-  const float x = F(flush(a, ftz)), y = F(flush(b, ftz));
+namespace {
+// One comparison of PTX's, ordered or unordered, in either precision.
+template <typename T>
+bool compare_values(Cmp c, T x, T y) {
   const bool u = std::isnan(x) || std::isnan(y);
   switch (c) {
     case Cmp::Eq: return !u && x == y;
@@ -338,6 +340,11 @@ bool compare(Cmp c, uint32_t a, uint32_t b, bool ftz) {
     case Cmp::Nan: return u;
     default: return false;
   }
+}
+}  // namespace
+
+bool compare(Cmp c, uint32_t a, uint32_t b, bool ftz) {
+  return compare_values(c, F(flush(a, ftz)), F(flush(b, ftz)));
 }
 
 uint32_t from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
@@ -424,27 +431,7 @@ uint64_t max64(uint64_t a, uint64_t b) {
   if (x == y) return a & b;
   return x > y ? a : b;
 }
-bool compare64(Cmp c, uint64_t a, uint64_t b) {
-  const double x = D(a), y = D(b);
-  const bool u = std::isnan(x) || std::isnan(y);
-  switch (c) {
-    case Cmp::Eq: return !u && x == y;
-    case Cmp::Ne: return !u && x != y;
-    case Cmp::Lt: return !u && x < y;
-    case Cmp::Le: return !u && x <= y;
-    case Cmp::Gt: return !u && x > y;
-    case Cmp::Ge: return !u && x >= y;
-    case Cmp::Equ: return u || x == y;
-    case Cmp::Neu: return u || x != y;
-    case Cmp::Ltu: return u || x < y;
-    case Cmp::Leu: return u || x <= y;
-    case Cmp::Gtu: return u || x > y;
-    case Cmp::Geu: return u || x >= y;
-    case Cmp::Num: return !u;
-    case Cmp::Nan: return u;
-    default: return false;
-  }
-}
+bool compare64(Cmp c, uint64_t a, uint64_t b) { return compare_values(c, D(a), D(b)); }
 
 uint64_t int_to_f64(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
   if (bits < 64) v &= (uint64_t(1) << bits) - 1;
