@@ -83,6 +83,10 @@ launch::DeviceSpec spec_of(const Params& p) {
 launch::DeviceSpec model_device() {
   launch::DeviceSpec d = spec_of(model_params());
   d.name = "qgpu (Qwen3.5 model)";
+  // CUDA's 48 KiB without opting in; opting in reaches the machine's 64 KiB
+  // less 8 KiB that the lowering's scratch area may take (32 CUDA warps).
+  d.shared_bytes_per_cta = kCudaStaticSharedBytes;
+  d.shared_optin_bytes_per_cta = model_params().shared_bytes - 8 * 1024;
   d.larger = d.more_memory =
       "run it with --backend interpreter (the reference machine as a CUDA-sized device: qgpu run --backend "
       "interpreter, or QGPU_BACKEND=interpreter)";

@@ -72,7 +72,7 @@ inline Params& model_params_storage() {
     m.block_instrs = 1;
     m.rom_blocks = 1024;
     m.global_bytes = 256 * 1024;      // 65536 words: 512 GDN heads (docs/circuit.md section 8)
-    m.shared_bytes = 4 * 1024;
+    m.shared_bytes = 64 * 1024;      // 16384 words: 128 GDN heads
     m.local_store_bytes = 16 * 1024;  // 4096 words: 64 B per thread at 256 threads, 512 B at 32
     m.local_bytes = 16 * 1024;
     m.param_bytes = 4 * 1024;

@@ -109,7 +109,8 @@ void memories(Builder& b, const Context& c, const Rom& r, AluState& s) {
   for (int i = 6; 4 * i >= gbits; --i) g_conds.push_back({i, zero});
   if (gbits % 4) g_conds.push_back({gbits / 4, below(1 << (gbits % 4))});
   const ValueId ok_global = digit_is("ok_global", g_conds);
-  const ValueId ok_shared = digit_is("ok_shared", {{7, zero}, {6, zero}, {5, zero}, {4, zero}, {3, zero}});
+  // Shared: 64 KiB (model_params().shared_bytes).
+  const ValueId ok_shared = digit_is("ok_shared", {{7, zero}, {6, zero}, {5, zero}, {4, zero}});
   // Local: a thread of a CTA of 2^c (rounded) threads has 2^(14 - c) bytes.
   ValueId local_over;
   {
@@ -163,8 +164,13 @@ void memories(Builder& b, const Context& c, const Rom& r, AluState& s) {
   const Digits v_global = outs(store(b, "global", 1 << g_words_bits, Builder::bits(g_row, 0, g_words_bits),
                                      Builder::bits(g_lo, 0, g_words_bits), we_global, -1,
                                      digit_parts(b.pad(s.st_data, 8))), 0, 8);
-  const Digits v_shared = outs(store(b, "shared", 1024, Builder::bits(row_lo, 0, 10), Builder::bits(row_lo, 0, 10),
-                                     store_to("st_shared", kShared), c.is_cta, digit_parts(s.C)), 0, 8);
+  // Shared memory: word i is row i (bits 2..15 of the offset), 16384 rows.
+  std::vector<AddrBit> s_addr = Builder::bits(row_lo, 0, 12);
+  const ValueId row3 = bitfield(b, "srow3", sum, 14, 2);
+  s_addr.push_back({row3, 0});
+  s_addr.push_back({row3, 1});
+  const Digits v_shared = outs(store(b, "shared", 16384, s_addr, s_addr, store_to("st_shared", kShared), c.is_cta,
+                                     digit_parts(s.C)), 0, 8);
   // Local row of word i of thread w: i | w << (12 - c).  Bits 0..3 are always
   // the word's (c <= 8); bit j above is word bit j while j < 12 - c, else
   // thread bit j - (12 - c).

@@ -32,8 +32,8 @@ TEST(MachineBackend, ModelDeviceKeepsTheModelsSizes) {
   EXPECT_EQ(d.lanes, 1u);
   EXPECT_EQ(d.global_base, 0x10000000u);
   EXPECT_EQ(d.global_bytes, 256u * 1024);  // docs/isa.md: the model's 256 KiB
-  EXPECT_EQ(d.shared_bytes_per_cta, 4u * 1024);
-  EXPECT_EQ(d.shared_optin_bytes_per_cta, 4u * 1024);
+  EXPECT_EQ(d.shared_bytes_per_cta, 48u * 1024);   // CUDA's without opting in
+  EXPECT_EQ(d.shared_optin_bytes_per_cta, 56u * 1024);  // the machine's 64 KiB less the scratch reserve
   EXPECT_EQ(d.max_threads_per_cta, 256u);
   EXPECT_EQ(d.max_ctas_per_grid, 65535u);
   EXPECT_EQ(d.max_grid[0], 65535u);

@@ -524,9 +524,9 @@ std::pair<int, std::string> error_of(F&& f) {
 // machine (docs/isa.md: 32 lanes and a ROM of 2^20 blocks for the interpreter;
 // docs/tokens.md section 1: one lane per warp and a 1024-block ROM for the
 // model's machine) and its sizes: CUDA's for the interpreter, the compiled
-// checkpoint's for the model's device (16 KiB of global memory, 256 threads
-// and 64 blocks per launch, 4 KiB of shared memory, a fixed 1 KiB printf
-// buffer, no heap).
+// checkpoint's for the model's device (256 KiB of global memory, 256 threads
+// and 65,535 blocks per launch, 48 KiB of shared memory and 56 KiB opting in,
+// 4 KiB of parameters, a fixed 1 KiB printf buffer, no heap).
 TEST(DaemonDevice, ReportsTheDeviceOfItsBackend) {
   struct Want {
     const char* backend;
@@ -539,9 +539,9 @@ TEST(DaemonDevice, ReportsTheDeviceOfItsBackend) {
                              64 << 10, 1 << 20, 8 << 20},
                         Want{"ptx-reference", 32, 1u << 20, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
                              64 << 10, 1 << 20, 8 << 20},
-                        Want{"interpreter-model", 1, 1024, 256, 256 << 10, 65535, 4 << 10, 4 << 10, 4096, 256 << 10,
+                        Want{"interpreter-model", 1, 1024, 256, 256 << 10, 65535, 48 << 10, 56 << 10, 4096, 256 << 10,
                              1024, 0},
-                        Want{"model-trace", 1, 1024, 256, 256 << 10, 65535, 4 << 10, 4 << 10, 4096, 256 << 10, 1024,
+                        Want{"model-trace", 1, 1024, 256, 256 << 10, 65535, 48 << 10, 56 << 10, 4096, 256 << 10, 1024,
                              0}}) {
     Daemon dm({"--backend", w.backend});
     auto c = dm.connect();

@@ -391,8 +391,8 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   m = lines(r.out);
   EXPECT_EQ(m["totalGlobalMem"], "262144");
-  EXPECT_EQ(m["sharedMemPerBlock"], "4096");
-  EXPECT_EQ(m["sharedMemPerBlockOptin"], "4096");
+  EXPECT_EQ(m["sharedMemPerBlock"], "49152");
+  EXPECT_EQ(m["sharedMemPerBlockOptin"], "57344");
   EXPECT_EQ(m["maxThreadsPerBlock"], "256");
   EXPECT_EQ(m["maxThreadsDim"], "256,256,64");
   EXPECT_EQ(m["maxGridSize"], "65535,65535,65535");
