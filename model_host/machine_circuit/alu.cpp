@@ -75,14 +75,8 @@ AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers&
   mdata.insert(mdata.end(), c.prevP.begin(), c.prevP.end());
   s.st_data = b.mux("st_data", s.is_mg, {{1, mdata}, {0, s.C}}, 8);
 
-  const Digits r_mul = multiply(p, "mul", s.Aw, s.Bw);
-  const ValueId is_mul = b.flag("is_mul", s.alu_case, [](int k) { return k == int(Op::MUL); });
-  s.acc = b.mux("r.mul", is_mul, {{1, r_mul}, {0, s.acc}}, 8);
-
-  // Stage 1: the address sum (and ADD), the operands as bits.
-  const size_t stage1 = p.ops().size();
+  // Stage 1: the address sum (and ADD).
   s.sum = word_digits(circuit::add(p, "add", s.Aw, s.Bw).value);
-  p.wait_for(stage1, s.acc.back().v);
 
   return s;
 }
@@ -315,6 +309,17 @@ void floats(Builder& b, AluState& s, ValueId loaded) {
   s.acc = b.mux("r.fadd", is_fadd, {{1, r_fadd}, {0, s.acc}}, 8);
 }
 
+// MUL (the low half), last: its nibble products fill the residual while
+// they are summed.
+void products(Builder& b, AluState& s, ValueId after) {
+  Program& p = b.p;
+  const size_t first = p.ops().size();
+  const Digits r_mul = multiply(p, "mul", s.Aw, s.Bw);
+  const ValueId is_mul = b.flag("is_mul", s.alu_case, [](int k) { return k == int(Op::MUL); });
+  p.wait_for(first, after);
+  s.acc = b.mux("r.mul", is_mul, {{1, r_mul}, {0, s.acc}}, 8);
+}
+
 }  // namespace
 
 Alu alu_stage(Builder& b, const Context& c, const Rom& r, const Registers& regs) {
@@ -322,8 +327,10 @@ Alu alu_stage(Builder& b, const Context& c, const Rom& r, const Registers& regs)
   memories(b, c, r, s);
   const ValueId loaded = s.acc.back().v;
   bit_operations(b, r, s);
+  const ValueId bits_done = s.acc.back().v;
   comparisons(b, s);
   floats(b, s, loaded);
+  products(b, s, bits_done);
   Alu out;
   out.R = s.acc;
   out.hi_zero = is_zero(b, "hi_zero", slice(b.pad(out.R, 8), 4, 4));
