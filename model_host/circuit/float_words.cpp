@@ -433,34 +433,40 @@ std::vector<Term> significand_bit(const Word& x, int i, int coef = 1) {
 
 }  // namespace
 
-Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b) {
+Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers) {
   if (a.bits != 4 || b.bits != 4 || a.digits.size() != 8 || b.digits.size() != 8)
     fail("float_mul32 '" + name + "': operands must be words of 8 nibbles");
+  if (product_layers != 1 && product_layers != 2) fail("float_mul32 '" + name + "': product_layers is 1 or 2");
   static constexpr int kN = 24, kW = 48;   // significand bits; product bits
   static constexpr int kMaxShift = 26;     // amount slot kMaxShift: below half the least denormal
 
-  // Layer 1: the bit products a_i b_j of the significands, read straight
-  // from the nibbles (one step each; the hidden bits' product, which needs
-  // both exponents non-zero, is made in layer 2 from the flags); operand
-  // classes; the trailing zeros of each significand (24 for a zero one);
-  // the sign.
+  // Layers 1-2: the bit products a_i b_j of the significands, read straight
+  // from the nibbles (one step each), for b's low 12 bits in layer 1 and
+  // its high 12 in layer 2, so that the residual holds half of them at a
+  // time (the hidden bits' product, which needs both exponents non-zero, is
+  // made in layer 2 from the flags).  Layer 1 also: operand classes; the
+  // trailing zeros of each significand (24 for a zero one); the sign.
   std::vector<std::vector<ValueId>> prod(kN, std::vector<ValueId>(kN, -1));
-  for (int i = 0; i < kN; ++i)
-    for (int j = 0; j < kN; ++j) {
-      if (i == 23 && j == 23) continue;
-      // 4 [bit i of a] + 4 [bit j of b] - 7 >= 1, with a hidden bit's terms
-      // (0..3, at least 1 where it is set) standing in for the literal: the
-      // side that is a hidden bit gets coefficient 1 and the other 4.
-      Step st;
-      std::vector<Term> ta = significand_bit(a, i, i == 23 ? 1 : 4);
-      std::vector<Term> tb = significand_bit(b, j, j == 23 ? 1 : 4);
-      st.form = ta;
-      st.form.insert(st.form.end(), tb.begin(), tb.end());
-      st.bias = (i == 23 || j == 23) ? -4 : -7;
-      st.from = 0;
-      st.to = 1;
-      prod[i][j] = p.mlp(name + ".p" + std::to_string(i) + "_" + std::to_string(j), 2, 0, {st});
-    }
+  auto products = [&](int j0, int j1) {
+    for (int i = 0; i < kN; ++i)
+      for (int j = j0; j < j1; ++j) {
+        if (i == 23 && j == 23) continue;
+        // 4 [bit i of a] + 4 [bit j of b] - 7 >= 1, with a hidden bit's terms
+        // (0..3, at least 1 where it is set) standing in for the literal: the
+        // side that is a hidden bit gets coefficient 1 and the other 4.
+        Step st;
+        st.form = significand_bit(a, i, i == 23 ? 1 : 4);
+        const std::vector<Term> tb = significand_bit(b, j, j == 23 ? 1 : 4);
+        st.form.insert(st.form.end(), tb.begin(), tb.end());
+        st.bias = (i == 23 || j == 23) ? -4 : -7;
+        st.from = 0;
+        st.to = 1;
+        prod[i][j] = p.mlp(name + ".p" + std::to_string(i) + "_" + std::to_string(j), 2, 0, {st});
+      }
+  };
+  // With one product layer, every product is in the first half.
+  const int kHalf = product_layers == 2 ? kN / 2 : kN;
+  products(0, kHalf);
   const Classes ca = classify(p, name + ".a", a), cb = classify(p, name + ".b", b);
   auto zero_flag = [&](const Word& x, const char* what) {
     std::vector<Term> t = exponent_terms(x);
@@ -495,27 +501,72 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
                                                     {b.digits[7], 15, 1}},
                                 0, [](int s) { return s & 1; });
 
-  // Layer 2: the column counts c_k = sum of a_i b_j over i + j = k (k = 46:
-  // the hidden bits' product); the exponent E = ea' + eb' - 127 (a
-  // denormal's exponent is 1), and the right shift min(1 - E, 26) where the
-  // result falls below the normal range; the NaN and infinite results.
+  // Layers 2-3: the column counts c_k = sum of a_i b_j over i + j = k (k =
+  // 46: the hidden bits' product): of the first half in layer 2, the whole
+  // (that count read by its value, plus the second half) in layer 3.  Layer
+  // 2 also: the exponent E = ea' + eb' - 127 (a denormal's exponent is 1),
+  // and the right shift min(1 - E, 26) where the result falls below the
+  // normal range; the NaN and infinite results.
   std::vector<Term> expo{{ca.zero_exp, 1, 1}, {cb.zero_exp, 1, 1}};
   for (const Term& t : exponent_terms(a)) expo.push_back(t);
   for (const Term& t : exponent_terms(b)) expo.push_back(t);
   const int ebias = -127;
-  std::vector<ValueId> count(kW - 1);
-  std::vector<int> most(kW - 1, 0);
-  for (int k = 0; k < kW - 2; ++k) {
+  const ValueId hidden = p.lookup(name + ".p23_23", 2, {ca.zero_exp, cb.zero_exp},
+                                  [](const std::vector<int>& v) { return !v[0] && !v[1] ? 1 : 0; });
+  // cbits[k][t]: terms summing to bit t of the column count c_k.
+  std::vector<std::vector<std::vector<Term>>> cbits(kW - 1);
+  auto categorical_bits = [&](int k, ValueId c, int max) {
+    for (int t = 0; (1 << t) <= max; ++t) {
+      std::vector<Term> terms;
+      for (int v = 1; v <= max; ++v)
+        if ((v >> t) & 1) terms.push_back({c, v, 1});
+      cbits[k].push_back(std::move(terms));
+    }
+  };
+  auto column = [&](int k, int j0, int j1) {   // the products of column k with b's bit in [j0, j1)
     std::vector<Term> t;
     for (int i = std::max(0, k - (kN - 1)); i <= std::min(k, kN - 1); ++i) {
-      t.push_back({prod[i][k - i], 1, 1});
-      ++most[k];
+      const int j = k - i;
+      if (j < j0 || j >= j1) continue;
+      t.push_back(i == 23 && j == 23 ? Term{hidden, 1, 1} : Term{prod[i][j], 1, 1});
     }
-    count[k] = p.ladder(part(name, "c", k), most[k] + 1, t, 0, [](int s) { return s; });
+    return t;
+  };
+  std::vector<ValueId> c1(kW - 1, -1);
+  std::vector<int> n1(kW - 1, 0);
+  for (int k = 0; k < kW - 1; ++k) {
+    const std::vector<Term> first = column(k, 0, kHalf);
+    n1[k] = static_cast<int>(first.size());
+    if (n1[k] == 0) continue;
+    if (first.size() == 1 && first[0].v == hidden) {   // the hidden bits' product alone
+      c1[k] = hidden;
+      continue;
+    }
+    c1[k] = p.ladder(part(name, "c1_", k), n1[k] + 1, first, 0, [](int s) { return s; });
   }
-  count[kW - 2] = p.lookup(part(name, "c", kW - 2), 2, {ca.zero_exp, cb.zero_exp},
-                           [](const std::vector<int>& v) { return !v[0] && !v[1] ? 1 : 0; });
-  most[kW - 2] = 1;
+  if (product_layers == 1) {
+    for (int k = 0; k < kW - 1; ++k) categorical_bits(k, c1[k], n1[k]);
+  } else {
+    // Layer 3: b's high 12 bits' products, once the first half is counted;
+    // layer 4: the whole count in bits (at most 5 ladders), from the first
+    // half's count read by its value and the second half's products.
+    const size_t second = p.ops().size();
+    products(kHalf, kN);
+    p.wait_for(second, c1[0]);
+    for (int k = 0; k < kW - 1; ++k) {
+      std::vector<Term> t = column(k, kHalf, kN);
+      if (t.empty()) {
+        categorical_bits(k, c1[k], n1[k]);
+        continue;
+      }
+      const int most = n1[k] + static_cast<int>(t.size());
+      for (int v = 1; v <= n1[k]; ++v) t.push_back({c1[k], v, v});
+      for (int b = 0; (1 << b) <= most; ++b)
+        cbits[k].push_back({{p.ladder(part(name, ("c" + std::to_string(b) + "_").c_str(), k), 2, t, 0,
+                                      [b](int s) { return (s >> b) & 1; }),
+                             1, 1}});
+    }
+  }
   std::vector<Term> neg_e;
   for (const Term& t : expo) neg_e.push_back({t.v, t.slot, -t.coef});
   const ValueId amount = p.ladder(name + ".rshift", kMaxShift + 1, neg_e, 1 - ebias,
@@ -526,8 +577,7 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
   const ValueId inf = p.ladder(name + ".inf", 2, {{ca.inf, 1, 1}, {cb.inf, 1, 1}}, 0,
                                [](int s) { return s >= 1 ? 1 : 0; });
 
-  // Layer 3: d_k = sum over t of bit t of c_{k-t} (at most 5: the product
-  // is sum d_k 2^k, and no column above 47 can hold anything).
+  // out_k = sum over t of bit t of in_{k-t}, for categorical in.
   auto reduce = [&](const std::vector<ValueId>& in, const std::vector<int>& max_in, const char* what,
                     std::vector<int>& max_out) {
     std::vector<ValueId> out(kW, -1);
@@ -545,8 +595,22 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
     }
     return out;
   };
-  std::vector<int> dmax, emax;
-  const std::vector<ValueId> d = reduce(count, most, "d", dmax);
+  // Layer 3 (5 with two product layers): d_k = sum over t of bit t of
+  // c_{k-t} (at most 5: the product is sum d_k 2^k, and no column above 47
+  // can hold anything).  The layers below count from here: layer 4 is this
+  // one's next.
+  std::vector<ValueId> d(kW, -1);
+  std::vector<int> dmax(kW, 0), emax;
+  for (int k = 0; k < kW; ++k) {
+    std::vector<Term> t;
+    for (int b = 0; b < 8; ++b) {
+      const int src = k - b;
+      if (src < 0 || src >= kW - 1 || b >= static_cast<int>(cbits[src].size())) continue;
+      t.insert(t.end(), cbits[src][b].begin(), cbits[src][b].end());
+      ++dmax[k];
+    }
+    if (!t.empty()) d[k] = p.ladder(part(name, "d", k), dmax[k] + 1, t, 0, [](int s) { return s; });
+  }
   // Layer 4: e_k the same over d (at most 3): two rows, x_k = bit 0 of e_k
   // and y_k = bit 1 of e_{k-1}.
   const std::vector<ValueId> e = reduce(d, dmax, "e", emax);

@@ -51,9 +51,12 @@ Word float_add32(Program& p, const std::string& name, const Word& a, const Word&
 // a * b for f32 bit patterns (words of 8 nibbles), .rn without .ftz: the
 // exact 48-bit product of the significands (bit products, column counts
 // reduced to two rows, carry lookahead), right-shifted with sticky where the
-// result is below the normal range, then round_pack32 (docs/circuit.md).
-// Denormal operands, signed zeros, inf * 0 = NaN, every NaN result the
-// canonical 0x7FFFFFFF, overflow to infinity, underflow to denormals or zero.
-Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b);
+// result is below the normal range, then round_pack32: eleven layers
+// (docs/circuit.md).  Denormal operands, signed zeros, inf * 0 = NaN, every
+// NaN result the canonical 0x7FFFFFFF, overflow to infinity, underflow to
+// denormals or zero.  With product_layers = 2 the bit products are made
+// half in each of two layers, and the residual holds about 830 dimensions
+// of the multiply at its peak instead of about 1,150 (twelve layers).
+Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers = 1);
 
 }  // namespace qgpu::circuit

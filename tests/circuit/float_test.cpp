@@ -43,7 +43,7 @@ size_t float_pairs() {
 struct FloatBench {
   ByteBench b;
   Word a, c, sum, diff, prod;
-  explicit FloatBench(bool multiply = false) {
+  explicit FloatBench(bool multiply = false, int product_layers = 1) {
     a = b.window(4);
     ValueId back = b.p.lookup("pos-4", 8, {b.pos}, [](const std::vector<int>& v) { return (v[0] + 4) % 8; });
     MemoryOp hist;
@@ -55,7 +55,7 @@ struct FloatBench {
     for (ValueId d : a.digits) hist.parts.push_back({d, 0});
     c = {b.p.memory(hist), 4};
     if (multiply) {
-      prod = float_mul32(b.p, "fmul", a, c);
+      prod = float_mul32(b.p, "fmul", a, c, product_layers);
       return;
     }
     sum = float_add32(b.p, "fadd", a, c);
@@ -254,6 +254,10 @@ TEST(CircuitFloat, MulEdgeClassesAndRandomPairsEvaluated) {
   evaluate_mul(fb, bytes_of(random_words(n / 4 + 2, false, 31)), mul, "uniform");
   evaluate_mul(fb, bytes_of(random_words(n / 4 + 2, true, 32)), mul, "close exponents");
   evaluate_mul(fb, bytes_of(boundary_words(n / 4 + 2, 33)), mul, "range ends");
+  // The same circuit with its products made over two layers.
+  FloatBench split(true, 2);
+  evaluate_mul(split, bytes_of(random_words(n / 4 + 2, false, 35)), mul, "two product layers, uniform");
+  evaluate_mul(split, bytes_of(boundary_words(n / 4 + 2, 36)), mul, "two product layers, range ends");
   std::cout << edges.size() << " edge values, " << edge_pairs << " pairs in their crossing; " << mul.compared
             << " pairs in all, " << mul.wrong << " mul mismatches\n";
   EXPECT_GE(edge_pairs, static_cast<int64_t>(edges.size() * edges.size()));
