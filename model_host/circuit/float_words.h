@@ -54,9 +54,10 @@ Word float_add32(Program& p, const std::string& name, const Word& a, const Word&
 // result is below the normal range, then round_pack32: eleven layers
 // (docs/circuit.md).  Denormal operands, signed zeros, inf * 0 = NaN, every
 // NaN result the canonical 0x7FFFFFFF, overflow to infinity, underflow to
-// denormals or zero.  With product_layers = 2 the bit products are made
-// half in each of two layers, and the residual holds about 830 dimensions
-// of the multiply at its peak instead of about 1,150 (twelve layers).
+// denormals or zero.  With product_layers = 2 the products of b's low 12
+// bits are made and counted before those of its high 12 bits, and the whole
+// count is made in bits: the residual holds half the 575 bit products (2
+// dimensions each) at a time, for two more layers (thirteen).
 Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers = 1);
 
 }  // namespace qgpu::circuit

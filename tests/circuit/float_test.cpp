@@ -9,11 +9,16 @@
 // words, the rest mixtures of their bytes).  QGPU_FLOAT_PAIRS=N crosses all
 // 458 edge values and runs N pairs of each kind; the full count (about 45
 // minutes on a shared 2-core machine):
-//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.*Evaluated'
-// The multiply's test crosses the same edge values and more (powers of two
-// whose products cross the ends of the normal and denormal ranges, halfway
-// products) and runs random pairs of three kinds: uniform, close exponents,
-// and exponent sums at the ends of the range (underflow and overflow).
+//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.Add*Evaluated'
+// The multiply's test crosses 94 edge values by default (the add's specials,
+// halfway products, powers of two whose products cross the ends of the
+// normal and denormal ranges and overflow) and runs 6,000 random pairs of
+// each of three kinds: uniform, close exponents, and exponent sums at the
+// ends of the range (underflow and overflow, one word in 8 a denormal); the
+// uniform and range-end pairs also through the circuit with two product
+// layers (about 10 s in all).  QGPU_FLOAT_PAIRS=N crosses 760 edge values and
+// runs N pairs of each kind; the full count:
+//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.Mul*Evaluated'
 #include "bench.h"
 
 #include "model_host/circuit/float_words.h"
