@@ -440,12 +440,13 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
   static constexpr int kN = 24, kW = 48;   // significand bits; product bits
   static constexpr int kMaxShift = 26;     // amount slot kMaxShift: below half the least denormal
 
-  // Layers 1-2: the bit products a_i b_j of the significands, read straight
-  // from the nibbles (one step each), for b's low 12 bits in layer 1 and
-  // its high 12 in layer 2, so that the residual holds half of them at a
-  // time (the hidden bits' product, which needs both exponents non-zero, is
-  // made in layer 2 from the flags).  Layer 1 also: operand classes; the
-  // trailing zeros of each significand (24 for a zero one); the sign.
+  // Layer 1: the bit products a_i b_j of the significands, read straight
+  // from the nibbles (one step each); with two product layers only those of
+  // b's low 12 bits, the others in layer 3, so that the residual holds half
+  // of them at a time (the hidden bits' product, which needs both exponents
+  // non-zero, is made in layer 2 from the flags).  Layer 1 also: operand
+  // classes; the trailing zeros of each significand (24 for a zero one); the
+  // sign.
   std::vector<std::vector<ValueId>> prod(kN, std::vector<ValueId>(kN, -1));
   auto products = [&](int j0, int j1) {
     for (int i = 0; i < kN; ++i)
@@ -501,12 +502,12 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
                                                     {b.digits[7], 15, 1}},
                                 0, [](int s) { return s & 1; });
 
-  // Layers 2-3: the column counts c_k = sum of a_i b_j over i + j = k (k =
-  // 46: the hidden bits' product): of the first half in layer 2, the whole
-  // (that count read by its value, plus the second half) in layer 3.  Layer
-  // 2 also: the exponent E = ea' + eb' - 127 (a denormal's exponent is 1),
-  // and the right shift min(1 - E, 26) where the result falls below the
-  // normal range; the NaN and infinite results.
+  // Layer 2: the column counts c_k = sum of a_i b_j over i + j = k (k = 46:
+  // the hidden bits' product), of the first half with two product layers
+  // (the whole count in layer 4, below).  Also: the exponent E = ea' + eb' -
+  // 127 (a denormal's exponent is 1), and the right shift min(1 - E, 26)
+  // where the result falls below the normal range; the NaN and infinite
+  // results.
   std::vector<Term> expo{{ca.zero_exp, 1, 1}, {cb.zero_exp, 1, 1}};
   for (const Term& t : exponent_terms(a)) expo.push_back(t);
   for (const Term& t : exponent_terms(b)) expo.push_back(t);
