@@ -403,4 +403,322 @@ static Word add32(Program& p, const std::string& name, const Word& a, const Word
   return round_pack32(p, name + ".pack", u);
 }
 
+namespace {
+
+// Terms that add `coef` where bit i (0..22) of the fraction of x is set.
+std::vector<Term> fraction_bit(const Word& x, int i, int coef = 1) {
+  std::vector<Term> t;
+  for (int s = 0; s < 16; ++s)
+    if ((s >> (i % 4)) & 1) t.push_back({x.digits[i / 4], s, coef});
+  return t;
+}
+
+// Terms that count (0..3) the parts of x's exponent field that are not
+// zero: bit 23, bits 24..27, bits 28..30.  Non-zero exactly where x's
+// significand has its hidden bit.
+std::vector<Term> hidden_terms(const Word& x, int coef = 1) {
+  std::vector<Term> t;
+  for (int s = 8; s < 16; ++s) t.push_back({x.digits[5], s, coef});
+  for (int s = 1; s < 16; ++s) t.push_back({x.digits[6], s, coef});
+  for (int s = 0; s < 16; ++s)
+    if (s & 7) t.push_back({x.digits[7], s, coef});
+  return t;
+}
+
+// Bit i (0..23) of x's significand (23: the hidden bit) times `coef`, as
+// terms whose sum lies in [0, 3 coef] and is >= coef exactly where the bit is set.
+std::vector<Term> significand_bit(const Word& x, int i, int coef = 1) {
+  return i == 23 ? hidden_terms(x, coef) : fraction_bit(x, i, coef);
+}
+
+}  // namespace
+
+Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers) {
+  if (a.bits != 4 || b.bits != 4 || a.digits.size() != 8 || b.digits.size() != 8)
+    fail("float_mul32 '" + name + "': operands must be words of 8 nibbles");
+  if (product_layers != 1 && product_layers != 2) fail("float_mul32 '" + name + "': product_layers is 1 or 2");
+  static constexpr int kN = 24, kW = 48;   // significand bits; product bits
+  static constexpr int kMaxShift = 26;     // amount slot kMaxShift: below half the least denormal
+
+  // Layer 1: the bit products a_i b_j of the significands, read straight
+  // from the nibbles (one step each); with two product layers only those of
+  // b's low 12 bits, the others in layer 3, so that the residual holds half
+  // of them at a time (the hidden bits' product, which needs both exponents
+  // non-zero, is made in layer 2 from the flags).  Layer 1 also: operand
+  // classes; the trailing zeros of each significand (24 for a zero one); the
+  // sign.
+  std::vector<std::vector<ValueId>> prod(kN, std::vector<ValueId>(kN, -1));
+  auto products = [&](int j0, int j1) {
+    for (int i = 0; i < kN; ++i)
+      for (int j = j0; j < j1; ++j) {
+        if (i == 23 && j == 23) continue;
+        // 4 [bit i of a] + 4 [bit j of b] - 7 >= 1, with a hidden bit's terms
+        // (0..3, at least 1 where it is set) standing in for the literal: the
+        // side that is a hidden bit gets coefficient 1 and the other 4.
+        Step st;
+        st.form = significand_bit(a, i, i == 23 ? 1 : 4);
+        const std::vector<Term> tb = significand_bit(b, j, j == 23 ? 1 : 4);
+        st.form.insert(st.form.end(), tb.begin(), tb.end());
+        st.bias = (i == 23 || j == 23) ? -4 : -7;
+        st.from = 0;
+        st.to = 1;
+        prod[i][j] = p.mlp(name + ".p" + std::to_string(i) + "_" + std::to_string(j), 2, 0, {st});
+      }
+  };
+  // With one product layer, every product is in the first half.
+  const int kHalf = product_layers == 2 ? kN / 2 : kN;
+  products(0, kHalf);
+  const Classes ca = classify(p, name + ".a", a), cb = classify(p, name + ".b", b);
+  auto zero_flag = [&](const Word& x, const char* what) {
+    std::vector<Term> t = exponent_terms(x);
+    for (int k = 0; k < 5; ++k)
+      for (int s = 1; s < 16; ++s) t.push_back({x.digits[k], s, 1});
+    for (int s = 0; s < 16; ++s)
+      if (s & 7) t.push_back({x.digits[5], s, 1});
+    return p.ladder(name + what, 2, t, 0, [](int s) { return s == 0 ? 1 : 0; });
+  };
+  const ValueId za = zero_flag(a, ".a.zero"), zb = zero_flag(b, ".b.zero");
+  auto trailing = [&](const Word& x, const char* what) {
+    std::vector<Step> steps;
+    for (int t = 1; t <= kN; ++t) {
+      Step st;
+      for (int i = 0; i < t; ++i) {
+        const std::vector<Term> bt = significand_bit(x, i, -1);
+        st.form.insert(st.form.end(), bt.begin(), bt.end());
+      }
+      st.bias = 1;
+      st.from = t - 1;
+      st.to = t;
+      steps.push_back(std::move(st));
+    }
+    return p.mlp(name + what, kN + 1, 0, std::move(steps));
+  };
+  const ValueId tza = trailing(a, ".a.tz"), tzb = trailing(b, ".b.tz");
+  const ValueId sign = p.ladder(name + ".sign", 2, {{a.digits[7], 8, 1}, {a.digits[7], 9, 1}, {a.digits[7], 10, 1},
+                                                    {a.digits[7], 11, 1}, {a.digits[7], 12, 1}, {a.digits[7], 13, 1},
+                                                    {a.digits[7], 14, 1}, {a.digits[7], 15, 1}, {b.digits[7], 8, 1},
+                                                    {b.digits[7], 9, 1}, {b.digits[7], 10, 1}, {b.digits[7], 11, 1},
+                                                    {b.digits[7], 12, 1}, {b.digits[7], 13, 1}, {b.digits[7], 14, 1},
+                                                    {b.digits[7], 15, 1}},
+                                0, [](int s) { return s & 1; });
+
+  // Layer 2: the column counts c_k = sum of a_i b_j over i + j = k (k = 46:
+  // the hidden bits' product), of the first half with two product layers
+  // (the whole count in layer 4, below).  Also: the exponent E = ea' + eb' -
+  // 127 (a denormal's exponent is 1), and the right shift min(1 - E, 26)
+  // where the result falls below the normal range; the NaN and infinite
+  // results.
+  std::vector<Term> expo{{ca.zero_exp, 1, 1}, {cb.zero_exp, 1, 1}};
+  for (const Term& t : exponent_terms(a)) expo.push_back(t);
+  for (const Term& t : exponent_terms(b)) expo.push_back(t);
+  const int ebias = -127;
+  const ValueId hidden = p.lookup(name + ".p23_23", 2, {ca.zero_exp, cb.zero_exp},
+                                  [](const std::vector<int>& v) { return !v[0] && !v[1] ? 1 : 0; });
+  // cbits[k][t]: terms summing to bit t of the column count c_k.
+  std::vector<std::vector<std::vector<Term>>> cbits(kW - 1);
+  auto categorical_bits = [&](int k, ValueId c, int max) {
+    for (int t = 0; (1 << t) <= max; ++t) {
+      std::vector<Term> terms;
+      for (int v = 1; v <= max; ++v)
+        if ((v >> t) & 1) terms.push_back({c, v, 1});
+      cbits[k].push_back(std::move(terms));
+    }
+  };
+  auto column = [&](int k, int j0, int j1) {   // the products of column k with b's bit in [j0, j1)
+    std::vector<Term> t;
+    for (int i = std::max(0, k - (kN - 1)); i <= std::min(k, kN - 1); ++i) {
+      const int j = k - i;
+      if (j < j0 || j >= j1) continue;
+      t.push_back(i == 23 && j == 23 ? Term{hidden, 1, 1} : Term{prod[i][j], 1, 1});
+    }
+    return t;
+  };
+  std::vector<ValueId> c1(kW - 1, -1);
+  std::vector<int> n1(kW - 1, 0);
+  for (int k = 0; k < kW - 1; ++k) {
+    const std::vector<Term> first = column(k, 0, kHalf);
+    n1[k] = static_cast<int>(first.size());
+    if (n1[k] == 0) continue;
+    if (first.size() == 1 && first[0].v == hidden) {   // the hidden bits' product alone
+      c1[k] = hidden;
+      continue;
+    }
+    c1[k] = p.ladder(part(name, "c1_", k), n1[k] + 1, first, 0, [](int s) { return s; });
+  }
+  if (product_layers == 1) {
+    for (int k = 0; k < kW - 1; ++k) categorical_bits(k, c1[k], n1[k]);
+  } else {
+    // Layer 3: b's high 12 bits' products, once the first half is counted;
+    // layer 4: the whole count in bits (at most 5 ladders), from the first
+    // half's count read by its value and the second half's products.
+    const size_t second = p.ops().size();
+    products(kHalf, kN);
+    p.wait_for(second, c1[0]);
+    for (int k = 0; k < kW - 1; ++k) {
+      std::vector<Term> t = column(k, kHalf, kN);
+      if (t.empty()) {
+        categorical_bits(k, c1[k], n1[k]);
+        continue;
+      }
+      const int most = n1[k] + static_cast<int>(t.size());
+      for (int v = 1; v <= n1[k]; ++v) t.push_back({c1[k], v, v});
+      for (int b = 0; (1 << b) <= most; ++b)
+        cbits[k].push_back({{p.ladder(part(name, ("c" + std::to_string(b) + "_").c_str(), k), 2, t, 0,
+                                      [b](int s) { return (s >> b) & 1; }),
+                             1, 1}});
+    }
+  }
+  std::vector<Term> neg_e;
+  for (const Term& t : expo) neg_e.push_back({t.v, t.slot, -t.coef});
+  const ValueId amount = p.ladder(name + ".rshift", kMaxShift + 1, neg_e, 1 - ebias,
+                                  [](int s) { return std::clamp(s, 0, kMaxShift); });
+  const ValueId nan = p.mlp(name + ".nan", 2, 0,
+                            {conj({}, {ca.nan, cb.nan}, 0, 1), conj({{ca.inf, 1, 1}, {zb, 1, 1}}, {}, 0, 1),
+                             conj({{za, 1, 1}, {cb.inf, 1, 1}}, {}, 0, 1)});
+  const ValueId inf = p.ladder(name + ".inf", 2, {{ca.inf, 1, 1}, {cb.inf, 1, 1}}, 0,
+                               [](int s) { return s >= 1 ? 1 : 0; });
+
+  // out_k = sum over t of bit t of in_{k-t}, for categorical in.
+  auto reduce = [&](const std::vector<ValueId>& in, const std::vector<int>& max_in, const char* what,
+                    std::vector<int>& max_out) {
+    std::vector<ValueId> out(kW, -1);
+    max_out.assign(kW, 0);
+    for (int k = 0; k < kW; ++k) {
+      std::vector<Term> t;
+      for (int s = 0; s < 8; ++s) {
+        const int src = k - s;
+        if (src < 0 || src >= static_cast<int>(in.size()) || in[src] < 0 || max_in[src] < (1 << s)) continue;
+        for (int v = 1; v <= max_in[src]; ++v)
+          if ((v >> s) & 1) t.push_back({in[src], v, 1});
+        ++max_out[k];
+      }
+      if (!t.empty()) out[k] = p.ladder(part(name, what, k), max_out[k] + 1, t, 0, [](int s) { return s; });
+    }
+    return out;
+  };
+  // Layer 3 (5 with two product layers): d_k = sum over t of bit t of
+  // c_{k-t} (at most 5: the product is sum d_k 2^k, and no column above 47
+  // can hold anything).  The layers below count from here: layer 4 is this
+  // one's next.
+  std::vector<ValueId> d(kW, -1);
+  std::vector<int> dmax(kW, 0), emax;
+  for (int k = 0; k < kW; ++k) {
+    std::vector<Term> t;
+    for (int b = 0; b < 8; ++b) {
+      const int src = k - b;
+      if (src < 0 || src >= kW - 1 || b >= static_cast<int>(cbits[src].size())) continue;
+      t.insert(t.end(), cbits[src][b].begin(), cbits[src][b].end());
+      ++dmax[k];
+    }
+    if (!t.empty()) d[k] = p.ladder(part(name, "d", k), dmax[k] + 1, t, 0, [](int s) { return s; });
+  }
+  // Layer 4: e_k the same over d (at most 3): two rows, x_k = bit 0 of e_k
+  // and y_k = bit 1 of e_{k-1}.
+  const std::vector<ValueId> e = reduce(d, dmax, "e", emax);
+  for (int k = 0; k < kW; ++k)
+    if (emax[k] > 3) fail("float_mul32: a reduced column above 3");
+
+  // Layer 5: generate and propagate (x xor y) of the two rows; -1 where
+  // the bit is always 0.  A row bit that can be set has terms for "is 1" and
+  // "is 0"; one that cannot, none.
+  auto row_bit = [&](int k, int want, bool high) {
+    std::vector<Term> t;
+    const int c = high ? k - 1 : k;
+    for (int v = 0; c >= 0 && e[c] >= 0 && v <= emax[c]; ++v)
+      if (((v >> (high ? 1 : 0)) & 1) == want) t.push_back({e[c], v, 1});
+    return t;
+  };
+  auto can_set = [&](int k, bool high) { return !row_bit(k, 1, high).empty(); };
+  auto both = [](std::vector<Term> x, const std::vector<Term>& y) {
+    x.insert(x.end(), y.begin(), y.end());
+    return x;
+  };
+  std::vector<ValueId> g(kW, -1), q(kW, -1);
+  for (int k = 0; k < kW; ++k) {
+    const bool xs = can_set(k, false), ys = can_set(k, true);
+    if (xs && ys) {
+      g[k] = p.mlp(part(name, "g", k), 2, 0, {{both(row_bit(k, 1, false), row_bit(k, 1, true)), -1, 0, 1}});
+      q[k] = p.mlp(part(name, "q", k), 2, 0,
+                   {{both(row_bit(k, 1, false), row_bit(k, 0, true)), -1, 0, 1},
+                    {both(row_bit(k, 0, false), row_bit(k, 1, true)), -1, 0, 1}});
+    } else if (xs || ys) {
+      q[k] = p.mlp(part(name, "q", k), 2, 0, {{row_bit(k, 1, ys), 0, 0, 1}});
+    }
+  }
+
+  // Layer 6: the carries into each bit (carry lookahead).
+  std::vector<ValueId> carry(kW, -1);
+  for (int k = 1; k < kW; ++k) {
+    std::vector<Step> steps;
+    for (int j = 0; j < k; ++j) {
+      if (g[j] < 0) continue;
+      std::vector<Term> all{{g[j], 1, 1}};
+      bool possible = true;
+      for (int i = j + 1; i < k; ++i) {
+        if (q[i] < 0) possible = false;
+        else all.push_back({q[i], 1, 1});
+      }
+      if (possible) steps.push_back(conj(all, {}, 0, 1));
+    }
+    if (!steps.empty()) carry[k] = p.mlp(part(name, "k", k), 2, 0, std::move(steps));
+  }
+
+  // Layer 7: the product's bits q_k xor carry_k shifted right by the
+  // amount; below bit 22 (where round_pack32 reads only a sticky bit) a
+  // shifted product keeps just bit 0, set where the product has a bit below
+  // 22 + amount: where tz(a) + tz(b) <= 21 + amount (tz 24, a zero
+  // significand, counts 48).  Amount 26 leaves nothing: the result is below
+  // half the least denormal, and rounds to zero.  The room to normalise
+  // left, min(E - 1, 47) where nothing was shifted, 0 where something was.
+  auto sum_bit = [&](int j, int amt) {   // steps setting the result where bit j of the product is set
+    std::vector<Step> steps;
+    std::vector<Term> lit{{amount, amt, 1}};
+    if (q[j] < 0 && carry[j] < 0) return steps;
+    if (q[j] < 0) {
+      steps.push_back(conj(both(lit, {{carry[j], 1, 1}}), {}, 0, 1));
+    } else if (carry[j] < 0) {
+      steps.push_back(conj(both(lit, {{q[j], 1, 1}}), {}, 0, 1));
+    } else {
+      steps.push_back(conj(both(lit, {{q[j], 1, 1}, {carry[j], 0, 1}}), {}, 0, 1));
+      steps.push_back(conj(both(lit, {{q[j], 0, 1}, {carry[j], 1, 1}}), {}, 0, 1));
+    }
+    return steps;
+  };
+  const size_t late = p.ops().size();
+  Unpacked32 u;
+  u.sig.bits = 1;
+  for (int i = 0; i < kW; ++i) {
+    std::vector<Step> steps = sum_bit(i, 0);
+    if (i >= 22) {
+      for (int amt = 1; amt < kMaxShift && i + amt < kW; ++amt)
+        for (Step& st : sum_bit(i + amt, amt)) steps.push_back(std::move(st));
+    } else if (i == 0) {
+      for (int amt = 1; amt < kMaxShift; ++amt) {
+        // 48 ([amount == amt] - 1) + 22 + amt - tz(a) - tz(b) >= 1
+        Step st;
+        st.form.push_back({amount, amt, 48});
+        for (int s = 0; s <= kN; ++s) {
+          st.form.push_back({tza, s, -(s == kN ? 48 : s)});
+          st.form.push_back({tzb, s, -(s == kN ? 48 : s)});
+        }
+        st.bias = -48 + 22 + amt;
+        st.from = 0;
+        st.to = 1;
+        steps.push_back(std::move(st));
+      }
+    }
+    u.sig.digits.push_back(p.mlp(part(name, "r", i), 2, 0, std::move(steps)));
+  }
+  u.exponent = expo;
+  for (int amt = 1; amt < kMaxShift; ++amt) u.exponent.push_back({amount, amt, amt});
+  u.exponent_bias = ebias;
+  u.room = p.ladder(name + ".room", kW, u.exponent, ebias - 1, [](int s) { return std::clamp(s, 0, kW - 1); });
+  p.wait_for(late, carry[kW - 1]);
+  u.sign = sign;
+  u.zero_sign = sign;
+  u.nan = nan;
+  u.inf = inf;
+  return round_pack32(p, name + ".pack", u);
+}
+
 }  // namespace qgpu::circuit

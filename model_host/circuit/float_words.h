@@ -16,7 +16,7 @@ namespace qgpu::circuit {
 
 // What the back end rounds and packs: a non-negative significand `sig` of
 // 1-bit digits, `w` = sig.width() >= 27 bits, whose value is
-//   sig x 2^(E - 127 - (w - 2) - 23)
+//   sig x 2^(E - 127 - (w - 2))
 // for the integer E = sum(exponent) + exponent_bias >= 1: E is the biased
 // exponent the result would have with its leading one at bit w - 2 (E = 1
 // with bits below that: a denormal scale).  Bit w - 1 is a carry (a sum that
@@ -47,5 +47,17 @@ Word float_add32(Program& p, const std::string& name, const Word& a, const Word&
 // The same, subtracting where the flag `negate_b` holds (one circuit for
 // add.rn.f32 and sub.rn.f32).
 Word float_add32(Program& p, const std::string& name, const Word& a, const Word& b, ValueId negate_b);
+
+// a * b for f32 bit patterns (words of 8 nibbles), .rn without .ftz: the
+// exact 48-bit product of the significands (bit products, column counts
+// reduced to two rows, carry lookahead), right-shifted with sticky where the
+// result is below the normal range, then round_pack32: eleven layers
+// (docs/circuit.md).  Denormal operands, signed zeros, inf * 0 = NaN, every
+// NaN result the canonical 0x7FFFFFFF, overflow to infinity, underflow to
+// denormals or zero.  With product_layers = 2 the products of b's low 12
+// bits are made and counted before those of its high 12 bits, and the whole
+// count is made in bits: the residual holds half the 575 bit products (2
+// dimensions each) at a time, for two more layers (thirteen).
+Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers = 1);
 
 }  // namespace qgpu::circuit

@@ -187,9 +187,11 @@ void Lowerer::lower_float(const ptx::Instr& in) {
                        : br == ptx::Rnd::Rm ? ptx::Rnd::Rmi
                        : br == ptx::Rnd::Rp ? ptx::Rnd::Rpi
                                             : ptx::Rnd::Rni;
-  // The model's machine (Params::native_fadd): add and sub .rn without .ftz
-  // or .sat are one FADD / FSUB; every other form stays an integer sequence.
+  // The model's machine (Params::native_fadd, native_fmul): add, sub and mul
+  // .rn without .ftz or .sat are one FADD / FSUB / FMUL; every other form
+  // stays an integer sequence.
   const bool fadd_rn = p_.native_fadd && br == ptx::Rnd::Rn && !fm.ftz && !fm.sat;
+  const bool fmul_rn = p_.native_fmul && br == ptx::Rnd::Rn && !fm.ftz && !fm.sat;
   auto nm = [&](ptx::Rnd rr, bool sat) {
     FloatMod x;
     x.rnd = from_ptx(rr);
@@ -290,7 +292,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Mul:
       if (in.mul != ptx::MulMode::None) break;
-      if (nat) return out(fnative(Op::FMUL, nm(br, fm.sat), f(1), f(2)));
+      if (nat || fmul_rn) return out(fnative(Op::FMUL, nm(br, fm.sat), f(1), f(2)));
       return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Fma:
     case PO::Mad:

@@ -42,6 +42,9 @@ struct Params {
   // circuit computes them: docs/circuit.md).  validate() refuses every other
   // float op, and these with other modifiers, on such a machine.
   bool native_fadd = false;
+  // Likewise FMUL .rn without .ftz or .sat (the model's machine: the circuit's
+  // f32 multiply, docs/circuit.md).
+  bool native_fmul = false;
 
   static constexpr uint32_t kCudaWarp = 32;  // what programs see as warpSize
   uint32_t warps_per_group() const { return kCudaWarp / lanes; }
@@ -79,6 +82,7 @@ inline Params& model_params_storage() {
     m.max_ctas = 65535;
     m.print_bytes = 1024;
     m.native_fadd = true;
+    m.native_fmul = true;
     return m;
   }();
   return p;

@@ -4,6 +4,7 @@
 #include "model_host/machine/isa.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace qgpu::gpu::mc {
 
@@ -296,17 +297,31 @@ void comparisons(Builder& b, AluState& s) {
                 8);
 }
 
-// FADD and FSUB (.rn, no .ftz or .sat: docs/isa.md), after the global
-// store, whose inputs fill the residual while it is read: they wait for the
-// loads, and their result joins the result last.
+// FADD, FSUB and FMUL (.rn, no .ftz or .sat: docs/isa.md), after the
+// global store, whose inputs fill the residual while it is read: they wait
+// for the loads, and their result joins the result last.
 void floats(Builder& b, AluState& s, ValueId loaded) {
   Program& p = b.p;
   const size_t first = p.ops().size();
   const ValueId is_fsub = b.flag("is_fsub", s.alu_case, [](int k) { return k == int(Op::FSUB); });
   const Digits r_fadd = word_digits(circuit::float_add32(p, "fadd", s.Aw, s.Bw, is_fsub));
-  const ValueId is_fadd = b.flag("is_fadd", s.alu_case, [](int k) { return k == int(Op::FADD) || k == int(Op::FSUB); });
+  // The multiply waits for the first layer of the add's back end (its layer
+  // 9), and makes its bit products half in each of two layers: all of them
+  // at once, or beside the add's wider layers, would overflow the residual.
+  const size_t mul_first = p.ops().size();
+  const Digits r_fmul = word_digits(circuit::float_mul32(p, "fmul", s.Aw, s.Bw, 2));
+  {
+    ValueId add_sum = -1;
+    for (size_t v = 0; v < p.values().size(); ++v)
+      if (p.values()[v].name == "fadd.pack.lshift") add_sum = static_cast<ValueId>(v);
+    if (add_sum < 0) throw std::logic_error("floats: the f32 add has no value 'fadd.pack.lshift'");
+    p.wait_for(mul_first, add_sum);
+  }
+  const ValueId fsel = circuit::apply(p, "fsel", 3, s.alu_case, [](int k) {
+    return k == int(Op::FADD) || k == int(Op::FSUB) ? 1 : k == int(Op::FMUL) ? 2 : 0;
+  });
   p.wait_for(first, loaded);
-  s.acc = b.mux("r.fadd", is_fadd, {{1, r_fadd}, {0, s.acc}}, 8);
+  s.acc = b.mux("r.float", fsel, {{1, r_fadd}, {2, r_fmul}, {0, s.acc}}, 8);
 }
 
 // MUL (the low half), last: its nibble products fill the residual while

@@ -1,4 +1,4 @@
-// f32 add and subtract (float_words.h) compared bit for bit with the PTX
+// f32 add, subtract and multiply (float_words.h) compared bit for bit with the PTX
 // reference's f32 arithmetic (model_host/ptx/float_ref.h): the edge classes
 // crossed with each other and random pairs, through the evaluator, and a
 // smaller crossing through the compiled layers in the Qwen3.5 runtime.
@@ -9,7 +9,16 @@
 // words, the rest mixtures of their bytes).  QGPU_FLOAT_PAIRS=N crosses all
 // 458 edge values and runs N pairs of each kind; the full count (about 45
 // minutes on a shared 2-core machine):
-//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.*Evaluated'
+//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.Add*Evaluated'
+// The multiply's test crosses 94 edge values by default (the add's specials,
+// halfway products, powers of two whose products cross the ends of the
+// normal and denormal ranges and overflow) and runs 6,000 random pairs of
+// each of three kinds: uniform, close exponents, and exponent sums at the
+// ends of the range (underflow and overflow, one word in 8 a denormal); the
+// uniform and range-end pairs also through the circuit with two product
+// layers (about 10 s in all).  QGPU_FLOAT_PAIRS=N crosses 760 edge values and
+// runs N pairs of each kind; the full count:
+//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.Mul*Evaluated'
 #include "bench.h"
 
 #include "model_host/circuit/float_words.h"
@@ -38,8 +47,8 @@ size_t float_pairs() {
 // at the tokens between.
 struct FloatBench {
   ByteBench b;
-  Word a, c, sum, diff;
-  FloatBench() {
+  Word a, c, sum, diff, prod;
+  explicit FloatBench(bool multiply = false, int product_layers = 1) {
     a = b.window(4);
     ValueId back = b.p.lookup("pos-4", 8, {b.pos}, [](const std::vector<int>& v) { return (v[0] + 4) % 8; });
     MemoryOp hist;
@@ -50,6 +59,10 @@ struct FloatBench {
     hist.read_addr = Operand::value(back);
     for (ValueId d : a.digits) hist.parts.push_back({d, 0});
     c = {b.p.memory(hist), 4};
+    if (multiply) {
+      prod = float_mul32(b.p, "fmul", a, c, product_layers);
+      return;
+    }
     sum = float_add32(b.p, "fadd", a, c);
     diff = float_add32(b.p, "fsub", a, c, true);
   }
@@ -105,6 +118,34 @@ std::vector<uint32_t> edge_values(bool small) {
   return v;
 }
 
+// The multiply's extra edge values, both signs: powers of two and
+// neighbours whose products cross 2^-126, 2^-149, 2^-150 and 2^128, and
+// significands whose products are halfway or just off it.
+std::vector<uint32_t> mul_edge_values(bool small) {
+  std::vector<uint32_t> v;
+  if (small) {   // the specials of edge_values, without its values below 1.0
+    for (uint32_t x : edge_values(true))
+      if ((x & 0x7FFFFFFFu) >> 23 < 99 || (x & 0x7FFFFFFFu) >> 23 > 107) v.push_back(x);
+  } else {
+    v = edge_values(false);
+  }
+  std::vector<uint32_t> m = {0x3F800800, 0x3F800801, 0x3FB504F3, 0x00000100, 0x00400001};
+  if (!small) m.insert(m.end(), {0x3F801000, 0x3FB504F4, 0x3F7FFFFF, 0x3FFFFFFE, 0x00001000, 0x00600000});
+  const std::vector<int> exps = small ? std::vector<int>{1, 24, 25, 102, 103, 127, 153, 229, 253}
+                                      : std::vector<int>{1, 2, 3, 22, 23, 24, 25, 26, 27, 50, 100, 101, 102, 103, 104, 105,
+                                                         126, 127, 128, 150, 151, 152, 153, 154, 200, 226, 227, 228, 229,
+                                                         230, 250, 251, 252, 253, 254};
+  const std::vector<uint32_t> fractions = small ? std::vector<uint32_t>{0, 0x7FFFFF}
+                                                : std::vector<uint32_t>{0, 0x400000, 0x7FFFFF, 0x3504F3};
+  for (int e : exps)
+    for (uint32_t f : fractions) m.push_back(static_cast<uint32_t>(e) << 23 | f);
+  for (uint32_t x : m) {
+    v.push_back(x);
+    v.push_back(x ^ 0x80000000u);
+  }
+  return v;
+}
+
 // Random words: uniform bit patterns, or with exponents within 3 of one
 // base exponent (cancellation and carries), which changes every 64 words.
 std::vector<uint32_t> random_words(size_t n, bool close, unsigned seed) {
@@ -119,6 +160,27 @@ std::vector<uint32_t> random_words(size_t n, bool close, unsigned seed) {
       x = (x & 0x807FFFFFu) | (static_cast<uint32_t>(std::clamp(e, 0, 255)) << 23);
     }
     w.push_back(x);
+  }
+  return w;
+}
+
+// Random words for the multiply whose neighbours' exponents sum to the ends
+// of the range: the pair's product exponent near or below the least normal
+// one (sums 90..130) or near overflow (sums 375..385), a base and sum
+// changing every 64 words; one word in 8 a denormal.
+std::vector<uint32_t> boundary_words(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> w;
+  int sum = 0, base = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (i % 64 == 0) {
+      sum = rng() % 2 ? 90 + static_cast<int>(rng() % 41) : 375 + static_cast<int>(rng() % 11);
+      const int lo = std::max(0, sum - 254), hi = std::min(254, sum);
+      base = lo + static_cast<int>(rng() % static_cast<uint32_t>(hi - lo + 1));
+    }
+    int e = (i % 2 ? sum - base : base) + static_cast<int>(rng() % 3) - 1;
+    if (rng() % 8 == 0) e = 0;
+    w.push_back((rng() & 0x807FFFFFu) | (static_cast<uint32_t>(std::clamp(e, 0, 254)) << 23));
   }
   return w;
 }
@@ -169,6 +231,44 @@ TEST(CircuitFloat, AddAndSubEdgeClassesAndRandomPairsEvaluated) {
   EXPECT_EQ(sub.wrong, 0);
 }
 
+// Runs the bytes through the evaluator and compares each product with mul_rn.
+void evaluate_mul(FloatBench& fb, const std::vector<int>& bytes, Tally& mul, const char* what) {
+  Evaluator ev(fb.b.p);
+  for (size_t t = 0; t < bytes.size(); ++t) {
+    const auto& v = ev.step(ByteBench::token(bytes[t], static_cast<int>(t)));
+    if (t < 7) continue;
+    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
+    std::vector<int> d;
+    for (ValueId id : fb.prod.digits) d.push_back(v[id]);
+    const uint32_t got = static_cast<uint32_t>(value_of(d, 4)), want = fref::mul_rn(x, y);
+    ++mul.compared;
+    if (got != want && mul.wrong++ < 5)
+      ADD_FAILURE() << what << ", token " << t << ": mul(" << std::hex << x << ", " << y << ") = " << got
+                    << ", reference " << want << std::dec;
+  }
+}
+
+TEST(CircuitFloat, MulEdgeClassesAndRandomPairsEvaluated) {
+  ASSERT_EQ(std::fegetround(), FE_TONEAREST);   // mul_rn rounds as the host does
+  FloatBench fb(true);
+  Tally mul;
+  const size_t full = float_pairs(), n = full ? full : 6'000;
+  const std::vector<uint32_t> edges = mul_edge_values(full == 0);
+  evaluate_mul(fb, bytes_of(all_pairs(edges)), mul, "edge classes");
+  const int64_t edge_pairs = mul.compared;
+  evaluate_mul(fb, bytes_of(random_words(n / 4 + 2, false, 31)), mul, "uniform");
+  evaluate_mul(fb, bytes_of(random_words(n / 4 + 2, true, 32)), mul, "close exponents");
+  evaluate_mul(fb, bytes_of(boundary_words(n / 4 + 2, 33)), mul, "range ends");
+  // The same circuit with its products made over two layers.
+  FloatBench split(true, 2);
+  evaluate_mul(split, bytes_of(random_words(n / 4 + 2, false, 35)), mul, "two product layers, uniform");
+  evaluate_mul(split, bytes_of(boundary_words(n / 4 + 2, 36)), mul, "two product layers, range ends");
+  std::cout << edges.size() << " edge values, " << edge_pairs << " pairs in their crossing; " << mul.compared
+            << " pairs in all, " << mul.wrong << " mul mismatches\n";
+  EXPECT_GE(edge_pairs, static_cast<int64_t>(edges.size() * edges.size()));
+  EXPECT_EQ(mul.wrong, 0);
+}
+
 // The compiled layers in the runtime (fp32, sparse executor): every output
 // digit equals the evaluator's, and the evaluator's words the reference's.
 TEST(CircuitFloat, AddAndSubThroughTheModel) {
@@ -199,6 +299,38 @@ TEST(CircuitFloat, AddAndSubThroughTheModel) {
     std::vector<int> s(r.expected[t].begin(), r.expected[t].begin() + 8), d(r.expected[t].begin() + 8, r.expected[t].end());
     ++compared;
     if (value_of(s, 4) != fref::add_rn(x, y) || value_of(d, 4) != fref::sub_rn(x, y)) ++wrong;
+  }
+  std::cout << compared << " pairs through the model\n";
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(CircuitFloat, MulThroughTheModel) {
+  FloatBench fb(true);
+  std::vector<ValueId> observed;
+  for (ValueId d : fb.prod.digits) {
+    fb.b.p.keep(d);
+    observed.push_back(d);
+  }
+  Compiled compiled = compile(fb.b.p);
+  std::cout << "f32 mul (and the operand bench)\n" << compiled.report();
+  qgpu::qwen::Model model(compiled.take_checkpoint(), qgpu::qwen::Exec::Sparse);
+  std::vector<uint32_t> words = all_pairs(mul_edge_values(true));
+  const std::vector<uint32_t> random = boundary_words(1000, 34);
+  words.insert(words.end(), random.begin(), random.end());
+  const std::vector<int> bytes = bytes_of(words);
+  std::vector<int> tokens;
+  for (size_t t = 0; t < bytes.size(); ++t) tokens.push_back(ByteBench::token(bytes[t], static_cast<int>(t)));
+  Comparison r = compare(fb.b.p, compiled, model, tokens, observed);
+  for (size_t k = 0; k < observed.size(); ++k) {
+    EXPECT_EQ(r.mismatched[k], 0) << "digit " << k << ", first at token " << r.first_mismatch[k];
+    EXPECT_GT(r.compared[k], static_cast<int64_t>(bytes.size()) - 8);
+  }
+  int64_t wrong = 0, compared = 0;
+  for (size_t t = 7; t < bytes.size(); ++t) {
+    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
+    std::vector<int> m(r.expected[t].begin(), r.expected[t].begin() + 8);
+    ++compared;
+    if (value_of(m, 4) != fref::mul_rn(x, y)) ++wrong;
   }
   std::cout << compared << " pairs through the model\n";
   EXPECT_EQ(wrong, 0);

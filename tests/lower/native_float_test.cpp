@@ -838,9 +838,9 @@ TEST(NativeFloat64, LoweringMatchesIntegerSequences) {
   }
 }
 
-// The model's machine (Params::native_fadd) has fadd and fsub .rn without
-// .ftz or .sat, and no other float op or modifier.
-TEST(NativeFloat, TheModelsMachineHasFaddAndFsubRoundToNearestOnly) {
+// The model's machine (Params::native_fadd, native_fmul) has fadd, fsub and
+// fmul .rn without .ftz or .sat, and no other float op or modifier.
+TEST(NativeFloat, TheModelsMachineHasFaddFsubAndFmulRoundToNearestOnly) {
   auto one = [](Op op, const FloatMod& m) {
     Program prog;
     prog.blocks.resize(1);
@@ -852,9 +852,11 @@ TEST(NativeFloat, TheModelsMachineHasFaddAndFsubRoundToNearestOnly) {
   };
   const FloatMod rn = mod(Rnd::Rn, false, false);
   EXPECT_TRUE(model_params().native_fadd);
+  EXPECT_TRUE(model_params().native_fmul);
   EXPECT_FALSE(model_params().native_float);
   EXPECT_FALSE(default_params().native_fadd);
-  for (Op op : {Op::FADD, Op::FSUB}) {
+  EXPECT_FALSE(default_params().native_fmul);
+  for (Op op : {Op::FADD, Op::FSUB, Op::FMUL}) {
     EXPECT_NO_THROW(validate(one(op, rn), model_params())) << op_info(op).name;
     EXPECT_THROW(validate(one(op, rn), default_params()), std::invalid_argument) << op_info(op).name;
     for (const FloatMod& m : {mod(Rnd::Rz, false, false), mod(Rnd::Rm, false, false), mod(Rnd::Rp, false, false),
@@ -866,7 +868,7 @@ TEST(NativeFloat, TheModelsMachineHasFaddAndFsubRoundToNearestOnly) {
         EXPECT_NE(std::string(e.what()).find(".rn without .ftz or .sat only"), std::string::npos) << e.what();
       }
   }
-  for (Op op : {Op::FMUL, Op::FFMA, Op::FMIN, Op::FCMP, Op::I2F, Op::DADD})
+  for (Op op : {Op::FFMA, Op::FMIN, Op::FCMP, Op::I2F, Op::DADD})
     EXPECT_THROW(validate(one(op, rn), model_params()), std::invalid_argument) << op_info(op).name;
 }
 

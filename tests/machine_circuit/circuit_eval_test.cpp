@@ -549,11 +549,34 @@ TEST(GpuCircuitEval, FaddAndFsubOnEdgeValues) {
   EXPECT_GT(lockstep(program(blocks), 1, 1, {}, global_memory()), blocks.size());
 }
 
+// FMUL (.rn) on every ordered pair of f32 edge values (signed zeros,
+// denormals, the normal range's ends, powers of two whose products overflow
+// or underflow to denormals and zero, a rounding case, infinities, NaNs with
+// payloads), register and immediate operands in both orders, on the
+// evaluator in lockstep with the interpreter (whose float_eval is the PTX
+// reference's f32 multiply).
+TEST(GpuCircuitEval, FmulOnEdgeValues) {
+  const std::vector<uint32_t> values = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x3f800000,
+                                        0xbf800001, 0x33800000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000,
+                                        0x7fc12345, 0x1f800000, 0xdf800000, 0x3fb504f3, 0x20000001, 0x00400001};
+  std::vector<Block> blocks;
+  auto next = [&] { return uint32_t(blocks.size() + 1); };
+  for (uint32_t a : values)
+    for (uint32_t b : values) {
+      blocks.push_back(blk(alu(Op::MOV, 1, k(a)), jmp(next())));
+      blocks.push_back(blk(alu(Op::FMUL, 3, r(1), k(b)), jmp(next())));
+      blocks.push_back(blk(alu(Op::FMUL, 4, k(b), r(1)), jmp(next())));
+    }
+  blocks.push_back(blk(std::nullopt, exit_()));
+  ASSERT_LE(blocks.size(), 1024u);
+  EXPECT_GT(lockstep(program(blocks), 1, 1, {}, global_memory()), blocks.size());
+}
+
 // The compiled model on one instance of every ALU operation with random operands.
 TEST(GpuCircuitEval, EveryAluOperationOnTheModel) {
   const Op ops[] = {Op::ADD, Op::SUB, Op::MUL, Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR, Op::SEQ,
                     Op::SNE, Op::SLT, Op::SLE, Op::SLTU, Op::SLEU, Op::SEL, Op::MIN, Op::MAX, Op::MINU, Op::MAXU,
-                    Op::POPC, Op::CLZ, Op::BREV, Op::FADD, Op::FSUB};
+                    Op::POPC, Op::CLZ, Op::BREV, Op::FADD, Op::FSUB, Op::FMUL};
   std::mt19937 rng(11);
   std::vector<Block> blocks;
   auto next = [&] { return uint32_t(blocks.size() + 1); };
