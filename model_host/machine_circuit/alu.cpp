@@ -300,23 +300,16 @@ void comparisons(Builder& b, AluState& s) {
 // FADD, FSUB and FMUL (.rn, no .ftz or .sat: docs/isa.md), after the
 // global store, whose inputs fill the residual while it is read: they wait
 // for the loads, and their result joins the result last.
-void floats(Builder& b, AluState& s, ValueId loaded) {
+void floats(Builder& b, AluState& s, ValueId loaded, ValueId fmul_after) {
   Program& p = b.p;
   const size_t first = p.ops().size();
   const ValueId is_fsub = b.flag("is_fsub", s.alu_case, [](int k) { return k == int(Op::FSUB); });
   const Digits r_fadd = word_digits(circuit::float_add32(p, "fadd", s.Aw, s.Bw, is_fsub));
-  // The multiply waits for the first layer of the add's back end (its layer
-  // 9), and makes its bit products half in each of two layers: all of them
-  // at once, or beside the add's wider layers, would overflow the residual.
+  // The multiply's bit products and column counts fill the residual: it
+  // waits for `fmul_after` and makes its products half in each of two layers.
   const size_t mul_first = p.ops().size();
   const Digits r_fmul = word_digits(circuit::float_mul32(p, "fmul", s.Aw, s.Bw, 2));
-  {
-    ValueId add_sum = -1;
-    for (size_t v = 0; v < p.values().size(); ++v)
-      if (p.values()[v].name == "fadd.pack.lshift") add_sum = static_cast<ValueId>(v);
-    if (add_sum < 0) throw std::logic_error("floats: the f32 add has no value 'fadd.pack.lshift'");
-    p.wait_for(mul_first, add_sum);
-  }
+  p.wait_for(mul_first, fmul_after);
   const ValueId fsel = circuit::apply(p, "fsel", 3, s.alu_case, [](int k) {
     return k == int(Op::FADD) || k == int(Op::FSUB) ? 1 : k == int(Op::FMUL) ? 2 : 0;
   });
@@ -326,13 +319,15 @@ void floats(Builder& b, AluState& s, ValueId loaded) {
 
 // MUL (the low half), last: its nibble products fill the residual while
 // they are summed.
-void products(Builder& b, AluState& s, ValueId after) {
+ValueId products(Builder& b, AluState& s, ValueId after) {
   Program& p = b.p;
   const size_t first = p.ops().size();
-  const Digits r_mul = multiply(p, "mul", s.Aw, s.Bw);
+  ValueId columns_done = -1;
+  const Digits r_mul = multiply(p, "mul", s.Aw, s.Bw, &columns_done);
   const ValueId is_mul = b.flag("is_mul", s.alu_case, [](int k) { return k == int(Op::MUL); });
   p.wait_for(first, after);
   s.acc = b.mux("r.mul", is_mul, {{1, r_mul}, {0, s.acc}}, 8);
+  return columns_done;
 }
 
 }  // namespace
@@ -344,8 +339,8 @@ Alu alu_stage(Builder& b, const Context& c, const Rom& r, const Registers& regs)
   bit_operations(b, r, s);
   const ValueId bits_done = s.acc.back().v;
   comparisons(b, s);
-  floats(b, s, loaded);
-  products(b, s, bits_done);
+  const ValueId columns_done = products(b, s, bits_done);
+  floats(b, s, loaded, columns_done);
   Alu out;
   out.R = s.acc;
   out.hi_zero = is_zero(b, "hi_zero", slice(b.pad(out.R, 8), 4, 4));

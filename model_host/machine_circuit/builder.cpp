@@ -84,7 +84,7 @@ Digits slice(const Digits& d, size_t from, size_t n) { return Digits(d.begin() +
 
 Digits word_digits(const Word& w) { return Builder::digits(w); }
 
-Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b) {
+Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b, ValueId* columns_done) {
   const int n = int(a.digits.size());
   const std::vector<std::vector<int>> stages = {{0, 1, 2, 3}, {4, 5}, {6}, {7}};
   Word low{{}, 4}, high{{}, 4};
@@ -109,6 +109,7 @@ Digits multiply(Program& p, const std::string& name, const Word& a, const Word& 
     if (last >= 0) p.wait_for(first_op, last);
     last = low.digits.back();
   }
+  if (columns_done) *columns_done = last;
   return Builder::digits(circuit::add(p, name + ".sum", low, high).value);
 }
 

@@ -206,7 +206,9 @@ Digits word_digits(const Word& w);
 // column sums by ladder, then one addition; like circuit::mul_lo, but the
 // columns are computed in stages, each waiting for the one before, so that
 // only one stage's products occupy the residual at a time.
-Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b);
+// `columns_done`, when given, receives the last column digit: the product's
+// tables are done with once it is ready (the final add follows).
+Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b, ValueId* columns_done = nullptr);
 
 // A literal of a conjunction: value v holds one of `slots`, or with `neg`
 // none of them.  (A negated literal weighs only its few slots: a row of the
