@@ -53,8 +53,11 @@ bool built_in() { return false; }
 
 #if !QGPU_HAVE_JIT
 
-BlockFn compile(const Block&, InstrFn, AppendFn) { return nullptr; }
-BlockFn cached(const Block&) { return nullptr; }
+Slot* slot(const Block&) { return nullptr; }
+void add_execs(Slot*, uint64_t) {}
+uint64_t execs(const Slot*) { return 0; }
+BlockFn compile(Slot*, const Block&, InstrFn, AppendFn) { return nullptr; }
+BlockFn cached(const Slot*) { return nullptr; }
 Counters counters() { return {}; }
 
 #else
@@ -83,7 +86,7 @@ struct State {
   std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   bool tried = false;
-  std::unordered_map<std::string, BlockFn> cache;
+  std::unordered_map<std::string, Slot> cache;  // node-based: a Slot's address is stable
   uint64_t names = 0;
   Counters counters;
 };
@@ -514,21 +517,41 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
 
 }  // namespace
 
-BlockFn cached(const Block& blk) {
+Slot* slot(const Block& blk) {
   if (blk.instrs.empty()) return nullptr;
   const std::string key = key_of(blk);
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.cache.find(key);
-  return it != s.cache.end() ? it->second : nullptr;
+  return &s.cache[key];
 }
 
-BlockFn compile(const Block& blk, InstrFn helper, AppendFn append) {
-  if (blk.instrs.empty()) return nullptr;
-  const std::string key = key_of(blk);
+void add_execs(Slot* sl, uint64_t n) {
+  if (!sl) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (auto it = s.cache.find(key); it != s.cache.end()) return it->second;
+  sl->execs += n;
+}
+
+uint64_t execs(const Slot* sl) {
+  if (!sl) return 0;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return sl->execs;
+}
+
+BlockFn cached(const Slot* sl) {
+  if (!sl) return nullptr;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return sl->fn;
+}
+
+BlockFn compile(Slot* sl, const Block& blk, InstrFn helper, AppendFn append) {
+  if (!sl || blk.instrs.empty()) return nullptr;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (sl->tried) return sl->fn;
+  sl->tried = true;
   BlockFn fn = nullptr;
   if (init(s)) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -546,7 +569,7 @@ BlockFn compile(const Block& blk, InstrFn helper, AppendFn append) {
     s.counters.compiled += fn != nullptr;
     s.counters.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  s.cache.emplace(key, fn);
+  sl->fn = fn;
   return fn;
 }
 

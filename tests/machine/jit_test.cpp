@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <array>
+#include <atomic>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -30,12 +31,13 @@ struct Outcome {
 };
 
 Outcome run(const Program& prog, const Params& p, const std::vector<uint8_t>& params, const launch::GlobalMemory& mem0,
-            jit::Mode mode, uint32_t threshold = 0) {
+            jit::Mode mode, uint32_t threshold = 0, uint64_t max_steps = UINT64_MAX,
+            const std::atomic<bool>* cancel = nullptr) {
   Outcome o;
   o.mem = mem0;
   Interpreter in(prog, p, prog.ctas, prog.threads, params, o.mem);
   in.set_jit(mode, threshold);
-  in.run();
+  in.run(max_steps, cancel);
   o.stats = in.stats();
   o.fault = in.fault();
   o.print = in.print_buffer();
@@ -225,6 +227,80 @@ TEST(Jit, FaultsMatchTheInterpreter) {
   const Outcome st = kernel_both_ways("_Z9bad_storePKjPji", 2, 64);
   EXPECT_EQ(st.fault.error, launch::kMisalignedAddress);
   EXPECT_NE(st.fault.message.find("misaligned global store of 4 bytes"), std::string::npos) << st.fault.message;
+}
+
+// run() goes on with a warp's compiled blocks without going back to its
+// loop (exec()'s chain): the step limit and the cancel flag still end the
+// launch at the same EXEC, with the same stats, registers and memory.
+TEST(Jit, StepLimitAndCancelStopAtTheSameExec) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  const Params p = cuda_params(1u << 20);
+  auto add = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0)) {
+    Instr in;
+    in.op = op;
+    in.dst = d;
+    in.a = a;
+    in.b = bb;
+    b.instrs.push_back(in);
+  };
+  // Each thread counts to 3000 + 7 * lane in B1, a block per iteration
+  // (the warp's lanes leave the loop one by one), then stores its count.
+  Program prog;
+  prog.kernel = "count";
+  prog.threads = 80;  // the last warp has 16 lanes
+  prog.ctas = 3;
+  Block b0, b1, b2;
+  add(b0, Op::LANE, 1, K(0));
+  add(b0, Op::MUL, 4, R(1), K(7));
+  add(b0, Op::ADD, 4, R(4), K(3000));
+  add(b0, Op::MOV, 2, K(0));
+  b0.term = {Term::JMP, 0, 1, 0, 0};
+  add(b1, Op::ADD, 2, R(2), K(1));
+  add(b1, Op::CLOCK, 5, K(0));
+  add(b1, Op::SLTU, 3, R(2), R(4));
+  b1.term = {Term::BR, 3, 1, 2, 0};
+  add(b2, Op::WARP, 6, K(0));
+  add(b2, Op::MUL, 6, R(6), K(32));
+  add(b2, Op::ADD, 6, R(6), R(1));
+  add(b2, Op::MUL, 6, R(6), K(4));
+  add(b2, Op::ADD, 6, R(6), K(p.global_base));
+  Instr st;
+  st.op = Op::ST;
+  st.a = R(6);
+  st.b = K(0);
+  st.c = R(5);
+  b2.instrs.push_back(st);
+  b2.term = {Term::EXIT, 0, 0, 0, 0};
+  prog.blocks = {b0, b1, b2};
+  launch::GlobalMemory mem;
+  mem.base = p.global_base;
+  mem.bytes.assign(4 * 96, 0);
+  const std::atomic<bool> cancel{true};
+  for (const uint64_t limit : {uint64_t(1), uint64_t(5), uint64_t(3003), uint64_t(16384 + 2), UINT64_MAX}) {
+    for (const std::atomic<bool>* c : {static_cast<const std::atomic<bool>*>(nullptr), &cancel}) {
+      const Outcome a = run(prog, p, {}, mem, jit::Mode::Off, 0, limit, c);
+      for (const uint32_t threshold : {3u, 0u}) {
+        const Outcome b = run(prog, p, {}, mem, threshold ? jit::Mode::On : jit::Mode::Always, threshold, limit, c);
+        const std::string how = "limit " + std::to_string(limit) + (c ? ", cancelled" : "") + ", threshold " +
+                                std::to_string(threshold);
+        EXPECT_EQ(a.stats.steps, b.stats.steps) << how;
+        EXPECT_EQ(a.stats.lane_instructions, b.stats.lane_instructions) << how;
+        EXPECT_EQ(a.fault.error, b.fault.error) << how;
+        EXPECT_EQ(a.fault.message, b.fault.message) << how;
+        EXPECT_TRUE(a.mem.bytes == b.mem.bytes) << how;
+        EXPECT_EQ(a.regs, b.regs) << how;
+      }
+      if (c) {  // cancelled at the first check
+        EXPECT_EQ(a.stats.steps, limit < Interpreter::kCancelSteps ? limit + 1 : Interpreter::kCancelSteps) << limit;
+        EXPECT_EQ(a.fault.error, limit < Interpreter::kCancelSteps ? launch::kLaunchTimeout : launch::kLaunchFailure);
+      } else if (limit == UINT64_MAX) {
+        EXPECT_EQ(a.fault.error, 0) << a.fault.message;
+      } else {
+        EXPECT_EQ(a.stats.steps, limit + 1);
+        EXPECT_EQ(a.fault.error, launch::kLaunchTimeout);
+      }
+    }
+  }
 }
 
 }  // namespace
