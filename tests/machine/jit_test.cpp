@@ -206,7 +206,8 @@ Outcome kernel_both_ways(const std::string& kernel, uint32_t ctas, uint32_t thre
 TEST(Jit, KernelsMatchTheInterpreter) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   const uint64_t compiled0 = jit::counters().compiled;
-  for (const char* k : {"_Z7alu_mixPKjPji", "_Z7divergePKjPji", "_Z10memory_mixPKjPji", "_Z14atomics_floatsPKjPji"}) {
+  for (const char* k : {"_Z7alu_mixPKjPji", "_Z7divergePKjPji", "_Z10memory_mixPKjPji", "_Z14atomics_floatsPKjPji",
+                        "_Z11atomics_allPKjPji"}) {
     const Outcome o = kernel_both_ways(k, 3, 160);
     EXPECT_EQ(o.fault.error, 0) << k << ": " << o.fault.message;
     EXPECT_GT(o.stats.lane_instructions, 0u);
@@ -215,6 +216,8 @@ TEST(Jit, KernelsMatchTheInterpreter) {
   // CTAs of 100 threads: their last warp has 4 live lanes.
   const Outcome o = kernel_both_ways("_Z14atomics_floatsPKjPji", 2, 100);
   EXPECT_EQ(o.fault.error, 0) << o.fault.message;
+  const Outcome a = kernel_both_ways("_Z11atomics_allPKjPji", 2, 100);
+  EXPECT_EQ(a.fault.error, 0) << a.fault.message;
 }
 
 // A lane's out-of-range load and a lane's misaligned store fault with the
