@@ -921,27 +921,50 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
 #if defined(__SSE2__)
   if (L == Params::kCudaWarp && term.kind != Term::TRAP) {
     // A whole CUDA warp, four lanes to a vector, without a loop over the
-    // lanes of `mask`: each lane's new pc (and wait) chosen under its bit.
+    // lanes of `mask`: each lane's new pc (and wait) chosen under its bit;
+    // one loop per kind of terminator, and none of the choosing when every
+    // lane ran.
     const __m128i bits = _mm_set_epi32(8, 4, 2, 1), zero = _mm_setzero_si128();
     const __m128i tv = _mm_set1_epi32(int(term.t)), fv = _mm_set1_epi32(int(term.f));
-    const __m128i target = _mm_set1_epi32(int(term.kind == Term::EXIT ? kExited : term.t));
-    const __m128i wk = _mm_set1_epi32(int(term.kind == Term::BAR ? kBar : kWbar));
     const uint32_t* cond = W + size_t(term.cond) * L;
-    for (uint32_t i = 0; i < Params::kCudaWarp; i += 4) {
-      const __m128i nib = _mm_set1_epi32(int(uint32_t(mask >> i) & 15));
-      const __m128i on = _mm_cmpeq_epi32(_mm_and_si128(nib, bits), bits);
-      __m128i* pp = reinterpret_cast<__m128i*>(pc + i);
-      __m128i nv = target;
-      if (term.kind == Term::BR) {
-        const __m128i c = _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cond + i)), zero);  // false
-        nv = _mm_or_si128(_mm_and_si128(c, fv), _mm_andnot_si128(c, tv));
-        taken |= uint64_t(_mm_movemask_ps(_mm_castsi128_ps(_mm_andnot_si128(c, on)))) << i;
+    const bool full = uint32_t(mask) == 0xffffffffu;
+    auto lanes = [&]<Term kind>() {
+      const __m128i target = _mm_set1_epi32(int(kind == Term::EXIT ? kExited : term.t));
+      const __m128i wk = _mm_set1_epi32(int(kind == Term::BAR ? kBar : kWbar));
+      for (uint32_t i = 0; i < Params::kCudaWarp; i += 4) {
+        __m128i* pp = reinterpret_cast<__m128i*>(pc + i);
+        __m128i nv = target;
+        __m128i on = zero;
+        if (!full) {
+          const __m128i nib = _mm_set1_epi32(int(uint32_t(mask >> i) & 15));
+          on = _mm_cmpeq_epi32(_mm_and_si128(nib, bits), bits);
+        }
+        if constexpr (kind == Term::BR) {
+          const __m128i c = _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cond + i)), zero);  // false
+          nv = _mm_or_si128(_mm_and_si128(c, fv), _mm_andnot_si128(c, tv));
+          const __m128i t = full ? c : _mm_or_si128(c, _mm_xor_si128(on, _mm_cmpeq_epi32(zero, zero)));
+          taken |= uint64_t(~_mm_movemask_ps(_mm_castsi128_ps(t)) & 15) << i;  // on and not false
+        }
+        if (full) {
+          _mm_storeu_si128(pp, nv);
+          if constexpr (kind == Term::BAR || kind == Term::WBAR)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(wait + i), wk);
+        } else {
+          _mm_storeu_si128(pp, _mm_or_si128(_mm_and_si128(on, nv), _mm_andnot_si128(on, _mm_loadu_si128(pp))));
+          if constexpr (kind == Term::BAR || kind == Term::WBAR) {
+            __m128i* wp = reinterpret_cast<__m128i*>(wait + i);
+            _mm_storeu_si128(wp, _mm_or_si128(_mm_and_si128(on, wk), _mm_andnot_si128(on, _mm_loadu_si128(wp))));
+          }
+        }
       }
-      _mm_storeu_si128(pp, _mm_or_si128(_mm_and_si128(on, nv), _mm_andnot_si128(on, _mm_loadu_si128(pp))));
-      if (term.kind == Term::BAR || term.kind == Term::WBAR) {
-        __m128i* wp = reinterpret_cast<__m128i*>(wait + i);
-        _mm_storeu_si128(wp, _mm_or_si128(_mm_and_si128(on, wk), _mm_andnot_si128(on, _mm_loadu_si128(wp))));
-      }
+    };
+    switch (term.kind) {
+      case Term::JMP: lanes.template operator()<Term::JMP>(); break;
+      case Term::BR: lanes.template operator()<Term::BR>(); break;
+      case Term::EXIT: lanes.template operator()<Term::EXIT>(); break;
+      case Term::BAR: lanes.template operator()<Term::BAR>(); break;
+      case Term::WBAR: lanes.template operator()<Term::WBAR>(); break;
+      case Term::TRAP: break;
     }
   } else
 #endif
