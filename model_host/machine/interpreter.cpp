@@ -232,6 +232,34 @@ bool Interpreter::release_barriers() {
   // at the CTA barrier: a group's minimum is the least of its warps'.
   bool released = false;
   const uint32_t L = p_.lanes, group = std::max(1u, Params::kCudaWarp / L);
+#if defined(__SSE2__)
+  if (L == Params::kCudaWarp) {
+    // One machine warp per group: its lanes at its own next block that
+    // wait at WBAR go on, four lanes to a vector (wblock_ and wmask_ are
+    // up to date, so a warp where none goes on keeps them).
+    const __m128i wbar = _mm_set1_epi32(int(kWbar)), run = _mm_set1_epi32(int(kRunnable));
+    for (uint32_t w = 0; w < warps_; ++w) {
+      const uint32_t m = wblock_[w];
+      if (m == kExited) continue;
+      const __m128i mv = _mm_set1_epi32(int(m));
+      uint32_t* pc = pc_.data() + size_t(w) * L;
+      uint32_t* wait = wait_.data() + size_t(w) * L;
+      int any = 0;
+      for (uint32_t i = 0; i < Params::kCudaWarp; i += 4) {
+        __m128i* wp = reinterpret_cast<__m128i*>(wait + i);
+        const __m128i wt = _mm_loadu_si128(wp);
+        const __m128i go = _mm_and_si128(_mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pc + i)), mv),
+                                         _mm_cmpeq_epi32(wt, wbar));
+        _mm_storeu_si128(wp, _mm_or_si128(_mm_and_si128(go, run), _mm_andnot_si128(go, wt)));
+        any |= _mm_movemask_ps(_mm_castsi128_ps(go));
+      }
+      if (any) {
+        released = true;
+        refresh(w);
+      }
+    }
+  } else
+#endif
   for (uint32_t g = 0; g < warps_; g += group) {
     const uint32_t end = std::min(warps_, g + group);
     uint32_t m = kExited;
