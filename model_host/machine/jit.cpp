@@ -268,8 +268,44 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       dirty[in.dst] = true;
       continue;
     }
+    if (in.op == Op::FCMP && in.fmod.cmp != FCmp::None) {
+      // A comparison does not round: the host's ordered or unordered
+      // predicate (float_ref.cpp's compare), inputs flushed under .ftz.
+      auto* VF = FixedVectorType::get(B.getFloatTy(), N);
+      auto operand = [&](Value* v) -> Value* {
+        if (in.fmod.ftz) {  // a subnormal (exponent 0, mantissa not) keeps its sign only
+          Value* sub = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(v, splat(0x7F800000u)), splat(0)),
+                                   B.CreateICmpNE(B.CreateAnd(v, splat(0x007FFFFFu)), splat(0)));
+          v = B.CreateSelect(sub, B.CreateAnd(v, splat(0x80000000u)), v);
+        }
+        return B.CreateBitCast(v, VF);
+      };
+      Value* x = operand(get(in.a));
+      Value* y = operand(get(in.b));
+      CmpInst::Predicate pr = CmpInst::FCMP_FALSE;
+      switch (in.fmod.cmp) {
+        case FCmp::Eq: pr = CmpInst::FCMP_OEQ; break;
+        case FCmp::Ne: pr = CmpInst::FCMP_ONE; break;
+        case FCmp::Lt: pr = CmpInst::FCMP_OLT; break;
+        case FCmp::Le: pr = CmpInst::FCMP_OLE; break;
+        case FCmp::Gt: pr = CmpInst::FCMP_OGT; break;
+        case FCmp::Ge: pr = CmpInst::FCMP_OGE; break;
+        case FCmp::Equ: pr = CmpInst::FCMP_UEQ; break;
+        case FCmp::Neu: pr = CmpInst::FCMP_UNE; break;
+        case FCmp::Ltu: pr = CmpInst::FCMP_ULT; break;
+        case FCmp::Leu: pr = CmpInst::FCMP_ULE; break;
+        case FCmp::Gtu: pr = CmpInst::FCMP_UGT; break;
+        case FCmp::Geu: pr = CmpInst::FCMP_UGE; break;
+        case FCmp::Num: pr = CmpInst::FCMP_ORD; break;
+        case FCmp::Nan: pr = CmpInst::FCMP_UNO; break;
+        case FCmp::None: break;
+      }
+      val[in.dst] = bool32(B.CreateFCmp(pr, x, y));
+      dirty[in.dst] = true;
+      continue;
+    }
     if (info.kind == OpKind::Float &&
-        (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL || in.op == Op::FFMA) &&
+        (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL || in.op == Op::FFMA || in.op == Op::FDIV) &&
         (in.fmod.rnd == FRnd::None || in.fmod.rnd == FRnd::Rn) && !in.fmod.ftz && !in.fmod.sat) {
       // Round to nearest without .ftz or .sat while the host rounds to
       // nearest (float_eval.cpp's inline case): the host's IEEE operation,
@@ -291,6 +327,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* f = in.op == Op::FADD   ? B.CreateFAdd(x, y)
                  : in.op == Op::FSUB ? B.CreateFSub(x, y)
                  : in.op == Op::FMUL ? B.CreateFMul(x, y)
+                 : in.op == Op::FDIV ? B.CreateFDiv(x, y)  // correctly rounded, as float_ref.cpp's div
                                      : static_cast<Value*>(B.CreateCall(
                                            Intrinsic::getDeclaration(mod.get(), Intrinsic::fma, {VF}),
                                            {x, y, B.CreateBitCast(c, VF)}));
