@@ -18,6 +18,15 @@ namespace qgpu::machine {
 namespace {
 
 
+// std::popcount without a call (a build for x86-64 without POPCNT calls
+// libgcc's): the active lanes of a 32-lane mask.
+inline uint32_t lanes_in(uint64_t mask) {
+  uint64_t x = mask - ((mask >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return uint32_t((x * 0x0101010101010101ull) >> 56);
+}
+
 std::string hex(uint64_t v) {
   std::ostringstream os;
   os << "0x" << std::hex << v;
@@ -57,14 +66,33 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
   size_t most = 0;  // stores of one block, all lanes
   for (const Block& b : prog.blocks) most = std::max(most, b.instrs.size());
   fast_pending_.resize(most * p.lanes);
+  // Every CTA starts with the same live lanes: its threads.
+  live0_.assign(warps_, 0);
+  for (uint32_t w = 0; w < warps_; ++w) {
+    const uint32_t n = std::min(p.lanes, threads - w * p.lanes);
+    live0_[w] = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+  }
   set_jit(jit::mode());
 }
 
 void Interpreter::set_jit(jit::Mode m, uint32_t threshold) {
   jit_on_ = p_.lanes == Params::kCudaWarp && m != jit::Mode::Off;
   jit_threshold_ = m == jit::Mode::Always ? 0 : threshold ? threshold : jit::threshold();
-  jit_count_.assign(jit_on_ ? prog_.blocks.size() : 0, 0);
+  flush_jit_counts();
+  jit_.assign(jit_on_ ? prog_.blocks.size() : 0, JitBlock{});
   jit_fn_.assign(jit_on_ ? prog_.blocks.size() : 0, nullptr);
+}
+
+Interpreter::~Interpreter() { flush_jit_counts(); }
+
+// This launch's interpreted EXECs of the blocks not compiled, to their
+// process-wide records (jit::Slot): later launches count on from there.
+void Interpreter::flush_jit_counts() {
+  for (JitBlock& j : jit_)
+    if (j.slot && j.ran) {
+      jit::add_execs(j.slot, j.ran);
+      j.ran = 0;
+    }
 }
 
 void Interpreter::set_fault(int error, std::string msg) {
@@ -90,8 +118,8 @@ bool Interpreter::start_next_cta() {
   wait_.assign(slots, kRunnable);
   shared_.assign(prog_.shared_bytes, 0);
   local_.assign(slots * prog_.local_bytes, 0);
-  live_.assign(warps_, 0);
-  for (uint32_t t = 0; t < threads_; ++t) live_[t / p_.lanes] |= uint64_t(1) << (t % p_.lanes);
+  live_ = live0_;
+  if (jit_on_) jit_env_cta();
   refresh_all();
   return true;
 }
@@ -204,6 +232,34 @@ bool Interpreter::release_barriers() {
   // at the CTA barrier: a group's minimum is the least of its warps'.
   bool released = false;
   const uint32_t L = p_.lanes, group = std::max(1u, Params::kCudaWarp / L);
+#if defined(__SSE2__)
+  if (L == Params::kCudaWarp) {
+    // One machine warp per group: its lanes at its own next block that
+    // wait at WBAR go on, four lanes to a vector (wblock_ and wmask_ are
+    // up to date, so a warp where none goes on keeps them).
+    const __m128i wbar = _mm_set1_epi32(int(kWbar)), run = _mm_set1_epi32(int(kRunnable));
+    for (uint32_t w = 0; w < warps_; ++w) {
+      const uint32_t m = wblock_[w];
+      if (m == kExited) continue;
+      const __m128i mv = _mm_set1_epi32(int(m));
+      uint32_t* pc = pc_.data() + size_t(w) * L;
+      uint32_t* wait = wait_.data() + size_t(w) * L;
+      int any = 0;
+      for (uint32_t i = 0; i < Params::kCudaWarp; i += 4) {
+        __m128i* wp = reinterpret_cast<__m128i*>(wait + i);
+        const __m128i wt = _mm_loadu_si128(wp);
+        const __m128i go = _mm_and_si128(_mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(pc + i)), mv),
+                                         _mm_cmpeq_epi32(wt, wbar));
+        _mm_storeu_si128(wp, _mm_or_si128(_mm_and_si128(go, run), _mm_andnot_si128(go, wt)));
+        any |= _mm_movemask_ps(_mm_castsi128_ps(go));
+      }
+      if (any) {
+        released = true;
+        refresh(w);
+      }
+    }
+  } else
+#endif
   for (uint32_t g = 0; g < warps_; g += group) {
     const uint32_t end = std::min(warps_, g + group);
     uint32_t m = kExited;
@@ -470,23 +526,53 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
     if (jit_on_) {
       jit::BlockFn fn = jit_fn_[b];
       if (!fn) {
-        // Compiled by an earlier launch: at once; else once it has run
-        // jit_threshold_ EXECs (null: it stays interpreted).
-        uint32_t& c = jit_count_[b];
-        if (c == 0 && jit_threshold_ > 0) fn = jit_fn_[b] = jit::cached(blk);
+        // Compiled already (by an earlier launch): at once; else once it
+        // has run jit_threshold_ EXECs in this process (the earlier
+        // launches' EXECs counted); kNoCode: it stays interpreted.
+        JitBlock& j = jit_[b];
+        if (j.state == JitBlock::kNew) {
+          j.slot = jit::slot(blk);
+          j.state = j.slot ? JitBlock::kCounting : JitBlock::kNoCode;
+          if (j.slot && jit_threshold_ > 0) fn = jit::cached(j.slot);
+          const uint64_t prior = jit::execs(j.slot);
+          j.left = prior >= jit_threshold_ ? 0 : uint32_t(jit_threshold_ - prior);
+        }
         if (fn) {
-        } else if (c < jit_threshold_) {
-          ++c;
-        } else if (c == jit_threshold_) {
-          c = jit_threshold_ + 1;
-          fn = jit_fn_[b] = jit::compile(blk, &Interpreter::jit_instr, &Interpreter::jit_append);
+        } else if (j.state != JitBlock::kCounting) {
+        } else if (j.left > 0) {
+          --j.left;
+          ++j.ran;
+        } else {
+          fn = jit::compile(j.slot, blk, &Interpreter::jit_instr, &Interpreter::jit_append);
+          if (!fn) j.state = JitBlock::kNoCode;
+        }
+        if (fn) {
+          jit_fn_[b] = fn;
+          j.state = JitBlock::kNoCode;  // nothing more to count
+          j.ran = 0;
         }
       }
       if (fn) {
-        if (!exec_jit(w, blk, mask, fn)) return false;
-        exec_terminator(w, blk, mask);
-        stats_.steps++;
-        return true;
+        // Under run(), the warp's next EXECs too while their blocks are
+        // compiled: the warp that ran stays the one pick_warp() chooses
+        // while it has runnable lanes (the warps below it cannot run until
+        // a barrier opens).  Back to run() at its checks (the step limit,
+        // every kCancelSteps EXECs) and at a fault.
+        const Block* bp = &blk;
+        uint64_t m = mask;
+        for (;;) {
+          if (!exec_jit(w, *bp, m, fn)) return false;
+          exec_terminator(w, *bp, m);
+          stats_.steps++;
+          if (!chain_ || finished_ || stats_.steps > chain_limit_ || stats_.steps % kCancelSteps == 0) return true;
+          m = wmask_[w];
+          if (!m) return true;
+          const uint32_t nb = wblock_[w];
+          fn = jit_fn_[nb];
+          if (!fn) return true;
+          bp = &prog_.blocks[nb];
+          cur_block_ = nb;
+        }
       }
     }
   }
@@ -772,7 +858,7 @@ template <bool kRecord>
   const bool all = mask == full;
   if constexpr (kRecord) pending_.clear();
   uint32_t npending = 0;
-  const uint32_t active = uint32_t(std::popcount(mask));
+  const uint32_t active = lanes_in(mask);
   int host_nearest = -1;
   for (const Instr& in : blk.instrs) {
     if (!exec_instr<kRecord>(w, in, mask, all, active, rec, npending, host_nearest)) return false;
@@ -793,35 +879,48 @@ template <bool kRecord>
 // A block's body through its compiled code: the same registers, pending
 // stores, stats and faults as exec_body<false>.
 bool Interpreter::exec_jit(uint32_t w, const Block& blk, uint64_t mask, jit::BlockFn fn) {
-  jit::Env env;
-  env.interp = this;
+  // The CTA's windows (jit_env_cta()); per EXEC: the warp, the clock and
+  // the warp's local window.
+  jit::Env& env = jit_env_;
   env.warp = w;
-  env.cta = uint32_t(cta_);
   env.clock = uint32_t(stats_.steps);
-  env.host_nearest = ptx::fref::host_rounds_to_nearest();  // the compiled float operations' condition
-  for (int s = 0; s < 4; ++s) {  // the windows the compiled loads check (warp_offsets' conditions)
-    const Window win = window(Space(s), size_t(w) * Params::kCudaWarp);
-    jit::Env::Window& e = env.win[s];
-    e.base = win.base;
-    e.size = win.size;
-    e.stride = win.stride;
-    e.sub = uint32_t(win.sub);
-    e.fast = win.base && win.size >= 4 && win.sub + win.size <= (uint64_t(1) << 32);
-  }
+  env.npending = 0;
+  env.win[int(Space::Local)].base = local_.data() + size_t(w) * Params::kCudaWarp * prog_.local_bytes;
   uint32_t* W = regs_.data() + size_t(w) * nregs_ * Params::kCudaWarp;
   const uint32_t done = fn(W, mask, &env);
   stats_.instructions += done;
-  stats_.lane_instructions += uint64_t(done) * uint32_t(std::popcount(mask));
+  stats_.lane_instructions += uint64_t(done) * lanes_in(mask);
   if (done < blk.instrs.size()) return false;
   for (uint32_t i = 0; i < env.npending; ++i)
     write_bytes(fast_pending_[i].p, fast_pending_[i].bytes, fast_pending_[i].value);
   return true;
 }
 
+void Interpreter::set_window(jit::Env::Window& e, const Window& win) {
+  e.base = win.base;
+  e.size = win.size;
+  e.stride = win.stride;
+  e.sub = uint32_t(win.sub);
+  e.fast = win.base && win.size >= 4 && win.sub + win.size <= (uint64_t(1) << 32);  // warp_offsets' conditions
+}
+
+// The compiled blocks' environment for the CTA that starts: its shared,
+// local (warp 0's; exec_jit moves it to the warp's), param and global
+// windows, and whether the host rounds to nearest (the compiled float
+// operations' condition), asked once per CTA.
+void Interpreter::jit_env_cta() {
+  jit::Env& env = jit_env_;
+  env = jit::Env{};
+  env.interp = this;
+  env.cta = uint32_t(cta_);
+  env.host_nearest = ptx::fref::host_rounds_to_nearest();
+  for (int s = 0; s < 4; ++s) set_window(env.win[s], window(Space(s), 0));
+}
+
 int Interpreter::jit_instr(jit::Env* env, uint32_t index, uint64_t mask) {
   auto* self = static_cast<Interpreter*>(env->interp);
   const Instr& in = self->prog_.blocks[self->cur_block_].instrs[index];
-  const uint32_t active = uint32_t(std::popcount(mask));
+  const uint32_t active = lanes_in(mask);
   return self->exec_instr<false>(env->warp, in, mask, active == Params::kCudaWarp, active, nullptr, env->npending,
                                  env->host_nearest);
 }
@@ -846,6 +945,57 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
   const Terminator& term = blk.term;
   uint32_t* pc = pc_.data() + t0;
   uint32_t* wait = wait_.data() + t0;
+  uint64_t taken = 0;  // BR: the lanes of `mask` whose condition holds
+#if defined(__SSE2__)
+  if (L == Params::kCudaWarp && term.kind != Term::TRAP) {
+    // A whole CUDA warp, four lanes to a vector, without a loop over the
+    // lanes of `mask`: each lane's new pc (and wait) chosen under its bit;
+    // one loop per kind of terminator, and none of the choosing when every
+    // lane ran.
+    const __m128i bits = _mm_set_epi32(8, 4, 2, 1), zero = _mm_setzero_si128();
+    const __m128i tv = _mm_set1_epi32(int(term.t)), fv = _mm_set1_epi32(int(term.f));
+    const uint32_t* cond = W + size_t(term.cond) * L;
+    const bool full = uint32_t(mask) == 0xffffffffu;
+    auto lanes = [&]<Term kind>() {
+      const __m128i target = _mm_set1_epi32(int(kind == Term::EXIT ? kExited : term.t));
+      const __m128i wk = _mm_set1_epi32(int(kind == Term::BAR ? kBar : kWbar));
+      for (uint32_t i = 0; i < Params::kCudaWarp; i += 4) {
+        __m128i* pp = reinterpret_cast<__m128i*>(pc + i);
+        __m128i nv = target;
+        __m128i on = zero;
+        if (!full) {
+          const __m128i nib = _mm_set1_epi32(int(uint32_t(mask >> i) & 15));
+          on = _mm_cmpeq_epi32(_mm_and_si128(nib, bits), bits);
+        }
+        if constexpr (kind == Term::BR) {
+          const __m128i c = _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cond + i)), zero);  // false
+          nv = _mm_or_si128(_mm_and_si128(c, fv), _mm_andnot_si128(c, tv));
+          const __m128i t = full ? c : _mm_or_si128(c, _mm_xor_si128(on, _mm_cmpeq_epi32(zero, zero)));
+          taken |= uint64_t(~_mm_movemask_ps(_mm_castsi128_ps(t)) & 15) << i;  // on and not false
+        }
+        if (full) {
+          _mm_storeu_si128(pp, nv);
+          if constexpr (kind == Term::BAR || kind == Term::WBAR)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(wait + i), wk);
+        } else {
+          _mm_storeu_si128(pp, _mm_or_si128(_mm_and_si128(on, nv), _mm_andnot_si128(on, _mm_loadu_si128(pp))));
+          if constexpr (kind == Term::BAR || kind == Term::WBAR) {
+            __m128i* wp = reinterpret_cast<__m128i*>(wait + i);
+            _mm_storeu_si128(wp, _mm_or_si128(_mm_and_si128(on, wk), _mm_andnot_si128(on, _mm_loadu_si128(wp))));
+          }
+        }
+      }
+    };
+    switch (term.kind) {
+      case Term::JMP: lanes.template operator()<Term::JMP>(); break;
+      case Term::BR: lanes.template operator()<Term::BR>(); break;
+      case Term::EXIT: lanes.template operator()<Term::EXIT>(); break;
+      case Term::BAR: lanes.template operator()<Term::BAR>(); break;
+      case Term::WBAR: lanes.template operator()<Term::WBAR>(); break;
+      case Term::TRAP: break;
+    }
+  } else
+#endif
   switch (term.kind) {
     case Term::JMP:
       for (uint64_t m = mask; m; m &= m - 1) pc[std::countr_zero(m)] = term.t;
@@ -855,6 +1005,7 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
       for (uint64_t m = mask; m; m &= m - 1) {
         const int l = std::countr_zero(m);
         pc[l] = cond[l] != 0 ? term.t : term.f;
+        taken |= uint64_t(cond[l] != 0) << l;
       }
       break;
     }
@@ -883,11 +1034,6 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
         wblock_[w] = term.t;
         break;
       case Term::BR: {
-        uint64_t taken = 0;
-        for (uint64_t m = mask; m; m &= m - 1) {
-          const int l = std::countr_zero(m);
-          taken |= uint64_t(pc[l] == term.t) << l;
-        }
         const uint64_t other = mask & ~taken;
         if (term.t == term.f || !other) {
           wblock_[w] = term.t;
@@ -921,6 +1067,12 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
 }
 
 void Interpreter::run(uint64_t max_steps, const std::atomic<bool>* cancel) {
+  chain_ = true;
+  chain_limit_ = max_steps;
+  struct Unchain {
+    bool& c;
+    ~Unchain() { c = false; }
+  } unchain{chain_};
   while (step()) {
     if (stats_.steps > max_steps) {
       set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");

@@ -57,6 +57,9 @@ class Interpreter {
   // without Params::native_float included) is refused.
   Interpreter(const Program& prog, const Params& p, uint32_t ctas, uint32_t threads, std::vector<uint8_t> params,
               launch::GlobalMemory& mem);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   // Runs one EXEC.  Returns false when none is left (the launch has ended or
   // faulted before; `rec` untouched), or when this EXEC faults: then `rec`
@@ -126,6 +129,8 @@ class Interpreter {
   // The compiled blocks (jit.h): a block's body through its native code, and
   // the call back for the instructions it leaves to the interpreter.
   bool exec_jit(uint32_t w, const Block& blk, uint64_t mask, jit::BlockFn fn);
+  void jit_env_cta();
+  static void set_window(jit::Env::Window& e, const Window& win);
   static int jit_instr(jit::Env* env, uint32_t index, uint64_t mask);
   static void jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t* vals, uint64_t mask, uint32_t bytes);
   void exec_terminator(uint32_t w, const Block& blk, uint64_t mask);
@@ -148,6 +153,7 @@ class Interpreter {
   std::vector<uint32_t> wblock_;
   std::vector<uint64_t> wmask_;
   std::vector<uint64_t> live_;  // per warp: the lanes that have not exited
+  std::vector<uint64_t> live0_;  // the same when a CTA starts
   uint32_t scan_from_ = 0;
   uint32_t cur_warp_ = 0, cur_block_ = 0;  // the EXEC running, for fault messages
   struct Pending {
@@ -161,11 +167,24 @@ class Interpreter {
   };
   std::vector<FastPending> fast_pending_;  // the same, unrecorded
   // The JIT (32-lane machines only): each block's EXECs so far and its
-  // compiled code, once it has run jit_threshold_ EXECs.
+  // compiled code, once it has run jit_threshold_ EXECs (jit::Slot).
   bool jit_on_ = false;
   uint32_t jit_threshold_ = 0;
-  std::vector<uint32_t> jit_count_;
+  struct JitBlock {
+    enum State : uint8_t { kNew, kCounting, kNoCode };
+    State state = kNew;
+    uint32_t left = 0;          // interpreted EXECs before it is compiled
+    uint64_t ran = 0;           // interpreted EXECs in this launch, for its record
+    jit::Slot* slot = nullptr;  // the process's record of its content
+  };
+  std::vector<JitBlock> jit_;
   std::vector<jit::BlockFn> jit_fn_;
+  void flush_jit_counts();
+  // run() in progress: exec() goes on with the warp's compiled blocks
+  // (below chain_limit_ EXECs, up to the next cancel check).
+  bool chain_ = false;
+  uint64_t chain_limit_ = UINT64_MAX;
+  jit::Env jit_env_;  // the compiled blocks' environment (jit_env_cta, exec_jit)
   bool finished_ = false;
   Fault fault_;
   InterpStats stats_;

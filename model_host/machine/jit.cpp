@@ -53,8 +53,11 @@ bool built_in() { return false; }
 
 #if !QGPU_HAVE_JIT
 
-BlockFn compile(const Block&, InstrFn, AppendFn) { return nullptr; }
-BlockFn cached(const Block&) { return nullptr; }
+Slot* slot(const Block&) { return nullptr; }
+void add_execs(Slot*, uint64_t) {}
+uint64_t execs(const Slot*) { return 0; }
+BlockFn compile(Slot*, const Block&, InstrFn, AppendFn) { return nullptr; }
+BlockFn cached(const Slot*) { return nullptr; }
 Counters counters() { return {}; }
 
 #else
@@ -83,7 +86,7 @@ struct State {
   std::mutex mu;
   std::unique_ptr<llvm::orc::LLJIT> jit;
   bool tried = false;
-  std::unordered_map<std::string, BlockFn> cache;
+  std::unordered_map<std::string, Slot> cache;  // node-based: a Slot's address is stable
   uint64_t names = 0;
   Counters counters;
 };
@@ -265,8 +268,44 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       dirty[in.dst] = true;
       continue;
     }
+    if (in.op == Op::FCMP && in.fmod.cmp != FCmp::None) {
+      // A comparison does not round: the host's ordered or unordered
+      // predicate (float_ref.cpp's compare), inputs flushed under .ftz.
+      auto* VF = FixedVectorType::get(B.getFloatTy(), N);
+      auto operand = [&](Value* v) -> Value* {
+        if (in.fmod.ftz) {  // a subnormal (exponent 0, mantissa not) keeps its sign only
+          Value* sub = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(v, splat(0x7F800000u)), splat(0)),
+                                   B.CreateICmpNE(B.CreateAnd(v, splat(0x007FFFFFu)), splat(0)));
+          v = B.CreateSelect(sub, B.CreateAnd(v, splat(0x80000000u)), v);
+        }
+        return B.CreateBitCast(v, VF);
+      };
+      Value* x = operand(get(in.a));
+      Value* y = operand(get(in.b));
+      CmpInst::Predicate pr = CmpInst::FCMP_FALSE;
+      switch (in.fmod.cmp) {
+        case FCmp::Eq: pr = CmpInst::FCMP_OEQ; break;
+        case FCmp::Ne: pr = CmpInst::FCMP_ONE; break;
+        case FCmp::Lt: pr = CmpInst::FCMP_OLT; break;
+        case FCmp::Le: pr = CmpInst::FCMP_OLE; break;
+        case FCmp::Gt: pr = CmpInst::FCMP_OGT; break;
+        case FCmp::Ge: pr = CmpInst::FCMP_OGE; break;
+        case FCmp::Equ: pr = CmpInst::FCMP_UEQ; break;
+        case FCmp::Neu: pr = CmpInst::FCMP_UNE; break;
+        case FCmp::Ltu: pr = CmpInst::FCMP_ULT; break;
+        case FCmp::Leu: pr = CmpInst::FCMP_ULE; break;
+        case FCmp::Gtu: pr = CmpInst::FCMP_UGT; break;
+        case FCmp::Geu: pr = CmpInst::FCMP_UGE; break;
+        case FCmp::Num: pr = CmpInst::FCMP_ORD; break;
+        case FCmp::Nan: pr = CmpInst::FCMP_UNO; break;
+        case FCmp::None: break;
+      }
+      val[in.dst] = bool32(B.CreateFCmp(pr, x, y));
+      dirty[in.dst] = true;
+      continue;
+    }
     if (info.kind == OpKind::Float &&
-        (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL || in.op == Op::FFMA) &&
+        (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL || in.op == Op::FFMA || in.op == Op::FDIV) &&
         (in.fmod.rnd == FRnd::None || in.fmod.rnd == FRnd::Rn) && !in.fmod.ftz && !in.fmod.sat) {
       // Round to nearest without .ftz or .sat while the host rounds to
       // nearest (float_eval.cpp's inline case): the host's IEEE operation,
@@ -288,6 +327,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* f = in.op == Op::FADD   ? B.CreateFAdd(x, y)
                  : in.op == Op::FSUB ? B.CreateFSub(x, y)
                  : in.op == Op::FMUL ? B.CreateFMul(x, y)
+                 : in.op == Op::FDIV ? B.CreateFDiv(x, y)  // correctly rounded, as float_ref.cpp's div
                                      : static_cast<Value*>(B.CreateCall(
                                            Intrinsic::getDeclaration(mod.get(), Intrinsic::fma, {VF}),
                                            {x, y, B.CreateBitCast(c, VF)}));
@@ -376,6 +416,131 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       B.SetInsertPoint(next);
       if (d.ptrs) deferred.push_back(d);
       else deferred.push_back({k, in.bytes, nullptr, nullptr, nullptr, nullptr});  // never fast: pend is set
+      continue;
+    }
+    if (info.kind == OpKind::Atomic && int(in.space) < 4) {
+      // Every active lane's word in range and aligned (the interpreter's
+      // check): the lanes one after another in lane order, each seeing the
+      // ones before it; in global memory each read-modify-write is one
+      // compare-and-swap loop (seq_cst), as the interpreter's atomic_rmw,
+      // elsewhere a plain read and write.  Else the interpreter's own.
+      const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(in.space);
+      auto field = [&](size_t off, Type* t) {
+        return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
+      };
+      Value* base = field(offsetof(Env::Window, base), ptr);
+      Value* size = B.CreateTrunc(field(offsetof(Env::Window, size), i64), i32);
+      Value* sub = field(offsetof(Env::Window, sub), i32);
+      Value* fast = field(offsetof(Env::Window, fast), i32);
+      Value* addr = get(in.a);
+      Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
+      Value* lim = B.CreateVectorSplat(N, B.CreateSub(size, B.getInt32(4)));
+      Value* bad = B.CreateOr(B.CreateICmpUGT(off, lim), B.CreateICmpNE(B.CreateAnd(addr, splat(3)), splat(0)));
+      bad = B.CreateAnd(bad, active);
+      Value* any = B.CreateOr(B.CreateOrReduce(bad), B.CreateICmpEQ(fast, B.getInt32(0)));
+      Value* bv = get(in.b);
+      Value* cv = get(in.c);
+      BasicBlock* fastb = BasicBlock::Create(C, "at.fast", F);
+      BasicBlock* headb = BasicBlock::Create(C, "at.lane", F);
+      BasicBlock* bodyb = BasicBlock::Create(C, "at.body", F);
+      BasicBlock* latchb = BasicBlock::Create(C, "at.next", F);
+      BasicBlock* endb = BasicBlock::Create(C, "at.end", F);
+      BasicBlock* slowb = BasicBlock::Create(C, "at.slow", F);
+      BasicBlock* failb = BasicBlock::Create(C, "at.fault", F);
+      BasicBlock* slow2 = BasicBlock::Create(C, "at.slow2", F);
+      BasicBlock* merge = BasicBlock::Create(C, "at.done", F);
+      AllocaInst* res = nullptr;
+      {
+        IRBuilder<> E(&F->getEntryBlock(), F->getEntryBlock().begin());
+        res = E.CreateAlloca(V);
+      }
+      B.CreateCondBr(any, slowb, fastb, MDBuilder(C).createBranchWeights(1, 1 << 20));
+      B.SetInsertPoint(fastb);
+      Value* off64 = B.CreateZExt(off, V64);
+      if (in.space == Space::Local) {
+        Value* stride = B.CreateVectorSplat(N, field(offsetof(Env::Window, stride), i64));
+        std::vector<Constant*> lanes;
+        for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
+        off64 = B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
+      }
+      Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
+      B.CreateAlignedStore(Constant::getNullValue(V), res, Align(4));  // the inactive lanes: defined, never written back
+      B.CreateBr(headb);
+      B.SetInsertPoint(headb);
+      PHINode* l = B.CreatePHI(i32, 2);
+      l->addIncoming(B.getInt32(0), fastb);
+      Value* bit = B.CreateTrunc(B.CreateLShr(mask64, B.CreateZExt(l, i64)), B.getInt1Ty());
+      B.CreateCondBr(bit, bodyb, latchb);
+      B.SetInsertPoint(bodyb);
+      Value* p = B.CreateExtractElement(ptrs, l);
+      Value* bl = B.CreateExtractElement(bv, l);
+      Value* cl = B.CreateExtractElement(cv, l);
+      auto f = [&](Value* o) -> Value* {
+        switch (in.atom) {
+          case AtomOp::ADD: return B.CreateAdd(o, bl);
+          case AtomOp::MIN: return B.CreateSelect(B.CreateICmpSLT(o, bl), o, bl);
+          case AtomOp::MAX: return B.CreateSelect(B.CreateICmpSGT(o, bl), o, bl);
+          case AtomOp::MINU: return B.CreateSelect(B.CreateICmpULT(o, bl), o, bl);
+          case AtomOp::MAXU: return B.CreateSelect(B.CreateICmpUGT(o, bl), o, bl);
+          case AtomOp::EXCH: return bl;
+          case AtomOp::CAS: return B.CreateSelect(B.CreateICmpEQ(o, bl), cl, o);
+          case AtomOp::AND: return B.CreateAnd(o, bl);
+          case AtomOp::OR: return B.CreateOr(o, bl);
+          case AtomOp::XOR: return B.CreateXor(o, bl);
+          case AtomOp::INC: return B.CreateSelect(B.CreateICmpUGE(o, bl), B.getInt32(0), B.CreateAdd(o, B.getInt32(1)));
+          case AtomOp::DEC:
+            return B.CreateSelect(B.CreateOr(B.CreateICmpEQ(o, B.getInt32(0)), B.CreateICmpUGT(o, bl)), bl,
+                                  B.CreateSub(o, B.getInt32(1)));
+        }
+        return o;
+      };
+      Value* old = nullptr;
+      if (in.space == Space::Global) {
+        LoadInst* first = B.CreateAlignedLoad(i32, p, Align(4));
+        first->setAtomic(AtomicOrdering::Monotonic);
+        BasicBlock* casb = BasicBlock::Create(C, "at.cas", F);
+        BasicBlock* from = B.GetInsertBlock();
+        B.CreateBr(casb);
+        B.SetInsertPoint(casb);
+        PHINode* o = B.CreatePHI(i32, 2);
+        o->addIncoming(first, from);
+        Value* pair = B.CreateAtomicCmpXchg(p, o, f(o), MaybeAlign(4), AtomicOrdering::SequentiallyConsistent,
+                                            AtomicOrdering::Monotonic);
+        Value* seen = B.CreateExtractValue(pair, 0);
+        o->addIncoming(seen, casb);
+        BasicBlock* doneb = BasicBlock::Create(C, "at.cas.done", F);
+        B.CreateCondBr(B.CreateExtractValue(pair, 1), doneb, casb);
+        B.SetInsertPoint(doneb);
+        old = o;
+      } else {
+        old = B.CreateAlignedLoad(i32, p, Align(4));
+        B.CreateAlignedStore(f(old), p, Align(4));
+      }
+      B.CreateStore(old, B.CreateInBoundsGEP(i32, res, l));
+      B.CreateBr(latchb);
+      B.SetInsertPoint(latchb);
+      Value* l1 = B.CreateAdd(l, B.getInt32(1));
+      l->addIncoming(l1, latchb);
+      B.CreateCondBr(B.CreateICmpULT(l1, B.getInt32(N)), headb, endb);
+      B.SetInsertPoint(endb);
+      Value* got = B.CreateAlignedLoad(V, res, Align(4));
+      B.CreateBr(merge);
+      B.SetInsertPoint(slowb);
+      for (auto& [reg, d] : dirty)
+        if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
+      Value* ok = B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});
+      B.CreateCondBr(B.CreateICmpEQ(ok, B.getInt32(0)), failb, slow2);
+      B.SetInsertPoint(failb);
+      B.CreateRet(B.getInt32(k));
+      B.SetInsertPoint(slow2);
+      Value* back = B.CreateAlignedLoad(V, regptr(in.dst), Align(4));
+      B.CreateBr(merge);
+      B.SetInsertPoint(merge);
+      PHINode* phi = B.CreatePHI(V, 2);
+      phi->addIncoming(got, endb);
+      phi->addIncoming(back, slow2);
+      val[in.dst] = phi;
+      dirty[in.dst] = true;
       continue;
     }
     if (info.kind == OpKind::Load && int(in.space) < 4) {
@@ -514,21 +679,41 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
 
 }  // namespace
 
-BlockFn cached(const Block& blk) {
+Slot* slot(const Block& blk) {
   if (blk.instrs.empty()) return nullptr;
   const std::string key = key_of(blk);
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  auto it = s.cache.find(key);
-  return it != s.cache.end() ? it->second : nullptr;
+  return &s.cache[key];
 }
 
-BlockFn compile(const Block& blk, InstrFn helper, AppendFn append) {
-  if (blk.instrs.empty()) return nullptr;
-  const std::string key = key_of(blk);
+void add_execs(Slot* sl, uint64_t n) {
+  if (!sl) return;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (auto it = s.cache.find(key); it != s.cache.end()) return it->second;
+  sl->execs += n;
+}
+
+uint64_t execs(const Slot* sl) {
+  if (!sl) return 0;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return sl->execs;
+}
+
+BlockFn cached(const Slot* sl) {
+  if (!sl) return nullptr;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return sl->fn;
+}
+
+BlockFn compile(Slot* sl, const Block& blk, InstrFn helper, AppendFn append) {
+  if (!sl || blk.instrs.empty()) return nullptr;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (sl->tried) return sl->fn;
+  sl->tried = true;
   BlockFn fn = nullptr;
   if (init(s)) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -546,7 +731,7 @@ BlockFn compile(const Block& blk, InstrFn helper, AppendFn append) {
     s.counters.compiled += fn != nullptr;
     s.counters.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  s.cache.emplace(key, fn);
+  sl->fn = fn;
   return fn;
 }
 

@@ -4,10 +4,12 @@
 // into one native function over a whole CUDA warp (Params::kCudaWarp lanes):
 // its ALU and special operations as 32-lane vector code with the operands
 // kept in SSA across the block and every register written back under the
-// active mask, its other instructions (memory, atomics, float) as calls back
-// into the interpreter's own code for that one instruction.  Only the
-// unrecorded path of 32-lane machines runs compiled blocks (Interpreter::run,
-// step() without a StepRecord); everything else is interpreted.
+// active mask, its loads, stores, atomics and default-rounding f32 add, sub,
+// mul and fma natively when every active lane's access is in range, the
+// rest as calls back into the interpreter's own code for that one
+// instruction.  Only the unrecorded path of 32-lane machines runs compiled
+// blocks (Interpreter::run, step() without a StepRecord); everything else is
+// interpreted.
 #pragma once
 
 #include <cstdint>
@@ -61,17 +63,36 @@ enum class Mode { Off, On, Always };
 // Whether this build has the compiler (LLVM found at configure time).
 bool built_in();
 Mode mode();
-// EXECs of a block before it is compiled (QGPU_JIT_THRESHOLD, default 8192);
-// 0 under Mode::Always.
+// EXECs of a block before it is compiled (QGPU_JIT_THRESHOLD, default 8192),
+// counted over the launches of the process (Slot); 0 under Mode::Always.
 uint32_t threshold();
 
+// The process's record of blocks of one content (keyed by the
+// instructions): its compiled code once there is one, and the EXECs that
+// launches ended before ran of it interpreted, so that a block that each
+// launch runs a few times (a library kernel launched again and again) is
+// compiled once all of them together reach threshold().  Records live
+// until the process exits.
+struct Slot {
+  BlockFn fn = nullptr;
+  bool tried = false;   // compile() ran (fn may still be null)
+  uint64_t execs = 0;   // interpreted EXECs of launches that have ended
+};
+// The record of blocks of `blk`'s content, made on first use; null for an
+// empty block (nothing to compile) or when the JIT is not built in.
+Slot* slot(const Block& blk);
+// What an ended launch adds to a record: EXECs it ran interpreted.
+void add_execs(Slot* s, uint64_t execs);
+// The prior EXECs of a record (add_execs) as one launch sees them.
+uint64_t execs(const Slot* s);
+
 // The block's native function, compiled once per process for blocks of the
-// same content (a cache keyed by the instructions); null when the JIT is
-// not built in, LLVM cannot target the host, or the block is empty.
-BlockFn compile(const Block& blk, InstrFn helper, AppendFn append);
+// same content (the record `s`); null when the JIT is not built in, LLVM
+// cannot target the host, or the block is empty.
+BlockFn compile(Slot* s, const Block& blk, InstrFn helper, AppendFn append);
 // The same when a block of this content was compiled before, else null
 // (compiles nothing).
-BlockFn cached(const Block& blk);
+BlockFn cached(const Slot* s);
 
 // Blocks compiled and their total compile time, for tools.
 struct Counters {

@@ -11,6 +11,7 @@
 // partial one, and the lowering emits them only when asked.
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -26,6 +27,7 @@
 #include "model_host/machine/float_eval.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
+#include "model_host/ptx/float_ref.h"
 
 namespace qgpu::machine {
 namespace {
@@ -912,6 +914,29 @@ TEST(NativeFloat64, OnlyMachinesWithThemRunThem) {
   EXPECT_THROW(validate(bad, cuda_params(1u << 20)), std::invalid_argument);  // .hi on a comparison
   bad.blocks[0].instrs[4].fmod.hi = false;
   EXPECT_NO_THROW(validate(bad, cuda_params(1u << 20)));
+}
+
+// The reference's operations under every host rounding mode (a process that
+// set one with fesetround): the host's mode is read as fesetround left it,
+// the default-rounding shortcut is taken only under round-to-nearest, and
+// every operation rounds as its modifier says whatever the host's mode.
+TEST(NativeFloat, HostRoundingModeIsReadAsSet) {
+  const int old = std::fegetround();
+  const uint32_t one = 0x3F800000u, third = 0x3EAAAAABu, tiny = 0x33800000u;  // 1, ~1/3, 2^-24
+  for (const int mode : {FE_TONEAREST, FE_DOWNWARD, FE_UPWARD, FE_TOWARDZERO}) {
+    ASSERT_EQ(std::fesetround(mode), 0);
+    EXPECT_EQ(ptx::fref::host_rounds_to_nearest(), mode == FE_TONEAREST) << mode;
+    // 1 + 2^-24 is halfway between 1 and its successor: .rn gives 1 (even), .rp the successor.
+    EXPECT_EQ(ptx::fref::add(one, tiny, ptx::Rnd::Rn, false, false), one) << mode;
+    EXPECT_EQ(ptx::fref::add(one, tiny, ptx::Rnd::Rp, false, false), one + 1) << mode;
+    EXPECT_EQ(ptx::fref::add(one, tiny, ptx::Rnd::Rz, false, false), one) << mode;
+    // 1 / 3: .rn and .rp round up to 0x3EAAAAAB, .rz and .rm down.
+    EXPECT_EQ(ptx::fref::div(one, 0x40400000u, ptx::Rnd::Rn, false, false), third) << mode;
+    EXPECT_EQ(ptx::fref::div(one, 0x40400000u, ptx::Rnd::Rz, false, false), third - 1) << mode;
+    EXPECT_EQ(ptx::fref::div(one, 0x40400000u, ptx::Rnd::Rm, false, false), third - 1) << mode;
+    EXPECT_EQ(std::fegetround(), mode) << "the operations leave the host's mode as they found it";
+  }
+  std::fesetround(old);
 }
 
 }  // namespace

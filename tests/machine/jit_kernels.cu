@@ -92,3 +92,41 @@ __global__ void bad_store(const unsigned* in, unsigned* out, int n) {
   char* p = (char*)(out + n + t) + (t == 45 ? 2 : 0);
   *(unsigned*)p = v;
 }
+
+// Every atomic operation on global and shared memory, many lanes on one
+// word (each lane sees the ones before it) and lanes apart, under full and
+// partial masks; the old values are stored.
+__global__ void atomics_all(const unsigned* in, unsigned* out, int n) {
+  __shared__ unsigned sh[64];
+  const int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  const unsigned v = in[i % n];
+  if (t < 64) sh[t] = v * 3u;
+  __syncthreads();
+  unsigned* g = out + 2 * n;  // 64 words of contention
+  unsigned acc = 0;
+  const int w = t % 7;  // the word: seven lanes share each
+  if (v % 3 != 0) {  // a partial mask
+    acc += atomicAdd(&g[w], v);
+    acc ^= atomicAdd(&sh[w], v);
+  }
+  acc += atomicMin(reinterpret_cast<int*>(&g[8 + w]), int(v) - 500);
+  acc += atomicMax(reinterpret_cast<int*>(&sh[8 + w]), int(v) - 500);
+  acc ^= atomicMin(&g[16 + w], v);
+  acc ^= atomicMax(&sh[16 + w], v);
+  acc += atomicExch(&g[24 + w], v);
+  acc += atomicExch(&sh[24 + w], v + 1);
+  acc ^= atomicCAS(&g[32 + w], v % 4, v);
+  acc ^= atomicCAS(&sh[32 + w], sh[32 + w], v);
+  acc += atomicAnd(&g[40 + w], ~v) + atomicOr(&g[48 + w], v) + atomicXor(&g[56 + w], v);
+  acc += atomicAnd(&sh[40 + w], ~v) + atomicOr(&sh[48 + w], v) + atomicXor(&sh[56 + w], v);
+  if (t & 1) {
+    acc += atomicInc(&g[4 * w + 1], 5u + w);
+    acc += atomicDec(&sh[4 * w + 1], 3u + w);
+  } else {
+    acc += atomicInc(&sh[4 * w + 2], v % 9);
+    acc += atomicDec(&g[4 * w + 2], v % 7);
+  }
+  __syncthreads();
+  out[i] = acc;
+  if (t < 64) out[n + blockIdx.x * 64 + t] = sh[t];
+}

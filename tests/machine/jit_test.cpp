@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <array>
+#include <atomic>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -30,12 +31,13 @@ struct Outcome {
 };
 
 Outcome run(const Program& prog, const Params& p, const std::vector<uint8_t>& params, const launch::GlobalMemory& mem0,
-            jit::Mode mode, uint32_t threshold = 0) {
+            jit::Mode mode, uint32_t threshold = 0, uint64_t max_steps = UINT64_MAX,
+            const std::atomic<bool>* cancel = nullptr) {
   Outcome o;
   o.mem = mem0;
   Interpreter in(prog, p, prog.ctas, prog.threads, params, o.mem);
   in.set_jit(mode, threshold);
-  in.run();
+  in.run(max_steps, cancel);
   o.stats = in.stats();
   o.fault = in.fault();
   o.print = in.print_buffer();
@@ -74,7 +76,7 @@ Outcome same_both_ways(const Program& prog, const Params& p, const std::vector<u
 Operand R(uint32_t x) { return Operand::reg(x); }
 Operand K(uint32_t x) { return Operand::k(x); }
 
-// Random ALU, special and f32 add/sub/mul/fma instructions over registers
+// Random ALU, special and f32 add/sub/mul/fma/div/compare instructions over registers
 // 1 .. 12 with operands at the edges (shift counts past 31, signed
 // extremes, infinities, NaNs, subnormals), in blocks entered by
 // lanes split on their lane bits: every op under full and partial masks.
@@ -84,7 +86,8 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
   std::mt19937 rng(12345);
   const uint32_t kRegs = 13, threads = 96, ctas = 2;
   const uint32_t edges[] = {0, 1, 2, 31, 32, 33, 63, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 12345678,
-                            0x7f800000, 0xff800000, 0x7fc00001, 0x00000003, 0x3f800000, 0x7f7fffff};  // floats too
+                            0x7f800000, 0xff800000, 0x7fc00001, 0x00000003, 0x3f800000, 0x7f7fffff,
+                            0x80000005, 0x00800000, 0x40400000};  // floats too: subnormals, the least normal, 3
   auto operand = [&](bool allow_imm) {
     if (allow_imm && rng() % 4 == 0) return K(rng() % 2 ? edges[rng() % std::size(edges)] : uint32_t(rng()));
     return R(1 + rng() % (kRegs - 1));
@@ -93,11 +96,15 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
     Block b;
     for (uint32_t i = 0; i < n; ++i) {
       Instr in;
-      const uint32_t pick = rng() % 34;
+      const uint32_t pick = rng() % 38;
       if (pick < 26) in.op = Op(pick);  // MOV .. BREV
       else if (pick < 30) in.op = Op(int(Op::LANE) + pick - 26);  // LANE WARP CTA CLOCK
-      else in.op = std::array{Op::FADD, Op::FSUB, Op::FMUL, Op::FFMA}[pick - 30];
-      if (is_float(in.op)) {  // mostly the default rounding (compiled), else another (run by the interpreter); sometimes .ftz or .sat
+      else in.op = std::array{Op::FADD, Op::FSUB, Op::FMUL, Op::FFMA, Op::FDIV, Op::FDIV, Op::FCMP, Op::FCMP}[pick - 30];
+      if (in.op == Op::FCMP) {  // every comparison, sometimes .ftz (all compiled)
+        in.fmod.rnd = FRnd::None;
+        in.fmod.cmp = FCmp(1 + rng() % 14);  // Eq .. Nan
+        in.fmod.ftz = rng() % 3 == 0;
+      } else if (is_float(in.op)) {  // mostly the default rounding (compiled), else another (run by the interpreter); sometimes .ftz or .sat
         in.fmod.rnd = rng() % 2 ? FRnd::Rn : std::array{FRnd::Rz, FRnd::Rm, FRnd::Rp}[rng() % 3];
         in.fmod.ftz = rng() % 5 == 0;
         in.fmod.sat = rng() % 7 == 0;
@@ -204,7 +211,8 @@ Outcome kernel_both_ways(const std::string& kernel, uint32_t ctas, uint32_t thre
 TEST(Jit, KernelsMatchTheInterpreter) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   const uint64_t compiled0 = jit::counters().compiled;
-  for (const char* k : {"_Z7alu_mixPKjPji", "_Z7divergePKjPji", "_Z10memory_mixPKjPji", "_Z14atomics_floatsPKjPji"}) {
+  for (const char* k : {"_Z7alu_mixPKjPji", "_Z7divergePKjPji", "_Z10memory_mixPKjPji", "_Z14atomics_floatsPKjPji",
+                        "_Z11atomics_allPKjPji"}) {
     const Outcome o = kernel_both_ways(k, 3, 160);
     EXPECT_EQ(o.fault.error, 0) << k << ": " << o.fault.message;
     EXPECT_GT(o.stats.lane_instructions, 0u);
@@ -213,6 +221,8 @@ TEST(Jit, KernelsMatchTheInterpreter) {
   // CTAs of 100 threads: their last warp has 4 live lanes.
   const Outcome o = kernel_both_ways("_Z14atomics_floatsPKjPji", 2, 100);
   EXPECT_EQ(o.fault.error, 0) << o.fault.message;
+  const Outcome a = kernel_both_ways("_Z11atomics_allPKjPji", 2, 100);
+  EXPECT_EQ(a.fault.error, 0) << a.fault.message;
 }
 
 // A lane's out-of-range load and a lane's misaligned store fault with the
@@ -225,6 +235,180 @@ TEST(Jit, FaultsMatchTheInterpreter) {
   const Outcome st = kernel_both_ways("_Z9bad_storePKjPji", 2, 64);
   EXPECT_EQ(st.fault.error, launch::kMisalignedAddress);
   EXPECT_NE(st.fault.message.find("misaligned global store of 4 bytes"), std::string::npos) << st.fault.message;
+}
+
+// run() goes on with a warp's compiled blocks without going back to its
+// loop (exec()'s chain): the step limit and the cancel flag still end the
+// launch at the same EXEC, with the same stats, registers and memory.
+TEST(Jit, StepLimitAndCancelStopAtTheSameExec) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  const Params p = cuda_params(1u << 20);
+  auto add = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0)) {
+    Instr in;
+    in.op = op;
+    in.dst = d;
+    in.a = a;
+    in.b = bb;
+    b.instrs.push_back(in);
+  };
+  // Each thread counts to 3000 + 7 * lane in B1, a block per iteration
+  // (the warp's lanes leave the loop one by one), then stores its count.
+  Program prog;
+  prog.kernel = "count";
+  prog.threads = 80;  // the last warp has 16 lanes
+  prog.ctas = 3;
+  Block b0, b1, b2;
+  add(b0, Op::LANE, 1, K(0));
+  add(b0, Op::MUL, 4, R(1), K(7));
+  add(b0, Op::ADD, 4, R(4), K(3000));
+  add(b0, Op::MOV, 2, K(0));
+  b0.term = {Term::JMP, 0, 1, 0, 0};
+  add(b1, Op::ADD, 2, R(2), K(1));
+  add(b1, Op::CLOCK, 5, K(0));
+  add(b1, Op::SLTU, 3, R(2), R(4));
+  b1.term = {Term::BR, 3, 1, 2, 0};
+  add(b2, Op::WARP, 6, K(0));
+  add(b2, Op::MUL, 6, R(6), K(32));
+  add(b2, Op::ADD, 6, R(6), R(1));
+  add(b2, Op::MUL, 6, R(6), K(4));
+  add(b2, Op::ADD, 6, R(6), K(p.global_base));
+  Instr st;
+  st.op = Op::ST;
+  st.a = R(6);
+  st.b = K(0);
+  st.c = R(5);
+  b2.instrs.push_back(st);
+  b2.term = {Term::EXIT, 0, 0, 0, 0};
+  prog.blocks = {b0, b1, b2};
+  launch::GlobalMemory mem;
+  mem.base = p.global_base;
+  mem.bytes.assign(4 * 96, 0);
+  const std::atomic<bool> cancel{true};
+  for (const uint64_t limit : {uint64_t(1), uint64_t(5), uint64_t(3003), uint64_t(16384 + 2), UINT64_MAX}) {
+    for (const std::atomic<bool>* c : {static_cast<const std::atomic<bool>*>(nullptr), &cancel}) {
+      const Outcome a = run(prog, p, {}, mem, jit::Mode::Off, 0, limit, c);
+      for (const uint32_t threshold : {3u, 0u}) {
+        const Outcome b = run(prog, p, {}, mem, threshold ? jit::Mode::On : jit::Mode::Always, threshold, limit, c);
+        const std::string how = "limit " + std::to_string(limit) + (c ? ", cancelled" : "") + ", threshold " +
+                                std::to_string(threshold);
+        EXPECT_EQ(a.stats.steps, b.stats.steps) << how;
+        EXPECT_EQ(a.stats.lane_instructions, b.stats.lane_instructions) << how;
+        EXPECT_EQ(a.fault.error, b.fault.error) << how;
+        EXPECT_EQ(a.fault.message, b.fault.message) << how;
+        EXPECT_TRUE(a.mem.bytes == b.mem.bytes) << how;
+        EXPECT_EQ(a.regs, b.regs) << how;
+      }
+      if (c) {  // cancelled at the first check
+        EXPECT_EQ(a.stats.steps, limit < Interpreter::kCancelSteps ? limit + 1 : Interpreter::kCancelSteps) << limit;
+        EXPECT_EQ(a.fault.error, limit < Interpreter::kCancelSteps ? launch::kLaunchTimeout : launch::kLaunchFailure);
+      } else if (limit == UINT64_MAX) {
+        EXPECT_EQ(a.fault.error, 0) << a.fault.message;
+      } else {
+        EXPECT_EQ(a.stats.steps, limit + 1);
+        EXPECT_EQ(a.fault.error, launch::kLaunchTimeout);
+      }
+    }
+  }
+}
+
+// Every f32 comparison (with and without .ftz) and division (.rn compiled;
+// .ftz, .sat and .rz through the interpreter) on every pair of edge values
+// (zeros, subnormals, the least normal, infinities, NaNs, extremes), one
+// pair per thread, compiled and interpreted.
+TEST(Jit, FloatCompareAndDivideOnEdgeValues) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  const Params p = cuda_params(1u << 20);
+  const uint32_t edges[] = {0x00000000, 0x80000000, 0x00000001, 0x80000005, 0x007fffff, 0x00800000, 0x3f800000,
+                            0xbf800000, 0x40400000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000,
+                            0xffc00001, 0x7f800001, 0x33800000};
+  const uint32_t E = std::size(edges), pairs = E * E, threads = (pairs + 31) / 32 * 32;
+  struct Form {
+    Op op;
+    FloatMod m;
+  };
+  std::vector<Form> forms;
+  for (int c = 1; c <= 14; ++c)
+    for (const bool ftz : {false, true}) {
+      FloatMod m;
+      m.rnd = FRnd::None;
+      m.cmp = FCmp(c);
+      m.ftz = ftz;
+      forms.push_back({Op::FCMP, m});
+    }
+  for (const FRnd r : {FRnd::Rn, FRnd::Rz})
+    for (const bool ftz : {false, true})
+      for (const bool sat : {false, true}) {
+        FloatMod m;
+        m.rnd = r;
+        m.ftz = ftz;
+        m.sat = sat;
+        forms.push_back({Op::FDIV, m});
+      }
+  auto ins = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
+    Instr in;
+    in.op = op;
+    in.dst = d;
+    in.a = a;
+    in.b = bb;
+    in.c = c;
+    b.instrs.push_back(in);
+    return &b.instrs.back();
+  };
+  Program prog;
+  prog.kernel = "edges";
+  prog.threads = threads;
+  prog.ctas = 1;
+  const uint32_t in_at = p.global_base, out_at = p.global_base + 8 * threads;
+  Block b0;  // r3: the thread, r4/r5: its pair, r6: its first result's address
+  ins(b0, Op::WARP, 1, K(0));
+  ins(b0, Op::MUL, 1, R(1), K(32));
+  ins(b0, Op::LANE, 2, K(0));
+  ins(b0, Op::ADD, 3, R(1), R(2));
+  ins(b0, Op::MUL, 7, R(3), K(8));
+  Instr* l = ins(b0, Op::LD, 4, R(7), K(in_at));
+  l->space = Space::Global;
+  l = ins(b0, Op::LD, 5, R(7), K(in_at + 4));
+  l->space = Space::Global;
+  ins(b0, Op::MUL, 6, R(3), K(4));
+  ins(b0, Op::ADD, 6, R(6), K(out_at));
+  b0.term = {Term::JMP, 0, 1, 0, 0};
+  prog.blocks.push_back(b0);
+  for (size_t k = 0; k < forms.size(); ++k) {
+    Block b;
+    b.instrs.push_back(make_float(forms[k].op, 8, R(4), R(5), K(0), forms[k].m));
+    Instr* st = ins(b, Op::ST, 0, R(6), K(uint32_t(4 * threads * k)), R(8));
+    st->space = Space::Global;
+    b.term = {Term::JMP, 0, uint32_t(k + 2), 0, 0};
+    prog.blocks.push_back(b);
+  }
+  Block last;
+  last.term = {Term::EXIT, 0, 0, 0, 0};
+  prog.blocks.back().term = {Term::EXIT, 0, 0, 0, 0};
+  launch::GlobalMemory mem;
+  mem.base = p.global_base;
+  mem.bytes.assign(8 * threads + 4 * threads * forms.size(), 0);
+  for (uint32_t t = 0; t < threads; ++t) {
+    const uint32_t a = edges[(t % pairs) % E], b = edges[(t % pairs) / E];
+    std::memcpy(&mem.bytes[8 * t], &a, 4);
+    std::memcpy(&mem.bytes[8 * t + 4], &b, 4);
+  }
+  const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
+  EXPECT_EQ(o.fault.error, 0) << o.fault.message;
+  // The interpreter's results are the reference's (float_ref.h) for a few pairs.
+  auto result = [&](size_t k, uint32_t t) {
+    uint32_t v;
+    std::memcpy(&v, &o.mem.bytes[8 * threads + 4 * (threads * k + t)], 4);
+    return v;
+  };
+  // Form 2 (c - 1) + ftz is comparison c (Eq 1 .. Nan 14); thread t the pair (edges[t % E], edges[t / E]).
+  EXPECT_EQ(result(2 * (2 - 1), 0), 0u);        // 0 .ne 0: false
+  EXPECT_EQ(result(0, 1), 1u);                  // -0 .eq 0
+  EXPECT_EQ(result(0, E * 13 + 13), 0u);        // NaN .eq NaN: false (ordered)
+  EXPECT_EQ(result(2 * (2 - 1), E * 13 + 13), 0u);  // NaN .ne NaN: false (ordered)
+  EXPECT_EQ(result(2 * (8 - 1), E * 13 + 13), 1u);  // NaN .neu NaN
+  EXPECT_EQ(result(2 * (13 - 1), 2), 1u);       // .num of a subnormal and 0
+  EXPECT_EQ(result(1, 2), 1u);                  // .eq.ftz: a subnormal is 0
+  EXPECT_EQ(result(0, 2), 0u);                  // .eq: it is not
 }
 
 }  // namespace

@@ -41,6 +41,8 @@
 #   --no-build       reuse the programs already in OUT
 #   --check          run with `qgpu run --check` (the model backend compares
 #                    every generated token with the reference interpreter)
+#   --daemon-log     keep model_host's log of each run in OUT/NAME/model_host.log
+#                    (one line per launch: grid, steps, thread-instructions, seconds)
 #   --args FILE      per-sample arguments: lines `NAME | ARGS` ('#' comments);
 #                    a sample named there runs with ARGS instead of its
 #                    defaults (reduced sizes for the model's device; the
@@ -48,7 +50,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 backend=interpreter build=build out= results= list=$here/samples.txt class=integer timeout_s=60 jobs=1 no_build=0
-samples_dir= subset=() check= args_file=
+samples_dir= subset=() check= args_file= daemon_log=0
 while (($#)); do
   case $1 in
     --backend) backend=$2; shift 2 ;;
@@ -62,8 +64,9 @@ while (($#)); do
     -j*) jobs=${1#-j}; shift ;;
     --no-build) no_build=1; shift ;;
     --check) check=--check; shift ;;
+    --daemon-log) daemon_log=1; shift ;;
     --args) args_file=$2; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,49p' "$0"; exit 0 ;;
     -*) echo "conformance: unknown option $1" >&2; exit 2 ;;
     *) if [ -z "$samples_dir" ]; then samples_dir=$1; else subset+=("$1"); fi; shift ;;
   esac
@@ -216,7 +219,9 @@ run_one() {
   # $dst/pid so that an interrupted script can stop the runs it started.
   local -a run_args=()
   [ -n "${args_of[$n]:-}" ] && read -r -a run_args <<<"${args_of[$n]}"
-  env -C "$dst" timeout -k 5 "$timeout_s" "$qgpu" run --backend "$backend" $check -- "./$n" "${run_args[@]}" \
+  local -a log_args=()
+  ((daemon_log)) && log_args=(--daemon-log "$dst/model_host.log") && rm -f "$dst/model_host.log"
+  env -C "$dst" timeout -k 5 "$timeout_s" "$qgpu" run --backend "$backend" $check "${log_args[@]}" -- "./$n" "${run_args[@]}" \
     >"$dst/run.log" 2>&1 </dev/null &
   echo $! >"$dst/pid"
   wait $!
