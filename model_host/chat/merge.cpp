@@ -322,7 +322,7 @@ MuteDirection find_mute_direction(const torch::Tensor& E, const torch::Tensor& f
   u = u / u.norm();
   torch::Tensor best = u.clone();
   double best_min = (Y.matmul(u)).min().item<double>();
-  for (int it = 0; it < 300; ++it) {
+  for (int it = 0; it < 3000; ++it) {
     torch::Tensor proj = Y.matmul(u);
     const int64_t worst = proj.argmin().item<int64_t>();
     const double m = proj[worst].item<double>();
@@ -334,7 +334,8 @@ MuteDirection find_mute_direction(const torch::Tensor& E, const torch::Tensor& f
   md.u = best;
   md.min_projection = best_min;
   if (best_min <= 0)
-    throw std::runtime_error("merge: no direction on the circuit's free dimensions has a positive projection for every "
+    throw std::runtime_error("merge: no direction on the circuit's free dimensions (" + std::to_string(k) + " of " +
+                             std::to_string(free_dims.numel()) + " used) has a positive projection for every "
                              "text embedding of this base (best minimum " + std::to_string(best_min) +
                              "); the circuit cannot be muted on text");
   return md;

@@ -79,7 +79,7 @@ struct BaseModel {
 
 struct MergeOptions {
   int64_t token_base = gpu::kTokenBase;   // id of the circuit's first token
-  int mute_dims = 32;                      // at most this many dimensions of U carry the mute term
+  int mute_dims = 64;                      // at most this many dimensions of U carry the mute term
   float amplifier_gain = 4096.f;           // down weight of the amplifier (times 1 / (1 + w) of the final norm)
   // The sink (docs/merge.md section 4): at most this many dimensions (any
   // but the circuit's output fields, the mute direction's and the anchor),
