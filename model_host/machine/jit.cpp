@@ -197,6 +197,36 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     for (auto& [reg, d] : dirty)
       if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
   };
+  // Instruction k through the interpreter where a compiled fast path cannot
+  // run it: the dirty registers written back (they stay dirty: the fast path
+  // did not write them), a fault returns k, the result register is read
+  // back, and the path branches to `merge`.  Returns the value and its block.
+  auto interpreted = [&](uint32_t k, uint32_t dst, BasicBlock* merge, bool may_fault) {
+    store_dirty();
+    Value* ok = B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});
+    if (may_fault) {
+      BasicBlock* failb = BasicBlock::Create(C, "fault", F);
+      BasicBlock* resumed = BasicBlock::Create(C, "resumed", F);
+      B.CreateCondBr(B.CreateICmpEQ(ok, B.getInt32(0)), failb, resumed);
+      B.SetInsertPoint(failb);
+      B.CreateRet(B.getInt32(k));
+      B.SetInsertPoint(resumed);
+    }
+    Value* back = B.CreateAlignedLoad(V, regptr(dst), Align(4));
+    BasicBlock* from = B.GetInsertBlock();
+    B.CreateBr(merge);
+    return std::pair<Value*, BasicBlock*>{back, from};
+  };
+  // The result register after a fast and an interpreted path meet at `merge`.
+  auto join = [&](uint32_t dst, BasicBlock* merge, Value* fast, BasicBlock* from_fast,
+                  std::pair<Value*, BasicBlock*> slow) {
+    B.SetInsertPoint(merge);
+    PHINode* phi = B.CreatePHI(V, 2);
+    phi->addIncoming(fast, from_fast);
+    phi->addIncoming(slow.first, slow.second);
+    val[dst] = phi;
+    dirty[dst] = true;
+  };
   auto win_field = [&](Space sp, size_t off, Type* t) {
     const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(sp);
     return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
@@ -314,7 +344,6 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
           i32, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, offsetof(Env, host_nearest)), Align(4));
       BasicBlock* fastb = BasicBlock::Create(C, "f.fast", F);
       BasicBlock* slowb = BasicBlock::Create(C, "f.slow", F);
-      BasicBlock* slow2 = BasicBlock::Create(C, "f.slow2", F);
       BasicBlock* merge = BasicBlock::Create(C, "f.done", F);
       Value* a = get(in.a);
       Value* b = get(in.b);
@@ -336,19 +365,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* fv = B.CreateSelect(nan, splat(0x7FFFFFFFu), bits);
       B.CreateBr(merge);
       B.SetInsertPoint(slowb);
-      for (auto& [reg, d] : dirty)
-        if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
-      B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});  // float operations do not fault
-      Value* back = B.CreateAlignedLoad(V, regptr(in.dst), Align(4));
-      B.CreateBr(slow2);
-      B.SetInsertPoint(slow2);
-      B.CreateBr(merge);
-      B.SetInsertPoint(merge);
-      PHINode* phi = B.CreatePHI(V, 2);
-      phi->addIncoming(fv, fastb);
-      phi->addIncoming(back, slow2);
-      val[in.dst] = phi;
-      dirty[in.dst] = true;
+      const auto slow = interpreted(k, in.dst, merge, false);  // float operations do not fault
+      join(in.dst, merge, fv, fastb, slow);
       continue;
     }
     if (info.kind == OpKind::Store) {
@@ -446,8 +464,6 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       BasicBlock* latchb = BasicBlock::Create(C, "at.next", F);
       BasicBlock* endb = BasicBlock::Create(C, "at.end", F);
       BasicBlock* slowb = BasicBlock::Create(C, "at.slow", F);
-      BasicBlock* failb = BasicBlock::Create(C, "at.fault", F);
-      BasicBlock* slow2 = BasicBlock::Create(C, "at.slow2", F);
       BasicBlock* merge = BasicBlock::Create(C, "at.done", F);
       AllocaInst* res = nullptr;
       {
@@ -526,21 +542,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* got = B.CreateAlignedLoad(V, res, Align(4));
       B.CreateBr(merge);
       B.SetInsertPoint(slowb);
-      for (auto& [reg, d] : dirty)
-        if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
-      Value* ok = B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});
-      B.CreateCondBr(B.CreateICmpEQ(ok, B.getInt32(0)), failb, slow2);
-      B.SetInsertPoint(failb);
-      B.CreateRet(B.getInt32(k));
-      B.SetInsertPoint(slow2);
-      Value* back = B.CreateAlignedLoad(V, regptr(in.dst), Align(4));
-      B.CreateBr(merge);
-      B.SetInsertPoint(merge);
-      PHINode* phi = B.CreatePHI(V, 2);
-      phi->addIncoming(got, endb);
-      phi->addIncoming(back, slow2);
-      val[in.dst] = phi;
-      dirty[in.dst] = true;
+      const auto slow = interpreted(k, in.dst, merge, true);
+      join(in.dst, merge, got, endb, slow);
       continue;
     }
     if (info.kind == OpKind::Load && int(in.space) < 4) {
@@ -563,8 +566,6 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* any = B.CreateOr(B.CreateOrReduce(bad), B.CreateICmpEQ(fast, B.getInt32(0)));
       BasicBlock* fastb = BasicBlock::Create(C, "ld.fast", F);
       BasicBlock* slowb = BasicBlock::Create(C, "ld.slow", F);
-      BasicBlock* failb = BasicBlock::Create(C, "ld.fault", F);
-      BasicBlock* slow2 = BasicBlock::Create(C, "ld.slow2", F);
       BasicBlock* merge = BasicBlock::Create(C, "ld.done", F);
       B.CreateCondBr(any, slowb, fastb, MDBuilder(C).createBranchWeights(1, 1 << 20));
       B.SetInsertPoint(fastb);
@@ -612,21 +613,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       }
       B.CreateBr(merge);
       B.SetInsertPoint(slowb);
-      for (auto& [reg, d] : dirty)
-        if (d) B.CreateMaskedStore(val[reg], regptr(reg), Align(4), active);
-      Value* ok = B.CreateCall(hty, hfn, {env, B.getInt32(k), mask64});
-      B.CreateCondBr(B.CreateICmpEQ(ok, B.getInt32(0)), failb, slow2);
-      B.SetInsertPoint(failb);
-      B.CreateRet(B.getInt32(k));
-      B.SetInsertPoint(slow2);
-      Value* back = B.CreateAlignedLoad(V, regptr(in.dst), Align(4));
-      B.CreateBr(merge);
-      B.SetInsertPoint(merge);
-      PHINode* phi = B.CreatePHI(V, 2);
-      phi->addIncoming(g, from_fast);
-      phi->addIncoming(back, slow2);
-      val[in.dst] = phi;
-      dirty[in.dst] = true;
+      const auto slow = interpreted(k, in.dst, merge, true);
+      join(in.dst, merge, g, from_fast, slow);
       continue;
     }
     // Through the interpreter: the registers it reads are written back
