@@ -84,7 +84,7 @@ std::string explain(const std::vector<int>& vals) {
 // The compiled GPU, built once per test binary.
 struct Compiled {
   Built built = build();
-  qwen::Model model{built.checkpoint, qwen::Exec::Sparse};
+  qwen::Model model{std::move(built.checkpoint), qwen::Exec::Sparse};  // the dense tensors go as they are read
 };
 const Compiled& compiled() {
   static const Compiled c;
