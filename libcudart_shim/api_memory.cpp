@@ -10,6 +10,8 @@
 // the call returns; cudaMemset returns at once unless it sets managed or
 // mapped memory.  The device ranges of asynchronous copies and memsets are
 // checked when the call is made.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,7 @@ struct Pinned {
   unsigned flags = 0;
   bool registered = false;  // the program's memory (cudaHostRegister)
   uint64_t dev = 0;         // its device copy when mapped (0: none)
+  uint64_t allocation = 0;  // the device allocation holding it (dev, or below it when aligned up)
 };
 std::mutex g_pinned_mu;
 std::map<uint64_t, Pinned> g_pinned;  // by host address
@@ -223,10 +226,11 @@ cudaError_t from_symbol(void* dst, const void* symbol, size_t count, size_t offs
 
 // Frees device memory once the device is idle (cudaFree and cudaFreeHost
 // synchronize, as CUDA's do).
-void free_device(Runtime& rt, uint64_t dev) {
+// `allocation`: the daemon's allocation holding `dev` when it starts below it.
+void free_device(Runtime& rt, uint64_t dev, uint64_t allocation = 0) {
   rt.streams().wait(rt.streams().all_marks());
   rt.mirrors().remove(dev);
-  rt.conn().free(dev);
+  rt.conn().free(allocation ? allocation : dev);
   rt.note_free(dev);
 }
 
@@ -407,17 +411,22 @@ cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
     return cudaSuccess;
   }
   // Mapped: a device copy at an address of its own (cudaHostGetDevicePointer).
+  // Whole pages may be live (mirrors.h): their device copy then starts on a
+  // page, a page into an allocation one page larger.
   return guarded([&](Runtime& rt) {
-    uint64_t a = rt.conn().malloc(size);
+    const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
+    const bool aligned = rt.mirrors().live_registration_possible(ptr, size);
+    const uint64_t allocation = rt.conn().malloc(aligned ? size + page : size);
+    const uint64_t a = aligned ? (allocation + page - 1) / page * page : allocation;
     try {
       rt.mirrors().add(a, ptr, size, Mirrors::Registered, flags, true);
     } catch (...) {
-      rt.conn().free(a);
+      rt.conn().free(allocation);
       throw;
     }
     rt.note_allocation(a, size);
     std::lock_guard<std::mutex> g(g_pinned_mu);
-    g_pinned[addr(ptr)] = Pinned{size, flags, true, a};
+    g_pinned[addr(ptr)] = Pinned{size, flags, true, a, allocation};
     return cudaSuccess;
   });
 }
@@ -435,7 +444,7 @@ cudaError_t cudaHostUnregister(void* ptr) {
     // What the device wrote reaches the program's memory first.
     rt.streams().wait(rt.streams().all_marks());
     rt.mirrors().prepare(rt.conn(), {{addr(ptr), pin->second.size, false}});
-    free_device(rt, pin->second.dev);
+    free_device(rt, pin->second.dev, pin->second.allocation);
     return cudaSuccess;
   });
 }

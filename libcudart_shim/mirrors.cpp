@@ -52,6 +52,34 @@ bool Mirrors::map_run(uint64_t first, uint64_t end) {
   return false;
 }
 
+bool Mirrors::live_registration_possible(const void* host, uint64_t size) const {
+  const uint64_t ps = page_size();
+  return fd_ >= 0 && reinterpret_cast<uint64_t>(host) % ps == 0 && size % ps == 0 && size > 0;
+}
+
+bool Mirrors::map_registered(uint64_t dev, uint8_t* host, uint64_t size) {
+  if (!live_registration_possible(host, size) || dev % page_size() != 0 || dev < file_base_ ||
+      dev + size > file_base_ + file_bytes_)
+    return false;
+  const off_t at = off_t(dev - file_base_);
+  for (uint64_t done = 0; done < size;) {
+    const ssize_t n = pwrite(fd_, host + done, size_t(size - done), at + off_t(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += uint64_t(n);
+  }
+  // The file now holds the program's bytes: its pages replace the program's.
+  return mmap(host, size_t(size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd_, at) == host;
+}
+
+void Mirrors::unmap_registered(const Range& r) {
+  void* fresh = mmap(nullptr, size_t(r.size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (fresh == MAP_FAILED) return;  // the program keeps the file's pages: same bytes, still valid
+  std::memcpy(fresh, r.host, size_t(r.size));
+  if (mremap(fresh, size_t(r.size), size_t(r.size), MREMAP_MAYMOVE | MREMAP_FIXED, r.host) == MAP_FAILED)
+    munmap(fresh, size_t(r.size));
+}
+
 void Mirrors::map_pages(uint64_t dev, uint64_t size) {
   const uint64_t ps = page_size();
   const uint64_t first = dev / ps * ps, end = (dev + std::max<uint64_t>(size, 1) + ps - 1) / ps * ps;
@@ -108,7 +136,8 @@ void Mirrors::add(uint64_t dev, void* host, uint64_t size, Kind kind, unsigned f
   r.size = size;
   r.kind = kind;
   r.flags = flags;
-  r.live = !host && fd_ >= 0 && dev >= file_base_ && dev + size <= file_base_ + file_bytes_;
+  r.live = host ? kind == Registered && map_registered(dev, r.host, size)
+               : fd_ >= 0 && dev >= file_base_ && dev + size <= file_base_ + file_bytes_;
   r.host_current = r.live || host_current;
   ranges_[dev] = r;
   count_ = ranges_.size();
@@ -124,6 +153,7 @@ std::optional<Mirrors::Range> Mirrors::remove(uint64_t dev) {
   count_ = ranges_.size();
   if (!r.live) --mirrored_;
   if (r.host == reinterpret_cast<uint8_t*>(r.dev)) unmap_pages(r.dev, r.size);
+  else if (r.live) unmap_registered(r);
   return r;
 }
 
@@ -202,6 +232,8 @@ std::unique_lock<std::mutex> Mirrors::prepare(client::Connection& c, std::initia
 
 void Mirrors::clear() {
   std::lock_guard<std::mutex> g(mu_);
+  for (auto& [d, r] : ranges_)
+    if (r.live && r.host != reinterpret_cast<uint8_t*>(r.dev)) unmap_registered(r);
   for (auto& [p, n] : pages_) munmap(reinterpret_cast<void*>(p), page_size());
   pages_.clear();
   ranges_.clear();

@@ -31,6 +31,15 @@
 // made of 32-bit ones and of read-modify-write blocks that only the
 // machine's schedule keeps whole, docs/isa.md section 8, so they are not
 // atomic against the host's).
+//
+// cudaHostRegisterMapped memory is live too when it lies on whole pages and
+// its device copy starts on a page (live_registration_possible(); the
+// runtime then over-allocates the device copy by a page to align it): the
+// program's pages are replaced by the device file's pages at the same host
+// address, holding what they held (MAP_FIXED over them), and given back as
+// private pages with the same contents when the range is removed
+// (cudaHostUnregister).  Otherwise, or when the mapping fails, the range is
+// mirrored.
 #pragma once
 
 #include <atomic>
@@ -75,6 +84,10 @@ class Mirrors {
   void set_device_file(int fd, uint64_t base, uint64_t bytes);
   // Whether ranges without a host pointer are live (a device file is set).
   bool live() const { return fd_ >= 0; }
+  // Whether program memory [host, host + size) registered at a device
+  // address on the page grid would be live (a device file is set and the
+  // range covers whole pages).
+  bool live_registration_possible(const void* host, uint64_t size) const;
 
   // Maps host pages at [dev, dev + size) (host == nullptr), or takes the
   // program's memory at `host`; throws client::Error when the host address
@@ -105,6 +118,12 @@ class Mirrors {
   // from the device file; false (errno set, nothing left mapped) when the
   // address range is taken.
   bool map_run(uint64_t first, uint64_t end);
+  // Registered memory: writes the program's bytes [host, host + size) to the
+  // device file at `dev` and maps the file's pages over them; false (the
+  // program's memory as it was) when it cannot.
+  bool map_registered(uint64_t dev, uint8_t* host, uint64_t size);
+  // Gives a live registered range back private pages holding its bytes.
+  void unmap_registered(const Range& r);
 
   std::mutex mu_;
   std::map<uint64_t, Range> ranges_;  // by device address

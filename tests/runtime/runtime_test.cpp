@@ -216,6 +216,13 @@ TEST(Runtime, ManagedAndMappedMemory) {
     EXPECT_EQ(m["host_register"], "cudaSuccess");
     EXPECT_EQ(m["registered_device_pointer"], "cudaSuccess");
     EXPECT_EQ(m["registered_after_kernel"], "1");
+    EXPECT_EQ(m["register_pages"], "cudaSuccess");
+    EXPECT_EQ(m["register_pages_shared"], live ? "1" : "0");
+    EXPECT_EQ(m["pages_after_kernel"], "1");
+    EXPECT_EQ(m["pages_copy_write_kernel"], "1");
+    EXPECT_EQ(m["unregister_pages"], "cudaSuccess");
+    EXPECT_EQ(m["unregistered_pages_shared"], "0");
+    EXPECT_EQ(m["unregistered_pages_kept"], "1");
     // cudaMallocHost memory: in the device memory when it is shared (the
     // device reaches it at its host address, as under unified addressing),
     // else host memory the device does not reach.

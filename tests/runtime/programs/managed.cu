@@ -1,6 +1,7 @@
 // Managed memory (cudaMallocManaged, __managed__), mapped pinned memory
 // (cudaHostAllocMapped, cudaHostRegisterMapped) and what
 // cudaPointerGetAttributes says of every kind of pointer.
+#include <cstdio>
 #include <cstdlib>
 
 #include "gate.h"
@@ -15,6 +16,22 @@ static int all_equal(const int* p, int n, int base) {
   int ok = 1;
   for (int i = 0; i < n; ++i) ok &= p[i] == base + i;
   return ok;
+}
+
+// 1 when the page holding p is a shared mapping (the device memory file),
+// 0 when it is private, -1 when /proc/self/maps does not list it.
+static int shared_mapping(const void* p) {
+  FILE* f = std::fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  unsigned long lo = 0, hi = 0;
+  char perms[8] = {};
+  int shared = -1;
+  char line[512];
+  while (shared < 0 && std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (unsigned long)p >= lo && (unsigned long)p < hi)
+      shared = perms[3] == 's';
+  std::fclose(f);
+  return shared;
 }
 
 static void attributes(const char* what, const void* p) {
@@ -107,6 +124,33 @@ int main() {
   inc_all<<<1, 16>>>(dr, 1);
   cudaDeviceSynchronize();
   value("registered_after_kernel", all_equal(reg, 16, 401));
+
+  // cudaHostRegisterMapped on whole pages: live when the daemon shares its
+  // device memory (the program's pages become the device copy's, still at
+  // the program's address; /proc/self/maps shows them shared), mirrored
+  // otherwise; either way kernels, copies and host writes see each other,
+  // and cudaHostUnregister leaves the program private pages with the bytes.
+  const long page = sysconf(_SC_PAGESIZE);
+  const int nb = int(2 * page / sizeof(int));
+  int* pages = static_cast<int*>(std::aligned_alloc(size_t(page), size_t(2 * page)));
+  for (int i = 0; i < nb; ++i) pages[i] = i;
+  report("register_pages", cudaHostRegister(pages, size_t(2 * page), cudaHostRegisterMapped));
+  value("register_pages_shared", shared_mapping(pages));
+  int* dpages = nullptr;
+  cudaHostGetDevicePointer((void**)&dpages, pages, 0);
+  inc_all<<<1, 16>>>(dpages + nb - 16, 1000);  // the last 16 ints, on the second page
+  cudaDeviceSynchronize();
+  value("pages_after_kernel", all_equal(pages + nb - 16, 16, nb - 16 + 1000) && all_equal(pages, 16, 0));
+  cudaMemcpy(pages, d, 16 * sizeof(int), cudaMemcpyDeviceToHost);  // d holds 201.. (above)
+  pages[1] = -5;  // a host write after the copy, which the next kernel reads
+  sum_two<<<1, 1>>>(dpages, 1, 2);
+  cudaDeviceSynchronize();
+  value("pages_copy_write_kernel", pages[0] == -5 + 203 && pages[1] == -5 && all_equal(pages + 2, 14, 203));
+  report("unregister_pages", cudaHostUnregister(pages));
+  value("unregistered_pages_shared", shared_mapping(pages));
+  pages[3] += 1;  // still the program's memory, with the bytes it held
+  value("unregistered_pages_kept", pages[3] == 205 && pages[nb - 1] == nb - 1 + 1000 && pages[20] == 20);
+  std::free(pages);
 
   // Pinned but not mapped: the device cannot reach it.
   int* pinned = nullptr;
