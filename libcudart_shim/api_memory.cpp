@@ -76,7 +76,7 @@ cudaError_t do_copy(Runtime& rt, void* dst, const void* src, size_t n, cudaMemcp
   auto t = std::chrono::steady_clock::now();
   switch (dir) {
     case cudaMemcpyHostToHost: {
-      auto held = rt.mirrors().prepare(c, {{addr(dst), n, false}, {addr(src), n, false}});
+      auto held = rt.mirrors().prepare(c, {{addr(dst), n, false, false, true}, {addr(src), n, false}});
       std::memmove(dst, staged ? staged->data() : src, n);
       return cudaSuccess;  // no device time
     }
@@ -87,7 +87,7 @@ cudaError_t do_copy(Runtime& rt, void* dst, const void* src, size_t n, cudaMemcp
       break;
     }
     case cudaMemcpyDeviceToHost: {
-      auto held = rt.mirrors().prepare(c, {{addr(src), n, true}, {addr(dst), n, false}});
+      auto held = rt.mirrors().prepare(c, {{addr(src), n, true}, {addr(dst), n, false, false, true}});
       c.read(dst, addr(src), n);
       break;
     }

@@ -214,10 +214,28 @@ std::unique_lock<std::mutex> Mirrors::prepare(client::Connection& c, std::initia
   std::unique_lock<std::mutex> g(mu_);
   for (auto& [d, r] : ranges_) {
     if (r.live) continue;
-    bool device = false, host = false;
-    for (const Access& a : accesses)
-      if (overlaps(r, a)) (a.device ? device : host) = true;
-    if (device && r.host_current) {
+    bool device = false, host = false, host_read = false, host_written = false, host_overwritten = false;
+    for (const Access& a : accesses) {
+      if (!overlaps(r, a)) continue;
+      (a.device ? device : host) = true;
+      if (a.device) continue;
+      if (!a.written) {
+        host_read = true;
+        continue;
+      }
+      host_written = true;
+      host_overwritten |= a.addr <= reinterpret_cast<uint64_t>(r.host) &&
+                          a.addr + a.n >= reinterpret_cast<uint64_t>(r.host) + r.size;
+    }
+    if (device && host) {
+      if (r.host_current) push(c, r);
+      else if (r.size) c.read(r.host, r.dev, r.size);
+      r.host_current = host_written;
+      r.device_bytes.reset();
+    } else if (host && !r.host_current && host_overwritten && !host_read) {
+      r.host_current = true;  // nothing of the device copy survives the operation
+      r.device_bytes.reset();
+    } else if (device && r.host_current) {
       push(c, r);
       r.host_current = false;
       r.device_bytes.reset();  // the operation may change the device copy

@@ -76,6 +76,7 @@ class Mirrors {
     uint64_t addr = 0, n = 0;
     bool device = true;
     bool all = false;
+    bool written = false;  // a host side the operation writes (device sides count as written)
   };
 
   // The device memory file (fd < 0: none): ranges added from now on with
@@ -103,8 +104,11 @@ class Mirrors {
 
   // Makes the copies an operation uses current on its side (device-side
   // accesses: host copies written to the device; host-side: device copies
-  // read back) and returns the lock to hold while the operation runs.
-  // Device-side ranges count as written by the operation.
+  // read back, unless the operation writes the whole host copy) and returns
+  // the lock to hold while the operation runs.  Device-side ranges count as
+  // written by the operation; a range it reaches on both sides (a copy
+  // between its own device and host copies) has both made equal first, and
+  // the side written is the current one after.
   std::unique_lock<std::mutex> prepare(client::Connection& c, std::initializer_list<Access> accesses);
   // Forgets every range (cudaDeviceReset); unmaps the pages.
   void clear();

@@ -557,11 +557,13 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         // compiled: the warp that ran stays the one pick_warp() chooses
         // while it has runnable lanes (the warps below it cannot run until
         // a barrier opens).  Back to run() at its checks (the step limit,
-        // every kCancelSteps EXECs) and at a fault.
+        // every kCancelSteps EXECs) and at a fault.  A block of only a
+        // terminator (never compiled: there is nothing to compile) is run
+        // in the chain too, as exec_body would run it: its terminator alone.
         const Block* bp = &blk;
         uint64_t m = mask;
         for (;;) {
-          if (!exec_jit(w, *bp, m, fn)) return false;
+          if (fn && !exec_jit(w, *bp, m, fn)) return false;
           exec_terminator(w, *bp, m);
           stats_.steps++;
           if (!chain_ || finished_ || stats_.steps > chain_limit_ || stats_.steps % kCancelSteps == 0) return true;
@@ -569,8 +571,8 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
           if (!m) return true;
           const uint32_t nb = wblock_[w];
           fn = jit_fn_[nb];
-          if (!fn) return true;
           bp = &prog_.blocks[nb];
+          if (!fn && !bp->instrs.empty()) return true;
           cur_block_ = nb;
         }
       }

@@ -334,8 +334,74 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       dirty[in.dst] = true;
       continue;
     }
+    // Minimum and maximum, f32 to a 32-bit integer and f32 to an integral
+    // f32 round in a way fixed by the instruction, never by the host's mode
+    // (float_ref.cpp's min, max, to_int and round_int): compiled in every
+    // case but FRINT's without an integer rounding (cvt.ftz/.sat.f32.f32),
+    // which the interpreter keeps.
+    const bool integral = in.fmod.rnd == FRnd::Rni || in.fmod.rnd == FRnd::Rzi || in.fmod.rnd == FRnd::Rmi ||
+                          in.fmod.rnd == FRnd::Rpi;
+    if (((in.op == Op::FMIN || in.op == Op::FMAX) && !in.fmod.sat) ||
+        ((in.op == Op::F2I || in.op == Op::F2U) && !in.fmod.sat) || (in.op == Op::FRINT && integral)) {
+      auto* VF = FixedVectorType::get(B.getFloatTy(), N);
+      auto flushed = [&](Value* v) -> Value* {  // .ftz: a subnormal keeps its sign only
+        if (!in.fmod.ftz) return v;
+        Value* sub = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(v, splat(0x7F800000u)), splat(0)),
+                                 B.CreateICmpNE(B.CreateAnd(v, splat(0x007FFFFFu)), splat(0)));
+        return B.CreateSelect(sub, B.CreateAnd(v, splat(0x80000000u)), v);
+      };
+      auto is_nan = [&](Value* v) { return B.CreateICmpUGT(B.CreateAnd(v, splat(0x7FFFFFFFu)), splat(0x7F800000u)); };
+      auto rounded = [&](Value* x) -> Value* {  // an integral f32, exactly
+        Intrinsic::ID id = Intrinsic::roundeven;
+        switch (in.fmod.rnd) {
+          case FRnd::Rzi: case FRnd::Rz: id = Intrinsic::trunc; break;
+          case FRnd::Rmi: case FRnd::Rm: id = Intrinsic::floor; break;
+          case FRnd::Rpi: case FRnd::Rp: id = Intrinsic::ceil; break;
+          default: break;  // to nearest, ties to even
+        }
+        return B.CreateCall(Intrinsic::getDeclaration(mod.get(), id, {VF}), {x});
+      };
+      Value* a = flushed(get(in.a));
+      Value* res = nullptr;
+      if (in.op == Op::FMIN || in.op == Op::FMAX) {
+        // A NaN operand gives the other one, two give the canonical NaN;
+        // -0 is below +0.
+        Value* b = flushed(get(in.b));
+        const bool mn = in.op == Op::FMIN;
+        Value* x = B.CreateBitCast(a, VF);
+        Value* y = B.CreateBitCast(b, VF);
+        Value* either = B.CreateOr(a, b);
+        Value* tie = mn ? B.CreateSelect(B.CreateICmpNE(B.CreateAnd(either, splat(0x80000000u)), splat(0)), either, a)
+                        : B.CreateAnd(a, b);
+        Value* first = B.CreateFCmp(mn ? CmpInst::FCMP_OLT : CmpInst::FCMP_OGT, x, y);
+        res = B.CreateSelect(B.CreateFCmpOEQ(x, y), tie, B.CreateSelect(first, a, b));
+        Value* na = is_nan(a);
+        Value* nb = is_nan(b);
+        res = B.CreateSelect(nb, a, res);
+        res = B.CreateSelect(na, b, res);
+        res = B.CreateSelect(B.CreateAnd(na, nb), splat(0x7FFFFFFFu), res);
+      } else if (in.op == Op::FRINT) {
+        // Then float_ref's finish: NaN canonical, .ftz, .sat to [0, 1].
+        res = B.CreateBitCast(rounded(B.CreateBitCast(a, VF)), V);
+        res = flushed(B.CreateSelect(is_nan(res), splat(0x7FFFFFFFu), res));
+        if (in.fmod.sat) {
+          Value* low = B.CreateOr(is_nan(res), B.CreateICmpNE(B.CreateAnd(res, splat(0x80000000u)), splat(0)));
+          Value* high = B.CreateFCmp(CmpInst::FCMP_OGT, B.CreateBitCast(res, VF),
+                                     ConstantFP::get(VF, 1.0));
+          res = B.CreateSelect(low, splat(0), B.CreateSelect(high, splat(0x3F800000u), res));
+        }
+      } else {
+        // Saturated to the integer's range, NaN 0: the saturating conversions.
+        const Intrinsic::ID id = in.op == Op::F2I ? Intrinsic::fptosi_sat : Intrinsic::fptoui_sat;
+        res = B.CreateCall(Intrinsic::getDeclaration(mod.get(), id, {V, VF}), {rounded(B.CreateBitCast(a, VF))});
+      }
+      val[in.dst] = res;
+      dirty[in.dst] = true;
+      continue;
+    }
     if (info.kind == OpKind::Float &&
-        (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL || in.op == Op::FFMA || in.op == Op::FDIV) &&
+        (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL || in.op == Op::FFMA || in.op == Op::FDIV ||
+         in.op == Op::I2F || in.op == Op::U2F) &&
         (in.fmod.rnd == FRnd::None || in.fmod.rnd == FRnd::Rn) && !in.fmod.ftz && !in.fmod.sat) {
       // Round to nearest without .ftz or .sat while the host rounds to
       // nearest (float_eval.cpp's inline case): the host's IEEE operation,
@@ -345,15 +411,18 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       BasicBlock* fastb = BasicBlock::Create(C, "f.fast", F);
       BasicBlock* slowb = BasicBlock::Create(C, "f.slow", F);
       BasicBlock* merge = BasicBlock::Create(C, "f.done", F);
+      const bool convert = in.op == Op::I2F || in.op == Op::U2F;
       Value* a = get(in.a);
-      Value* b = get(in.b);
+      Value* b = convert ? nullptr : get(in.b);
       Value* c = in.op == Op::FFMA ? get(in.c) : nullptr;
       B.CreateCondBr(B.CreateICmpEQ(hn, B.getInt32(1)), fastb, slowb, MDBuilder(C).createBranchWeights(1 << 20, 1));
       B.SetInsertPoint(fastb);
       auto* VF = FixedVectorType::get(B.getFloatTy(), N);
       Value* x = B.CreateBitCast(a, VF);
-      Value* y = B.CreateBitCast(b, VF);
-      Value* f = in.op == Op::FADD   ? B.CreateFAdd(x, y)
+      Value* y = convert ? nullptr : B.CreateBitCast(b, VF);
+      Value* f = in.op == Op::I2F   ? B.CreateSIToFP(a, VF)  // rounded by the host's mode: to nearest here
+                 : in.op == Op::U2F ? B.CreateUIToFP(a, VF)
+                 : in.op == Op::FADD ? B.CreateFAdd(x, y)
                  : in.op == Op::FSUB ? B.CreateFSub(x, y)
                  : in.op == Op::FMUL ? B.CreateFMul(x, y)
                  : in.op == Op::FDIV ? B.CreateFDiv(x, y)  // correctly rounded, as float_ref.cpp's div

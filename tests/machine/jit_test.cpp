@@ -311,16 +311,24 @@ TEST(Jit, StepLimitAndCancelStopAtTheSameExec) {
   }
 }
 
-// Every f32 comparison (with and without .ftz) and division (.rn compiled;
-// .ftz, .sat and .rz through the interpreter) on every pair of edge values
-// (zeros, subnormals, the least normal, infinities, NaNs, extremes), one
-// pair per thread, compiled and interpreted.
-TEST(Jit, FloatCompareAndDivideOnEdgeValues) {
+// Every f32 comparison (with and without .ftz), division (.rn compiled;
+// .ftz, .sat and .rz through the interpreter), minimum and maximum, integer
+// to f32 (.rn compiled), f32 to integer and f32 to an integral f32 (every
+// integer rounding, .ftz and .sat compiled) on every pair of edge values
+// (zeros, subnormals, the least normal, infinities, NaNs, extremes, halves
+// and the integer ranges' ends), one pair per thread, compiled and
+// interpreted.
+TEST(Jit, FloatOperationsOnEdgeValues) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   const Params p = cuda_params(1u << 20);
   const uint32_t edges[] = {0x00000000, 0x80000000, 0x00000001, 0x80000005, 0x007fffff, 0x00800000, 0x3f800000,
                             0xbf800000, 0x40400000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000,
-                            0xffc00001, 0x7f800001, 0x33800000};
+                            0xffc00001, 0x7f800001, 0x33800000,
+                            // 0.5, 1.5, 2.5, -1.5, -0.5, just below 1, 2^31 - 128, 2^31, -2^31, below -2^31,
+                            // 2^32, just below 2^32; as integers: 2^24 + 1, INT_MAX, -1
+                            0x3f000000, 0x3fc00000, 0x40200000, 0xbfc00000, 0xbf000000, 0x3f7fffff, 0x4effffff,
+                            0x4f000000, 0xcf000000, 0xcf000001, 0x4f800000, 0x4f7fffff, 0x01000001, 0x7fffffff,
+                            0xffffffff};
   const uint32_t E = std::size(edges), pairs = E * E, threads = (pairs + 31) / 32 * 32;
   struct Form {
     Op op;
@@ -344,6 +352,29 @@ TEST(Jit, FloatCompareAndDivideOnEdgeValues) {
         m.sat = sat;
         forms.push_back({Op::FDIV, m});
       }
+  auto form = [&](Op op, FRnd r, bool ftz, bool sat) {
+    FloatMod m;
+    m.rnd = r;
+    m.ftz = ftz;
+    m.sat = sat;
+    forms.push_back({op, m});
+    return forms.size() - 1;
+  };
+  const size_t min_at = forms.size();
+  for (const Op op : {Op::FMIN, Op::FMAX})
+    for (const bool ftz : {false, true}) form(op, FRnd::None, ftz, false);
+  const size_t to_float_at = forms.size();
+  for (const Op op : {Op::I2F, Op::U2F})
+    for (const FRnd r : {FRnd::Rn, FRnd::Rz})
+      for (const bool sat : {false, true}) form(op, r, false, sat);
+  const size_t to_int_at = forms.size();
+  for (const Op op : {Op::F2I, Op::F2U})
+    for (const FRnd r : {FRnd::Rni, FRnd::Rzi, FRnd::Rmi, FRnd::Rpi})
+      for (const bool ftz : {false, true}) form(op, r, ftz, false);
+  const size_t rint_at = forms.size();
+  for (const FRnd r : {FRnd::Rni, FRnd::Rzi, FRnd::Rmi, FRnd::Rpi, FRnd::None})
+    for (const bool ftz : {false, true})
+      for (const bool sat : {false, true}) form(Op::FRINT, r, ftz, sat);
   auto ins = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
     Instr in;
     in.op = op;
@@ -409,6 +440,35 @@ TEST(Jit, FloatCompareAndDivideOnEdgeValues) {
   EXPECT_EQ(result(2 * (13 - 1), 2), 1u);       // .num of a subnormal and 0
   EXPECT_EQ(result(1, 2), 1u);                  // .eq.ftz: a subnormal is 0
   EXPECT_EQ(result(0, 2), 0u);                  // .eq: it is not
+  // Edge indexes: 0 +0, 1 -0, 2 subnormal, 8 3.0, 11 +inf, 13 NaN, 17 0.5, 18 1.5, 19 2.5, 20 -1.5,
+  // 21 -0.5, 24 2^31, 25 -2^31, 26 below -2^31, 27 2^32, 29 2^24 + 1, 30 INT_MAX, 31 -1.
+  auto at = [&](size_t a, size_t b) { return uint32_t(b * E + a); };
+  EXPECT_EQ(result(min_at, at(1, 0)), 0x80000000u);        // min(-0, +0) = -0
+  EXPECT_EQ(result(min_at, at(0, 1)), 0x80000000u);
+  EXPECT_EQ(result(min_at + 2, at(1, 0)), 0u);             // max(-0, +0) = +0
+  EXPECT_EQ(result(min_at + 2, at(13, 8)), 0x40400000u);   // max(NaN, 3) = 3
+  EXPECT_EQ(result(min_at, at(13, 13)), 0x7fffffffu);      // min(NaN, NaN): the canonical NaN
+  EXPECT_EQ(result(min_at + 1, at(2, 0)), 0u);             // min.ftz(subnormal, +0): +0
+  EXPECT_EQ(result(to_float_at, at(29, 0)), 0x4b800000u);  // cvt.rn.f32.s32(2^24 + 1) = 2^24 (ties to even)
+  EXPECT_EQ(result(to_float_at + 4, at(31, 0)), 0x4f800000u);  // cvt.rn.f32.u32(2^32 - 1) = 2^32
+  EXPECT_EQ(result(to_float_at, at(31, 0)), 0xbf800000u);  // cvt.rn.f32.s32(-1) = -1
+  EXPECT_EQ(result(to_int_at, at(19, 0)), 2u);             // cvt.rni.s32.f32(2.5) = 2
+  EXPECT_EQ(result(to_int_at + 2, at(20, 0)), uint32_t(-1));  // cvt.rzi.s32.f32(-1.5) = -1
+  EXPECT_EQ(result(to_int_at + 4, at(20, 0)), uint32_t(-2));  // cvt.rmi.s32.f32(-1.5) = -2
+  EXPECT_EQ(result(to_int_at + 6, at(17, 0)), 1u);         // cvt.rpi.s32.f32(0.5) = 1
+  EXPECT_EQ(result(to_int_at + 7, at(2, 0)), 0u);          // cvt.rpi.ftz.s32.f32(subnormal) = 0
+  EXPECT_EQ(result(to_int_at + 6, at(2, 0)), 1u);          // without .ftz: 1
+  EXPECT_EQ(result(to_int_at, at(24, 0)), 0x7fffffffu);    // 2^31 saturates
+  EXPECT_EQ(result(to_int_at, at(26, 0)), 0x80000000u);    // below -2^31 saturates
+  EXPECT_EQ(result(to_int_at, at(13, 0)), 0u);             // NaN: 0
+  EXPECT_EQ(result(to_int_at + 8, at(27, 0)), 0xffffffffu);  // cvt.rni.u32.f32(2^32) saturates
+  EXPECT_EQ(result(to_int_at + 8 + 4, at(20, 0)), 0u);     // cvt.rmi.u32.f32(-1.5) = 0
+  EXPECT_EQ(result(rint_at + 8, at(21, 0)), 0xbf800000u);  // cvt.rmi.f32.f32(-0.5) = -1
+  EXPECT_EQ(result(rint_at + 4, at(21, 0)), 0x80000000u);  // cvt.rzi.f32.f32(-0.5) = -0
+  EXPECT_EQ(result(rint_at + 5, at(21, 0)), 0u);           // with .sat: +0
+  EXPECT_EQ(result(rint_at, at(19, 0)), 0x40000000u);      // cvt.rni.f32.f32(2.5) = 2
+  EXPECT_EQ(result(rint_at + 1, at(8, 0)), 0x3f800000u);   // cvt.rni.sat.f32.f32(3) = 1
+  EXPECT_EQ(result(rint_at, at(15, 0)), 0x7fffffffu);      // a signalling NaN: the canonical NaN
 }
 
 }  // namespace

@@ -220,6 +220,7 @@ TEST(Runtime, ManagedAndMappedMemory) {
     EXPECT_EQ(m["register_pages_shared"], live ? "1" : "0");
     EXPECT_EQ(m["pages_after_kernel"], "1");
     EXPECT_EQ(m["pages_copy_write_kernel"], "1");
+    EXPECT_EQ(m["pages_self_copy"], "1");
     EXPECT_EQ(m["unregister_pages"], "cudaSuccess");
     EXPECT_EQ(m["unregistered_pages_shared"], "0");
     EXPECT_EQ(m["unregistered_pages_kept"], "1");

@@ -146,6 +146,12 @@ int main() {
   sum_two<<<1, 1>>>(dpages, 1, 2);
   cudaDeviceSynchronize();
   value("pages_copy_write_kernel", pages[0] == -5 + 203 && pages[1] == -5 && all_equal(pages + 2, 14, 203));
+  // A copy from the range's own device copy into its host copy, then a
+  // kernel reading what it wrote.
+  cudaMemcpy(pages + 100, dpages + nb - 16, 16 * sizeof(int), cudaMemcpyDeviceToHost);
+  sum_two<<<1, 1>>>(dpages + 99, 1, 2);
+  cudaDeviceSynchronize();
+  value("pages_self_copy", pages[99] == 2 * (nb - 16 + 1000) + 1 && all_equal(pages + 100, 16, nb - 16 + 1000));
   report("unregister_pages", cudaHostUnregister(pages));
   value("unregistered_pages_shared", shared_mapping(pages));
   pages[3] += 1;  // still the program's memory, with the bytes it held
