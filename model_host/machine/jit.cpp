@@ -337,12 +337,12 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     // Minimum and maximum, f32 to a 32-bit integer and f32 to an integral
     // f32 round in a way fixed by the instruction, never by the host's mode
     // (float_ref.cpp's min, max, to_int and round_int): compiled in every
-    // case but FRINT's without an integer rounding (cvt.ftz/.sat.f32.f32),
-    // which the interpreter keeps.
+    // case.  FRINT without an integer rounding (cvt.ftz/.sat.f32.f32) only
+    // flushes and saturates.
     const bool integral = in.fmod.rnd == FRnd::Rni || in.fmod.rnd == FRnd::Rzi || in.fmod.rnd == FRnd::Rmi ||
                           in.fmod.rnd == FRnd::Rpi;
     if (((in.op == Op::FMIN || in.op == Op::FMAX) && !in.fmod.sat) ||
-        ((in.op == Op::F2I || in.op == Op::F2U) && !in.fmod.sat) || (in.op == Op::FRINT && integral)) {
+        ((in.op == Op::F2I || in.op == Op::F2U) && !in.fmod.sat) || in.op == Op::FRINT) {
       auto* VF = FixedVectorType::get(B.getFloatTy(), N);
       auto flushed = [&](Value* v) -> Value* {  // .ftz: a subnormal keeps its sign only
         if (!in.fmod.ftz) return v;
@@ -382,7 +382,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         res = B.CreateSelect(B.CreateAnd(na, nb), splat(0x7FFFFFFFu), res);
       } else if (in.op == Op::FRINT) {
         // Then float_ref's finish: NaN canonical, .ftz, .sat to [0, 1].
-        res = B.CreateBitCast(rounded(B.CreateBitCast(a, VF)), V);
+        res = integral ? B.CreateBitCast(rounded(B.CreateBitCast(a, VF)), V) : a;
         res = flushed(B.CreateSelect(is_nan(res), splat(0x7FFFFFFFu), res));
         if (in.fmod.sat) {
           Value* low = B.CreateOr(is_nan(res), B.CreateICmpNE(B.CreateAnd(res, splat(0x80000000u)), splat(0)));

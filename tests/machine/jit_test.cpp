@@ -313,8 +313,8 @@ TEST(Jit, StepLimitAndCancelStopAtTheSameExec) {
 
 // Every f32 comparison (with and without .ftz), division (.rn compiled;
 // .ftz, .sat and .rz through the interpreter), minimum and maximum, integer
-// to f32 (.rn compiled), f32 to integer and f32 to an integral f32 (every
-// integer rounding, .ftz and .sat compiled) on every pair of edge values
+// to f32 (.rn compiled), f32 to integer and f32 to f32 (every integer
+// rounding, or none, .ftz and .sat, compiled) on every pair of edge values
 // (zeros, subnormals, the least normal, infinities, NaNs, extremes, halves
 // and the integer ranges' ends), one pair per thread, compiled and
 // interpreted.
@@ -469,6 +469,9 @@ TEST(Jit, FloatOperationsOnEdgeValues) {
   EXPECT_EQ(result(rint_at, at(19, 0)), 0x40000000u);      // cvt.rni.f32.f32(2.5) = 2
   EXPECT_EQ(result(rint_at + 1, at(8, 0)), 0x3f800000u);   // cvt.rni.sat.f32.f32(3) = 1
   EXPECT_EQ(result(rint_at, at(15, 0)), 0x7fffffffu);      // a signalling NaN: the canonical NaN
+  EXPECT_EQ(result(rint_at + 17, at(8, 0)), 0x3f800000u);  // cvt.sat.f32.f32(3) = 1
+  EXPECT_EQ(result(rint_at + 18, at(3, 0)), 0x80000000u);  // cvt.ftz.f32.f32(-subnormal) = -0
+  EXPECT_EQ(result(rint_at + 16, at(3, 0)), 0x80000005u);  // cvt.f32.f32 keeps it
 }
 
 }  // namespace
