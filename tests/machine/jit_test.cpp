@@ -76,7 +76,7 @@ Outcome same_both_ways(const Program& prog, const Params& p, const std::vector<u
 Operand R(uint32_t x) { return Operand::reg(x); }
 Operand K(uint32_t x) { return Operand::k(x); }
 
-// Random ALU, special and f32 add/sub/mul/fma/div/compare instructions over registers
+// Random ALU, special and f32 add/sub/mul/fma/div/compare/min/max/conversion instructions over registers
 // 1 .. 12 with operands at the edges (shift counts past 31, signed
 // extremes, infinities, NaNs, subnormals), in blocks entered by
 // lanes split on their lane bits: every op under full and partial masks.
@@ -96,14 +96,26 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
     Block b;
     for (uint32_t i = 0; i < n; ++i) {
       Instr in;
-      const uint32_t pick = rng() % 38;
+      const uint32_t pick = rng() % 45;
       if (pick < 26) in.op = Op(pick);  // MOV .. BREV
       else if (pick < 30) in.op = Op(int(Op::LANE) + pick - 26);  // LANE WARP CTA CLOCK
-      else in.op = std::array{Op::FADD, Op::FSUB, Op::FMUL, Op::FFMA, Op::FDIV, Op::FDIV, Op::FCMP, Op::FCMP}[pick - 30];
+      else
+        in.op = std::array{Op::FADD, Op::FSUB, Op::FMUL, Op::FFMA, Op::FDIV, Op::FDIV, Op::FCMP, Op::FCMP,
+                           Op::FMIN, Op::FMAX, Op::I2F, Op::U2F, Op::F2I, Op::F2U, Op::FRINT}[pick - 30];
       if (in.op == Op::FCMP) {  // every comparison, sometimes .ftz (all compiled)
         in.fmod.rnd = FRnd::None;
         in.fmod.cmp = FCmp(1 + rng() % 14);  // Eq .. Nan
         in.fmod.ftz = rng() % 3 == 0;
+      } else if (in.op == Op::FMIN || in.op == Op::FMAX) {  // sometimes .ftz (all compiled)
+        in.fmod.rnd = FRnd::None;
+        in.fmod.ftz = rng() % 3 == 0;
+      } else if (in.op == Op::F2I || in.op == Op::F2U || in.op == Op::FRINT) {  // every integer rounding (compiled)
+        in.fmod.rnd = std::array{FRnd::Rni, FRnd::Rzi, FRnd::Rmi, FRnd::Rpi, FRnd::None}[rng() % (in.op == Op::FRINT ? 5 : 4)];
+        in.fmod.ftz = rng() % 3 == 0;
+        in.fmod.sat = in.op == Op::FRINT && rng() % 3 == 0;
+      } else if (in.op == Op::I2F || in.op == Op::U2F) {  // .rn compiled, else the interpreter's; sometimes .sat
+        in.fmod.rnd = rng() % 2 ? FRnd::Rn : std::array{FRnd::Rz, FRnd::Rm, FRnd::Rp}[rng() % 3];
+        in.fmod.sat = rng() % 5 == 0;
       } else if (is_float(in.op)) {  // mostly the default rounding (compiled), else another (run by the interpreter); sometimes .ftz or .sat
         in.fmod.rnd = rng() % 2 ? FRnd::Rn : std::array{FRnd::Rz, FRnd::Rm, FRnd::Rp}[rng() % 3];
         in.fmod.ftz = rng() % 5 == 0;
