@@ -10,8 +10,6 @@
 // the call returns; cudaMemset returns at once unless it sets managed or
 // mapped memory.  The device ranges of asynchronous copies and memsets are
 // checked when the call is made.
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -414,10 +412,9 @@ cudaError_t cudaHostRegister(void* ptr, size_t size, unsigned int flags) {
   // Whole pages may be live (mirrors.h): their device copy then starts on a
   // page, a page into an allocation one page larger.
   return guarded([&](Runtime& rt) {
-    const uint64_t page = uint64_t(sysconf(_SC_PAGESIZE));
-    const bool aligned = rt.mirrors().live_registration_possible(ptr, size);
-    const uint64_t allocation = rt.conn().malloc(aligned ? size + page : size);
-    const uint64_t a = aligned ? (allocation + page - 1) / page * page : allocation;
+    const uint64_t page = rt.mirrors().live_registration_align(ptr, size);
+    const uint64_t allocation = rt.conn().malloc(size + page);
+    const uint64_t a = page ? (allocation + page - 1) / page * page : allocation;
     try {
       rt.mirrors().add(a, ptr, size, Mirrors::Registered, flags, true);
     } catch (...) {

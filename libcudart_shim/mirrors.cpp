@@ -52,13 +52,13 @@ bool Mirrors::map_run(uint64_t first, uint64_t end) {
   return false;
 }
 
-bool Mirrors::live_registration_possible(const void* host, uint64_t size) const {
+uint64_t Mirrors::live_registration_align(const void* host, uint64_t size) const {
   const uint64_t ps = page_size();
-  return fd_ >= 0 && reinterpret_cast<uint64_t>(host) % ps == 0 && size % ps == 0 && size > 0;
+  return fd_ >= 0 && reinterpret_cast<uint64_t>(host) % ps == 0 && size % ps == 0 && size > 0 ? ps : 0;
 }
 
 bool Mirrors::map_registered(uint64_t dev, uint8_t* host, uint64_t size) {
-  if (!live_registration_possible(host, size) || dev % page_size() != 0 || dev < file_base_ ||
+  if (!live_registration_align(host, size) || dev % page_size() != 0 || dev < file_base_ ||
       dev + size > file_base_ + file_bytes_)
     return false;
   const off_t at = off_t(dev - file_base_);

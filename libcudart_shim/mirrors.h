@@ -33,7 +33,7 @@
 // atomic against the host's).
 //
 // cudaHostRegisterMapped memory is live too when it lies on whole pages and
-// its device copy starts on a page (live_registration_possible(); the
+// its device copy starts on a page (live_registration_align(); the
 // runtime then over-allocates the device copy by a page to align it): the
 // program's pages are replaced by the device file's pages at the same host
 // address, holding what they held (MAP_FIXED over them), and given back as
@@ -85,10 +85,10 @@ class Mirrors {
   void set_device_file(int fd, uint64_t base, uint64_t bytes);
   // Whether ranges without a host pointer are live (a device file is set).
   bool live() const { return fd_ >= 0; }
-  // Whether program memory [host, host + size) registered at a device
-  // address on the page grid would be live (a device file is set and the
-  // range covers whole pages).
-  bool live_registration_possible(const void* host, uint64_t size) const;
+  // The alignment a device copy of program memory [host, host + size)
+  // needs to be live (the page size: a device file is set and the range
+  // covers whole pages), or 0 when it cannot be.
+  uint64_t live_registration_align(const void* host, uint64_t size) const;
 
   // Maps host pages at [dev, dev + size) (host == nullptr), or takes the
   // program's memory at `host`; throws client::Error when the host address

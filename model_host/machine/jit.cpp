@@ -167,6 +167,16 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     return B.CreateVectorSplat(N, B.CreateAlignedLoad(i32, p, Align(4)));
   };
   auto bool32 = [&](Value* c) { return B.CreateZExt(c, V); };
+  // f32 bit patterns over the lanes: .ftz's flush (a subnormal keeps its
+  // sign only), the NaN test, and a NaN made the canonical one.
+  auto flush_ftz = [&](Value* v, bool ftz) -> Value* {
+    if (!ftz) return v;
+    Value* sub = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(v, splat(0x7F800000u)), splat(0)),
+                             B.CreateICmpNE(B.CreateAnd(v, splat(0x007FFFFFu)), splat(0)));
+    return B.CreateSelect(sub, B.CreateAnd(v, splat(0x80000000u)), v);
+  };
+  auto is_nan = [&](Value* v) { return B.CreateICmpUGT(B.CreateAnd(v, splat(0x7FFFFFFFu)), splat(0x7F800000u)); };
+  auto canonical = [&](Value* v) { return B.CreateSelect(is_nan(v), splat(0x7FFFFFFFu), v); };
   auto intr = [&](Intrinsic::ID id, std::vector<Value*> args) {
     Function* f = Intrinsic::getDeclaration(mod.get(), id, {V});
     return B.CreateCall(f, args);
@@ -230,6 +240,35 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
   auto win_field = [&](Space sp, size_t off, Type* t) {
     const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(sp);
     return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
+  };
+  // An access of `bytes` at `addr` in window `sp` (the interpreter's
+  // warp_offsets check): each lane's offset in the window, and `slow`, true
+  // when an active lane is out of range or misaligned or the window has no
+  // fast path (then the interpreter's own code runs the instruction).
+  struct Access {
+    Value *base, *off, *slow;
+  };
+  auto access = [&](Space sp, Value* addr, uint32_t bytes) {
+    Value* base = win_field(sp, offsetof(Env::Window, base), ptr);
+    Value* size = B.CreateTrunc(win_field(sp, offsetof(Env::Window, size), i64), i32);
+    Value* sub = win_field(sp, offsetof(Env::Window, sub), i32);
+    Value* fast = win_field(sp, offsetof(Env::Window, fast), i32);
+    Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
+    Value* lim = B.CreateVectorSplat(N, B.CreateSub(size, B.getInt32(bytes)));
+    Value* bad = B.CreateICmpUGT(off, lim);
+    if (bytes > 1) bad = B.CreateOr(bad, B.CreateICmpNE(B.CreateAnd(addr, splat(bytes - 1u)), splat(0)));
+    bad = B.CreateAnd(bad, active);
+    return Access{base, off, B.CreateOr(B.CreateOrReduce(bad), B.CreateICmpEQ(fast, B.getInt32(0)))};
+  };
+  // The lanes' byte offsets from the window's base: local memory's lanes
+  // are `stride` apart.
+  auto lane_offsets = [&](Space sp, Value* off) {
+    Value* off64 = B.CreateZExt(off, V64);
+    if (sp != Space::Local) return off64;
+    Value* stride = B.CreateVectorSplat(N, win_field(sp, offsetof(Env::Window, stride), i64));
+    std::vector<Constant*> lanes;
+    for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
+    return B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
   };
   for (uint32_t k = 0; k < n; ++k) {
     const Instr& in = blk.instrs[k];
@@ -302,14 +341,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       // A comparison does not round: the host's ordered or unordered
       // predicate (float_ref.cpp's compare), inputs flushed under .ftz.
       auto* VF = FixedVectorType::get(B.getFloatTy(), N);
-      auto operand = [&](Value* v) -> Value* {
-        if (in.fmod.ftz) {  // a subnormal (exponent 0, mantissa not) keeps its sign only
-          Value* sub = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(v, splat(0x7F800000u)), splat(0)),
-                                   B.CreateICmpNE(B.CreateAnd(v, splat(0x007FFFFFu)), splat(0)));
-          v = B.CreateSelect(sub, B.CreateAnd(v, splat(0x80000000u)), v);
-        }
-        return B.CreateBitCast(v, VF);
-      };
+      auto operand = [&](Value* v) { return B.CreateBitCast(flush_ftz(v, in.fmod.ftz), VF); };
       Value* x = operand(get(in.a));
       Value* y = operand(get(in.b));
       CmpInst::Predicate pr = CmpInst::FCMP_FALSE;
@@ -344,13 +376,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     if (((in.op == Op::FMIN || in.op == Op::FMAX) && !in.fmod.sat) ||
         ((in.op == Op::F2I || in.op == Op::F2U) && !in.fmod.sat) || in.op == Op::FRINT) {
       auto* VF = FixedVectorType::get(B.getFloatTy(), N);
-      auto flushed = [&](Value* v) -> Value* {  // .ftz: a subnormal keeps its sign only
-        if (!in.fmod.ftz) return v;
-        Value* sub = B.CreateAnd(B.CreateICmpEQ(B.CreateAnd(v, splat(0x7F800000u)), splat(0)),
-                                 B.CreateICmpNE(B.CreateAnd(v, splat(0x007FFFFFu)), splat(0)));
-        return B.CreateSelect(sub, B.CreateAnd(v, splat(0x80000000u)), v);
-      };
-      auto is_nan = [&](Value* v) { return B.CreateICmpUGT(B.CreateAnd(v, splat(0x7FFFFFFFu)), splat(0x7F800000u)); };
+      auto flushed = [&](Value* v) { return flush_ftz(v, in.fmod.ftz); };
       auto rounded = [&](Value* x) -> Value* {  // an integral f32, exactly
         Intrinsic::ID id = Intrinsic::roundeven;
         switch (in.fmod.rnd) {
@@ -383,7 +409,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       } else if (in.op == Op::FRINT) {
         // Then float_ref's finish: NaN canonical, .ftz, .sat to [0, 1].
         res = integral ? B.CreateBitCast(rounded(B.CreateBitCast(a, VF)), V) : a;
-        res = flushed(B.CreateSelect(is_nan(res), splat(0x7FFFFFFFu), res));
+        res = flushed(canonical(res));
         if (in.fmod.sat) {
           Value* low = B.CreateOr(is_nan(res), B.CreateICmpNE(B.CreateAnd(res, splat(0x80000000u)), splat(0)));
           Value* high = B.CreateFCmp(CmpInst::FCMP_OGT, B.CreateBitCast(res, VF),
@@ -430,8 +456,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
                                            Intrinsic::getDeclaration(mod.get(), Intrinsic::fma, {VF}),
                                            {x, y, B.CreateBitCast(c, VF)}));
       Value* bits = B.CreateBitCast(f, V);
-      Value* nan = B.CreateICmpUGT(B.CreateAnd(bits, splat(0x7FFFFFFFu)), splat(0x7F800000u));
-      Value* fv = B.CreateSelect(nan, splat(0x7FFFFFFFu), bits);
+      Value* fv = canonical(bits);
       B.CreateBr(merge);
       B.SetInsertPoint(slowb);
       const auto slow = interpreted(k, in.dst, merge, false);  // float operations do not fault
@@ -442,24 +467,12 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* good = B.getFalse();
       Deferred d{k, in.bytes, nullptr, nullptr, B.getFalse(), nullptr};
       if (int(in.space) < 4) {
-        Value* base = win_field(in.space, offsetof(Env::Window, base), ptr);
-        Value* size = B.CreateTrunc(win_field(in.space, offsetof(Env::Window, size), i64), i32);
-        Value* sub = win_field(in.space, offsetof(Env::Window, sub), i32);
-        Value* fast = win_field(in.space, offsetof(Env::Window, fast), i32);
-        Value* addr = B.CreateAdd(get(in.a), get(in.b));
-        Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
-        Value* lim = B.CreateVectorSplat(N, B.CreateSub(size, B.getInt32(in.bytes)));
-        Value* bad = B.CreateICmpUGT(off, lim);
-        if (in.bytes > 1) bad = B.CreateOr(bad, B.CreateICmpNE(B.CreateAnd(addr, splat(in.bytes - 1u)), splat(0)));
-        bad = B.CreateAnd(bad, active);
-        good = B.CreateAnd(B.CreateNot(B.CreateOrReduce(bad)), B.CreateICmpNE(fast, B.getInt32(0)));
-        Value* off64 = B.CreateZExt(off, V64);
-        if (in.space == Space::Local) {
-          Value* stride = B.CreateVectorSplat(N, win_field(in.space, offsetof(Env::Window, stride), i64));
-          std::vector<Constant*> lanes;
-          for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
-          off64 = B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
-        } else if (in.bytes == 4) {
+        const Access ac = access(in.space, B.CreateAdd(get(in.a), get(in.b)), in.bytes);
+        Value* base = ac.base;
+        Value* off = ac.off;
+        good = B.CreateNot(ac.slow);
+        Value* off64 = lane_offsets(in.space, off);
+        if (in.space != Space::Local && in.bytes == 4) {
           std::vector<Constant*> row;
           for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
           Value* off0 = B.CreateExtractElement(off, uint64_t(0));
@@ -511,20 +524,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       // ones before it; in global memory each read-modify-write is one
       // compare-and-swap loop (seq_cst), as the interpreter's atomic_rmw,
       // elsewhere a plain read and write.  Else the interpreter's own.
-      const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(in.space);
-      auto field = [&](size_t off, Type* t) {
-        return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
-      };
-      Value* base = field(offsetof(Env::Window, base), ptr);
-      Value* size = B.CreateTrunc(field(offsetof(Env::Window, size), i64), i32);
-      Value* sub = field(offsetof(Env::Window, sub), i32);
-      Value* fast = field(offsetof(Env::Window, fast), i32);
-      Value* addr = get(in.a);
-      Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
-      Value* lim = B.CreateVectorSplat(N, B.CreateSub(size, B.getInt32(4)));
-      Value* bad = B.CreateOr(B.CreateICmpUGT(off, lim), B.CreateICmpNE(B.CreateAnd(addr, splat(3)), splat(0)));
-      bad = B.CreateAnd(bad, active);
-      Value* any = B.CreateOr(B.CreateOrReduce(bad), B.CreateICmpEQ(fast, B.getInt32(0)));
+      const Access ac = access(in.space, get(in.a), 4);
+      Value* any = ac.slow;
       Value* bv = get(in.b);
       Value* cv = get(in.c);
       BasicBlock* fastb = BasicBlock::Create(C, "at.fast", F);
@@ -541,14 +542,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       }
       B.CreateCondBr(any, slowb, fastb, MDBuilder(C).createBranchWeights(1, 1 << 20));
       B.SetInsertPoint(fastb);
-      Value* off64 = B.CreateZExt(off, V64);
-      if (in.space == Space::Local) {
-        Value* stride = B.CreateVectorSplat(N, field(offsetof(Env::Window, stride), i64));
-        std::vector<Constant*> lanes;
-        for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
-        off64 = B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
-      }
-      Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
+      Value* ptrs = B.CreateGEP(B.getInt8Ty(), ac.base, lane_offsets(in.space, ac.off));
       B.CreateAlignedStore(Constant::getNullValue(V), res, Align(4));  // the inactive lanes: defined, never written back
       B.CreateBr(headb);
       B.SetInsertPoint(headb);
@@ -618,33 +612,16 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     if (info.kind == OpKind::Load && int(in.space) < 4) {
       // In range and aligned over the active lanes (the interpreter's
       // warp_offsets): a gather; else the interpreter's own load.
-      const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(in.space);
-      auto field = [&](size_t off, Type* t) {
-        return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
-      };
-      Value* base = field(offsetof(Env::Window, base), ptr);
-      Value* size = B.CreateTrunc(field(offsetof(Env::Window, size), i64), i32);
-      Value* sub = field(offsetof(Env::Window, sub), i32);
-      Value* fast = field(offsetof(Env::Window, fast), i32);
-      Value* addr = B.CreateAdd(get(in.a), get(in.b));
-      Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
-      Value* lim = B.CreateVectorSplat(N, B.CreateSub(size, B.getInt32(in.bytes)));
-      Value* bad = B.CreateICmpUGT(off, lim);
-      if (in.bytes > 1) bad = B.CreateOr(bad, B.CreateICmpNE(B.CreateAnd(addr, splat(in.bytes - 1u)), splat(0)));
-      bad = B.CreateAnd(bad, active);
-      Value* any = B.CreateOr(B.CreateOrReduce(bad), B.CreateICmpEQ(fast, B.getInt32(0)));
+      const Access ac = access(in.space, B.CreateAdd(get(in.a), get(in.b)), in.bytes);
+      Value* base = ac.base;
+      Value* off = ac.off;
+      Value* any = ac.slow;
       BasicBlock* fastb = BasicBlock::Create(C, "ld.fast", F);
       BasicBlock* slowb = BasicBlock::Create(C, "ld.slow", F);
       BasicBlock* merge = BasicBlock::Create(C, "ld.done", F);
       B.CreateCondBr(any, slowb, fastb, MDBuilder(C).createBranchWeights(1, 1 << 20));
       B.SetInsertPoint(fastb);
-      Value* off64 = B.CreateZExt(off, V64);
-      if (in.space == Space::Local) {
-        Value* stride = B.CreateVectorSplat(N, field(offsetof(Env::Window, stride), i64));
-        std::vector<Constant*> lanes;
-        for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
-        off64 = B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
-      }
+      Value* off64 = lane_offsets(in.space, off);
       Value* g = nullptr;
       BasicBlock* from_fast = fastb;
       if (in.bytes == 4 && in.space != Space::Local) {

@@ -270,21 +270,21 @@ TEST(CircuitFloat, MulEdgeClassesAndRandomPairsEvaluated) {
 }
 
 // The compiled layers in the runtime (fp32, sparse executor): every output
-// digit equals the evaluator's, and the evaluator's words the reference's.
-TEST(CircuitFloat, AddAndSubThroughTheModel) {
-  FloatBench fb;
+// digit of `words` (the bench's kept output words, in order) equals the
+// evaluator's, and `right(x, y, outputs)` holds for every pair's words, the
+// outputs' digits as the evaluator gives them (8 nibbles a word).
+template <class Right>
+void through_the_model(FloatBench& fb, const std::vector<const Word*>& outputs, const char* what,
+                       std::vector<uint32_t> words, Right right) {
   std::vector<ValueId> observed;
-  for (const Word* w : {&fb.sum, &fb.diff})
+  for (const Word* w : outputs)
     for (ValueId d : w->digits) {
       fb.b.p.keep(d);
       observed.push_back(d);
     }
   Compiled compiled = compile(fb.b.p);
-  std::cout << "f32 add and sub (and the operand bench)\n" << compiled.report();
+  std::cout << what << " (and the operand bench)\n" << compiled.report();
   qgpu::qwen::Model model(compiled.take_checkpoint(), qgpu::qwen::Exec::Sparse);
-  std::vector<uint32_t> words = all_pairs(edge_values(true));
-  const std::vector<uint32_t> random = random_words(1000, true, 23);
-  words.insert(words.end(), random.begin(), random.end());
   const std::vector<int> bytes = bytes_of(words);
   std::vector<int> tokens;
   for (size_t t = 0; t < bytes.size(); ++t) tokens.push_back(ByteBench::token(bytes[t], static_cast<int>(t)));
@@ -295,45 +295,34 @@ TEST(CircuitFloat, AddAndSubThroughTheModel) {
   }
   int64_t wrong = 0, compared = 0;
   for (size_t t = 7; t < bytes.size(); ++t) {
-    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
-    std::vector<int> s(r.expected[t].begin(), r.expected[t].begin() + 8), d(r.expected[t].begin() + 8, r.expected[t].end());
+    std::vector<uint32_t> out;
+    for (size_t o = 0; o < outputs.size(); ++o)
+      out.push_back(value_of(std::vector<int>(r.expected[t].begin() + 8 * o, r.expected[t].begin() + 8 * (o + 1)), 4));
     ++compared;
-    if (value_of(s, 4) != fref::add_rn(x, y) || value_of(d, 4) != fref::sub_rn(x, y)) ++wrong;
+    if (!right(word_at(bytes, t), word_at(bytes, t - 4), out)) ++wrong;
   }
   std::cout << compared << " pairs through the model\n";
   EXPECT_EQ(wrong, 0);
 }
 
+TEST(CircuitFloat, AddAndSubThroughTheModel) {
+  FloatBench fb;
+  std::vector<uint32_t> words = all_pairs(edge_values(true));
+  const std::vector<uint32_t> random = random_words(1000, true, 23);
+  words.insert(words.end(), random.begin(), random.end());
+  through_the_model(fb, {&fb.sum, &fb.diff}, "f32 add and sub", words,
+                    [](uint32_t x, uint32_t y, const std::vector<uint32_t>& out) {
+                      return out[0] == fref::add_rn(x, y) && out[1] == fref::sub_rn(x, y);
+                    });
+}
+
 TEST(CircuitFloat, MulThroughTheModel) {
   FloatBench fb(true);
-  std::vector<ValueId> observed;
-  for (ValueId d : fb.prod.digits) {
-    fb.b.p.keep(d);
-    observed.push_back(d);
-  }
-  Compiled compiled = compile(fb.b.p);
-  std::cout << "f32 mul (and the operand bench)\n" << compiled.report();
-  qgpu::qwen::Model model(compiled.take_checkpoint(), qgpu::qwen::Exec::Sparse);
   std::vector<uint32_t> words = all_pairs(mul_edge_values(true));
   const std::vector<uint32_t> random = boundary_words(1000, 34);
   words.insert(words.end(), random.begin(), random.end());
-  const std::vector<int> bytes = bytes_of(words);
-  std::vector<int> tokens;
-  for (size_t t = 0; t < bytes.size(); ++t) tokens.push_back(ByteBench::token(bytes[t], static_cast<int>(t)));
-  Comparison r = compare(fb.b.p, compiled, model, tokens, observed);
-  for (size_t k = 0; k < observed.size(); ++k) {
-    EXPECT_EQ(r.mismatched[k], 0) << "digit " << k << ", first at token " << r.first_mismatch[k];
-    EXPECT_GT(r.compared[k], static_cast<int64_t>(bytes.size()) - 8);
-  }
-  int64_t wrong = 0, compared = 0;
-  for (size_t t = 7; t < bytes.size(); ++t) {
-    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
-    std::vector<int> m(r.expected[t].begin(), r.expected[t].begin() + 8);
-    ++compared;
-    if (value_of(m, 4) != fref::mul_rn(x, y)) ++wrong;
-  }
-  std::cout << compared << " pairs through the model\n";
-  EXPECT_EQ(wrong, 0);
+  through_the_model(fb, {&fb.prod}, "f32 mul", words,
+                    [](uint32_t x, uint32_t y, const std::vector<uint32_t>& out) { return out[0] == fref::mul_rn(x, y); });
 }
 
 }  // namespace
