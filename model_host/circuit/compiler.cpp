@@ -174,9 +174,12 @@ Compiled compile(const Program& program, const Options& options) {
   const Lifetimes lifetimes = plan_lifetimes(program, placement, budget.units, options.reuse_dims);
   const int L = placement.layers;
   Compiled out;
-  Dimensions dimensions = allocate_dimensions(values, placement.born, lifetimes.cleared, H, fixed);
+  if (options.free_dims < 0 || options.free_dims >= H)
+    throw std::invalid_argument("circuit: free_dims must be in [0, hidden_size)");
+  const int usable = H - options.free_dims;
+  Dimensions dimensions = allocate_dimensions(values, placement.born, lifetimes.cleared, usable, fixed);
   const NormPlan norms = plan_norms(values, placement.born, lifetimes.cleared, dimensions.dims, L, H,
-                                    static_cast<float>(cfg.rms_norm_eps), fixed);
+                                    static_cast<float>(cfg.rms_norm_eps), fixed, usable);
 
   cfg.num_hidden_layers = L;
   cfg.layer_types.assign(L, "linear_attention");

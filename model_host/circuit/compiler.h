@@ -74,6 +74,11 @@ struct Options {
   // norms map every entry to itself (integers beyond 1 included), and every
   // memory's outs preset.  On whenever the program has a scalar.
   bool fixed_energy = false;
+  // Residual dimensions left to no value or pad at all (the highest ones),
+  // which the circuit then never holds: what a merge into a text model mutes
+  // the circuit on (docs/merge.md).  A program that does not fit in the
+  // others gets the residual-full error.
+  int free_dims = 0;
 };
 
 // What one layer uses of its budget.

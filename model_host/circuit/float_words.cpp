@@ -431,22 +431,46 @@ std::vector<Term> significand_bit(const Word& x, int i, int coef = 1) {
   return i == 23 ? hidden_terms(x, coef) : fraction_bit(x, i, coef);
 }
 
+// Flag: x is a zero of either sign (its low 31 bits are zero).
+ValueId zero_flag(Program& p, const std::string& name, const Word& x) {
+  std::vector<Term> t = exponent_terms(x);
+  for (int k = 0; k < 5; ++k)
+    for (int s = 1; s < 16; ++s) t.push_back({x.digits[k], s, 1});
+  for (int s = 0; s < 16; ++s)
+    if (s & 7) t.push_back({x.digits[5], s, 1});
+  return p.ladder(name, 2, t, 0, [](int s) { return s == 0 ? 1 : 0; });
+}
+
 }  // namespace
 
-Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers) {
-  if (a.bits != 4 || b.bits != 4 || a.digits.size() != 8 || b.digits.size() != 8)
-    fail("float_mul32 '" + name + "': operands must be words of 8 nibbles");
-  if (product_layers != 1 && product_layers != 2) fail("float_mul32 '" + name + "': product_layers is 1 or 2");
-  static constexpr int kN = 24, kW = 48;   // significand bits; product bits
-  static constexpr int kMaxShift = 26;     // amount slot kMaxShift: below half the least denormal
+namespace {
 
-  // Layer 1: the bit products a_i b_j of the significands, read straight
-  // from the nibbles (one step each); with two product layers only those of
-  // b's low 12 bits, the others in layer 3, so that the residual holds half
-  // of them at a time (the hidden bits' product, which needs both exponents
-  // non-zero, is made in layer 2 from the flags).  Layer 1 also: operand
-  // classes; the trailing zeros of each significand (24 for a zero one); the
-  // sign.
+// The exact product stage of a multiply or fused multiply-add: per operand
+// the classes, the zero flags and the sign; the biased exponent sum; and the
+// 24 x 24 bit products of the significands counted per column, as the bits of
+// each column count.
+struct Product {
+  Classes ca, cb;
+  ValueId za = -1, zb = -1;       // flags: the operand is a zero
+  ValueId sign = -1;              // flag: the sign of the product
+  std::vector<Term> expo;         // ea' + eb' (a denormal's exponent 1)
+  // cbits[k][t]: terms summing to bit t of the column count c_k (k = 0..46),
+  // the exact product being sum over k, t of 2^(k + t) cbits[k][t].
+  std::vector<std::vector<std::vector<Term>>> cbits;
+  ValueId counted = -1;           // a value of the last counting layer
+};
+
+// Layer 1: the bit products a_i b_j of the significands, read straight from
+// the nibbles (one step each); with two product layers only those of b's low
+// 12 bits, the others in layer 3, so that the residual holds half of them at
+// a time (the hidden bits' product, which needs both exponents non-zero, is
+// made in layer 2 from the flags).  Layer 1 also: operand classes, zero
+// flags, the sign.  Layer 2: the column counts c_k = sum of a_i b_j over
+// i + j = k (k = 46: the hidden bits' product), of the first half with two
+// product layers, whose whole count is made in bits in layer 4.
+Product product_stage(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers) {
+  static constexpr int kN = 24, kW = 48;   // significand bits; product bits
+  Product out;
   std::vector<std::vector<ValueId>> prod(kN, std::vector<ValueId>(kN, -1));
   auto products = [&](int j0, int j1) {
     for (int i = 0; i < kN; ++i)
@@ -468,54 +492,22 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
   // With one product layer, every product is in the first half.
   const int kHalf = product_layers == 2 ? kN / 2 : kN;
   products(0, kHalf);
-  const Classes ca = classify(p, name + ".a", a), cb = classify(p, name + ".b", b);
-  auto zero_flag = [&](const Word& x, const char* what) {
-    std::vector<Term> t = exponent_terms(x);
-    for (int k = 0; k < 5; ++k)
-      for (int s = 1; s < 16; ++s) t.push_back({x.digits[k], s, 1});
-    for (int s = 0; s < 16; ++s)
-      if (s & 7) t.push_back({x.digits[5], s, 1});
-    return p.ladder(name + what, 2, t, 0, [](int s) { return s == 0 ? 1 : 0; });
-  };
-  const ValueId za = zero_flag(a, ".a.zero"), zb = zero_flag(b, ".b.zero");
-  auto trailing = [&](const Word& x, const char* what) {
-    std::vector<Step> steps;
-    for (int t = 1; t <= kN; ++t) {
-      Step st;
-      for (int i = 0; i < t; ++i) {
-        const std::vector<Term> bt = significand_bit(x, i, -1);
-        st.form.insert(st.form.end(), bt.begin(), bt.end());
-      }
-      st.bias = 1;
-      st.from = t - 1;
-      st.to = t;
-      steps.push_back(std::move(st));
-    }
-    return p.mlp(name + what, kN + 1, 0, std::move(steps));
-  };
-  const ValueId tza = trailing(a, ".a.tz"), tzb = trailing(b, ".b.tz");
-  const ValueId sign = p.ladder(name + ".sign", 2, {{a.digits[7], 8, 1}, {a.digits[7], 9, 1}, {a.digits[7], 10, 1},
-                                                    {a.digits[7], 11, 1}, {a.digits[7], 12, 1}, {a.digits[7], 13, 1},
-                                                    {a.digits[7], 14, 1}, {a.digits[7], 15, 1}, {b.digits[7], 8, 1},
-                                                    {b.digits[7], 9, 1}, {b.digits[7], 10, 1}, {b.digits[7], 11, 1},
-                                                    {b.digits[7], 12, 1}, {b.digits[7], 13, 1}, {b.digits[7], 14, 1},
-                                                    {b.digits[7], 15, 1}},
-                                0, [](int s) { return s & 1; });
+  out.ca = classify(p, name + ".a", a);
+  out.cb = classify(p, name + ".b", b);
+  out.za = zero_flag(p, name + ".a.zero", a);
+  out.zb = zero_flag(p, name + ".b.zero", b);
+  std::vector<Term> signs;
+  for (const Word* x : {&a, &b})
+    for (int s = 8; s < 16; ++s) signs.push_back({x->digits[7], s, 1});
+  out.sign = p.ladder(name + ".sign", 2, signs, 0, [](int s) { return s & 1; });
 
-  // Layer 2: the column counts c_k = sum of a_i b_j over i + j = k (k = 46:
-  // the hidden bits' product), of the first half with two product layers
-  // (the whole count in layer 4, below).  Also: the exponent E = ea' + eb' -
-  // 127 (a denormal's exponent is 1), and the right shift min(1 - E, 26)
-  // where the result falls below the normal range; the NaN and infinite
-  // results.
-  std::vector<Term> expo{{ca.zero_exp, 1, 1}, {cb.zero_exp, 1, 1}};
-  for (const Term& t : exponent_terms(a)) expo.push_back(t);
-  for (const Term& t : exponent_terms(b)) expo.push_back(t);
-  const int ebias = -127;
-  const ValueId hidden = p.lookup(name + ".p23_23", 2, {ca.zero_exp, cb.zero_exp},
+  out.expo = {{out.ca.zero_exp, 1, 1}, {out.cb.zero_exp, 1, 1}};
+  for (const Term& t : exponent_terms(a)) out.expo.push_back(t);
+  for (const Term& t : exponent_terms(b)) out.expo.push_back(t);
+  const ValueId hidden = p.lookup(name + ".p23_23", 2, {out.ca.zero_exp, out.cb.zero_exp},
                                   [](const std::vector<int>& v) { return !v[0] && !v[1] ? 1 : 0; });
-  // cbits[k][t]: terms summing to bit t of the column count c_k.
-  std::vector<std::vector<std::vector<Term>>> cbits(kW - 1);
+  std::vector<std::vector<std::vector<Term>>>& cbits = out.cbits;
+  cbits.assign(kW - 1, {});
   auto categorical_bits = [&](int k, ValueId c, int max) {
     for (int t = 0; (1 << t) <= max; ++t) {
       std::vector<Term> terms;
@@ -545,82 +537,87 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
     }
     c1[k] = p.ladder(part(name, "c1_", k), n1[k] + 1, first, 0, [](int s) { return s; });
   }
+  out.counted = c1[0];
   if (product_layers == 1) {
     for (int k = 0; k < kW - 1; ++k) categorical_bits(k, c1[k], n1[k]);
-  } else {
-    // Layer 3: b's high 12 bits' products, once the first half is counted;
-    // layer 4: the whole count in bits (at most 5 ladders), from the first
-    // half's count read by its value and the second half's products.
-    const size_t second = p.ops().size();
-    products(kHalf, kN);
-    p.wait_for(second, c1[0]);
-    for (int k = 0; k < kW - 1; ++k) {
-      std::vector<Term> t = column(k, kHalf, kN);
-      if (t.empty()) {
-        categorical_bits(k, c1[k], n1[k]);
-        continue;
-      }
-      const int most = n1[k] + static_cast<int>(t.size());
-      for (int v = 1; v <= n1[k]; ++v) t.push_back({c1[k], v, v});
-      for (int b = 0; (1 << b) <= most; ++b)
-        cbits[k].push_back({{p.ladder(part(name, ("c" + std::to_string(b) + "_").c_str(), k), 2, t, 0,
-                                      [b](int s) { return (s >> b) & 1; }),
-                             1, 1}});
-    }
-  }
-  std::vector<Term> neg_e;
-  for (const Term& t : expo) neg_e.push_back({t.v, t.slot, -t.coef});
-  const ValueId amount = p.ladder(name + ".rshift", kMaxShift + 1, neg_e, 1 - ebias,
-                                  [](int s) { return std::clamp(s, 0, kMaxShift); });
-  const ValueId nan = p.mlp(name + ".nan", 2, 0,
-                            {conj({}, {ca.nan, cb.nan}, 0, 1), conj({{ca.inf, 1, 1}, {zb, 1, 1}}, {}, 0, 1),
-                             conj({{za, 1, 1}, {cb.inf, 1, 1}}, {}, 0, 1)});
-  const ValueId inf = p.ladder(name + ".inf", 2, {{ca.inf, 1, 1}, {cb.inf, 1, 1}}, 0,
-                               [](int s) { return s >= 1 ? 1 : 0; });
-
-  // out_k = sum over t of bit t of in_{k-t}, for categorical in.
-  auto reduce = [&](const std::vector<ValueId>& in, const std::vector<int>& max_in, const char* what,
-                    std::vector<int>& max_out) {
-    std::vector<ValueId> out(kW, -1);
-    max_out.assign(kW, 0);
-    for (int k = 0; k < kW; ++k) {
-      std::vector<Term> t;
-      for (int s = 0; s < 8; ++s) {
-        const int src = k - s;
-        if (src < 0 || src >= static_cast<int>(in.size()) || in[src] < 0 || max_in[src] < (1 << s)) continue;
-        for (int v = 1; v <= max_in[src]; ++v)
-          if ((v >> s) & 1) t.push_back({in[src], v, 1});
-        ++max_out[k];
-      }
-      if (!t.empty()) out[k] = p.ladder(part(name, what, k), max_out[k] + 1, t, 0, [](int s) { return s; });
-    }
     return out;
-  };
-  // Layer 3 (5 with two product layers): d_k = sum over t of bit t of
-  // c_{k-t} (at most 5: the product is sum d_k 2^k, and no column above 47
-  // can hold anything).  The layers below count from here: layer 4 is this
-  // one's next.
-  std::vector<ValueId> d(kW, -1);
-  std::vector<int> dmax(kW, 0), emax;
-  for (int k = 0; k < kW; ++k) {
-    std::vector<Term> t;
-    for (int b = 0; b < 8; ++b) {
-      const int src = k - b;
-      if (src < 0 || src >= kW - 1 || b >= static_cast<int>(cbits[src].size())) continue;
-      t.insert(t.end(), cbits[src][b].begin(), cbits[src][b].end());
-      ++dmax[k];
-    }
-    if (!t.empty()) d[k] = p.ladder(part(name, "d", k), dmax[k] + 1, t, 0, [](int s) { return s; });
   }
-  // Layer 4: e_k the same over d (at most 3): two rows, x_k = bit 0 of e_k
-  // and y_k = bit 1 of e_{k-1}.
-  const std::vector<ValueId> e = reduce(d, dmax, "e", emax);
-  for (int k = 0; k < kW; ++k)
-    if (emax[k] > 3) fail("float_mul32: a reduced column above 3");
+  // Layer 3: b's high 12 bits' products, once the first half is counted;
+  // layer 4: the whole count in bits (at most 5 ladders), from the first
+  // half's count read by its value and the second half's products.
+  const size_t second = p.ops().size();
+  products(kHalf, kN);
+  p.wait_for(second, c1[0]);
+  for (int k = 0; k < kW - 1; ++k) {
+    std::vector<Term> t = column(k, kHalf, kN);
+    if (t.empty()) {
+      categorical_bits(k, c1[k], n1[k]);
+      continue;
+    }
+    const int most = n1[k] + static_cast<int>(t.size());
+    for (int v = 1; v <= n1[k]; ++v) t.push_back({c1[k], v, v});
+    for (int b = 0; (1 << b) <= most; ++b) {
+      const ValueId bit =
+          p.ladder(part(name, ("c" + std::to_string(b) + "_").c_str(), k), 2, t, 0, [b](int s) { return (s >> b) & 1; });
+      cbits[k].push_back({{bit, 1, 1}});
+      out.counted = bit;
+    }
+  }
+  return out;
+}
 
-  // Layer 5: generate and propagate (x xor y) of the two rows; -1 where
-  // the bit is always 0.  A row bit that can be set has terms for "is 1" and
-  // "is 0"; one that cannot, none.
+// Two rows whose sum is the sum of `bits` (bits[k]: groups of terms, each
+// summing to 0 or 1, of weight 2^k), modulo 2^W for W = bits.size(): d_k the
+// count of column k, e_k = sum over t of bit t of d_{k-t} (at most 3), rows
+// x_k = bit 0 of e_k and y_k = bit 1 of e_{k-1}, then their generate and
+// propagate (x xor y); -1 where always 0.  Three layers.
+struct Rows {
+  std::vector<ValueId> g, q;
+};
+//
+// With `xors` (one per column, or empty), column k also counts the bit
+// x_k xor f_k of the pair of flags xors[k] (either -1: none), read by its
+// two flags in d_k's ladder: s = (the groups' sum) + 8 f + 16 x, whose
+// count is s mod 8 + (bit 3 of s xor bit 4).
+Rows two_rows(Program& p, const std::string& name, const std::vector<std::vector<std::vector<Term>>>& bits,
+              const std::vector<std::pair<ValueId, ValueId>>& xors = {}) {
+  const int w = static_cast<int>(bits.size());
+  std::vector<ValueId> d(w, -1);
+  std::vector<int> dmax(w, 0);
+  for (int k = 0; k < w; ++k) {
+    std::vector<Term> t;
+    for (const auto& g : bits[k]) t.insert(t.end(), g.begin(), g.end());
+    dmax[k] = static_cast<int>(bits[k].size());
+    const bool x = k < static_cast<int>(xors.size()) && xors[k].first >= 0;
+    if (x) {
+      if (dmax[k] > 7) fail("two_rows '" + name + "': a column of more than 7 bits beside a xor");
+      t.push_back({xors[k].first, 1, 16});
+      t.push_back({xors[k].second, 1, 8});
+      ++dmax[k];
+      // (min: sums no input reaches, inside the span of the form)
+      const int most = dmax[k];
+      d[k] = p.ladder(part(name, "d", k), most + 1, t, 0,
+                      [most](int s) { return std::min(most, (s & 7) + (((s >> 3) ^ (s >> 4)) & 1)); });
+    } else if (!t.empty()) {
+      d[k] = p.ladder(part(name, "d", k), dmax[k] + 1, t, 0, [](int s) { return s; });
+    }
+  }
+  std::vector<ValueId> e(w, -1);
+  std::vector<int> emax(w, 0);
+  for (int k = 0; k < w; ++k) {
+    std::vector<Term> t;
+    for (int s = 0; s < 8; ++s) {
+      const int src = k - s;
+      if (src < 0 || d[src] < 0 || dmax[src] < (1 << s)) continue;
+      for (int v = 1; v <= dmax[src]; ++v)
+        if ((v >> s) & 1) t.push_back({d[src], v, 1});
+      ++emax[k];
+    }
+    if (!t.empty()) e[k] = p.ladder(part(name, "e", k), emax[k] + 1, t, 0, [](int s) { return s; });
+    if (emax[k] > 3) fail("two_rows '" + name + "': a reduced column above 3");
+  }
+  // A row bit that can be set has terms for "is 1" and "is 0"; one that
+  // cannot, none.
   auto row_bit = [&](int k, int want, bool high) {
     std::vector<Term> t;
     const int c = high ? k - 1 : k;
@@ -633,35 +630,124 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
     x.insert(x.end(), y.begin(), y.end());
     return x;
   };
-  std::vector<ValueId> g(kW, -1), q(kW, -1);
-  for (int k = 0; k < kW; ++k) {
+  Rows r;
+  r.g.assign(w, -1);
+  r.q.assign(w, -1);
+  for (int k = 0; k < w; ++k) {
     const bool xs = can_set(k, false), ys = can_set(k, true);
     if (xs && ys) {
-      g[k] = p.mlp(part(name, "g", k), 2, 0, {{both(row_bit(k, 1, false), row_bit(k, 1, true)), -1, 0, 1}});
-      q[k] = p.mlp(part(name, "q", k), 2, 0,
-                   {{both(row_bit(k, 1, false), row_bit(k, 0, true)), -1, 0, 1},
-                    {both(row_bit(k, 0, false), row_bit(k, 1, true)), -1, 0, 1}});
+      r.g[k] = p.mlp(part(name, "g", k), 2, 0, {{both(row_bit(k, 1, false), row_bit(k, 1, true)), -1, 0, 1}});
+      r.q[k] = p.mlp(part(name, "q", k), 2, 0,
+                     {{both(row_bit(k, 1, false), row_bit(k, 0, true)), -1, 0, 1},
+                      {both(row_bit(k, 0, false), row_bit(k, 1, true)), -1, 0, 1}});
     } else if (xs || ys) {
-      q[k] = p.mlp(part(name, "q", k), 2, 0, {{row_bit(k, 1, ys), 0, 0, 1}});
+      r.q[k] = p.mlp(part(name, "q", k), 2, 0, {{row_bit(k, 1, ys), 0, 0, 1}});
     }
   }
+  return r;
+}
 
-  // Layer 6: the carries into each bit (carry lookahead).
-  std::vector<ValueId> carry(kW, -1);
-  for (int k = 1; k < kW; ++k) {
-    std::vector<Step> steps;
-    for (int j = 0; j < k; ++j) {
-      if (g[j] < 0) continue;
-      std::vector<Term> all{{g[j], 1, 1}};
-      bool possible = true;
-      for (int i = j + 1; i < k; ++i) {
-        if (q[i] < 0) possible = false;
-        else all.push_back({q[i], 1, 1});
-      }
-      if (possible) steps.push_back(conj(all, {}, 0, 1));
+// The carry-lookahead terms of the carry into bit k of the rows' sum (carry
+// in 0): one conjunction g_j q_{j+1} .. q_{k-1} per j; at most one holds.
+std::vector<std::vector<Term>> carry_terms(const Rows& r, int k) {
+  std::vector<std::vector<Term>> out;
+  for (int j = 0; j < k; ++j) {
+    if (r.g[j] < 0) continue;
+    std::vector<Term> all{{r.g[j], 1, 1}};
+    bool possible = true;
+    for (int i = j + 1; i < k && possible; ++i) {
+      if (r.q[i] < 0) possible = false;
+      else all.push_back({r.q[i], 1, 1});
     }
+    if (possible) out.push_back(std::move(all));
+  }
+  return out;
+}
+
+// The carries into each bit of the rows' sum (one layer); -1 where always 0.
+std::vector<ValueId> carries(Program& p, const std::string& name, const Rows& r) {
+  const int w = static_cast<int>(r.q.size());
+  std::vector<ValueId> carry(w, -1);
+  for (int k = 1; k < w; ++k) {
+    std::vector<Step> steps;
+    for (const std::vector<Term>& all : carry_terms(r, k)) steps.push_back(conj(all, {}, 0, 1));
     if (!steps.empty()) carry[k] = p.mlp(part(name, "k", k), 2, 0, std::move(steps));
   }
+  return carry;
+}
+
+// A step from 0 to 1 where every literal (value, slot) holds; a literal of
+// value -1 is a bit that is always 0.  nullopt where it can never fire.
+std::optional<Step> literals(const std::vector<std::pair<ValueId, int>>& lits) {
+  std::vector<Term> all;
+  for (const auto& [v, want] : lits) {
+    if (v < 0) {
+      if (want) return std::nullopt;
+      continue;
+    }
+    all.push_back({v, want, 1});
+  }
+  if (all.empty()) fail("literals: a step with no literal");
+  return conj(all, {}, 0, 1);
+}
+
+}  // namespace
+
+Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers) {
+  if (a.bits != 4 || b.bits != 4 || a.digits.size() != 8 || b.digits.size() != 8)
+    fail("float_mul32 '" + name + "': operands must be words of 8 nibbles");
+  if (product_layers != 1 && product_layers != 2) fail("float_mul32 '" + name + "': product_layers is 1 or 2");
+  static constexpr int kN = 24, kW = 48;   // significand bits; product bits
+  static constexpr int kMaxShift = 26;     // amount slot kMaxShift: below half the least denormal
+
+  // Layers 1-2 (1-4 with two product layers): the product's column counts,
+  // classes, zero flags and sign; layer 1 also the trailing zeros of each
+  // significand (24 for a zero one).
+  const Product pr = product_stage(p, name, a, b, product_layers);
+  const Classes &ca = pr.ca, &cb = pr.cb;
+  auto trailing = [&](const Word& x, const char* what) {
+    std::vector<Step> steps;
+    for (int t = 1; t <= kN; ++t) {
+      Step st;
+      for (int i = 0; i < t; ++i) {
+        const std::vector<Term> bt = significand_bit(x, i, -1);
+        st.form.insert(st.form.end(), bt.begin(), bt.end());
+      }
+      st.bias = 1;
+      st.from = t - 1;
+      st.to = t;
+      steps.push_back(std::move(st));
+    }
+    return p.mlp(name + what, kN + 1, 0, std::move(steps));
+  };
+  const ValueId tza = trailing(a, ".a.tz"), tzb = trailing(b, ".b.tz");
+
+  // Layer 2: the exponent E = ea' + eb' - 127 and the right shift
+  // min(1 - E, 26) where the result falls below the normal range; the NaN
+  // (a NaN operand, or inf x 0) and infinite results.
+  const std::vector<Term>& expo = pr.expo;
+  const int ebias = -127;
+  std::vector<Term> neg_e;
+  for (const Term& t : expo) neg_e.push_back({t.v, t.slot, -t.coef});
+  const ValueId amount = p.ladder(name + ".rshift", kMaxShift + 1, neg_e, 1 - ebias,
+                                  [](int s) { return std::clamp(s, 0, kMaxShift); });
+  const ValueId nan = p.mlp(name + ".nan", 2, 0,
+                            {conj({}, {ca.nan, cb.nan}, 0, 1), conj({{ca.inf, 1, 1}, {pr.zb, 1, 1}}, {}, 0, 1),
+                             conj({{pr.za, 1, 1}, {cb.inf, 1, 1}}, {}, 0, 1)});
+  const ValueId inf = p.ladder(name + ".inf", 2, {{ca.inf, 1, 1}, {cb.inf, 1, 1}}, 0,
+                               [](int s) { return s >= 1 ? 1 : 0; });
+
+  // Layers 3-5 (5-7): the column counts' bits reduced to two rows (the
+  // product is sum d_k 2^k, d_k the bits of the counts below it, and no
+  // column above 47 can hold anything), their generate and propagate;
+  // layer 6 (8): the carries.
+  std::vector<std::vector<std::vector<Term>>> bits(kW);
+  for (int k = 0; k < kW - 1; ++k)
+    for (size_t t = 0; t < pr.cbits[k].size(); ++t)
+      if (k + static_cast<int>(t) < kW) bits[k + t].push_back(pr.cbits[k][t]);
+  const Rows rows = two_rows(p, name, bits);
+  const std::vector<ValueId>& q = rows.q;
+  const std::vector<ValueId> carry = carries(p, name, rows);
 
   // Layer 7: the product's bits q_k xor carry_k shifted right by the
   // amount; below bit 22 (where round_pack32 reads only a sticky bit) a
@@ -672,16 +758,9 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
   // left, min(E - 1, 47) where nothing was shifted, 0 where something was.
   auto sum_bit = [&](int j, int amt) {   // steps setting the result where bit j of the product is set
     std::vector<Step> steps;
-    std::vector<Term> lit{{amount, amt, 1}};
-    if (q[j] < 0 && carry[j] < 0) return steps;
-    if (q[j] < 0) {
-      steps.push_back(conj(both(lit, {{carry[j], 1, 1}}), {}, 0, 1));
-    } else if (carry[j] < 0) {
-      steps.push_back(conj(both(lit, {{q[j], 1, 1}}), {}, 0, 1));
-    } else {
-      steps.push_back(conj(both(lit, {{q[j], 1, 1}, {carry[j], 0, 1}}), {}, 0, 1));
-      steps.push_back(conj(both(lit, {{q[j], 0, 1}, {carry[j], 1, 1}}), {}, 0, 1));
-    }
+    for (const auto& lits : {std::vector<std::pair<ValueId, int>>{{amount, amt}, {q[j], 1}, {carry[j], 0}},
+                             std::vector<std::pair<ValueId, int>>{{amount, amt}, {q[j], 0}, {carry[j], 1}}})
+      if (auto st = literals(lits)) steps.push_back(*st);
     return steps;
   };
   const size_t late = p.ops().size();
@@ -714,10 +793,236 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
   u.exponent_bias = ebias;
   u.room = p.ladder(name + ".room", kW, u.exponent, ebias - 1, [](int s) { return std::clamp(s, 0, kW - 1); });
   p.wait_for(late, carry[kW - 1]);
-  u.sign = sign;
-  u.zero_sign = sign;
+  u.sign = pr.sign;
+  u.zero_sign = pr.sign;
   u.nan = nan;
   u.inf = inf;
+  return round_pack32(p, name + ".pack", u);
+}
+
+Word float_fma32(Program& p, const std::string& name, const Word& a, const Word& b, const Word& c,
+                 int product_layers) {
+  for (const Word* x : {&a, &b, &c})
+    if (x->bits != 4 || x->digits.size() != 8) fail("float_fma32 '" + name + "': operands must be words of 8 nibbles");
+  if (product_layers != 1 && product_layers != 2) fail("float_fma32 '" + name + "': product_layers is 1 or 2");
+  // The frame: W columns, column k of weight 2^(k + Ef - 176).  Column 0
+  // holds only c's sticky bit, the product's 48 bits columns 3..50, and c's
+  // 24-bit significand columns 53 - s .. 76 - s for the alignment shift s =
+  // clamp(E - ec' + 27, 0, 76); column 77 takes a carry.
+  static constexpr int kW = 78, kP = 3, kC = 53, kMax = 76;
+  // The frame's exponent Ef = max(E, ec' - 27), or ec' - 27 where the
+  // product is zero: E + excess - kZ pz, excess in 10 bits (below).
+  static constexpr int kZ = 410;
+
+  // Layers 1-2 (1-4): the product's column counts, classes and signs; c's
+  // classes and sign; whether the magnitudes subtract (op).
+  const Product pr = product_stage(p, name, a, b, product_layers);
+  const Classes cc = classify(p, name + ".c", c);
+  std::vector<Term> sc_terms, op_terms;
+  for (int s = 8; s < 16; ++s) sc_terms.push_back({c.digits[7], s, 1});
+  for (const Word* x : {&a, &b, &c})
+    for (int s = 8; s < 16; ++s) op_terms.push_back({x->digits[7], s, 1});
+  const ValueId sc = p.ladder(name + ".sc", 2, sc_terms, 0, [](int s) { return s; });
+  const ValueId op = p.ladder(name + ".op", 2, op_terms, 0, [](int s) { return s & 1; });
+
+  // The exponent fields as bits (layer 1), so that the operands' nibbles
+  // need not stay in the residual until the back end reads the exponent:
+  // ea' + eb' and ec' (a denormal's exponent 1) are forms over these flags.
+  auto exponent_bits = [&](const Word& x, ValueId zero_exp, const char* what) {
+    std::vector<Term> t{{zero_exp, 1, 1}};
+    for (int i = 0; i < 8; ++i) {
+      const int bit = 23 + i;
+      const ValueId f = apply(p, name + what + std::to_string(i), 2, x.digits[bit / 4],
+                              [bit](int s) { return (s >> (bit % 4)) & 1; });
+      t.push_back({f, 1, 1 << i});
+    }
+    return t;
+  };
+  const std::vector<Term> ec = exponent_bits(c, cc.zero_exp, ".c.e");
+  std::vector<Term> expo = exponent_bits(a, pr.ca.zero_exp, ".a.e");
+  for (const Term& t : exponent_bits(b, pr.cb.zero_exp, ".b.e")) expo.push_back(t);
+  // Layer 2: the alignment shift (0 where the product is zero) and the
+  // product-zero flag.
+  std::vector<Term> shift = expo;   // E - ec' + 27 = expo - 127 - ec' + 27
+  for (const Term& t : ec) shift.push_back({t.v, t.slot, -t.coef});
+  shift.push_back({pr.za, 1, -1000});   // a zero product: shift 0, c at the top
+  shift.push_back({pr.zb, 1, -1000});
+  // The shift in two digits (8 hi + lo: 18 residual dimensions instead of 77).
+  const ValueId amount_hi =
+      p.ladder(name + ".align_hi", kMax / 8 + 1, shift, -100, [](int s) { return std::clamp(s, 0, kMax) / 8; });
+  const ValueId amount_lo =
+      p.ladder(name + ".align_lo", 8, shift, -100, [](int s) { return std::clamp(s, 0, kMax) % 8; });
+  // Terms adding 2 coef where the shift is s (each digit coef).
+  auto shift_is = [&](int s, int coef) {
+    return std::vector<Term>{{amount_hi, s / 8, coef}, {amount_lo, s % 8, coef}};
+  };
+  const ValueId pz = p.ladder(name + ".pz", 2, {{pr.za, 1, 1}, {pr.zb, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
+  // Layer 3: c's significand aligned, each bit shifted below column 1 ORed
+  // into column 0 (c's sticky bit).
+  auto c_bit = [&](int j, int coef) { return significand_bit(c, j, coef); };
+  std::vector<ValueId> cal(kW, -1);
+  for (int k = 0; k < kW - 1; ++k) {
+    std::vector<Step> steps;
+    if (k == 0) {
+      for (int s = kC; s <= kMax; ++s) {
+        Step st;
+        st.form = shift_is(s, 27);
+        for (int j = 0; j <= std::min(23, s - kC); ++j) {
+          const std::vector<Term> t = c_bit(j, 1);
+          st.form.insert(st.form.end(), t.begin(), t.end());
+        }
+        st.bias = -54;
+        st.from = 0;
+        st.to = 1;
+        steps.push_back(std::move(st));
+      }
+    } else {
+      for (int s = 0; s <= kMax; ++s) {
+        const int j = k - kC + s;
+        if (j < 0 || j > 23) continue;
+        Step st;
+        st.form = c_bit(j, j == 23 ? 1 : 4);
+        const std::vector<Term> at = shift_is(s, 4);
+        st.form.insert(st.form.end(), at.begin(), at.end());
+        st.bias = j == 23 ? -8 : -11;
+        st.from = 0;
+        st.to = 1;
+        steps.push_back(std::move(st));
+      }
+    }
+    cal[k] = p.mlp(part(name, "cal", k), 2, 0, std::move(steps));
+  }
+
+  // Layers 5-7 (with two product layers): the product's count bits and c
+  // (or its complement, read as cal xor op) reduced to two rows, modulo
+  // 2^78: their sum T0 is P + C where the magnitudes add, P + ~C = P - C - 1
+  // where they subtract.
+  std::vector<std::vector<std::vector<Term>>> bits(kW);
+  for (int k = 0; k < static_cast<int>(pr.cbits.size()); ++k)
+    for (size_t t = 0; t < pr.cbits[k].size(); ++t)
+      if (kP + k + static_cast<int>(t) < kW) bits[kP + k + t].push_back(pr.cbits[k][t]);
+  // c's bits, complemented where the magnitudes subtract (op); column 77
+  // holds none of c's, so just op.
+  std::vector<std::pair<ValueId, ValueId>> xors(kW, {-1, -1});
+  for (int k = 0; k < kW - 1; ++k) xors[k] = {cal[k], op};
+  bits[kW - 1].push_back({{op, 1, 1}});
+  // (The columns above the product's wait for its counts: made as soon as
+  // c is aligned, they would only hold residual dimensions.)
+  const size_t tree = p.ops().size();
+  const Rows rows = two_rows(p, name, bits, xors);
+  p.wait_for(tree, pr.counted);
+  const std::vector<ValueId>& q = rows.q;
+
+  // Layer 8: the carries of T0 (carry in 0); ap_k, all of q_0 .. q_{k-1},
+  // where T1 = T0 + 1 carries into bit k besides; and whether T1 = P - C is
+  // negative (its bit 77): q_77 xor (carry_77 or ap_77).
+  const std::vector<ValueId> carry = carries(p, name, rows);
+  std::vector<ValueId> ap(kW, -1);
+  for (int k = 1; k < kW; ++k) {
+    std::vector<std::pair<ValueId, int>> lits;
+    bool possible = true;
+    for (int i = 0; i < k && possible; ++i) {
+      if (q[i] < 0) possible = false;
+      else lits.push_back({q[i], 1});
+    }
+    if (possible) ap[k] = p.mlp(part(name, "ap", k), 2, 0, {*literals(lits)});
+  }
+  ValueId neg;
+  {
+    const int top = kW - 1;
+    std::vector<std::vector<Term>> ones = carry_terms(rows, top);   // carry_77 or ap_77: at most one holds
+    if (ap[top] >= 0) {
+      std::vector<Term> all;
+      for (int i = 0; i < top; ++i) all.push_back({q[i], 1, 1});
+      ones.push_back(std::move(all));
+    }
+    std::vector<Step> steps;
+    if (q[top] >= 0) steps.push_back({{{q[top], 1, 1}}, 0, 0, 1});
+    for (std::vector<Term> all : ones) {
+      if (q[top] >= 0) {
+        std::vector<Term> set = all;
+        set.push_back({q[top], 1, 1});
+        steps.push_back(conj(set, {}, 1, 0));
+        all.push_back({q[top], 0, 1});
+      }
+      steps.push_back(conj(all, {}, 0, 1));
+    }
+    neg = p.mlp(name + ".neg", 2, 0, std::move(steps));
+  }
+
+  // The frame's excess over E, max(0, ec' - 27 - E + kZ pz), in 10 bits,
+  // made once the rows are (in the layer of the carries: earlier they would
+  // hold residual dimensions through the product stage's widest layers);
+  // Eu = Ef + 27 = expo - 127 + 27 + excess - kZ pz, round_pack32's E for a
+  // significand of 78 bits (1 to 408).
+  const size_t exponent = p.ops().size();
+  std::vector<Term> over = ec;
+  for (const Term& t : expo) over.push_back({t.v, t.slot, -t.coef});
+  over.push_back({pz, 1, kZ});
+  std::vector<Term> exponent_form = expo;
+  for (int i = 0; i < 10; ++i) {
+    const ValueId bit = p.ladder(part(name, "excess", i), 2, over, 127 - 27,
+                                 [i](int s) { return (std::max(s, 0) >> i) & 1; });
+    exponent_form.push_back({bit, 1, 1 << i});
+  }
+  p.wait_for(exponent, q[kW - 1]);
+  exponent_form.push_back({pz, 1, -kZ});
+
+  // Layer 9: |P +- C|: T0 where the magnitudes add; where they subtract, T1
+  // = P - C, or ~T0 = C - P where T1 is negative.  The sign: the product's,
+  // or c's where the difference is negative; an infinite product's, else an
+  // infinite c's.  An exact zero is +0 where the magnitudes subtract.
+  const size_t late = p.ops().size();
+  Unpacked32 u;
+  u.sig.bits = 1;
+  for (int k = 0; k < kW; ++k) {
+    const ValueId c0 = carry[k], a1 = ap[k];
+    std::vector<Step> steps;
+    std::vector<std::vector<std::pair<ValueId, int>>> cases = {
+        {{op, 0}, {q[k], 1}, {c0, 0}},
+        {{op, 0}, {q[k], 0}, {c0, 1}},
+        {{op, 1}, {neg, 0}, {q[k], 1}, {c0, 0}, {a1, 0}},
+        {{op, 1}, {neg, 0}, {q[k], 0}, {c0, 1}},
+        {{op, 1}, {neg, 0}, {q[k], 0}, {a1, 1}},
+        {{op, 1}, {neg, 1}, {q[k], 1}, {c0, 1}},
+        {{op, 1}, {neg, 1}, {q[k], 0}, {c0, 0}}};
+    if (k == 0) {   // T1's carry into bit 0 is its carry in, 1
+      cases.erase(cases.begin() + 2, cases.begin() + 5);
+      cases.push_back({{op, 1}, {neg, 0}, {q[k], 0}});
+    }
+    for (const auto& lits : cases)
+      if (auto st = literals(lits)) steps.push_back(*st);
+    u.sig.digits.push_back(p.mlp(part(name, "r", k), 2, 0, std::move(steps)));
+  }
+  const ValueId pinf = p.ladder(name + ".pinf", 2, {{pr.ca.inf, 1, 1}, {pr.cb.inf, 1, 1}}, 0,
+                                [](int s) { return s >= 1 ? 1 : 0; });
+  u.sign = p.lookup(name + ".sign", 2, {op, neg, pr.sign, sc, pinf, cc.inf}, [](const std::vector<int>& v) {
+    if (v[4]) return v[2];
+    if (v[5]) return v[3];
+    return v[0] && v[1] ? v[3] : v[2];
+  });
+  // (round_pack32 takes an infinity's sign from zero_sign where the
+  // significand, garbage then, happens to be zero.)
+  u.zero_sign = p.lookup(name + ".zsign", 2, {op, pr.sign, sc, pinf, cc.inf}, [](const std::vector<int>& v) {
+    if (v[3]) return v[1];
+    if (v[4]) return v[2];
+    return v[0] ? 0 : v[1];
+  });
+  // NaN: a NaN operand, inf x 0, or an infinite product and an infinite c
+  // whose magnitudes subtract.
+  const ValueId pnan = p.mlp(name + ".pnan", 2, 0,
+                             {conj({}, {pr.ca.nan, pr.cb.nan}, 0, 1), conj({{pr.ca.inf, 1, 1}, {pr.zb, 1, 1}}, {}, 0, 1),
+                              conj({{pr.za, 1, 1}, {pr.cb.inf, 1, 1}}, {}, 0, 1)});
+  u.nan = p.lookup(name + ".nan", 2, {pnan, cc.nan, pinf, cc.inf, op}, [](const std::vector<int>& v) {
+    return v[0] || v[1] || (v[2] && v[3] && v[4]) ? 1 : 0;
+  });
+  u.inf = p.ladder(name + ".inf", 2, {{pinf, 1, 1}, {cc.inf, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
+  // The room to normalise left, min(Eu - 1, 77).
+  u.exponent = exponent_form;
+  u.exponent_bias = -100;
+  u.room = p.ladder(name + ".room", kW, u.exponent, u.exponent_bias - 1,
+                    [](int s) { return std::clamp(s, 0, kW - 1); });
+  p.wait_for(late, carry[kW - 1]);
   return round_pack32(p, name + ".pack", u);
 }
 

@@ -60,4 +60,15 @@ Word float_add32(Program& p, const std::string& name, const Word& a, const Word&
 // dimensions each) at a time, for two more layers (thirteen).
 Word float_mul32(Program& p, const std::string& name, const Word& a, const Word& b, int product_layers = 1);
 
+// a * b + c for f32 bit patterns (words of 8 nibbles), rounded once, .rn
+// without .ftz (fma.rn.f32): the exact product of float_mul32's product
+// stage and c's significand, aligned to it, in one 78-bit frame (c's bits
+// below it kept as a sticky bit), summed as two rows with the carries of
+// both P + ~C and P - C, then round_pack32 (docs/circuit.md).  Denormal
+// operands and results, signed zeros (an exact zero sum of opposite signs is
+// +0), inf * 0 and inf - inf the canonical NaN 0x7FFFFFFF, every NaN operand
+// likewise.  a * b + (-0) is a * b rounded, bit for bit.
+Word float_fma32(Program& p, const std::string& name, const Word& a, const Word& b, const Word& c,
+                 int product_layers = 1);
+
 }  // namespace qgpu::circuit

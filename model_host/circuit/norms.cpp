@@ -77,7 +77,7 @@ void choose_levels(NormPlan& np, const std::vector<ValueInfo>& values, const std
 // The pads' dimensions: for each run of layers that needs pad k, the first
 // dimension free over the whole run.
 void place_pads(NormPlan& np, const std::vector<int>& born, const std::vector<int>& cleared,
-                const std::vector<std::vector<int>>& dims, int L, int H) {
+                const std::vector<std::vector<int>>& dims, int L, int H, int usable) {
   std::vector<std::vector<std::pair<int, int>>> busy(H);   // per dimension: (born, cleared] intervals
   busy[kAnchor].push_back({-2, kNever});
   for (size_t v = 0; v < dims.size(); ++v)
@@ -89,12 +89,12 @@ void place_pads(NormPlan& np, const std::vector<int>& born, const std::vector<in
       while (b + 1 < L && np.pads[b + 1] > k) ++b;
       const int from = mlp_slot(a - 1), to = mlp_slot(b);
       int d = 1;
-      for (; d < H; ++d) {
+      for (; d < usable; ++d) {
         bool free = true;
         for (auto [lo, hi] : busy[d]) free = free && (from > hi || lo > to);
         if (free) break;
       }
-      if (d == H)
+      if (d == usable)
         budget_error("residual full: no free dimension for a norm pad in layers " + std::to_string(a) + ".." +
                      std::to_string(b));
       busy[d].push_back({from, to});
@@ -106,14 +106,14 @@ void place_pads(NormPlan& np, const std::vector<int>& born, const std::vector<in
 
 NormPlan plan_norms(const std::vector<ValueInfo>& values, const std::vector<int>& born,
                     const std::vector<int>& cleared, const std::vector<std::vector<int>>& dims, int L, int H,
-                    float eps, bool fixed) {
+                    float eps, bool fixed, int usable) {
   NormPlan np;
   np.pads.assign(L, 0);
   np.attn_norm.assign(L, {});
   np.mlp_norm.assign(L, {});
   np.pad_dim.assign(kMaxPads, std::vector<int>(L, -1));
   choose_levels(np, values, born, cleared, L, H, eps, fixed);
-  place_pads(np, born, cleared, dims, L, H);
+  place_pads(np, born, cleared, dims, L, H, usable < 0 ? H : usable);
   return np;
 }
 

@@ -46,11 +46,12 @@ struct NormPlan {
   int64_t fixed_energy = 0;
 };
 
-// `dims`: every value's dimensions (the pads take free ones).  Throws
-// std::runtime_error (budget_error) when the energy or the residual is
-// exceeded, std::logic_error when no exact level exists.
+// `dims`: every value's dimensions (the pads take free ones, below
+// `usable`: all of `hidden` when negative).  Throws std::runtime_error
+// (budget_error) when the energy or the residual is exceeded,
+// std::logic_error when no exact level exists.
 NormPlan plan_norms(const std::vector<ValueInfo>& values, const std::vector<int>& born,
                     const std::vector<int>& cleared, const std::vector<std::vector<int>>& dims, int layers, int hidden,
-                    float eps, bool fixed);
+                    float eps, bool fixed, int usable = -1);
 
 }  // namespace qgpu::circuit

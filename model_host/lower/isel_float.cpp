@@ -187,11 +187,14 @@ void Lowerer::lower_float(const ptx::Instr& in) {
                        : br == ptx::Rnd::Rm ? ptx::Rnd::Rmi
                        : br == ptx::Rnd::Rp ? ptx::Rnd::Rpi
                                             : ptx::Rnd::Rni;
-  // The model's machine (Params::native_fadd, native_fmul): add, sub and mul
-  // .rn without .ftz or .sat are one FADD / FSUB / FMUL; every other form
-  // stays an integer sequence.
-  const bool fadd_rn = p_.native_fadd && br == ptx::Rnd::Rn && !fm.ftz && !fm.sat;
-  const bool fmul_rn = p_.native_fmul && br == ptx::Rnd::Rn && !fm.ftz && !fm.sat;
+  // A machine with only some float ops .rn (Params::native_rn; the model's
+  // has FFMA alone): add, sub, mul and fma/mad .rn without .ftz or .sat are
+  // one such op each, FFMA standing in for the others: a + b = a * 1 + b,
+  // a - b = b * -1 + a and a * b = a * b + -0, rounded once, bit for bit
+  // (NaN results canonical either way).  Every other form stays an integer
+  // sequence.
+  const bool plain_rn = br == ptx::Rnd::Rn && !fm.ftz && !fm.sat;
+  auto has_rn = [&](Op o) { return plain_rn && p_.has_native_rn(o); };
   auto nm = [&](ptx::Rnd rr, bool sat) {
     FloatMod x;
     x.rnd = from_ptx(rr);
@@ -285,18 +288,21 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   }
   switch (in.op) {
     case PO::Add:
-      if (nat || fadd_rn) return out(fnative(Op::FADD, nm(br, fm.sat), f(1), f(2)));
+      if (nat || has_rn(Op::FADD)) return out(fnative(Op::FADD, nm(br, fm.sat), f(1), f(2)));
+      if (has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, false), f(1), K(0x3F800000u), f(2)));
       return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Sub:
-      if (nat || fadd_rn) return out(fnative(Op::FSUB, nm(br, fm.sat), f(1), f(2)));
+      if (nat || has_rn(Op::FSUB)) return out(fnative(Op::FSUB, nm(br, fm.sat), f(1), f(2)));
+      if (has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, false), f(2), K(0xBF800000u), f(1)));
       return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Mul:
       if (in.mul != ptx::MulMode::None) break;
-      if (nat || fmul_rn) return out(fnative(Op::FMUL, nm(br, fm.sat), f(1), f(2)));
+      if (nat || has_rn(Op::FMUL)) return out(fnative(Op::FMUL, nm(br, fm.sat), f(1), f(2)));
+      if (has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, false), f(1), f(2), K(0x80000000u)));
       return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Fma:
     case PO::Mad:
-      if (nat) return out(fnative(Op::FFMA, nm(br, fm.sat), f(1), f(2), f(3)));
+      if (nat || has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, fm.sat), f(1), f(2), f(3)));
       return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
     case PO::Div: {
       Operand a = f(1), b = f(2);

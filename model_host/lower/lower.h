@@ -91,9 +91,9 @@ struct LowerOptions {
   // OpKind::Float) where one covers the PTX instruction, instead of integer
   // sequences: for a machine with Params::native_float only (validate()
   // refuses them elsewhere).  f64 and f16/bf16 stay integer sequences.
-  // Without it, on a machine with Params::native_fadd and native_fmul (the
-  // model's), add, sub and mul .f32 (.rn or no rounding) without .ftz or
-  // .sat are still one fadd / fsub / fmul each.
+  // Without it, on a machine with Params::native_rn (the model's: FFMA),
+  // add, sub, mul, fma and mad .f32 (.rn or no rounding) without .ftz or
+  // .sat are still one native op each (FFMA standing in for the others).
   bool native_float = false;
   // Device-side launches (the device runtime's __cudaCDP2* calls) append to
   // the launch queue in the device heap (launch::device_queue); a backend

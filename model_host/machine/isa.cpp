@@ -268,17 +268,15 @@ void validate(const Program& prog, const Params& p) {
       if (int(in.op) >= kOpCount)
         throw std::invalid_argument(where(bi, ii) + "op " + std::to_string(int(in.op)) + " is not defined");
       if (op_info(in.op).kind != OpKind::Float) continue;
-      const bool fadd = in.op == Op::FADD || in.op == Op::FSUB;
-      const bool fmul = in.op == Op::FMUL;
-      if (!p.native_float && !(p.native_fadd && fadd) && !(p.native_fmul && fmul))
+      if (!p.native_float && !p.has_native_rn(in.op))
         throw std::invalid_argument(where(bi, ii) + to_string(in) +
                                     ": a native floating-point operation, which this machine does not have (it "
                                     "runs floating point as integer sequences, docs/isa.md section 11)");
-      // The model's machine: fadd, fsub and fmul .rn only, without .ftz or .sat.
+      // The model's machine: its native ops .rn only, without .ftz or .sat.
       if (!p.native_float && (in.fmod.rnd != FRnd::Rn || in.fmod.ftz || in.fmod.sat || in.fmod.hi ||
                               in.fmod.cmp != FCmp::None))
         throw std::invalid_argument(where(bi, ii) + to_string(in) +
-                                    ": this machine's fadd, fsub and fmul are .rn without .ftz or .sat only (other forms "
+                                    ": this machine's native float operations are .rn without .ftz or .sat only (other forms "
                                     "run as integer sequences, docs/isa.md section 11)");
       // The modifiers must fit the op: its kind of rounding, a comparison on
       // fcmp and dcmp only, .hi on a 64-bit result only, .ftz and .sat where

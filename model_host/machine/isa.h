@@ -15,6 +15,8 @@
 
 namespace qgpu::machine {
 
+enum class Op : uint8_t;
+
 struct Params {
   uint32_t lanes = 8;          // lanes per machine warp (divides 32)
   uint32_t regs = 32;          // 32-bit registers per lane
@@ -37,14 +39,13 @@ struct Params {
   // of the interpreter backend has them (cuda_params(), api.h); the default
   // machine and the model's do not.
   bool native_float = false;
-  // Without native_float, the one float operation pair a machine may still
-  // have: FADD and FSUB .rn without .ftz or .sat (the model's machine, whose
-  // circuit computes them: docs/circuit.md).  validate() refuses every other
-  // float op, and these with other modifiers, on such a machine.
-  bool native_fadd = false;
-  // Likewise FMUL .rn without .ftz or .sat (the model's machine: the circuit's
-  // f32 multiply, docs/circuit.md).
-  bool native_fmul = false;
+  // Without native_float, the float operations a machine still has in
+  // their .rn form without .ftz or .sat (the model's machine: FFMA, which
+  // its circuit computes, docs/circuit.md, and the lowering uses for f32
+  // add, sub and mul too).  validate() refuses
+  // every other float op, and these with other modifiers, on such a machine.
+  std::vector<Op> native_rn;
+  bool has_native_rn(Op op) const { return std::find(native_rn.begin(), native_rn.end(), op) != native_rn.end(); }
 
   static constexpr uint32_t kCudaWarp = 32;  // what programs see as warpSize
   uint32_t warps_per_group() const { return kCudaWarp / lanes; }
@@ -56,42 +57,6 @@ struct Params {
     return std::min(local_bytes, local_store_bytes / slots);
   }
 };
-
-// The machine every product path uses.
-inline const Params& default_params() {
-  static const Params p{};
-  return p;
-}
-
-// The machine the model backend runs (docs/tokens.md): one lane per machine
-// warp and one instruction per block, so that every step the model takes is
-// one instruction of one thread, and memories sized to the GDN heads the
-// compiled checkpoint spends on them.  The lowering and the interpreter run
-// it like any other Params; `--check` compares the model against them.
-inline Params& model_params_storage() {
-  static Params p = [] {
-    Params m;
-    m.lanes = 1;
-    m.block_instrs = 1;
-    m.rom_blocks = 1024;
-    m.global_bytes = 256 * 1024;      // 65536 words: 512 GDN heads (docs/circuit.md section 8)
-    m.shared_bytes = 64 * 1024;      // 16384 words: 128 GDN heads
-    m.local_store_bytes = 16 * 1024;  // 4096 words: 64 B per thread at 256 threads, 512 B at 32
-    m.local_bytes = 16 * 1024;
-    m.param_bytes = 4 * 1024;
-    m.max_ctas = 65535;
-    m.print_bytes = 1024;
-    m.native_fadd = true;
-    m.native_fmul = true;
-    return m;
-  }();
-  return p;
-}
-inline const Params& model_params() { return model_params_storage(); }
-// The global memory of the model's device is chosen when the model is built
-// (`qgpu build-model --global-kib`, 4 to 256 KiB; 256 by default): a process
-// that builds or runs another size sets it first, before anything reads it.
-inline void set_model_global_bytes(uint32_t bytes) { model_params_storage().global_bytes = bytes; }
 
 // ---- operations -----------------------------------------------------------
 
@@ -136,6 +101,42 @@ enum class Op : uint8_t {
   DRINT,                   // x rounded to an integral f64 (.rni .rzi .rmi .rpi)
   // clang-format on
 };
+
+// The machine every product path uses.
+inline const Params& default_params() {
+  static const Params p{};
+  return p;
+}
+
+// The machine the model backend runs (docs/tokens.md): one lane per machine
+// warp and one instruction per block, so that every step the model takes is
+// one instruction of one thread, and memories sized to the GDN heads the
+// compiled checkpoint spends on them.  The lowering and the interpreter run
+// it like any other Params; `--check` compares the model against them.
+inline Params& model_params_storage() {
+  static Params p = [] {
+    Params m;
+    m.lanes = 1;
+    m.block_instrs = 1;
+    m.rom_blocks = 1024;
+    m.global_bytes = 256 * 1024;      // 65536 words: 512 GDN heads (docs/circuit.md section 8)
+    m.shared_bytes = 64 * 1024;      // 16384 words: 128 GDN heads
+    m.local_store_bytes = 16 * 1024;  // 4096 words: 64 B per thread at 256 threads, 512 B at 32
+    m.local_bytes = 16 * 1024;
+    m.param_bytes = 4 * 1024;
+    m.max_ctas = 65535;
+    m.print_bytes = 1024;
+    m.native_rn = {Op::FFMA};
+    return m;
+  }();
+  return p;
+}
+inline const Params& model_params() { return model_params_storage(); }
+// The global memory of the model's device is chosen when the model is built
+// (`qgpu build-model --global-kib`, 4 to 256 KiB; 256 by default): a process
+// that builds or runs another size sets it first, before anything reads it.
+inline void set_model_global_bytes(uint32_t bytes) { model_params_storage().global_bytes = bytes; }
+
 // Every op of the instruction set.
 constexpr int kOpCount = int(Op::DRINT) + 1;
 // The most source operands an op reads (DFMA's three f64 values).

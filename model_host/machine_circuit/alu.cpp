@@ -297,24 +297,19 @@ void comparisons(Builder& b, AluState& s) {
                 8);
 }
 
-// FADD, FSUB and FMUL (.rn, no .ftz or .sat: docs/isa.md), after the
-// global store, whose inputs fill the residual while it is read: they wait
-// for the loads, and their result joins the result last.
-void floats(Builder& b, AluState& s, ValueId loaded, ValueId fmul_after) {
+// FFMA (.rn, no .ftz or .sat: docs/isa.md), the machine's one float
+// operation (the lowering makes an f32 add a * 1 + b, a subtract b * -1 + a
+// and a multiply a * b + -0, each the same bit for bit), after the global
+// store, whose inputs fill the residual while it is read: its bit products
+// and column counts wait for `ffma_after` and are made half in each of two
+// layers, and its result joins the result last.
+void floats(Builder& b, AluState& s, ValueId ffma_after) {
   Program& p = b.p;
   const size_t first = p.ops().size();
-  const ValueId is_fsub = b.flag("is_fsub", s.alu_case, [](int k) { return k == int(Op::FSUB); });
-  const Digits r_fadd = word_digits(circuit::float_add32(p, "fadd", s.Aw, s.Bw, is_fsub));
-  // The multiply's bit products and column counts fill the residual: it
-  // waits for `fmul_after` and makes its products half in each of two layers.
-  const size_t mul_first = p.ops().size();
-  const Digits r_fmul = word_digits(circuit::float_mul32(p, "fmul", s.Aw, s.Bw, 2));
-  p.wait_for(mul_first, fmul_after);
-  const ValueId fsel = circuit::apply(p, "fsel", 3, s.alu_case, [](int k) {
-    return k == int(Op::FADD) || k == int(Op::FSUB) ? 1 : k == int(Op::FMUL) ? 2 : 0;
-  });
-  p.wait_for(first, loaded);
-  s.acc = b.mux("r.float", fsel, {{1, r_fadd}, {2, r_fmul}, {0, s.acc}}, 8);
+  const Digits r_ffma = word_digits(circuit::float_fma32(p, "ffma", s.Aw, s.Bw, b.word(s.C), 2));
+  const ValueId is_ffma = b.flag("is_ffma", s.alu_case, [](int k) { return k == int(Op::FFMA); });
+  p.wait_for(first, ffma_after);
+  s.acc = b.mux("r.float", is_ffma, {{1, r_ffma}, {0, s.acc}}, 8);
 }
 
 // MUL (the low half), last: its nibble products fill the residual while
@@ -335,12 +330,11 @@ ValueId products(Builder& b, AluState& s, ValueId after) {
 Alu alu_stage(Builder& b, const Context& c, const Rom& r, const Registers& regs) {
   AluState s = arithmetic(b, c, r, regs);
   memories(b, c, r, s);
-  const ValueId loaded = s.acc.back().v;
   bit_operations(b, r, s);
   const ValueId bits_done = s.acc.back().v;
   comparisons(b, s);
   const ValueId columns_done = products(b, s, bits_done);
-  floats(b, s, loaded, columns_done);
+  floats(b, s, columns_done);
   Alu out;
   out.R = s.acc;
   out.hi_zero = is_zero(b, "hi_zero", slice(b.pad(out.R, 8), 4, 4));

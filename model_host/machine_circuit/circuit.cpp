@@ -120,6 +120,7 @@ Built build(const std::function<void(const std::string&)>& progress) {
   circuit::Options opt;
   opt.token_base = kTokenBase;
   opt.vocab_size = kTokenBase + circuit_token_count();
+  opt.free_dims = kFreeResidualDims;
   circuit::Compiled c = circuit::compile(mp.program, opt);
   Built out;
   out.report = c.report();

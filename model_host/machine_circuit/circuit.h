@@ -68,6 +68,12 @@ std::array<circuit::ValueId, 3> run_pc(circuit::Program& p, circuit::ValueId kin
                                        const std::array<circuit::ValueId, 3>& named, circuit::ValueId falls,
                                        circuit::ValueId prev_falls);
 
+// Residual dimensions the GPU leaves free on every token and in every layer
+// (circuit::Options::free_dims): what a merge into a text model mutes the
+// circuit on (docs/merge.md).  A GPU that does not fit in the rest fails to
+// compile, naming what fills the residual.
+inline constexpr int kFreeResidualDims = 36;
+
 // Compiles the GPU.  Deterministic: the same weights every run.  `progress`
 // receives one line per phase.
 Built build(const std::function<void(const std::string&)>& progress = {});

@@ -63,15 +63,15 @@ class Encoder {
   void instruction(size_t pc, const Instr& in) {
     const machine::OpInfo& info = machine::op_info(in.op);
     const bool memory = info.kind == OpKind::Load || info.kind == OpKind::Store || info.kind == OpKind::Atomic;
-    // The model's machine has FADD, FSUB and FMUL .rn without .ftz or .sat
-    // (the OP token has no field for other modifiers); no other float op.
-    const bool fadd = (in.op == machine::Op::FADD || in.op == machine::Op::FSUB || in.op == machine::Op::FMUL) &&
-                      in.fmod.rnd == machine::FRnd::Rn &&
-                      !in.fmod.ftz && !in.fmod.sat && !in.fmod.hi && in.fmod.cmp == machine::FCmp::None;
-    if (info.kind == OpKind::Float && !fadd)
+    // The model's machine has its native float ops (Params::native_rn: FFMA)
+    // .rn without .ftz or .sat (the OP token has no field for
+    // other modifiers); no other float op.
+    const bool native = machine::model_params().has_native_rn(in.op) && in.fmod.rnd == machine::FRnd::Rn &&
+                        !in.fmod.ftz && !in.fmod.sat && !in.fmod.hi && in.fmod.cmp == machine::FCmp::None;
+    if (info.kind == OpKind::Float && !native)
       throw std::invalid_argument(block_name(pc) + ": " + machine::to_string(in) +
                                   ": a native float operation, which the model's machine does not have (it has "
-                                  "fadd, fsub and fmul .rn only; lower for the model)");
+                                  "ffma .rn only; lower for the model)");
     if (info.kind == OpKind::Atomic)
       throw std::invalid_argument(block_name(pc) + ": " + machine::to_string(in) +
                                   ": the prompt has no field for an atomic's function (lower for the model)");

@@ -76,8 +76,8 @@ inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload
 inline bool runs_block(Kind k) { return names_block(k) || falls_through(k); }
 
 // Payload layouts of the prompt record tokens.
-// OP's op field is machine::Op's index (below kBaseOpCount, or FADD / FSUB /
-// FMUL: the model's machine has no other float op, and these only .rn), or
+// OP's op field is machine::Op's index (below kBaseOpCount, or FFMA: the
+// model's machine has no other float op, and this one only .rn), or
 // kNoInstruction for a block that only terminates.
 inline constexpr uint32_t kNoInstruction = 63;
 inline uint32_t op_payload(uint32_t op, uint32_t space, uint32_t dst) { return op << 8 | space << 5 | dst; }

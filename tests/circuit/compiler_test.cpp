@@ -324,6 +324,38 @@ TEST(CircuitScheduler, DeadValuesFreeTheirDimensions) {
   EXPECT_EQ(reuse.capture_index(x), 0);
 }
 
+// Options::free_dims: the highest dimensions hold no value; a program that
+// needs them does not compile, and the error names what fills the residual.
+TEST(CircuitScheduler, FreeDimensionsHoldNoValue) {
+  Program p;
+  ValueId x = p.field("x", 100);
+  for (int i = 0; i < 100; ++i) p.token("t" + std::to_string(i), {{x, i}});
+  ValueId v = x;
+  for (int i = 0; i < 4; ++i)
+    v = p.lookup("f" + std::to_string(i), 100, {v}, [](const std::vector<int>& s) { return (s[0] * 7 + 1) % 100; });
+  p.keep(v);
+  Options plan;
+  plan.weights = false;
+  plan.reuse_dims = false;   // x and f0..f3 all live: 501 dimensions with the anchor
+  for (int free : {0, 1000, 1547}) {
+    plan.free_dims = free;
+    Compiled c = compile(p, plan);
+    int top = 0;
+    for (ValueId w = 0; w < static_cast<ValueId>(p.values().size()); ++w)
+      for (int d : c.dims(w)) top = std::max(top, d);
+    EXPECT_LT(top, 2048 - free) << free;
+  }
+  plan.free_dims = 1548;
+  try {
+    compile(p, plan);
+    ADD_FAILURE() << "500 values' dimensions fitted in 499";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("residual full"), std::string::npos) << e.what();
+  }
+  plan.free_dims = 2048;
+  EXPECT_THROW(compile(p, plan), std::invalid_argument);
+}
+
 TEST(CircuitEmission, DeterministicAndExactInBf16) {
   Program p;
   ValueId x = p.field("x", 16), y = p.field("y", 16);

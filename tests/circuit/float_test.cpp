@@ -1,4 +1,4 @@
-// f32 add, subtract and multiply (float_words.h) compared bit for bit with the PTX
+// f32 add, subtract, multiply and fused multiply-add (float_words.h) compared bit for bit with the PTX
 // reference's f32 arithmetic (model_host/ptx/float_ref.h): the edge classes
 // crossed with each other and random pairs, through the evaluator, and a
 // smaller crossing through the compiled layers in the Qwen3.5 runtime.
@@ -19,6 +19,15 @@
 // layers (about 10 s in all).  QGPU_FLOAT_PAIRS=N crosses 760 edge values and
 // runs N pairs of each kind; the full count:
 //   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.Mul*Evaluated'
+// The fused multiply-add's test crosses every ordered triple of 20 edge
+// values (8,000 triples and the words between) and runs 250 random triples
+// of each of four kinds (uniform; c close to -(a * b), cancelling most or
+// all of the significand; c's exponent within -80..+30 of the product's,
+// every alignment; products at the ends of the range with small c), two of
+// them also through the circuit with two product layers (about 15 s).
+// QGPU_FLOAT_PAIRS=N crosses 46 edge values and runs N / 12 triples of each
+// kind:
+//   QGPU_FLOAT_PAIRS=10000000 build/bin/circuit_tests --gtest_filter='CircuitFloat.Fma*Evaluated'
 #include "bench.h"
 
 #include "model_host/circuit/float_words.h"
@@ -26,8 +35,10 @@
 
 #include <cfenv>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <random>
+#include <set>
 
 namespace circuit_test {
 namespace {
@@ -41,30 +52,40 @@ size_t float_pairs() {
 }
 
 // Two f32 operands per token: a = the bytes of this token and the 3 before
-// (this token's byte least significant), c = the 4 bytes before those.  A
-// stream of words w0, w1, ... (bytes most significant first) gives the pair
-// (w_k, w_{k-1}) at the last byte of w_k, and mixtures of neighbouring words
-// at the tokens between.
+// (this token's byte least significant), c = the 4 bytes before those (b, for
+// the fused multiply-add, whose c is the 4 bytes before b).  A stream of
+// words w0, w1, ... (bytes most significant first) gives the pair (w_k,
+// w_{k-1}) at the last byte of w_k (the triple (w_k, w_{k-1}, w_{k-2})), and
+// mixtures of neighbouring words at the tokens between.
+enum class Kind { AddSub, Mul, Fma };
 struct FloatBench {
   ByteBench b;
-  Word a, c, sum, diff, prod;
-  explicit FloatBench(bool multiply = false, int product_layers = 1) {
+  Word a, c, c2, sum, diff, prod, fused;
+  explicit FloatBench(Kind kind = Kind::AddSub, int product_layers = 1) {
     a = b.window(4);
-    ValueId back = b.p.lookup("pos-4", 8, {b.pos}, [](const std::vector<int>& v) { return (v[0] + 4) % 8; });
+    c = history(a, "history");
+    if (kind == Kind::Mul) {
+      prod = float_mul32(b.p, "fmul", a, c, product_layers);
+    } else if (kind == Kind::Fma) {
+      c2 = history(c, "history2");
+      fused = float_fma32(b.p, "ffma", a, c, c2, product_layers);
+    } else {
+      sum = float_add32(b.p, "fadd", a, c);
+      diff = float_add32(b.p, "fsub", a, c, true);
+    }
+  }
+  // The word w of 4 tokens before.
+  Word history(const Word& w, const char* name) {
+    ValueId back = b.p.lookup(std::string(name) + ".pos-4", 8, {b.pos},
+                              [](const std::vector<int>& v) { return (v[0] + 4) % 8; });
     MemoryOp hist;
-    hist.name = "history";
+    hist.name = name;
     hist.rows = 8;
     hist.write_addr = Operand::value(b.pos);
     hist.write_enable = Operand::fixed(1);
     hist.read_addr = Operand::value(back);
-    for (ValueId d : a.digits) hist.parts.push_back({d, 0});
-    c = {b.p.memory(hist), 4};
-    if (multiply) {
-      prod = float_mul32(b.p, "fmul", a, c, product_layers);
-      return;
-    }
-    sum = float_add32(b.p, "fadd", a, c);
-    diff = float_add32(b.p, "fsub", a, c, true);
+    for (ValueId d : w.digits) hist.parts.push_back({d, 0});
+    return {b.p.memory(hist), 4};
   }
 };
 
@@ -250,7 +271,7 @@ void evaluate_mul(FloatBench& fb, const std::vector<int>& bytes, Tally& mul, con
 
 TEST(CircuitFloat, MulEdgeClassesAndRandomPairsEvaluated) {
   ASSERT_EQ(std::fegetround(), FE_TONEAREST);   // mul_rn rounds as the host does
-  FloatBench fb(true);
+  FloatBench fb(Kind::Mul);
   Tally mul;
   const size_t full = float_pairs(), n = full ? full : 6'000;
   const std::vector<uint32_t> edges = mul_edge_values(full == 0);
@@ -260,7 +281,7 @@ TEST(CircuitFloat, MulEdgeClassesAndRandomPairsEvaluated) {
   evaluate_mul(fb, bytes_of(random_words(n / 4 + 2, true, 32)), mul, "close exponents");
   evaluate_mul(fb, bytes_of(boundary_words(n / 4 + 2, 33)), mul, "range ends");
   // The same circuit with its products made over two layers.
-  FloatBench split(true, 2);
+  FloatBench split(Kind::Mul, 2);
   evaluate_mul(split, bytes_of(random_words(n / 4 + 2, false, 35)), mul, "two product layers, uniform");
   evaluate_mul(split, bytes_of(boundary_words(n / 4 + 2, 36)), mul, "two product layers, range ends");
   std::cout << edges.size() << " edge values, " << edge_pairs << " pairs in their crossing; " << mul.compared
@@ -269,10 +290,130 @@ TEST(CircuitFloat, MulEdgeClassesAndRandomPairsEvaluated) {
   EXPECT_EQ(mul.wrong, 0);
 }
 
+// Every ordered triple of `values` as consecutive words: a de Bruijn
+// sequence of order 3 (the concatenated Lyndon words whose length divides
+// 3, in order), made linear by repeating its first two words.
+std::vector<uint32_t> all_triples(const std::vector<uint32_t>& values) {
+  const int k = static_cast<int>(values.size());
+  std::vector<int> a(4, 0), seq;
+  std::function<void(int, int)> db = [&](int t, int per) {
+    if (t > 3) {
+      if (3 % per == 0)
+        for (int i = 1; i <= per; ++i) seq.push_back(a[i]);
+      return;
+    }
+    a[t] = a[t - per];
+    db(t + 1, per);
+    for (int j = a[t - per] + 1; j < k; ++j) {
+      a[t] = j;
+      db(t + 1, t);
+    }
+  };
+  db(1, 1);
+  seq.push_back(seq[0]);
+  seq.push_back(seq[1]);
+  std::vector<uint32_t> words;
+  for (int i : seq) words.push_back(values[i]);
+  return words;
+}
+
+// Random triples for the fused multiply-add, as words c, b, a (the triple
+// read at a's last byte):
+//   0: uniform bit patterns;
+//   1: c close to -(a * b) (the rounded product with its low bits changed, of
+//      either sign): cancellation of most or all of the significand;
+//   2: c's exponent within -80..+30 of the product's: every alignment shift,
+//      c dominating, or c only sticky;
+//   3: products at the ends of the range (underflow, overflow, one operand
+//      in 8 a denormal) with small or denormal c.
+std::vector<uint32_t> fma_words(size_t triples, int kind, unsigned seed) {
+  std::mt19937 rng(seed);
+  auto normal = [&](int lo, int hi) {
+    return (rng() & 0x807FFFFFu) | static_cast<uint32_t>(lo + static_cast<int>(rng() % (hi - lo + 1))) << 23;
+  };
+  std::vector<uint32_t> w;
+  for (size_t i = 0; i < triples; ++i) {
+    uint32_t a = rng(), b = rng(), c = rng();
+    if (kind == 1) {
+      a = normal(64, 190);
+      b = normal(64, 190);
+      c = fref::mul_rn(a, b) ^ 0x80000000u;
+      c ^= rng() & ((1u << (rng() % 12)) - 1);
+      if (rng() % 4 == 0) c ^= 0x80000000u;
+    } else if (kind == 2) {
+      a = normal(40, 210);
+      b = normal(40, 210);
+      const int e = static_cast<int>((a >> 23) & 255) + static_cast<int>((b >> 23) & 255) - 127 - 80 +
+                    static_cast<int>(rng() % 111);
+      c = (rng() & 0x807FFFFFu) | static_cast<uint32_t>(std::clamp(e, 0, 254)) << 23;
+    } else if (kind == 3) {
+      const int sum = rng() % 2 ? 90 + static_cast<int>(rng() % 41) : 375 + static_cast<int>(rng() % 11);
+      const int ea = std::max(0, sum - 254) + static_cast<int>(rng() % (std::min(254, sum) - std::max(0, sum - 254) + 1));
+      a = (rng() & 0x807FFFFFu) | static_cast<uint32_t>(rng() % 8 ? ea : 0) << 23;
+      b = (rng() & 0x807FFFFFu) | static_cast<uint32_t>(std::clamp(sum - ea + static_cast<int>(rng() % 3) - 1, 0, 254)) << 23;
+      c = (rng() & 0x807FFFFFu) | static_cast<uint32_t>(rng() % 2 ? 0 : rng() % 40) << 23;
+    }
+    w.insert(w.end(), {c, b, a});
+  }
+  return w;
+}
+
+// Runs the bytes through the evaluator and compares each result with fma_rn.
+void evaluate_fma(FloatBench& fb, const std::vector<int>& bytes, Tally& fma, const char* what) {
+  Evaluator ev(fb.b.p);
+  for (size_t t = 0; t < bytes.size(); ++t) {
+    const auto& v = ev.step(ByteBench::token(bytes[t], static_cast<int>(t)));
+    if (t < 11) continue;
+    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4), z = word_at(bytes, t - 8);
+    std::vector<int> d;
+    for (ValueId id : fb.fused.digits) d.push_back(v[id]);
+    const uint32_t got = static_cast<uint32_t>(value_of(d, 4)), want = fref::fma_rn(x, y, z);
+    ++fma.compared;
+    if (got != want && fma.wrong++ < 5)
+      ADD_FAILURE() << what << ", token " << t << ": fma(" << std::hex << x << ", " << y << ", " << z << ") = " << got
+                    << ", reference " << want << std::dec;
+  }
+}
+
+// The fused multiply-add's edge values: zeros, the least and greatest
+// denormal and normal, 1.0 and its neighbours, a value whose square is
+// halfway, a power of two near underflow, infinities and NaNs, both signs.
+std::vector<uint32_t> fma_edge_values(bool small) {
+  std::vector<uint32_t> v = {0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x3F800000, 0x3F800001,
+                             0x3F7FFFFF, 0x7F7FFFFF, 0x7F800000, 0x7FC00000};
+  if (!small)
+    v.insert(v.end(), {0x00000003, 0x00400000, 0x00800001, 0x3FB504F3, 0x3F800800, 0x1F800000, 0x20000000,
+                       0x33800000, 0x34000000, 0x4B800000, 0x5F800000, 0x7F000000, 0x7FA00001});
+  const size_t n = v.size();
+  for (size_t i = 0; i < n; ++i) v.push_back(v[i] ^ 0x80000000u);
+  return v;
+}
+
+TEST(CircuitFloat, FmaEdgeClassesAndRandomTriplesEvaluated) {
+  ASSERT_EQ(std::fegetround(), FE_TONEAREST);   // fma_rn rounds as the host does
+  FloatBench fb(Kind::Fma);
+  Tally fma;
+  const size_t full = float_pairs(), n = full ? full : 3'000;
+  const std::vector<uint32_t> edges = fma_edge_values(full == 0);
+  evaluate_fma(fb, bytes_of(all_triples(edges)), fma, "edge classes");
+  const int64_t edge_triples = fma.compared;
+  const char* kinds[] = {"uniform", "cancellation", "alignment", "range ends"};
+  for (int kind = 0; kind < 4; ++kind)
+    evaluate_fma(fb, bytes_of(fma_words(n / 12 + 1, kind, 41 + kind)), fma, kinds[kind]);
+  FloatBench split(Kind::Fma, 2);
+  evaluate_fma(split, bytes_of(fma_words(n / 12 + 1, 1, 47)), fma, "two product layers, cancellation");
+  evaluate_fma(split, bytes_of(fma_words(n / 12 + 1, 3, 48)), fma, "two product layers, range ends");
+  std::cout << edges.size() << " edge values, " << edge_triples << " triples in their crossing; " << fma.compared
+            << " triples in all, " << fma.wrong << " fma mismatches\n";
+  EXPECT_GE(edge_triples, static_cast<int64_t>(edges.size() * edges.size() * edges.size()));
+  EXPECT_EQ(fma.wrong, 0);
+}
+
 // The compiled layers in the runtime (fp32, sparse executor): every output
 // digit of `words` (the bench's kept output words, in order) equals the
-// evaluator's, and `right(x, y, outputs)` holds for every pair's words, the
-// outputs' digits as the evaluator gives them (8 nibbles a word).
+// evaluator's, and `right(bytes, t, outputs)` holds at every token t from
+// the 12th on, the outputs' digits as the evaluator gives them (8 nibbles a
+// word).
 template <class Right>
 void through_the_model(FloatBench& fb, const std::vector<const Word*>& outputs, const char* what,
                        std::vector<uint32_t> words, Right right) {
@@ -291,15 +432,15 @@ void through_the_model(FloatBench& fb, const std::vector<const Word*>& outputs, 
   Comparison r = compare(fb.b.p, compiled, model, tokens, observed);
   for (size_t k = 0; k < observed.size(); ++k) {
     EXPECT_EQ(r.mismatched[k], 0) << "digit " << k << ", first at token " << r.first_mismatch[k];
-    EXPECT_GT(r.compared[k], static_cast<int64_t>(bytes.size()) - 8);
+    EXPECT_GT(r.compared[k], static_cast<int64_t>(bytes.size()) - 12);
   }
   int64_t wrong = 0, compared = 0;
-  for (size_t t = 7; t < bytes.size(); ++t) {
+  for (size_t t = 11; t < bytes.size(); ++t) {
     std::vector<uint32_t> out;
     for (size_t o = 0; o < outputs.size(); ++o)
       out.push_back(value_of(std::vector<int>(r.expected[t].begin() + 8 * o, r.expected[t].begin() + 8 * (o + 1)), 4));
     ++compared;
-    if (!right(word_at(bytes, t), word_at(bytes, t - 4), out)) ++wrong;
+    if (!right(bytes, t, out)) ++wrong;
   }
   std::cout << compared << " pairs through the model\n";
   EXPECT_EQ(wrong, 0);
@@ -311,18 +452,39 @@ TEST(CircuitFloat, AddAndSubThroughTheModel) {
   const std::vector<uint32_t> random = random_words(1000, true, 23);
   words.insert(words.end(), random.begin(), random.end());
   through_the_model(fb, {&fb.sum, &fb.diff}, "f32 add and sub", words,
-                    [](uint32_t x, uint32_t y, const std::vector<uint32_t>& out) {
+                    [](const std::vector<int>& bytes, size_t t, const std::vector<uint32_t>& out) {
+                      const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
                       return out[0] == fref::add_rn(x, y) && out[1] == fref::sub_rn(x, y);
                     });
 }
 
 TEST(CircuitFloat, MulThroughTheModel) {
-  FloatBench fb(true);
+  FloatBench fb(Kind::Mul);
   std::vector<uint32_t> words = all_pairs(mul_edge_values(true));
   const std::vector<uint32_t> random = boundary_words(1000, 34);
   words.insert(words.end(), random.begin(), random.end());
   through_the_model(fb, {&fb.prod}, "f32 mul", words,
-                    [](uint32_t x, uint32_t y, const std::vector<uint32_t>& out) { return out[0] == fref::mul_rn(x, y); });
+                    [](const std::vector<int>& bytes, size_t t, const std::vector<uint32_t>& out) {
+                      return out[0] == fref::mul_rn(word_at(bytes, t), word_at(bytes, t - 4));
+                    });
+}
+
+TEST(CircuitFloat, FmaThroughTheModel) {
+  FloatBench fb(Kind::Fma, 2);
+  // Seven of the edge values, both signs: 2,744 triples.
+  std::vector<uint32_t> edges;
+  for (uint32_t x : fma_edge_values(true))
+    if (std::set<uint32_t>{0x00000000, 0x00000001, 0x00800000, 0x3F800001, 0x7F7FFFFF, 0x7F800000, 0x7FC00000}.count(
+            x & 0x7FFFFFFFu))
+      edges.push_back(x);
+  std::vector<uint32_t> words = all_triples(edges);
+  for (int kind = 1; kind < 4; ++kind) {
+    const std::vector<uint32_t> random = fma_words(150, kind, 51 + kind);
+    words.insert(words.end(), random.begin(), random.end());
+  }
+  through_the_model(fb, {&fb.fused}, "f32 fma", words, [](const std::vector<int>& bytes, size_t t, const std::vector<uint32_t>& out) {
+    return out[0] == fref::fma_rn(word_at(bytes, t), word_at(bytes, t - 4), word_at(bytes, t - 8));
+  });
 }
 
 }  // namespace

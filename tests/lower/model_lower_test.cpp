@@ -576,28 +576,30 @@ TEST(ModelLowering, HighMultipliesOnEdgePairs) {
   }
 }
 
-// ---- f32 add, sub and mul: FADD / FSUB / FMUL on the model's machine -------------
+// ---- f32 add, sub, mul and fma: FFMA on the model's machine ------------------------
 
-// add, sub and mul .rn (or no rounding: .rn) without .ftz or .sat are one
-// FADD, FSUB or FMUL each on the model's machine; every other form, and every
-// other f32 operation, stays an integer sequence (no other float op).  The
-// results, run by the interpreter on the model's machine, equal the PTX
-// reference's on edge operands.
-TEST(ModelLowering, F32AddSubAndMulAreNativeOnlyInTheirRoundToNearestForm) {
+// add, sub, mul, fma and mad .rn (or no rounding: .rn) without .ftz or .sat
+// are one FFMA each on the model's machine (a * 1 + b, b * -1 + a, a * b +
+// -0); every other form, and every other f32 operation, stays an integer
+// sequence (no other float op).  The results, run by the interpreter on the
+// model's machine, equal the PTX reference's on edge operands.
+TEST(ModelLowering, F32AddSubMulAndFmaAreNativeOnlyInTheirRoundToNearestForm) {
   struct Form {
-    const char* instr;      // %r4 = f(%r2, %r3)
-    int fadd, fsub, fmul;   // the native ops it must lower to
+    const char* instr;      // %r4 = f(%r2, %r3) or f(%r2, %r3, %r2)
+    int ffma;               // the FFMAs it must lower to
   };
   const std::vector<Form> forms = {
-      {"add.f32 %r4, %r2, %r3;", 1, 0, 0},       {"add.rn.f32 %r4, %r2, %r3;", 1, 0, 0},
-      {"sub.f32 %r4, %r2, %r3;", 0, 1, 0},       {"sub.rn.f32 %r4, %r2, %r3;", 0, 1, 0},
-      {"add.rz.f32 %r4, %r2, %r3;", 0, 0, 0},    {"add.rm.f32 %r4, %r2, %r3;", 0, 0, 0},
-      {"add.rp.f32 %r4, %r2, %r3;", 0, 0, 0},    {"add.ftz.f32 %r4, %r2, %r3;", 0, 0, 0},
-      {"add.sat.f32 %r4, %r2, %r3;", 0, 0, 0},   {"add.rn.ftz.sat.f32 %r4, %r2, %r3;", 0, 0, 0},
-      {"sub.rz.f32 %r4, %r2, %r3;", 0, 0, 0},    {"sub.ftz.f32 %r4, %r2, %r3;", 0, 0, 0},
-      {"mul.f32 %r4, %r2, %r3;", 0, 0, 1},       {"mul.rn.f32 %r4, %r2, %r3;", 0, 0, 1},
-      {"mul.rz.f32 %r4, %r2, %r3;", 0, 0, 0},    {"mul.ftz.f32 %r4, %r2, %r3;", 0, 0, 0},
-      {"mul.sat.f32 %r4, %r2, %r3;", 0, 0, 0},   {"fma.rn.f32 %r4, %r2, %r3, %r2;", 0, 0, 0},
+      {"add.f32 %r4, %r2, %r3;", 1},       {"add.rn.f32 %r4, %r2, %r3;", 1},
+      {"sub.f32 %r4, %r2, %r3;", 1},       {"sub.rn.f32 %r4, %r2, %r3;", 1},
+      {"add.rz.f32 %r4, %r2, %r3;", 0},    {"add.rm.f32 %r4, %r2, %r3;", 0},
+      {"add.rp.f32 %r4, %r2, %r3;", 0},    {"add.ftz.f32 %r4, %r2, %r3;", 0},
+      {"add.sat.f32 %r4, %r2, %r3;", 0},   {"add.rn.ftz.sat.f32 %r4, %r2, %r3;", 0},
+      {"sub.rz.f32 %r4, %r2, %r3;", 0},    {"sub.ftz.f32 %r4, %r2, %r3;", 0},
+      {"mul.f32 %r4, %r2, %r3;", 1},       {"mul.rn.f32 %r4, %r2, %r3;", 1},
+      {"mul.rz.f32 %r4, %r2, %r3;", 0},    {"mul.ftz.f32 %r4, %r2, %r3;", 0},
+      {"mul.sat.f32 %r4, %r2, %r3;", 0},   {"fma.rn.f32 %r4, %r2, %r3, %r2;", 1},
+      {"mad.rn.f32 %r4, %r2, %r3, %r2;", 1}, {"fma.rz.f32 %r4, %r2, %r3, %r2;", 0},
+      {"fma.rn.ftz.f32 %r4, %r2, %r3, %r2;", 0}, {"fma.rn.sat.f32 %r4, %r2, %r3, %r2;", 0},
   };
   const std::vector<uint32_t> edges = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F800000,
                                        0xBF800001, 0x33800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
@@ -633,35 +635,32 @@ TEST(ModelLowering, F32AddSubAndMulAreNativeOnlyInTheirRoundToNearestForm) {
     ASSERT_EQ(fault.error, 0) << fault.message;
     expect_model_shape(l.program());
     EXPECT_FALSE(model_unsupported(l.program()).has_value());
-    int fadd = 0, fsub = 0, fmul = 0, other = 0;
+    int ffma = 0, other = 0;
     for (const Block& blk : l.program().blocks)
       for (const Instr& in : blk.instrs) {
-        if (in.op == Op::FADD || in.op == Op::FSUB || in.op == Op::FMUL) {
+        if (in.op == Op::FFMA) {
           EXPECT_EQ(in.fmod.rnd, FRnd::Rn) << to_string(in);
           EXPECT_FALSE(in.fmod.ftz || in.fmod.sat) << to_string(in);
         }
-        fadd += in.op == Op::FADD;
-        fsub += in.op == Op::FSUB;
-        fmul += in.op == Op::FMUL;
-        other += op_info(in.op).kind == OpKind::Float && in.op != Op::FADD && in.op != Op::FSUB && in.op != Op::FMUL;
+        ffma += in.op == Op::FFMA;
+        other += op_info(in.op).kind == OpKind::Float && in.op != Op::FFMA;
       }
-    EXPECT_EQ(fadd, form.fadd);
-    EXPECT_EQ(fsub, form.fsub);
-    EXPECT_EQ(fmul, form.fmul);
+    EXPECT_EQ(ffma, form.ffma);
     EXPECT_EQ(other, 0);
     const std::string op = form.instr;
     const bool sub = op.rfind("sub", 0) == 0, mul = op.rfind("mul", 0) == 0;
+    const bool fused = op.rfind("fma", 0) == 0 || op.rfind("mad", 0) == 0;
     const bool ftz = op.find(".ftz") != std::string::npos, sat = op.find(".sat") != std::string::npos;
-    if (op.find("add") != 0 && !sub && !mul) continue;   // fma: only the op counts above
     const ptx::Rnd r = op.find(".rz") != std::string::npos   ? ptx::Rnd::Rz
                        : op.find(".rm") != std::string::npos ? ptx::Rnd::Rm
                        : op.find(".rp") != std::string::npos ? ptx::Rnd::Rp
                                                              : ptx::Rnd::Rn;
     const std::vector<uint32_t> got = l.words(po, n);
     for (uint32_t t = 0; t < n; ++t) {
-      const uint32_t want = sub   ? ptx::fref::sub(a[t], b[t], r, ftz, sat)
-                            : mul ? ptx::fref::mul(a[t], b[t], r, ftz, sat)
-                                  : ptx::fref::add(a[t], b[t], r, ftz, sat);
+      const uint32_t want = sub     ? ptx::fref::sub(a[t], b[t], r, ftz, sat)
+                            : mul   ? ptx::fref::mul(a[t], b[t], r, ftz, sat)
+                            : fused ? ptx::fref::fma(a[t], b[t], a[t], r, ftz, sat)
+                                    : ptx::fref::add(a[t], b[t], r, ftz, sat);
       EXPECT_EQ(got[t], want) << std::hex << a[t] << " " << b[t];
     }
   }

@@ -840,25 +840,23 @@ TEST(NativeFloat64, LoweringMatchesIntegerSequences) {
   }
 }
 
-// The model's machine (Params::native_fadd, native_fmul) has fadd, fsub and
-// fmul .rn without .ftz or .sat, and no other float op or modifier.
-TEST(NativeFloat, TheModelsMachineHasFaddFsubAndFmulRoundToNearestOnly) {
+// The model's machine (Params::native_rn) has ffma .rn without .ftz or .sat,
+// and no other float op or modifier.
+TEST(NativeFloat, TheModelsMachineHasFfmaRoundToNearestOnly) {
   auto one = [](Op op, const FloatMod& m) {
     Program prog;
     prog.blocks.resize(1);
-    prog.blocks[0].instrs.push_back(make_float(op, 1, Operand::reg(2), Operand::reg(3), K(0), m));
+    prog.blocks[0].instrs.push_back(make_float(op, 1, Operand::reg(2), Operand::reg(3), Operand::reg(4), m));
     prog.blocks[0].term.kind = Term::EXIT;
     prog.threads = 1;
     prog.ctas = 1;
     return prog;
   };
   const FloatMod rn = mod(Rnd::Rn, false, false);
-  EXPECT_TRUE(model_params().native_fadd);
-  EXPECT_TRUE(model_params().native_fmul);
   EXPECT_FALSE(model_params().native_float);
-  EXPECT_FALSE(default_params().native_fadd);
-  EXPECT_FALSE(default_params().native_fmul);
-  for (Op op : {Op::FADD, Op::FSUB, Op::FMUL}) {
+  EXPECT_TRUE(default_params().native_rn.empty());
+  for (Op op : {Op::FFMA}) {
+    EXPECT_TRUE(model_params().has_native_rn(op)) << op_info(op).name;
     EXPECT_NO_THROW(validate(one(op, rn), model_params())) << op_info(op).name;
     EXPECT_THROW(validate(one(op, rn), default_params()), std::invalid_argument) << op_info(op).name;
     for (const FloatMod& m : {mod(Rnd::Rz, false, false), mod(Rnd::Rm, false, false), mod(Rnd::Rp, false, false),
@@ -870,7 +868,7 @@ TEST(NativeFloat, TheModelsMachineHasFaddFsubAndFmulRoundToNearestOnly) {
         EXPECT_NE(std::string(e.what()).find(".rn without .ftz or .sat only"), std::string::npos) << e.what();
       }
   }
-  for (Op op : {Op::FFMA, Op::FMIN, Op::FCMP, Op::I2F, Op::DADD})
+  for (Op op : {Op::FADD, Op::FSUB, Op::FMUL, Op::FDIV, Op::FMIN, Op::FCMP, Op::I2F, Op::DADD})
     EXPECT_THROW(validate(one(op, rn), model_params()), std::invalid_argument) << op_info(op).name;
 }
 

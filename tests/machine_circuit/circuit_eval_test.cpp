@@ -8,6 +8,7 @@
 #include <random>
 
 #include "model_host/circuit/evaluator.h"
+#include "model_host/ptx/float_ref.h"
 #include "model_host/qwen/model.h"
 #include "model_host/machine_circuit/circuit.h"
 #include "model_host/tokens/prompt.h"
@@ -527,12 +528,13 @@ TEST(GpuCircuitEval, EveryAluOperation) {
   EXPECT_GT(lockstep(program(blocks), 1, 1, {}, global_memory()), blocks.size());
 }
 
-// FADD and FSUB (.rn) on every ordered pair of f32 edge values (signed
-// zeros, denormals, the normal range's ends, halfway cases against 1.0,
+// f32 add and subtract as the lowering makes them, FFMA (.rn) a * 1 + b and
+// b * -1 + a, on every ordered pair of f32 edge values (signed zeros,
+// denormals, the normal range's ends, halfway cases against 1.0,
 // infinities, NaNs with payloads), register and immediate operands, on the
-// evaluator in lockstep with the interpreter (whose float_eval is the PTX
-// reference's f32 add).
-TEST(GpuCircuitEval, FaddAndFsubOnEdgeValues) {
+// evaluator in lockstep with the interpreter (whose float_eval is the host's
+// fused multiply-add).
+TEST(GpuCircuitEval, FfmaAsAddAndSubOnEdgeValues) {
   const std::vector<uint32_t> values = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000,
                                         0x3f800000, 0xbf800001, 0x33800000, 0x33800001, 0x7f7fffff,
                                         0xff7fffff, 0x7f800000, 0xff800000, 0x7fc12345};
@@ -541,31 +543,35 @@ TEST(GpuCircuitEval, FaddAndFsubOnEdgeValues) {
   for (uint32_t a : values)
     for (uint32_t b : values) {
       blocks.push_back(blk(alu(Op::MOV, 1, k(a)), jmp(next())));
-      blocks.push_back(blk(alu(Op::FADD, 3, r(1), k(b)), jmp(next())));
-      blocks.push_back(blk(alu(Op::FSUB, 4, k(b), r(1)), jmp(next())));
+      blocks.push_back(blk(alu(Op::FFMA, 3, r(1), k(0x3f800000), k(b)), jmp(next())));
+      blocks.push_back(blk(alu(Op::FFMA, 4, r(1), k(0xbf800000), k(b)), jmp(next())));
     }
   blocks.push_back(blk(std::nullopt, exit_()));
   ASSERT_LE(blocks.size(), 1024u);
   EXPECT_GT(lockstep(program(blocks), 1, 1, {}, global_memory()), blocks.size());
 }
 
-// FMUL (.rn) on every ordered pair of f32 edge values (signed zeros,
+// FFMA (.rn) on every ordered pair of f32 edge values (signed zeros,
 // denormals, the normal range's ends, powers of two whose products overflow
 // or underflow to denormals and zero, a rounding case, infinities, NaNs with
-// payloads), register and immediate operands in both orders, on the
-// evaluator in lockstep with the interpreter (whose float_eval is the PTX
-// reference's f32 multiply).
-TEST(GpuCircuitEval, FmulOnEdgeValues) {
+// payloads) as a * b + -0 (the lowering's f32 multiply), and as b * a + c
+// with c alternately the rounded product negated (cancellation: the exact
+// product's rounding error, or zero) and another edge value, register and
+// immediate operands, on the evaluator in lockstep with the interpreter
+// (whose float_eval is the host's fused multiply-add).
+TEST(GpuCircuitEval, FfmaOnEdgeValues) {
   const std::vector<uint32_t> values = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x00800000, 0x3f800000,
                                         0xbf800001, 0x33800000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000,
                                         0x7fc12345, 0x1f800000, 0xdf800000, 0x3fb504f3, 0x20000001, 0x00400001};
   std::vector<Block> blocks;
   auto next = [&] { return uint32_t(blocks.size() + 1); };
-  for (uint32_t a : values)
-    for (uint32_t b : values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    for (size_t j = 0; j < values.size(); ++j) {
+      const uint32_t a = values[i], b = values[j];
+      const uint32_t c = (i + j) % 2 ? ptx::fref::mul_rn(a, b) ^ 0x80000000u : values[(i + 2 * j + 1) % values.size()];
       blocks.push_back(blk(alu(Op::MOV, 1, k(a)), jmp(next())));
-      blocks.push_back(blk(alu(Op::FMUL, 3, r(1), k(b)), jmp(next())));
-      blocks.push_back(blk(alu(Op::FMUL, 4, k(b), r(1)), jmp(next())));
+      blocks.push_back(blk(alu(Op::FFMA, 3, r(1), k(b), k(0x80000000u)), jmp(next())));
+      blocks.push_back(blk(alu(Op::FFMA, 4, k(b), r(1), k(c)), jmp(next())));
     }
   blocks.push_back(blk(std::nullopt, exit_()));
   ASSERT_LE(blocks.size(), 1024u);
@@ -576,7 +582,7 @@ TEST(GpuCircuitEval, FmulOnEdgeValues) {
 TEST(GpuCircuitEval, EveryAluOperationOnTheModel) {
   const Op ops[] = {Op::ADD, Op::SUB, Op::MUL, Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR, Op::SEQ,
                     Op::SNE, Op::SLT, Op::SLE, Op::SLTU, Op::SLEU, Op::SEL, Op::MIN, Op::MAX, Op::MINU, Op::MAXU,
-                    Op::POPC, Op::CLZ, Op::BREV, Op::FADD, Op::FSUB, Op::FMUL};
+                    Op::POPC, Op::CLZ, Op::BREV, Op::FFMA};
   std::mt19937 rng(11);
   std::vector<Block> blocks;
   auto next = [&] { return uint32_t(blocks.size() + 1); };
