@@ -199,6 +199,15 @@ struct Operands32 {
 constexpr uint64_t kMask32 = 0xffffffffu;
 constexpr size_t kPairsPerPart = 500'000;
 
+// The random streams below run a fifth of the first stream of each test in
+// every test run; QGPU_CIRCUIT_ALL_STREAMS=1 runs them all in full
+// (docs/circuit.md).
+bool all_streams() {
+  const char* v = std::getenv("QGPU_CIRCUIT_ALL_STREAMS");
+  return v && *v && std::string(v) != "0";
+}
+size_t stream_size(size_t full) { return all_streams() ? full : full / 5; }
+
 // In fp32, `seed` draws one of the four streams of half a million pairs.
 void thirty_two_bit(Precision precision, unsigned seed = 5) {
   Operands32 o;
@@ -232,24 +241,18 @@ void thirty_two_bit(Precision precision, unsigned seed = 5) {
   }, precision == Precision::Bf16Weights       ? "32-bit words, random, bf16 weights (measured)"
      : precision == Precision::Bf16Activations ? "32-bit words, random, bf16 activations (measured)"
                                                : "32-bit words, random",
-     precision == Precision::Fp32 ? kPairsPerPart : scaled(5'000), precision, seed);
+     precision == Precision::Fp32 ? stream_size(kPairsPerPart) : scaled(5'000), precision, seed);
 }
 
-// The random streams below run the first stream of each test in every test
-// run; QGPU_CIRCUIT_ALL_STREAMS=1 runs them all (docs/circuit.md).
-bool all_streams() {
-  const char* v = std::getenv("QGPU_CIRCUIT_ALL_STREAMS");
-  return v && *v && std::string(v) != "0";
-}
 #define QGPU_FIRST_STREAM_UNLESS_ALL(first)                                                     \
   if (GetParam() != (first) && !all_streams())                                                 \
     GTEST_SKIP() << "one stream per test in a default run; QGPU_CIRCUIT_ALL_STREAMS=1 runs all"
 
-// Half a million random pairs for every word operation in every run, two
-// million with all four streams (each about 70 CPU-s and 0.8 GB), which two
-// test processes share.
+// A hundred thousand random pairs for every word operation in every run,
+// two million with all four streams of half a million (each about 70 CPU-s
+// and 0.8 GB), which two test processes share.
 class ThirtyTwoBitRandom : public ::testing::TestWithParam<unsigned> {};
-TEST_P(ThirtyTwoBitRandom, HalfAMillionPairs) {
+TEST_P(ThirtyTwoBitRandom, RandomPairs) {
   QGPU_FIRST_STREAM_UNLESS_ALL(5u);
   thirty_two_bit(Precision::Fp32, GetParam());
 }
@@ -263,8 +266,8 @@ TEST(CircuitPrimitives, ThirtyTwoBitBf16ActivationsMeasured) { thirty_two_bit(Pr
 // A million random pairs for each multiply with all streams, in streams of
 // half a million (low half) and a quarter of a million (high halves, about
 // three times the work per pair), so that two test processes share them; a
-// default run takes the first stream of each.  A stream's seed draws its
-// pairs.
+// default run takes a fifth of the first stream of each.  A stream's seed
+// draws its pairs.
 constexpr size_t kMultiplyPairs = 1'000'000;
 
 class ThirtyTwoBitMultiply : public ::testing::TestWithParam<unsigned> {};
@@ -272,7 +275,7 @@ TEST_P(ThirtyTwoBitMultiply, LowHalf) {
   QGPU_FIRST_STREAM_UNLESS_ALL(9u);
   Operands32 o;
   o.run({{"mul32", mul_lo(o.b.p, "mul", o.a, o.c), [](uint64_t x, uint64_t y) { return (x * y) & kMask32; }}},
-        "32-bit multiply, random", kMultiplyPairs / 2, Precision::Fp32, GetParam());
+        "32-bit multiply, random", stream_size(kMultiplyPairs / 2), Precision::Fp32, GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitMultiply, ::testing::Values(9u, 10u));
 
@@ -285,7 +288,7 @@ TEST_P(ThirtyTwoBitMultiplyHigh, UnsignedAndSigned) {
   o.run({{"mulhu32", hu, [](uint64_t x, uint64_t y) { return (x * y) >> 32; }},
          {"mulhs32", signed_high(o.b.p, "mulhs", hu, o.a, o.c),
           [=](uint64_t x, uint64_t y) { return static_cast<uint64_t>((s32(x) * s32(y)) >> 32) & kMask32; }}},
-        "32-bit multiply, high half, random", kMultiplyPairs / 4, Precision::Fp32, GetParam());
+        "32-bit multiply, high half, random", stream_size(kMultiplyPairs / 4), Precision::Fp32, GetParam());
 }
 INSTANTIATE_TEST_SUITE_P(CircuitPrimitives, ThirtyTwoBitMultiplyHigh, ::testing::Values(11u, 12u, 13u, 14u));
 
