@@ -39,6 +39,7 @@
 #include <iostream>
 #include <random>
 #include <set>
+#include <sstream>
 
 namespace circuit_test {
 namespace {
@@ -252,20 +253,29 @@ TEST(CircuitFloat, AddAndSubEdgeClassesAndRandomPairsEvaluated) {
   EXPECT_EQ(sub.wrong, 0);
 }
 
-// Runs the bytes through the evaluator and compares each product with mul_rn.
-void evaluate_mul(FloatBench& fb, const std::vector<int>& bytes, Tally& mul, const char* what) {
+// Runs the bytes through the evaluator and compares each product with
+// mul_rn, or, on the fused multiply-add's bench, each result with fma_rn
+// (the triple's third word is the one 8 bytes back).
+void evaluate_product(FloatBench& fb, const std::vector<int>& bytes, Tally& tally, const char* what) {
+  const bool fused = !fb.fused.digits.empty();
+  const Word& out = fused ? fb.fused : fb.prod;
   Evaluator ev(fb.b.p);
   for (size_t t = 0; t < bytes.size(); ++t) {
     const auto& v = ev.step(ByteBench::token(bytes[t], static_cast<int>(t)));
-    if (t < 7) continue;
-    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4);
+    if (t < (fused ? 11u : 7u)) continue;
+    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4), z = fused ? word_at(bytes, t - 8) : 0;
     std::vector<int> d;
-    for (ValueId id : fb.prod.digits) d.push_back(v[id]);
-    const uint32_t got = static_cast<uint32_t>(value_of(d, 4)), want = fref::mul_rn(x, y);
-    ++mul.compared;
-    if (got != want && mul.wrong++ < 5)
-      ADD_FAILURE() << what << ", token " << t << ": mul(" << std::hex << x << ", " << y << ") = " << got
-                    << ", reference " << want << std::dec;
+    for (ValueId id : out.digits) d.push_back(v[id]);
+    const uint32_t got = static_cast<uint32_t>(value_of(d, 4));
+    const uint32_t want = fused ? fref::fma_rn(x, y, z) : fref::mul_rn(x, y);
+    ++tally.compared;
+    if (got != want && tally.wrong++ < 5) {
+      std::ostringstream call;
+      call << std::hex << (fused ? "fma(" : "mul(") << x << ", " << y;
+      if (fused) call << ", " << z;
+      ADD_FAILURE() << what << ", token " << t << ": " << call.str() << ") = " << std::hex << got << ", reference "
+                    << want << std::dec;
+    }
   }
 }
 
@@ -275,15 +285,15 @@ TEST(CircuitFloat, MulEdgeClassesAndRandomPairsEvaluated) {
   Tally mul;
   const size_t full = float_pairs(), n = full ? full : 6'000;
   const std::vector<uint32_t> edges = mul_edge_values(full == 0);
-  evaluate_mul(fb, bytes_of(all_pairs(edges)), mul, "edge classes");
+  evaluate_product(fb, bytes_of(all_pairs(edges)), mul, "edge classes");
   const int64_t edge_pairs = mul.compared;
-  evaluate_mul(fb, bytes_of(random_words(n / 4 + 2, false, 31)), mul, "uniform");
-  evaluate_mul(fb, bytes_of(random_words(n / 4 + 2, true, 32)), mul, "close exponents");
-  evaluate_mul(fb, bytes_of(boundary_words(n / 4 + 2, 33)), mul, "range ends");
+  evaluate_product(fb, bytes_of(random_words(n / 4 + 2, false, 31)), mul, "uniform");
+  evaluate_product(fb, bytes_of(random_words(n / 4 + 2, true, 32)), mul, "close exponents");
+  evaluate_product(fb, bytes_of(boundary_words(n / 4 + 2, 33)), mul, "range ends");
   // The same circuit with its products made over two layers.
   FloatBench split(Kind::Mul, 2);
-  evaluate_mul(split, bytes_of(random_words(n / 4 + 2, false, 35)), mul, "two product layers, uniform");
-  evaluate_mul(split, bytes_of(boundary_words(n / 4 + 2, 36)), mul, "two product layers, range ends");
+  evaluate_product(split, bytes_of(random_words(n / 4 + 2, false, 35)), mul, "two product layers, uniform");
+  evaluate_product(split, bytes_of(boundary_words(n / 4 + 2, 36)), mul, "two product layers, range ends");
   std::cout << edges.size() << " edge values, " << edge_pairs << " pairs in their crossing; " << mul.compared
             << " pairs in all, " << mul.wrong << " mul mismatches\n";
   EXPECT_GE(edge_pairs, static_cast<int64_t>(edges.size() * edges.size()));
@@ -358,22 +368,6 @@ std::vector<uint32_t> fma_words(size_t triples, int kind, unsigned seed) {
   return w;
 }
 
-// Runs the bytes through the evaluator and compares each result with fma_rn.
-void evaluate_fma(FloatBench& fb, const std::vector<int>& bytes, Tally& fma, const char* what) {
-  Evaluator ev(fb.b.p);
-  for (size_t t = 0; t < bytes.size(); ++t) {
-    const auto& v = ev.step(ByteBench::token(bytes[t], static_cast<int>(t)));
-    if (t < 11) continue;
-    const uint32_t x = word_at(bytes, t), y = word_at(bytes, t - 4), z = word_at(bytes, t - 8);
-    std::vector<int> d;
-    for (ValueId id : fb.fused.digits) d.push_back(v[id]);
-    const uint32_t got = static_cast<uint32_t>(value_of(d, 4)), want = fref::fma_rn(x, y, z);
-    ++fma.compared;
-    if (got != want && fma.wrong++ < 5)
-      ADD_FAILURE() << what << ", token " << t << ": fma(" << std::hex << x << ", " << y << ", " << z << ") = " << got
-                    << ", reference " << want << std::dec;
-  }
-}
 
 // The fused multiply-add's edge values: zeros, the least and greatest
 // denormal and normal, 1.0 and its neighbours, a value whose square is
@@ -395,14 +389,14 @@ TEST(CircuitFloat, FmaEdgeClassesAndRandomTriplesEvaluated) {
   Tally fma;
   const size_t full = float_pairs(), n = full ? full : 3'000;
   const std::vector<uint32_t> edges = fma_edge_values(full == 0);
-  evaluate_fma(fb, bytes_of(all_triples(edges)), fma, "edge classes");
+  evaluate_product(fb, bytes_of(all_triples(edges)), fma, "edge classes");
   const int64_t edge_triples = fma.compared;
   const char* kinds[] = {"uniform", "cancellation", "alignment", "range ends"};
   for (int kind = 0; kind < 4; ++kind)
-    evaluate_fma(fb, bytes_of(fma_words(n / 12 + 1, kind, 41 + kind)), fma, kinds[kind]);
+    evaluate_product(fb, bytes_of(fma_words(n / 12 + 1, kind, 41 + kind)), fma, kinds[kind]);
   FloatBench split(Kind::Fma, 2);
-  evaluate_fma(split, bytes_of(fma_words(n / 12 + 1, 1, 47)), fma, "two product layers, cancellation");
-  evaluate_fma(split, bytes_of(fma_words(n / 12 + 1, 3, 48)), fma, "two product layers, range ends");
+  evaluate_product(split, bytes_of(fma_words(n / 12 + 1, 1, 47)), fma, "two product layers, cancellation");
+  evaluate_product(split, bytes_of(fma_words(n / 12 + 1, 3, 48)), fma, "two product layers, range ends");
   std::cout << edges.size() << " edge values, " << edge_triples << " triples in their crossing; " << fma.compared
             << " triples in all, " << fma.wrong << " fma mismatches\n";
   EXPECT_GE(edge_triples, static_cast<int64_t>(edges.size() * edges.size() * edges.size()));
