@@ -21,6 +21,7 @@
 
 #include "model_host/launch/errors.h"
 #include "model_host/lower/lower.h"
+#include "model_host/lower/softfloat.h"
 #include "model_host/lower/vcode.h"
 #include "model_host/ptx/float_ref.h"
 #include "model_host/ptx/layout.h"
@@ -157,6 +158,7 @@ class Lowerer : public Emitter {
   // A native float operation (OpKind::Float; LowerOptions::native_float), or
   // its value when every operand is an immediate.
   Operand fnative(Op f, const FloatMod& m, Operand a, Operand b = K(0), Operand c = K(0));
+  softfloat::Gen float_gen();
   // A native f64 operation on up to three 64-bit sources (two words each):
   // its result's low and high words (two instructions, FloatMod::hi), or
   // for an op with a one-word result that word in lo (hi 0).

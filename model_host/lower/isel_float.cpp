@@ -17,6 +17,16 @@ namespace qgpu::machine::lowering {
 // conversions (the ops DADD .. DRINT, each f64 result two instructions: its
 // low word and its high word).
 
+// The software floating point, emitting here; on a machine that computes
+// ffma (.rn) its division and square root use it.
+softfloat::Gen Lowerer::float_gen() {
+  return softfloat::Gen(
+      [this](Op o, Operand a, Operand b, Operand c) {
+        return o == Op::FFMA ? fnative(o, FloatMod{}, a, b, c) : opr(o, a, b, c);
+      },
+      p_.has_native_rn(Op::FFMA));
+}
+
 Operand Lowerer::fnative(Op f, const FloatMod& m, Operand a, Operand b, Operand c) {
   Instr in = make_float(f, 0, a, b, c, m);
   if (in.a.imm && in.b.imm && in.c.imm) return K(eval_float(in, in.a.v, in.b.v, in.c.v));
@@ -66,7 +76,7 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
   const char* name = bf ? "bf16" : "f16";
   if (in.opcode.find(".relu") != std::string::npos || in.opcode.find(".satfinite") != std::string::npos)
     unsupported(in, std::string("converts to ") + name + " with .relu or .satfinite, which the machine's software floating point does not have");
-  softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
+  softfloat::Gen g = float_gen();
   if (cvt) {
     // .sat (PTX: f16, f32 and f64 destinations) on cvt.sat.f32.f16,
     // cvt.sat.f32.bf16 and cvt.rnd.sat.f16.f32; PTX's conversions to bf16 and
@@ -171,7 +181,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   if ((fm.approx || fm.full) && !defined_approx)
     unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
                     "have (it has div, rcp, sqrt, rsqrt, ex2, lg2, sin, cos and tanh, docs/isa.md section 11)");
-  softfloat::Gen g([this](Op o, Operand a, Operand b, Operand c) { return opr(o, a, b, c); });
+  softfloat::Gen g = float_gen();
   const softfloat::Round r = [&] {
     switch (ptx::base_rounding(fm.rnd)) {
       case ptx::Rnd::Rz: return softfloat::Round::Rz;

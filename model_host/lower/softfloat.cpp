@@ -14,6 +14,8 @@
 
 #include <array>
 
+#include "model_host/ptx/float_ref.h"
+
 namespace qgpu::machine::softfloat {
 namespace {
 
@@ -35,6 +37,10 @@ constexpr uint32_t kTwoOverPi[6] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF53
 }  // namespace
 
 Operand Gen::e(Op o, Operand a, Operand b, Operand c) {
+  if (o == Op::FFMA) {
+    if (a.imm && b.imm && c.imm) return K(ptx::fref::fma(a.v, b.v, c.v, ptx::Rnd::Rn, false, false));
+    return emit_(o, a, b, c);
+  }
   const int n = op_info(o).arity;
   if (a.imm && (n < 2 || b.imm) && (n < 3 || c.imm)) return K(eval_alu(o, a.v, b.v, c.v));
   if (o == Op::SEL && a.imm) return a.v ? b : c;
@@ -242,6 +248,122 @@ Operand Gen::fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat) {
 // a / b: significands normalised to [2^23, 2^24), a's doubled when below b's
 // so the quotient lies in [1, 2); 25 steps of restoring division give its
 // 24 bits and the round bit, the remainder the sticky bit.
+// The quotient's 25 bits: q = floor(A 2^24 / B) for A = ma << lt, B = mb
+// (A / B in [1, 2)), and the sticky bit (a nonzero remainder).
+//
+// Without ffma: restoring division, one quotient bit per step.
+//
+// With ffma (every value below is .rn, and every one is a normal f32, far
+// from overflow and underflow): a = A and b = B as floats in [1, 4) and
+// [1, 2) (Q = a / b in [1, 2 - 2^-24]), y = reciprocal(-b) with |1 - b y| =
+// d < 2^-14, then t0 = a y, r = a - b t0, t = t0 + r y.  |Q - t0| <= 2d +
+// 2^-23, r = b (Q - t0) (1 + e) with |e| <= 2^-24, so t0 + r y misses Q by
+// at most |Q - t0| (d + 2^-24) (1 + d) < 2^-26 before its rounding: t is in
+// [1, 2] and |Q - t| < 2^-24 + 2^-26.  Then z = (Q - t) 2^24 lies in (-2, 2),
+// and with T = t 2^24 (an integer: t is on the grid of 2^-23) q = T +
+// floor(z).  The remainder r2 = a - b t is exact (a multiple of 2^-46 below
+// 2^-22 in magnitude: 24 bits), so one more ffma each gives, with the exact
+// sign a rounding to nearest keeps (+0 for an exact zero), r2 - b 2^-24 >= 0
+// iff z >= 1, r2 >= 0 iff z >= 0, r2 + b 2^-24 >= 0 iff z >= -1: floor(z) is
+// those three less 2.  z is never a nonzero integer (Q would be a quotient of
+// 24-bit significands on a midpoint of the 24-bit grid, which has 25
+// significant bits), so the remainder is nonzero iff r2 is.  With
+// reciprocal()'s d below 2^-16.3, |z| often passes 1: the three tests are
+// needed.
+std::pair<Operand, Operand> Gen::div_bits(Operand ma, Operand lt, Operand mb) {
+  if (!ffma_) {
+    Operand rem = e(Op::SHL, ma, lt);
+    Operand q = K(0);
+    for (int i = 0; i < 25; ++i) {
+      Operand ge = e(Op::SLEU, mb, rem);
+      rem = e(Op::SUB, rem, e(Op::SEL, ge, mb, K(0)));
+      q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
+      if (i < 24) rem = e(Op::SHL, rem, K(1));
+    }
+    return {q, e(Op::SNE, rem, K(0))};
+  }
+  // The implicit bit (2^23) adds the last unit of exponent: 1.f is
+  // 0x3F800000 + f, 2^lt times that 0x3F800000 + f + lt 2^23.
+  Operand fa = e(Op::ADD, e(Op::ADD, ma, K(0x3F000000u)), e(Op::SHL, lt, K(23)));
+  Operand nb = e(Op::ADD, mb, K(0xBF000000u));  // -b
+  Operand y = reciprocal(nb);
+  Operand t0 = ffma(fa, y, K(kSign));
+  Operand t = ffma(ffma(nb, t0, fa), y, t0);
+  Operand r2 = ffma(nb, t, fa);
+  Operand up = ffma(nb, K(0x33800000u), r2);    // r2 - b 2^-24
+  Operand down = ffma(nb, K(0xB3800000u), r2);  // r2 + b 2^-24
+  // T + 1 = 2 bits(t) - 0x7E000000 + 1 (t in [1, 2]: bits 0x3F800000 + t's fraction, 2.0 is 0x40000000).
+  Operand q = e(Op::SUB, e(Op::SHL, t, K(1)), K(0x7DFFFFFFu));
+  for (Operand x : {up, r2, down}) q = e(Op::SUB, q, e(Op::SHR, x, K(31)));
+  return {q, e(Op::SNE, r2, K(0))};
+}
+
+// y0 = 24/17 - 8/17 b (relative error at most 1/17 on [1, 2]), then two
+// Newton steps y + y (1 - b y): 1/17 -> 2^-8.2 -> 2^-16.3 (the largest over
+// every b, tests/lower/softfloat_test.cpp).
+Operand Gen::reciprocal(Operand nb) {
+  Operand y = ffma(nb, K(0x3EF0F0F1u), K(0x3FB4B4B5u));
+  for (int i = 0; i < 2; ++i) y = ffma(y, ffma(nb, y, K(0x3F800000u)), y);
+  return y;
+}
+
+// The root's 25 bits: q = floor(sqrt(m 2^25)), m in [2^23, 2^25), and the
+// sticky bit (a nonzero remainder m 2^25 - q^2).
+//
+// Without ffma: digit by digit, two radicand bits a step.
+//
+// With ffma: x = m / 2^23 in [1, 4), so q = floor(sqrt(x) 2^24).  A seed of
+// 1 / sqrt(x) from the exponent-halving constant (relative error below
+// 2^-4.8) and two coupled Newton steps on s ~ sqrt(x) and h ~ 1 / (2
+// sqrt(x)), kept as -h: r = 1/2 - s h, s += s r, h += h r (2^-4.8 -> 2^-9 ->
+// 2^-17); then t = s + (x - s^2) h, in [1, 2] and within about 2^-24 of
+// sqrt(x).  d2 = t^2 - x is a multiple of 2^-46 (exact when below 2^-22 in
+// magnitude).  With z = (sqrt(x) - t) 2^24, z >= 1 iff x >= (t + 2^-24)^2
+// iff d2 + t 2^-23 + 2^-48 <= 0 iff d2 + t 2^-23 < 0 (a nonzero value on the
+// grid of 2^-46 keeps its sign when 2^-48 is added, and one ffma gives that
+// sign exactly, +0 for an exact zero), z >= 0 iff d2 <= 0, z >= -1 iff d2 -
+// t 2^-23 < 0, and q = T + floor(z) with T = t 2^24.  x is never the square
+// of a 25-bit value whose last bit is set (that square needs 2^-48), so the
+// remainder is nonzero iff d2 is.  The core sees only m, and
+// tests/lower/softfloat_test.cpp checks it for every m: that is its proof.
+std::pair<Operand, Operand> Gen::root_bits(Operand m) {
+  if (!ffma_) {
+    Operand rem = K(0), q = K(0);
+    for (int i = 24; i >= 0; --i) {
+      // Bits 2i+1, 2i of m * 2^25.
+      Operand pair = 2 * i - 25 >= 0 ? e(Op::AND, e(Op::SHR, m, K(uint32_t(2 * i - 25))), K(3))
+                     : 2 * i - 25 == -1 ? e(Op::AND, e(Op::SHL, m, K(1)), K(2))
+                                        : K(0);
+      rem = e(Op::OR, e(Op::SHL, rem, K(2)), pair);
+      Operand t = e(Op::OR, e(Op::SHL, q, K(2)), K(1));
+      Operand ge = e(Op::SLEU, t, rem);
+      rem = e(Op::SUB, rem, e(Op::SEL, ge, t, K(0)));
+      q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
+    }
+    return {q, e(Op::SNE, rem, K(0))};
+  }
+  // m in [2^23, 2^24): 1.f = 0x3F000000 + m; in [2^24, 2^25): 2 (1.f) = 0x3F800000 + m / 2 (m even there).
+  Operand big = e(Op::SHR, m, K(24));
+  Operand x = e(Op::ADD, e(Op::SHR, m, big), e(Op::ADD, e(Op::SHL, big, K(23)), K(0x3F000000u)));
+  Operand half = e(Op::SHR, x, K(1));
+  Operand s = ffma(x, e(Op::SUB, K(0x5F3759DFu), half), K(kSign));
+  Operand nh = e(Op::SUB, K(0xDEB759DFu), half);  // -(seed / 2)
+  for (int i = 0; i < 2; ++i) {
+    Operand r = ffma(s, nh, K(0x3F000000u));
+    s = ffma(s, r, s);
+    nh = ffma(nh, r, nh);
+  }
+  Operand nx = e(Op::XOR, x, K(kSign));
+  Operand t = ffma(ffma(s, s, nx), nh, s);
+  Operand d2 = ffma(t, t, nx);
+  // T - 2 = 2 bits(t) - 0x7E000000 - 2.
+  Operand q = e(Op::SUB, e(Op::SHL, t, K(1)), K(0x7E000002u));
+  q = e(Op::ADD, q, e(Op::SHR, ffma(t, K(0x34000000u), d2), K(31)));   // d2 + t 2^-23 < 0
+  q = e(Op::ADD, q, e(Op::SLT, d2, K(1)));                            // d2 <= 0
+  q = e(Op::ADD, q, e(Op::SHR, ffma(t, K(0xB4000000u), d2), K(31)));  // d2 - t 2^-23 < 0
+  return {q, e(Op::SNE, d2, K(0))};
+}
+
 Operand Gen::div(Operand a, Operand b, Round r, bool ftz, bool sat) {
   if (ftz) a = flush(a), b = flush(b);
   Operand s = e(Op::AND, e(Op::XOR, a, b), K(kSign));
@@ -251,18 +373,11 @@ Operand Gen::div(Operand a, Operand b, Round r, bool ftz, bool sat) {
   Operand za = e(Op::SUB, e(Op::CLZ, sa), K(8)), zb = e(Op::SUB, e(Op::CLZ, sb), K(8));
   Operand ma = e(Op::SHL, sa, za), mb = e(Op::SHL, sb, zb);
   Operand lt = e(Op::SLTU, ma, mb);
-  Operand rem = e(Op::SHL, ma, lt);
-  Operand q = K(0);
-  for (int i = 0; i < 25; ++i) {
-    Operand ge = e(Op::SLEU, mb, rem);
-    rem = e(Op::SUB, rem, e(Op::SEL, ge, mb, K(0)));
-    q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
-    if (i < 24) rem = e(Op::SHL, rem, K(1));
-  }
+  auto [q, st] = div_bits(ma, lt, mb);
   // value = (ma / mb) * 2^(ea - za - eb + zb) = q / 2^24 * 2^(... - lt)
   Operand ex = e(Op::ADD, e(Op::SUB, e(Op::SUB, e(Op::MAX, exa, K(1)), za), e(Op::SUB, e(Op::MAX, exb, K(1)), zb)),
                  e(Op::SUB, K(127), lt));
-  Operand res = round_pack(s, ex, e(Op::SHL, q, K(7)), e(Op::SNE, rem, K(0)), r, ftz);
+  Operand res = round_pack(s, ex, e(Op::SHL, q, K(7)), st, r, ftz);
   // Zeros, infinities and NaNs.
   Operand za0 = e(Op::SEQ, absa, K(0)), zb0 = e(Op::SEQ, absb, K(0));
   Operand ia = e(Op::SEQ, absa, K(kInf)), ib = e(Op::SEQ, absb, K(kInf));
@@ -561,20 +676,8 @@ Operand Gen::sqrt(Operand a, Round r, bool ftz) {
   Operand odd = e(Op::AND, E, K(1));
   m = e(Op::SHL, m, odd);
   E = e(Op::SUB, E, odd);
-  Operand rem = K(0), q = K(0);
-  for (int i = 24; i >= 0; --i) {
-    // Bits 2i+1, 2i of m * 2^25.
-    Operand pair = 2 * i - 25 >= 0 ? e(Op::AND, e(Op::SHR, m, K(uint32_t(2 * i - 25))), K(3))
-                   : 2 * i - 25 == -1 ? e(Op::AND, e(Op::SHL, m, K(1)), K(2))
-                                      : K(0);
-    rem = e(Op::OR, e(Op::SHL, rem, K(2)), pair);
-    Operand t = e(Op::OR, e(Op::SHL, q, K(2)), K(1));
-    Operand ge = e(Op::SLEU, t, rem);
-    rem = e(Op::SUB, rem, e(Op::SEL, ge, t, K(0)));
-    q = e(Op::OR, e(Op::SHL, q, K(1)), ge);
-  }
-  Operand res = round_pack(K(0), e(Op::ADD, e(Op::SAR, E, K(1)), K(127)), e(Op::SHL, q, K(7)),
-                           e(Op::SNE, rem, K(0)), r, ftz);
+  auto [q, st] = root_bits(m);
+  Operand res = round_pack(K(0), e(Op::ADD, e(Op::SAR, E, K(1)), K(127)), e(Op::SHL, q, K(7)), st, r, ftz);
   res = e(Op::SEL, abs, res, a);                                  // +-0
   res = e(Op::SEL, e(Op::SEQ, a, K(kInf)), K(kInf), res);         // +inf
   Operand nan = e(Op::OR, e(Op::SLTU, K(kInf), abs), e(Op::AND, e(Op::SLT, a, K(0)), e(Op::SNE, abs, K(0))));
@@ -623,8 +726,14 @@ Operand Gen::testp(int kind, Operand a) {
 
 // Comparisons: the signed order of keys where a negative value is minus its
 // magnitude (so -0 == +0), and unordered when either operand is a NaN.
+// Comparisons.  With ffma, most take the sign of one difference, which a
+// rounding to nearest keeps exactly (see compare_by_difference); the rest
+// map each value to a signed key (negative values to minus their magnitude,
+// so -0 = +0) and compare keys.
 Operand Gen::compare(ptx::Cmp c, Operand a, Operand b, bool ftz) {
   if (ftz) a = flush(a), b = flush(b);
+  if (ffma_ && c != ptx::Cmp::Nan && c != ptx::Cmp::Num)
+    if (Operand r; compare_by_difference(c, a, b, r)) return r;
   Operand un = e(Op::SLTU, K(kInf), e(Op::MAXU, e(Op::AND, a, K(kAbs)), e(Op::AND, b, K(kAbs))));
   if (c == ptx::Cmp::Nan) return un;
   if (c == ptx::Cmp::Num) return e(Op::XOR, un, K(1));
@@ -651,7 +760,76 @@ Operand Gen::compare(ptx::Cmp c, Operand a, Operand b, bool ftz) {
   return e(Op::AND, r, e(Op::XOR, un, K(1)));
 }
 
+// D = y - x by one ffma (x * -1 + y) has the sign of the exact difference
+// (overflow gives an infinity of that sign), is zero exactly when x = y
+// numerically, and is the canonical NaN 0x7FFFFFFF (positive as a signed
+// word) when x or y is a NaN, and also when x = y = the same infinity.
+// Its zero is +0 unless x = +0 and y = -0.
+//
+// Against a finite constant C (y = C, read as +0 when it is -0): D is never
+// -0 nor a NaN from equal infinities, so x > C iff D < 0, x >= C iff D <= 0
+// (signed: +0 or negative), x == C iff D = 0, x <= C iff D is in [0, +inf],
+// x < C iff D is in [1, +inf]; each unordered comparison is the negation of
+// the ordered one it excludes (ltu = !ge ...).  Two registers: x < y iff D
+// is in [1, +inf] and x > y iff D is in [-0 + 1 ulp, -inf] (equal infinities
+// and -0 fall outside both, as they should); the rest use keys.  false: no
+// such form (r untouched).
+bool Gen::compare_by_difference(ptx::Cmp c, Operand a, Operand b, Operand& r) {
+  using C = ptx::Cmp;
+  auto finite = [](Operand o) { return o.imm && (o.v & kAbs) < kInf; };
+  auto in_range = [&](Operand d, uint32_t lo, uint32_t n) {  // lo <= d < lo + n, unsigned
+    return e(Op::SLTU, e(Op::SUB, d, K(lo)), K(n));
+  };
+  if (!finite(a) && !finite(b)) {
+    if (c != C::Lt && c != C::Gt) return false;
+    Operand d = ffma(a, K(0xBF800000u), b);
+    r = c == C::Lt ? in_range(d, 1, kInf) : in_range(d, kSign + 1, kInf);
+    return true;
+  }
+  if (!finite(b)) {  // the constant on the left: x = b, and the comparison mirrored
+    std::swap(a, b);
+    switch (c) {
+      case C::Lt: c = C::Gt; break;
+      case C::Gt: c = C::Lt; break;
+      case C::Le: c = C::Ge; break;
+      case C::Ge: c = C::Le; break;
+      case C::Ltu: c = C::Gtu; break;
+      case C::Gtu: c = C::Ltu; break;
+      case C::Leu: c = C::Geu; break;
+      case C::Geu: c = C::Leu; break;
+      default: break;
+    }
+  }
+  if ((b.v & kAbs) == 0) b = K(0);
+  Operand d = ffma(a, K(0xBF800000u), b);  // C - x
+  switch (c) {
+    case C::Gt: r = e(Op::SLT, d, K(0)); break;
+    case C::Leu: r = e(Op::SLT, K(0xFFFFFFFFu), d); break;
+    case C::Ge: r = e(Op::SLT, d, K(1)); break;
+    case C::Ltu: r = e(Op::SLT, K(0), d); break;
+    case C::Le: r = e(Op::SLEU, d, K(kInf)); break;
+    case C::Gtu: r = e(Op::SLTU, K(kInf), d); break;
+    case C::Lt: r = in_range(d, 1, kInf); break;
+    case C::Geu: r = e(Op::SLEU, K(kInf), e(Op::SUB, d, K(1))); break;
+    case C::Eq: r = e(Op::SEQ, d, K(0)); break;
+    case C::Neu: r = e(Op::SNE, d, K(0)); break;
+    case C::Ne: r = e(Op::AND, e(Op::SNE, d, K(0)), e(Op::SNE, d, K(kNaN))); break;
+    case C::Equ: r = e(Op::OR, e(Op::SEQ, d, K(0)), e(Op::SEQ, d, K(kNaN))); break;
+    default: return false;
+  }
+  return true;
+}
+
+// With ffma, .rn: v = hi 2^16 + lo (lo the low half, unsigned), the floats
+// X = 1.5 2^23 + hi (bits 0x4B400000 + hi) and Y = 2^23 + lo (bits
+// 0x4B000000 | lo) are exact, so is u = X 2^16 - (1.5 2^39 + 2^23) = (hi -
+// 128) 2^16, and Y + u = v is rounded once.
 Operand Gen::from_int32(Operand v, bool is_signed, Round r) {
+  if (ffma_ && r == Round::Rn) {
+    Operand x = e(Op::ADD, e(is_signed ? Op::SAR : Op::SHR, v, K(16)), K(0x4B400000u));
+    Operand y = e(Op::OR, e(Op::AND, v, K(0xFFFF)), K(0x4B000000u));
+    return ffma(y, K(0x3F800000u), ffma(x, K(0x47800000u), K(0xD3400080u)));
+  }
   Operand s = is_signed ? e(Op::AND, v, K(kSign)) : K(0);
   Operand mag = is_signed ? e(Op::SEL, s, e(Op::SUB, K(0), v), v) : v;
   Operand n = e(Op::CLZ, mag);

@@ -26,7 +26,11 @@ enum class Round : uint8_t { Rn, Rz, Rm, Rp };
 
 class Gen {
  public:
-  explicit Gen(Emit e) : emit_(std::move(e)) {}
+  // `ffma`: the machine computes `ffma` (.rn, docs/isa.md section 3.4), which
+  // the emission may then use (Op::FFMA, default FloatMod): division and the
+  // square root find their quotient and root with it instead of one bit a
+  // step (section 11.2).
+  explicit Gen(Emit e, bool ffma = false) : emit_(std::move(e)), ffma_(ffma) {}
 
   Operand add(Operand a, Operand b, Round r, bool ftz, bool sat);
   Operand sub(Operand a, Operand b, Round r, bool ftz, bool sat);
@@ -34,7 +38,7 @@ class Gen {
   Operand fma(Operand a, Operand b, Operand c, Round r, bool ftz, bool sat);
   // Correctly rounded a / b and square root (restoring division and
   // digit-by-digit root, one result bit per step: about 200 and 290
-  // operations).
+  // operations; with ffma, about 95 and 110).
   Operand div(Operand a, Operand b, Round r, bool ftz, bool sat);
   // ex2.approx: 2^x from x in fixed point (32 fraction bits) and a degree-7
   // polynomial in the fraction (docs/isa.md section 11.1; ptx::fref::ex2
@@ -75,6 +79,16 @@ class Gen {
   // cvt.f32.f32 without a rounding suffix (flush and saturation only).
   Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);
   Operand saturate(Operand x);
+  // With ffma: y close to 1 / b for b in [1, 2), given as nb = -b (the
+  // division's seed and Newton steps): |1 - b y| stays below 2^-20, which
+  // the division's proof needs (tests/lower/softfloat_test.cpp checks every b).
+  Operand reciprocal(Operand nb);
+  // The cores of div and sqrt: {floor(x 2^24), whether that drops a nonzero
+  // part} for x = A / B (div_bits: A = ma << lt, B = mb, ma and mb with their
+  // leading 1 at bit 23, lt = ma < mb, so x is in [1, 2)) and x = sqrt(m /
+  // 2^23) (root_bits: m in [2^23, 2^25)).
+  std::pair<Operand, Operand> div_bits(Operand ma, Operand lt, Operand mb);
+  std::pair<Operand, Operand> root_bits(Operand m);
   // binary16 in the low half of a word (docs/isa.md section 11.1): cvt.rnd.f16.f32,
   // cvt.f32.f16 (exact), and add, sub, mul, fma .rn.f16 (computed in f32: one
   // rounding to f32 then to f16 for add, sub and mul, which is exact
@@ -123,6 +137,8 @@ class Gen {
 
  private:
   Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));
+  Operand ffma(Operand a, Operand b, Operand c) { return e(Op::FFMA, a, b, c); }
+  bool compare_by_difference(ptx::Cmp c, Operand a, Operand b, Operand& r);
   Operand flush(Operand x);
   Operand round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz);
   Operand sig_of(Operand abs, Operand ex);
@@ -140,6 +156,7 @@ class Gen {
   Operand horner(const int32_t* c, int n, Operand x);
   Operand sincos(Operand a, bool ftz, int quarter);
   Emit emit_;
+  bool ffma_ = false;
 };
 
 }  // namespace qgpu::machine::softfloat

@@ -21,11 +21,14 @@ using floattest::hex;
 using ptx::Rnd;
 using softfloat::Round;
 
-softfloat::Gen folding() {
-  return softfloat::Gen([](Op o, Operand, Operand, Operand) -> Operand {
-    ADD_FAILURE() << "an operation on constants did not fold: " << op_info(o).name;
-    return Operand::k(0);
-  });
+// `ffma`: the generators of a machine that computes ffma (.rn), as the model's.
+softfloat::Gen folding(bool ffma = false) {
+  return softfloat::Gen(
+      [](Op o, Operand, Operand, Operand) -> Operand {
+        ADD_FAILURE() << "an operation on constants did not fold: " << op_info(o).name;
+        return Operand::k(0);
+      },
+      ffma);
 }
 uint32_t val(Operand o) { return o.v; }
 Operand K(uint32_t v) { return Operand::k(v); }
@@ -129,12 +132,37 @@ TEST(SoftFloat, Comparisons) {
   const Cmp all[] = {Cmp::Eq,  Cmp::Ne,  Cmp::Lt,  Cmp::Le,  Cmp::Gt,  Cmp::Ge,  Cmp::Equ,
                      Cmp::Neu, Cmp::Ltu, Cmp::Leu, Cmp::Gtu, Cmp::Geu, Cmp::Num, Cmp::Nan};
   floattest::Operands gen(8);
+  // Each operand as a register and as an immediate (the generators take
+  // other paths for constants), on machines with and without ffma.
+  std::vector<uint32_t> regs;
+  auto reg = [&](uint32_t x) {
+    regs.push_back(x);
+    return Operand::reg(uint32_t(regs.size() - 1));
+  };
+  auto value = [&](Operand o) { return o.imm ? o.v : regs[o.v]; };
+  auto evaluating = [&](bool ffma) {
+    return softfloat::Gen(
+        [&](Op o, Operand x, Operand y, Operand z) {
+          return reg(o == Op::FFMA ? ptx::fref::fma(value(x), value(y), value(z), Rnd::Rn, false, false)
+                                   : eval_alu(o, value(x), value(y), value(z)));
+        },
+        ffma);
+  };
   auto check = [&](uint32_t a, uint32_t b) {
     for (Cmp c : all)
       for (bool ftz : {false, true}) {
+        const uint32_t want = ptx::fref::compare(c, a, b, ftz);
         auto g = folding();
-        ASSERT_EQ(val(g.compare(c, K(a), K(b), ftz)), uint32_t(ptx::fref::compare(c, a, b, ftz)))
-            << int(c) << (ftz ? " ftz " : " ") << hex(a) << " " << hex(b);
+        ASSERT_EQ(val(g.compare(c, K(a), K(b), ftz)), want) << int(c) << (ftz ? " ftz " : " ") << hex(a) << " " << hex(b);
+        for (bool ffma : {false, true})
+          for (int form = 0; form < 3; ++form) {
+            regs.clear();
+            auto ge = evaluating(ffma);
+            Operand x = form == 1 ? K(a) : reg(a), y = form == 2 ? K(b) : reg(b);
+            ASSERT_EQ(value(ge.compare(c, x, y, ftz)), want)
+                << int(c) << (ftz ? " ftz " : " ") << (ffma ? "ffma " : "") << "form " << form << " " << hex(a) << " "
+                << hex(b);
+          }
       }
   };
   for (uint32_t a : floattest::edges())
@@ -175,9 +203,10 @@ TEST(SoftFloat, Conversions) {
     auto i2f = [&](uint64_t v) {
       auto g = folding();
       for (bool sgn : {false, true}) {
-        ASSERT_EQ(hex(val(g.from_int32(K(uint32_t(v)), sgn, kRounds[r]))),
-                  hex(ptx::fref::from_int(v, sgn, 32, kRnds[r])))
-            << "cvt." << kNames[r] << ".f32." << (sgn ? "s32 " : "u32 ") << uint32_t(v);
+        for (bool ffma : {false, true})  // with ffma, .rn is two of them
+          ASSERT_EQ(hex(val(folding(ffma).from_int32(K(uint32_t(v)), sgn, kRounds[r]))),
+                    hex(ptx::fref::from_int(v, sgn, 32, kRnds[r])))
+              << "cvt." << kNames[r] << ".f32." << (sgn ? "s32 " : "u32 ") << uint32_t(v) << (ffma ? " (ffma)" : "");
         ASSERT_EQ(hex(val(g.from_int64(K(uint32_t(v)), K(uint32_t(v >> 32)), sgn, kRounds[r]))),
                   hex(ptx::fref::from_int(v, sgn, 64, kRnds[r])))
             << "cvt." << kNames[r] << ".f32." << (sgn ? "s64 " : "u64 ") << v;
@@ -241,17 +270,23 @@ TEST(SoftFloat, ReferenceKnownValues) {
 namespace qgpu::machine {
 namespace {
 
+// Division and square root, by the one-bit-a-step generators and by those
+// of a machine with ffma (the model's).
 TEST(SoftFloat, DivRcpSqrt) {
   const uint64_t n = floattest::pairs(200000) / 4;
   floattest::Operands gen(31);
   for (int r = 0; r < 4; ++r)
     for (bool ftz : {false, true}) {
       auto check = [&](uint32_t a, uint32_t b) {
-        auto g = folding();
-        ASSERT_EQ(hex(val(g.div(K(a), K(b), kRounds[r], ftz, false))), hex(ptx::fref::div(a, b, kRnds[r], ftz, false)))
-            << "div." << kNames[r] << (ftz ? ".ftz " : " ") << hex(a) << " " << hex(b);
-        ASSERT_EQ(hex(val(g.sqrt(K(a), kRounds[r], ftz))), hex(ptx::fref::sqrt(a, kRnds[r], ftz)))
-            << "sqrt." << kNames[r] << (ftz ? ".ftz " : " ") << hex(a);
+        for (bool ffma : {false, true}) {
+          auto g = folding(ffma);
+          const char* how = ffma ? " (ffma) " : " ";
+          ASSERT_EQ(hex(val(g.div(K(a), K(b), kRounds[r], ftz, false))),
+                    hex(ptx::fref::div(a, b, kRnds[r], ftz, false)))
+              << "div." << kNames[r] << (ftz ? ".ftz" : "") << how << hex(a) << " " << hex(b);
+          ASSERT_EQ(hex(val(g.sqrt(K(a), kRounds[r], ftz))), hex(ptx::fref::sqrt(a, kRnds[r], ftz)))
+              << "sqrt." << kNames[r] << (ftz ? ".ftz" : "") << how << hex(a);
+        }
       };
       for (uint32_t a : floattest::edges())
         for (uint32_t b : floattest::edges()) check(a, b);
@@ -264,6 +299,58 @@ TEST(SoftFloat, DivRcpSqrt) {
         check(ptx::fref::mul(a & 0x7FFFF000u, a & 0x7FFFF000u, Rnd::Rn, false, false), b);
       }
     }
+}
+
+// The ffma cores of division and square root (softfloat.cpp states their
+// proofs) against integer arithmetic: the reciprocal seed's premise for every
+// divisor significand, the root for every radicand (all 2^24 of them: the
+// core sees only m, so this is its proof), the quotient on random significand
+// pairs and on the pairs whose quotient lies nearest the points where its
+// floor or sticky bit changes (200,000 of each; QGPU_FLOAT_EXHAUSTIVE=1: 10 M).
+TEST(SoftFloat, FfmaDivisionAndRootCores) {
+  const bool all = std::getenv("QGPU_FLOAT_EXHAUSTIVE") != nullptr;
+  auto g = folding(true);
+  double worst = 0;
+  for (uint32_t mb = 1u << 23; mb < 1u << 24; ++mb) {
+    const uint32_t y = val(g.reciprocal(K(mb + 0xBF000000u)));
+    float yf;
+    std::memcpy(&yf, &y, 4);
+    const double b = double(mb) / double(1u << 23);
+    worst = std::max(worst, std::fabs(1.0 - b * double(yf)));  // exact: 24 x 24 bits
+  }
+  std::printf("reciprocal seed: largest |1 - b y| = 2^%.2f\n", std::log2(worst));
+  ASSERT_LT(worst, std::ldexp(1.0, -14));  // the proof needs 2^-13.5
+  for (uint32_t m = 1u << 23; m < 1u << 25; m += (m < 1u << 24 ? 1 : 2)) {
+    auto [q, st] = g.root_bits(K(m));
+    const uint64_t M = uint64_t(m) << 25;
+    uint64_t want = uint64_t(std::sqrt(double(M)));
+    while (want * want > M) --want;
+    while ((want + 1) * (want + 1) <= M) ++want;
+    ASSERT_EQ(val(q), want) << "root of m = " << hex(m);
+    ASSERT_EQ(val(st), uint32_t(want * want != M)) << "root of m = " << hex(m);
+  }
+  auto quotient = [&](uint32_t ma, uint32_t mb) {
+    const uint32_t lt = ma < mb;
+    auto [q, st] = g.div_bits(K(ma), K(lt), K(mb));
+    const uint64_t A = uint64_t(ma) << lt << 24;
+    ASSERT_EQ(val(q), A / mb) << hex(ma) << " / " << hex(mb);
+    ASSERT_EQ(val(st), uint32_t(A % mb != 0)) << hex(ma) << " / " << hex(mb);
+  };
+  std::mt19937_64 rng(5);
+  const uint64_t n = floattest::pairs(all ? 10000000 : 200000);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t ma = (1u << 23) | uint32_t(rng() & 0x7FFFFF), mb = (1u << 23) | uint32_t(rng() & 0x7FFFFF);
+    quotient(ma, mb);
+    // The dividends nearest B j / 2^24 for an integer j: the quotients
+    // closest to the points where floor(x 2^24) and the sticky bit change
+    // (odd j: the midpoints of the 24-bit grid).
+    const uint64_t j = (rng() & 0xFFFFFF) | (1u << 24);
+    const uint64_t A = (j * mb + (1u << 23)) >> 24;
+    for (uint64_t a : {A - 1, A, A + 1}) {
+      if (a >= (1u << 23) && a < (1u << 24) && a >= mb) quotient(uint32_t(a), mb);
+      if (a >= (1u << 24) && a < (1u << 25) && a % 2 == 0 && a / 2 < mb) quotient(uint32_t(a / 2), mb);
+    }
+  }
 }
 
 }  // namespace
