@@ -568,6 +568,71 @@ uint64_t clamp01(double x) {
   return x >= 1.0 ? dbits(1.0) : dbits(x);
 }
 
+// fma .rz/.rm/.rp on the model's machine, whose lowering rounds to nearest
+// with ffma and corrects by the exact sign of the remainder where c fixes
+// the result's binade (isel_float.cpp, directed_fma): triples built so that
+// a * b + c lands beside c (c dominating by 0 to 40 binades, with either
+// sign; exact sums; subnormal c; c at the largest finite value, where .rp
+// and .rm overflow), and every kind of triple float_cases draws, against
+// the reference.  The ffma path must be the one mostly taken: the test
+// prints the machine instructions per operation.
+TEST(FloatMachine, DirectedFmaOnTheModelsMachine) {
+  const Params model = model_params();
+  const uint64_t base = baseline(model, true);
+  const uint64_t batches = floattest::pairs(24 * kBatch) / kBatch;
+  for (int ri = 1; ri < 4; ++ri)
+    for (bool sat : {false, true}) {
+      const std::string name = std::string("fma.") + kR[ri] + (sat ? ".sat" : "");
+      SCOPED_TRACE(name);
+      Runner run(kernel("  " + name + ".f32 %f4, %f1, %f2, %f3;\n  mov.b32 %r20, %f4;"), model, true);
+      floattest::Operands gen(77 + ri);
+      auto& rng = gen.rng();
+      std::vector<uint32_t> a(kBatch), b(kBatch), c(kBatch);
+      uint64_t instrs = 0, total = 0;
+      for (uint64_t batch = 0; batch < batches; ++batch) {
+        for (uint32_t i = 0; i < kBatch; ++i) {
+          const uint32_t sign = uint32_t(rng() % 2) << 31;
+          switch ((batch * kBatch + i) % 6) {
+            case 0: case 1: case 2: {  // c dominates by k binades
+              c[i] = (uint32_t(rng()) & 0x807FFFFFu) | uint32_t(2 + rng() % 250) << 23;
+              a[i] = gen.any() & 0x7FFFFFFFu;
+              uint32_t q = fref::div(c[i] & 0x7FFFFFFFu, a[i], Rnd::Rn, false, false);
+              const uint32_t k = uint32_t(rng() % 41) << 23;
+              b[i] = ((q & 0x7F800000u) > k + 0x00800000u && q < 0x7F800000u ? q - k : q) ^ sign ^
+                     (uint32_t(rng() % 2) << 31);
+              if (rng() % 2) b[i] ^= uint32_t(rng() % 8);  // off the exact quotient
+              break;
+            }
+            case 3: {  // exact small integers: the sum is representable
+              a[i] = fref::from_int(rng() % 4096, false, 32, Rnd::Rn);
+              b[i] = fref::from_int(rng() % 4096, false, 32, Rnd::Rn) ^ sign;
+              c[i] = fref::from_int(rng() % (1u << 24), false, 32, Rnd::Rn) ^ (uint32_t(rng() % 2) << 31);
+              break;
+            }
+            case 4: {  // subnormal c, or c at the largest finite value; a tiny product
+              c[i] = (rng() % 2 ? uint32_t(rng()) & 0x007FFFFFu : 0x7F7FFFFFu - uint32_t(rng() % 4)) | sign;
+              a[i] = (uint32_t(rng()) & 0x807FFFFFu) | uint32_t(rng() % 40) << 23;
+              b[i] = (uint32_t(rng()) & 0x807FFFFFu) | uint32_t(rng() % 140) << 23;
+              break;
+            }
+            default:
+              a[i] = gen.any(), b[i] = gen.any();
+              c[i] = i % 2 ? gen.any() : gen.near(fref::mul(a[i], b[i], Rnd::Rn, false, false));
+          }
+        }
+        run.put(run.pa, a), run.put(run.pb, b), run.put(run.pc, c);
+        uint64_t n = 0;
+        std::vector<uint32_t> got = run.run_machine(n);
+        instrs += n - base, total += kBatch;
+        for (uint32_t i = 0; i < kBatch; ++i)
+          ASSERT_EQ(hex(got[i]), hex(fref::fma(a[i], b[i], c[i], kRnd[ri], false, sat)))
+              << name << " " << hex(a[i]) << " " << hex(b[i]) << " " << hex(c[i]);
+      }
+      std::printf("%-12s on the model's machine: %.1f machine instructions per operation over %llu triples\n",
+                  name.c_str(), double(instrs) / double(total), (unsigned long long)total);
+    }
+}
+
 TEST(FloatMachine, SaturatedConversionsToF64) {
   struct Form {
     std::string ptx;  // the instruction, its destination %fd1

@@ -586,7 +586,7 @@ TEST(ModelLowering, HighMultipliesOnEdgePairs) {
 TEST(ModelLowering, F32AddSubMulAndFmaAreNativeOnlyInTheirRoundToNearestForm) {
   struct Form {
     const char* instr;      // %r4 = f(%r2, %r3) or f(%r2, %r3, %r2)
-    int ffma;               // the FFMAs it must lower to
+    int ffma;               // the FFMAs it must lower to (fma.rz/.rm/.rp: those of its ffma path, docs/isa.md 11.2)
   };
   const std::vector<Form> forms = {
       {"add.f32 %r4, %r2, %r3;", 1},       {"add.rn.f32 %r4, %r2, %r3;", 1},
@@ -598,7 +598,9 @@ TEST(ModelLowering, F32AddSubMulAndFmaAreNativeOnlyInTheirRoundToNearestForm) {
       {"mul.f32 %r4, %r2, %r3;", 1},       {"mul.rn.f32 %r4, %r2, %r3;", 1},
       {"mul.rz.f32 %r4, %r2, %r3;", 0},    {"mul.ftz.f32 %r4, %r2, %r3;", 0},
       {"mul.sat.f32 %r4, %r2, %r3;", 0},   {"fma.rn.f32 %r4, %r2, %r3, %r2;", 1},
-      {"mad.rn.f32 %r4, %r2, %r3, %r2;", 1}, {"fma.rz.f32 %r4, %r2, %r3, %r2;", 0},
+      {"mad.rn.f32 %r4, %r2, %r3, %r2;", 1}, {"fma.rz.f32 %r4, %r2, %r3, %r2;", 5},
+      {"fma.rm.f32 %r4, %r2, %r3, %r2;", 3}, {"fma.rp.f32 %r4, %r2, %r3, %r2;", 3},
+      {"fma.rz.ftz.f32 %r4, %r2, %r3, %r2;", 0},
       {"fma.rn.ftz.f32 %r4, %r2, %r3, %r2;", 0}, {"fma.rn.sat.f32 %r4, %r2, %r3, %r2;", 0},
   };
   const std::vector<uint32_t> edges = {0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x00800000, 0x3F800000,
