@@ -159,7 +159,8 @@ class Lowerer : public Emitter {
   // its value when every operand is an immediate.
   Operand fnative(Op f, const FloatMod& m, Operand a, Operand b = K(0), Operand c = K(0));
   softfloat::Gen float_gen();
-  Operand directed_fma(Operand a, Operand b, Operand c, softfloat::Round rnd, softfloat::Gen& g);
+  Operand directed_fma(Operand a, Operand b, Operand c, bool c_zero, softfloat::Round rnd,
+                       const std::function<Operand()>& integer);
   // A native f64 operation on up to three 64-bit sources (two words each):
   // its result's low and high words (two instructions, FloatMod::hi), or
   // for an op with a one-word result that word in lo (hi 0).

@@ -1,6 +1,8 @@
 // Instruction selection: floating point (isel.h).
 #include "model_host/lower/isel.h"
 
+#include <optional>
+
 #include "model_host/lower/softfloat.h"
 #include "model_host/ptx/float_ref.h"
 
@@ -27,32 +29,37 @@ softfloat::Gen Lowerer::float_gen() {
       p_.has_native_rn(Op::FFMA));
 }
 
-// fma.rz/.rm/.rp (no .ftz) on a machine with ffma .rn only: r = RN(x) for
-// x = a b + c, then, where r is finite and nonzero and shares c's sign and
-// exponent field, c - r is exact (Sterbenz; both subnormal: one grid), so
-// u = RN(a b + (c - r)) = RN(x - r) has the sign bit of x - r exactly (a
-// rounding keeps the sign, an underflow gives a zero of it, and an exact
-// zero is +0 since c - r = +0 then), and likewise v = RN(-a b + (r - c)) =
-// RN(r - x).  The directed result is r, or its neighbour below (x < r, .rm;
-// toward zero for .rz) or above (x > r, .rp): the word minus or plus one,
-// with r's sign (past the largest finite value that is the infinity .rp and
-// .rm give).  Otherwise (c far from r, zeros, infinities, NaNs) the integer
-// sequence.  The ffma path is about 15 steps against about 140 (libdevice's
-// expf rounds down a sum dominated by a constant c this way).
-Operand Lowerer::directed_fma(Operand a, Operand b, Operand c, softfloat::Round rnd, softfloat::Gen& g) {
-  Operand r = fnative(Op::FFMA, FloatMod{}, a, b, c);
-  Operand same = opr(Op::SLTU, opr(Op::XOR, r, c), K(0x00800000u));  // sign and exponent field
-  Operand finite = opr(Op::SLTU, opr(Op::SUB, opr(Op::AND, r, K(0x7FFFFFFFu)), K(1)), K(0x7F7FFFFFu));
+// fma.rz/.rm/.rp and mul.rz/.rm/.rp (no .ftz) on a machine with ffma .rn
+// only: r = RN(x) for x = a b + c (a mul: c = -0, so x = a b and r = RN(a b)
+// with a zero product's sign), then, where r is finite and nonzero and c - r
+// is exact (c_zero: -r; else r shares c's sign and exponent field: Sterbenz,
+// or both subnormal: one grid), u = RN(a b + (c - r)) = RN(x - r) has the
+// sign bit of x - r exactly (a rounding keeps the sign, an underflow gives a
+// zero of it, and an exact zero is +0 since the exact c - r is +0 or the
+// negation of a b then), and likewise v = RN(-a b + (r - c)) = RN(r - x).
+// The directed result is r, or its neighbour below (x < r, .rm; toward zero
+// for .rz) or above (x > r, .rp): the word minus or plus one, with r's sign
+// (past the largest finite value that is the infinity .rp and .rm give).
+// Otherwise (c far from r, zero results, infinities, NaNs) `integer()`, the
+// integer sequence.  The ffma path is 10 to 17 steps against about 80 (mul)
+// and 170 (fma); libdevice's expf rounds down a sum dominated by a constant
+// c this way.
+Operand Lowerer::directed_fma(Operand a, Operand b, Operand c, bool c_zero, softfloat::Round rnd,
+                              const std::function<Operand()>& integer) {
+  auto ffma = [&](Operand x, Operand y, Operand z) { return fnative(Op::FFMA, FloatMod{}, x, y, z); };
+  Operand r = ffma(a, b, c);
+  Operand take = opr(Op::SLTU, opr(Op::SUB, opr(Op::AND, r, K(0x7FFFFFFFu)), K(1)), K(0x7F7FFFFFu));
+  if (!c_zero) take = opr(Op::AND, take, opr(Op::SLTU, opr(Op::XOR, r, c), K(0x00800000u)));
   const uint32_t res = nv(), fast = new_label(), slow = new_label(), done = new_label();
-  br(opr(Op::AND, same, finite), fast, slow);
+  br(take, fast, slow);
   place(fast);
   auto below = [&] {  // x < r
-    return opr(Op::SHR, fnative(Op::FFMA, FloatMod{}, a, b, fnative(Op::FFMA, FloatMod{}, r, K(0xBF800000u), c)), K(31));
+    Operand d = c_zero ? opr(Op::XOR, r, K(0x80000000u)) : ffma(r, K(0xBF800000u), c);
+    return opr(Op::SHR, ffma(a, b, d), K(31));
   };
   auto above = [&] {  // x > r
-    Operand na = opr(Op::XOR, a, K(0x80000000u));
-    return opr(Op::SHR, fnative(Op::FFMA, FloatMod{}, na, b, fnative(Op::FFMA, FloatMod{}, c, K(0xBF800000u), r)),
-               K(31));
+    Operand nd = c_zero ? r : ffma(c, K(0xBF800000u), r);
+    return opr(Op::SHR, ffma(opr(Op::XOR, a, K(0x80000000u)), b, nd), K(31));
   };
   Operand dir = opr(Op::OR, opr(Op::SAR, r, K(31)), K(1));  // +1 for r >= 0, -1 below
   switch (rnd) {
@@ -66,7 +73,7 @@ Operand Lowerer::directed_fma(Operand a, Operand b, Operand c, softfloat::Round 
   }
   jmp(done);
   place(slow);
-  opd(res, Op::MOV, g.fma(a, b, c, rnd, false, false));
+  opd(res, Op::MOV, integer());
   place(done);
   return R(res);
 }
@@ -340,27 +347,44 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       }
     }
   }
+  // The model's machine (ffma .rn its only float op) beyond plain .rn: the
+  // .ftz and .sat forms of .rn are that ffma on flushed operands, its result
+  // flushed and saturated; mul and fma .rz/.rm/.rp (no .ftz) take
+  // directed_fma's path.  Everything else is the integer sequence.
+  const bool ffma_only = !nat && p_.has_native_rn(Op::FFMA);
+  auto ffma_form = [&](Operand a, Operand b, Operand c, bool c_zero,
+                       const std::function<Operand()>& integer) -> std::optional<Operand> {
+    if (!ffma_only) return std::nullopt;
+    auto fl = [&](Operand x) { return fm.ftz ? g.flush(x) : x; };
+    Operand x;
+    if (r == softfloat::Round::Rn)
+      x = fl(fnative(Op::FFMA, FloatMod{}, fl(a), fl(b), fl(c)));
+    else if (!fm.ftz && (c_zero || in.op == PO::Fma || in.op == PO::Mad))
+      x = directed_fma(a, b, c, c_zero, r, integer);
+    else
+      return std::nullopt;
+    return fm.sat ? g.saturate(x) : x;
+  };
   switch (in.op) {
     case PO::Add:
       if (nat || has_rn(Op::FADD)) return out(fnative(Op::FADD, nm(br, fm.sat), f(1), f(2)));
-      if (has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, false), f(1), K(0x3F800000u), f(2)));
+      if (auto x = ffma_form(f(1), K(0x3F800000u), f(2), false, nullptr)) return out(*x);
       return out(g.add(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Sub:
       if (nat || has_rn(Op::FSUB)) return out(fnative(Op::FSUB, nm(br, fm.sat), f(1), f(2)));
-      if (has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, false), f(2), K(0xBF800000u), f(1)));
+      if (auto x = ffma_form(f(2), K(0xBF800000u), f(1), false, nullptr)) return out(*x);
       return out(g.sub(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Mul:
       if (in.mul != ptx::MulMode::None) break;
       if (nat || has_rn(Op::FMUL)) return out(fnative(Op::FMUL, nm(br, fm.sat), f(1), f(2)));
-      if (has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, false), f(1), f(2), K(0x80000000u)));
+      if (auto x = ffma_form(f(1), f(2), K(0x80000000u), true, [&] { return g.mul(f(1), f(2), r, false, false); }))
+        return out(*x);
       return out(g.mul(f(1), f(2), r, fm.ftz, fm.sat));
     case PO::Fma:
     case PO::Mad:
-      if (nat || has_rn(Op::FFMA)) return out(fnative(Op::FFMA, nm(br, fm.sat), f(1), f(2), f(3)));
-      if (p_.has_native_rn(Op::FFMA) && !fm.ftz && r != softfloat::Round::Rn) {
-        Operand x = directed_fma(f(1), f(2), f(3), r, g);
-        return out(fm.sat ? g.saturate(x) : x);
-      }
+      if (nat) return out(fnative(Op::FFMA, nm(br, fm.sat), f(1), f(2), f(3)));
+      if (auto x = ffma_form(f(1), f(2), f(3), false, [&] { return g.fma(f(1), f(2), f(3), r, false, false); }))
+        return out(*x);
       return out(g.fma(f(1), f(2), f(3), r, fm.ftz, fm.sat));
     case PO::Div: {
       Operand a = f(1), b = f(2);

@@ -79,6 +79,7 @@ class Gen {
   // cvt.f32.f32 without a rounding suffix (flush and saturation only).
   Operand round_int(Operand f, bool integral, Round r, bool ftz, bool sat);
   Operand saturate(Operand x);
+  Operand flush(Operand x);  // .ftz: a subnormal becomes zero of its sign
   // With ffma: y close to 1 / b for b in [1, 2), given as nb = -b (the
   // division's seed and Newton steps): |1 - b y| stays below 2^-20, which
   // the division's proof needs (tests/lower/softfloat_test.cpp checks every b).
@@ -139,7 +140,6 @@ class Gen {
   Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));
   Operand ffma(Operand a, Operand b, Operand c) { return e(Op::FFMA, a, b, c); }
   bool compare_by_difference(ptx::Cmp c, Operand a, Operand b, Operand& r);
-  Operand flush(Operand x);
   Operand round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz);
   Operand sig_of(Operand abs, Operand ex);
   W round_pack64(Operand s, Operand ex, W m, Operand st, Round r);

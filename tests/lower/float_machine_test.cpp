@@ -568,23 +568,27 @@ uint64_t clamp01(double x) {
   return x >= 1.0 ? dbits(1.0) : dbits(x);
 }
 
-// fma .rz/.rm/.rp on the model's machine, whose lowering rounds to nearest
-// with ffma and corrects by the exact sign of the remainder where c fixes
-// the result's binade (isel_float.cpp, directed_fma): triples built so that
-// a * b + c lands beside c (c dominating by 0 to 40 binades, with either
-// sign; exact sums; subnormal c; c at the largest finite value, where .rp
-// and .rm overflow), and every kind of triple float_cases draws, against
-// the reference.  The ffma path must be the one mostly taken: the test
-// prints the machine instructions per operation.
-TEST(FloatMachine, DirectedFmaOnTheModelsMachine) {
+// fma and mul .rz/.rm/.rp on the model's machine, whose lowering rounds to
+// nearest with ffma and corrects by the exact sign of the remainder where c
+// fixes the result's binade or c is zero (isel_float.cpp, directed_fma):
+// triples built so that a * b + c lands beside c (c dominating by 0 to 40
+// binades, with either sign; exact sums; subnormal c; c at the largest
+// finite value, where .rp and .rm overflow), and every kind of triple
+// float_cases draws, against the reference (mul ignores c).  The ffma path
+// must be the one mostly taken: the test prints the machine instructions per
+// operation.
+TEST(FloatMachine, DirectedFmaAndMulOnTheModelsMachine) {
   const Params model = model_params();
   const uint64_t base = baseline(model, true);
   const uint64_t batches = floattest::pairs(24 * kBatch) / kBatch;
+  for (bool mul : {false, true})
   for (int ri = 1; ri < 4; ++ri)
     for (bool sat : {false, true}) {
-      const std::string name = std::string("fma.") + kR[ri] + (sat ? ".sat" : "");
+      const std::string name = std::string(mul ? "mul." : "fma.") + kR[ri] + (sat ? ".sat" : "");
       SCOPED_TRACE(name);
-      Runner run(kernel("  " + name + ".f32 %f4, %f1, %f2, %f3;\n  mov.b32 %r20, %f4;"), model, true);
+      Runner run(kernel("  " + name + (mul ? ".f32 %f4, %f1, %f2;" : ".f32 %f4, %f1, %f2, %f3;") +
+                        "\n  mov.b32 %r20, %f4;"),
+                 model, true);
       floattest::Operands gen(77 + ri);
       auto& rng = gen.rng();
       std::vector<uint32_t> a(kBatch), b(kBatch), c(kBatch);
@@ -625,7 +629,8 @@ TEST(FloatMachine, DirectedFmaOnTheModelsMachine) {
         std::vector<uint32_t> got = run.run_machine(n);
         instrs += n - base, total += kBatch;
         for (uint32_t i = 0; i < kBatch; ++i)
-          ASSERT_EQ(hex(got[i]), hex(fref::fma(a[i], b[i], c[i], kRnd[ri], false, sat)))
+          ASSERT_EQ(hex(got[i]), hex(mul ? fref::mul(a[i], b[i], kRnd[ri], false, sat)
+                                         : fref::fma(a[i], b[i], c[i], kRnd[ri], false, sat)))
               << name << " " << hex(a[i]) << " " << hex(b[i]) << " " << hex(c[i]);
       }
       std::printf("%-12s on the model's machine: %.1f machine instructions per operation over %llu triples\n",
