@@ -982,7 +982,24 @@ Operand Gen::round_int(Operand f, bool integral, Round r, bool ftz, bool sat) {
   if (ftz) f = flush(f);
   Operand res = f;
   Operand abs = e(Op::AND, f, K(kAbs));
-  if (integral) {
+  if (integral && ffma_) {
+    // With ffma: the magnitude below 2^23 plus 2^23 is rounded to an
+    // integer, ties to even, so q = (|f| + 2^23) - 2^23 = rint(|f|) exactly;
+    // d = |f| - q has its exact sign (+0 when equal), so q is one too high
+    // (d < 0) or too low (d > 0) for the other roundings of the magnitude,
+    // which .rm and .rp choose by f's sign; the result has f's sign.
+    Operand s = e(Op::AND, f, K(kSign));
+    Operand q = ffma(K(0x4B000000u), K(0xBF800000u), ffma(abs, K(0x3F800000u), K(0x4B000000u)));
+    if (r != Round::Rn) {
+      Operand d = ffma(q, K(0xBF800000u), abs);
+      Operand down = e(Op::SEL, e(Op::SHR, d, K(31)), K(0xBF800000u), K(0));      // -1 where q > |f|
+      Operand up = e(Op::SEL, e(Op::SLT, K(0), d), K(0x3F800000u), K(0));        // +1 where q < |f|
+      Operand step = r == Round::Rz ? down
+                     : e(Op::SEL, s, r == Round::Rm ? up : down, r == Round::Rm ? down : up);
+      q = ffma(step, K(0x3F800000u), q);
+    }
+    res = e(Op::SEL, e(Op::SLTU, abs, K(0x4B000000u)), e(Op::OR, q, s), f);  // below 2^23
+  } else if (integral) {
     Operand s = e(Op::AND, f, K(kSign));
     Operand neg = e(Op::SHR, f, K(31));
     Operand ex = e(Op::SHR, abs, K(23));

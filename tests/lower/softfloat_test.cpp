@@ -192,9 +192,12 @@ TEST(SoftFloat, Conversions) {
           }
       for (bool ftz : {false, true}) {
         auto g = folding();
-        ASSERT_EQ(hex(val(g.round_int(K(f), true, kRounds[r], ftz, false))),
-                  hex(ptx::fref::round_int(f, ri[r], ftz, false)))
-            << "cvt." << kNames[r] << "i.f32.f32 " << hex(f);
+        for (bool ffma : {false, true})
+          for (bool sat : {false, true})
+            ASSERT_EQ(hex(val(folding(ffma).round_int(K(f), true, kRounds[r], ftz, sat))),
+                      hex(ptx::fref::round_int(f, ri[r], ftz, sat)))
+                << "cvt." << kNames[r] << "i" << (ftz ? ".ftz" : "") << (sat ? ".sat" : "") << ".f32.f32 "
+                << hex(f) << (ffma ? " (ffma)" : "");
         ASSERT_EQ(hex(val(g.round_int(K(f), false, kRounds[r], ftz, true))),
                   hex(ptx::fref::round_int(f, Rnd::None, ftz, true)))
             << "cvt.sat.f32.f32 " << hex(f);
