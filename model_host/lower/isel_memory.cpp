@@ -206,6 +206,9 @@ void Lowerer::lower_atom_float(const ptx::Instr& in, Space sp, Operand addr) {
       FloatMod m;
       m.ftz = true;
       nw = {fnative(Op::FADD, m, o.lo, b.lo), K(0)};
+    } else if (p_.has_native_rn(Op::FFMA) && in.type == ptx::Type::F32) {  // the model's: one ffma, flushed
+      softfloat::Gen g = float_gen();
+      nw = {g.flush(fnative(Op::FFMA, FloatMod{}, g.flush(o.lo), K(0x3F800000u), g.flush(b.lo))), K(0)};
     } else {
       nw = float_atomic_add(emit, in.type, {o.lo, o.hi}, {b.lo, b.hi});
     }

@@ -295,8 +295,12 @@ TEST(MachineLowering, FloatAtomics) {
   // Beyond the model's ROM: its part below.  On 32 lanes with native floats
   // the f32 and f64 adds are fadd.rn.ftz and dadd.rn.
   cross_check(l, {{4}, {8}, {32}, {32, true}});
+  // The model's kernel adds in thread order into one cell, starting from
+  // +0: subnormal operands and partial sums first, where the flushing shows.
+  std::vector<float> fm = f;
+  fm[0] = 1e-40f, fm[1] = -3e-39f, fm[2] = 1.5e-38f, fm[3] = -1.4e-38f, fm[4] = 2e-39f;
   cross_check({"_Z19float_atomics_modelPKfPKdPfPdS3_", {grid, 1, 1}, {block, 1, 1},
-               {buffer(f), buffer(d), zeros(4), zeros(8), zeros(n * 4)}},
+               {buffer(fm), buffer(d), zeros(4), zeros(8), zeros(n * 4)}},
               {{0}});
 
   auto ftz = [](float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x; };
