@@ -800,19 +800,180 @@ Word float_mul32(Program& p, const std::string& name, const Word& a, const Word&
   return round_pack32(p, name + ".pack", u);
 }
 
+namespace {
+
+// The fused multiply-add's frame: W columns, column k of weight 2^(k + Ef -
+// 176).  Column 0 holds only c's sticky bit, the product's 48 bits columns
+// 3..50, and c's 24-bit significand columns 53 - s .. 76 - s for the
+// alignment shift s = clamp(E - ec' + 27, 0, 76); column 77 takes a carry.
+constexpr int kFmaW = 78, kFmaP = 3, kFmaC = 53, kFmaMax = 76;
+// The frame's exponent Ef = max(E, ec' - 27), or ec' - 27 where the product
+// is zero: E + excess - kFmaZ pz, excess in 10 bits.
+constexpr int kFmaZ = 410;
+
+// c aligned in the frame (layers 2-3): the shift (0 where the product is
+// zero) in two digits, the product-zero flag, and c's bits per column, each
+// bit shifted below column 1 ORed into column 0 (c's sticky bit).
+struct AlignedC {
+  std::vector<ValueId> cal;   // per column 0 .. W - 2
+  ValueId pz = -1;
+};
+
+AlignedC align_c(Program& p, const std::string& name, const Word& c, const Product& pr,
+                 const std::vector<Term>& expo, const std::vector<Term>& ec) {
+  std::vector<Term> shift = expo;   // E - ec' + 27 = expo - 127 - ec' + 27
+  for (const Term& t : ec) shift.push_back({t.v, t.slot, -t.coef});
+  shift.push_back({pr.za, 1, -1000});   // a zero product: shift 0, c at the top
+  shift.push_back({pr.zb, 1, -1000});
+  // The shift in two digits (8 hi + lo: 18 residual dimensions instead of 77).
+  const ValueId amount_hi = p.ladder(name + ".align_hi", kFmaMax / 8 + 1, shift, -100,
+                                     [](int s) { return std::clamp(s, 0, kFmaMax) / 8; });
+  const ValueId amount_lo =
+      p.ladder(name + ".align_lo", 8, shift, -100, [](int s) { return std::clamp(s, 0, kFmaMax) % 8; });
+  // Terms adding 2 coef where the shift is s (each digit coef).
+  auto shift_is = [&](int s, int coef) {
+    return std::vector<Term>{{amount_hi, s / 8, coef}, {amount_lo, s % 8, coef}};
+  };
+  AlignedC r;
+  r.pz = p.ladder(name + ".pz", 2, {{pr.za, 1, 1}, {pr.zb, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
+  auto c_bit = [&](int j, int coef) { return significand_bit(c, j, coef); };
+  r.cal.assign(kFmaW, -1);
+  for (int k = 0; k < kFmaW - 1; ++k) {
+    std::vector<Step> steps;
+    if (k == 0) {
+      for (int s = kFmaC; s <= kFmaMax; ++s) {
+        Step st;
+        st.form = shift_is(s, 27);
+        for (int j = 0; j <= std::min(23, s - kFmaC); ++j) {
+          const std::vector<Term> t = c_bit(j, 1);
+          st.form.insert(st.form.end(), t.begin(), t.end());
+        }
+        st.bias = -54;
+        st.from = 0;
+        st.to = 1;
+        steps.push_back(std::move(st));
+      }
+    } else {
+      for (int s = 0; s <= kFmaMax; ++s) {
+        const int j = k - kFmaC + s;
+        if (j < 0 || j > 23) continue;
+        Step st;
+        st.form = c_bit(j, j == 23 ? 1 : 4);
+        const std::vector<Term> at = shift_is(s, 4);
+        st.form.insert(st.form.end(), at.begin(), at.end());
+        st.bias = j == 23 ? -8 : -11;
+        st.from = 0;
+        st.to = 1;
+        steps.push_back(std::move(st));
+      }
+    }
+    r.cal[k] = p.mlp(part(name, "cal", k), 2, 0, std::move(steps));
+  }
+  return r;
+}
+
+// Layer 8 beside the carries: ap_k, all of q_0 .. q_{k-1}, where T1 = T0 + 1
+// carries into bit k besides; and whether T1 = P - C is negative (its bit
+// 77): q_77 xor (carry_77 or ap_77).
+ValueId lookahead_and_sign(Program& p, const std::string& name, const Rows& rows, std::vector<ValueId>& ap) {
+  const std::vector<ValueId>& q = rows.q;
+  ap.assign(kFmaW, -1);
+  for (int k = 1; k < kFmaW; ++k) {
+    std::vector<std::pair<ValueId, int>> lits;
+    bool possible = true;
+    for (int i = 0; i < k && possible; ++i) {
+      if (q[i] < 0) possible = false;
+      else lits.push_back({q[i], 1});
+    }
+    if (possible) ap[k] = p.mlp(part(name, "ap", k), 2, 0, {*literals(lits)});
+  }
+  const int top = kFmaW - 1;
+  std::vector<std::vector<Term>> ones = carry_terms(rows, top);   // carry_77 or ap_77: at most one holds
+  if (ap[top] >= 0) {
+    std::vector<Term> all;
+    for (int i = 0; i < top; ++i) all.push_back({q[i], 1, 1});
+    ones.push_back(std::move(all));
+  }
+  std::vector<Step> steps;
+  if (q[top] >= 0) steps.push_back({{{q[top], 1, 1}}, 0, 0, 1});
+  for (std::vector<Term> all : ones) {
+    if (q[top] >= 0) {
+      std::vector<Term> set = all;
+      set.push_back({q[top], 1, 1});
+      steps.push_back(conj(set, {}, 1, 0));
+      all.push_back({q[top], 0, 1});
+    }
+    steps.push_back(conj(all, {}, 0, 1));
+  }
+  return p.mlp(name + ".neg", 2, 0, std::move(steps));
+}
+
+// Layer 9: |P +- C| bit by bit: T0 where the magnitudes add; where they
+// subtract, T1 = P - C, or ~T0 = C - P where T1 is negative.
+std::vector<ValueId> signed_magnitude(Program& p, const std::string& name, const std::vector<ValueId>& q,
+                                      const std::vector<ValueId>& carry, const std::vector<ValueId>& ap, ValueId op,
+                                      ValueId neg) {
+  std::vector<ValueId> r;
+  for (int k = 0; k < kFmaW; ++k) {
+    const ValueId c0 = carry[k], a1 = ap[k];
+    std::vector<Step> steps;
+    std::vector<std::vector<std::pair<ValueId, int>>> cases = {
+        {{op, 0}, {q[k], 1}, {c0, 0}},
+        {{op, 0}, {q[k], 0}, {c0, 1}},
+        {{op, 1}, {neg, 0}, {q[k], 1}, {c0, 0}, {a1, 0}},
+        {{op, 1}, {neg, 0}, {q[k], 0}, {c0, 1}},
+        {{op, 1}, {neg, 0}, {q[k], 0}, {a1, 1}},
+        {{op, 1}, {neg, 1}, {q[k], 1}, {c0, 1}},
+        {{op, 1}, {neg, 1}, {q[k], 0}, {c0, 0}}};
+    if (k == 0) {   // T1's carry into bit 0 is its carry in, 1
+      cases.erase(cases.begin() + 2, cases.begin() + 5);
+      cases.push_back({{op, 1}, {neg, 0}, {q[k], 0}});
+    }
+    for (const auto& lits : cases)
+      if (auto st = literals(lits)) steps.push_back(*st);
+    r.push_back(p.mlp(part(name, "r", k), 2, 0, std::move(steps)));
+  }
+  return r;
+}
+
+// The result's sign, an exact zero's sign, NaN and infinity.  The sign: the
+// product's, or c's where the difference is negative; an infinite product's,
+// else an infinite c's.  An exact zero is +0 where the magnitudes subtract.
+void fma_classes(Program& p, const std::string& name, const Product& pr, const Classes& cc, ValueId sc, ValueId op,
+                 ValueId neg, Unpacked32& u) {
+  const ValueId pinf = p.ladder(name + ".pinf", 2, {{pr.ca.inf, 1, 1}, {pr.cb.inf, 1, 1}}, 0,
+                                [](int s) { return s >= 1 ? 1 : 0; });
+  u.sign = p.lookup(name + ".sign", 2, {op, neg, pr.sign, sc, pinf, cc.inf}, [](const std::vector<int>& v) {
+    if (v[4]) return v[2];
+    if (v[5]) return v[3];
+    return v[0] && v[1] ? v[3] : v[2];
+  });
+  // (round_pack32 takes an infinity's sign from zero_sign where the
+  // significand, garbage then, happens to be zero.)
+  u.zero_sign = p.lookup(name + ".zsign", 2, {op, pr.sign, sc, pinf, cc.inf}, [](const std::vector<int>& v) {
+    if (v[3]) return v[1];
+    if (v[4]) return v[2];
+    return v[0] ? 0 : v[1];
+  });
+  // NaN: a NaN operand, inf x 0, or an infinite product and an infinite c
+  // whose magnitudes subtract.
+  const ValueId pnan = p.mlp(name + ".pnan", 2, 0,
+                             {conj({}, {pr.ca.nan, pr.cb.nan}, 0, 1), conj({{pr.ca.inf, 1, 1}, {pr.zb, 1, 1}}, {}, 0, 1),
+                              conj({{pr.za, 1, 1}, {pr.cb.inf, 1, 1}}, {}, 0, 1)});
+  u.nan = p.lookup(name + ".nan", 2, {pnan, cc.nan, pinf, cc.inf, op}, [](const std::vector<int>& v) {
+    return v[0] || v[1] || (v[2] && v[3] && v[4]) ? 1 : 0;
+  });
+  u.inf = p.ladder(name + ".inf", 2, {{pinf, 1, 1}, {cc.inf, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
+}
+
+}  // namespace
+
 Word float_fma32(Program& p, const std::string& name, const Word& a, const Word& b, const Word& c,
                  int product_layers) {
   for (const Word* x : {&a, &b, &c})
     if (x->bits != 4 || x->digits.size() != 8) fail("float_fma32 '" + name + "': operands must be words of 8 nibbles");
   if (product_layers != 1 && product_layers != 2) fail("float_fma32 '" + name + "': product_layers is 1 or 2");
-  // The frame: W columns, column k of weight 2^(k + Ef - 176).  Column 0
-  // holds only c's sticky bit, the product's 48 bits columns 3..50, and c's
-  // 24-bit significand columns 53 - s .. 76 - s for the alignment shift s =
-  // clamp(E - ec' + 27, 0, 76); column 77 takes a carry.
-  static constexpr int kW = 78, kP = 3, kC = 53, kMax = 76;
-  // The frame's exponent Ef = max(E, ec' - 27), or ec' - 27 where the
-  // product is zero: E + excess - kZ pz, excess in 10 bits (below).
-  static constexpr int kZ = 410;
+  constexpr int kW = kFmaW;
 
   // Layers 1-2 (1-4): the product's column counts, classes and signs; c's
   // classes and sign; whether the magnitudes subtract (op).
@@ -841,57 +1002,7 @@ Word float_fma32(Program& p, const std::string& name, const Word& a, const Word&
   const std::vector<Term> ec = exponent_bits(c, cc.zero_exp, ".c.e");
   std::vector<Term> expo = exponent_bits(a, pr.ca.zero_exp, ".a.e");
   for (const Term& t : exponent_bits(b, pr.cb.zero_exp, ".b.e")) expo.push_back(t);
-  // Layer 2: the alignment shift (0 where the product is zero) and the
-  // product-zero flag.
-  std::vector<Term> shift = expo;   // E - ec' + 27 = expo - 127 - ec' + 27
-  for (const Term& t : ec) shift.push_back({t.v, t.slot, -t.coef});
-  shift.push_back({pr.za, 1, -1000});   // a zero product: shift 0, c at the top
-  shift.push_back({pr.zb, 1, -1000});
-  // The shift in two digits (8 hi + lo: 18 residual dimensions instead of 77).
-  const ValueId amount_hi =
-      p.ladder(name + ".align_hi", kMax / 8 + 1, shift, -100, [](int s) { return std::clamp(s, 0, kMax) / 8; });
-  const ValueId amount_lo =
-      p.ladder(name + ".align_lo", 8, shift, -100, [](int s) { return std::clamp(s, 0, kMax) % 8; });
-  // Terms adding 2 coef where the shift is s (each digit coef).
-  auto shift_is = [&](int s, int coef) {
-    return std::vector<Term>{{amount_hi, s / 8, coef}, {amount_lo, s % 8, coef}};
-  };
-  const ValueId pz = p.ladder(name + ".pz", 2, {{pr.za, 1, 1}, {pr.zb, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
-  // Layer 3: c's significand aligned, each bit shifted below column 1 ORed
-  // into column 0 (c's sticky bit).
-  auto c_bit = [&](int j, int coef) { return significand_bit(c, j, coef); };
-  std::vector<ValueId> cal(kW, -1);
-  for (int k = 0; k < kW - 1; ++k) {
-    std::vector<Step> steps;
-    if (k == 0) {
-      for (int s = kC; s <= kMax; ++s) {
-        Step st;
-        st.form = shift_is(s, 27);
-        for (int j = 0; j <= std::min(23, s - kC); ++j) {
-          const std::vector<Term> t = c_bit(j, 1);
-          st.form.insert(st.form.end(), t.begin(), t.end());
-        }
-        st.bias = -54;
-        st.from = 0;
-        st.to = 1;
-        steps.push_back(std::move(st));
-      }
-    } else {
-      for (int s = 0; s <= kMax; ++s) {
-        const int j = k - kC + s;
-        if (j < 0 || j > 23) continue;
-        Step st;
-        st.form = c_bit(j, j == 23 ? 1 : 4);
-        const std::vector<Term> at = shift_is(s, 4);
-        st.form.insert(st.form.end(), at.begin(), at.end());
-        st.bias = j == 23 ? -8 : -11;
-        st.from = 0;
-        st.to = 1;
-        steps.push_back(std::move(st));
-      }
-    }
-    cal[k] = p.mlp(part(name, "cal", k), 2, 0, std::move(steps));
-  }
+  const AlignedC al = align_c(p, name, c, pr, expo, ec);
 
   // Layers 5-7 (with two product layers): the product's count bits and c
   // (or its complement, read as cal xor op) reduced to two rows, modulo
@@ -900,11 +1011,11 @@ Word float_fma32(Program& p, const std::string& name, const Word& a, const Word&
   std::vector<std::vector<std::vector<Term>>> bits(kW);
   for (int k = 0; k < static_cast<int>(pr.cbits.size()); ++k)
     for (size_t t = 0; t < pr.cbits[k].size(); ++t)
-      if (kP + k + static_cast<int>(t) < kW) bits[kP + k + t].push_back(pr.cbits[k][t]);
+      if (kFmaP + k + static_cast<int>(t) < kW) bits[kFmaP + k + t].push_back(pr.cbits[k][t]);
   // c's bits, complemented where the magnitudes subtract (op); column 77
   // holds none of c's, so just op.
   std::vector<std::pair<ValueId, ValueId>> xors(kW, {-1, -1});
-  for (int k = 0; k < kW - 1; ++k) xors[k] = {cal[k], op};
+  for (int k = 0; k < kW - 1; ++k) xors[k] = {al.cal[k], op};
   bits[kW - 1].push_back({{op, 1, 1}});
   // (The columns above the product's wait for its counts: made as soon as
   // c is aligned, they would only hold residual dimensions.)
@@ -913,42 +1024,10 @@ Word float_fma32(Program& p, const std::string& name, const Word& a, const Word&
   p.wait_for(tree, pr.counted);
   const std::vector<ValueId>& q = rows.q;
 
-  // Layer 8: the carries of T0 (carry in 0); ap_k, all of q_0 .. q_{k-1},
-  // where T1 = T0 + 1 carries into bit k besides; and whether T1 = P - C is
-  // negative (its bit 77): q_77 xor (carry_77 or ap_77).
+  // Layer 8: the carries of T0 (carry in 0), T1's lookahead and its sign.
   const std::vector<ValueId> carry = carries(p, name, rows);
-  std::vector<ValueId> ap(kW, -1);
-  for (int k = 1; k < kW; ++k) {
-    std::vector<std::pair<ValueId, int>> lits;
-    bool possible = true;
-    for (int i = 0; i < k && possible; ++i) {
-      if (q[i] < 0) possible = false;
-      else lits.push_back({q[i], 1});
-    }
-    if (possible) ap[k] = p.mlp(part(name, "ap", k), 2, 0, {*literals(lits)});
-  }
-  ValueId neg;
-  {
-    const int top = kW - 1;
-    std::vector<std::vector<Term>> ones = carry_terms(rows, top);   // carry_77 or ap_77: at most one holds
-    if (ap[top] >= 0) {
-      std::vector<Term> all;
-      for (int i = 0; i < top; ++i) all.push_back({q[i], 1, 1});
-      ones.push_back(std::move(all));
-    }
-    std::vector<Step> steps;
-    if (q[top] >= 0) steps.push_back({{{q[top], 1, 1}}, 0, 0, 1});
-    for (std::vector<Term> all : ones) {
-      if (q[top] >= 0) {
-        std::vector<Term> set = all;
-        set.push_back({q[top], 1, 1});
-        steps.push_back(conj(set, {}, 1, 0));
-        all.push_back({q[top], 0, 1});
-      }
-      steps.push_back(conj(all, {}, 0, 1));
-    }
-    neg = p.mlp(name + ".neg", 2, 0, std::move(steps));
-  }
+  std::vector<ValueId> ap;
+  const ValueId neg = lookahead_and_sign(p, name, rows, ap);
 
   // The frame's excess over E, max(0, ec' - 27 - E + kZ pz), in 10 bits,
   // made once the rows are (in the layer of the carries: earlier they would
@@ -958,7 +1037,7 @@ Word float_fma32(Program& p, const std::string& name, const Word& a, const Word&
   const size_t exponent = p.ops().size();
   std::vector<Term> over = ec;
   for (const Term& t : expo) over.push_back({t.v, t.slot, -t.coef});
-  over.push_back({pz, 1, kZ});
+  over.push_back({al.pz, 1, kFmaZ});
   std::vector<Term> exponent_form = expo;
   for (int i = 0; i < 10; ++i) {
     const ValueId bit = p.ladder(part(name, "excess", i), 2, over, 127 - 27,
@@ -966,57 +1045,14 @@ Word float_fma32(Program& p, const std::string& name, const Word& a, const Word&
     exponent_form.push_back({bit, 1, 1 << i});
   }
   p.wait_for(exponent, q[kW - 1]);
-  exponent_form.push_back({pz, 1, -kZ});
+  exponent_form.push_back({al.pz, 1, -kFmaZ});
 
-  // Layer 9: |P +- C|: T0 where the magnitudes add; where they subtract, T1
-  // = P - C, or ~T0 = C - P where T1 is negative.  The sign: the product's,
-  // or c's where the difference is negative; an infinite product's, else an
-  // infinite c's.  An exact zero is +0 where the magnitudes subtract.
+  // Layer 9: |P +- C|, its sign and classes.
   const size_t late = p.ops().size();
   Unpacked32 u;
   u.sig.bits = 1;
-  for (int k = 0; k < kW; ++k) {
-    const ValueId c0 = carry[k], a1 = ap[k];
-    std::vector<Step> steps;
-    std::vector<std::vector<std::pair<ValueId, int>>> cases = {
-        {{op, 0}, {q[k], 1}, {c0, 0}},
-        {{op, 0}, {q[k], 0}, {c0, 1}},
-        {{op, 1}, {neg, 0}, {q[k], 1}, {c0, 0}, {a1, 0}},
-        {{op, 1}, {neg, 0}, {q[k], 0}, {c0, 1}},
-        {{op, 1}, {neg, 0}, {q[k], 0}, {a1, 1}},
-        {{op, 1}, {neg, 1}, {q[k], 1}, {c0, 1}},
-        {{op, 1}, {neg, 1}, {q[k], 0}, {c0, 0}}};
-    if (k == 0) {   // T1's carry into bit 0 is its carry in, 1
-      cases.erase(cases.begin() + 2, cases.begin() + 5);
-      cases.push_back({{op, 1}, {neg, 0}, {q[k], 0}});
-    }
-    for (const auto& lits : cases)
-      if (auto st = literals(lits)) steps.push_back(*st);
-    u.sig.digits.push_back(p.mlp(part(name, "r", k), 2, 0, std::move(steps)));
-  }
-  const ValueId pinf = p.ladder(name + ".pinf", 2, {{pr.ca.inf, 1, 1}, {pr.cb.inf, 1, 1}}, 0,
-                                [](int s) { return s >= 1 ? 1 : 0; });
-  u.sign = p.lookup(name + ".sign", 2, {op, neg, pr.sign, sc, pinf, cc.inf}, [](const std::vector<int>& v) {
-    if (v[4]) return v[2];
-    if (v[5]) return v[3];
-    return v[0] && v[1] ? v[3] : v[2];
-  });
-  // (round_pack32 takes an infinity's sign from zero_sign where the
-  // significand, garbage then, happens to be zero.)
-  u.zero_sign = p.lookup(name + ".zsign", 2, {op, pr.sign, sc, pinf, cc.inf}, [](const std::vector<int>& v) {
-    if (v[3]) return v[1];
-    if (v[4]) return v[2];
-    return v[0] ? 0 : v[1];
-  });
-  // NaN: a NaN operand, inf x 0, or an infinite product and an infinite c
-  // whose magnitudes subtract.
-  const ValueId pnan = p.mlp(name + ".pnan", 2, 0,
-                             {conj({}, {pr.ca.nan, pr.cb.nan}, 0, 1), conj({{pr.ca.inf, 1, 1}, {pr.zb, 1, 1}}, {}, 0, 1),
-                              conj({{pr.za, 1, 1}, {pr.cb.inf, 1, 1}}, {}, 0, 1)});
-  u.nan = p.lookup(name + ".nan", 2, {pnan, cc.nan, pinf, cc.inf, op}, [](const std::vector<int>& v) {
-    return v[0] || v[1] || (v[2] && v[3] && v[4]) ? 1 : 0;
-  });
-  u.inf = p.ladder(name + ".inf", 2, {{pinf, 1, 1}, {cc.inf, 1, 1}}, 0, [](int s) { return s >= 1 ? 1 : 0; });
+  u.sig.digits = signed_magnitude(p, name, q, carry, ap, op, neg);
+  fma_classes(p, name, pr, cc, sc, op, neg, u);
   // The room to normalise left, min(Eu - 1, 77).
   u.exponent = exponent_form;
   u.exponent_bias = -100;
