@@ -252,8 +252,8 @@ void Lowerer::lower_float(const ptx::Instr& in) {
   // has FFMA alone): add, sub, mul and fma/mad .rn without .ftz or .sat are
   // one such op each, FFMA standing in for the others: a + b = a * 1 + b,
   // a - b = b * -1 + a and a * b = a * b + -0, rounded once, bit for bit
-  // (NaN results canonical either way).  Every other form stays an integer
-  // sequence.
+  // (NaN results canonical either way).  Their .ftz, .sat and directed
+  // forms on the model's machine: ffma_form below.
   const bool plain_rn = br == ptx::Rnd::Rn && !fm.ftz && !fm.sat;
   auto has_rn = [&](Op o) { return plain_rn && p_.has_native_rn(o); };
   auto nm = [&](ptx::Rnd rr, bool sat) {

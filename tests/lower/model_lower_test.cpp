@@ -578,11 +578,6 @@ TEST(ModelLowering, HighMultipliesOnEdgePairs) {
 
 // ---- f32 add, sub, mul and fma: FFMA on the model's machine ------------------------
 
-// add, sub, mul, fma and mad .rn (or no rounding: .rn) without .ftz or .sat
-// are one FFMA each on the model's machine (a * 1 + b, b * -1 + a, a * b +
-// -0); every other form, and every other f32 operation, stays an integer
-// sequence (no other float op).  The results, run by the interpreter on the
-// model's machine, equal the PTX reference's on edge operands.
 // Every f32 add, sub, mul and fma form on the model's machine, whose one
 // float op is ffma .rn: the count of ffma each lowers to (docs/isa.md 3.4 and
 // 11.2: one for .rn, with its .ftz and .sat forms around it; mul and fma
