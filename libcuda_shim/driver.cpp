@@ -353,10 +353,9 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = int(d.max_threads_per_cta); break;
       case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 1; break;
       case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 1; break;
-      case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
-      case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
-        *value = 1000;  // kHz: the interpreter is slow; spin loops stay short
-        break;
+      case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = int(d.clock_khz); break;  // kHz: how fast clock() advances
+      case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 1000; break;      // kHz: a figure; memory has no clock
+
       case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *value = 32; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = kMajor; break;
       case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = kMinor; break;

@@ -13,7 +13,7 @@ using namespace qgpu::cudart;
 
 namespace {
 
-constexpr int kClockKHz = 1000;  // what spin loops on clock64() should assume
+constexpr int kMemoryClockKHz = 1000;  // a figure for bandwidth printouts; memory has no clock
 
 // Everything here comes from the device the daemon's backend declares
 // (proto::DeviceInfo): the model's small device or the interpreter's
@@ -82,8 +82,8 @@ int attribute(cudaDeviceAttr a, const qgpu::proto::DeviceInfo& d, bool live, boo
     case cudaDevAttrWarpSize: return p.warpSize;
     case cudaDevAttrMaxPitch: return int(p.memPitch);
     case cudaDevAttrMaxRegistersPerBlock: return p.regsPerBlock;
-    case cudaDevAttrClockRate: return kClockKHz;
-    case cudaDevAttrMemoryClockRate: return kClockKHz;
+    case cudaDevAttrClockRate: return int(d.clock_khz);
+    case cudaDevAttrMemoryClockRate: return kMemoryClockKHz;
     case cudaDevAttrTextureAlignment: return int(p.textureAlignment);
     case cudaDevAttrTexturePitchAlignment: return int(p.texturePitchAlignment);
     case cudaDevAttrSurfaceAlignment: return int(p.surfaceAlignment);

@@ -113,6 +113,7 @@ void encode(Writer& w, const DeviceInfo& d) {
   w.u64(d.printf_fifo_bytes).u64(d.heap_bytes).u32(d.limits_settable);
   w.str(d.way_out).u32(d.cooperative_ctas);
   w.u32(d.l2_bytes).u32(d.persisting_l2_max_bytes).u32(d.access_policy_max_window_bytes);
+  w.u32(d.clock_khz);
 }
 
 DeviceInfo decode_device_info(Reader& r) {
@@ -142,6 +143,7 @@ DeviceInfo decode_device_info(Reader& r) {
   d.l2_bytes = r.u32("l2_bytes");
   d.persisting_l2_max_bytes = r.u32("persisting_l2_max_bytes");
   d.access_policy_max_window_bytes = r.u32("access_policy_max_window_bytes");
+  d.clock_khz = r.u32("clock_khz");
   return d;
 }
 

@@ -113,6 +113,7 @@ void Device::describe(launch::Backend* b) {
   d.l2_bytes = spec.l2_bytes;
   d.persisting_l2_max_bytes = spec.persisting_l2_max_bytes;
   d.access_policy_max_window_bytes = spec.access_policy_max_window_bytes;
+  d.clock_khz = spec.clock_khz;
   d.limits_settable = spec.limits_settable ? 1 : 0;
   d.way_out = spec.larger;
 }

@@ -80,6 +80,11 @@ struct DeviceSpec {
   // slower for it, so the persisting-L2 limit and access-policy windows are
   // accepted as the hints they are and change no result.
   uint32_t l2_bytes = 0, persisting_l2_max_bytes = 0, access_policy_max_window_bytes = 0;
+  // How fast `clock()` advances, in kHz (cudaDevAttrClockRate): programs
+  // that spin until a number of clocks has passed wait that many divided by
+  // this.  The model's device counts a thread's instructions at about a
+  // thousand a second (docs/isa.md, "The clock").
+  uint32_t clock_khz = 1000;
 };
 
 // The device heap of a launch: [heap_base, heap_base + heap_bytes) of global

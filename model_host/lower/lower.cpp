@@ -153,7 +153,7 @@ std::optional<std::string> model_unsupported(const Program& prog) {
     for (const Instr& in : blk.instrs) {
       std::string why;
       switch (in.op) {
-        case Op::CLOCK: why = "the clock is not in the model's circuit yet"; break;
+        case Op::CLOCK: why = "the circuit has no clock (the model lowering counts the thread's instructions)"; break;
         case Op::MULHU:
         case Op::MULHS: why = "high multiplies are not in the model's circuit yet"; break;
         case Op::ATOM: why = "atomics are not in the model's circuit (the model lowering expands them)"; break;

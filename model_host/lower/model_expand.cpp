@@ -1,6 +1,8 @@
 // The model machine's rewrites of virtual code (model_expand.h).
 #include "model_host/lower/model_expand.h"
 
+#include <algorithm>
+
 namespace qgpu::machine::lowering {
 
 // ---- the model's machine ------------------------------------------------------------
@@ -26,10 +28,12 @@ class ModelExpander : public Emitter {
   void expand_narrow_load(const Instr& in);
   void expand_narrow_store(const Instr& in);
   void expand_mulhi(const Instr& in);
+  void keep_clock();
   Operand word_offset(const Instr& in, Operand& addr);
 };
 
 void ModelExpander::run() {
+  keep_clock();
   std::vector<VI> code = std::move(vc_.code);
   vc_.code.clear();
   for (const VI& v : code) {
@@ -46,6 +50,40 @@ void ModelExpander::run() {
       expand_mulhi(in);
     else
       vc_.code.push_back(v);
+  }
+}
+
+// The circuit has no clock.  A kernel that reads one gets a per-thread
+// counter instead (docs/isa.md, "The clock on the model's machine"): a
+// virtual register that starts at 0 and gains, as each straight run of
+// instructions begins (the code's start, a label, the instruction after a
+// barrier), the number of instructions in that run; `clock` reads it.  So it
+// counts about the instructions the thread has run, in its own order: it
+// never decreases within a thread and a loop that reads it sees it grow by at
+// least one an iteration.  It is 32 bits wide (clock64's high word is 0: no
+// model launch runs 2^32 steps).
+void ModelExpander::keep_clock() {
+  const bool reads = std::any_of(vc_.code.begin(), vc_.code.end(),
+                                 [](const VI& v) { return v.kind == VI::Ins && v.in.op == Op::CLOCK; });
+  if (!reads) return;
+  std::vector<VI> code = std::move(vc_.code);
+  vc_.code.clear();
+  const uint32_t clk = nv();
+  opd(clk, Op::MOV, K(0));
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (code[i].kind != VI::Ins) {
+      vc_.code.push_back(code[i]);
+      continue;
+    }
+    if (i == 0 || code[i - 1].kind != VI::Ins) {  // a run begins
+      uint32_t n = 0;
+      for (size_t j = i; j < code.size() && code[j].kind == VI::Ins; ++j) ++n;
+      opd(clk, Op::ADD, R(clk), K(n));
+    }
+    if (code[i].in.op == Op::CLOCK)
+      opd(code[i].in.dst, Op::MOV, R(clk));
+    else
+      vc_.code.push_back(code[i]);
   }
 }
 

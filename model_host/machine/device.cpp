@@ -83,6 +83,10 @@ launch::DeviceSpec spec_of(const Params& p) {
 launch::DeviceSpec model_device() {
   launch::DeviceSpec d = spec_of(model_params());
   d.name = "qgpu (Qwen3.5 model)";
+  // The model's lowering keeps the clock as a count of the thread's
+  // instructions (docs/isa.md), which the model runs at about a thousand a
+  // second: 1 kHz.
+  d.clock_khz = 1;
   // CUDA's 48 KiB without opting in; opting in reaches the machine's 64 KiB
   // less 8 KiB that the lowering's scratch area may take (32 CUDA warps).
   d.shared_bytes_per_cta = kCudaStaticSharedBytes;

@@ -16,7 +16,7 @@ TEST(Protocol, HeaderLayoutIsTheDocumentedOne) {
   h.session = 0x1122334455667788ull;
   uint8_t b[kHeaderSize];
   encode_header(h, b);
-  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 4, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
+  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 5, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
                                      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
   EXPECT_EQ(0, memcmp(b, want, kHeaderSize));
   Header back = decode_header(b, kHeaderSize);
@@ -157,6 +157,7 @@ TEST(Protocol, BodiesRoundTrip) {
   d.l2_bytes = 4 << 20;
   d.persisting_l2_max_bytes = 3 << 20;
   d.access_policy_max_window_bytes = 128 << 20;
+  d.clock_khz = 1;
   Writer wd;
   encode(wd, d);
   Reader rd(wd.data().data(), wd.data().size());
@@ -167,6 +168,7 @@ TEST(Protocol, BodiesRoundTrip) {
   EXPECT_EQ(db.l2_bytes, 4u << 20);
   EXPECT_EQ(db.persisting_l2_max_bytes, 3u << 20);
   EXPECT_EQ(db.access_policy_max_window_bytes, 128u << 20);
+  EXPECT_EQ(db.clock_khz, 1u);
 
   LaunchProgress p;
   p.running = 1;

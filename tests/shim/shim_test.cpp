@@ -365,6 +365,7 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["attr.MaxSharedMemoryPerBlock"], "49152 (cudaSuccess)");
   EXPECT_EQ(m["attr.MaxSharedMemoryPerBlockOptin"], "65536 (cudaSuccess)");
   EXPECT_EQ(m["attr.TotalConstantMemory"], "65536 (cudaSuccess)");
+  EXPECT_EQ(m["attr.ClockRate"], "1000 (cudaSuccess)");  // kHz: the clock counts the launch's EXECs
   EXPECT_EQ(m["memTotal"], std::to_string(512u << 20));
   EXPECT_EQ(m["memFree"], std::to_string((512u << 20) - (8u << 20)));  // less the device heap
   EXPECT_EQ(m["printfFifo"], std::to_string(1u << 20));
@@ -397,6 +398,7 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["maxThreadsDim"], "256,256,64");
   EXPECT_EQ(m["maxGridSize"], "65535,65535,65535");
   EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "256 (cudaSuccess)");
+  EXPECT_EQ(m["attr.ClockRate"], "1 (cudaSuccess)");  // kHz: the thread's instructions, at the model's pace
   EXPECT_EQ(m["memTotal"], "262144");
   EXPECT_EQ(m["memFree"], "262144");
   EXPECT_EQ(m["printfFifo"], "1024");

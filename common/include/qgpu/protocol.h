@@ -18,7 +18,7 @@
 namespace qgpu::proto {
 
 constexpr uint32_t kMagic = 0x57504751;  // "QGPW" read as little-endian bytes
-constexpr uint16_t kVersion = 4;
+constexpr uint16_t kVersion = 5;
 
 // Bounds every receiver enforces before trusting a length.
 constexpr uint64_t kMaxBody = 64ull << 20;      // one body frame
@@ -139,6 +139,8 @@ struct DeviceInfo {
   // of it cudaLimitPersistingL2CacheSize may set aside, and the largest
   // access-policy window.
   uint32_t l2_bytes = 0, persisting_l2_max_bytes = 0, access_policy_max_window_bytes = 0;
+  // How fast the device's clock() advances (cudaDevAttrClockRate), in kHz.
+  uint32_t clock_khz = 0;
 };
 void encode(Writer& w, const DeviceInfo& d);
 DeviceInfo decode_device_info(Reader& r);

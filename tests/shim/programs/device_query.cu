@@ -14,10 +14,10 @@ int main() {
               p.maxGridSize[1], p.maxGridSize[2], p.warpSize);
   const cudaDeviceAttr attrs[] = {cudaDevAttrMaxThreadsPerBlock, cudaDevAttrMaxGridDimX, cudaDevAttrMaxGridDimY,
                                   cudaDevAttrMaxSharedMemoryPerBlock, cudaDevAttrMaxSharedMemoryPerBlockOptin,
-                                  cudaDevAttrTotalConstantMemory};
+                                  cudaDevAttrTotalConstantMemory, cudaDevAttrClockRate};
   const char* names[] = {"MaxThreadsPerBlock", "MaxGridDimX", "MaxGridDimY", "MaxSharedMemoryPerBlock",
-                         "MaxSharedMemoryPerBlockOptin", "TotalConstantMemory"};
-  for (int i = 0; i < 6; ++i) {
+                         "MaxSharedMemoryPerBlockOptin", "TotalConstantMemory", "ClockRate"};
+  for (int i = 0; i < 7; ++i) {
     int v = -1;
     cudaError_t e = cudaDeviceGetAttribute(&v, attrs[i], 0);
     std::printf("attr.%s=%d (%s)\n", names[i], v, cudaGetErrorName(e));
