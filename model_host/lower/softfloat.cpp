@@ -23,12 +23,16 @@ Operand K(uint32_t v) { return Operand::k(v); }
 constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u, kSign = 0x80000000u, kAbs = 0x7FFFFFFFu;
 // q(f) = (2^f - 1) / f on [0, 1), interpolated at the 7 Chebyshev nodes, in
 // 0.32 fixed point: 1 + f q(f) is within 2^-33 of 2^f (relative).
-constexpr uint32_t kEx2Poly[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
+// (2^f - 1) / f at the 6 Chebyshev nodes of [-1/2, 1/2], as f32 (tools/softfloat/coefficients.py).
+constexpr uint32_t kEx2F32[6] = {0x3F317218u, 0x3E75FDF0u, 0x3D6357B6u, 0x3C1D952Au, 0x3AAF8448u, 0x392209C5u};
 // lg2: q(u) = log2(1 + u) / u on [sqrt(1/2) - 1, sqrt(2) - 1]; sin: S(z) =
 // sin(pi/2 r) / r and cos: C(z) = cos(pi/2 r), z = r^2 in [0, 1/4]; all 2.30
 // fixed point, interpolated at Chebyshev nodes (tools/softfloat/coefficients.py).
-constexpr int32_t kLg2Poly[13] = {1549082005, -774541003, 516360682, -387270389, 309814668, -258185878, 221376393,
-                                  -193564540, 170492558,  -154071637, 155639446, -151878507, 81108207};
+// log2(1 + u) / u at the 10 Chebyshev nodes of [sqrt(1/2) - 1, sqrt(2) - 1], as f32,
+// and 1/ln 2 less the f32 nearest it (tools/softfloat/coefficients.py).
+constexpr uint32_t kLg2F32[10] = {0x3FB8AA3Bu, 0xBF38AA38u, 0x3EF63855u, 0xBEB8AD38u, 0x3E93BD29u,
+                                  0xBE755BD5u, 0x3E51C634u, 0xBE43FB51u, 0x3E3D31D0u, 0xBDDC27DBu};
+constexpr uint32_t kLg2C0Lo = 0x32A57060u;
 constexpr int32_t kSinPoly[5] = {1686629713, -693598667, 85569259, -5026471, 169873};
 constexpr int32_t kCosPoly[6] = {1073741824, -1324675879, 272375559, -22401978, 986942, -26684};
 // 2/pi to 192 bits, most significant word first.
@@ -389,31 +393,29 @@ Operand Gen::div(Operand a, Operand b, Round r, bool ftz, bool sat) {
   return sat ? saturate(res) : res;
 }
 
-// 2^x: X = x * 2^32 with the magnitude truncated (64-bit two's complement),
-// n = X >> 32 = floor(x) for the integer part and F = X mod 2^32 for the
-// fraction f in [0, 1); 2^f = 1 + f * q(f), q of degree 6 in Horner form
-// with mulhu (every coefficient below 1, unsigned 0.32 fixed point), and the
-// result 1.F' * 2^n rounded to nearest.
+// 2^x as ptx::fref::ex2 defines it (docs/isa.md section 11.1): f32 fused
+// multiply-adds rounded to nearest (the machine's ffma, or fma's integer
+// sequence), integer operations for n and the powers of two.  t = x + 1.5
+// 2^23 rounds x to the integer n (t's bits less 1.5 2^23's are n, t lying in
+// [2^23, 2^24) for |x| < 152), t - 1.5 2^23 and x - n are exact, 2^f = 1 + f
+// q(f); 2^n = 2^h 2^(n - h) with h = n >> 1, both normal, so that p 2^h is
+// exact and only the last product rounds.
 Operand Gen::ex2(Operand a, bool ftz) {
+  constexpr uint32_t kOne = 0x3F800000u, kShift = 0x4B400000u;
   if (ftz) a = flush(a);
-  Operand abs = e(Op::AND, a, K(kAbs));
-  Operand ex = e(Op::SHR, abs, K(23));
-  Operand sg = sig_of(abs, ex);
-  Operand s = e(Op::SUB, e(Op::MAX, ex, K(1)), K(118));  // |X| = sg * 2^s
-  Operand lo = e(Op::SEL, e(Op::SLT, s, K(0)), e(Op::SHR, sg, e(Op::SUB, K(0), s)), e(Op::SHL, sg, s));
-  Operand hi = e(Op::SHR, sg, e(Op::SUB, K(32), s));
-  Operand neg = e(Op::SLT, a, K(0));
-  Operand nlo = e(Op::SUB, K(0), lo), nhi = e(Op::SUB, e(Op::SUB, K(0), hi), e(Op::SNE, lo, K(0)));
-  Operand F = e(Op::SEL, neg, nlo, lo), n = e(Op::SEL, neg, nhi, hi);
-  Operand t = K(kEx2Poly[6]);
-  for (int i = 5; i >= 0; --i) t = e(Op::ADD, e(Op::MULHU, t, F), K(kEx2Poly[i]));
-  Operand pf = e(Op::MULHU, t, F);  // f * q(f) in [0, 1)
-  Operand m = e(Op::OR, e(Op::SHR, pf, K(1)), K(kSign));
-  Operand res = round_pack(K(0), e(Op::ADD, n, K(127)), m, e(Op::AND, pf, K(1)), Round::Rn, ftz);
-  // |x| >= 256 (infinities included): +inf or +0; NaN.
-  Operand big = e(Op::SLTU, K(134), ex);
-  res = e(Op::SEL, big, e(Op::SEL, neg, K(0), K(kInf)), res);
-  return e(Op::SEL, e(Op::SLTU, K(kInf), abs), K(kNaN), res);
+  Operand t = fma_rn(a, K(kOne), K(kShift));
+  Operand f = fma_rn(fma_rn(t, K(kOne), K(kShift | kSign)), K(kOne | kSign), a);
+  Operand n = e(Op::SUB, t, K(kShift)), h = e(Op::SAR, n, K(1));
+  Operand p = K(kEx2F32[5]);
+  for (int i = 4; i >= 0; --i) p = fma_rn(p, f, K(kEx2F32[i]));
+  p = fma_rn(p, f, K(kOne));
+  auto pow2 = [&](Operand k) { return e(Op::SHL, e(Op::ADD, k, K(127)), K(23)); };
+  Operand res = fma_rn(fma_rn(p, pow2(h), K(kSign)), pow2(e(Op::SUB, n, h)), K(kSign));
+  if (ftz) res = flush(res);
+  // x >= 128 (+inf included): +inf; x <= -152 (-inf included): +0; NaN.
+  res = e(Op::SEL, e(Op::SLT, K(0x42FFFFFFu), a), K(kInf), res);
+  res = e(Op::SEL, e(Op::SLTU, K(0xC317FFFFu), a), K(0), res);
+  return e(Op::SEL, e(Op::SLTU, K(kInf), e(Op::AND, a, K(kAbs))), K(kNaN), res);
 }
 
 // f32 to f16: the 24-bit significand shifted right onto the f16 grid of
@@ -553,30 +555,30 @@ Operand Gen::horner(const int32_t* c, int n, Operand x) {
   return t;
 }
 
-// log2(a): a = m 2^E with m in [sqrt(1/2), sqrt(2)) (the significand halved,
-// E incremented, when it is above 0xB504F3), u = m - 1 as U = u 2^32 (signed),
-// t = q(u) in 2.30 by Horner with mulhs, P = t U = u q(u) 2^62 (64-bit), and
-// R = E 2^55 + (P >> 7) rounded once to nearest.
+// log2(a) as ptx::fref::lg2 defines it (docs/isa.md section 11.1): a
+// subnormal is first scaled by 2^24 (exactly, by an ffma); a = m 2^E with m
+// in [sqrt(1/2), sqrt(2)) from the bits (the significand halved, E
+// incremented, when it is above 0x3504F3), u = m - 1 exact, E as an f32 from
+// 1.5 2^23 + E, r = q's terms of degree 1 to 9 by Horner, w = u r + (1/ln 2 -
+// c0) with c0 the f32 nearest 1/ln 2, and log2(a) = E + u c0 + u w in two
+// ffmas, the term u w first when E is 0 and u c0 first otherwise.
 Operand Gen::lg2(Operand a, bool ftz) {
+  constexpr uint32_t kOne = 0x3F800000u, kShift = 0x4B400000u;
   if (ftz) a = flush(a);
   Operand abs = e(Op::AND, a, K(kAbs));
-  Operand ex = e(Op::SHR, abs, K(23));
-  Operand sg = sig_of(abs, ex);
-  Operand z = e(Op::SUB, e(Op::CLZ, sg), K(8));
-  Operand m = e(Op::SHL, sg, z);
-  Operand up = e(Op::SLTU, K(0xB504F3u), m);
-  Operand E = e(Op::ADD, e(Op::SUB, e(Op::SUB, e(Op::MAX, ex, K(1)), K(127)), z), up);
-  Operand U = e(Op::SEL, up, e(Op::SHL, m, K(8)), e(Op::SHL, e(Op::SUB, m, K(0x800000u)), K(9)));
-  Operand t = horner(kLg2Poly, 13, U);
-  Operand ph = e(Op::MULHS, t, U), pl = e(Op::MUL, t, U);
-  // P >> 7 (arithmetic), plus E 2^55.
-  Operand rl = e(Op::OR, e(Op::SHR, pl, K(7)), e(Op::SHL, ph, K(25)));
-  Operand rh = e(Op::ADD, e(Op::SAR, ph, K(7)), e(Op::SHL, E, K(23)));
-  Operand s = e(Op::AND, rh, K(kSign));
-  W mag = neg64_if({rl, rh}, s);
-  Operand n = clz64(mag);
-  W M = shl64(mag, n);
-  Operand res = round_pack(s, e(Op::SUB, K(135), n), M.second, e(Op::SNE, M.first, K(0)), Round::Rn, false);
+  Operand sub = e(Op::SLTU, abs, K(0x800000u));
+  Operand x = e(Op::SEL, sub, fma_rn(abs, K(0x4B800000u), K(kSign)), abs);  // 2^24 |a| if subnormal
+  Operand fr = e(Op::AND, x, K(0x7FFFFFu));
+  Operand up = e(Op::SLTU, K(0x3504F3u), fr);
+  Operand u = fma_rn(e(Op::OR, fr, e(Op::SUB, K(kOne), e(Op::SHL, up, K(23)))), K(kOne), K(kOne | kSign));
+  Operand E = e(Op::SUB, e(Op::ADD, e(Op::SHR, x, K(23)), up), e(Op::SEL, sub, K(151), K(127)));
+  Operand Ef = fma_rn(e(Op::ADD, E, K(kShift)), K(kOne), K(kShift | kSign));
+  Operand r = K(kLg2F32[9]);
+  for (int i = 8; i >= 1; --i) r = fma_rn(r, u, K(kLg2F32[i]));
+  Operand w = fma_rn(u, r, K(kLg2C0Lo));
+  Operand e0 = e(Op::SEQ, E, K(0));
+  Operand first = e(Op::SEL, e0, w, K(kLg2F32[0])), second = e(Op::SEL, e0, K(kLg2F32[0]), w);
+  Operand res = fma_rn(u, second, fma_rn(u, first, Ef));
   // +-0: -inf; +inf; NaN and negative numbers: NaN.
   res = e(Op::SEL, abs, res, K(0xFF800000u));
   res = e(Op::SEL, e(Op::SEQ, a, K(kInf)), K(kInf), res);
@@ -653,9 +655,19 @@ Operand Gen::sincos(Operand a, bool ftz, int quarter) {
 Operand Gen::tanh(Operand a, bool ftz) {
   if (ftz) a = flush(a);
   Operand x = e(Op::AND, a, K(kAbs));
-  Operand t = ex2(mul(x, K(0x4038AA3Bu), Round::Rn, ftz, false), ftz);
-  Operand q = div(K(0x40000000u), add(t, K(0x3F800000u), Round::Rn, ftz, false), Round::Rn, ftz, false);
-  Operand r = sub(K(0x3F800000u), q, Round::Rn, ftz, false);
+  // x * y + z rounded to nearest as one .rn{.ftz} operation: the machine's
+  // ffma between flushes (mul, add and sub as fused multiply-adds: x y - 0,
+  // x 1 + z, x (-1) + z), or this file's integer sequence for the operation.
+  auto rn = [&](Operand x, Operand y, Operand z, Operand (Gen::*op)(Operand, Operand, Round, bool, bool), Operand p,
+                Operand q) {
+    if (!ffma_) return (this->*op)(p, q, Round::Rn, ftz, false);
+    if (!ftz) return ffma(x, y, z);
+    return flush(ffma(flush(x), flush(y), flush(z)));
+  };
+  constexpr uint32_t kTwoLog2e = 0x4038AA3Bu, kOne = 0x3F800000u;
+  Operand t = ex2(rn(x, K(kTwoLog2e), K(kSign), &Gen::mul, x, K(kTwoLog2e)), ftz);
+  Operand q = div(K(0x40000000u), rn(t, K(kOne), K(kOne), &Gen::add, t, K(kOne)), Round::Rn, ftz, false);
+  Operand r = rn(q, K(kOne | kSign), K(kOne), &Gen::sub, K(kOne), q);
   r = e(Op::SEL, e(Op::SLTU, x, K(0x3A800000u)), x, r);  // |a| < 2^-10
   r = e(Op::OR, r, e(Op::AND, a, K(kSign)));
   return e(Op::SEL, e(Op::SLTU, K(kInf), x), K(kNaN), r);

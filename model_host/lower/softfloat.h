@@ -40,14 +40,17 @@ class Gen {
   // digit-by-digit root, one result bit per step: about 200 and 290
   // operations; with ffma, about 95 and 110).
   Operand div(Operand a, Operand b, Round r, bool ftz, bool sat);
-  // ex2.approx: 2^x from x in fixed point (32 fraction bits) and a degree-7
-  // polynomial in the fraction (docs/isa.md section 11.1; ptx::fref::ex2
-  // computes the same definition on the host).
+  // ex2.approx: 2^x by f32 fused multiply-adds, x = n + f with a degree-6
+  // polynomial in f (docs/isa.md section 11.1; ptx::fref::ex2 computes the
+  // same definition with the host's fma).
   Operand ex2(Operand a, bool ftz);
   Operand sqrt(Operand a, Round r, bool ftz);
-  // lg2.approx, sin.approx, cos.approx (docs/isa.md section 11.1; ptx::fref
-  // computes the same definitions with 128-bit integers on the host).
+  // lg2.approx: log2 by f32 fused multiply-adds, a = m 2^E and a degree-10
+  // polynomial in m - 1 (docs/isa.md section 11.1; ptx::fref::lg2 computes the
+  // same definition with the host's fma).
   Operand lg2(Operand a, bool ftz);
+  // sin.approx, cos.approx (docs/isa.md section 11.1; ptx::fref computes the
+  // same definitions with 128-bit integers on the host).
   Operand sin(Operand a, bool ftz) { return sincos(a, ftz, 0); }
   Operand cos(Operand a, bool ftz) { return sincos(a, ftz, 1); }
   // tanh.approx: |a| below 2^-10 gives a, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)
@@ -139,6 +142,10 @@ class Gen {
  private:
   Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));
   Operand ffma(Operand a, Operand b, Operand c) { return e(Op::FFMA, a, b, c); }
+  // a * b + c rounded to nearest: the machine's ffma, or fma's integer sequence.
+  Operand fma_rn(Operand a, Operand b, Operand c) {
+    return ffma_ ? ffma(a, b, c) : fma(a, b, c, Round::Rn, false, false);
+  }
   bool compare_by_difference(ptx::Cmp c, Operand a, Operand b, Operand& r);
   Operand round_pack(Operand s, Operand ex, Operand m, Operand st, Round r, bool ftz);
   Operand sig_of(Operand abs, Operand ex);

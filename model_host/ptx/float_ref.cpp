@@ -170,32 +170,31 @@ uint32_t sqrt(uint32_t a, Rnd r, bool ftz) {
   return finish(rounded(r, [&] { return B(fix(std::sqrt(fix(float(x))))); }), ftz, false);
 }
 
+// 2^x by f32 fused multiply-adds rounded to nearest (docs/isa.md section
+// 11.1): n = x rounded to an integer by adding and taking away 1.5 2^23, f =
+// x - n exact in [-1/2, 1/2], 2^f = 1 + f q(f) with q of degree 5 in Horner
+// form, then 2^n in two exact halves so that only the last product rounds.
 uint32_t ex2(uint32_t a, bool ftz) {
+  // tools/softfloat/coefficients.py: (2^f - 1) / f at the 6 Chebyshev nodes of [-1/2, 1/2].
+  static const uint32_t q[6] = {0x3F317218u, 0x3E75FDF0u, 0x3D6357B6u, 0x3C1D952Au, 0x3AAF8448u, 0x392209C5u};
+  constexpr uint32_t kOne = 0x3F800000u, kShift = 0x4B400000u;  // 1, 1.5 2^23
   a = flush(a, ftz);
-  const uint32_t abs = a & 0x7FFFFFFFu, ex = abs >> 23;
-  if (abs > 0x7F800000u) return kNaN32;
-  if (ex > 134) return (a >> 31) ? 0u : 0x7F800000u;
-  // x * 2^32, magnitude truncated, as a 64-bit two's complement number.
-  const uint64_t sig = ex ? (abs & 0x7FFFFFu) | 0x800000u : abs;
-  const int s = int(std::max(ex, 1u)) - 118;
-  uint64_t X = s >= 0 ? sig << s : (-s >= 64 ? 0 : sig >> -s);
-  if (a >> 31) X = uint64_t(0) - X;
-  const int64_t n = int64_t(X) >> 32;
-  const uint64_t F = X & 0xFFFFFFFFu;
-  static const uint64_t q[7] = {2977044473u, 1031764902u, 238389752u, 41301092u, 5750554u, 627479u, 89043u};
-  uint64_t t = q[6];
-  for (int i = 5; i >= 0; --i) t = (((t * F) >> 32) + q[i]) & 0xFFFFFFFFu;
-  const uint64_t pf = (t * F) >> 32;
-  // 1.pf * 2^n is exact in a double; the conversion rounds it to nearest.
-  volatile double v = std::ldexp(1.0 + double(pf) / 4294967296.0, int(n));
-  return finish(rounded(Rnd::Rn, [&] { return B(fix(float(fix(double(v))))); }), ftz, false);
+  if ((a & 0x7FFFFFFFu) > 0x7F800000u) return kNaN32;
+  if (int32_t(a) >= 0x43000000) return 0x7F800000u;  // x >= 128, +inf included
+  if (a >= 0xC3180000u) return 0;                     // x <= -152, -inf included
+  const uint32_t t = fma_rn(a, kOne, kShift);
+  const uint32_t f = fma_rn(fma_rn(t, kOne, kShift | 0x80000000u), kOne | 0x80000000u, a);
+  const int32_t n = int32_t(t - kShift), h = n >> 1;
+  uint32_t p = q[5];
+  for (int i = 4; i >= 0; --i) p = fma_rn(p, f, q[i]);
+  p = fma_rn(p, f, kOne);
+  const uint32_t r = fma_rn(fma_rn(p, uint32_t(h + 127) << 23, 0x80000000u), uint32_t(n - h + 127) << 23, 0x80000000u);
+  return flush(r, ftz);
 }
 
 namespace {
 
-// The fixed-point polynomial coefficients (tools/softfloat/coefficients.py).
-constexpr int32_t kLg2Q[13] = {1549082005, -774541003, 516360682, -387270389, 309814668, -258185878, 221376393,
-                               -193564540, 170492558,  -154071637, 155639446, -151878507, 81108207};
+// The fixed-point polynomial coefficients of sin and cos (tools/softfloat/coefficients.py).
 constexpr int32_t kSinS[5] = {1686629713, -693598667, 85569259, -5026471, 169873};
 constexpr int32_t kCosC[6] = {1073741824, -1324675879, 272375559, -22401978, 986942, -26684};
 constexpr uint32_t k2OverPi[6] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u};
@@ -219,26 +218,32 @@ uint32_t round_f32(bool neg, uint64_t m, int e) {
 
 }  // namespace
 
-// log2: x = m 2^E with m in [sqrt(1/2), sqrt(2)), u = m - 1 in 0.32 fixed
-// point, q(u) in 2.30, log2(x) = E + u q(u), rounded once.
+// log2 by f32 fused multiply-adds rounded to nearest (docs/isa.md section
+// 11.1): a = m 2^E with m in [sqrt(1/2), sqrt(2)) (a subnormal scaled by 2^24
+// first), u = m - 1, log2(a) = E + u c0 + u (u r(u) + c0lo), the smaller term
+// first when E is 0 and the larger otherwise.
 uint32_t lg2(uint32_t a, bool ftz) {
+  // tools/softfloat/coefficients.py: log2(1 + u) / u at the 10 Chebyshev nodes
+  // of [sqrt(1/2) - 1, sqrt(2) - 1]; 1/ln 2 less the f32 nearest it.
+  static const uint32_t q[10] = {0x3FB8AA3Bu, 0xBF38AA38u, 0x3EF63855u, 0xBEB8AD38u, 0x3E93BD29u,
+                                 0xBE755BD5u, 0x3E51C634u, 0xBE43FB51u, 0x3E3D31D0u, 0xBDDC27DBu};
+  constexpr uint32_t kC0Lo = 0x32A57060u, kOne = 0x3F800000u, kShift = 0x4B400000u, kNeg = 0x80000000u;
   a = flush(a, ftz);
   const uint32_t abs = a & 0x7FFFFFFFu;
   if (abs > 0x7F800000u || (a >> 31 && abs != 0)) return kNaN32;
   if (abs == 0) return 0xFF800000u;
   if (abs == 0x7F800000u) return 0x7F800000u;
-  uint32_t ex = abs >> 23, sig = ex ? (abs & 0x7FFFFFu) | 0x800000u : abs;
-  int E = int(std::max(ex, 1u)) - 127;
-  while (sig < 0x800000u) sig <<= 1, --E;
-  const bool up = sig > 0xB504F3u;  // m >= sqrt(2): take m / 2
-  const int64_t U64 = up ? int64_t(sig) * 256 - (int64_t(1) << 32) : (int64_t(sig) - 0x800000) * 512;
-  const int32_t U = int32_t(U64);
-  E += up;
-  const int32_t t = horner(kLg2Q, 13, U);
-  const int64_t P = int64_t(t) * int64_t(U);           // u q(u) 2^62
-  const int64_t R = int64_t(uint64_t(int64_t(E)) << 55) + (P >> 7);  // log2(x) 2^55
-  const bool neg = R < 0;
-  return round_f32(neg, neg ? uint64_t(0) - uint64_t(R) : uint64_t(R), -55);
+  const bool sub = abs < 0x800000u;
+  const uint32_t x = sub ? fma_rn(abs, 0x4B800000u, kNeg) : abs;  // 2^24 |a|, exact
+  const uint32_t fr = x & 0x7FFFFFu;
+  const bool up = fr > 0x3504F3u;
+  const uint32_t u = fma_rn(fr | (up ? 0x3F000000u : kOne), kOne, kOne | kNeg);
+  const int32_t E = int32_t(x >> 23) - 127 + (up ? 1 : 0) - (sub ? 24 : 0);
+  const uint32_t Ef = fma_rn(uint32_t(E) + kShift, kOne, kShift | kNeg);
+  uint32_t r = q[9];
+  for (int i = 8; i >= 1; --i) r = fma_rn(r, u, q[i]);
+  const uint32_t w = fma_rn(u, r, kC0Lo);
+  return E == 0 ? fma_rn(u, q[0], fma_rn(u, w, Ef)) : fma_rn(u, w, fma_rn(u, q[0], Ef));
 }
 
 namespace {

@@ -60,14 +60,16 @@ uint32_t mul(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t fma(uint32_t a, uint32_t b, uint32_t c, Rnd r, bool ftz, bool sat);
 uint32_t div(uint32_t a, uint32_t b, Rnd r, bool ftz, bool sat);
 uint32_t sqrt(uint32_t a, Rnd r, bool ftz);
-// ex2.approx{.ftz}.f32 as docs/isa.md section 11.1 defines it: the fixed-point
-// polynomial, then the host's rounding of 1.F * 2^n.
+// ex2.approx{.ftz}.f32 as docs/isa.md section 11.1 defines it: a sequence of
+// f32 fused multiply-adds, each rounded to nearest by the host.
 uint32_t ex2(uint32_t a, bool ftz);
-// lg2.approx{.ftz}.f32, sin.approx{.ftz}.f32 and cos.approx{.ftz}.f32 as
-// docs/isa.md section 11.1 defines them: fixed-point polynomials after an
-// exact reduction (computed here with 128-bit integers, independently of
-// the generator's word sequences).
+// lg2.approx{.ftz}.f32 as docs/isa.md section 11.1 defines it: f32 fused
+// multiply-adds, each rounded to nearest by the host.
 uint32_t lg2(uint32_t a, bool ftz);
+// sin.approx{.ftz}.f32 and cos.approx{.ftz}.f32 as docs/isa.md section 11.1
+// defines them: fixed-point polynomials after an exact reduction (computed
+// here with 128-bit integers, independently of the generator's word
+// sequences).
 uint32_t sin(uint32_t a, bool ftz);
 uint32_t cos(uint32_t a, bool ftz);
 // tanh.approx{.ftz}.f32: a for |a| < 2^-10, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)

@@ -414,10 +414,11 @@ TEST(SoftFloat, Conversions64) {
 namespace qgpu::machine {
 namespace {
 
-// ex2.approx: the generator against the reference's computation of the same
-// definition, and the definition's accuracy against the host's exp2 in
-// double precision (the polynomial is within 2^-33 of 2^f, then one
-// rounding to nearest).
+// ex2.approx: the generator (here fma's integer sequence for each fused
+// multiply-add) against the reference's computation of the same definition
+// with the host's fma, and the definition's accuracy against the host's exp2
+// in double precision (over every x of a normal result: 0.876 ulp at most,
+// docs/isa.md section 11.1).
 TEST(SoftFloat, Ex2Approx) {
   floattest::Operands gen(51);
   auto check = [&](uint32_t a) {
@@ -628,10 +629,12 @@ TEST(SoftFloat, Lg2SinCosApprox) {
   }
 }
 
-// The documented bounds (docs/isa.md section 11.1): within 0.53 ulp of the
-// exact value (one rounding of a result within about 2^-29 relative), so sin
-// and cos are within 2^-24 absolute (PTX: 2^-20.9 in [-pi, pi]) for every
-// finite input.
+// The documented bounds (docs/isa.md section 11.1): sin and cos within 0.53
+// ulp of the exact value (one rounding of a result within about 2^-29
+// relative), so within 2^-24 absolute (PTX: 2^-20.9 in [-pi, pi]) for every
+// finite input; lg2 within 1.12 ulp (f32 operations: every normal input gives
+// 1.109 at most, every subnormal 0.50), so within 2^-23.8 absolute for inputs
+// in [1/2, 2) (PTX: 2^-22.6).
 TEST(SoftFloat, Lg2SinCosApproxAccuracy) {
   const bool all = std::getenv("QGPU_FLOAT_EXHAUSTIVE") != nullptr;
   const uint64_t n = floattest::pairs(2000000);
@@ -646,7 +649,7 @@ TEST(SoftFloat, Lg2SinCosApproxAccuracy) {
     }
     std::printf("%s: %llu inputs, largest error %.4f ulp (at %s), %.3g absolute\n", tr_name(f),
                 (unsigned long long)acc.n, acc.worst_ulp, hex(acc.worst_in).c_str(), acc.worst_abs);
-    EXPECT_LE(acc.worst_ulp, 0.53) << tr_name(f) << " at " << hex(acc.worst_in);
+    EXPECT_LE(acc.worst_ulp, f == Tr::Lg2 ? 1.12 : 0.53) << tr_name(f) << " at " << hex(acc.worst_in);
     if (f != Tr::Lg2) EXPECT_LE(acc.worst_abs, 0x1p-24) << tr_name(f);
   }
 }

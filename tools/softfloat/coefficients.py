@@ -5,8 +5,12 @@ of its interval, in exact rational arithmetic on 60-digit function values,
 then rounded to the fixed-point format the sequence reads.
 
   tools/softfloat/coefficients.py        # prints the C++ arrays
+
+The f32 polynomials of ex2 and lg2 (kEx2F32, kLg2F32) are evaluated by f32
+fused multiply-adds; their coefficients are the interpolants' rounded to f32.
 """
 from decimal import Decimal, getcontext
+import struct
 from fractions import Fraction
 import math
 
@@ -82,12 +86,9 @@ def show(name, vals):
     print(f"constexpr int32_t {name}[{len(vals)}] = {{{', '.join(str(v) for v in vals)}}};")
 
 
-# lg2: q(u) = log2(1 + u) / u on [sqrt(1/2) - 1, sqrt(2) - 1], Q2.30.
+# lg2: q(u) = log2(1 + u) / u on [sqrt(1/2) - 1, sqrt(2) - 1] (f32, below).
 def q_lg2(u):
     return ln(1 + u) / LN2 / u if u != 0 else 1 / LN2
-
-
-show("kLg2Poly", fixed(interpolate(q_lg2, 2 ** -0.5 - 1, 2 ** 0.5 - 1, 13), 30))
 
 
 # sin(pi/2 r) = r S(z), cos(pi/2 r) = C(z), z = r^2, r in [-1/2, 1/2]: z in [0, 1/4], Q2.30.
@@ -113,3 +114,36 @@ for _ in range(6):
     words.append(w)
     x -= w
 print("constexpr uint32_t kTwoOverPi[6] = {" + ", ".join(f"0x{w:08X}u" for w in words) + "};")
+
+
+# ex2 in f32 operations: 2^f = 1 + f q(f) for f in [-1/2, 1/2], q of degree 5
+# interpolating (2^f - 1) / f at the 6 Chebyshev nodes, each coefficient
+# rounded to the nearest f32 (through the nearest double).
+def f32_bits(c):
+    return struct.unpack("<I", struct.pack("<f", float(c)))[0]
+
+
+def q_ex2(f):
+    if f == 0:
+        return LN2
+    # 2^f - 1 = expm1(f ln 2), by its series (f ln 2 is small).
+    x, term, s, k = f * LN2, f * LN2, D(0), 1
+    while abs(term) > D(10) ** -58:
+        s += term
+        k += 1
+        term = term * x / k
+    return s / f
+
+
+print("constexpr uint32_t kEx2F32[6] = {" +
+      ", ".join(f"0x{f32_bits(c):08X}u" for c in interpolate(q_ex2, -0.5, 0.5, 6)) + "};")
+
+
+# lg2 in f32 operations: log2(1 + u) = u q(u) for u = m - 1, m in [sqrt(1/2), sqrt(2)),
+# q of degree 9 interpolating log2(1 + u) / u at the 10 Chebyshev nodes; its
+# constant term is also given as the f32 nearest 1 / ln 2 less that f32's value.
+print("constexpr uint32_t kLg2F32[10] = {" +
+      ", ".join(f"0x{f32_bits(c):08X}u" for c in interpolate(q_lg2, 2 ** -0.5 - 1, 2 ** 0.5 - 1, 10)) + "};")
+_c0 = 1 / LN2
+_hi = struct.unpack("<f", struct.pack("<f", float(_c0)))[0]
+print(f"constexpr uint32_t kLg2C0Lo = 0x{f32_bits(_c0 - D(_hi)):08X}u;")
