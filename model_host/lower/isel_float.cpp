@@ -185,6 +185,44 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
   return true;
 }
 
+// cvt between f16 and the integers or f64 (docs/isa.md section 11.1), through
+// f32 (softfloat.h: Gen::f16_from_int ...).  False when the instruction is
+// not one of these.
+bool Lowerer::lower_half_wide(const ptx::Instr& in, const ptx::FloatMods& fm) {
+  using PO = ptx::Op;
+  auto is_int = [](Type x) { return !ptx::is_float(x) && x != Type::Pred; };
+  const Type dt = in.type, st = in.type2;
+  if (in.op != PO::Cvt || !((st == Type::F16 && (is_int(dt) || dt == Type::F64)) ||
+                            (dt == Type::F16 && (is_int(st) || st == Type::F64))))
+    return false;
+  if (fm.ftz || in.opcode.find(".relu") != std::string::npos || in.opcode.find(".satfinite") != std::string::npos)
+    unsupported(in, "converts f16 with .ftz, .relu or .satfinite, which the machine's software floating point does not have");
+  softfloat::Gen g = float_gen();
+  const softfloat::Round r = [&] {
+    switch (ptx::base_rounding(fm.rnd)) {
+      case ptx::Rnd::Rz: return softfloat::Round::Rz;
+      case ptx::Rnd::Rm: return softfloat::Round::Rm;
+      case ptx::Rnd::Rp: return softfloat::Round::Rp;
+      default: return softfloat::Round::Rn;
+    }
+  }();
+  if (st == Type::F16) {
+    const Operand h = opr(Op::AND, read32(in, in.ops[1], st), K(0xFFFF));
+    softfloat::Gen::W w = dt == Type::F64 ? g.f64_from_f16(h)
+                                          : g.int_from_f16(h, ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
+    if (dt == Type::F64 && fm.sat) w = g.saturate64(w);
+    write(in.ops[0], dt, {w.first, w.second});
+    return true;
+  }
+  V v = read(in, in.ops[1], st);
+  // .sat: clamping before the rounding is clamping after it (as in lower_half).
+  write(in.ops[0], dt,
+        {st == Type::F64 ? g.f16_from_f64(v.lo, v.hi, r, fm.sat)
+                         : g.f16_from_int({v.lo, v.hi}, ptx::is_signed(st), 8 * ptx::type_size(st), r, fm.sat),
+         K(0)});
+  return true;
+}
+
 // A float literal's bits: 0f/0d literals as written, a decimal literal (a
 // double) in an f32 operand rounded to f32.
 V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
@@ -203,16 +241,16 @@ V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
 void Lowerer::lower_float(const ptx::Instr& in) {
   using PO = ptx::Op;
   const ptx::FloatMods fm = ptx::float_mods(in);
-  if (lower_half(in, fm)) return;
+  if (lower_half(in, fm) || lower_half_wide(in, fm)) return;
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
   // cvt between f64 and 32/64-bit integers, f64 rounded to an integral f64,
   // and cvt.sat.f64.f64 (only saturated).
   const bool integral = fm.rnd == ptx::Rnd::Rni || fm.rnd == ptx::Rnd::Rzi || fm.rnd == ptx::Rnd::Rmi ||
                         fm.rnd == ptx::Rnd::Rpi;
-  auto word_int = [](Type x) { return !ptx::is_float(x) && (ptx::type_size(x) == 4 || ptx::type_size(x) == 8); };
-  const bool cvt64 = in.op == PO::Cvt && ((in.type == Type::F64 && word_int(in.type2)) ||
-                                         (word_int(in.type) && in.type2 == Type::F64) ||
+  auto int_type = [](Type x) { return !ptx::is_float(x) && x != Type::Pred; };
+  const bool cvt64 = in.op == PO::Cvt && ((in.type == Type::F64 && int_type(in.type2)) ||
+                                         (int_type(in.type) && in.type2 == Type::F64) ||
                                          (in.type == Type::F64 && in.type2 == Type::F64 &&
                                           (integral || (fm.rnd == ptx::Rnd::None && fm.sat))));
   // binary64: add, sub, mul, min, max, abs, neg and comparisons.
@@ -296,18 +334,28 @@ void Lowerer::lower_float(const ptx::Instr& in) {
       return out64(sat64(g.round_int64(w(1), r)));
     }
     if (dt == Type::F64) {
-      V v = read(in, in.ops[1], st);
-      if (ptx::type_size(st) == 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
+      V v = read(in, in.ops[1], st);  // an 8- or 16-bit source read extended to 32 bits
+      if (ptx::type_size(st) <= 4) v.hi = ptx::is_signed(st) ? opr(Op::SAR, v.lo, K(31)) : K(0);
       if (nat) return outv(dnative(ptx::is_signed(st) ? Op::L2D : Op::UL2D, nm64(br, fm.sat), v));
       return out64(sat64(g.from_int_to64({v.lo, v.hi}, ptx::is_signed(st), r)));
     }
+    const bool sg = ptx::is_signed(dt);
+    V res;
     if (nat) {
-      const bool sg = ptx::is_signed(dt);
       const Op o = ptx::type_size(dt) == 8 ? (sg ? Op::D2L : Op::D2UL) : (sg ? Op::D2I : Op::D2U);
-      return write(in.ops[0], dt, dnative(o, nm64(bri), wv(1)));
+      res = dnative(o, nm64(bri), wv(1));
+    } else {
+      auto [lo, hi] = g.to_int_from64(w(1), sg, ptx::type_size(dt) == 8 ? 64 : 32, r);
+      res = V{lo, hi};
     }
-    auto [lo, hi] = g.to_int_from64(w(1), ptx::is_signed(dt), 8 * ptx::type_size(dt), r);
-    return write(in.ops[0], dt, V{lo, hi});
+    // An 8- or 16-bit destination: the 32-bit result (saturated, NaN 0)
+    // clamped to its range, which clamping the rounded value is.
+    if (ptx::type_size(dt) < 4) {
+      const uint32_t bits = 8 * ptx::type_size(dt);
+      res.lo = sg ? opr(Op::MAX, opr(Op::MIN, res.lo, K((1u << (bits - 1)) - 1)), K(uint32_t(-(int32_t(1) << (bits - 1)))))
+                  : opr(Op::MINU, res.lo, K((1u << bits) - 1));
+    }
+    return write(in.ops[0], dt, res);
   }
   if (f64 && nat && in.op != PO::Setp && in.op != PO::Set && in.op != PO::Abs && in.op != PO::Neg) {
     const FloatMod m = nm64(br);

@@ -485,8 +485,25 @@ Operand Gen::mul16(Operand a, Operand b) {
 // last bit set when inexact (fma rounded down and up differ exactly then).
 // The narrow fmas round this once more, to nearest: with 24 bits against
 // their 11 (f16) or 8 (bf16), the double rounding is exact.
+Operand Gen::f16_from_int(std::pair<Operand, Operand> v, bool is_signed, unsigned bits, Round r, bool sat) {
+  Operand x = bits == 64 ? from_int64(v.first, v.second, is_signed, r) : from_int32(v.first, is_signed, r);
+  return f16_from_f32(sat ? saturate(x) : x, r);
+}
+Operand Gen::f16_from_f64(Operand lo, Operand hi, Round r, bool sat) {
+  Operand x = to_odd32(from_f64(lo, hi, Round::Rm, false, false), from_f64(lo, hi, Round::Rp, false, false));
+  return f16_from_f32(sat ? saturate(x) : x, r);
+}
+std::pair<Operand, Operand> Gen::int_from_f16(Operand h, bool is_signed, unsigned bits, Round r) {
+  Operand x = f32_from_f16(h);
+  if (bits == 64) return to_int64(x, is_signed, r, false);
+  return {to_int32(x, is_signed, bits, r, false), K(0)};
+}
+std::pair<Operand, Operand> Gen::f64_from_f16(Operand h) { return to_f64(f32_from_f16(h), false); }
+
 Operand Gen::fma_to_odd32(Operand A, Operand B, Operand C) {
-  Operand lo = fma(A, B, C, Round::Rm, false, false), hi = fma(A, B, C, Round::Rp, false, false);
+  return to_odd32(fma(A, B, C, Round::Rm, false, false), fma(A, B, C, Round::Rp, false, false));
+}
+Operand Gen::to_odd32(Operand lo, Operand hi) {
   // An exact zero: rounded down -0 and up +0 for opposite signs; +0 is the
   // nearest rounding's zero.
   Operand zero = e(Op::SEQ, e(Op::AND, e(Op::OR, lo, hi), K(kAbs)), K(0));

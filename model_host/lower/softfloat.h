@@ -99,6 +99,17 @@ class Gen {
   // rounding there; fma rounds to f32 to odd first).  NaN results: 0x7FFF.
   Operand f16_from_f32(Operand f, Round r);
   Operand f32_from_f16(Operand h);
+  // cvt between f16 and the integers ({lo, hi}; an integer of `bits` <= 32
+  // in lo, extended) or f64, through f32, which holds every f16: f16 to f32
+  // then on (exact); an integer rounded to f32 in r, then to f16 in r (exact
+  // below 2^24, where f32 holds it; from 2^24 on both roundings overflow f16
+  // alike); f64 rounded to f32 to odd, then to f16 in r (24 bits against 11).
+  // .sat (f16 destinations) clamps the f32 before its rounding to f16.
+  Operand f16_from_int(std::pair<Operand, Operand> v, bool is_signed, unsigned bits, Round r, bool sat);
+  Operand f16_from_f64(Operand lo, Operand hi, Round r, bool sat);
+  // {lo, hi}: bits 64 gives both words; else lo, extended, and hi 0.
+  std::pair<Operand, Operand> int_from_f16(Operand h, bool is_signed, unsigned bits, Round r);
+  std::pair<Operand, Operand> f64_from_f16(Operand h);
   Operand add16(Operand a, Operand b);
   Operand sub16(Operand a, Operand b);
   Operand mul16(Operand a, Operand b);
@@ -157,6 +168,11 @@ class Gen {
   Operand nan64(W x);
   W neg64_if(W x, Operand neg);
   Operand fma_to_odd32(Operand A, Operand B, Operand C);
+ public:
+  // A value rounded to f32 to odd, from its roundings down and up: the one
+  // toward zero, its last bit set when they differ (inexact); a NaN stays.
+  Operand to_odd32(Operand down, Operand up);
+ private:
   W unpack64(W x, Operand& ex);
   Operand inf64(W x);
   Operand zero64(W x);

@@ -565,6 +565,41 @@ uint32_t f32_from_f16(uint32_t h) {
   const float v = float(H(h));
   return v != v ? kNaN32 : B(v);
 }
+
+namespace {
+// The f16 of the exact value x in rounding r, as f16_from_f32 finds it: the
+// host's one rounding to nearest, then a neighbour for the directed ones.
+// `neg`: the sign a zero result takes.
+uint32_t f16_of(long double x, Rnd r, bool neg) {
+  const _Float16 h = _Float16(x);
+  const uint32_t hb = HB(h);
+  const long double hv = (long double)h;
+  if (hv == x || r == Rnd::Rn || r == Rnd::None) return hv == x && x == 0 ? (neg ? 0x8000u : 0u) : hb;
+  const uint32_t lower = hv < x ? hb : step16(hb, false), upper = hv > x ? hb : step16(hb, true);
+  if (r == Rnd::Rm) return lower;
+  if (r == Rnd::Rp) return upper;
+  return x > 0 ? lower : upper;  // toward zero
+}
+}  // namespace
+
+uint32_t f16_from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
+  if (bits < 64) v &= (uint64_t(1) << bits) - 1;
+  if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t(0) << bits;
+  const long double x = is_signed ? (long double)int64_t(v) : (long double)v;  // exact: 64 significand bits
+  return f16_of(x, r, false);
+}
+uint32_t f16_from_f64(uint64_t d, Rnd r) {
+  const double x = D(d);
+  if (x != x) return 0x7FFFu;
+  return f16_of(x, r, d >> 63);
+}
+uint64_t int_from_f16(uint32_t h, bool is_signed, unsigned bits, Rnd r) {
+  const double x = double(H(h));  // exact; a NaN stays one, which f64_to_int makes 0
+  uint64_t d;
+  std::memcpy(&d, &x, 8);
+  return f64_to_int(d, is_signed, bits, r);
+}
+uint64_t f64_from_f16(uint32_t h) { return to_f64(f32_from_f16(h), false); }
 uint32_t add16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) + (__float128)H(b))); }
 uint32_t sub16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) - (__float128)H(b))); }
 uint32_t mul16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) * (__float128)H(b))); }

@@ -122,6 +122,16 @@ uint32_t round_int(uint32_t f, Rnd r, bool ftz, bool sat);
 // add sub mul fma .rn.f16; NaN results 0x7FFF (f16) and 0x7FFFFFFF (f32).
 uint32_t f16_from_f32(uint32_t f, Rnd r);
 uint32_t f32_from_f16(uint32_t h);
+// cvt between f16 and the integers (`bits` wide) or f64, each one rounding
+// of the exact value by the host (not through f32, as the lowering goes):
+// cvt.rnd{.sat}.f16.{s,u}{8,16,32,64} (.sat: saturate() the f16 after),
+// cvt.rnd.f16.f64, cvt.rndi.{s,u}{8..64}.f16 (saturated, NaN 0), and
+// cvt.f64.f16 (exact; a NaN is the canonical f32 NaN widened, as cvt.f64.f32
+// widens it).
+uint32_t f16_from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r);
+uint32_t f16_from_f64(uint64_t d, Rnd r);
+uint64_t int_from_f16(uint32_t h, bool is_signed, unsigned bits, Rnd r);
+uint64_t f64_from_f16(uint32_t h);
 
 // bfloat16 (the high half of an f32), by search over the bf16 grid in
 // __float128 (not by the lowering's word arithmetic): cvt.rnd.bf16.f32,

@@ -1391,7 +1391,8 @@ class Interp {
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
     const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                               (in.type == Type::F32 && in.type2 == Type::F64));
-    auto word_int = [](Type x) { return !is_float(x) && (type_size(x) == 4 || type_size(x) == 8); };
+    if (half_wide(in)) return true;
+    auto word_int = [](Type x) { return !is_float(x) && x != Type::Pred; };
     const Rnd rnd = float_mods(in).rnd;
     const bool integral = rnd == Rnd::Rni || rnd == Rnd::Rzi || rnd == Rnd::Rmi || rnd == Rnd::Rpi;
     if (in.op == Op::Cvt && ((in.type == Type::F64 && word_int(in.type2)) || (word_int(in.type) && in.type2 == Type::F64) ||
@@ -1475,8 +1476,35 @@ class Interp {
     if (x2) write(in.ops[0], Type::B32, one(0) | (one(1) << 16), t);
     else write(in.ops[0], in.type, one(0), t);
   }
+  // cvt between f16 and the integers or f64 (docs/isa.md section 11.1): one
+  // rounding of the exact value each (fref; the lowering goes through f32).
+  static bool half_wide(const Instr& in) {
+    auto is_int = [](Type x) { return !is_float(x) && x != Type::Pred; };
+    if (in.op != Op::Cvt || float_mods(in).ftz || in.opcode.find(".relu") != std::string::npos ||
+        in.opcode.find(".satfinite") != std::string::npos)
+      return false;
+    return (in.type2 == Type::F16 && (is_int(in.type) || in.type == Type::F64)) ||
+           (in.type == Type::F16 && (is_int(in.type2) || in.type2 == Type::F64));
+  }
+  void half_wide_scalar(const Instr& in, Thread& t) {
+    const FloatMods fm = float_mods(in);
+    const Rnd r = base_rounding(fm.rnd);
+    const Type dt = in.type, st = in.type2;
+    const uint64_t v = read(in.ops[1], st, t, in);
+    if (st == Type::F16) {
+      const uint32_t h = uint32_t(v) & 0xFFFF;
+      if (dt == Type::F64) write(in.ops[0], dt, fref::saturate64(fref::f64_from_f16(h), fm.sat), t);
+      else write(in.ops[0], dt, fref::int_from_f16(h, is_signed(dt), bits_of(dt), fm.rnd), t);
+      return;
+    }
+    uint32_t h = st == Type::F64 ? fref::f16_from_f64(v, r) : fref::f16_from_int(v, is_signed(st), bits_of(st), r);
+    // .sat: NaN and negative values (-0 too) to +0, above 1 to 1.0 (0x3C00).
+    if (fm.sat) h = (h & 0x7FFF) > 0x7C00 || (h & 0x8000) ? 0u : h > 0x3C00u ? 0x3C00u : h;
+    write(in.ops[0], dt, h, t);
+  }
   void float_scalar(const Instr& in, Thread& t) {
     if (half_op(in)) return half_scalar(in, t);
+    if (half_wide(in)) return half_wide_scalar(in, t);
     const FloatMods fm = float_mods(in);
     const Rnd r = base_rounding(fm.rnd);
     // An f32 operand: its bits (a decimal literal is a double, rounded to f32).

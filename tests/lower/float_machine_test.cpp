@@ -376,6 +376,73 @@ std::vector<Case> cases() {
     v.push_back({"cvt" + mi + ".f64.f64", f64in + "  cvt" + mi + ".f64.f64 %fd3, %fd1;" + f64out,
                  [=](uint32_t a, uint32_t b, uint32_t) { return fold(fref::round_int_f64(uint64_t(b) << 32 | a, rri)); }, 2});
   }
+  // cvt between f16 and every integer or f64, and between f64 and the 8- and
+  // 16-bit integers (docs/isa.md section 11.1): the lowering goes through
+  // f32; the reference rounds the exact value once (fref::f16_from_int ...).
+  // f16 operands are the high halves of random words (kind 1).
+  const std::string h16 = "  .reg .f16 %hh<4>;\n  mov.b32 {%hh1, %hh2}, %r11;\n";
+  auto widen = [](uint64_t x, bool sgn, unsigned bits) {
+    if (sgn && bits < 32 && (x >> (bits - 1)) & 1) x |= ~uint64_t(0) << bits;
+    return uint32_t(x);
+  };
+  for (int r = 0; r < 4; ++r) {
+    const Rnd rr = kRnd[r], rri = kRndI[r];
+    const std::string m = std::string(".") + kR[r], mi = m + "i";
+    for (const char* t : {"s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64"}) {
+      const bool sgn = t[0] == 's';
+      const unsigned bits = std::atoi(t + 1);
+      const std::string wide = sgn ? "s32" : "u32";
+      std::string to = h16;
+      if (bits == 64)
+        to += "  .reg .b64 %rdh;\n  cvt" + mi + "." + t + ".f16 %rdh, %hh2;\n  mov.b64 {%r20, %r21}, %rdh;\n"
+              "  xor.b32 %r20, %r20, %r21;";
+      else if (bits == 32)
+        to += "  cvt" + mi + "." + t + ".f16 %r20, %hh2;";
+      else
+        to += std::string("  .reg .") + t + " %ih;\n  cvt" + mi + "." + t + ".f16 %ih, %hh2;\n  cvt." + wide + "." + t +
+              " %r20, %ih;";
+      v.push_back({"cvt" + mi + "." + t + ".f16", to,
+                   [=](uint32_t a, uint32_t, uint32_t) {
+                     const uint64_t x = fref::int_from_f16(a >> 16, sgn, bits, rri);
+                     return bits == 64 ? uint32_t(x) ^ uint32_t(x >> 32) : widen(x, sgn, bits);
+                   },
+                   1});
+      std::string from = h16, src = "%r11";
+      if (bits == 64) from += "  .reg .b64 %rdh;\n  mov.b64 %rdh, {%r11, %r12};\n", src = "%rdh";
+      if (bits < 32) from += std::string("  .reg .") + t + " %ih;\n  cvt." + t + ".u32 %ih, %r11;\n", src = "%ih";
+      for (bool sat : {false, true}) {
+        if (sat && r != 0) continue;
+        v.push_back({"cvt" + m + (sat ? ".sat" : "") + ".f16." + t,
+                     from + "  cvt" + m + (sat ? ".sat" : "") + ".f16." + t + " %hh3, " + src +
+                         ";\n  mov.b32 %r20, {%hh3, %hh3};",
+                     [=](uint32_t a, uint32_t b, uint32_t) {
+                       uint32_t h = fref::f16_from_int(bits == 64 ? uint64_t(b) << 32 | a : a, sgn, bits, rr);
+                       if (sat) h = (h & 0x8000u) ? 0u : std::min(h, 0x3C00u);
+                       return h * 0x10001u;
+                     },
+                     1});
+      }
+      if (bits >= 32) continue;
+      v.push_back({"cvt" + mi + "." + t + ".f64",
+                   f64in + std::string("  .reg .") + t + " %ih;\n  cvt" + mi + "." + t + ".f64 %ih, %fd1;\n  cvt." + wide +
+                       "." + t + " %r20, %ih;",
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     return widen(fref::f64_to_int(uint64_t(b) << 32 | a, sgn, bits, rri), sgn, bits);
+                   },
+                   2});
+      v.push_back({"cvt" + m + ".f64." + t,
+                   f64in + std::string("  .reg .") + t + " %ih;\n  cvt." + t + ".u32 %ih, %r11;\n  cvt" + m + ".f64." +
+                       t + " %fd3, %ih;" + f64out,
+                   [=](uint32_t a, uint32_t, uint32_t) { return fold(fref::int_to_f64(a, sgn, bits, rr)); }, 2});
+    }
+    v.push_back({"cvt" + m + ".f16.f64",
+                 f64in + "  .reg .f16 %hh<2>;\n  cvt" + m + ".f16.f64 %hh1, %fd1;\n  mov.b32 %r20, {%hh1, %hh1};",
+                 [=](uint32_t a, uint32_t b, uint32_t) { return fref::f16_from_f64(uint64_t(b) << 32 | a, rr) * 0x10001u; },
+                 2});
+  }
+  v.push_back({"cvt.f64.f16", h16 + "  .reg .f64 %fdh;\n  cvt.f64.f16 %fdh, %hh2;\n  mov.b64 {%r20, %r21}, %fdh;\n"
+                                    "  mad.lo.s32 %r20, %r21, 3, %r20;",
+               [=](uint32_t a, uint32_t, uint32_t) { return fold(fref::f64_from_f16(a >> 16)); }, 1});
   v.push_back({"min.f64", f64in + "  min.f64 %fd3, %fd1, %fd2;" + f64out,
                [=](uint32_t a, uint32_t b, uint32_t c) { return fold(fref::min64(uint64_t(b) << 32 | a, y64(b, c))); }, 2});
   v.push_back({"max.f64", f64in + "  max.f64 %fd3, %fd1, %fd2;" + f64out,

@@ -716,6 +716,98 @@ namespace {
 // words; add, sub, mul and fma on edge halves and random pairs: the
 // generators bit for bit against the host's _Float16 arithmetic (exact
 // values in __float128, one rounding).
+// cvt between f16 and the integers or f64: the generators (through f32:
+// exact steps, or a rounding to f32 in the same mode, or to odd) bit for bit
+// against the reference's one rounding of the exact value (the host's
+// conversion to _Float16): every f16 to every integer type and rounding and
+// to f64; every 16-bit integer, every 32-bit one in [-2^17, 2^17] and random
+// ones of every width (magnitudes spread over all exponents) to f16; f64
+// values on, beside and halfway between f16 values, and random ones, to f16.
+TEST(SoftFloat, HalfWideConversions) {
+  const Rnd kInt[] = {Rnd::Rni, Rnd::Rzi, Rnd::Rmi, Rnd::Rpi};
+  struct T {
+    bool sgn;
+    unsigned bits;
+  };
+  const T types[] = {{true, 8}, {false, 8}, {true, 16}, {false, 16}, {true, 32}, {false, 32}, {true, 64}, {false, 64}};
+  auto extended = [](uint64_t x, bool sgn, unsigned bits) {  // the reference's masked value as the generator holds it
+    if (bits == 64) return x;
+    if (sgn && (x >> (bits - 1)) & 1) x |= ~uint64_t(0) << bits;
+    return uint64_t(uint32_t(x));
+  };
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    auto g = folding();
+    auto w = g.f64_from_f16(K(h));
+    ASSERT_EQ(uint64_t(val(w.second)) << 32 | val(w.first), ptx::fref::f64_from_f16(h)) << "cvt.f64.f16 " << hex(h);
+    for (int r = 0; r < 4; ++r)
+      for (const T& t : types) {
+        auto x = g.int_from_f16(K(h), t.sgn, t.bits, kRounds[r]);
+        ASSERT_EQ(uint64_t(val(x.second)) << 32 | val(x.first),
+                  extended(ptx::fref::int_from_f16(h, t.sgn, t.bits, kInt[r]), t.sgn, t.bits))
+            << "cvt." << kNames[r] << "i." << (t.sgn ? "s" : "u") << t.bits << ".f16 " << hex(h);
+      }
+  }
+  auto from_int = [&](uint64_t v, const T& t) {
+    for (int r = 0; r < 4; ++r)
+      for (bool sat : {false, true}) {
+        auto g = folding();
+        uint32_t want = ptx::fref::f16_from_int(v, t.sgn, t.bits, kRnds[r]);
+        if (sat) want = (want & 0x8000u) ? 0u : std::min(want, 0x3C00u);
+        const uint64_t in = t.bits == 64 ? v : extended(v & ((uint64_t(1) << t.bits) - 1), t.sgn, t.bits);
+        ASSERT_EQ(hex(val(g.f16_from_int({K(uint32_t(in)), K(uint32_t(in >> 32))}, t.sgn, t.bits, kRounds[r], sat))),
+                  hex(want))
+            << "cvt." << kNames[r] << (sat ? ".sat" : "") << ".f16." << (t.sgn ? "s" : "u") << t.bits << " " << v;
+      }
+  };
+  for (uint32_t v = 0; v < 0x10000; ++v) from_int(v, types[2]), from_int(v, types[3]);
+  for (int64_t v = -(1 << 17); v <= (1 << 17); ++v) from_int(uint64_t(v), types[4]);
+  std::mt19937_64 rng(17);
+  for (int i = 0; i < 50000; ++i) {
+    const uint64_t v = rng() >> (rng() % 64);
+    const uint64_t sv = (rng() & 1) ? uint64_t(0) - v : v;
+    for (const T& t : types) from_int(t.bits == 64 ? sv : sv & ((uint64_t(1) << t.bits) - 1), t);
+  }
+  auto from_f64 = [&](double d) {
+    uint64_t x;
+    std::memcpy(&x, &d, 8);
+    for (int r = 0; r < 4; ++r)
+      for (bool sat : {false, true}) {
+        auto g = folding();
+        uint32_t want = ptx::fref::f16_from_f64(x, kRnds[r]);
+        if (sat) want = (want & 0x7FFFu) > 0x7C00u || (want & 0x8000u) ? 0u : std::min(want, 0x3C00u);
+        ASSERT_EQ(hex(val(g.f16_from_f64(K(uint32_t(x)), K(uint32_t(x >> 32)), kRounds[r], sat))), hex(want))
+            << "cvt." << kNames[r] << (sat ? ".sat" : "") << ".f16.f64 " << std::hexfloat << d;
+      }
+  };
+  auto f16_value = [](uint32_t h) {
+    double d;
+    const uint64_t b = ptx::fref::f64_from_f16(h);
+    std::memcpy(&d, &b, 8);
+    return d;
+  };
+  for (uint32_t h = 0; h < 0x7C00; ++h) {  // every finite f16, both signs, and its neighbours in f64
+    for (double sign : {1.0, -1.0}) {
+      const double v = sign * f16_value(h), next = sign * f16_value(h + 1);
+      const double mid = (v + next) / 2;  // exact
+      for (double d : {v, mid, std::nextafter(mid, 0.0), std::nextafter(mid, 2 * mid), std::nextafter(v, 0.0),
+                       std::nextafter(v, 2 * next)})
+        from_f64(d);
+    }
+  }
+  for (uint64_t x : floattest::edges64()) {
+    double d;
+    std::memcpy(&d, &x, 8);
+    from_f64(d);
+  }
+  for (int i = 0; i < 50000; ++i) {
+    const uint64_t x = rng();
+    double d;
+    std::memcpy(&d, &x, 8);
+    from_f64(d);
+    from_f64(std::ldexp(double(int64_t(rng()) >> 11), -int(rng() % 90)));  // around the f16 range
+  }
+}
+
 TEST(SoftFloat, Half) {
   std::mt19937_64 rng(16);
   for (uint32_t h = 0; h < 0x10000; ++h) {
