@@ -156,6 +156,8 @@ class Lowerer : public Emitter {
   void lower_float(const ptx::Instr& in);
   bool lower_half(const ptx::Instr& in, const ptx::FloatMods& fm);
   bool lower_half_wide(const ptx::Instr& in, const ptx::FloatMods& fm);
+  bool lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm);
+  Operand sat16(Operand h);
   // A native float operation (OpKind::Float; LowerOptions::native_float), or
   // its value when every operand is an immediate.
   Operand fnative(Op f, const FloatMod& m, Operand a, Operand b = K(0), Operand c = K(0));

@@ -159,17 +159,19 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
     write(in.ops[0], in.type, {conv(1), K(0)});
     return true;
   }
-  if (fm.ftz || fm.sat || (fm.rnd != ptx::Rnd::None && fm.rnd != ptx::Rnd::Rn))
+  if (fm.ftz || (fm.sat && bf) || (fm.rnd != ptx::Rnd::None && fm.rnd != ptx::Rnd::Rn))
     unsupported(in, std::string("is an ") + name + " operation with .ftz, .sat or a directed rounding, which the machine's "
-                    "software floating point does not have (it has .rn)");
+                    "software floating point does not have (it has .rn, and .sat on f16)");
   const bool x2 = is16x2(in.type);
   auto one = [&](Operand a, Operand b, Operand c) {
+    Operand h;
     switch (in.op) {
-      case PO::Add: return bf ? g.add_bf16(a, b) : g.add16(a, b);
-      case PO::Sub: return bf ? g.sub_bf16(a, b) : g.sub16(a, b);
-      case PO::Mul: return bf ? g.mul_bf16(a, b) : g.mul16(a, b);
-      default: return bf ? g.fma_bf16(a, b, c) : g.fma16(a, b, c);
+      case PO::Add: h = bf ? g.add_bf16(a, b) : g.add16(a, b); break;
+      case PO::Sub: h = bf ? g.sub_bf16(a, b) : g.sub16(a, b); break;
+      case PO::Mul: h = bf ? g.mul_bf16(a, b) : g.mul16(a, b); break;
+      default: h = bf ? g.fma_bf16(a, b, c) : g.fma16(a, b, c); break;
     }
+    return fm.sat ? sat16(h) : h;
   };
   const size_t n = in.op == PO::Fma ? 3 : 2;
   Operand src[3] = {K(0), K(0), K(0)};
@@ -182,6 +184,79 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
   }
   Operand hi = one(half(src[0], 1), half(src[1], 1), half(src[2], 1));
   write(in.ops[0], Type::B32, {opr(Op::OR, lo, opr(Op::SHL, hi, K(16))), K(0)});
+  return true;
+}
+
+// An f16 clamped to [0, 1] (.sat): a NaN and negative values (-0 too) to +0,
+// above 1.0 (0x3C00) to 1.0.
+Operand Lowerer::sat16(Operand h) {
+  Operand zero = opr(Op::OR, opr(Op::SLTU, K(0x7C00), opr(Op::AND, h, K(0x7FFF))), opr(Op::SHR, h, K(15)));
+  return opr(Op::SEL, zero, K(0), opr(Op::MINU, h, K(0x3C00)));
+}
+
+// f16 and f16x2 neg and abs (the sign bit of each half; a NaN half gives the
+// canonical 0x7FFF), setp.CmpOp{.BoolOp}.f16
+// (the halves compared as f32 values, which hold them exactly) and
+// set.CmpOp{.BoolOp}.dtype.{f16,f16x2} (per half 1.0 for an f16 destination,
+// else all ones; 0xFFFF a half from f16x2).  False when the instruction is
+// not one of these (docs/isa.md section 11.1).
+bool Lowerer::lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm) {
+  using PO = ptx::Op;
+  const Type dt = in.type, st = in.op == PO::Set ? in.type2 : in.type;
+  const bool x2 = st == Type::F16x2;
+  bool ours = false;
+  if (in.op == PO::Neg || in.op == PO::Abs) ours = st == Type::F16 || x2;
+  if (in.op == PO::Setp) ours = st == Type::F16;
+  if (in.op == PO::Set)
+    ours = (st == Type::F16 || x2) && (x2 ? (dt == Type::F16x2 || ptx::type_size(dt) == 4)
+                                          : (dt != Type::F16x2 && dt != Type::BF16x2)) &&
+           dt != Type::BF16 && dt != Type::F64;
+  if (!ours) return false;
+  if (fm.ftz) unsupported(in, "is an f16 operation with .ftz, which the machine's software floating point does not have");
+  if (in.op == PO::Neg || in.op == PO::Abs) {
+    Operand v = read32(in, in.ops[1], dt);
+    auto one = [&](Operand h) {  // h: one half in the low bits
+      Operand nan = opr(Op::SLTU, K(0x7C00), opr(Op::AND, h, K(0x7FFF)));
+      return opr(Op::SEL, nan, K(0x7FFF), in.op == PO::Neg ? opr(Op::XOR, h, K(0x8000)) : opr(Op::AND, h, K(0x7FFF)));
+    };
+    Operand lo = one(opr(Op::AND, v, K(0xFFFF)));
+    write(in.ops[0], dt, {x2 ? opr(Op::OR, lo, opr(Op::SHL, one(opr(Op::SHR, v, K(16))), K(16))) : lo, K(0)});
+    return true;
+  }
+  softfloat::Gen g = float_gen();
+  Operand a = read32(in, in.ops[1], x2 ? Type::B32 : st), b = read32(in, in.ops[2], x2 ? Type::B32 : st);
+  Operand c = in.bool_op != ptx::BoolOp::None ? read32(in, in.ops[3], Type::Pred) : K(0);
+  const Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;
+  auto comb = [&](Operand x) { return in.bool_op == ptx::BoolOp::None ? x : opr(bo, x, c); };
+  auto half = [&](Operand v, int k) { return k ? opr(Op::SHR, v, K(16)) : opr(Op::AND, v, K(0xFFFF)); };
+  auto cmp = [&](int k) { return g.compare(in.cmp, g.f32_from_f16(half(a, k)), g.f32_from_f16(half(b, k)), false); };
+  if (in.op == PO::Setp) {
+    Operand r = cmp(0);
+    const ptx::Operand& d = in.ops[0];
+    if (d.kind == ptx::Operand::Kind::PredPair) {
+      ptx::Operand p = d, q = d;
+      p.kind = q.kind = ptx::Operand::Kind::Reg;
+      q.reg = d.reg2;
+      write(p, Type::Pred, {comb(r), K(0)});
+      write(q, Type::Pred, {comb(opr(Op::XOR, r, K(1))), K(0)});
+    } else {
+      write(d, Type::Pred, {comb(r), K(0)});
+    }
+    return true;
+  }
+  if (x2) {
+    const uint32_t one = dt == Type::F16x2 ? 0x3C00u : 0xFFFFu;
+    Operand lo = opr(Op::SEL, comb(cmp(0)), K(one), K(0)), hi = opr(Op::SEL, comb(cmp(1)), K(one << 16), K(0));
+    write(in.ops[0], dt, {opr(Op::OR, lo, hi), K(0)});
+    return true;
+  }
+  Operand r = comb(cmp(0));
+  if (dt == Type::F16 || dt == Type::F32) {
+    write(in.ops[0], dt, {opr(Op::SEL, r, K(dt == Type::F16 ? 0x3C00u : 0x3F800000u), K(0)), K(0)});
+  } else {
+    Operand all = opr(Op::SUB, K(0), r);
+    write(in.ops[0], dt, {all, ptx::type_size(dt) == 8 ? all : K(0)});
+  }
   return true;
 }
 
@@ -241,7 +316,7 @@ V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
 void Lowerer::lower_float(const ptx::Instr& in) {
   using PO = ptx::Op;
   const ptx::FloatMods fm = ptx::float_mods(in);
-  if (lower_half(in, fm) || lower_half_wide(in, fm)) return;
+  if (lower_half(in, fm) || lower_half_misc(in, fm) || lower_half_wide(in, fm)) return;
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
   // cvt between f64 and 32/64-bit integers, f64 rounded to an integral f64,

@@ -1387,7 +1387,7 @@ class Interp {
 
   // -- floating point (f32; float_ref.h: the host's IEEE arithmetic) ---------
   static bool float_supported(const Instr& in) {
-    if (half_op(in)) return true;
+    if (half_op(in) || half_misc(in)) return true;
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
     const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                               (in.type == Type::F32 && in.type2 == Type::F64));
@@ -1434,9 +1434,69 @@ class Interp {
                              (in.type == Type::F32 && is16(in.type2))))
       return !fm.ftz && (!fm.sat || (!is16x2(in.type) && in.type != Type::BF16)) &&
              (!is16x2(in.type) || in.ops.size() == 3);
-    return (is16(in.type) || is16x2(in.type)) && !fm.ftz && !fm.sat &&
+    // .sat: f16 arithmetic only (PTX gives bf16 arithmetic none).
+    const bool f16 = in.type == Type::F16 || in.type == Type::F16x2;
+    return (is16(in.type) || is16x2(in.type)) && !fm.ftz && (!fm.sat || f16) &&
            (fm.rnd == Rnd::None || fm.rnd == Rnd::Rn) &&
            (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma);
+  }
+  // An f16 clamped to [0, 1]: a NaN and negative values (-0 too) to +0, above 1 to 1.0.
+  static uint32_t sat16(uint32_t h) { return (h & 0x7FFF) > 0x7C00 || (h & 0x8000) ? 0u : h > 0x3C00u ? 0x3C00u : h; }
+  // f16 and f16x2 neg, abs (the sign bit of each half; a NaN half gives the
+  // canonical 0x7FFF, as cuda_fp16.h's host __hneg and __habs), setp.CmpOp{.BoolOp}.f16
+  // (the halves compared as the f32 values they are) and
+  // set.CmpOp{.BoolOp}.dtype.{f16,f16x2}: per half 1.0 (an f16 destination) or
+  // all ones (an integer one; 0xFFFF a half for f16x2 sources), else 0.
+  static bool half_misc(const Instr& in) {
+    const FloatMods fm = float_mods(in);
+    if (fm.ftz) return false;
+    if (in.op == Op::Neg || in.op == Op::Abs) return in.type == Type::F16 || in.type == Type::F16x2;
+    if (in.op == Op::Setp) return in.type == Type::F16;
+    if (in.op == Op::Set)
+      return (in.type2 == Type::F16 || in.type2 == Type::F16x2) &&
+             (in.type2 == Type::F16x2 ? (in.type == Type::F16x2 || type_size(in.type) == 4) : !is16x2(in.type)) &&
+             in.type != Type::BF16 && in.type != Type::F64;
+    return false;
+  }
+  void half_misc_scalar(const Instr& in, Thread& t) {
+    if (in.op == Op::Neg || in.op == Op::Abs) {
+      const uint32_t v = uint32_t(read(in.ops[1], in.type, t, in));
+      auto one = [&](uint32_t h) -> uint32_t {
+        if ((h & 0x7FFF) > 0x7C00) return 0x7FFF;  // NaN: the canonical one
+        return in.op == Op::Neg ? h ^ 0x8000 : h & 0x7FFF;
+      };
+      write(in.ops[0], in.type, in.type == Type::F16x2 ? one(v & 0xFFFF) | one(v >> 16) << 16 : one(v & 0xFFFF), t);
+      return;
+    }
+    const Type st = in.op == Op::Set ? in.type2 : in.type;
+    const uint32_t a = uint32_t(read(in.ops[1], st, t, in)), b = uint32_t(read(in.ops[2], st, t, in));
+    const bool c = in.bool_op != BoolOp::None && read(in.ops[3], Type::Pred, t, in) != 0;
+    auto comb = [&](bool x) {
+      return in.bool_op == BoolOp::None ? x : in.bool_op == BoolOp::And ? (x && c) : in.bool_op == BoolOp::Or ? (x || c) : (x != c);
+    };
+    auto cmp = [&](int k) {
+      return fref::compare(in.cmp, fref::f32_from_f16((a >> (16 * k)) & 0xFFFF), fref::f32_from_f16((b >> (16 * k)) & 0xFFFF),
+                           false);
+    };
+    if (in.op == Op::Setp) {
+      const Operand& d = in.ops[0];
+      write(d, Type::Pred, comb(cmp(0)), t);
+      if (d.kind == Operand::Kind::PredPair) {
+        Operand q;
+        q.kind = Operand::Kind::Reg;
+        q.reg = d.reg2;
+        write(q, Type::Pred, comb(!cmp(0)), t);
+      }
+      return;
+    }
+    const Type dt = in.type;
+    if (st == Type::F16x2) {
+      const uint32_t one = dt == Type::F16x2 ? 0x3C00u : 0xFFFFu;
+      write(in.ops[0], dt, (comb(cmp(0)) ? one : 0u) | (comb(cmp(1)) ? one << 16 : 0u), t);
+    } else {
+      const bool r = comb(cmp(0));
+      write(in.ops[0], dt, !r ? 0 : dt == Type::F16 ? 0x3C00u : dt == Type::F32 ? 0x3F800000u : mask_bits(bits_of(dt)), t);
+    }
   }
   void half_scalar(const Instr& in, Thread& t) {
     const Rnd r = base_rounding(float_mods(in).rnd);
@@ -1466,12 +1526,14 @@ class Interp {
     for (size_t i = 1; i < in.ops.size() && i <= 3; ++i) src[i - 1] = uint32_t(read(in.ops[i], rt, t, in));
     auto one = [&](int k) {
       uint32_t a = (src[0] >> (16 * k)) & 0xFFFF, b = (src[1] >> (16 * k)) & 0xFFFF, c = (src[2] >> (16 * k)) & 0xFFFF;
+      uint32_t h;
       switch (in.op) {
-        case Op::Add: return bf ? fref::add_bf16(a, b) : fref::add16(a, b);
-        case Op::Sub: return bf ? fref::sub_bf16(a, b) : fref::sub16(a, b);
-        case Op::Mul: return bf ? fref::mul_bf16(a, b) : fref::mul16(a, b);
-        default: return bf ? fref::fma_bf16(a, b, c) : fref::fma16(a, b, c);
+        case Op::Add: h = bf ? fref::add_bf16(a, b) : fref::add16(a, b); break;
+        case Op::Sub: h = bf ? fref::sub_bf16(a, b) : fref::sub16(a, b); break;
+        case Op::Mul: h = bf ? fref::mul_bf16(a, b) : fref::mul16(a, b); break;
+        default: h = bf ? fref::fma_bf16(a, b, c) : fref::fma16(a, b, c); break;
       }
+      return float_mods(in).sat ? sat16(h) : h;
     };
     if (x2) write(in.ops[0], Type::B32, one(0) | (one(1) << 16), t);
     else write(in.ops[0], in.type, one(0), t);
@@ -1504,6 +1566,7 @@ class Interp {
   }
   void float_scalar(const Instr& in, Thread& t) {
     if (half_op(in)) return half_scalar(in, t);
+    if (half_misc(in)) return half_misc_scalar(in, t);
     if (half_wide(in)) return half_wide_scalar(in, t);
     const FloatMods fm = float_mods(in);
     const Rnd r = base_rounding(fm.rnd);

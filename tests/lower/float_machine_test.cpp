@@ -34,7 +34,7 @@ std::string kernel(const std::string& body) {
 .address_size 64
 .visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd, .param .u32 n)
 {
-  .reg .pred %p<4>;
+  .reg .pred %p<6>;
   .reg .b32 %r<24>;
   .reg .f32 %f<6>;
   .reg .b64 %rd<16>;
@@ -440,6 +440,70 @@ std::vector<Case> cases() {
                  [=](uint32_t a, uint32_t b, uint32_t) { return fref::f16_from_f64(uint64_t(b) << 32 | a, rr) * 0x10001u; },
                  2});
   }
+  // f16 neg, abs, setp, set and .sat arithmetic (cuda_fp16.h's __hneg,
+  // __habs, __heq ..., __heq2_mask ..., __hadd_sat, __hfma_sat at sm_75).
+  auto f16v = [](uint32_t h) { return fref::f32_from_f16(h & 0xFFFF); };
+  auto sat16 = [](uint32_t h) { return (h & 0x7FFF) > 0x7C00 || (h & 0x8000) ? 0u : std::min(h, 0x3C00u); };
+  // neg and abs: the sign bit, a NaN half the canonical 0x7FFF.
+  auto nan16 = [](uint32_t h, uint32_t r) { return (h & 0x7FFFu) > 0x7C00u ? 0x7FFFu : r; };
+  auto neg16 = [=](uint32_t h) { return nan16(h, h ^ 0x8000u); };
+  auto abs16 = [=](uint32_t h) { return nan16(h, h & 0x7FFFu); };
+  v.push_back({"neg.f16", h16 + "  neg.f16 %hh3, %hh2;\n  mov.b32 %r20, {%hh3, %hh1};",
+               [=](uint32_t a, uint32_t, uint32_t) { return neg16(a >> 16) | (a << 16); }, 1});
+  v.push_back({"abs.f16", h16 + "  abs.f16 %hh3, %hh2;\n  mov.b32 %r20, {%hh3, %hh1};",
+               [=](uint32_t a, uint32_t, uint32_t) { return abs16(a >> 16) | (a << 16); }, 1});
+  v.push_back({"neg.f16x2", "  neg.f16x2 %r20, %r11;",
+               [=](uint32_t a, uint32_t, uint32_t) { return neg16(a & 0xFFFF) | neg16(a >> 16) << 16; }, 1});
+  v.push_back({"abs.f16x2", "  abs.f16x2 %r20, %r11;",
+               [=](uint32_t a, uint32_t, uint32_t) { return abs16(a & 0xFFFF) | abs16(a >> 16) << 16; }, 1});
+  const std::pair<const char*, Cmp> cmps16[] = {{"eq", Cmp::Eq}, {"ne", Cmp::Ne}, {"lt", Cmp::Lt}, {"le", Cmp::Le},
+                                                {"gt", Cmp::Gt}, {"ge", Cmp::Ge}, {"equ", Cmp::Equ}, {"neu", Cmp::Neu},
+                                                {"ltu", Cmp::Ltu}, {"leu", Cmp::Leu}, {"gtu", Cmp::Gtu}, {"geu", Cmp::Geu},
+                                                {"num", Cmp::Num}, {"nan", Cmp::Nan}};
+  for (const auto& [name, c] : cmps16) {
+    const Cmp cc = c;
+    // b's high half: a's low half, so that equal and unordered pairs occur.
+    v.push_back({std::string("setp.") + name + ".f16",
+                 h16 + "  setp." + name + ".f16 %p2, %hh2, %hh1;\n  selp.u32 %r20, 1, 0, %p2;",
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::compare(cc, f16v(a >> 16), f16v(a), false) ? 1u : 0u; },
+                 1});
+    v.push_back({std::string("set.") + name + ".f16x2.f16x2", std::string("  set.") + name + ".f16x2.f16x2 %r20, %r11, %r12;",
+                 [=](uint32_t a, uint32_t b, uint32_t) {
+                   return (fref::compare(cc, f16v(a), f16v(b), false) ? 0x3C00u : 0u) |
+                          (fref::compare(cc, f16v(a >> 16), f16v(b >> 16), false) ? 0x3C000000u : 0u);
+                 },
+                 1});
+    v.push_back({std::string("set.") + name + ".u32.f16x2", std::string("  set.") + name + ".u32.f16x2 %r20, %r11, %r12;",
+                 [=](uint32_t a, uint32_t b, uint32_t) {
+                   return (fref::compare(cc, f16v(a), f16v(b), false) ? 0xFFFFu : 0u) |
+                          (fref::compare(cc, f16v(a >> 16), f16v(b >> 16), false) ? 0xFFFF0000u : 0u);
+                 },
+                 1});
+  }
+  v.push_back({"setp.lt.or.f16 p|q", h16 + "  setp.ne.u32 %p4, %r13, 0;\n  setp.lt.or.f16 %p2|%p3, %hh2, %hh1, %p4;\n"
+                                           "  selp.u32 %r20, 1, 0, %p2;\n  selp.u32 %r21, 2, 0, %p3;\n  or.b32 %r20, %r20, %r21;",
+               [=](uint32_t a, uint32_t, uint32_t c) {
+                 const bool t = fref::compare(Cmp::Lt, f16v(a >> 16), f16v(a), false);
+                 return ((t || c) ? 1u : 0u) | ((!t || c) ? 2u : 0u);
+               },
+               1});
+  v.push_back({"set.eq.f16.f16", h16 + "  set.eq.f16.f16 %hh3, %hh2, %hh1;\n  mov.b32 %r20, {%hh3, %hh3};",
+               [=](uint32_t a, uint32_t, uint32_t) {
+                 return fref::compare(Cmp::Eq, f16v(a >> 16), f16v(a), false) ? 0x3C003C00u : 0u;
+               },
+               1});
+  v.push_back({"set.gtu.and.u32.f16", h16 + "  setp.ne.u32 %p4, %r13, 0;\n  set.gtu.and.u32.f16 %r20, %hh2, %hh1, %p4;",
+               [=](uint32_t a, uint32_t, uint32_t c) {
+                 return fref::compare(Cmp::Gtu, f16v(a >> 16), f16v(a), false) && c ? ~0u : 0u;
+               },
+               1});
+  v.push_back({"add.sat.f16", h16 + "  add.sat.f16 %hh3, %hh2, %hh1;\n  mov.b32 %r20, {%hh3, %hh3};",
+               [=](uint32_t a, uint32_t, uint32_t) { return sat16(fref::add16(a >> 16, a & 0xFFFF)) * 0x10001u; }, 1});
+  v.push_back({"fma.rn.sat.f16x2", "  fma.rn.sat.f16x2 %r20, %r11, %r12, %r13;", [=](uint32_t a, uint32_t b, uint32_t c) {
+                 return sat16(fref::fma16(a & 0xFFFF, b & 0xFFFF, c & 0xFFFF)) |
+                        sat16(fref::fma16(a >> 16, b >> 16, c >> 16)) << 16;
+               },
+               1});
   v.push_back({"cvt.f64.f16", h16 + "  .reg .f64 %fdh;\n  cvt.f64.f16 %fdh, %hh2;\n  mov.b64 {%r20, %r21}, %fdh;\n"
                                     "  mad.lo.s32 %r20, %r21, 3, %r20;",
                [=](uint32_t a, uint32_t, uint32_t) { return fold(fref::f64_from_f16(a >> 16)); }, 1});
