@@ -633,7 +633,7 @@ TEST(SoftFloat, Lg2SinCosApprox) {
 // ulp of the exact value (one rounding of a result within about 2^-29
 // relative), so within 2^-24 absolute (PTX: 2^-20.9 in [-pi, pi]) for every
 // finite input; lg2 within 1.12 ulp (f32 operations: every normal input gives
-// 1.109 at most, every subnormal 0.50), so within 2^-23.8 absolute for inputs
+// 1.109 at most, every subnormal 1.000), so within 2^-23.8 absolute for inputs
 // in [1/2, 2) (PTX: 2^-22.6).
 TEST(SoftFloat, Lg2SinCosApproxAccuracy) {
   const bool all = std::getenv("QGPU_FLOAT_EXHAUSTIVE") != nullptr;
