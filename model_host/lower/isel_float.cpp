@@ -109,6 +109,19 @@ V Lowerer::dnative(Op f, const FloatMod& m, V x, V y, V z) {
   return {lo, one(true)};
 }
 
+namespace {
+// The generators' rounding for a PTX rounding modifier (.rni ... as .rn ...;
+// none as .rn).
+softfloat::Round soft_round(ptx::Rnd rnd) {
+  switch (ptx::base_rounding(rnd)) {
+    case ptx::Rnd::Rz: return softfloat::Round::Rz;
+    case ptx::Rnd::Rm: return softfloat::Round::Rm;
+    case ptx::Rnd::Rp: return softfloat::Round::Rp;
+    default: return softfloat::Round::Rn;
+  }
+}
+}  // namespace
+
 // binary16 and bfloat16: cvt between f16/bf16 and f32 (and cvt.rnd.f16x2.f32,
 // cvt.rnd.bf16x2.f32: a in the high half, b in the low one), and add, sub,
 // mul, fma .rn on .f16, .f16x2, .bf16 and .bf16x2 (each half), computed
@@ -140,10 +153,7 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
       write(in.ops[0], Type::F32, {fm.sat ? g.saturate(x) : x, K(0)});
       return true;
     }
-    const softfloat::Round r = ptx::base_rounding(fm.rnd) == ptx::Rnd::Rz   ? softfloat::Round::Rz
-                               : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rm ? softfloat::Round::Rm
-                               : ptx::base_rounding(fm.rnd) == ptx::Rnd::Rp ? softfloat::Round::Rp
-                                                                            : softfloat::Round::Rn;
+    const softfloat::Round r = soft_round(fm.rnd);
     auto conv = [&](size_t i) {
       Operand f = read32(in, in.ops[i], Type::F32);
       // .sat: clamping before the rounding is clamping after it (0 and 1 are
@@ -273,14 +283,7 @@ bool Lowerer::lower_half_wide(const ptx::Instr& in, const ptx::FloatMods& fm) {
   if (fm.ftz || in.opcode.find(".relu") != std::string::npos || in.opcode.find(".satfinite") != std::string::npos)
     unsupported(in, "converts f16 with .ftz, .relu or .satfinite, which the machine's software floating point does not have");
   softfloat::Gen g = float_gen();
-  const softfloat::Round r = [&] {
-    switch (ptx::base_rounding(fm.rnd)) {
-      case ptx::Rnd::Rz: return softfloat::Round::Rz;
-      case ptx::Rnd::Rm: return softfloat::Round::Rm;
-      case ptx::Rnd::Rp: return softfloat::Round::Rp;
-      default: return softfloat::Round::Rn;
-    }
-  }();
+  const softfloat::Round r = soft_round(fm.rnd);
   if (st == Type::F16) {
     const Operand h = opr(Op::AND, read32(in, in.ops[1], st), K(0xFFFF));
     softfloat::Gen::W w = dt == Type::F64 ? g.f64_from_f16(h)
@@ -346,14 +349,7 @@ void Lowerer::lower_float(const ptx::Instr& in) {
     unsupported(in, "is an approximate floating-point function the machine's software floating point does not "
                     "have (it has div, rcp, sqrt, rsqrt, ex2, lg2, sin, cos and tanh, docs/isa.md section 11)");
   softfloat::Gen g = float_gen();
-  const softfloat::Round r = [&] {
-    switch (ptx::base_rounding(fm.rnd)) {
-      case ptx::Rnd::Rz: return softfloat::Round::Rz;
-      case ptx::Rnd::Rm: return softfloat::Round::Rm;
-      case ptx::Rnd::Rp: return softfloat::Round::Rp;
-      default: return softfloat::Round::Rn;
-    }
-  }();
+  const softfloat::Round r = soft_round(fm.rnd);
   const bool nat = opts_.native_float;
   const ptx::Rnd br = ptx::base_rounding(fm.rnd);  // Rn Rz Rm Rp
   // The same as an integer rounding (f2i, d2i ...: Rni Rzi Rmi Rpi).
