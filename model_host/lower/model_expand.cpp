@@ -54,14 +54,14 @@ void ModelExpander::run() {
 }
 
 // The circuit has no clock.  A kernel that reads one gets a per-thread
-// counter instead (docs/isa.md, "The clock on the model's machine"): a
-// virtual register that starts at 0 and gains, as each straight run of
-// instructions begins (the code's start, a label, the instruction after a
-// barrier), the number of instructions in that run; `clock` reads it.  So it
-// counts about the instructions the thread has run, in its own order: it
-// never decreases within a thread and a loop that reads it sees it grow by at
-// least one an iteration.  It is 32 bits wide (clock64's high word is 0: no
-// model launch runs 2^32 steps).
+// counter instead (docs/isa.md section 8.1): a virtual register that starts
+// at 0 and gains, as each straight run of instructions ends (before a label,
+// a branch, a barrier or the code's end), the number of instructions in that
+// run; `clock` reads it plus the number of instructions before it in its own
+// run.  So it counts the instructions the thread has run, as selected here:
+// two reads differ whenever instructions lie between them, and a loop that
+// reads it sees it grow by at least one an iteration.  It is 32 bits wide
+// (clock64's high word is 0: no model launch runs 2^32 steps).
 void ModelExpander::keep_clock() {
   const bool reads = std::any_of(vc_.code.begin(), vc_.code.end(),
                                  [](const VI& v) { return v.kind == VI::Ins && v.in.op == Op::CLOCK; });
@@ -70,20 +70,21 @@ void ModelExpander::keep_clock() {
   vc_.code.clear();
   const uint32_t clk = nv();
   opd(clk, Op::MOV, K(0));
+  uint32_t before = 0;  // instructions of the current run before this one
   for (size_t i = 0; i < code.size(); ++i) {
     if (code[i].kind != VI::Ins) {
       vc_.code.push_back(code[i]);
       continue;
     }
-    if (i == 0 || code[i - 1].kind != VI::Ins) {  // a run begins
-      uint32_t n = 0;
-      for (size_t j = i; j < code.size() && code[j].kind == VI::Ins; ++j) ++n;
-      opd(clk, Op::ADD, R(clk), K(n));
-    }
     if (code[i].in.op == Op::CLOCK)
-      opd(code[i].in.dst, Op::MOV, R(clk));
+      opd(code[i].in.dst, Op::ADD, R(clk), K(before));
     else
       vc_.code.push_back(code[i]);
+    ++before;
+    if (i + 1 == code.size() || code[i + 1].kind != VI::Ins) {  // the run ends
+      opd(clk, Op::ADD, R(clk), K(before));
+      before = 0;
+    }
   }
 }
 

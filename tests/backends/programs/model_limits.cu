@@ -1,14 +1,25 @@
-// Launches the model's GPU must refuse, each with a clear error:
-//   threads512  a block of 512 threads (the model runs at most 256 per CTA)
-//   clock       a clock read (the circuit has no clock)
-// Prints "<case>: <cudaError name>" and exits 0 when the launch failed.
+// Launches at the edge of the model's GPU:
+//   threads512  a block of 512 threads (the model runs at most 256 per CTA):
+//               prints "threads512: <cudaError name>", exits 0 when refused;
+//   clock       clock64() read before and after a loop in each of 32 threads
+//               (the circuit has no clock; the model lowering counts the
+//               thread's instructions, docs/isa.md 8.1): prints "clock:
+//               <cudaError name>, later reads larger in N of 32", exits 0
+//               when the launch ran.
 #include <cstdio>
 #include <cstring>
 #include <cuda_runtime.h>
 
 __global__ void fill(int* out) { out[threadIdx.x] = int(threadIdx.x); }
 
-__global__ void ticks(long long* out) { out[threadIdx.x] = clock64(); }
+__global__ void ticks(long long* out) {
+  const long long t0 = clock64();
+  int x = threadIdx.x;
+  for (int i = 0; i < 4 + int(threadIdx.x % 3); ++i) x = x * 3 + i;
+  const long long t1 = clock64();
+  out[threadIdx.x] = t1 > t0 ? 1 : 0;
+  out[64 + threadIdx.x] = x;
+}
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -25,6 +36,14 @@ int main(int argc, char** argv) {
     return 2;
   cudaError_t e = cudaGetLastError();
   if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (std::strcmp(argv[1], "clock") == 0) {
+    long long grew[32] = {};
+    if (e == cudaSuccess) e = cudaMemcpy(grew, d, sizeof grew, cudaMemcpyDeviceToHost);
+    int n = 0;
+    for (long long g : grew) n += g == 1;
+    std::printf("clock: %s, later reads larger in %d of 32\n", cudaGetErrorName(e), n);
+    return e == cudaSuccess ? 0 : 1;
+  }
   std::printf("%s: %s\n", argv[1], cudaGetErrorName(e));
   return e == cudaSuccess ? 1 : 0;
 }
