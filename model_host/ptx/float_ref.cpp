@@ -549,26 +549,10 @@ static uint32_t step16(uint32_t b, bool up) {
   return (neg != up) ? b + 1 : b - 1;
 }
 
-uint32_t f16_from_f32(uint32_t f, Rnd r) {
-  const float x = F(f);
-  if (x != x) return 0x7FFFu;
-  const _Float16 h = _Float16(x);  // the host rounds to nearest
-  const uint32_t hb = HB(h);
-  const float hv = float(h);
-  if (hv == x || r == Rnd::Rn || r == Rnd::None) return hv == x && x == 0 ? (f >> 16) & 0x8000u : hb;
-  const uint32_t lower = hv < x ? hb : step16(hb, false), upper = hv > x ? hb : step16(hb, true);
-  if (r == Rnd::Rm) return lower;
-  if (r == Rnd::Rp) return upper;
-  return x > 0 ? lower : upper;  // toward zero
-}
-uint32_t f32_from_f16(uint32_t h) {
-  const float v = float(H(h));
-  return v != v ? kNaN32 : B(v);
-}
-
 namespace {
-// The f16 of the exact value x in rounding r, as f16_from_f32 finds it: the
-// host's one rounding to nearest, then a neighbour for the directed ones.
+// The f16 of the exact value x (a long double holds every f32, f64 and
+// 64-bit integer exactly) in rounding r: the host's one rounding to nearest,
+// then a neighbour for the directed ones.
 // `neg`: the sign a zero result takes.
 uint32_t f16_of(long double x, Rnd r, bool neg) {
   const _Float16 h = _Float16(x);
@@ -581,6 +565,18 @@ uint32_t f16_of(long double x, Rnd r, bool neg) {
   return x > 0 ? lower : upper;  // toward zero
 }
 }  // namespace
+
+uint32_t f16_from_f32(uint32_t f, Rnd r) {
+  const float x = F(f);
+  if (x != x) return 0x7FFFu;
+  return f16_of(x, r, f >> 31);
+}
+
+uint32_t f32_from_f16(uint32_t h) {
+  const float v = float(H(h));
+  return v != v ? kNaN32 : B(v);
+}
+
 
 uint32_t f16_from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
   if (bits < 64) v &= (uint64_t(1) << bits) - 1;
