@@ -124,6 +124,7 @@ class InterpreterBackend : public launch::Backend {
       res.printf_output += cres.printf_output;
       res.stats.steps += cres.stats.steps;
       res.stats.lane_instructions += cres.stats.lane_instructions;
+      res.stats.host_threads = std::max(res.stats.host_threads, cres.stats.host_threads);
       if (cres.error)
         return fail(i + 1, cres.error, "child grid " + child.kernel + " (depth " + std::to_string(depth + 1) +
                                            ", launched from " + parent.kernel + "): " + cres.message);
@@ -229,6 +230,7 @@ class InterpreterBackend : public launch::Backend {
     res.printf_output = format_prints(interp.print_buffer(), mem);
     res.stats.steps = interp.stats().steps;
     res.stats.lane_instructions = interp.stats().lane_instructions;
+    res.stats.host_threads = interp.stats().host_threads;
     return res;
   }
 

@@ -552,6 +552,7 @@ Reply Session::launch(proto::Reader& r) {
       : secs < 0.01 ? ", " + std::to_string(res.stats.lane_instructions) + " thread-instructions"
                     : ", " + std::to_string(res.stats.lane_instructions) + " thread-instructions (" +
                           std::to_string(uint64_t(double(res.stats.lane_instructions) / secs / 1e6)) + " M/s)",
+      res.stats.host_threads > 1 ? " on " + std::to_string(res.stats.host_threads) + " host threads" : std::string(),
       " in ", secs, " s");
   Reply out;
   proto::encode(out.body, o);

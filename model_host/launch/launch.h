@@ -144,6 +144,7 @@ struct LaunchStats {
   uint64_t generated_tokens = 0;  // model backend
   uint64_t steps = 0;             // machine blocks executed (EXEC count)
   uint64_t lane_instructions = 0; // interpreter backends: instructions executed, counted per thread
+  uint32_t host_threads = 0;      // interpreter backends: the most host threads that ran its CTAs at once
   double seconds = 0;
 };
 

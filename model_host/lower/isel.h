@@ -58,6 +58,7 @@ struct Selection {
   uint32_t scratch_base = 0;      // shared offset of the scratch area
   bool scratch_used = false;      // warp operations use the scratch area
   bool narrow_division = false;   // a 64-bit division has its path for divisors below 2^32
+  bool ctas_in_order = false;     // sequences atomic only while CTAs run one at a time (Program)
   GridUse grid_use = GridUse::None;  // what of the grid the code depends on
 };
 
@@ -246,6 +247,7 @@ class Lowerer : public Emitter {
   uint32_t local_top_ = 0;
   uint32_t scratch_base_ = 0;  // shared offset of the scratch area
   bool narrow_division_ = false;  // a 64-bit division has its path for divisors below 2^32
+  bool ctas_in_order_ = false;    // Selection::ctas_in_order
   GridUse grid_use_ = GridUse::None;
   uint32_t recip_d_ = 0, recip_v_ = 0;  // vregs: the normalised divisor whose reciprocal recip_v_ holds (0: none)
   bool scratch_used_ = false;

@@ -141,6 +141,7 @@ void Lowerer::append_print_record(Operand format, uint32_t bytes, const std::vec
 // (lanes_in_turn, for a body that gives no value): with no barrier inside,
 // each lane's `body` is atomic with respect to every other thread.
 void Lowerer::serialize_lanes(const std::function<void()>& body) {
+  ctas_in_order_ = true;  // the device heap's and launch queue's global words
   lanes_in_turn([&] {
     body();
     return V{};

@@ -206,7 +206,8 @@ Operand Lowerer::sat16(Operand h) {
 
 // f16 and f16x2 neg and abs (the sign bit of each half; a NaN half gives the
 // canonical 0x7FFF), setp.CmpOp{.BoolOp}.f16
-// (the halves compared as f32 values, which hold them exactly) and
+// (each half compared as the f32 of its bits shifted to the top: same
+// order) and
 // set.CmpOp{.BoolOp}.dtype.{f16,f16x2} (per half 1.0 for an f16 destination,
 // else all ones; 0xFFFF a half from f16x2).  False when the instruction is
 // not one of these (docs/isa.md section 11.1).
@@ -238,8 +239,16 @@ bool Lowerer::lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm) {
   Operand c = in.bool_op != ptx::BoolOp::None ? read32(in, in.ops[3], Type::Pred) : K(0);
   const Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;
   auto comb = [&](Operand x) { return in.bool_op == ptx::BoolOp::None ? x : opr(bo, x, c); };
-  auto half = [&](Operand v, int k) { return k ? opr(Op::SHR, v, K(16)) : opr(Op::AND, v, K(0xFFFF)); };
-  auto cmp = [&](int k) { return g.compare(in.cmp, g.f32_from_f16(half(a, k)), g.f32_from_f16(half(b, k)), false); };
+  // A half k of v as the f32 whose top 16 bits are its bits: the same sign
+  // and the same order of magnitudes (both formats order their non-NaN bit
+  // patterns by sign and magnitude), so compared as f32 values they compare
+  // as the halves do; a NaN half becomes the f32 NaN.
+  auto as32 = [&](Operand v, int k) {
+    Operand w = k ? opr(Op::AND, v, K(0xFFFF0000u)) : opr(Op::SHL, v, K(16));
+    Operand nan = opr(Op::SLTU, K(0x7C00FFFFu), opr(Op::AND, w, K(0x7FFFFFFFu)));
+    return opr(Op::SEL, nan, K(0x7FC00000u), w);
+  };
+  auto cmp = [&](int k) { return g.compare(in.cmp, as32(a, k), as32(b, k), false); };
   if (in.op == PO::Setp) {
     Operand r = cmp(0);
     const ptx::Operand& d = in.ops[0];

@@ -133,6 +133,9 @@ void Lowerer::lower_atom32(const ptx::Instr& in, Space sp, Operand base) {
 // the lanes, one read-modify-write block per lane (on a one-lane machine,
 // just the read-modify-write).
 void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
+  // Two words, or a lane's read-modify-write: atomic between warps by the
+  // schedule, which a CTA running beside this one would not keep.
+  if (sp == Space::Global) ctas_in_order_ = true;
   bool red = in.op == ptx::Op::Red;
   size_t first = red ? 1 : 2;
   V b = read(in, in.ops[first], in.type);
@@ -192,6 +195,7 @@ void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
 // uninterrupted, so the passes are atomic with respect to other warps, and
 // the lanes add in lane order.
 void Lowerer::lower_atom_float(const ptx::Instr& in, Space sp, Operand addr) {
+  if (sp == Space::Global) ctas_in_order_ = true;  // as in lower_atom64
   const bool red = in.op == ptx::Op::Red;
   const unsigned bytes = float_atomic_bytes(in.type), word = bytes == 2 ? 2 : 4;
   const V b = read(in, in.ops[red ? 1 : 2], in.type);

@@ -87,6 +87,7 @@ std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::strin
   prog.local_bytes = local_top;
   prog.threads = threads;
   prog.ctas = uint32_t(shape.grid.count());
+  prog.ctas_in_order = sel.ctas_in_order;
   if (prog.blocks.size() > p.rom_blocks && sel.narrow_division) return Relower{.compact_division = true};
   if (prog.blocks.size() > p.rom_blocks)
     throw LowerError(launch::kNotSupported, "kernel " + kernel + " lowers to " + std::to_string(prog.blocks.size()) +

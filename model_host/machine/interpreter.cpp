@@ -9,7 +9,11 @@
 #include <bit>
 #include <climits>
 #include <cstring>
+#include <cstdlib>
+#include <exception>
+#include <memory>
 #include <sstream>
+#include <thread>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -72,10 +76,28 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
     const uint32_t n = std::min(p.lanes, threads - w * p.lanes);
     live0_[w] = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
   }
+  for (const Block& b : prog.blocks)
+    for (const Instr& in : b.instrs) {
+      const OpKind k = op_info(in.op).kind;
+      if ((k == OpKind::Store || k == OpKind::Atomic) && in.space == Space::Print) writes_print_ = true;
+    }
+  cta_threads_ = cta_threads();
   set_jit(jit::mode());
 }
 
+uint32_t Interpreter::cta_threads() {
+  static const uint32_t n = [] {
+    if (const char* e = std::getenv("QGPU_CTA_THREADS")) {
+      const long v = std::strtol(e, nullptr, 10);
+      if (v >= 1) return uint32_t(std::min<long>(v, 64));
+    }
+    return std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 8);
+  }();
+  return n;
+}
+
 void Interpreter::set_jit(jit::Mode m, uint32_t threshold) {
+  jit_mode_ = m;
   jit_on_ = p_.lanes == Params::kCudaWarp && m != jit::Mode::Off;
   jit_threshold_ = m == jit::Mode::Always ? 0 : threshold ? threshold : jit::threshold();
   flush_jit_counts();
@@ -95,10 +117,18 @@ void Interpreter::flush_jit_counts() {
     }
 }
 
+struct Interpreter::Group {
+  std::atomic<uint64_t> next{0};   // the next CTA to start
+  std::atomic<uint64_t> steps{0};  // the workers' EXECs, as they publish them
+  std::atomic<bool> stop{false};   // a worker faulted: the others stop
+};
+
 void Interpreter::set_fault(int error, std::string msg) {
   if (fault_.error == 0) {
     fault_.error = error;
     fault_.message = std::move(msg);
+    fault_cta_ = cta_;
+    if (group_) group_->stop.store(true, std::memory_order_relaxed);
   }
   finished_ = true;
 }
@@ -109,8 +139,15 @@ std::string Interpreter::where() const {
 }
 
 bool Interpreter::start_next_cta() {
-  if (uint64_t(cta_ + 1) >= ctas_) return false;
-  ++cta_;
+  if (group_) {
+    if (group_->stop.load(std::memory_order_relaxed)) return false;
+    const uint64_t next = group_->next.fetch_add(1, std::memory_order_relaxed);
+    if (next >= ctas_) return false;
+    cta_ = int64_t(next);
+  } else {
+    if (uint64_t(cta_ + 1) >= ctas_) return false;
+    ++cta_;
+  }
   const size_t slots = size_t(warps_) * p_.lanes;
   regs_.assign(slots * nregs_, 0);
   pc_.assign(slots, 0);
@@ -119,6 +156,7 @@ bool Interpreter::start_next_cta() {
   shared_.assign(prog_.shared_bytes, 0);
   local_.assign(slots * prog_.local_bytes, 0);
   live_ = live0_;
+  all_wait_.assign(warps_, kExited);
   if (jit_on_) jit_env_cta();
   refresh_all();
   return true;
@@ -241,6 +279,15 @@ bool Interpreter::release_barriers() {
     for (uint32_t w = 0; w < warps_; ++w) {
       const uint32_t m = wblock_[w];
       if (m == kExited) continue;
+      if (all_wait_[w] == m) {
+        // Every live lane waits at WBAR at m (a warp at BAR has no block):
+        // they all go on.
+        std::fill_n(wait_.data() + size_t(w) * L, L, uint32_t(kRunnable));
+        wmask_[w] = live_[w];
+        all_wait_[w] = kExited;
+        released = true;
+        continue;
+      }
       const __m128i mv = _mm_set1_epi32(int(m));
       uint32_t* pc = pc_.data() + size_t(w) * L;
       uint32_t* wait = wait_.data() + size_t(w) * L;
@@ -267,6 +314,7 @@ bool Interpreter::release_barriers() {
     if (m == kExited) continue;
     for (uint32_t w = g; w < end; ++w) {
       if (wblock_[w] != m) continue;
+      all_wait_[w] = kExited;
       for (uint32_t l = 0; l < L; ++l) {
         const size_t t = size_t(w) * L + l;
         if (pc_[t] == m && wait_[t] == kWbar) {
@@ -281,8 +329,18 @@ bool Interpreter::release_barriers() {
     scan_from_ = 0;
     return true;
   }
+  // The CTA barrier opens: every live lane waits at BAR.
   std::fill(wait_.begin(), wait_.end(), uint32_t(kRunnable));
-  refresh_all();
+  for (uint32_t w = 0; w < warps_; ++w) {
+    if (all_wait_[w] != kExited) {
+      wblock_[w] = all_wait_[w];
+      wmask_[w] = live_[w];
+      all_wait_[w] = kExited;
+    } else {
+      refresh(w);
+    }
+  }
+  scan_from_ = 0;
   return true;
 }
 
@@ -1055,10 +1113,12 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
       case Term::BAR:  // every lane waits at the CTA barrier
         wblock_[w] = kExited;
         wmask_[w] = 0;
+        all_wait_[w] = term.t;
         break;
       case Term::WBAR:  // every lane waits at the warp barrier, at term.t
         wblock_[w] = term.t;
         wmask_[w] = 0;
+        all_wait_[w] = term.t;
         break;
       case Term::TRAP: break;
     }
@@ -1069,6 +1129,14 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
 }
 
 void Interpreter::run(uint64_t max_steps, const std::atomic<bool>* cancel) {
+  if (cta_ < 0 && !finished_ && cta_threads_ > 1 && ctas_ > 1 && p_.lanes == Params::kCudaWarp && !writes_print_ &&
+      !prog_.ctas_in_order)
+    run_group(max_steps, cancel);
+  else
+    run_one(max_steps, cancel);
+}
+
+void Interpreter::run_one(uint64_t max_steps, const std::atomic<bool>* cancel) {
   chain_ = true;
   chain_limit_ = max_steps;
   struct Unchain {
@@ -1076,6 +1144,10 @@ void Interpreter::run(uint64_t max_steps, const std::atomic<bool>* cancel) {
     ~Unchain() { c = false; }
   } unchain{chain_};
   while (step()) {
+    if (group_) {
+      if (stats_.steps - published_ >= kCancelSteps && !group_check(max_steps, cancel)) return;
+      continue;
+    }
     if (stats_.steps > max_steps) {
       set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
       return;
@@ -1086,6 +1158,85 @@ void Interpreter::run(uint64_t max_steps, const std::atomic<bool>* cancel) {
       return;
     }
   }
+  if (group_) group_->steps.fetch_add(stats_.steps - published_, std::memory_order_relaxed);
+  published_ = stats_.steps;
+}
+
+// A worker's checks, every kCancelSteps of its EXECs: its steps added to the
+// group's, the launch's step limit over all of them, the cancel flag, and
+// another worker's fault.  False when it is to stop.
+bool Interpreter::group_check(uint64_t max_steps, const std::atomic<bool>* cancel) {
+  const uint64_t total = group_->steps.fetch_add(stats_.steps - published_, std::memory_order_relaxed) +
+                         (stats_.steps - published_);
+  published_ = stats_.steps;
+  if (total > max_steps) {
+    set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
+    return false;
+  }
+  if (cancel && cancel->load(std::memory_order_relaxed)) {
+    set_fault(launch::kLaunchFailure, "launch cancelled after " + std::to_string(total) +
+                                          " machine steps: no one waits for it (its client exited, or model_host is stopping)");
+    return false;
+  }
+  if (group_->stop.load(std::memory_order_relaxed)) {
+    finished_ = true;  // another worker faulted; its fault is the launch's
+    return false;
+  }
+  return true;
+}
+
+// The CTAs on cta_threads_ host threads: this interpreter and helpers like
+// it, each with its own CTA state (registers, shared and local memory) over
+// the same global memory and parameters, taking CTAs from one queue in
+// launch order.  Global atomics are compare-and-swap loops on the shared
+// bytes (atomic_rmw, the compiled blocks' atomics), so they stay atomic
+// between workers.  The launch's fault is that of the lowest CTA that
+// faulted; its statistics are the workers' sums.
+void Interpreter::run_group(uint64_t max_steps, const std::atomic<bool>* cancel) {
+  Group group;
+  const uint32_t n = uint32_t(std::min<uint64_t>(cta_threads_, ctas_));
+  std::vector<std::unique_ptr<Interpreter>> helpers;
+  for (uint32_t i = 1; i < n; ++i) {
+    helpers.push_back(std::make_unique<Interpreter>(prog_, p_, ctas_, threads_, params_, mem_));
+    helpers.back()->set_jit(jit_mode_, jit_threshold_);
+    helpers.back()->group_ = &group;
+  }
+  group_ = &group;
+  std::vector<std::exception_ptr> errors(n);
+  {
+    std::vector<std::jthread> threads;
+    for (uint32_t i = 1; i < n; ++i)
+      threads.emplace_back([&, i] {
+        try {
+          helpers[i - 1]->run_one(max_steps, cancel);
+        } catch (...) {
+          errors[i] = std::current_exception();
+          group.stop.store(true);
+        }
+      });
+    try {
+      run_one(max_steps, cancel);
+    } catch (...) {
+      errors[0] = std::current_exception();
+      group.stop.store(true);
+    }
+  }
+  group_ = nullptr;
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  const Interpreter* first = fault_.error ? this : nullptr;
+  for (auto& h : helpers) {
+    stats_.steps += h->stats_.steps;
+    stats_.instructions += h->stats_.instructions;
+    stats_.lane_instructions += h->stats_.lane_instructions;
+    if (h->fault_.error && (!first || h->fault_cta_ < first->fault_cta_)) first = h.get();
+  }
+  stats_.host_threads = n;
+  if (first && first != this) {
+    fault_ = first->fault_;
+    fault_cta_ = first->fault_cta_;
+  }
+  finished_ = true;
 }
 
 }  // namespace qgpu::machine

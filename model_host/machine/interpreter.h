@@ -43,6 +43,7 @@ struct InterpStats {
   uint64_t steps = 0;              // EXECs
   uint64_t instructions = 0;       // block instructions executed per EXEC (warp-level)
   uint64_t lane_instructions = 0;  // the same, counted per active lane
+  uint32_t host_threads = 1;       // the host threads that ran the CTAs (set_cta_threads)
 };
 
 struct Fault {
@@ -77,6 +78,18 @@ class Interpreter {
   // jit::threshold()).  32-lane machines only; before the first step.
   void set_jit(jit::Mode m, uint32_t threshold = 0);
 
+  // run() on the CUDA-sized device (32 lanes) runs a launch's CTAs on up to
+  // `n` host threads at once, each taking the next CTA in launch order (a
+  // legal CUDA schedule: CTAs are independent, every CTA that starts runs to
+  // its end, so one waiting on an earlier CTA's results always sees them
+  // come); 1 runs them one at a time as step() does.  Default: cta_threads().
+  // Launches of one CTA, of a program that writes the print space or
+  // relies on CTAs in order (Program::ctas_in_order), and step() always run
+  // one CTA at a time.  Before the first step.
+  void set_cta_threads(uint32_t n) { cta_threads_ = n ? n : 1; }
+  // QGPU_CTA_THREADS, else the host's hardware threads (at most 8).
+  static uint32_t cta_threads();
+
   bool finished() const { return finished_; }
   const Fault& fault() const { return fault_; }
   const InterpStats& stats() const { return stats_; }
@@ -94,6 +107,12 @@ class Interpreter {
   enum Wait : uint32_t { kRunnable, kBar, kWbar };
 
   bool start_next_cta();
+  // A run() over several host threads (set_cta_threads): the CTA queue and
+  // the launch's totals the workers share.
+  struct Group;
+  void run_one(uint64_t max_steps, const std::atomic<bool>* cancel);
+  void run_group(uint64_t max_steps, const std::atomic<bool>* cancel);
+  bool group_check(uint64_t max_steps, const std::atomic<bool>* cancel);
   bool release_barriers();
   int pick_warp();
   void refresh(uint32_t w);
@@ -154,6 +173,10 @@ class Interpreter {
   std::vector<uint64_t> wmask_;
   std::vector<uint64_t> live_;  // per warp: the lanes that have not exited
   std::vector<uint64_t> live0_;  // the same when a CTA starts
+  // Per warp: the pc at which every live lane waits (at BAR or WBAR) after
+  // the warp ran a block with all of them; kExited otherwise.  Releasing such
+  // a warp needs no refresh(): its lanes go on together from there.
+  std::vector<uint32_t> all_wait_;
   uint32_t scan_from_ = 0;
   uint32_t cur_warp_ = 0, cur_block_ = 0;  // the EXEC running, for fault messages
   struct Pending {
@@ -185,6 +208,12 @@ class Interpreter {
   bool chain_ = false;
   uint64_t chain_limit_ = UINT64_MAX;
   jit::Env jit_env_;  // the compiled blocks' environment (jit_env_cta, exec_jit)
+  uint32_t cta_threads_ = 1;
+  bool writes_print_ = false;  // the program has a print-space store or atomic
+  Group* group_ = nullptr;     // a worker of a run over several threads
+  uint64_t published_ = 0;     // its steps added to the group's count
+  int64_t fault_cta_ = -1;     // the CTA that faulted
+  jit::Mode jit_mode_ = jit::Mode::Off;
   bool finished_ = false;
   Fault fault_;
   InterpStats stats_;

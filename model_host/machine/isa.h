@@ -266,6 +266,12 @@ struct Program {
   uint32_t local_bytes = 0;   // per thread
   uint32_t threads = 0;       // per CTA, as lowered for
   uint32_t ctas = 0;
+  // The code relies on CTAs running one at a time (docs/isa.md, section 5)
+  // for the atomicity of a sequence of accesses: 64-bit atomics, float
+  // atomics, the device heap, device-side launches (lanes taken in turn, a
+  // warp's consecutive blocks atomic with respect to every other warp).
+  // Interpreter::run() then never runs two of its CTAs at once.
+  bool ctas_in_order = false;
   uint64_t instr_count() const;
 };
 

@@ -674,6 +674,60 @@ TEST(FloatMachine, DivisionAndRootBitForBit) {
 TEST(FloatMachine, ComparisonsConversionsBitForBit) {
   check_all(floattest::pairs(11 * kBatch) / kBatch, floattest::pairs(4 * kBatch) / kBatch, 2);
 }
+// setp.CmpOp.f16 over every half against the edge halves (zeros, the
+// smallest and largest subnormals and normals, one, the infinities, quiet
+// and signalling NaNs, both signs), every comparison at once (one bit each),
+// on the 8-lane machine and the CUDA-sized device; the model's machine (whose
+// comparisons take the sign of an ffma difference) runs every half against
+// the edges in batches of its own.
+TEST(FloatMachine, HalfComparisonsEveryHalfAgainstTheEdges) {
+  using ptx::Cmp;
+  const std::pair<const char*, Cmp> cmps[] = {{"eq", Cmp::Eq},   {"ne", Cmp::Ne},   {"lt", Cmp::Lt},   {"le", Cmp::Le},
+                                              {"gt", Cmp::Gt},   {"ge", Cmp::Ge},   {"equ", Cmp::Equ}, {"neu", Cmp::Neu},
+                                              {"ltu", Cmp::Ltu}, {"leu", Cmp::Leu}, {"gtu", Cmp::Gtu}, {"geu", Cmp::Geu},
+                                              {"num", Cmp::Num}, {"nan", Cmp::Nan}};
+  std::string body = "  .reg .f16 %hh<4>;\n  mov.b32 {%hh1, %hh2}, %r11;\n  mov.u32 %r20, 0;\n";
+  for (size_t i = 0; i < std::size(cmps); ++i)
+    body += std::string("  setp.") + cmps[i].first + ".f16 %p2, %hh2, %hh1;\n  selp.u32 %r21, " +
+            std::to_string(1u << i) + ", 0, %p2;\n  or.b32 %r20, %r20, %r21;\n";
+  auto want = [&](uint32_t w) {
+    const uint32_t x = fref::f32_from_f16(w >> 16), y = fref::f32_from_f16(w & 0xFFFF);
+    uint32_t m = 0;
+    for (size_t i = 0; i < std::size(cmps); ++i) m |= uint32_t(fref::compare(cmps[i].second, x, y, false)) << i;
+    return m;
+  };
+  std::vector<uint32_t> edges;
+  for (uint32_t e : {0x0000u, 0x0001u, 0x0002u, 0x03FFu, 0x0400u, 0x0401u, 0x3BFFu, 0x3C00u, 0x3C01u, 0x7BFFu, 0x7C00u,
+                     0x7C01u, 0x7E00u, 0x7FFFu})
+    for (uint32_t sign : {0u, 0x8000u}) edges.push_back(e | sign);
+  const std::string text = kernel(body);
+  Runner r8(text, default_params(), false), rn(text, cuda_params(16u << 20), false, true),
+      rm(text, model_params(), true);
+  std::vector<uint32_t> a(kBatch), zero(kBatch, 0);
+  uint64_t instrs = 0;
+  size_t checked = 0, model_checked = 0;
+  // Every word (x << 16 | y), x every half, y an edge half, in batches.
+  const uint64_t words = uint64_t(65536) * edges.size();
+  for (uint64_t at = 0; at < words; at += kBatch) {
+    for (uint32_t i = 0; i < kBatch; ++i) {
+      const uint64_t k = (at + i) % words;
+      a[i] = uint32_t(k / edges.size()) << 16 | edges[k % edges.size()];
+    }
+    // The model's machine: every 16th batch (every half against some edges).
+    const bool model = at / kBatch % 16 == 0;
+    for (Runner* r : {&r8, &rn, model ? &rm : nullptr}) {
+      if (!r) continue;
+      r->put(r->pa, a), r->put(r->pb, zero), r->put(r->pc, zero);
+      const std::vector<uint32_t> got = r->run_machine(instrs);
+      for (uint32_t i = 0; i < kBatch; ++i)
+        ASSERT_EQ(got[i], want(a[i])) << hex(a[i]) << (r == &rm ? " on the model's machine" : r == &rn ? " natively" : "");
+      (r == &rm ? model_checked : checked) += kBatch;
+    }
+  }
+  EXPECT_GE(checked, 2 * words);
+  EXPECT_GT(model_checked, words / 20);
+}
+
 TEST(FloatMachine, Binary64BitForBit) {  // random operands (the generator tests hold the edge pairs)
   check_all(floattest::pairs(4 * kBatch) / kBatch, floattest::pairs(2 * kBatch) / kBatch, 3);
 }

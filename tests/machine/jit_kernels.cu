@@ -130,3 +130,59 @@ __global__ void atomics_all(const unsigned* in, unsigned* out, int n) {
   out[i] = acc;
   if (t < 64) out[n + blockIdx.x * 64 + t] = sh[t];
 }
+
+// CTAs that meet in global memory: atomics from every CTA, and the CTA that
+// takes the last ticket (after a fence) sums what every CTA wrote.  Its
+// result is the same in any order the CTAs run, one at a time or at once.
+__global__ void ctas_meet(const unsigned* in, unsigned* out, int n) {
+  const unsigned t = threadIdx.x, i = blockIdx.x * blockDim.x + t;
+  const unsigned v = in[i % n];
+  unsigned* partial = out + 16;  // one word per CTA
+  __shared__ unsigned sum;
+  __shared__ bool last;
+  if (t == 0) sum = 0;
+  __syncthreads();
+  atomicAdd(&out[0], 1u);
+  atomicAdd(&out[1 + blockIdx.x % 4], v);
+  atomicMax(&out[5], v);
+  atomicOr(&out[6], 1u << (v % 32));
+  atomicAdd(&sum, v);
+  __syncthreads();
+  if (t == 0) {
+    partial[blockIdx.x] = sum;
+    __threadfence();
+    last = atomicAdd(&out[7], 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last && t == 0) {
+    unsigned total = 0;
+    for (unsigned b = 0; b < gridDim.x; ++b) total += ((volatile unsigned*)partial)[b];
+    out[8] = total;
+  }
+}
+
+// A long loop in every thread, for the step limit and the cancel flag.
+__global__ void long_loop(const unsigned* in, unsigned* out, int n) {
+  const unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  unsigned v = in[t % n];
+  for (int i = 0; i < 20000; ++i) v = v * 1664525u + (v >> 7);
+  out[t] = v;
+}
+
+// Atomics the lowering makes of several accesses (64-bit cas, min, max and
+// exch, float adds), atomic only while CTAs run one at a time: every CTA adds
+// to the same words.  The float values are small integers, so every order of
+// the adds gives the same sums.
+__global__ void atomics_wide(const unsigned* in, unsigned* out, int n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned v = in[i % n] % 1000;
+  unsigned long long* w = reinterpret_cast<unsigned long long*>(out);
+  unsigned long long old = w[0], assumed;
+  do {  // a 64-bit counter by compare-and-swap
+    assumed = old;
+    old = atomicCAS(&w[0], assumed, assumed + 0x100000001ull);
+  } while (old != assumed);
+  atomicMax(&w[1], (unsigned long long)v << 33);
+  atomicAdd(reinterpret_cast<float*>(&out[4]), float(v));
+  atomicAdd(reinterpret_cast<double*>(&w[3]), double(v));
+}

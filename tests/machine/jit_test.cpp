@@ -28,6 +28,7 @@ struct Outcome {
   Fault fault;
   std::vector<uint8_t> print;
   std::vector<uint32_t> regs;  // the last CTA's, thread by thread
+  uint64_t out = 0;            // kernel_on_threads: the output's offset in mem
 };
 
 Outcome run(const Program& prog, const Params& p, const std::vector<uint8_t>& params, const launch::GlobalMemory& mem0,
@@ -37,6 +38,7 @@ Outcome run(const Program& prog, const Params& p, const std::vector<uint8_t>& pa
   o.mem = mem0;
   Interpreter in(prog, p, prog.ctas, prog.threads, params, o.mem);
   in.set_jit(mode, threshold);
+  in.set_cta_threads(1);  // the schedule of step(): the last CTA's registers, racing lanes' order
   in.run(max_steps, cancel);
   o.stats = in.stats();
   o.fault = in.fault();
@@ -235,6 +237,152 @@ TEST(Jit, KernelsMatchTheInterpreter) {
   EXPECT_EQ(o.fault.error, 0) << o.fault.message;
   const Outcome a = kernel_both_ways("_Z11atomics_allPKjPji", 2, 100);
   EXPECT_EQ(a.fault.error, 0) << a.fault.message;
+}
+
+// run() on several host threads (Interpreter::set_cta_threads): CTAs run at
+// once over the same global memory.  Kernels whose result does not depend
+// on the CTAs' order give the same memory and counts as one thread (compiled
+// or interpreted); CTAs that meet through atomics and a fence see each
+// other's writes; a fault is the lowest faulting CTA's; the step limit and
+// the cancel flag still end the launch.
+// 2000 words: memory_mix's three outputs (words, halfwords from word 2 n,
+// bytes from word 3 n) stay apart for up to 2 n threads.
+std::vector<uint32_t> kernel_input() {
+  std::mt19937 rng(11);
+  std::vector<uint32_t> v(2000);
+  for (uint32_t& x : v) x = rng() % 3 == 0 ? rng() : rng() % 1000;
+  return v;
+}
+uint32_t out_word(const Outcome& o, uint32_t i);
+
+Outcome kernel_on_threads(const std::string& kernel, uint32_t ctas, uint32_t threads, uint32_t host_threads,
+                          jit::Mode mode, uint64_t max_steps = UINT64_MAX, const std::atomic<bool>* cancel = nullptr) {
+  const Params p = cuda_params(64u << 20);
+  ModuleImage img = load_module(jit_kernels(), p);
+  const std::vector<uint32_t> input = kernel_input();
+  const uint32_t n = uint32_t(input.size());
+  const uint64_t in = img.alloc(4 * n), out = img.alloc(16 * n);
+  std::memcpy(&img.mem.bytes[in - img.mem.base], input.data(), 4 * n);
+  std::vector<uint8_t> params(20);
+  const int32_t nn = int32_t(n);
+  std::memcpy(params.data(), &in, 8);
+  std::memcpy(params.data() + 8, &out, 8);
+  std::memcpy(params.data() + 16, &nn, 4);
+  LowerOptions opts;
+  opts.native_float = true;
+  const Program prog = lower(img.module, kernel, {{ctas, 1, 1}, {threads, 1, 1}, 0, img.symbols}, p, opts);
+  Outcome o;
+  o.mem = img.mem;
+  o.out = out - img.mem.base;
+  Interpreter interp(prog, p, prog.ctas, prog.threads, params, o.mem);
+  interp.set_jit(mode);
+  interp.set_cta_threads(host_threads);
+  interp.run(max_steps, cancel);
+  o.stats = interp.stats();
+  o.fault = interp.fault();
+  return o;
+}
+
+uint32_t out_word(const Outcome& o, uint32_t i) {
+  uint32_t v;
+  std::memcpy(&v, &o.mem.bytes[o.out + 4 * i], 4);
+  return v;
+}
+
+TEST(CtaThreads, SameResultsAsOneThread) {
+  for (const jit::Mode mode : {jit::Mode::Off, jit::Mode::Always}) {
+    if (mode != jit::Mode::Off && !jit::built_in()) continue;
+    for (const char* k : {"_Z7alu_mixPKjPji", "_Z7divergePKjPji", "_Z10memory_mixPKjPji", "_Z9ctas_meetPKjPji"}) {
+      SCOPED_TRACE(std::string(k) + (mode == jit::Mode::Off ? " interpreted" : " compiled"));
+      const Outcome one = kernel_on_threads(k, 24, 160, 1, mode);
+      const Outcome four = kernel_on_threads(k, 24, 160, 4, mode);
+      EXPECT_EQ(one.fault.error, 0) << one.fault.message;
+      EXPECT_EQ(four.fault.error, 0) << four.fault.message;
+      EXPECT_EQ(one.stats.host_threads, 1u);
+      EXPECT_EQ(four.stats.host_threads, 4u);
+      EXPECT_EQ(one.stats.steps, four.stats.steps);
+      EXPECT_EQ(one.stats.instructions, four.stats.instructions);
+      EXPECT_EQ(one.stats.lane_instructions, four.stats.lane_instructions);
+      EXPECT_TRUE(one.mem.bytes == four.mem.bytes) << "global memory differs";
+    }
+  }
+  // ctas_meet's totals, known without the machine: every thread counted
+  // once, every CTA's ticket taken, and the CTA that took the last one saw
+  // every other CTA's partial sum.
+  const Outcome o = kernel_on_threads("_Z9ctas_meetPKjPji", 24, 160, 4, jit::Mode::Always);
+  ASSERT_EQ(o.fault.error, 0) << o.fault.message;
+  const std::vector<uint32_t> in = kernel_input();
+  uint32_t sum = 0, most = 0;
+  for (uint32_t i = 0; i < 24 * 160; ++i) {
+    sum += in[i % in.size()];
+    most = std::max(most, in[i % in.size()]);
+  }
+  EXPECT_EQ(out_word(o, 0), 24u * 160u);
+  EXPECT_EQ(out_word(o, 1) + out_word(o, 2) + out_word(o, 3) + out_word(o, 4), sum);
+  EXPECT_EQ(out_word(o, 5), most);
+  EXPECT_EQ(out_word(o, 7), 24u);
+  EXPECT_EQ(out_word(o, 8), sum);
+}
+
+// A program whose atomics rely on CTAs running one at a time is lowered so
+// (Program::ctas_in_order) and runs one CTA at a time whatever the thread
+// count; its sums are the host's.  One without such sequences is not.
+TEST(CtaThreads, SequencesAtomicByTheScheduleKeepCtasInOrder) {
+  const Params p = cuda_params(64u << 20);
+  ModuleImage img = load_module(jit_kernels(), p);
+  LowerOptions opts;
+  opts.native_float = true;
+  EXPECT_TRUE(lower(img.module, "_Z12atomics_widePKjPji", {{24, 1, 1}, {160, 1, 1}, 0, img.symbols}, p, opts)
+                  .ctas_in_order);
+  EXPECT_FALSE(lower(img.module, "_Z9ctas_meetPKjPji", {{24, 1, 1}, {160, 1, 1}, 0, img.symbols}, p, opts)
+                   .ctas_in_order);
+  for (const jit::Mode mode : {jit::Mode::Off, jit::Mode::Always}) {
+    if (mode != jit::Mode::Off && !jit::built_in()) continue;
+    const Outcome o = kernel_on_threads("_Z12atomics_widePKjPji", 24, 160, 4, mode);
+    ASSERT_EQ(o.fault.error, 0) << o.fault.message;
+    EXPECT_EQ(o.stats.host_threads, 1u);
+    const std::vector<uint32_t> in = kernel_input();
+    uint64_t sum = 0, most = 0;
+    for (uint32_t i = 0; i < 24 * 160; ++i) {
+      const uint64_t v = in[i % in.size()] % 1000;
+      sum += v;
+      most = std::max(most, v << 33);
+    }
+    EXPECT_EQ(out_word(o, 0), 24u * 160u);  // the counter's two words
+    EXPECT_EQ(out_word(o, 1), 24u * 160u);
+    EXPECT_EQ(uint64_t(out_word(o, 3)) << 32 | out_word(o, 2), most);
+    float f;
+    const uint32_t fw = out_word(o, 4);
+    std::memcpy(&f, &fw, 4);
+    EXPECT_EQ(double(f), double(sum));
+    double d;
+    const uint64_t dw = uint64_t(out_word(o, 7)) << 32 | out_word(o, 6);
+    std::memcpy(&d, &dw, 8);
+    EXPECT_EQ(d, double(sum));
+  }
+}
+
+TEST(CtaThreads, FaultIsTheLowestFaultingCtas) {
+  for (const jit::Mode mode : {jit::Mode::Off, jit::Mode::Always}) {
+    if (mode != jit::Mode::Off && !jit::built_in()) continue;
+    const Outcome one = kernel_on_threads("_Z8bad_loadPKjPji", 9, 64, 1, mode);
+    const Outcome four = kernel_on_threads("_Z8bad_loadPKjPji", 9, 64, 4, mode);
+    EXPECT_EQ(one.fault.error, launch::kIllegalAddress);
+    EXPECT_EQ(four.fault.error, one.fault.error);
+    EXPECT_EQ(four.fault.message, one.fault.message);
+    EXPECT_NE(four.fault.message.find("CTA 0,"), std::string::npos) << four.fault.message;
+  }
+}
+
+TEST(CtaThreads, StepLimitAndCancelEndTheLaunch) {
+  const Outcome limited = kernel_on_threads("_Z9long_loopPKjPji", 24, 160, 4, jit::Mode::Off, 20000);
+  EXPECT_EQ(limited.fault.error, launch::kLaunchTimeout) << limited.fault.message;
+  EXPECT_LE(limited.stats.steps, 20000u + 4 * Interpreter::kCancelSteps);
+  std::atomic<bool> cancel{true};
+  const Outcome cancelled = kernel_on_threads("_Z9long_loopPKjPji", 24, 160, 4, jit::Mode::Off, UINT64_MAX, &cancel);
+  EXPECT_LE(cancelled.stats.steps, 4 * Interpreter::kCancelSteps);
+  EXPECT_EQ(cancelled.fault.error, launch::kLaunchFailure) << cancelled.fault.message;
+  EXPECT_NE(cancelled.fault.message.find("cancelled"), std::string::npos) << cancelled.fault.message;
 }
 
 // A lane's out-of-range load and a lane's misaligned store fault with the
