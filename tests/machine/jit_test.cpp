@@ -200,26 +200,38 @@ std::string jit_kernels() {
   return ss.str();
 }
 
-// nvcc-built kernels (jit_kernels.cu) lowered for the interpreter's device.
-Outcome kernel_both_ways(const std::string& kernel, uint32_t ctas, uint32_t threads) {
+// nvcc-built kernels (jit_kernels.cu) lowered for the interpreter's device:
+// each takes (in, out, n) with `input` as in, n its length, and 16 n bytes
+// of out.
+struct KernelLaunch {
+  ModuleImage img;
+  Program prog;
+  std::vector<uint8_t> params;
+  uint64_t out = 0;  // the output's offset in img.mem
+};
+KernelLaunch prepare(const std::string& kernel, uint32_t ctas, uint32_t threads, const std::vector<uint32_t>& input) {
   const Params p = cuda_params(64u << 20);
-  ModuleImage img = load_module(jit_kernels(), p);
-  const uint32_t n = 1000;
-  const uint64_t in = img.alloc(4 * n), out = img.alloc(16 * n);
-  std::mt19937 rng(7);
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t v = rng() % 3 == 0 ? rng() : rng() % 1000;
-    std::memcpy(&img.mem.bytes[in - img.mem.base + 4 * i], &v, 4);
-  }
-  std::vector<uint8_t> params(20);
+  KernelLaunch k{load_module(jit_kernels(), p), {}, std::vector<uint8_t>(20), 0};
+  const uint32_t n = uint32_t(input.size());
+  const uint64_t in = k.img.alloc(4 * n), out = k.img.alloc(16 * n);
+  std::memcpy(&k.img.mem.bytes[in - k.img.mem.base], input.data(), 4 * n);
   const int32_t nn = int32_t(n);
-  std::memcpy(params.data(), &in, 8);
-  std::memcpy(params.data() + 8, &out, 8);
-  std::memcpy(params.data() + 16, &nn, 4);
+  std::memcpy(k.params.data(), &in, 8);
+  std::memcpy(k.params.data() + 8, &out, 8);
+  std::memcpy(k.params.data() + 16, &nn, 4);
+  k.out = out - k.img.mem.base;
   LowerOptions opts;
   opts.native_float = true;
-  const Program prog = lower(img.module, kernel, {{ctas, 1, 1}, {threads, 1, 1}, 0, img.symbols}, p, opts);
-  return same_both_ways(prog, p, params, img.mem, kernel);
+  k.prog = lower(k.img.module, kernel, {{ctas, 1, 1}, {threads, 1, 1}, 0, k.img.symbols}, p, opts);
+  return k;
+}
+
+Outcome kernel_both_ways(const std::string& kernel, uint32_t ctas, uint32_t threads) {
+  std::mt19937 rng(7);
+  std::vector<uint32_t> input(1000);
+  for (uint32_t& v : input) v = rng() % 3 == 0 ? rng() : rng() % 1000;
+  const KernelLaunch k = prepare(kernel, ctas, threads, input);
+  return same_both_ways(k.prog, cuda_params(64u << 20), k.params, k.img.mem, kernel);
 }
 
 TEST(Jit, KernelsMatchTheInterpreter) {
@@ -257,24 +269,11 @@ uint32_t out_word(const Outcome& o, uint32_t i);
 
 Outcome kernel_on_threads(const std::string& kernel, uint32_t ctas, uint32_t threads, uint32_t host_threads,
                           jit::Mode mode, uint64_t max_steps = UINT64_MAX, const std::atomic<bool>* cancel = nullptr) {
-  const Params p = cuda_params(64u << 20);
-  ModuleImage img = load_module(jit_kernels(), p);
-  const std::vector<uint32_t> input = kernel_input();
-  const uint32_t n = uint32_t(input.size());
-  const uint64_t in = img.alloc(4 * n), out = img.alloc(16 * n);
-  std::memcpy(&img.mem.bytes[in - img.mem.base], input.data(), 4 * n);
-  std::vector<uint8_t> params(20);
-  const int32_t nn = int32_t(n);
-  std::memcpy(params.data(), &in, 8);
-  std::memcpy(params.data() + 8, &out, 8);
-  std::memcpy(params.data() + 16, &nn, 4);
-  LowerOptions opts;
-  opts.native_float = true;
-  const Program prog = lower(img.module, kernel, {{ctas, 1, 1}, {threads, 1, 1}, 0, img.symbols}, p, opts);
+  KernelLaunch k = prepare(kernel, ctas, threads, kernel_input());
   Outcome o;
-  o.mem = img.mem;
-  o.out = out - img.mem.base;
-  Interpreter interp(prog, p, prog.ctas, prog.threads, params, o.mem);
+  o.mem = k.img.mem;
+  o.out = k.out;
+  Interpreter interp(k.prog, cuda_params(64u << 20), k.prog.ctas, k.prog.threads, k.params, o.mem);
   interp.set_jit(mode);
   interp.set_cta_threads(host_threads);
   interp.run(max_steps, cancel);
@@ -336,6 +335,20 @@ TEST(CtaThreads, SequencesAtomicByTheScheduleKeepCtasInOrder) {
                   .ctas_in_order);
   EXPECT_FALSE(lower(img.module, "_Z9ctas_meetPKjPji", {{24, 1, 1}, {160, 1, 1}, 0, img.symbols}, p, opts)
                    .ctas_in_order);
+  // A strong load of two words (a tile status and its value, as CUB reads
+  // them) is one access to other CTAs; the same load without .relaxed is not.
+  for (const char* q : {"ld.relaxed.gpu.global.v2.u32", "ld.volatile.global.u64", "ld.global.v2.u32"}) {
+    const bool strong = std::string(q).find("relaxed") != std::string::npos ||
+                        std::string(q).find("volatile") != std::string::npos;
+    const bool wide64 = std::string(q).find("u64") != std::string::npos;
+    const std::string text = std::string(".version 8.5\n.target sm_75\n.address_size 64\n") +
+                             ".visible .entry k(.param .u64 p)\n{\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<4>;\n" +
+                             "  ld.param.u64 %rd1, [p];\n  " + q + (wide64 ? " %rd2, [%rd1];\n  st.global.u64 [%rd1+8], %rd2;\n"
+                                                                               : " {%r1, %r2}, [%rd1];\n  st.global.v2.u32 [%rd1+8], {%r1, %r2};\n") +
+                             "  ret;\n}\n";
+    ModuleImage m = load_module(text, p);
+    EXPECT_EQ(lower(m.module, "k", {{4, 1, 1}, {32, 1, 1}, 0, m.symbols}, p, opts).ctas_in_order, strong) << q;
+  }
   for (const jit::Mode mode : {jit::Mode::Off, jit::Mode::Always}) {
     if (mode != jit::Mode::Off && !jit::built_in()) continue;
     const Outcome o = kernel_on_threads("_Z12atomics_widePKjPji", 24, 160, 4, mode);
