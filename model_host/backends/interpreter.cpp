@@ -224,6 +224,7 @@ class InterpreterBackend : public launch::Backend {
     std::vector<uint8_t> pbytes = req.params;
     if (model_) pbytes.resize((pbytes.size() + 3) / 4 * 4);
     Interpreter interp(*prog, params, uint32_t(req.grid.count()), prog->threads, std::move(pbytes), mem);
+    if (req.progress) interp.set_progress(&req.progress->cta);
     interp.run(kMaxSteps, req.progress ? &req.progress->cancel : nullptr);
     res.error = interp.fault().error;
     res.message = interp.fault().message;

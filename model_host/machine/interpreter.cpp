@@ -157,6 +157,12 @@ bool Interpreter::start_next_cta() {
   local_.assign(slots * prog_.local_bytes, 0);
   live_ = live0_;
   all_wait_.assign(warps_, kExited);
+  if (progress_) {  // the most CTAs started, whichever thread started the last
+    const uint64_t started = uint64_t(cta_) + 1;
+    uint64_t seen = progress_->load(std::memory_order_relaxed);
+    while (seen < started && !progress_->compare_exchange_weak(seen, started, std::memory_order_relaxed)) {
+    }
+  }
   if (jit_on_) jit_env_cta();
   refresh_all();
   return true;
@@ -1200,6 +1206,7 @@ void Interpreter::run_group(uint64_t max_steps, const std::atomic<bool>* cancel)
     helpers.push_back(std::make_unique<Interpreter>(prog_, p_, ctas_, threads_, params_, mem_));
     helpers.back()->set_jit(jit_mode_, jit_threshold_);
     helpers.back()->group_ = &group;
+    helpers.back()->progress_ = progress_;
   }
   group_ = &group;
   std::vector<std::exception_ptr> errors(n);

@@ -89,6 +89,10 @@ class Interpreter {
   void set_cta_threads(uint32_t n) { cta_threads_ = n ? n : 1; }
   // QGPU_CTA_THREADS, else the host's hardware threads (at most 8).
   static uint32_t cta_threads();
+  // Where to show how far the launch has come: the number of CTAs started
+  // (1 + the highest started CTA), raised as CTAs start (relaxed atomics;
+  // launch::LaunchProgress::cta, which `qgpu run`'s progress line shows).
+  void set_progress(std::atomic<uint64_t>* ctas_started) { progress_ = ctas_started; }
 
   bool finished() const { return finished_; }
   const Fault& fault() const { return fault_; }
@@ -209,6 +213,7 @@ class Interpreter {
   uint64_t chain_limit_ = UINT64_MAX;
   jit::Env jit_env_;  // the compiled blocks' environment (jit_env_cta, exec_jit)
   uint32_t cta_threads_ = 1;
+  std::atomic<uint64_t>* progress_ = nullptr;  // set_progress
   bool writes_print_ = false;  // the program has a print-space store or atomic
   Group* group_ = nullptr;     // a worker of a run over several threads
   uint64_t published_ = 0;     // its steps added to the group's count

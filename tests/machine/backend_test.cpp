@@ -105,8 +105,11 @@ TEST(MachineBackend, LargeGridsIndexEveryBlock) {
     std::memcpy(req.params.data(), &out, 8);
     std::memcpy(req.params.data() + 8, &pitch, 4);
     req.symbols = img.symbols;
+    launch::LaunchProgress progress;  // what `qgpu run`'s progress line shows: CTAs started
+    req.progress = &progress;
     launch::LaunchResult r = backend->launch(req, img.mem);
     ASSERT_EQ(r.error, 0) << r.message;
+    EXPECT_EQ(progress.cta.load(), sh.grid.count());
     uint64_t bad = 0;
     for (uint32_t z = 0; z < d; ++z)
       for (uint32_t y = 0; y < h; ++y)
