@@ -29,6 +29,7 @@ class ModelExpander : public Emitter {
   void expand_narrow_store(const Instr& in);
   void expand_mulhi(const Instr& in);
   void keep_clock();
+  std::vector<bool> clock_ahead(const std::vector<VI>& code);
   Operand word_offset(const Instr& in, Operand& addr);
 };
 
@@ -61,13 +62,16 @@ void ModelExpander::run() {
 // run.  So it counts the instructions the thread has run, as selected here:
 // two reads differ whenever instructions lie between them, and a loop that
 // reads it sees it grow by at least one an iteration.  It is 32 bits wide
-// (clock64's high word is 0: no model launch runs 2^32 steps).
+// (clock64's high word is 0: no model launch runs 2^32 steps).  A run from
+// whose end no read can be reached leaves the counter as it is: no read
+// would see the sum.
 void ModelExpander::keep_clock() {
   const bool reads = std::any_of(vc_.code.begin(), vc_.code.end(),
                                  [](const VI& v) { return v.kind == VI::Ins && v.in.op == Op::CLOCK; });
   if (!reads) return;
   std::vector<VI> code = std::move(vc_.code);
   vc_.code.clear();
+  const std::vector<bool> ahead = clock_ahead(code);
   const uint32_t clk = nv();
   opd(clk, Op::MOV, K(0));
   uint32_t before = 0;  // instructions of the current run before this one
@@ -82,10 +86,36 @@ void ModelExpander::keep_clock() {
       vc_.code.push_back(code[i]);
     ++before;
     if (i + 1 == code.size() || code[i + 1].kind != VI::Ins) {  // the run ends
-      opd(clk, Op::ADD, R(clk), K(before));
+      if (ahead[i + 1]) opd(clk, Op::ADD, R(clk), K(before));
       before = 0;
     }
   }
+}
+
+// Per position of `code` (and one past its end): whether a thread going on
+// from there can reach a clock read (labels, jumps, branches and barriers
+// followed to a fixed point; exit and trap end the way).
+std::vector<bool> ModelExpander::clock_ahead(const std::vector<VI>& code) {
+  std::vector<size_t> at(vc_.nlabels, code.size());
+  for (size_t i = 0; i < code.size(); ++i)
+    if (code[i].kind == VI::Label) at[code[i].l1] = i;
+  std::vector<bool> ahead(code.size() + 1, false);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = code.size(); i-- > 0;) {
+      const VI& v = code[i];
+      bool r = false;
+      switch (v.kind) {
+        case VI::Ins: r = v.in.op == Op::CLOCK || ahead[i + 1]; break;
+        case VI::Label: r = ahead[i + 1]; break;
+        case VI::Jmp: case VI::Bar: case VI::Wbar: r = ahead[at[v.l1]]; break;
+        case VI::Br: r = ahead[at[v.l1]] || ahead[at[v.l2]]; break;
+        case VI::Exit: case VI::Trap: r = false; break;
+      }
+      if (r && !ahead[i]) ahead[i] = changed = true;
+    }
+  }
+  return ahead;
 }
 
 // atom dst, [a], b, c: dst = old = ld [a]; st [a], F(old, b, c).
