@@ -106,7 +106,7 @@ Outcome run_machine(const std::string& ptx, uint32_t lanes, launch::Dim3 grid, l
     EXPECT_FALSE(why.has_value()) << *why;
   }
   Interpreter interp(prog, params, prog.ctas, prog.threads, p.params, p.img.mem);
-  interp.set_cta_threads(1);  // CTAs in launch order, as the PTX interpreter runs them (device malloc's addresses)
+  interp.set_cta_threads(1);  // CTAs in launch order, as the PTX interpreter runs them (atomics' old values)
   interp.run(50'000'000);
   return {interp.fault().error, interp.fault().message, output(p, out_words)};
 }
