@@ -33,8 +33,8 @@ Selection Lowerer::select(const std::string& kernel) {
   recip_v_ = op(Op::MOV, K(0));
   start_device_runtime();
   lower_function(top);
-  return Selection{take(),           threads_,       local_top_, scratch_base_, scratch_used_, narrow_division_,
-                   ctas_in_order_, grid_use_};
+  return Selection{take(),          threads_,        local_top_, scratch_base_,
+                   scratch_used_,   narrow_division_, ctas_in_order_, grid_use_};
 }
 
 void Lowerer::lower_function(Frame& fr) {

@@ -125,6 +125,7 @@ void Lowerer::lower_assert(const ptx::Instr& in) {
 
 // Appends [format][bytes][words...] to the print space, or nothing when it is full.
 void Lowerer::append_print_record(Operand format, uint32_t bytes, const std::vector<Operand>& words) {
+  ctas_in_order_ = true;  // the output keeps the CTAs' order (Program::ctas_in_order)
   const uint32_t rec = 8 + 4 * uint32_t(words.size());
   Operand off = atom(Space::Print, AtomOp::ADD, K(0), K(rec));
   uint32_t write = new_label(), skip = new_label();

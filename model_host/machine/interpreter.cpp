@@ -76,11 +76,6 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
     const uint32_t n = std::min(p.lanes, threads - w * p.lanes);
     live0_[w] = n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
   }
-  for (const Block& b : prog.blocks)
-    for (const Instr& in : b.instrs) {
-      const OpKind k = op_info(in.op).kind;
-      if ((k == OpKind::Store || k == OpKind::Atomic) && in.space == Space::Print) writes_print_ = true;
-    }
   cta_threads_ = cta_threads();
   set_jit(jit::mode());
 }
@@ -1135,8 +1130,7 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
 }
 
 void Interpreter::run(uint64_t max_steps, const std::atomic<bool>* cancel) {
-  if (cta_ < 0 && !finished_ && cta_threads_ > 1 && ctas_ > 1 && p_.lanes == Params::kCudaWarp && !writes_print_ &&
-      !prog_.ctas_in_order)
+  if (cta_ < 0 && !finished_ && cta_threads_ > 1 && ctas_ > 1 && p_.lanes == Params::kCudaWarp && !prog_.ctas_in_order)
     run_group(max_steps, cancel);
   else
     run_one(max_steps, cancel);
@@ -1154,18 +1148,25 @@ void Interpreter::run_one(uint64_t max_steps, const std::atomic<bool>* cancel) {
       if (stats_.steps - published_ >= kCancelSteps && !group_check(max_steps, cancel)) return;
       continue;
     }
-    if (stats_.steps > max_steps) {
-      set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
-      return;
-    }
-    if (cancel && stats_.steps % kCancelSteps == 0 && cancel->load(std::memory_order_relaxed)) {
-      set_fault(launch::kLaunchFailure, "launch cancelled after " + std::to_string(stats_.steps) +
-                                            " machine steps: no one waits for it (its client exited, or model_host is stopping)");
-      return;
-    }
+    if (stopped(stats_.steps, max_steps, stats_.steps % kCancelSteps == 0 ? cancel : nullptr)) return;
   }
   if (group_) group_->steps.fetch_add(stats_.steps - published_, std::memory_order_relaxed);
   published_ = stats_.steps;
+}
+
+// The launch's step limit and cancel flag (null: not looked at now), over
+// `steps` EXECs: true, with the fault set, when it ends here.
+bool Interpreter::stopped(uint64_t steps, uint64_t max_steps, const std::atomic<bool>* cancel) {
+  if (steps > max_steps) {
+    set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
+    return true;
+  }
+  if (cancel && cancel->load(std::memory_order_relaxed)) {
+    set_fault(launch::kLaunchFailure, "launch cancelled after " + std::to_string(steps) +
+                                          " machine steps: no one waits for it (its client exited, or model_host is stopping)");
+    return true;
+  }
+  return false;
 }
 
 // A worker's checks, every kCancelSteps of its EXECs: its steps added to the
@@ -1175,15 +1176,7 @@ bool Interpreter::group_check(uint64_t max_steps, const std::atomic<bool>* cance
   const uint64_t total = group_->steps.fetch_add(stats_.steps - published_, std::memory_order_relaxed) +
                          (stats_.steps - published_);
   published_ = stats_.steps;
-  if (total > max_steps) {
-    set_fault(launch::kLaunchTimeout, "launch exceeded " + std::to_string(max_steps) + " machine steps");
-    return false;
-  }
-  if (cancel && cancel->load(std::memory_order_relaxed)) {
-    set_fault(launch::kLaunchFailure, "launch cancelled after " + std::to_string(total) +
-                                          " machine steps: no one waits for it (its client exited, or model_host is stopping)");
-    return false;
-  }
+  if (stopped(total, max_steps, cancel)) return false;
   if (group_->stop.load(std::memory_order_relaxed)) {
     finished_ = true;  // another worker faulted; its fault is the launch's
     return false;

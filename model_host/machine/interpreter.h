@@ -83,9 +83,9 @@ class Interpreter {
   // legal CUDA schedule: CTAs are independent, every CTA that starts runs to
   // its end, so one waiting on an earlier CTA's results always sees them
   // come); 1 runs them one at a time as step() does.  Default: cta_threads().
-  // Launches of one CTA, of a program that writes the print space or
-  // relies on CTAs in order (Program::ctas_in_order), and step() always run
-  // one CTA at a time.  Before the first step.
+  // Launches of one CTA, of a program that relies on CTAs in order
+  // (Program::ctas_in_order: printf among others), and step() always run one
+  // CTA at a time.  Before the first step.
   void set_cta_threads(uint32_t n) { cta_threads_ = n ? n : 1; }
   // QGPU_CTA_THREADS, else the host's hardware threads (at most 8).
   static uint32_t cta_threads();
@@ -117,6 +117,7 @@ class Interpreter {
   void run_one(uint64_t max_steps, const std::atomic<bool>* cancel);
   void run_group(uint64_t max_steps, const std::atomic<bool>* cancel);
   bool group_check(uint64_t max_steps, const std::atomic<bool>* cancel);
+  bool stopped(uint64_t steps, uint64_t max_steps, const std::atomic<bool>* cancel);
   bool release_barriers();
   int pick_warp();
   void refresh(uint32_t w);
@@ -214,7 +215,6 @@ class Interpreter {
   jit::Env jit_env_;  // the compiled blocks' environment (jit_env_cta, exec_jit)
   uint32_t cta_threads_ = 1;
   std::atomic<uint64_t>* progress_ = nullptr;  // set_progress
-  bool writes_print_ = false;  // the program has a print-space store or atomic
   Group* group_ = nullptr;     // a worker of a run over several threads
   uint64_t published_ = 0;     // its steps added to the group's count
   int64_t fault_cta_ = -1;     // the CTA that faulted

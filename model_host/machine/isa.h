@@ -269,8 +269,10 @@ struct Program {
   // The code relies on CTAs running one at a time (docs/isa.md, section 5)
   // for the atomicity of a sequence of accesses: 64-bit atomics, float
   // atomics, the device heap, device-side launches (lanes taken in turn, a
-  // warp's consecutive blocks atomic with respect to every other warp).
-  // Interpreter::run() then never runs two of its CTAs at once.
+  // warp's consecutive blocks atomic with respect to every other warp) or
+  // strong accesses of more than a word to global memory, or for its printf
+  // output to keep the CTAs' order.  Interpreter::run() then
+  // never runs two of its CTAs at once.
   bool ctas_in_order = false;
   uint64_t instr_count() const;
 };

@@ -577,7 +577,6 @@ uint32_t f32_from_f16(uint32_t h) {
   return v != v ? kNaN32 : B(v);
 }
 
-
 uint32_t f16_from_int(uint64_t v, bool is_signed, unsigned bits, Rnd r) {
   if (bits < 64) v &= (uint64_t(1) << bits) - 1;
   if (is_signed && bits < 64 && (v >> (bits - 1)) & 1) v |= ~uint64_t(0) << bits;

@@ -265,7 +265,12 @@ std::vector<uint32_t> kernel_input() {
   for (uint32_t& x : v) x = rng() % 3 == 0 ? rng() : rng() % 1000;
   return v;
 }
-uint32_t out_word(const Outcome& o, uint32_t i);
+
+uint32_t out_word(const Outcome& o, uint32_t i) {
+  uint32_t v;
+  std::memcpy(&v, &o.mem.bytes[o.out + 4 * i], 4);
+  return v;
+}
 
 Outcome kernel_on_threads(const std::string& kernel, uint32_t ctas, uint32_t threads, uint32_t host_threads,
                           jit::Mode mode, uint64_t max_steps = UINT64_MAX, const std::atomic<bool>* cancel = nullptr) {
@@ -280,12 +285,6 @@ Outcome kernel_on_threads(const std::string& kernel, uint32_t ctas, uint32_t thr
   o.stats = interp.stats();
   o.fault = interp.fault();
   return o;
-}
-
-uint32_t out_word(const Outcome& o, uint32_t i) {
-  uint32_t v;
-  std::memcpy(&v, &o.mem.bytes[o.out + 4 * i], 4);
-  return v;
 }
 
 TEST(CtaThreads, SameResultsAsOneThread) {
