@@ -33,8 +33,14 @@ Selection Lowerer::select(const std::string& kernel) {
   recip_v_ = op(Op::MOV, K(0));
   start_device_runtime();
   lower_function(top);
-  return Selection{take(),          threads_,        local_top_, scratch_base_,
-                   scratch_used_,   narrow_division_, ctas_in_order_, grid_use_};
+  Selection sel{take(),          threads_,        local_top_, scratch_base_,
+                scratch_used_,   0,               0,          narrow_division_,
+                ctas_in_order_,  grid_use_};
+  if (mma_used_) {
+    sel.mma_base = mma_base();
+    sel.mma_bytes = (threads_ + 31) / 32 * mma_area_bytes();
+  }
+  return sel;
 }
 
 void Lowerer::lower_function(Frame& fr) {
@@ -85,6 +91,7 @@ bool is_pure(ptx::Op op) {
     case ptx::Op::Activemask:
     case ptx::Op::Match:
     case ptx::Op::Redux:
+    case ptx::Op::Wmma:
     case ptx::Op::Div:
     case ptx::Op::Rem: return false;
     default: return true;
@@ -228,7 +235,8 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
   if (lower_more(in)) return;
   using PO = ptx::Op;
   if ((ptx::is_float(in.type) || ptx::is_float(in.type2)) && in.op != PO::Ld && in.op != PO::St && in.op != PO::Mov &&
-      in.op != PO::Ldu && in.op != PO::Selp && in.op != PO::Atom && in.op != PO::Red)  // float atomics: lower_atom
+      in.op != PO::Ldu && in.op != PO::Selp && in.op != PO::Atom && in.op != PO::Red &&  // float atomics: lower_atom
+      in.op != PO::Wmma)
     return lower_float(in);  // software floating point (softfloat.h)
   switch (in.op) {
     case PO::Mov:
@@ -280,6 +288,7 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
     case PO::Red: lower_atom(in); return;
     case PO::Call: lower_call(in); return;
     case PO::Shfl: lower_shfl(in); return;
+    case PO::Wmma: lower_wmma(in); return;
     case PO::Vote:
     case PO::Activemask: lower_vote(in); return;
     case PO::Match: lower_match(in); return;

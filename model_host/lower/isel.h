@@ -48,6 +48,11 @@ struct Frame {
 // redux (each lane clears its word after the closing warp barrier), so a
 // shuffle that reads a lane not taking part gets 0, as NVIDIA's GPUs give.
 constexpr uint32_t kScratchShfl = 0, kScratchVote = 32, kScratchWords = 33;
+// After the scratch area, where a kernel has wmma.mma: per 32-thread warp
+// its matrix area (isel_wmma.cpp), A and B of the largest shape (1,280
+// bytes of f16), and on a machine without Op::MMA the lanes' elements of C
+// (32 x 8 words) after them.
+constexpr uint32_t kMmaAreaNative = 1280, kMmaAreaStaged = 1280 + 1024;
 
 // What instruction selection hands on: the kernel's virtual code and the
 // memory it laid out.
@@ -57,6 +62,8 @@ struct Selection {
   uint32_t local_top = 0;         // per-thread local bytes so far (the allocator's spill slots go above)
   uint32_t scratch_base = 0;      // shared offset of the scratch area
   bool scratch_used = false;      // warp operations use the scratch area
+  uint32_t mma_base = 0;          // shared offset of the matrix areas
+  uint32_t mma_bytes = 0;         // their size (0: no wmma.mma)
   bool narrow_division = false;   // a 64-bit division has its path for divisors below 2^32
   bool ctas_in_order = false;     // sequences atomic only while CTAs run one at a time (Program)
   GridUse grid_use = GridUse::None;  // what of the grid the code depends on
@@ -189,6 +196,11 @@ class Lowerer : public Emitter {
   void append_print_record(Operand format, uint32_t bytes, const std::vector<Operand>& words);
   std::string printf_format(const ptx::Instr& call);
   void lower_shfl(const ptx::Instr& in);
+  void lower_wmma(const ptx::Instr& in);      // isel_wmma.cpp
+  void lower_wmma_mma(const ptx::Instr& in);
+  Operand mma_area();                         // this CUDA warp's matrix area
+  uint32_t mma_base() const;
+  uint32_t mma_area_bytes() const { return p_.native_mma ? kMmaAreaNative : kMmaAreaStaged; }
   void clear_shfl_slot(Operand area);
   void lower_vote(const ptx::Instr& in);
   void lower_bar_red(const ptx::Instr& in);
@@ -251,6 +263,7 @@ class Lowerer : public Emitter {
   GridUse grid_use_ = GridUse::None;
   uint32_t recip_d_ = 0, recip_v_ = 0;  // vregs: the normalised divisor whose reciprocal recip_v_ holds (0: none)
   bool scratch_used_ = false;
+  bool mma_used_ = false;
   std::vector<Frame*> frames_;
   Operand guard_ = K(1);  // pure instructions under a guard write through SEL
   uint32_t mark_ = 0;  // first vreg created by the current PTX instruction

@@ -71,6 +71,7 @@ std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::strin
   const uint32_t threads = sel.threads;
   uint32_t cuda_warps = (threads + 31) / 32;
   uint32_t total = sel.scratch_base + (sel.scratch_used ? (cuda_warps * kScratchWords + 1) * 4 : 0);
+  if (sel.mma_bytes) total = sel.mma_base + sel.mma_bytes;
   if (total > p.shared_bytes)
     throw LowerError(launch::kInvalidValue, "kernel " + kernel + " needs " + std::to_string(total) +
                                            " bytes of shared memory per block; the machine has " +

@@ -18,9 +18,9 @@ Params cuda_params(uint64_t global_bytes) {
                                 std::to_string(kMaxDeviceMemory) + " (device addresses are 32-bit)");
   Params p = default_params();  // the ISA: registers, block length (lanes and ROM below)
   p.global_bytes = uint32_t(global_bytes);
-  // The opt-in ceiling plus the lowering's scratch area (shuffles, votes) for
-  // 32 CUDA warps.
-  p.shared_bytes = kCudaOptinSharedBytes + 8 * 1024;
+  // The opt-in ceiling plus the lowering's scratch area (shuffles, votes)
+  // and matrix areas (wmma.mma, 1,280 bytes a warp) for 32 CUDA warps.
+  p.shared_bytes = kCudaOptinSharedBytes + 8 * 1024 + 40 * 1024;
   p.local_bytes = 512 * 1024;  // CUDA's most per thread; a CTA holds what its kernel uses
   p.local_store_bytes = 0;
   p.param_bytes = 32764;
@@ -37,6 +37,7 @@ Params cuda_params(uint64_t global_bytes) {
   p.lanes = Params::kCudaWarp;
   // Floating point as native float operations (isa.h, OpKind::Float).
   p.native_float = true;
+  p.native_mma = true;
   // CUDA's most registers per thread: large kernels (CUB's radix sort,
   // texture fetches, f64 sequences) keep their values in registers instead
   // of spilling them to local memory through the reload registers.

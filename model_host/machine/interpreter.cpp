@@ -2,6 +2,8 @@
 #include "model_host/launch/errors.h"
 #include "model_host/machine/interpreter.h"
 
+#include "model_host/ptx/wmma.h"
+
 #include "model_host/machine/alu.h"
 #include "model_host/ptx/float_ref.h"
 
@@ -900,6 +902,48 @@ template <bool kRecord>
           if constexpr (kRecord) rec->mem.push_back({in.space, l, addr, 4, nv});
           dst[l] = old;
           if constexpr (kRecord) rec->regs.push_back({l, in.dst, old});
+        }
+        break;
+      }
+      case OpKind::Matrix: {
+        // One element of D per lane (ptx/wmma.h has the arithmetic).  The
+        // lanes of a warp usually share one area: its f16 inputs are
+        // converted to f32 once for them.
+        const uint32_t* a = lanes_of(in.a, 0);
+        const uint32_t* bb = lanes_of(in.b, 1);
+        const uint32_t* c = lanes_of(in.c, 2);
+        const MmaMod& mm = in.mma;
+        const uint32_t K = mm.k, es = mm.in_bytes(), a_bytes = uint32_t(mm.m) * K * es;
+        const auto it = mm.in == MmaIn::F16 ? ptx::wmma::In::F16 : mm.in == MmaIn::S8 ? ptx::wmma::In::S8
+                                                                                      : ptx::wmma::In::U8;
+        float fa[32 * 16], fb[32 * 16];
+        const uint8_t* converted = nullptr;
+        for (uint32_t l = 0; l < L; ++l) {
+          if (!(mask >> l & 1)) continue;
+          const uint8_t* p = resolve(Space::Shared, uint32_t(t0 + l), a[l], 4, "matrix operation");
+          if (!p || !resolve(Space::Shared, uint32_t(t0 + l), a[l] + mm.area_bytes() - 4, 4, "matrix operation"))
+            return false;
+          const uint32_t e = bb[l];
+          if (e >= uint32_t(mm.m) * mm.n) {
+            set_fault(launch::kLaunchFailure, "matrix operation on element " + std::to_string(e) + " of " +
+                                                       std::to_string(mm.m * mm.n) + where());
+            return false;
+          }
+          const uint32_t row = e / mm.n, col = e % mm.n;
+          if (it == ptx::wmma::In::F16) {
+            if (p != converted) {
+              uint16_t h[64 * 16];
+              std::memcpy(h, p, mm.area_bytes());
+              const uint32_t na = uint32_t(mm.m) * K, nb = uint32_t(mm.n) * K;
+              for (uint32_t i = 0; i < na; ++i) fa[i] = ptx::wmma::f32_of(h[i]);
+              for (uint32_t i = 0; i < nb; ++i) fb[i] = ptx::wmma::f32_of(h[na + i]);
+              converted = p;
+            }
+            dst[l] = ptx::wmma::dot_f32(K, fa + row * K, fb + col * K, c[l]);
+          } else {
+            dst[l] = ptx::wmma::dot(K, it, mm.satfinite, p + row * K * es, p + a_bytes + col * K * es, c[l]);
+          }
+          if constexpr (kRecord) rec->regs.push_back({l, in.dst, dst[l]});
         }
         break;
       }

@@ -84,6 +84,7 @@ const OpInfo kOps[kOpCount] = {
     {"d2l", OpKind::Float, 2, nullptr},
     {"d2ul", OpKind::Float, 2, nullptr},
     {"drint", OpKind::Float, 2, nullptr},
+    {"mma", OpKind::Matrix, 3, nullptr},
 };
 
 const AtomInfo kAtoms[kAtomOpCount] = {
@@ -302,7 +303,17 @@ void validate(const Program& prog, const Params& p) {
         if (in.bytes != 1 && in.bytes != 2 && in.bytes != 4)
           throw std::invalid_argument(where(bi, ii) + "access width must be 1, 2 or 4 bytes");
       }
-      if (info.kind == OpKind::Load && stored)
+      if (info.kind == OpKind::Matrix) {
+        if (!p.native_mma)
+          throw std::invalid_argument(where(bi, ii) + to_string(in) +
+                                      ": the warp matrix operation, which this machine does not have (docs/isa.md "
+                                      "section 7.1)");
+        const MmaMod& m = in.mma;
+        const bool shape = m.k == 16 && ((m.m == 16 && m.n == 16) || (m.m == 32 && m.n == 8) || (m.m == 8 && m.n == 32));
+        if (!shape || in.space != Space::Shared || (m.satfinite && m.in == MmaIn::F16))
+          throw std::invalid_argument(where(bi, ii) + to_string(in) + ": invalid matrix shape, space or modifiers");
+      }
+      if ((info.kind == OpKind::Load || info.kind == OpKind::Matrix) && stored)
         throw std::invalid_argument(where(bi, ii) + "load after a store or atomic in the same block");
       if (info.kind == OpKind::Atomic) {
         if (stored) throw std::invalid_argument(where(bi, ii) + "atomic after a store or atomic in the same block");
@@ -364,6 +375,13 @@ std::string to_string(const Instr& in) {
     case OpKind::Atomic:
       return std::string("atom.") + space_name(in.space) + "." + atom_info(in.atom).name + " r" +
              std::to_string(in.dst) + ", [" + to_string(in.a) + "], " + to_string(in.b) + ", " + to_string(in.c);
+    case OpKind::Matrix: {
+      const MmaMod& m = in.mma;
+      const char* t = m.in == MmaIn::F16 ? ".f32.f16" : m.in == MmaIn::S8 ? ".s32.s8" : ".s32.u8";
+      return std::string("mma.m") + std::to_string(m.m) + "n" + std::to_string(m.n) + "k" + std::to_string(m.k) + t +
+             (m.satfinite ? ".satfinite" : "") + " r" + std::to_string(in.dst) + ", [" + to_string(in.a) + "], " +
+             to_string(in.b) + ", " + to_string(in.c);
+    }
     case OpKind::Float: {
       const bool cmp = in.op == Op::FCMP || in.op == Op::DCMP;
       const char* mod = cmp ? cmp_name(in.fmod.cmp) : rnd_name(in.fmod.rnd);

@@ -39,6 +39,10 @@ struct Params {
   // of the interpreter backend has them (cuda_params(), api.h); the default
   // machine and the model's do not.
   bool native_float = false;
+  // The warp matrix element operation (Op::MMA): the CUDA-sized device has
+  // it; elsewhere the lowering computes each element with loads and
+  // multiply-adds.
+  bool native_mma = false;
   // Without native_float, the float operations a machine still has in
   // their .rn form without .ftz or .sat (the model's machine: FFMA, which
   // its circuit computes, docs/circuit.md, and the lowering uses for f32
@@ -99,6 +103,12 @@ enum class Op : uint8_t {
   D2I, D2U,                // x to s32 / u32, rounded (.rni .rzi .rmi .rpi) and saturated, NaN 0
   D2L, D2UL,               // x to s64 / u64, the same
   DRINT,                   // x rounded to an integral f64 (.rni .rzi .rmi .rpi)
+  // One element of a warp matrix multiply-add (OpKind::Matrix, machines
+  // with Params::native_mma only; docs/isa.md section 7.1): element b
+  // (row b / n, column b % n) of C + A x B, for c that element of C, A
+  // row-major and B column-major in shared memory at a (B right after A).
+  // The shape and types are Instr::mma's.
+  MMA,
   // clang-format on
 };
 
@@ -138,7 +148,7 @@ inline const Params& model_params() { return model_params_storage(); }
 inline void set_model_global_bytes(uint32_t bytes) { model_params_storage().global_bytes = bytes; }
 
 // Every op of the instruction set.
-constexpr int kOpCount = int(Op::DRINT) + 1;
+constexpr int kOpCount = int(Op::MMA) + 1;
 // The most source operands an op reads (DFMA's three f64 values).
 constexpr int kMaxArity = 6;
 // The ops every machine has, the model's included: MOV .. ATOM.  The model's
@@ -147,8 +157,9 @@ constexpr int kBaseOpCount = int(Op::ATOM) + 1;
 
 // Float: a pure function of its operands like Alu, but with modifiers and
 // without an AluFn (the lowering's passes neither fold nor combine it
-// through the ALU table).
-enum class OpKind : uint8_t { Alu, Special, Load, Store, Atomic, Float };
+// through the ALU table).  Matrix: MMA, a read of shared memory (a load for
+// the block rules) that computes.
+enum class OpKind : uint8_t { Alu, Special, Load, Store, Atomic, Float, Matrix };
 
 using AluFn = uint32_t (*)(uint32_t a, uint32_t b, uint32_t c);
 
@@ -187,6 +198,19 @@ struct FloatMod {
   bool hi = false;        // ops with a 64-bit result: write its high word (else its low word)
 };
 
+// MMA's shape and types: A is m x k, B k x n, both of `in`; C and the
+// result are f32 (F16 inputs) or s32 (S8, U8; with satfinite the exact sum
+// clamped to the s32 range, else wrapping).
+enum class MmaIn : uint8_t { F16, S8, U8 };
+struct MmaMod {
+  uint8_t m = 16, n = 16, k = 16;
+  MmaIn in = MmaIn::F16;
+  bool satfinite = false;
+  uint32_t in_bytes() const { return in == MmaIn::F16 ? 2 : 1; }
+  // Bytes of A and B in shared memory.
+  uint32_t area_bytes() const { return (uint32_t(m) * k + uint32_t(k) * n) * in_bytes(); }
+};
+
 // An operand is a register of the lane or a 32-bit immediate.
 struct Operand {
   bool imm = true;
@@ -208,6 +232,8 @@ struct Instr {
   FloatMod fmod{};
   // The fourth to sixth source operands: f64 ops only.
   Operand d, e, f;
+  // MMA only.
+  MmaMod mma{};
 
   bool writes_reg() const;
   // Source operand k (0 .. kMaxArity-1): a, b, c, d, e, f.
@@ -229,10 +255,10 @@ struct Instr {
 Instr make_float(Op op, uint32_t dst, Operand a, Operand b, Operand c, const FloatMod& m);
 // The same with up to kMaxArity operands (the f64 ops).
 Instr make_float(Op op, uint32_t dst, const Operand (&s)[kMaxArity], const FloatMod& m);
-inline bool is_float(Op op) { return op >= Op::FADD && int(op) < kOpCount; }
+inline bool is_float(Op op) { return op >= Op::FADD && op <= Op::DRINT; }
 // The native f64 operations (DADD .. DRINT), and those of them whose result
 // is 64 bits wide (written a word at a time, FloatMod::hi).
-inline bool is_f64(Op op) { return op >= Op::DADD && int(op) < kOpCount; }
+inline bool is_f64(Op op) { return op >= Op::DADD && op <= Op::DRINT; }
 inline bool has_wide_result(Op op) {
   return is_f64(op) && op != Op::DCMP && op != Op::D2F && op != Op::D2I && op != Op::D2U;
 }

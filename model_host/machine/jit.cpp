@@ -74,6 +74,8 @@ std::string key_of(const Block& blk) {
     put(in.dst);
     put(uint32_t(in.atom) | uint32_t(in.fmod.rnd) << 8 | uint32_t(in.fmod.cmp) << 16 | uint32_t(in.fmod.ftz) << 24 |
         uint32_t(in.fmod.sat) << 25 | uint32_t(in.fmod.hi) << 26);
+    put(uint32_t(in.mma.m) | uint32_t(in.mma.n) << 8 | uint32_t(in.mma.k) << 16 | uint32_t(in.mma.in) << 24 |
+        uint32_t(in.mma.satfinite) << 28);
     for (int s = 0; s < kMaxArity; ++s) {
       put(in.src(s).imm);
       put(in.src(s).v);

@@ -139,6 +139,7 @@ const char* op_name(Op op) {
     case Op::Activemask: return "activemask";
     case Op::Match: return "match";
     case Op::Redux: return "redux";
+    case Op::Wmma: return "wmma";
     case Op::Fma: return "fma";
     case Op::Rcp: return "rcp";
     case Op::Sqrt: return "sqrt";

@@ -112,6 +112,8 @@ enum class Op : uint16_t {
   Membar, Fence,
   // Warp-level
   Shfl, Vote, Activemask, Match, Redux,
+  // Warp matrix operations (wmma.load/store/mma; Instr::wmma, wmma.h)
+  Wmma,
   // Floating point only (the type-generic ones above also take float types)
   Fma, Rcp, Sqrt, Rsqrt, Sin, Cos, Lg2, Ex2, Tanh, Copysign, Testp,
   // Textures and surfaces (docs/isa.md section 8.3):
@@ -144,6 +146,20 @@ enum class PrmtMode : uint8_t { None, F4e, B4e, Rc8, Ecl, Ecr, Rc16 };
 // tex/suld/sust geometry (.1d .2d .3d .a1d .a2d .cube .acube).
 enum class TexGeom : uint8_t { None, D1, D2, D3, A1D, A2D, Cube, ACube };
 enum class BarKind : uint8_t { None, Sync, Arrive, Red };
+// wmma: which operation, the shape, the memory layout of a load or store
+// (.row or .col), the element type of A and B of an mma (Instr::type is
+// D's, type2 C's; a load's or store's type is its elements'), .satfinite.
+//   load:  ops = { fragment Vector, address, [stride] }
+//   store: ops = { address, fragment Vector, [stride] }
+//   mma:   ops = { D Vector, A Vector, B Vector, C Vector }
+enum class WmmaOp : uint8_t { None, LoadA, LoadB, LoadC, StoreD, Mma };
+struct WmmaInfo {
+  WmmaOp op = WmmaOp::None;
+  uint8_t m = 0, n = 0, k = 0;
+  bool col = false;
+  Type ab = Type::None;
+  bool satfinite = false;
+};
 enum class Sem : uint8_t { None, Weak, Relaxed, Acquire, Release, AcqRel, Sc, Mmio };
 enum class Scope : uint8_t { None, Cta, Cluster, Gpu, Sys };
 
@@ -245,6 +261,7 @@ struct Instr {
   bool nc = false;         // ld.global.nc
   TexGeom geom = TexGeom::None;  // tex/suld/sust
   uint8_t surf_clamp = 0;  // suld/sust: 0 .trap (the default), 1 .clamp, 2 .zero
+  WmmaInfo wmma;           // wmma only
 
   std::vector<Operand> ops;
 };

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -150,7 +151,7 @@ std::optional<Op> op_of(std::string_view s) {
       {"tanh", Op::Tanh}, {"copysign", Op::Copysign}, {"testp", Op::Testp},
       {"tex", Op::Tex}, {"tld4", Op::Other}, {"txq", Op::Other}, {"suld", Op::Suld},
       {"sust", Op::Sust}, {"sured", Op::Other}, {"suq", Op::Other}, {"istypep", Op::Other},
-      {"mma", Op::Other}, {"wmma", Op::Other}, {"wgmma", Op::Other}, {"ldmatrix", Op::Other},
+      {"mma", Op::Other}, {"wmma", Op::Wmma}, {"wgmma", Op::Other}, {"ldmatrix", Op::Other},
       {"stmatrix", Op::Other}, {"movmatrix", Op::Other}, {"cp", Op::Other},
       {"mbarrier", Op::Other}, {"multimem", Op::Other}, {"tensormap", Op::Other},
       {"elect", Op::Other}, {"griddepcontrol", Op::Other}, {"getctarank", Op::Other},
@@ -207,7 +208,7 @@ Arity arity_of(const Instr& in) {
     case Op::Activemask: return {1, 1, true};
     case Op::Match: return {3, 3, true};
     case Op::Redux: return {3, 3, true};
-    case Op::Call: case Op::Brx: case Op::Other: case Op::Tex: case Op::Suld: case Op::Sust: break;
+    case Op::Call: case Op::Brx: case Op::Other: case Op::Tex: case Op::Suld: case Op::Sust: case Op::Wmma: break;
   }
   return {0, 255, false};
 }
@@ -845,6 +846,11 @@ class Parser {
       fn_->body.push_back(std::move(in));
       return;
     }
+    if (in.op == Op::Wmma && !wmma_instruction(in, suffixes)) in.op = Op::Other;  // the lowering rejects it by name
+    else if (in.op == Op::Wmma) {
+      fn_->body.push_back(std::move(in));
+      return;
+    }
     if (in.op == Op::Other || in.op == Op::Brx) {
       skip_to_semicolon();
       fn_->body.push_back(std::move(in));
@@ -915,6 +921,80 @@ class Parser {
       ok = accept(',') && address();
     }
     if (!ok || !accept(';')) {
+      p_ = save;
+      in.ops.clear();
+      return false;
+    }
+    return true;
+  }
+
+  // wmma.load.{a,b,c}.sync.aligned.LAYOUT.SHAPE{.SPACE}.TYPE {frag}, [a]{, stride};
+  // wmma.store.d.sync.aligned.LAYOUT.SHAPE{.SPACE}.TYPE [a], {frag}{, stride};
+  // wmma.mma.sync.aligned.ALAYOUT.BLAYOUT.SHAPE.DTYPE.CTYPE d, a, b, c;  (f16 inputs)
+  // wmma.mma.sync.aligned.ALAYOUT.BLAYOUT.SHAPE.s32.ATYPE.BTYPE.s32{.satfinite} d, a, b, c;
+  // Returns false, consuming nothing, for a form it does not decode (other
+  // shapes and types: sub-byte, bf16, tf32, f64).
+  bool wmma_instruction(Instr& in, const std::vector<std::string_view>& suffixes) {
+    WmmaInfo& w = in.wmma;
+    std::vector<Type> types;
+    int layouts = 0;
+    for (size_t i = 0; i < suffixes.size(); ++i) {
+      std::string_view s = suffixes[i];
+      if (i == 0) {
+        if (s == "load" && i + 1 < suffixes.size()) {
+          std::string_view f = suffixes[++i];
+          w.op = f == "a" ? WmmaOp::LoadA : f == "b" ? WmmaOp::LoadB : f == "c" ? WmmaOp::LoadC : WmmaOp::None;
+        } else if (s == "store" && i + 1 < suffixes.size() && suffixes[i + 1] == "d") {
+          ++i;
+          w.op = WmmaOp::StoreD;
+        } else if (s == "mma") {
+          w.op = WmmaOp::Mma;
+        }
+        if (w.op == WmmaOp::None) return false;
+      } else if (s == "sync") in.sync = true;
+      else if (s == "aligned") in.aligned = true;
+      else if (s == "row" || s == "col") {
+        if (layouts++ == 0) w.col = s == "col";
+      } else if (s == "satfinite") w.satfinite = true;
+      else if (s.size() >= 6 && s[0] == 'm') {
+        unsigned m = 0, n = 0, k = 0;
+        if (std::sscanf(std::string(s).c_str(), "m%un%uk%u", &m, &n, &k) != 3) return false;
+        w.m = uint8_t(m), w.n = uint8_t(n), w.k = uint8_t(k);
+      } else if (auto sp = space_of(s)) in.space = *sp;
+      else if (auto t = type_of(s)) types.push_back(*t);
+      else return false;
+    }
+    if (!in.sync || !in.aligned || w.k == 0) return false;
+    if (w.op == WmmaOp::Mma) {
+      if (types.size() == 2) {
+        in.type = types[0], in.type2 = types[1], w.ab = Type::F16;
+      } else if (types.size() == 4 && types[1] == types[2]) {
+        in.type = types[0], in.type2 = types[3], w.ab = types[1];
+      } else {
+        return false;
+      }
+    } else {
+      if (types.size() != 1) return false;
+      in.type = types[0];
+    }
+    size_t save = p_;
+    uint32_t idx = static_cast<uint32_t>(fn_->body.size());
+    do {
+      uint32_t k = static_cast<uint32_t>(in.ops.size());
+      in.ops.push_back(operand(in, idx, {k}));
+    } while (accept(','));
+    if (!accept(';')) {
+      p_ = save;
+      in.ops.clear();
+      return false;
+    }
+    const size_t want = w.op == WmmaOp::Mma ? 4 : 2;
+    auto vec = [&](size_t i) { return i < in.ops.size() && in.ops[i].kind == Operand::Kind::Vector; };
+    bool ok = in.ops.size() == want || (w.op != WmmaOp::Mma && in.ops.size() == 3);
+    if (w.op == WmmaOp::Mma) ok = ok && vec(0) && vec(1) && vec(2) && vec(3);
+    else if (w.op == WmmaOp::StoreD) ok = ok && in.ops[0].kind == Operand::Kind::Addr && vec(1);
+    else ok = ok && vec(0) && in.ops[1].kind == Operand::Kind::Addr;
+    if (!ok) {
       p_ = save;
       in.ops.clear();
       return false;

@@ -37,6 +37,7 @@
 
 #include "model_host/ptx/layout.h"
 #include "model_host/ptx/texture_ref.h"
+#include "model_host/ptx/wmma.h"
 
 namespace qgpu::ptx {
 namespace {
@@ -532,7 +533,7 @@ class Interp {
     // Float-typed loads, stores, moves and selects only move bits: they run.
     // Float atomics are scalar() read-modify-writes with the float add.
     bool moves_bits = in.op == Op::Ld || in.op == Op::Ldu || in.op == Op::St || in.op == Op::Mov || in.op == Op::Selp ||
-                      in.op == Op::Atom || in.op == Op::Red;
+                      in.op == Op::Atom || in.op == Op::Red || in.op == Op::Wmma;
     if ((is_float(in.type) || is_float(in.type2)) && !moves_bits) {
       if (!float_supported(in)) unsupported(in, t0, "floating-point instruction '" + in.opcode + "'");
       for (Thread* t : active) float_scalar(in, *t);
@@ -595,6 +596,7 @@ class Interp {
         break;
       }
       case Op::Redux: redux(in, active); break;
+      case Op::Wmma: wmma_op(in, active); break;
       default:
         for (Thread* t : active) scalar(in, *t);
     }
@@ -714,6 +716,104 @@ class Interp {
         p.reg = d.reg2;
         write(p, Type::Pred, results[i].all_equal, *active[i]);
       }
+    }
+  }
+
+  // wmma (wmma.h has the fragment layout and the arithmetic): a load or
+  // store is each thread's own elements; an mma gathers the warp's A and B
+  // fragments into the matrices and gives each thread its elements of D.
+  struct WmmaFrag {
+    wmma::Frag frag = wmma::Frag::A;
+    uint32_t esize = 0, per_lane = 0, rows = 0, cols = 0;
+  };
+  WmmaFrag wmma_frag(const Instr& in, wmma::Frag f, Type ty, const Thread& t) const {
+    const wmma::Shape s{in.wmma.m, in.wmma.n, in.wmma.k};
+    if (!wmma::valid_shape(s)) unsupported(in, t, "this wmma shape (m16n16k16, m32n8k16 and m8n32k16 only)");
+    const bool input = f != wmma::Frag::C;
+    const bool ok = input ? (ty == Type::F16 || ty == Type::S8 || ty == Type::U8)
+                          : (ty == Type::F16 || ty == Type::F32 || ty == Type::S32);
+    if (!ok) unsupported(in, t, std::string("a wmma fragment of ") + type_name(ty));
+    return {f, type_size(ty), wmma::per_lane(s, f), wmma::rows(s, f), wmma::cols(s, f)};
+  }
+  // Slot i of a fragment register vector: its bits.
+  uint32_t slot(const std::vector<uint32_t>& regs, uint32_t esize, uint32_t i) const {
+    const uint32_t per = 4 / esize, sh = (i % per) * esize * 8;
+    return esize == 4 ? regs[i] : (regs[i / per] >> sh) & ((1u << (esize * 8)) - 1);
+  }
+  std::vector<uint32_t> fragment_regs(const Instr& in, const Operand& v, const WmmaFrag& fr, const Thread& t) const {
+    if (v.elems.size() * 4 < fr.per_lane * fr.esize) unsupported(in, t, "a wmma fragment with too few registers");
+    std::vector<uint32_t> r;
+    for (const Operand& e : v.elems) r.push_back(uint32_t(read(e, Type::B32, t, in)));
+    return r;
+  }
+  void wmma_op(const Instr& in, const std::vector<Thread*>& active) {
+    const WmmaInfo& w = in.wmma;
+    if (w.op == WmmaOp::Mma) return wmma_mma(in, active);
+    const wmma::Frag f = w.op == WmmaOp::LoadA ? wmma::Frag::A : w.op == WmmaOp::LoadB ? wmma::Frag::B : wmma::Frag::C;
+    const bool store = w.op == WmmaOp::StoreD;
+    for (Thread* t : active) {
+      const WmmaFrag fr = wmma_frag(in, f, in.type, *t);
+      const Operand& addr = in.ops[store ? 0 : 1];
+      const Operand& v = in.ops[store ? 1 : 0];
+      const uint64_t stride = in.ops.size() > 2 ? read(in.ops[2], Type::U32, *t, in) : (w.col ? fr.rows : fr.cols);
+      std::vector<uint32_t> regs = store ? fragment_regs(in, v, fr, *t) : std::vector<uint32_t>(v.elems.size(), 0);
+      for (uint32_t i = 0; i < fr.per_lane; ++i) {
+        uint32_t r, c;
+        wmma::element({w.m, w.n, w.k}, f, t->lane, i, r, c);
+        Operand at = addr;
+        at.imm += int64_t((w.col ? c * stride + r : r * stride + c) * fr.esize);
+        uint8_t* p = address(in, at, fr.esize, store, *t);
+        if (store) {
+          store_le(p, fr.esize, slot(regs, fr.esize, i));
+        } else {
+          const uint32_t per = 4 / fr.esize;
+          regs[i / per] |= uint32_t(load_le(p, fr.esize)) << ((i % per) * fr.esize * 8);
+        }
+      }
+      if (!store)
+        for (size_t j = 0; j < v.elems.size(); ++j) write(v.elems[j], Type::B32, regs[j], *t);
+    }
+  }
+  void wmma_mma(const Instr& in, const std::vector<Thread*>& active) {
+    if (active.empty()) return;
+    if (active.size() != kWarp)
+      unsupported(in, *active[0], "wmma.mma with only part of the warp (it is .sync.aligned: all 32 threads execute it)");
+    const WmmaInfo& w = in.wmma;
+    const Thread& t0 = *active[0];
+    const wmma::Shape s{w.m, w.n, w.k};
+    const WmmaFrag fa = wmma_frag(in, wmma::Frag::A, w.ab, t0), fb = wmma_frag(in, wmma::Frag::B, w.ab, t0);
+    const WmmaFrag fc = wmma_frag(in, wmma::Frag::C, in.type2, t0), fd = wmma_frag(in, wmma::Frag::C, in.type, t0);
+    const bool flt = w.ab == Type::F16;
+    if (flt == (in.type == Type::S32) || flt == (in.type2 == Type::S32) || (flt && w.satfinite))
+      unsupported(in, t0, "this combination of wmma.mma types");
+    const wmma::In it = w.ab == Type::F16 ? wmma::In::F16 : w.ab == Type::S8 ? wmma::In::S8 : wmma::In::U8;
+    // A row-major and B column-major, as the lanes hold them.
+    std::vector<uint8_t> a(s.m * s.k * fa.esize), b(s.k * s.n * fb.esize);
+    for (Thread* t : active) {
+      const auto ra = fragment_regs(in, in.ops[1], fa, *t), rb = fragment_regs(in, in.ops[2], fb, *t);
+      for (uint32_t i = 0; i < fa.per_lane; ++i)
+        store_le(a.data() + (t->lane * fa.per_lane + i) * fa.esize, fa.esize, slot(ra, fa.esize, i));
+      for (uint32_t i = 0; i < fb.per_lane; ++i)
+        store_le(b.data() + (t->lane * fb.per_lane + i) * fb.esize, fb.esize, slot(rb, fb.esize, i));
+    }
+    for (Thread* t : active) {
+      const auto rc = fragment_regs(in, in.ops[3], fc, *t);
+      std::vector<uint32_t> rd(in.ops[0].elems.size(), 0);
+      if (rd.size() * 4 < fd.per_lane * fd.esize) unsupported(in, *t, "a wmma fragment with too few registers");
+      for (uint32_t i = 0; i < fd.per_lane; ++i) {
+        uint32_t row, col;
+        wmma::element(s, wmma::Frag::C, t->lane, i, row, col);
+        uint32_t c = slot(rc, fc.esize, i);
+        if (in.type2 == Type::F16) c = fref::f32_from_f16(c);
+        uint32_t d = wmma::dot(s.k, it, w.satfinite, a.data() + row * s.k * fa.esize, b.data() + col * s.k * fb.esize, c);
+        if (in.type == Type::F16) {
+          d = fref::f16_from_f32(d, Rnd::Rn);
+          rd[i / 2] |= d << (16 * (i % 2));
+        } else {
+          rd[i] = d;
+        }
+      }
+      for (size_t j = 0; j < rd.size(); ++j) write(in.ops[0].elems[j], Type::B32, rd[j], *t);
     }
   }
 

@@ -1,0 +1,49 @@
+// Warp matrix operations: the arithmetic of one element (wmma.h).
+#include "model_host/ptx/wmma.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "model_host/ptx/float_ref.h"
+
+namespace qgpu::ptx::wmma {
+
+bool valid_shape(const Shape& s) {
+  return s.k == 16 && ((s.m == 16 && s.n == 16) || (s.m == 32 && s.n == 8) || (s.m == 8 && s.n == 32));
+}
+
+float f32_of(uint16_t h) {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t x = 0; x < 65536; ++x) t[x] = fref::as_float(fref::f32_from_f16(x));
+    return t;
+  }();
+  return table[h];
+}
+
+uint32_t dot_f32(uint32_t k, const float* a, const float* b, uint32_t c) {
+  uint32_t acc = c;
+  for (uint32_t i = 0; i < k; ++i) acc = fref::fma_rn(fref::as_bits(a[i]), fref::as_bits(b[i]), acc);
+  return acc;
+}
+
+uint32_t dot(uint32_t k, In t, bool satfinite, const uint8_t* a, const uint8_t* b, uint32_t c) {
+  if (t == In::F16) {
+    float x[64], y[64];
+    for (uint32_t i = 0; i < k; ++i) {
+      uint16_t u, v;
+      std::memcpy(&u, a + 2 * i, 2);
+      std::memcpy(&v, b + 2 * i, 2);
+      x[i] = f32_of(u), y[i] = f32_of(v);
+    }
+    return dot_f32(k, x, y, c);
+  }
+  int64_t sum = 0;
+  for (uint32_t i = 0; i < k; ++i)
+    sum += t == In::S8 ? int64_t(int8_t(a[i])) * int8_t(b[i]) : int64_t(a[i]) * int64_t(b[i]);
+  if (!satfinite) return c + uint32_t(sum);
+  return uint32_t(int32_t(std::clamp<int64_t>(int64_t(int32_t(c)) + sum, INT32_MIN, INT32_MAX)));
+}
+
+}  // namespace qgpu::ptx::wmma
