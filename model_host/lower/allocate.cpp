@@ -2,7 +2,7 @@
 #include "model_host/lower/allocate.h"
 
 #include <algorithm>
-#include <set>
+#include <iterator>
 
 #include "model_host/lower/analysis.h"
 
@@ -29,49 +29,86 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
     if (v.kind == VI::Br) out.push_back(v.cond);
   };
   auto def = [&](const VI& v) -> uint32_t { return v.kind == VI::Ins && v.in.writes_reg() ? v.in.dst : kNoV; };
-  // Liveness (live-in sets per basic block), iterated to a fixed point.
-  std::vector<std::set<uint32_t>> live_in(nb);
+  // Liveness (live-in sets per basic block, sorted vectors), iterated to a
+  // fixed point: live_in = gen + (live_out - kill), gen the block's uses
+  // not after a def of theirs in it, kill its defs.
+  std::vector<std::vector<uint32_t>> gen(nb), kill(nb), live_in(nb);
   std::vector<uint32_t> tmp;
+  auto sort_unique = [](std::vector<uint32_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  for (uint32_t b = 0; b < nb; ++b) {
+    std::vector<uint32_t> defs;
+    for (uint32_t i = starts[b]; i < end_of(b); ++i) {
+      uses(vc.code[i], tmp);
+      for (uint32_t u : tmp)
+        if (std::find(defs.begin(), defs.end(), u) == defs.end()) gen[b].push_back(u);
+      if (uint32_t d = def(vc.code[i]); d != kNoV) defs.push_back(d);
+    }
+    sort_unique(gen[b]);
+    sort_unique(defs);
+    kill[b] = std::move(defs);
+  }
+  auto live_out = [&](uint32_t b) {
+    std::vector<uint32_t> out, merged;
+    for (uint32_t s : succ[b]) {
+      merged.clear();
+      std::set_union(out.begin(), out.end(), live_in[s].begin(), live_in[s].end(), std::back_inserter(merged));
+      out.swap(merged);
+    }
+    return out;
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (uint32_t b = nb; b-- > 0;) {
-      std::set<uint32_t> live;
-      for (uint32_t s : succ[b]) live.insert(live_in[s].begin(), live_in[s].end());
-      for (uint32_t i = end_of(b); i-- > starts[b];) {
-        uint32_t d = def(vc.code[i]);
-        if (d != kNoV) live.erase(d);
-        uses(vc.code[i], tmp);
-        live.insert(tmp.begin(), tmp.end());
-      }
-      if (live != live_in[b]) {
-        live_in[b] = std::move(live);
+      const std::vector<uint32_t> out = live_out(b);
+      std::vector<uint32_t> rest, in;
+      std::set_difference(out.begin(), out.end(), kill[b].begin(), kill[b].end(), std::back_inserter(rest));
+      std::set_union(gen[b].begin(), gen[b].end(), rest.begin(), rest.end(), std::back_inserter(in));
+      if (in != live_in[b]) {
+        live_in[b] = std::move(in);
         changed = true;
       }
     }
   }
   // Intervals [first, last] of positions where each vreg is live or touched.
+  // Within a block a vreg is live over one run of positions (from its last
+  // use or the block's end back to its def or the block's start), so
+  // touching the run's ends is touching all of it.
   std::vector<uint32_t> first(vc.nvregs, UINT32_MAX), last(vc.nvregs, 0);
   auto touch = [&](uint32_t v, uint32_t i) {
     first[v] = std::min(first[v], i);
     last[v] = std::max(last[v], i);
   };
+  std::vector<char> is_live(vc.nvregs, 0);
+  std::vector<uint32_t> live;
   for (uint32_t b = 0; b < nb; ++b) {
-    std::set<uint32_t> live;
-    for (uint32_t s : succ[b]) live.insert(live_in[s].begin(), live_in[s].end());
+    live = live_out(b);
+    for (uint32_t v : live) {
+      is_live[v] = 1;
+      if (end_of(b) > starts[b]) touch(v, end_of(b) - 1);
+    }
     for (uint32_t i = end_of(b); i-- > starts[b];) {
-      for (uint32_t v : live) touch(v, i);
       uint32_t d = def(vc.code[i]);
       if (d != kNoV) {
         touch(d, i);
-        live.erase(d);
+        is_live[d] = 0;
       }
       uses(vc.code[i], tmp);
       for (uint32_t v : tmp) {
         touch(v, i);
-        live.insert(v);
+        if (!is_live[v]) {
+          is_live[v] = 1;
+          live.push_back(v);
+        }
       }
     }
-    for (uint32_t v : live) touch(v, starts[b]);
+    for (uint32_t v : live)
+      if (is_live[v]) {
+        touch(v, starts[b]);
+        is_live[v] = 0;
+      }
   }
   // Linear scan.
   bool spilled = false;

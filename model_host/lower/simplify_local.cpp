@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "model_host/lower/analysis.h"
@@ -25,15 +26,49 @@ namespace qgpu::machine::lowering {
 //     since) becomes a copy of that result (value numbering), which copy
 //     propagation then removes.
 void simplify_local(VCode& vc) {
-  struct Def {
-    uint32_t reg;
-    Instr in;
+  // This segment's definitions whose operands still hold, by register; the
+  // registers each of them reads (to drop them when one is redefined); and
+  // the first of them for each operation and operands (value numbering).
+  // Hash maps: a segment of unrolled code holds tens of thousands.
+  struct ValueKey {
+    Op op;
+    Operand a, b, c;
+    bool operator==(const ValueKey& o) const {
+      auto same = [](const Operand& x, const Operand& y) { return x.imm == y.imm && x.v == y.v; };
+      return op == o.op && same(a, o.a) && same(b, o.b) && same(c, o.c);
+    }
   };
-  std::vector<Def> live;  // this segment's definitions whose operands still hold
+  struct ValueHash {
+    size_t operator()(const ValueKey& k) const {
+      uint64_t h = uint64_t(k.op) * 0x9E3779B97F4A7C15ull;
+      for (const Operand* o : {&k.a, &k.b, &k.c}) h = (h ^ (uint64_t(o->v) << 1 | o->imm)) * 0xBF58476D1CE4E5B9ull;
+      return size_t(h ^ (h >> 31));
+    }
+  };
+  std::unordered_map<uint32_t, Instr> live;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> readers;
+  std::unordered_map<ValueKey, uint32_t, ValueHash> values;
   auto find = [&](uint32_t reg) -> const Instr* {
-    for (const Def& d : live)
-      if (d.reg == reg) return &d.in;
-    return nullptr;
+    auto it = live.find(reg);
+    return it == live.end() ? nullptr : &it->second;
+  };
+  auto clear = [&] {
+    live.clear();
+    readers.clear();
+    values.clear();
+  };
+  auto kill = [&](uint32_t reg) {
+    auto it = live.find(reg);
+    if (it == live.end()) return;
+    const Instr& d = it->second;
+    auto v = values.find(ValueKey{d.op, d.a, d.b, d.c});
+    if (v != values.end() && v->second == reg) values.erase(v);
+    live.erase(it);
+  };
+  auto reads = [](const Instr& d, uint32_t reg) {
+    for (int k = 0; k < op_info(d.op).arity; ++k)
+      if (!d.src(k).imm && d.src(k).v == reg) return true;
+    return false;
   };
   auto same = [](const Operand& x, const Operand& y) { return x.imm == y.imm && x.v == y.v; };
   auto commutative = [](Op o) {
@@ -55,7 +90,7 @@ void simplify_local(VCode& vc) {
       // its jmp, bar or wbar) continues its segment: registers keep their
       // values across barriers.
       ++b;
-      if (!(cfg.pred[b].size() == 1 && cfg.pred[b][0] == b - 1 && vc.code[i - 1].kind != VI::Br)) live.clear();
+      if (!(cfg.pred[b].size() == 1 && cfg.pred[b][0] == b - 1 && vc.code[i - 1].kind != VI::Br)) clear();
     }
     VI& v = vc.code[i];
     if (v.kind == VI::Br) {
@@ -105,22 +140,24 @@ void simplify_local(VCode& vc) {
       }
     }
     if (alu && in.op != Op::MOV) {
-      for (const Def& d : live)
-        if (d.in.op == in.op && same(d.in.a, in.a) && same(d.in.b, in.b) && same(d.in.c, in.c)) {
-          in = Instr{Op::MOV, in.dst, R(d.reg), K(0), K(0)};
-          break;
-        }
+      auto v = values.find(ValueKey{in.op, in.a, in.b, in.c});
+      if (v != values.end()) in = Instr{Op::MOV, in.dst, R(v->second), K(0), K(0)};
     }
     if (!in.writes_reg()) continue;
     const uint32_t dst = in.dst;
-    std::erase_if(live, [&](const Def& d) {
-      for (int k = 0; k < op_info(d.in.op).arity; ++k)
-        if (!d.in.src(k).imm && d.in.src(k).v == dst) return true;
-      return d.reg == dst;
-    });
+    kill(dst);
+    if (auto r = readers.find(dst); r != readers.end()) {
+      for (uint32_t reader : r->second)
+        if (const Instr* d = find(reader); d && reads(*d, dst)) kill(reader);
+      readers.erase(r);
+    }
     bool reads_dst = false;
     for (auto* o : sources(in)) reads_dst |= o->v == dst;
-    if (alu && !reads_dst) live.push_back({dst, in});
+    if (alu && !reads_dst) {
+      live[dst] = in;
+      values.emplace(ValueKey{in.op, in.a, in.b, in.c}, dst);
+      for (auto* o : sources(in)) readers[o->v].push_back(dst);
+    }
   }
 }
 

@@ -935,8 +935,9 @@ template <bool kRecord>
               uint16_t h[64 * 16];
               std::memcpy(h, p, mm.area_bytes());
               const uint32_t na = uint32_t(mm.m) * K, nb = uint32_t(mm.n) * K;
-              for (uint32_t i = 0; i < na; ++i) fa[i] = ptx::wmma::f32_of(h[i]);
-              for (uint32_t i = 0; i < nb; ++i) fb[i] = ptx::wmma::f32_of(h[na + i]);
+              const float* half = ptx::wmma::f16_table();
+              for (uint32_t i = 0; i < na; ++i) fa[i] = half[h[i]];
+              for (uint32_t i = 0; i < nb; ++i) fb[i] = half[h[na + i]];
               converted = p;
             }
             dst[l] = ptx::wmma::dot_f32(K, fa + row * K, fb + col * K, c[l]);

@@ -13,19 +13,28 @@ bool valid_shape(const Shape& s) {
   return s.k == 16 && ((s.m == 16 && s.n == 16) || (s.m == 32 && s.n == 8) || (s.m == 8 && s.n == 32));
 }
 
-float f32_of(uint16_t h) {
+const float* f16_table() {
   static const std::vector<float> table = [] {
     std::vector<float> t(65536);
     for (uint32_t x = 0; x < 65536; ++x) t[x] = fref::as_float(fref::f32_from_f16(x));
     return t;
   }();
-  return table[h];
+  return table.data();
 }
 
+// Each step is an f32 fused multiply-add .rn; the product of two halves is
+// exact in f32 (22 significant bits, magnitude within 2^-48 .. 2^32), so
+// the fused multiply-add is the rounded sum of that product and the
+// accumulator, computed here as exactly that.  A NaN stays a NaN through
+// every later step, so making it the canonical one at the end gives what
+// canonical steps give.
 uint32_t dot_f32(uint32_t k, const float* a, const float* b, uint32_t c) {
-  uint32_t acc = c;
-  for (uint32_t i = 0; i < k; ++i) acc = fref::fma_rn(fref::as_bits(a[i]), fref::as_bits(b[i]), acc);
-  return acc;
+  float acc = fref::as_float(c);
+  for (uint32_t i = 0; i < k; ++i) {
+    const float p = a[i] * b[i];
+    acc = p + acc;
+  }
+  return fref::canonical(fref::as_bits(acc));
 }
 
 uint32_t dot(uint32_t k, In t, bool satfinite, const uint8_t* a, const uint8_t* b, uint32_t c) {
@@ -35,7 +44,7 @@ uint32_t dot(uint32_t k, In t, bool satfinite, const uint8_t* a, const uint8_t* 
       uint16_t u, v;
       std::memcpy(&u, a + 2 * i, 2);
       std::memcpy(&v, b + 2 * i, 2);
-      x[i] = f32_of(u), y[i] = f32_of(v);
+      x[i] = f16_table()[u], y[i] = f16_table()[v];
     }
     return dot_f32(k, x, y, c);
   }

@@ -51,9 +51,11 @@ inline uint32_t in_bytes(In t) { return t == In::F16 ? 2 : 1; }
 // One element of D: c (f32 bits, or an s32) plus the dot product of a row
 // of A and a column of B, each k consecutive elements of type t.
 uint32_t dot(uint32_t k, In t, bool satfinite, const uint8_t* a_row, const uint8_t* b_col, uint32_t c);
-// The same for f16 inputs already converted to f32 (f32_of).
+// The same for f16 inputs already converted to f32 (f16_table), whose
+// products are therefore exact in f32.  The host must round to nearest.
 uint32_t dot_f32(uint32_t k, const float* a_row, const float* b_col, uint32_t c);
-// An f16 as the f32 of the same value (a NaN: the canonical one).
-float f32_of(uint16_t h);
+// Every f16 as the f32 of the same value (a NaN: the canonical one),
+// indexed by its bits.
+const float* f16_table();
 
 }  // namespace qgpu::ptx::wmma
