@@ -294,6 +294,9 @@ void Lowerer::lower_instr(const ptx::Instr& in) {
     case PO::Match: lower_match(in); return;
     default: break;
   }
+  if (in.opcode.rfind("wmma.", 0) == 0)  // a form the parser does not decode (ptx::Instr::wmma)
+    unsupported(in, "is a wmma form the machine does not have: f16, s8 and u8 fragments in the shapes m16n16k16, "
+                    "m32n8k16 and m8n32k16 only (not the sub-byte, bf16, tf32 or f64 ones; docs/isa.md section 7.1)");
   unsupported(in, "is not supported by the machine");
 }
 

@@ -907,8 +907,9 @@ template <bool kRecord>
       }
       case OpKind::Matrix: {
         // One element of D per lane (ptx/wmma.h has the arithmetic).  The
-        // lanes of a warp usually share one area: its f16 inputs are
-        // converted to f32 once for them.
+        // lanes of a warp share one area, and an mma's elements are
+        // consecutive MMAs of one EXEC: its f16 inputs are converted to f32
+        // once (mma_cache_).
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
@@ -916,8 +917,11 @@ template <bool kRecord>
         const uint32_t K = mm.k, es = mm.in_bytes(), a_bytes = uint32_t(mm.m) * K * es;
         const auto it = mm.in == MmaIn::F16 ? ptx::wmma::In::F16 : mm.in == MmaIn::S8 ? ptx::wmma::In::S8
                                                                                       : ptx::wmma::In::U8;
-        float fa[32 * 16], fb[32 * 16];
-        const uint8_t* converted = nullptr;
+        // f16: the lanes' rows and columns gathered, then their dot products
+        // together (ptx::wmma::dot_f32_many).
+        const float* rows_of[64];
+        const float* cols_of[64];
+        uint32_t cs[64], ds[64], lanes[64], n16 = 0;
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
           const uint8_t* p = resolve(Space::Shared, uint32_t(t0 + l), a[l], 4, "matrix operation");
@@ -926,26 +930,38 @@ template <bool kRecord>
           const uint32_t e = bb[l];
           if (e >= uint32_t(mm.m) * mm.n) {
             set_fault(launch::kLaunchFailure, "matrix operation on element " + std::to_string(e) + " of " +
-                                                       std::to_string(mm.m * mm.n) + where());
+                                                  std::to_string(mm.m * mm.n) + where());
             return false;
           }
           const uint32_t row = e / mm.n, col = e % mm.n;
           if (it == ptx::wmma::In::F16) {
-            if (p != converted) {
-              uint16_t h[64 * 16];
+            MmaCache& mc = mma_cache_;
+            const uint32_t na = uint32_t(mm.m) * K, nb = uint32_t(mm.n) * K;
+            if (mc.at != p || mc.step != stats_.steps || mc.na != na) {
+              if (n16) {  // another area (a warp's lanes share one): the lanes so far first
+                ptx::wmma::dot_f32_many(K, rows_of, cols_of, cs, ds, n16);
+                for (uint32_t j = 0; j < n16; ++j) dst[lanes[j]] = ds[j];
+                n16 = 0;
+              }
+              uint16_t h[1024];
               std::memcpy(h, p, mm.area_bytes());
-              const uint32_t na = uint32_t(mm.m) * K, nb = uint32_t(mm.n) * K;
               const float* half = ptx::wmma::f16_table();
-              for (uint32_t i = 0; i < na; ++i) fa[i] = half[h[i]];
-              for (uint32_t i = 0; i < nb; ++i) fb[i] = half[h[na + i]];
-              converted = p;
+              for (uint32_t i = 0; i < na; ++i) mc.a[i] = half[h[i]];
+              for (uint32_t i = 0; i < nb; ++i) mc.b[i] = half[h[na + i]];
+              mc.at = p, mc.step = stats_.steps, mc.na = na;
             }
-            dst[l] = ptx::wmma::dot_f32(K, fa + row * K, fb + col * K, c[l]);
+            rows_of[n16] = mc.a + row * K, cols_of[n16] = mc.b + col * K, cs[n16] = c[l], lanes[n16++] = l;
           } else {
             dst[l] = ptx::wmma::dot(K, it, mm.satfinite, p + row * K * es, p + a_bytes + col * K * es, c[l]);
           }
-          if constexpr (kRecord) rec->regs.push_back({l, in.dst, dst[l]});
         }
+        if (n16) {
+          ptx::wmma::dot_f32_many(K, rows_of, cols_of, cs, ds, n16);
+          for (uint32_t j = 0; j < n16; ++j) dst[lanes[j]] = ds[j];
+        }
+        if constexpr (kRecord)
+          for (uint32_t l = 0; l < L; ++l)
+            if (mask >> l & 1) rec->regs.push_back({l, in.dst, dst[l]});
         break;
       }
       case OpKind::Float: break;  // run above

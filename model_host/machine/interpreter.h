@@ -219,6 +219,15 @@ class Interpreter {
   uint64_t published_ = 0;     // its steps added to the group's count
   int64_t fault_cta_ = -1;     // the CTA that faulted
   jit::Mode jit_mode_ = jit::Mode::Off;
+  // Op::MMA's f16 A and B as f32: converted once per EXEC for the area its
+  // lanes read (memory does not change within an EXEC).
+  struct MmaCache {
+    const uint8_t* at = nullptr;
+    uint64_t step = ~uint64_t(0);
+    uint32_t na = 0;
+    float a[512], b[512];
+  };
+  MmaCache mma_cache_;
   bool finished_ = false;
   Fault fault_;
   InterpStats stats_;

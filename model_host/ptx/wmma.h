@@ -54,6 +54,10 @@ uint32_t dot(uint32_t k, In t, bool satfinite, const uint8_t* a_row, const uint8
 // The same for f16 inputs already converted to f32 (f16_table), whose
 // products are therefore exact in f32.  The host must round to nearest.
 uint32_t dot_f32(uint32_t k, const float* a_row, const float* b_col, uint32_t c);
+// dot_f32 for n elements at once (the same steps for each: their chains
+// interleaved, not reordered): out[j] = dot_f32(k, a_rows[j], b_cols[j], c[j]).
+void dot_f32_many(uint32_t k, const float* const* a_rows, const float* const* b_cols, const uint32_t* c,
+                  uint32_t* out, uint32_t n);
 // Every f16 as the f32 of the same value (a NaN: the canonical one),
 // indexed by its bits.
 const float* f16_table();

@@ -533,6 +533,31 @@ std::vector<Case> build() {
     v.push_back(full_only(e));
   }
   {
+    // Warp matrix multiply-adds from fragments of random words (every
+    // element of every lane's registers, f16 inputs of every kind: NaN,
+    // infinity, subnormal), 16x16x16, two CTAs of two warps: s8 with
+    // .satfinite over random accumulators (edge words among them), f16 into
+    // f32.  The model's machine computes each element with a loop of loads
+    // and multiply-adds (docs/isa.md section 7.1): tens of thousands of
+    // steps for the warp, so on the model in the full run only.
+    std::string s8 = "  wmma.mma.sync.aligned.row.col.m16n16k16.s32.s8.s8.s32.satfinite "
+                     "{%r12, %r13, %r14, %r15, %r16, %r17, %r18, %r19}, {%r0, %r1}, {%r2, %r3}, "
+                     "{%r4, %r5, %r6, %r7, %r8, %r9, %r10, %r11};\n";
+    std::string body;
+    for (uint32_t i = 0; i < 12; ++i) body += ld_in("%r" + std::to_string(i), i);
+    for (uint32_t i = 0; i < 8; ++i) s8 += st_out("%r" + std::to_string(12 + i), i);
+    v.push_back(full_only(threads("wmma.mma s8 satfinite", {"mma", "term.wbar"}, body + s8, 12, 8, 2, 64, 32, 201)));
+    std::string f16 = "  wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 "
+                      "{%f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15}, "
+                      "{%r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7}, {%r8, %r9, %r10, %r11, %r12, %r13, %r14, %r15}, "
+                      "{%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7};\n";
+    body.clear();
+    for (uint32_t i = 0; i < 16; ++i) body += ld_in("%r" + std::to_string(i), i);
+    for (uint32_t i = 0; i < 8; ++i) body += ld_in("%f" + std::to_string(i), 16 + i, "f32");
+    for (uint32_t i = 0; i < 8; ++i) f16 += st_out("%f" + std::to_string(8 + i), i, "f32");
+    v.push_back(full_only(threads("wmma.mma f16 f32", {"mma"}, body + f16, 24, 8, 2, 64, 32, 202)));
+  }
+  {
     Case c = threads("bar.red bar.warp.sync", {"term.bar", "term.wbar"},
                      ld_in("%r0", 0) +
                          "  and.b32 %r1, %r0, 1;\n  setp.ne.u32 %p1, %r1, 0;\n  bar.red.popc.u32 %r2, 0, %p1;\n"

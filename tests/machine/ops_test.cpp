@@ -164,8 +164,11 @@ TEST(MachineOps, EveryOpHasANameAndKind) {
     EXPECT_EQ(info.kind == OpKind::Alu, info.fn != nullptr) << info.name;
     // Three sources at most, but for the f64 ops (two words per f64 value).
     EXPECT_LE(info.arity, is_f64(Op(i)) ? kMaxArity : 3) << info.name;
-    // The ops every machine has come first; the optional float ops follow.
-    EXPECT_EQ(info.kind == OpKind::Float, i >= kBaseOpCount) << info.name;
+    // The ops every machine has come first; the optional float ops follow,
+    // then the optional matrix operation.
+    EXPECT_EQ(info.kind == OpKind::Float, i >= kBaseOpCount && is_float(Op(i))) << info.name;
+    EXPECT_EQ(info.kind == OpKind::Matrix, Op(i) == Op::MMA) << info.name;
+    EXPECT_EQ(i >= kBaseOpCount, is_float(Op(i)) || Op(i) == Op::MMA) << info.name;
   }
 }
 

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -551,6 +553,81 @@ TEST(PtxCoverage, ShuffleFromLanesNotTakingPartReadsZero) {
         EXPECT_EQ(out[2 * (32 * warp + 1) + 1], in[32 * warp]);  // the full-warp butterfly
       }
     }
+}
+
+// wmma (docs/isa.md section 7.1): one warp loads A, B and C from memory
+// with strides past the matrices' widths, multiplies and stores D, in every
+// shape, for f16 into f32 and into f16, s8 with .satfinite and u8, every
+// layout of A and B (C and D in A's), inputs random words (f16 NaNs,
+// infinities and subnormals among them).  The machines of 4, 8 and 32
+// lanes and the model's compute each element with loads and multiply-adds;
+// their D must be the oracle's bit for bit (the CUDA-sized device's MMA is
+// checked against the same oracle by the samples and the op table).  The
+// oracle's D for s8 is also the host's own sums.
+TEST(PtxCoverage, WarpMatrixEveryShapeTypeAndLayout) {
+  struct Shape {
+    uint32_t m, n, k;
+  };
+  struct Types {
+    const char *ab, *c, *d;
+    uint32_t in_bytes, c_bytes, d_bytes;
+    bool sat;
+  };
+  const Types types[] = {{"f16", "f32", "f32", 2, 4, 4, false},
+                         {"f16", "f16", "f16", 2, 2, 2, false},
+                         {"s8", "s32", "s32", 1, 4, 4, true},
+                         {"u8", "s32", "s32", 1, 4, 4, false}};
+  std::vector<uint32_t> in = inputs(4096, 53);
+  // Accumulators at the ends of the s32 range, for .satfinite and wrapping.
+  for (uint32_t w = 0; w < 1536; w += 2) in[2048 + w] = w % 4 ? 0x7FFFFF00u + w % 200 : 0x80000000u + w % 150;
+  constexpr uint32_t kB = 4096, kC = 8192, kPad = 16;  // byte offsets of B and C in the input; stride padding
+  for (const Shape s : {Shape{16, 16, 16}, Shape{32, 8, 16}, Shape{8, 32, 16}})
+    for (const Types& t : types)
+      for (bool a_col : {false, true})
+        for (bool b_col : {false, true}) {
+          const std::string shape = "m" + std::to_string(s.m) + "n" + std::to_string(s.n) + "k" + std::to_string(s.k);
+          SCOPED_TRACE(shape + " " + t.ab + "->" + t.d + (a_col ? " A col" : " A row") + (b_col ? " B col" : " B row"));
+          const char* la = a_col ? "col" : "row";
+          const char* lb = b_col ? "col" : "row";
+          const uint32_t sa = (a_col ? s.m : s.k) + kPad, sb = (b_col ? s.k : s.n) + kPad, sc = (a_col ? s.m : s.n) + kPad;
+          // Fragment registers: A and B as many as PTX gives them, C and D one
+          // per element (f32, s32) or pair (f16).
+          auto regs = [](uint32_t first, uint32_t n) {
+            std::string r = "{";
+            for (uint32_t i = 0; i < n; ++i) r += (i ? ", %r" : "%r") + std::to_string(first + i);
+            return r + "}";
+          };
+          const uint32_t na = t.in_bytes == 2 ? 8 : s.m * s.k / 128, nb = t.in_bytes == 2 ? 8 : s.k * s.n / 128;
+          const uint32_t nc = t.c_bytes == 2 ? 4 : 8, nd = t.d_bytes == 2 ? 4 : 8;
+          const std::string ra = regs(0, na), rb = regs(10, nb), rc = regs(20, nc), rd = regs(30, nd);
+          std::string body;
+          body += "  wmma.load.a.sync.aligned." + std::string(la) + "." + shape + ".global." + t.ab + " " + ra +
+                  ", [%rin], " + std::to_string(sa) + ";\n";
+          body += "  wmma.load.b.sync.aligned." + std::string(lb) + "." + shape + ".global." + t.ab + " " + rb +
+                  ", [%rin+" + std::to_string(kB) + "], " + std::to_string(sb) + ";\n";
+          body += "  wmma.load.c.sync.aligned." + std::string(la) + "." + shape + ".global." + t.c + " " + rc +
+                  ", [%rin+" + std::to_string(kC) + "], " + std::to_string(sc) + ";\n";
+          const std::string types_text = t.in_bytes == 2 ? std::string(".") + t.d + "." + t.c
+                                                         : std::string(".s32.") + t.ab + "." + t.ab + ".s32";
+          body += "  wmma.mma.sync.aligned." + std::string(la) + "." + lb + "." + shape + types_text +
+                  (t.sat ? ".satfinite " : " ") + rd + ", " + ra + ", " + rb + ", " + rc + ";\n";
+          body += "  wmma.store.d.sync.aligned." + std::string(la) + "." + shape + ".global." + t.d + " [%rout], " +
+                  rd + ", " + std::to_string(sc) + ";\n";
+          // D's elements with its padding: 24 words a thread cover the largest.
+          const std::vector<uint32_t> out = cross_check(kernel_text(body, 0, 0), 32, in, 24, 32);
+          if (std::string(t.ab) != "s8") continue;
+          const uint8_t* bytes = reinterpret_cast<const uint8_t*>(in.data());
+          auto a_at = [&](uint32_t r, uint32_t c) { return int8_t(bytes[a_col ? c * sa + r : r * sa + c]); };
+          auto b_at = [&](uint32_t r, uint32_t c) { return int8_t(bytes[kB + (b_col ? c * sb + r : r * sb + c)]); };
+          for (uint32_t r = 0; r < s.m; ++r)
+            for (uint32_t c = 0; c < s.n; ++c) {
+              const uint32_t at = a_col ? c * sc + r : r * sc + c;
+              int64_t want = int32_t(in[kC / 4 + at]);
+              for (uint32_t k = 0; k < s.k; ++k) want += a_at(r, k) * b_at(k, c);
+              want = std::clamp<int64_t>(want, INT32_MIN, INT32_MAX);
+              ASSERT_EQ(int32_t(out[at]), want) << "D[" << r << "][" << c << "]";
+            }
+        }
 }
 
 // match.any and match.all, 32- and 64-bit, on values with repeats.
