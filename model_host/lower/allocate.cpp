@@ -38,13 +38,17 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
   };
+  std::vector<uint32_t> defined_in(vc.nvregs, UINT32_MAX);  // the block that last defined each vreg so far
   for (uint32_t b = 0; b < nb; ++b) {
     std::vector<uint32_t> defs;
     for (uint32_t i = starts[b]; i < end_of(b); ++i) {
       uses(vc.code[i], tmp);
       for (uint32_t u : tmp)
-        if (std::find(defs.begin(), defs.end(), u) == defs.end()) gen[b].push_back(u);
-      if (uint32_t d = def(vc.code[i]); d != kNoV) defs.push_back(d);
+        if (defined_in[u] != b) gen[b].push_back(u);
+      if (uint32_t d = def(vc.code[i]); d != kNoV) {
+        defs.push_back(d);
+        defined_in[d] = b;
+      }
     }
     sort_unique(gen[b]);
     sort_unique(defs);

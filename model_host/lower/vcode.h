@@ -37,7 +37,7 @@ struct V {
 inline Operand R(uint32_t v) { return Operand::reg(v); }
 inline Operand K(uint32_t k) { return Operand::k(k); }
 
-inline bool is_mem_read(const Instr& in) { return in.op == Op::LD || in.op == Op::ATOM; }
+inline bool is_mem_read(const Instr& in) { return in.op == Op::LD || in.op == Op::ATOM || in.op == Op::MMA; }
 inline bool is_mem_write(const Instr& in) { return in.op == Op::ST || in.op == Op::ATOM; }
 
 // Sources an instruction reads, in operand order.

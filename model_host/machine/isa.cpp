@@ -310,7 +310,7 @@ void validate(const Program& prog, const Params& p) {
                                       "section 7.1)");
         const MmaMod& m = in.mma;
         const bool shape = m.k == 16 && ((m.m == 16 && m.n == 16) || (m.m == 32 && m.n == 8) || (m.m == 8 && m.n == 32));
-        if (!shape || in.space != Space::Shared || (m.satfinite && m.in == MmaIn::F16))
+        if (!shape || in.space != Space::Shared || m.in > MmaIn::U8 || (m.satfinite && m.in == MmaIn::F16))
           throw std::invalid_argument(where(bi, ii) + to_string(in) + ": invalid matrix shape, space or modifiers");
       }
       if ((info.kind == OpKind::Load || info.kind == OpKind::Matrix) && stored)

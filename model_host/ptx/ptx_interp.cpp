@@ -756,6 +756,7 @@ class Interp {
       const Operand& addr = in.ops[store ? 0 : 1];
       const Operand& v = in.ops[store ? 1 : 0];
       const uint64_t stride = in.ops.size() > 2 ? read(in.ops[2], Type::U32, *t, in) : (w.col ? fr.rows : fr.cols);
+      if (v.elems.size() * 4 < fr.per_lane * fr.esize) unsupported(in, *t, "a wmma fragment with too few registers");
       std::vector<uint32_t> regs = store ? fragment_regs(in, v, fr, *t) : std::vector<uint32_t>(v.elems.size(), 0);
       for (uint32_t i = 0; i < fr.per_lane; ++i) {
         uint32_t r, c;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "model_host/machine/api.h"
 #include "model_host/machine/image.h"
 #include "model_host/machine/interpreter.h"
 #include "model_host/lower/lower.h"
@@ -95,9 +96,8 @@ Outcome run_reference(const std::string& ptx, launch::Dim3 grid, launch::Dim3 bl
   return {r.error, r.message, output(p, out_words)};
 }
 
-Outcome run_machine(const std::string& ptx, uint32_t lanes, launch::Dim3 grid, launch::Dim3 block,
-                    const std::vector<uint32_t>& in, size_t out_words, const std::string& kernel = "k") {
-  const Params params = machine_params(lanes);
+Outcome run_on(const std::string& ptx, const Params& params, uint32_t lanes, launch::Dim3 grid, launch::Dim3 block,
+              const std::vector<uint32_t>& in, size_t out_words, const std::string& kernel = "k") {
   Placed p = place(ptx, params, in, out_words);
   LaunchShape shape{grid, block, 0, p.img.symbols};
   shape.heap_base = p.heap;
@@ -111,6 +111,10 @@ Outcome run_machine(const std::string& ptx, uint32_t lanes, launch::Dim3 grid, l
   interp.set_cta_threads(1);  // CTAs in launch order, as the PTX interpreter runs them (atomics' old values)
   interp.run(50'000'000);
   return {interp.fault().error, interp.fault().message, output(p, out_words)};
+}
+Outcome run_machine(const std::string& ptx, uint32_t lanes, launch::Dim3 grid, launch::Dim3 block,
+                    const std::vector<uint32_t>& in, size_t out_words, const std::string& kernel = "k") {
+  return run_on(ptx, machine_params(lanes), lanes, grid, block, in, out_words, kernel);
 }
 
 std::string machine_name(uint32_t lanes) { return lanes ? std::to_string(lanes) + " lanes" : "the model's machine"; }
@@ -614,7 +618,19 @@ TEST(PtxCoverage, WarpMatrixEveryShapeTypeAndLayout) {
           body += "  wmma.store.d.sync.aligned." + std::string(la) + "." + shape + ".global." + t.d + " [%rout], " +
                   rd + ", " + std::to_string(sc) + ";\n";
           // D's elements with its padding: 24 words a thread cover the largest.
-          const std::vector<uint32_t> out = cross_check(kernel_text(body, 0, 0), 32, in, 24, 32);
+          const std::string ptx = kernel_text(body, 0, 0);
+          const std::vector<uint32_t> out = cross_check(ptx, 32, in, 24, 32);
+          // The CUDA-sized device's mma, with 255 registers and with so few
+          // that values spill between its mmas (a spill's store must not
+          // share a block with the next mma: the block rules).
+          for (uint32_t regs : {255u, 12u}) {
+            Params cuda = cuda_params(1u << 20);
+            cuda.regs = regs;
+            const Outcome got = run_on(ptx, cuda, 32, {1, 1, 1}, {32, 1, 1}, in, 24 * 32);
+            ASSERT_EQ(got.error, 0) << regs << " registers: " << got.message;
+            for (size_t i = 0; i < out.size(); ++i)
+              ASSERT_EQ(got.out[i], out[i]) << "the CUDA-sized device with " << regs << " registers, word " << i;
+          }
           if (std::string(t.ab) != "s8") continue;
           const uint8_t* bytes = reinterpret_cast<const uint8_t*>(in.data());
           auto a_at = [&](uint32_t r, uint32_t c) { return int8_t(bytes[a_col ? c * sa + r : r * sa + c]); };
