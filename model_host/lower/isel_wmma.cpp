@@ -150,12 +150,16 @@ void Lowerer::lower_wmma_mma(const ptx::Instr& in) {
   std::vector<Operand> d(Ec);
   if (p_.native_mma) {
     barrier(VI::Wbar);
+    // The element numbers first, so that the MMAs follow one another (the
+    // interpreter computes such a run as one tile).
+    std::vector<Operand> e(Ec);
+    for (uint32_t i = 0; i < Ec; ++i) e[i] = opr(Op::ADD, e0, K(i));
     for (uint32_t i = 0; i < Ec; ++i) {
       Instr x;
       x.op = Op::MMA;
       x.dst = nv();
       x.a = area;
-      x.b = opr(Op::ADD, e0, K(i));
+      x.b = e[i];
       x.c = c[i];
       x.space = Space::Shared;
       x.mma = mm;

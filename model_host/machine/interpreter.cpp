@@ -973,6 +973,79 @@ template <bool kRecord>
 
 // The block's instructions over the lanes in `mask`, then its stores
 // committed; false on a fault.
+namespace {
+// The MMAs from `in` on that read one area with one shape and type, none
+// reading a register an earlier one of them writes: computing them together
+// from the registers as they are before the first gives what running them
+// one after the other gives.
+uint32_t mma_run(const Instr* in, size_t left) {
+  uint32_t n = 0;
+  auto written = [&](const Operand& o) {
+    if (o.imm) return false;
+    for (uint32_t j = 0; j < n; ++j)
+      if (in[j].dst == o.v) return true;
+    return false;
+  };
+  for (; n < left; ++n) {
+    const Instr& x = in[n];
+    if (x.op != Op::MMA || x.a.imm != in[0].a.imm || x.a.v != in[0].a.v || x.mma.m != in[0].mma.m ||
+        x.mma.n != in[0].mma.n || x.mma.k != in[0].mma.k || x.mma.in != in[0].mma.in ||
+        x.mma.satfinite != in[0].mma.satfinite || written(x.a) || written(x.b) || written(x.c))
+      break;
+  }
+  return n;
+}
+}  // namespace
+
+bool Interpreter::exec_mma_tile(uint32_t w, const Instr* ins, uint32_t n, uint64_t mask) {
+  const uint32_t L = p_.lanes, R = nregs_;
+  uint32_t* W = regs_.data() + size_t(w) * R * L;
+  auto value = [&](const Operand& o, uint32_t l) { return o.imm ? o.v : W[size_t(o.v) * L + l]; };
+  const MmaMod& mm = ins[0].mma;
+  const uint32_t elems = uint32_t(mm.m) * mm.n;
+  if (!mask || elems > 1024 || n > 64) return false;
+  // One area for every lane.
+  const uint32_t first = uint32_t(std::countr_zero(mask));
+  const uint32_t area = value(ins[0].a, first);
+  for (uint64_t m = mask; m; m &= m - 1)
+    if (value(ins[0].a, uint32_t(std::countr_zero(m))) != area) return false;
+  // Outside shared memory: the MMAs one at a time report it.
+  if (area % 4 || uint64_t(area) + mm.area_bytes() > shared_.size()) return false;
+  const uint8_t* p = shared_.data() + area;
+  // Each element of the tile named by at most one (MMA, lane): its C.
+  uint32_t imm[2][64], c[1024], d[1024], e_of[64][64];
+  uint8_t owned[1024];
+  std::fill_n(owned, elems, uint8_t(0));
+  std::fill_n(c, elems, 0u);
+  auto lanes_of = [&](const Operand& o, uint32_t* buf) -> const uint32_t* {
+    if (!o.imm) return W + size_t(o.v) * L;
+    std::fill_n(buf, L, o.v);
+    return buf;
+  };
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint32_t* bs = lanes_of(ins[j].b, imm[0]);
+    const uint32_t* cs = lanes_of(ins[j].c, imm[1]);
+    for (uint64_t m = mask; m; m &= m - 1) {
+      const uint32_t l = uint32_t(std::countr_zero(m)), e = bs[l];
+      if (e >= elems || owned[e]) return false;
+      owned[e] = 1;
+      e_of[j][l] = e;
+      c[e] = cs[l];
+    }
+  }
+  const auto it = mm.in == MmaIn::F16 ? ptx::wmma::In::F16 : mm.in == MmaIn::S8 ? ptx::wmma::In::S8 : ptx::wmma::In::U8;
+  ptx::wmma::tile({mm.m, mm.n, mm.k}, it, mm.satfinite, p, c, d);
+  // Written after every element was read (mma_run).
+  for (uint32_t j = 0; j < n; ++j) {
+    uint32_t* dst = W + size_t(ins[j].dst) * L;
+    for (uint64_t m = mask; m; m &= m - 1) {
+      const uint32_t l = uint32_t(std::countr_zero(m));
+      dst[l] = d[e_of[j][l]];
+    }
+  }
+  return true;
+}
+
 template <bool kRecord>
 [[gnu::always_inline]] inline bool Interpreter::exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec) {
   const uint32_t L = p_.lanes;
@@ -982,7 +1055,20 @@ template <bool kRecord>
   uint32_t npending = 0;
   const uint32_t active = lanes_in(mask);
   int host_nearest = -1;
-  for (const Instr& in : blk.instrs) {
+  const Instr* const instrs = blk.instrs.data();
+  for (size_t i = 0, n = blk.instrs.size(); i < n; ++i) {
+    const Instr& in = instrs[i];
+    if constexpr (!kRecord) {
+      if (in.op == Op::MMA) {
+        const uint32_t run = mma_run(instrs + i, n - i);
+        if (run > 1 && exec_mma_tile(w, instrs + i, run, mask)) {
+          stats_.instructions += run;
+          stats_.lane_instructions += uint64_t(active) * run;
+          i += run - 1;
+          continue;
+        }
+      }
+    }
     if (!exec_instr<kRecord>(w, in, mask, all, active, rec, npending, host_nearest)) return false;
     stats_.instructions++;
     stats_.lane_instructions += active;

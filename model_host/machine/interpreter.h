@@ -147,6 +147,10 @@ class Interpreter {
   bool exec(uint32_t w, StepRecord* rec);
   template <bool kRecord>
   bool exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec);
+  // A run of MMAs (mma_run) computed as one tile of D (ptx::wmma::tile);
+  // false, having changed nothing, where the run is not one tile of one area
+  // (the instructions then run one at a time).
+  bool exec_mma_tile(uint32_t w, const Instr* ins, uint32_t n, uint64_t mask);
   template <bool kRecord>
   bool exec_instr(uint32_t w, const Instr& in, uint64_t mask, bool all, uint32_t active, StepRecord* rec,
                   uint32_t& npending, int& host_nearest);

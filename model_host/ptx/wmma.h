@@ -58,6 +58,12 @@ uint32_t dot_f32(uint32_t k, const float* a_row, const float* b_col, uint32_t c)
 // interleaved, not reordered): out[j] = dot_f32(k, a_rows[j], b_cols[j], c[j]).
 void dot_f32_many(uint32_t k, const float* const* a_rows, const float* const* b_cols, const uint32_t* c,
                   uint32_t* out, uint32_t n);
+// Every element of D at once: d[r * n + col] = dot(k, t, satfinite, row r
+// of A, column col of B, c[r * n + col]) for the M x N tile, A (row-major)
+// and B (column-major) side by side at `area` as in the matrix area
+// (docs/isa.md section 7.1).  The same steps as dot's for each element, the
+// elements' chains computed together.  The host must round to nearest.
+void tile(const Shape& s, In t, bool satfinite, const uint8_t* area, const uint32_t* c, uint32_t* d);
 // Every f16 as the f32 of the same value (a NaN: the canonical one),
 // indexed by its bits.
 const float* f16_table();
