@@ -365,8 +365,10 @@ extern "C" __device__ __inline__ void* memset(void* dst, int value, size_t n) {
 }
 
 // -------------------------------------------------------- printf and assert
-// Clang lowers device printf to PTX vprintf calls.
-extern "C" __device__ int printf(const char* format, ...);
+// Clang lowers device printf to PTX vprintf calls.  Declared for the host too,
+// as CUDA's is: a host function of the program may call it (only its device
+// side is compiled here).
+extern "C" __host__ __device__ int printf(const char* format, ...);
 extern "C" __device__ void __assertfail(const char* message, const char* file, unsigned int line,
                                         const char* function, size_t char_size);
 #ifdef NDEBUG
