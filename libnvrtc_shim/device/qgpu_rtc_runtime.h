@@ -336,6 +336,8 @@ __QGPU_FN float expf(float x) {
 }
 __QGPU_FN int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
 __QGPU_FN float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+__QGPU_FN unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
+__QGPU_FN float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
 __QGPU_FN double fabs(double x) { return __builtin_fabs(x); }
 __QGPU_FN double fmin(double a, double b) { return __builtin_fmin(a, b); }
 __QGPU_FN double fmax(double a, double b) { return __builtin_fmax(a, b); }
