@@ -336,6 +336,8 @@ __QGPU_FN float expf(float x) {
 }
 __QGPU_FN int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
 __QGPU_FN float __int_as_float(int x) { return __builtin_bit_cast(float, x); }
+__QGPU_FN unsigned int __float_as_uint(float x) { return __builtin_bit_cast(unsigned int, x); }
+__QGPU_FN float __uint_as_float(unsigned int x) { return __builtin_bit_cast(float, x); }
 __QGPU_FN double fabs(double x) { return __builtin_fabs(x); }
 __QGPU_FN double fmin(double a, double b) { return __builtin_fmin(a, b); }
 __QGPU_FN double fmax(double a, double b) { return __builtin_fmax(a, b); }
@@ -365,8 +367,10 @@ extern "C" __device__ __inline__ void* memset(void* dst, int value, size_t n) {
 }
 
 // -------------------------------------------------------- printf and assert
-// Clang lowers device printf to PTX vprintf calls.
-extern "C" __device__ int printf(const char* format, ...);
+// Clang lowers device printf to PTX vprintf calls.  Declared for the host too,
+// as CUDA's is: a host function of the program may call it (only its device
+// side is compiled here).
+extern "C" __host__ __device__ int printf(const char* format, ...);
 extern "C" __device__ void __assertfail(const char* message, const char* file, unsigned int line,
                                         const char* function, size_t char_size);
 #ifdef NDEBUG
