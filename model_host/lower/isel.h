@@ -49,10 +49,10 @@ struct Frame {
 // shuffle that reads a lane not taking part gets 0, as NVIDIA's GPUs give.
 constexpr uint32_t kScratchShfl = 0, kScratchVote = 32, kScratchWords = 33;
 // After the scratch area, where a kernel has wmma.mma: per 32-thread warp
-// its matrix area (isel_wmma.cpp), A and B of the largest shape (1,280
-// bytes of f16), and on a machine without Op::MMA the lanes' elements of C
-// (32 x 8 words) after them.
-constexpr uint32_t kMmaAreaNative = 1280, kMmaAreaStaged = 1280 + 1024;
+// its matrix area (isel_wmma.cpp): A and B of the largest shape (1,280
+// bytes of f16); on a machine without Op::MMA, after them A and B as f32
+// (2,560 bytes) and the lanes' elements of C (32 x 8 words).
+constexpr uint32_t kMmaAreaNative = 1280, kMmaAreaStaged = 1280 + 2560 + 1024;
 
 // What instruction selection hands on: the kernel's virtual code and the
 // memory it laid out.

@@ -118,7 +118,6 @@ void Lowerer::lower_wmma_mma(const ptx::Instr& in) {
                     "without .satfinite, s8 or u8 inputs with s32 accumulators)");
   const uint32_t es = flt ? 2 : 1;
   const uint32_t Ea = wm::per_lane(s, wm::Frag::A), Eb = wm::per_lane(s, wm::Frag::B), Ec = wm::per_lane(s, wm::Frag::C);
-  const uint32_t a_bytes = s.m * s.k * es, ab_bytes = a_bytes + s.k * s.n * es;
   for (size_t i = 1; i < 4; ++i)
     if (in.ops[i].kind != ptx::Operand::Kind::Vector) unsupported(in, "has a fragment that is not a register vector");
   const uint32_t c_words = in.type2 == Type::F16 ? Ec / 2 : Ec, d_words = in.type == Type::F16 ? Ec / 2 : Ec;
@@ -138,10 +137,38 @@ void Lowerer::lower_wmma_mma(const ptx::Instr& in) {
   }
   Operand area = mma_area();
   Operand lane = opr(Op::AND, tid_linear(), K(31));
+  // Without native_mma, f16 inputs are also staged as f32 words: each lane
+  // converts its own elements once, in a loop after storing them (the f32
+  // region after the halves), instead of every lane converting two elements
+  // at every step of each dot product.
+  const bool staged_f32 = flt && !p_.native_mma;
+  const uint32_t raw_ab = (s.m * s.k + s.k * s.n) * es;
+  const uint32_t as = staged_f32 ? 4 : es;  // bytes of an element where the dot products read it
+  const uint32_t f_at = staged_f32 ? raw_ab : 0;  // where they read A, then B
+  const uint32_t area_a = s.m * s.k * as, area_ab = f_at + area_a + s.k * s.n * as;
   Operand a_at = opr(Op::ADD, area, opr(Op::MUL, lane, K(Ea * es)));
-  Operand b_at = opr(Op::ADD, area, opr(Op::ADD, opr(Op::MUL, lane, K(Eb * es)), K(a_bytes)));
+  Operand b_at = opr(Op::ADD, area, opr(Op::ADD, opr(Op::MUL, lane, K(Eb * es)), K(s.m * s.k * es)));
   for (uint32_t j = 0; j < Ea * es / 4; ++j) st(Space::Shared, a_at, 4 * j, 4, read32(in, in.ops[1].elems[j], Type::B32));
   for (uint32_t j = 0; j < Eb * es / 4; ++j) st(Space::Shared, b_at, 4 * j, 4, read32(in, in.ops[2].elems[j], Type::B32));
+  if (staged_f32) {
+    softfloat::Gen g = float_gen();
+    auto convert = [&](Operand from, Operand to, uint32_t n) {
+      const uint32_t j = nv(), src = nv(), dst = nv();
+      opd(j, Op::MOV, K(0));
+      opd(src, Op::MOV, from);
+      opd(dst, Op::MOV, to);
+      const uint32_t top = new_label(), done = new_label();
+      place(top);
+      st(Space::Shared, R(dst), 0, 4, g.f32_from_f16(R(ld(Space::Shared, R(src), 0, 2, false))));
+      opd(src, Op::ADD, R(src), K(2));
+      opd(dst, Op::ADD, R(dst), K(4));
+      opd(j, Op::ADD, R(j), K(1));
+      br(opr(Op::SLTU, R(j), K(n)), top, done);
+      place(done);
+    };
+    convert(a_at, opr(Op::ADD, area, opr(Op::ADD, opr(Op::MUL, lane, K(Ea * 4)), K(f_at))), Ea);
+    convert(b_at, opr(Op::ADD, area, opr(Op::ADD, opr(Op::MUL, lane, K(Eb * 4)), K(f_at + area_a))), Eb);
+  }
   MmaMod mm;
   mm.m = uint8_t(s.m), mm.n = uint8_t(s.n), mm.k = uint8_t(s.k);
   mm.in = flt ? MmaIn::F16 : w.ab == Type::S8 ? MmaIn::S8 : MmaIn::U8;
@@ -169,7 +196,7 @@ void Lowerer::lower_wmma_mma(const ptx::Instr& in) {
   } else {
     // C's elements staged after A and B, replaced there by D's in a loop
     // over the lane's elements (the code's size does not grow with them).
-    Operand c_at = opr(Op::ADD, area, opr(Op::ADD, opr(Op::MUL, lane, K(Ec * 4)), K(ab_bytes)));
+    Operand c_at = opr(Op::ADD, area, opr(Op::ADD, opr(Op::MUL, lane, K(Ec * 4)), K(area_ab)));
     for (uint32_t i = 0; i < Ec; ++i) st(Space::Shared, c_at, 4 * i, 4, c[i]);
     barrier(VI::Wbar);
     const uint32_t i = nv(), acc = nv(), kk = nv(), a_ptr = nv(), b_ptr = nv(), c_ptr = nv();
@@ -180,24 +207,24 @@ void Lowerer::lower_wmma_mma(const ptx::Instr& in) {
     {
       Operand e = opr(Op::ADD, e0, R(i));
       Operand row = opr(Op::SHR, e, K(log2u(s.n))), col = opr(Op::AND, e, K(s.n - 1));
-      opd(a_ptr, Op::ADD, area, opr(Op::MUL, row, K(s.k * es)));
-      opd(b_ptr, Op::ADD, area, opr(Op::ADD, opr(Op::MUL, col, K(s.k * es)), K(a_bytes)));
+      opd(a_ptr, Op::ADD, area, opr(Op::ADD, opr(Op::MUL, row, K(s.k * as)), K(f_at)));
+      opd(b_ptr, Op::ADD, area, opr(Op::ADD, opr(Op::MUL, col, K(s.k * as)), K(f_at + area_a)));
       opd(acc, Op::MOV, flt ? R(ld(Space::Shared, R(c_ptr), 0, 4, false)) : K(0));
       opd(kk, Op::MOV, K(0));
       place(inner);
-      Operand x = R(ld(Space::Shared, R(a_ptr), 0, es, w.ab == Type::S8));
-      Operand y = R(ld(Space::Shared, R(b_ptr), 0, es, w.ab == Type::S8));
+      Operand x = R(ld(Space::Shared, R(a_ptr), 0, as, w.ab == Type::S8));
+      Operand y = R(ld(Space::Shared, R(b_ptr), 0, as, w.ab == Type::S8));
       if (flt) {
         softfloat::Gen g = float_gen();
-        Operand fx = g.f32_from_f16(x), fy = g.f32_from_f16(y);
+        Operand fx = x, fy = y;  // staged as f32
         opd(acc, Op::MOV,
             opts_.native_float || p_.has_native_rn(Op::FFMA) ? fnative(Op::FFMA, FloatMod{}, fx, fy, R(acc))
                                                              : g.fma(fx, fy, R(acc), softfloat::Round::Rn, false, false));
       } else {
         opd(acc, Op::ADD, R(acc), opr(Op::MUL, x, y));
       }
-      opd(a_ptr, Op::ADD, R(a_ptr), K(es));
-      opd(b_ptr, Op::ADD, R(b_ptr), K(es));
+      opd(a_ptr, Op::ADD, R(a_ptr), K(as));
+      opd(b_ptr, Op::ADD, R(b_ptr), K(as));
       opd(kk, Op::ADD, R(kk), K(1));
       br(opr(Op::SLTU, R(kk), K(s.k)), inner, next);
       place(next);

@@ -35,6 +35,8 @@ Params machine_params(uint32_t lanes) {
   Params p = lanes ? default_params() : model_params();
   if (lanes) p.lanes = lanes;
   p.global_bytes = 1 << 20;
+  // A warp's matrix area without native mma is 4,864 bytes (wmma tests).
+  p.shared_bytes = std::max<uint32_t>(p.shared_bytes, 16 * 1024);
   return p;
 }
 
