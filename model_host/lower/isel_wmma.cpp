@@ -210,22 +210,25 @@ void Lowerer::lower_wmma_mma(const ptx::Instr& in) {
       opd(a_ptr, Op::ADD, area, opr(Op::ADD, opr(Op::MUL, row, K(s.k * as)), K(f_at)));
       opd(b_ptr, Op::ADD, area, opr(Op::ADD, opr(Op::MUL, col, K(s.k * as)), K(f_at + area_a)));
       opd(acc, Op::MOV, flt ? R(ld(Space::Shared, R(c_ptr), 0, 4, false)) : K(0));
+      // Four steps over k to an iteration where a step is a few
+      // instructions (loads at fixed offsets; the model's ROM holds each
+      // instruction once, so not all sixteen); one where f16's fma is an
+      // integer sequence.
+      const bool native_fma = opts_.native_float || p_.has_native_rn(Op::FFMA);
+      auto step = [&](uint32_t at) {
+        Operand x = R(ld(Space::Shared, R(a_ptr), at, as, w.ab == Type::S8));
+        Operand y = R(ld(Space::Shared, R(b_ptr), at, as, w.ab == Type::S8));
+        if (!flt) opd(acc, Op::ADD, R(acc), opr(Op::MUL, x, y));
+        else if (native_fma) opd(acc, Op::MOV, fnative(Op::FFMA, FloatMod{}, x, y, R(acc)));  // staged as f32
+        else opd(acc, Op::MOV, float_gen().fma(x, y, R(acc), softfloat::Round::Rn, false, false));
+      };
+      const uint32_t unroll = !flt || native_fma ? 4 : 1;
       opd(kk, Op::MOV, K(0));
       place(inner);
-      Operand x = R(ld(Space::Shared, R(a_ptr), 0, as, w.ab == Type::S8));
-      Operand y = R(ld(Space::Shared, R(b_ptr), 0, as, w.ab == Type::S8));
-      if (flt) {
-        softfloat::Gen g = float_gen();
-        Operand fx = x, fy = y;  // staged as f32
-        opd(acc, Op::MOV,
-            opts_.native_float || p_.has_native_rn(Op::FFMA) ? fnative(Op::FFMA, FloatMod{}, fx, fy, R(acc))
-                                                             : g.fma(fx, fy, R(acc), softfloat::Round::Rn, false, false));
-      } else {
-        opd(acc, Op::ADD, R(acc), opr(Op::MUL, x, y));
-      }
-      opd(a_ptr, Op::ADD, R(a_ptr), K(as));
-      opd(b_ptr, Op::ADD, R(b_ptr), K(as));
-      opd(kk, Op::ADD, R(kk), K(1));
+      for (uint32_t q = 0; q < unroll; ++q) step(q * as);
+      opd(a_ptr, Op::ADD, R(a_ptr), K(unroll * as));
+      opd(b_ptr, Op::ADD, R(b_ptr), K(unroll * as));
+      opd(kk, Op::ADD, R(kk), K(unroll));
       br(opr(Op::SLTU, R(kk), K(s.k)), inner, next);
       place(next);
       Operand result = R(acc);
