@@ -165,6 +165,7 @@ class Lowerer : public Emitter {
   bool lower_half(const ptx::Instr& in, const ptx::FloatMods& fm);
   bool lower_half_wide(const ptx::Instr& in, const ptx::FloatMods& fm);
   bool lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm);
+  bool lower_defined_approx(const ptx::Instr& in, const ptx::FloatMods& fm);
   Operand sat16(Operand h);
   // A native float operation (OpKind::Float; LowerOptions::native_float), or
   // its value when every operand is an immediate.

@@ -169,11 +169,15 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
     write(in.ops[0], in.type, {conv(1), K(0)});
     return true;
   }
-  if (fm.ftz || (fm.sat && bf) || (fm.rnd != ptx::Rnd::None && fm.rnd != ptx::Rnd::Rn))
+  if (((fm.ftz || fm.sat) && bf) || (fm.rnd != ptx::Rnd::None && fm.rnd != ptx::Rnd::Rn))
     unsupported(in, std::string("is an ") + name + " operation with .ftz, .sat or a directed rounding, which the machine's "
-                    "software floating point does not have (it has .rn, and .sat on f16)");
+                    "software floating point does not have (it has .rn, and .ftz and .sat on f16)");
   const bool x2 = is16x2(in.type);
+  // .ftz (f16): subnormal halves in and out become zeros of their sign.
+  auto fl = [&](Operand h) { return fm.ftz ? g.flush16(h) : h; };
   auto one = [&](Operand a, Operand b, Operand c) {
+    a = fl(a), b = fl(b);
+    if (in.op == PO::Fma) c = fl(c);
     Operand h;
     switch (in.op) {
       case PO::Add: h = bf ? g.add_bf16(a, b) : g.add16(a, b); break;
@@ -181,6 +185,7 @@ bool Lowerer::lower_half(const ptx::Instr& in, const ptx::FloatMods& fm) {
       case PO::Mul: h = bf ? g.mul_bf16(a, b) : g.mul16(a, b); break;
       default: h = bf ? g.fma_bf16(a, b, c) : g.fma16(a, b, c); break;
     }
+    h = fl(h);
     return fm.sat ? sat16(h) : h;
   };
   const size_t n = in.op == PO::Fma ? 3 : 2;
@@ -205,9 +210,9 @@ Operand Lowerer::sat16(Operand h) {
 }
 
 // f16 and f16x2 neg and abs (the sign bit of each half; a NaN half gives the
-// canonical 0x7FFF), setp.CmpOp{.BoolOp}.f16
-// (each half compared as the f32 of its bits shifted to the top: same
-// order) and
+// canonical 0x7FFF), setp.CmpOp{.BoolOp}.f16 and .f16x2 p|q (the low halves'
+// comparison in p, the high halves' in q; each half compared as the f32 of
+// its bits shifted to the top: same order) and
 // set.CmpOp{.BoolOp}.dtype.{f16,f16x2} (per half 1.0 for an f16 destination,
 // else all ones; 0xFFFF a half from f16x2).  False when the instruction is
 // not one of these (docs/isa.md section 11.1).
@@ -217,16 +222,19 @@ bool Lowerer::lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm) {
   const bool x2 = st == Type::F16x2;
   bool ours = false;
   if (in.op == PO::Neg || in.op == PO::Abs) ours = st == Type::F16 || x2;
-  if (in.op == PO::Setp) ours = st == Type::F16;
+  if (in.op == PO::Setp) ours = st == Type::F16 || x2;
   if (in.op == PO::Set)
     ours = (st == Type::F16 || x2) && (x2 ? (dt == Type::F16x2 || ptx::type_size(dt) == 4)
                                           : (dt != Type::F16x2 && dt != Type::BF16x2)) &&
            dt != Type::BF16 && dt != Type::F64;
   if (!ours) return false;
-  if (fm.ftz) unsupported(in, "is an f16 operation with .ftz, which the machine's software floating point does not have");
+  // .ftz: subnormal halves are zeros of their sign (flush16 on a half,
+  // the same test on the f32 of its bits below).
+  softfloat::Gen g = float_gen();
   if (in.op == PO::Neg || in.op == PO::Abs) {
     Operand v = read32(in, in.ops[1], dt);
     auto one = [&](Operand h) {  // h: one half in the low bits
+      if (fm.ftz) h = g.flush16(h);
       Operand nan = opr(Op::SLTU, K(0x7C00), opr(Op::AND, h, K(0x7FFF)));
       return opr(Op::SEL, nan, K(0x7FFF), in.op == PO::Neg ? opr(Op::XOR, h, K(0x8000)) : opr(Op::AND, h, K(0x7FFF)));
     };
@@ -234,7 +242,6 @@ bool Lowerer::lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm) {
     write(in.ops[0], dt, {x2 ? opr(Op::OR, lo, opr(Op::SHL, one(opr(Op::SHR, v, K(16))), K(16))) : lo, K(0)});
     return true;
   }
-  softfloat::Gen g = float_gen();
   Operand a = read32(in, in.ops[1], x2 ? Type::B32 : st), b = read32(in, in.ops[2], x2 ? Type::B32 : st);
   Operand c = in.bool_op != ptx::BoolOp::None ? read32(in, in.ops[3], Type::Pred) : K(0);
   const Op bo = in.bool_op == ptx::BoolOp::And ? Op::AND : in.bool_op == ptx::BoolOp::Or ? Op::OR : Op::XOR;
@@ -245,6 +252,7 @@ bool Lowerer::lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm) {
   // as the halves do; a NaN half becomes the f32 NaN.
   auto as32 = [&](Operand v, int k) {
     Operand w = k ? opr(Op::AND, v, K(0xFFFF0000u)) : opr(Op::SHL, v, K(16));
+    if (fm.ftz) w = opr(Op::SEL, opr(Op::AND, w, K(0x7C000000u)), w, opr(Op::AND, w, K(0x80000000u)));
     Operand nan = opr(Op::SLTU, K(0x7C00FFFFu), opr(Op::AND, w, K(0x7FFFFFFFu)));
     return opr(Op::SEL, nan, K(0x7FC00000u), w);
   };
@@ -256,8 +264,10 @@ bool Lowerer::lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm) {
       ptx::Operand p = d, q = d;
       p.kind = q.kind = ptx::Operand::Kind::Reg;
       q.reg = d.reg2;
-      write(p, Type::Pred, {comb(r), K(0)});
-      write(q, Type::Pred, {comb(opr(Op::XOR, r, K(1))), K(0)});
+      // Both values before either write: writing p may take r's register.
+      Operand pv = comb(r), qv = comb(x2 ? cmp(1) : opr(Op::XOR, r, K(1)));
+      write(p, Type::Pred, {pv, K(0)});
+      write(q, Type::Pred, {qv, K(0)});
     } else {
       write(d, Type::Pred, {comb(r), K(0)});
     }
@@ -276,6 +286,42 @@ bool Lowerer::lower_half_misc(const ptx::Instr& in, const ptx::FloatMods& fm) {
     Operand all = opr(Op::SUB, K(0), r);
     write(in.ops[0], dt, {all, ptx::type_size(dt) == 8 ? all : K(0)});
   }
+  return true;
+}
+
+// ex2.approx{.ftz}.f16{x2} and tanh.approx{.ftz}.f16{x2} (each half: the f32
+// function, one rounding to f16), rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64
+// (from the high word, through the f32 rcp and rsqrt), docs/isa.md section
+// 11.1.  The f32 function is the native operation on a machine with native
+// floats (as the f32 instructions take it), else the generator's sequence.
+// False when the instruction is not one of these.
+bool Lowerer::lower_defined_approx(const ptx::Instr& in, const ptx::FloatMods& fm) {
+  using PO = ptx::Op;
+  const bool half = (in.op == PO::Ex2 || in.op == PO::Tanh) && (in.type == Type::F16 || in.type == Type::F16x2);
+  const bool wide = (in.op == PO::Rcp || in.op == PO::Rsqrt) && in.type == Type::F64 && fm.ftz;
+  if (!fm.approx || !(half || wide)) return false;
+  softfloat::Gen g = float_gen();
+  const bool nat = opts_.native_float;
+  FloatMod rn;
+  rn.rnd = from_ptx(ptx::Rnd::Rn);
+  softfloat::Gen::Unary f32 = nullptr;
+  if (nat && in.op == PO::Ex2) f32 = [&](Operand x) { return fnative(Op::FEX2, rn, x); };
+  if (nat && in.op == PO::Tanh) f32 = [&](Operand x) { return fnative(Op::FTANH, rn, x); };
+  if (nat && in.op == PO::Rcp) f32 = [&](Operand x) { return fnative(Op::FDIV, rn, K(0x3F800000u), x); };
+  if (nat && in.op == PO::Rsqrt)
+    f32 = [&](Operand x) { return fnative(Op::FDIV, rn, K(0x3F800000u), fnative(Op::FSQRT, rn, x)); };
+  if (wide) {
+    V v = read(in, in.ops[1], Type::F64);
+    softfloat::Gen::W r = in.op == PO::Rcp ? g.rcp_approx64({v.lo, v.hi}, f32) : g.rsqrt_approx64({v.lo, v.hi}, f32);
+    write(in.ops[0], Type::F64, {r.first, r.second});
+    return true;
+  }
+  const bool x2 = in.type == Type::F16x2;
+  Operand v = read32(in, in.ops[1], x2 ? Type::B32 : in.type);
+  auto one = [&](Operand h) { return in.op == PO::Ex2 ? g.ex2_16(h, fm.ftz, f32) : g.tanh16(h, fm.ftz, f32); };
+  Operand lo = one(opr(Op::AND, v, K(0xFFFF)));
+  write(in.ops[0], x2 ? Type::B32 : in.type,
+        {x2 ? opr(Op::OR, lo, opr(Op::SHL, one(opr(Op::SHR, v, K(16))), K(16))) : lo, K(0)});
   return true;
 }
 
@@ -328,7 +374,7 @@ V Lowerer::float_literal(const ptx::Operand& o, uint32_t size) {
 void Lowerer::lower_float(const ptx::Instr& in) {
   using PO = ptx::Op;
   const ptx::FloatMods fm = ptx::float_mods(in);
-  if (lower_half(in, fm) || lower_half_misc(in, fm) || lower_half_wide(in, fm)) return;
+  if (lower_half(in, fm) || lower_half_misc(in, fm) || lower_half_wide(in, fm) || lower_defined_approx(in, fm)) return;
   const bool f32_f64 = in.op == PO::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                             (in.type == Type::F32 && in.type2 == Type::F64));
   // cvt between f64 and 32/64-bit integers, f64 rounded to an integral f64,

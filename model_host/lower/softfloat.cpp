@@ -521,6 +521,20 @@ Operand Gen::fma16(Operand a, Operand b, Operand c) {
 // reach infinity exactly when they should), .rz only shifts, .rm/.rp add one
 // to the kept half when any dropped bit is set and the sign says so (the
 // largest finite value plus one is infinity).  A NaN gives 0x7FFF.
+Operand Gen::flush16(Operand h) { return e(Op::SEL, e(Op::AND, h, K(0x7C00)), h, e(Op::AND, h, K(0x8000))); }
+Operand Gen::ex2_16(Operand h, bool ftz, const Unary& f32) {
+  if (ftz) h = flush16(h);
+  Operand x = f32_from_f16(h);
+  Operand r = f16_from_f32(f32 ? f32(x) : ex2(x, false), Round::Rn);
+  return ftz ? flush16(r) : r;
+}
+Operand Gen::tanh16(Operand h, bool ftz, const Unary& f32) {
+  if (ftz) h = flush16(h);
+  Operand x = f32_from_f16(h);
+  Operand r = f16_from_f32(f32 ? f32(x) : tanh(x, false), Round::Rn);
+  return ftz ? flush16(r) : r;
+}
+
 Operand Gen::bf16_from_f32(Operand f, Round r) {
   Operand hi = e(Op::SHR, f, K(16));
   Operand res = hi;
@@ -1291,6 +1305,47 @@ Gen::W Gen::saturate64(W x) {
   Operand lo = e(Op::SEL, e(Op::OR, zero, one), K(0), x.first);
   Operand hi = e(Op::SEL, zero, K(0), e(Op::SEL, one, K(0x3FF00000u), x.second));
   return {lo, hi};
+}
+
+// The high word of an approximate f64 result (rcp_approx64, rsqrt_approx64):
+// r in (1/2, 1] the f32 of its significand, s its sign, `base` the exponent
+// field r = 1 would have; r's top 20 fraction bits (the low word is 0), and
+// a zero of sign s below the normal range (flushed).
+Operand Gen::approx64_hi(Operand s, Operand base, Operand r) {
+  Operand ex = e(Op::ADD, base, e(Op::SUB, e(Op::SHR, r, K(23)), K(127)));
+  Operand w = e(Op::OR, e(Op::OR, s, e(Op::SHL, ex, K(20))), e(Op::SHR, e(Op::AND, r, K(0x7FFFFF)), K(3)));
+  return e(Op::SEL, e(Op::SLT, ex, K(1)), s, w);
+}
+
+// 1/a = 2^(1023 - ex) (1/m) for a = 2^(ex - 1023) m, m = 1.f from the high
+// word's 20 fraction bits (exact in f32); ex = 0 (zeros, flushed subnormals)
+// gives +-inf, ex = 0x7FF +-0 or (f != 0) the NaN.
+Gen::W Gen::rcp_approx64(W a, const Unary& f32) {
+  Operand hi = a.second;
+  Operand s = e(Op::AND, hi, K(kSign)), ex = e(Op::AND, e(Op::SHR, hi, K(20)), K(0x7FF)), f = e(Op::AND, hi, K(0xFFFFF));
+  Operand m = e(Op::OR, e(Op::SHL, f, K(3)), K(0x3F800000u));
+  Operand r = f32 ? f32(m) : div(K(0x3F800000u), m, Round::Rn, false, false);
+  Operand res = approx64_hi(s, e(Op::SUB, K(2046), ex), r);
+  res = e(Op::SEL, e(Op::SEQ, ex, K(0)), e(Op::OR, s, K(0x7FF00000u)), res);
+  res = e(Op::SEL, e(Op::SEQ, ex, K(0x7FF)), e(Op::SEL, f, K(0x7FFFFFFFu), s), res);
+  return {K(0), res};
+}
+
+// 1/sqrt(a) = 2^(-k) rsqrt(x) for a = 2^(2k) x, x = m or 2m in [1, 4) (2m when
+// ex - 1023 is odd, which is ex even); ex = 0 gives +-inf, a NaN or a
+// negative a (-inf too) the NaN, +inf +0.
+Gen::W Gen::rsqrt_approx64(W a, const Unary& f32) {
+  Operand hi = a.second;
+  Operand s = e(Op::AND, hi, K(kSign)), ex = e(Op::AND, e(Op::SHR, hi, K(20)), K(0x7FF)), f = e(Op::AND, hi, K(0xFFFFF));
+  Operand odd = e(Op::XOR, e(Op::AND, ex, K(1)), K(1));
+  Operand x = e(Op::OR, e(Op::SHL, e(Op::ADD, odd, K(127)), K(23)), e(Op::SHL, f, K(3)));
+  Operand r = f32 ? f32(x) : div(K(0x3F800000u), sqrt(x, Round::Rn, false), Round::Rn, false, false);
+  Operand base = e(Op::SUB, K(1023), e(Op::SAR, e(Op::SUB, e(Op::SUB, ex, K(1023)), odd), K(1)));
+  Operand top = e(Op::SEQ, ex, K(0x7FF));
+  Operand nan = e(Op::OR, s, e(Op::AND, top, e(Op::SNE, f, K(0))));
+  Operand res = e(Op::SEL, nan, K(0x7FFFFFFFu), e(Op::SEL, top, K(0), approx64_hi(K(0), base, r)));
+  res = e(Op::SEL, e(Op::SEQ, ex, K(0)), e(Op::OR, s, K(0x7FF00000u)), res);
+  return {K(0), res};
 }
 
 Gen::W Gen::round_int64(W f, Round r) {

@@ -114,6 +114,16 @@ class Gen {
   Operand sub16(Operand a, Operand b);
   Operand mul16(Operand a, Operand b);
   Operand fma16(Operand a, Operand b, Operand c);
+  // .ftz on binary16: a subnormal half becomes a zero of its sign.
+  Operand flush16(Operand h);
+  // An f32 function of one operand: the machine's native operation, where
+  // the lowering has one, in place of this file's sequence.
+  using Unary = std::function<Operand(Operand)>;
+  // ex2.approx.f16 and tanh.approx.f16 (docs/isa.md section 11.1): the half
+  // widened to f32, ex2 or tanh (without .ftz; `f32` where given), rounded to
+  // f16 (.rn); `ftz` flushes the half and the result (ptx::fref::ex2_16 ...).
+  Operand ex2_16(Operand h, bool ftz, const Unary& f32 = nullptr);
+  Operand tanh16(Operand h, bool ftz, const Unary& f32 = nullptr);
   // bfloat16 (the high half of an f32) in the low half of a word:
   // cvt.rnd.bf16.f32 (rounding the f32's low 16 bits away; NaN: 0x7FFF),
   // cvt.f32.bf16 (exact; NaN: the canonical f32 NaN), and add, sub, mul,
@@ -149,6 +159,12 @@ class Gen {
   W round_int64(W f, Round r);
   // .sat on an f64 result (cvt to .f64): clamped to [0, 1], NaN and -0 to +0.
   W saturate64(W x);
+  // rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 (docs/isa.md section 11.1;
+  // ptx::fref::rcp_approx64 ...): from a's high word, the f32 rcp.rn (rsqrt:
+  // rcp.rn of sqrt.rn) of its significand as an f32 in [1, 2) (rsqrt: [1, 4)),
+  // `f32` where given, else div (and sqrt) here; the low word 0.
+  W rcp_approx64(W a, const Unary& f32 = nullptr);
+  W rsqrt_approx64(W a, const Unary& f32 = nullptr);
 
  private:
   Operand e(Op o, Operand a, Operand b = Operand::k(0), Operand c = Operand::k(0));
@@ -178,6 +194,7 @@ class Gen {
   Operand zero64(W x);
   Operand horner(const int32_t* c, int n, Operand x);
   Operand sincos(Operand a, bool ftz, int quarter);
+  Operand approx64_hi(Operand s, Operand base, Operand r);
   Emit emit_;
   bool ffma_ = false;
 };

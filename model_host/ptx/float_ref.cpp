@@ -601,6 +601,47 @@ uint32_t mul16(uint32_t a, uint32_t b) { return HB(_Float16((__float128)H(a) * (
 uint32_t fma16(uint32_t a, uint32_t b, uint32_t c) {
   return HB(_Float16((__float128)H(a) * (__float128)H(b) + (__float128)H(c)));
 }
+uint32_t ex2_16(uint32_t h, bool ftz) {
+  return flush16(f16_from_f32(ex2(f32_from_f16(flush16(h, ftz)), false), Rnd::Rn), ftz);
+}
+uint32_t tanh16(uint32_t h, bool ftz) {
+  return flush16(f16_from_f32(tanh(f32_from_f16(flush16(h, ftz)), false), Rnd::Rn), ftz);
+}
+
+namespace {
+// The high word of an approximate f64 result from r in (1/2, 1], the f32 that
+// stands for its significand, with sign s and the exponent field `base` that
+// r = 1 would have: r's top 20 fraction bits (the rest dropped: the low word
+// is 0), a result below the normal range flushed to a zero of sign s.
+uint64_t approx64(uint32_t s, int base, uint32_t r) {
+  const int ex = base + int(r >> 23) - 127;
+  if (ex <= 0) return uint64_t(s) << 32;
+  return uint64_t(s | uint32_t(ex) << 20 | (r & 0x7FFFFFu) >> 3) << 32;
+}
+}  // namespace
+
+uint64_t rcp_approx64(uint64_t a) {
+  const uint32_t hi = uint32_t(a >> 32), s = hi & 0x80000000u, ex = (hi >> 20) & 0x7FF, f = hi & 0xFFFFF;
+  if (ex == 0x7FF) return f ? kNaN64Approx : uint64_t(s) << 32;  // NaN; +-inf gives +-0
+  if (ex == 0) return uint64_t(s | 0x7FF00000u) << 32;            // +-0 and (flushed) subnormals: +-inf
+  // a = 2^(ex - 1023) m, m = 1.f in [1, 2): 1/a = 2^(1023 - ex) (1/m).
+  const uint32_t r = div(0x3F800000u, 0x3F800000u | f << 3, Rnd::Rn, false, false);
+  return approx64(s, 2046 - int(ex), r);
+}
+
+uint64_t rsqrt_approx64(uint64_t a) {
+  const uint32_t hi = uint32_t(a >> 32), s = hi & 0x80000000u, ex = (hi >> 20) & 0x7FF, f = hi & 0xFFFFF;
+  if (ex == 0x7FF && f) return kNaN64Approx;
+  if (ex == 0) return uint64_t(s | 0x7FF00000u) << 32;  // +-0 and (flushed) subnormals: +-inf
+  if (s) return kNaN64Approx;                           // negative (-inf too)
+  if (ex == 0x7FF) return 0;                            // +inf
+  // a = 2^(2k) x with x = m or 2m in [1, 4) (odd = the unbiased exponent is
+  // odd): 1/sqrt(a) = 2^(-k) rsqrt(x).
+  const uint32_t odd = (ex & 1) ^ 1;
+  const uint32_t x = (127 + odd) << 23 | f << 3;
+  const uint32_t r = div(0x3F800000u, sqrt(x, Rnd::Rn, false), Rnd::Rn, false, false);
+  return approx64(0, 1023 - (int(ex) - 1023 - int(odd)) / 2, r);
+}
 
 namespace {
 using Q = __float128;

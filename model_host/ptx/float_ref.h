@@ -147,6 +147,24 @@ uint32_t add16(uint32_t a, uint32_t b);
 uint32_t sub16(uint32_t a, uint32_t b);
 uint32_t mul16(uint32_t a, uint32_t b);
 uint32_t fma16(uint32_t a, uint32_t b, uint32_t c);
+// .ftz on binary16 (the f16 arithmetic, comparisons, neg and abs with .ftz,
+// docs/isa.md section 11.1): a subnormal half is a zero of its sign.
+inline uint32_t flush16(uint32_t h, bool ftz) { return ftz && (h & 0x7C00u) == 0 ? h & 0x8000u : h; }
+// ex2.approx.f16 and tanh.approx.f16 (docs/isa.md section 11.1): the half
+// widened to f32 (exact), ex2 or tanh above (without .ftz: a widened half is
+// never an f32 subnormal), one rounding to f16 (.rn; NaN 0x7FFF); `ftz`
+// flushes the half and the f16 result.
+uint32_t ex2_16(uint32_t h, bool ftz);
+uint32_t tanh16(uint32_t h, bool ftz);
+// rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 (docs/isa.md section 11.1): from
+// a's high word alone, the f32 reciprocal (rcp.rn) or reciprocal square root
+// (rcp.rn of sqrt.rn) of its 21-bit significand (doubled for rsqrt when the
+// exponent is odd), its top 20 fraction bits under the scaled exponent in the
+// high word, the low word 0; subnormal inputs and results flushed, NaN
+// 0x7FFFFFFF00000000.
+constexpr uint64_t kNaN64Approx = 0x7FFFFFFF00000000ull;
+uint64_t rcp_approx64(uint64_t a);
+uint64_t rsqrt_approx64(uint64_t a);
 
 }  // namespace fref
 }  // namespace qgpu::ptx

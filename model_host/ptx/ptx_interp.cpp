@@ -1488,7 +1488,7 @@ class Interp {
 
   // -- floating point (f32; float_ref.h: the host's IEEE arithmetic) ---------
   static bool float_supported(const Instr& in) {
-    if (half_op(in) || half_misc(in)) return true;
+    if (half_op(in) || half_misc(in) || half_approx(in) || f64_approx(in)) return true;
     const bool f32 = in.type == Type::F32 || in.type2 == Type::F32;
     const bool f32_f64 = in.op == Op::Cvt && ((in.type == Type::F64 && in.type2 == Type::F32) ||
                                               (in.type == Type::F32 && in.type2 == Type::F64));
@@ -1535,9 +1535,9 @@ class Interp {
                              (in.type == Type::F32 && is16(in.type2))))
       return !fm.ftz && (!fm.sat || (!is16x2(in.type) && in.type != Type::BF16)) &&
              (!is16x2(in.type) || in.ops.size() == 3);
-    // .sat: f16 arithmetic only (PTX gives bf16 arithmetic none).
+    // .sat and .ftz: f16 arithmetic only (PTX gives bf16 arithmetic neither).
     const bool f16 = in.type == Type::F16 || in.type == Type::F16x2;
-    return (is16(in.type) || is16x2(in.type)) && !fm.ftz && (!fm.sat || f16) &&
+    return (is16(in.type) || is16x2(in.type)) && (!fm.ftz || f16) && (!fm.sat || f16) &&
            (fm.rnd == Rnd::None || fm.rnd == Rnd::Rn) &&
            (in.op == Op::Add || in.op == Op::Sub || (in.op == Op::Mul && in.mul == MulMode::None) || in.op == Op::Fma);
   }
@@ -1548,11 +1548,12 @@ class Interp {
   // (the halves compared as the f32 values they are) and
   // set.CmpOp{.BoolOp}.dtype.{f16,f16x2}: per half 1.0 (an f16 destination) or
   // all ones (an integer one; 0xFFFF a half for f16x2 sources), else 0.
+  // .ftz flushes subnormal halves (operands, and neg's and abs's results) to
+  // zeros of their sign; setp.CmpOp{.BoolOp}{.ftz}.f16x2 p|q compares the low
+  // halves into p and the high ones into q.
   static bool half_misc(const Instr& in) {
-    const FloatMods fm = float_mods(in);
-    if (fm.ftz) return false;
     if (in.op == Op::Neg || in.op == Op::Abs) return in.type == Type::F16 || in.type == Type::F16x2;
-    if (in.op == Op::Setp) return in.type == Type::F16;
+    if (in.op == Op::Setp) return in.type == Type::F16 || in.type == Type::F16x2;
     if (in.op == Op::Set)
       return (in.type2 == Type::F16 || in.type2 == Type::F16x2) &&
              (in.type2 == Type::F16x2 ? (in.type == Type::F16x2 || type_size(in.type) == 4) : !is16x2(in.type)) &&
@@ -1563,6 +1564,7 @@ class Interp {
     if (in.op == Op::Neg || in.op == Op::Abs) {
       const uint32_t v = uint32_t(read(in.ops[1], in.type, t, in));
       auto one = [&](uint32_t h) -> uint32_t {
+        h = fref::flush16(h, float_mods(in).ftz);
         if ((h & 0x7FFF) > 0x7C00) return 0x7FFF;  // NaN: the canonical one
         return in.op == Op::Neg ? h ^ 0x8000 : h & 0x7FFF;
       };
@@ -1575,18 +1577,19 @@ class Interp {
     auto comb = [&](bool x) {
       return in.bool_op == BoolOp::None ? x : in.bool_op == BoolOp::And ? (x && c) : in.bool_op == BoolOp::Or ? (x || c) : (x != c);
     };
+    const bool ftz = float_mods(in).ftz;
     auto cmp = [&](int k) {
-      return fref::compare(in.cmp, fref::f32_from_f16((a >> (16 * k)) & 0xFFFF), fref::f32_from_f16((b >> (16 * k)) & 0xFFFF),
-                           false);
+      return fref::compare(in.cmp, fref::f32_from_f16(fref::flush16((a >> (16 * k)) & 0xFFFF, ftz)),
+                           fref::f32_from_f16(fref::flush16((b >> (16 * k)) & 0xFFFF, ftz)), false);
     };
     if (in.op == Op::Setp) {
       const Operand& d = in.ops[0];
       write(d, Type::Pred, comb(cmp(0)), t);
-      if (d.kind == Operand::Kind::PredPair) {
+      if (d.kind == Operand::Kind::PredPair) {  // f16: the negation; f16x2: the high halves
         Operand q;
         q.kind = Operand::Kind::Reg;
         q.reg = d.reg2;
-        write(q, Type::Pred, comb(!cmp(0)), t);
+        write(q, Type::Pred, st == Type::F16x2 ? comb(cmp(1)) : comb(!cmp(0)), t);
       }
       return;
     }
@@ -1625,8 +1628,10 @@ class Interp {
     const Type rt = x2 ? Type::B32 : in.type;
     uint32_t src[3] = {0, 0, 0};
     for (size_t i = 1; i < in.ops.size() && i <= 3; ++i) src[i - 1] = uint32_t(read(in.ops[i], rt, t, in));
+    const bool ftz = float_mods(in).ftz;  // f16 only: inputs and result flushed
     auto one = [&](int k) {
       uint32_t a = (src[0] >> (16 * k)) & 0xFFFF, b = (src[1] >> (16 * k)) & 0xFFFF, c = (src[2] >> (16 * k)) & 0xFFFF;
+      a = fref::flush16(a, ftz), b = fref::flush16(b, ftz), c = fref::flush16(c, ftz);
       uint32_t h;
       switch (in.op) {
         case Op::Add: h = bf ? fref::add_bf16(a, b) : fref::add16(a, b); break;
@@ -1634,10 +1639,31 @@ class Interp {
         case Op::Mul: h = bf ? fref::mul_bf16(a, b) : fref::mul16(a, b); break;
         default: h = bf ? fref::fma_bf16(a, b, c) : fref::fma16(a, b, c); break;
       }
+      h = fref::flush16(h, ftz);
       return float_mods(in).sat ? sat16(h) : h;
     };
     if (x2) write(in.ops[0], Type::B32, one(0) | (one(1) << 16), t);
     else write(in.ops[0], in.type, one(0), t);
+  }
+  // ex2.approx{.ftz}.f16{x2} and tanh.approx{.ftz}.f16{x2} (each half;
+  // docs/isa.md section 11.1: the f32 function, one rounding to f16).  PTX
+  // spells no .ftz on them; it is taken (flushing halves) as for the
+  // arithmetic.
+  static bool half_approx(const Instr& in) {
+    return (in.op == Op::Ex2 || in.op == Op::Tanh) && (in.type == Type::F16 || in.type == Type::F16x2) &&
+           float_mods(in).approx;
+  }
+  void half_approx_scalar(const Instr& in, Thread& t) {
+    const bool x2 = in.type == Type::F16x2, ftz = float_mods(in).ftz;
+    const uint32_t v = uint32_t(read(in.ops[1], x2 ? Type::B32 : in.type, t, in));
+    auto one = [&](uint32_t h) { return in.op == Op::Ex2 ? fref::ex2_16(h, ftz) : fref::tanh16(h, ftz); };
+    if (x2) write(in.ops[0], Type::B32, one(v & 0xFFFF) | one(v >> 16) << 16, t);
+    else write(in.ops[0], in.type, one(v & 0xFFFF), t);
+  }
+  // rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 (docs/isa.md section 11.1).
+  static bool f64_approx(const Instr& in) {
+    const FloatMods fm = float_mods(in);
+    return (in.op == Op::Rcp || in.op == Op::Rsqrt) && in.type == Type::F64 && fm.approx && fm.ftz;
   }
   // cvt between f16 and the integers or f64 (docs/isa.md section 11.1): one
   // rounding of the exact value each (fref; the lowering goes through f32).
@@ -1669,6 +1695,12 @@ class Interp {
     if (half_op(in)) return half_scalar(in, t);
     if (half_misc(in)) return half_misc_scalar(in, t);
     if (half_wide(in)) return half_wide_scalar(in, t);
+    if (half_approx(in)) return half_approx_scalar(in, t);
+    if (f64_approx(in)) {
+      const uint64_t a = read(in.ops[1], Type::F64, t, in);
+      write(in.ops[0], Type::F64, in.op == Op::Rcp ? fref::rcp_approx64(a) : fref::rsqrt_approx64(a), t);
+      return;
+    }
     const FloatMods fm = float_mods(in);
     const Rnd r = base_rounding(fm.rnd);
     // An f32 operand: its bits (a decimal literal is a double, rounded to f32).
