@@ -71,7 +71,8 @@ DONE:
 struct Case {
   std::string name, body;
   std::function<uint32_t(uint32_t, uint32_t, uint32_t)> ref;
-  int kind = 0;  // operands: 0 floats, 1 integers (a = low word, b = high word), 2 doubles {a, b} and {c, b'}
+  int kind = 0;  // operands: 0 floats, 1 integers (a = low word, b = high word), 2 doubles {a, b} and {c, b'},
+                 // 3 pairs of halves (edge halves, subnormals, random ones)
   // false: one instruction takes more than the model's 1024-block ROM; the
   // model's machine runs it with a larger ROM (same lanes, blocks and lowering).
   bool fits_model = true;
@@ -165,6 +166,46 @@ std::vector<Case> cases() {
                "  .reg .f16 %h<8>;\n  mov.b32 {%h1, %h2}, %r11;\n  mov.b32 {%h3, %h4}, %r12;\n  mov.b32 {%h5, %h6}, %r13;\n"
                "  fma.rn.f16 %h7, %h2, %h3, %h5;\n  mov.b32 %r20, {%h7, %h7};",
                [](uint32_t a, uint32_t b, uint32_t c) { return fref::fma16(a >> 16, b & 0xFFFF, c & 0xFFFF) * 0x10001u; }});
+  // f16 with .ftz (inputs and results flushed, then .sat), ex2/tanh.approx on
+  // f16 and f16x2 (docs/isa.md section 11.1), over pairs of halves (kind 3).
+  auto ftz16 = [](uint32_t (*f)(uint32_t, uint32_t, uint32_t), bool sat) {
+    return [=](uint32_t a, uint32_t b, uint32_t c) {
+      auto one = [&](uint32_t x, uint32_t y, uint32_t z) {
+        uint32_t h = fref::flush16(f(fref::flush16(x, true), fref::flush16(y, true), fref::flush16(z, true)), true);
+        return sat ? ((h & 0x7FFF) > 0x7C00 || (h & 0x8000) ? 0u : std::min(h, 0x3C00u)) : h;
+      };
+      return one(a & 0xFFFF, b & 0xFFFF, c & 0xFFFF) | one(a >> 16, b >> 16, c >> 16) << 16;
+    };
+  };
+  v.push_back({"add.rn.ftz.f16x2", "  add.rn.ftz.f16x2 %r20, %r11, %r12;",
+               ftz16([](uint32_t x, uint32_t y, uint32_t) { return fref::add16(x, y); }, false), 3});
+  v.push_back({"sub.ftz.f16x2", "  sub.ftz.f16x2 %r20, %r11, %r12;",
+               ftz16([](uint32_t x, uint32_t y, uint32_t) { return fref::sub16(x, y); }, false), 3});
+  v.push_back({"mul.rn.ftz.sat.f16x2", "  mul.rn.ftz.sat.f16x2 %r20, %r11, %r12;",
+               ftz16([](uint32_t x, uint32_t y, uint32_t) { return fref::mul16(x, y); }, true), 3});
+  v.push_back({"fma.rn.ftz.f16x2", "  fma.rn.ftz.f16x2 %r20, %r11, %r12, %r13;",
+               ftz16([](uint32_t x, uint32_t y, uint32_t z) { return fref::fma16(x, y, z); }, false), 3});
+  v.push_back({"fma.rn.ftz.sat.f16",
+               "  .reg .f16 %h<8>;\n  mov.b32 {%h1, %h2}, %r11;\n  mov.b32 {%h3, %h4}, %r12;\n  mov.b32 {%h5, %h6}, %r13;\n"
+               "  fma.rn.ftz.sat.f16 %h7, %h1, %h3, %h5;\n  mov.b32 %r20, {%h7, %h7};",
+               [=](uint32_t a, uint32_t b, uint32_t c) {
+                 const uint32_t lo = ftz16([](uint32_t x, uint32_t y, uint32_t z) { return fref::fma16(x, y, z); }, true)(a, b, c);
+                 return (lo & 0xFFFF) * 0x10001u;
+               },
+               3});
+  for (bool ftz : {false, true}) {
+    const std::string m = ftz ? ".ftz" : "";
+    v.push_back({"ex2.approx" + m + ".f16x2", "  ex2.approx" + m + ".f16x2 %r20, %r11;",
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::ex2_16(a & 0xFFFF, ftz) | fref::ex2_16(a >> 16, ftz) << 16; },
+                 3});
+    v.push_back({"tanh.approx" + m + ".f16x2", "  tanh.approx" + m + ".f16x2 %r20, %r11;",
+                 [=](uint32_t a, uint32_t, uint32_t) { return fref::tanh16(a & 0xFFFF, ftz) | fref::tanh16(a >> 16, ftz) << 16; },
+                 3});
+  }
+  v.push_back({"ex2.approx.f16", "  .reg .f16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  ex2.approx.f16 %h3, %h2;\n  mov.b32 %r20, {%h3, %h3};",
+               [](uint32_t a, uint32_t, uint32_t) { return fref::ex2_16(a >> 16, false) * 0x10001u; }, 3});
+  v.push_back({"tanh.approx.f16", "  .reg .f16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  tanh.approx.f16 %h3, %h1;\n  mov.b32 %r20, {%h3, %h3};",
+               [](uint32_t a, uint32_t, uint32_t) { return fref::tanh16(a & 0xFFFF, false) * 0x10001u; }, 3});
   // bfloat16: conversions (every rounding) and .bf16/.bf16x2 arithmetic.
   for (int r = 0; r < 4; ++r) {
     const Rnd rr = kRnd[r];
@@ -237,6 +278,66 @@ std::vector<Case> cases() {
                      return uint32_t(x) | uint32_t(!x) * 2;
                    }});
     }
+  // setp.CmpOp{.ftz}.f16x2 p|q: the low halves' comparison in p, the high
+  // halves' in q (bits 0 and 1), over pairs of halves; set and neg with .ftz.
+  auto cmp16 = [](Cmp c, uint32_t x, uint32_t y, bool ftz) {
+    return fref::compare(c, fref::f32_from_f16(fref::flush16(x, ftz)), fref::f32_from_f16(fref::flush16(y, ftz)), false);
+  };
+  for (auto [name, c] : cmps)
+    for (bool ftz : {false, true}) {
+      const std::string m = ftz ? ".ftz" : "";
+      v.push_back({std::string("setp.") + name + m + ".f16x2",
+                   std::string("  setp.") + name + m + ".f16x2 %p2|%p3, %r11, %r12;\n  selp.u32 %r20, 1, 0, %p2;\n"
+                                                        "  selp.u32 %r21, 2, 0, %p3;\n  or.b32 %r20, %r20, %r21;",
+                   [=](uint32_t a, uint32_t b, uint32_t) {
+                     return uint32_t(cmp16(c, a & 0xFFFF, b & 0xFFFF, ftz)) | uint32_t(cmp16(c, a >> 16, b >> 16, ftz)) * 2;
+                   },
+                   3});
+    }
+  v.push_back({"setp.ltu.xor.ftz.f16x2",
+               "  setp.ne.u32 %p4, %r13, 0;\n  setp.ltu.xor.ftz.f16x2 %p2|%p3, %r11, %r12, !%p4;\n  selp.u32 %r20, 1, 0, %p2;\n"
+               "  selp.u32 %r21, 2, 0, %p3;\n  or.b32 %r20, %r20, %r21;",
+               [=](uint32_t a, uint32_t b, uint32_t c) {
+                 const bool k = c == 0;
+                 return uint32_t(cmp16(Cmp::Ltu, a & 0xFFFF, b & 0xFFFF, true) != k) |
+                        uint32_t(cmp16(Cmp::Ltu, a >> 16, b >> 16, true) != k) * 2;
+               },
+               3});
+  v.push_back({"setp.gt.f16 p|q",
+               "  .reg .f16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  setp.gt.f16 %p2|%p3, %h2, %h1;\n"
+               "  selp.u32 %r20, 1, 0, %p2;\n  selp.u32 %r21, 2, 0, %p3;\n  or.b32 %r20, %r20, %r21;",
+               [=](uint32_t a, uint32_t, uint32_t) {
+                 const bool x = cmp16(Cmp::Gt, a >> 16, a & 0xFFFF, false);
+                 return uint32_t(x) | uint32_t(!x) * 2;
+               },
+               3});
+  v.push_back({"setp.gt.ftz.f16 p|q",
+               "  .reg .f16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  setp.gt.ftz.f16 %p2|%p3, %h2, %h1;\n"
+               "  selp.u32 %r20, 1, 0, %p2;\n  selp.u32 %r21, 2, 0, %p3;\n  or.b32 %r20, %r20, %r21;",
+               [=](uint32_t a, uint32_t, uint32_t) {
+                 const bool x = cmp16(Cmp::Gt, a >> 16, a & 0xFFFF, true);
+                 return uint32_t(x) | uint32_t(!x) * 2;
+               },
+               3});
+  v.push_back({"set.le.ftz.f16x2.f16x2", "  set.le.ftz.f16x2.f16x2 %r20, %r11, %r12;",
+               [=](uint32_t a, uint32_t b, uint32_t) {
+                 return (cmp16(Cmp::Le, a & 0xFFFF, b & 0xFFFF, true) ? 0x3C00u : 0u) |
+                        (cmp16(Cmp::Le, a >> 16, b >> 16, true) ? 0x3C000000u : 0u);
+               },
+               3});
+  v.push_back({"set.equ.ftz.u32.f16",
+               "  .reg .f16 %h<4>;\n  mov.b32 {%h1, %h2}, %r11;\n  set.equ.ftz.u32.f16 %r20, %h1, %h2;",
+               [=](uint32_t a, uint32_t, uint32_t) { return cmp16(Cmp::Equ, a & 0xFFFF, a >> 16, true) ? ~0u : 0u; }, 3});
+  v.push_back({"neg.ftz.f16x2 abs.ftz.f16x2", "  neg.ftz.f16x2 %r21, %r11;\n  abs.ftz.f16x2 %r22, %r12;\n  xor.b32 %r20, %r21, %r22;",
+               [=](uint32_t a, uint32_t b, uint32_t) {
+                 auto one = [](uint32_t h, bool neg) {
+                   h = fref::flush16(h, true);
+                   if ((h & 0x7FFF) > 0x7C00) return 0x7FFFu;
+                   return neg ? h ^ 0x8000u : h & 0x7FFFu;
+                 };
+                 return (one(a & 0xFFFF, true) | one(a >> 16, true) << 16) ^ (one(b & 0xFFFF, false) | one(b >> 16, false) << 16);
+               },
+               3});
   v.push_back({"setp.and", "  setp.lt.f32 %p3, %f3, %f1;\n  setp.gtu.and.f32 %p2, %f1, %f2, %p3;\n  selp.u32 %r20, 1, 0, %p2;",
                [](uint32_t a, uint32_t b, uint32_t c) {
                  return uint32_t(fref::compare(Cmp::Gtu, a, b, false) && fref::compare(Cmp::Lt, c, a, false));
@@ -349,6 +450,10 @@ std::vector<Case> cases() {
                  },
                  2});
   }
+  v.push_back({"rcp.approx.ftz.f64", f64in + "  rcp.approx.ftz.f64 %fd3, %fd1;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t) { return fold(fref::rcp_approx64(uint64_t(b) << 32 | a)); }, 2});
+  v.push_back({"rsqrt.approx.ftz.f64", f64in + "  rsqrt.approx.ftz.f64 %fd3, %fd1;" + f64out,
+               [=](uint32_t a, uint32_t b, uint32_t) { return fold(fref::rsqrt_approx64(uint64_t(b) << 32 | a)); }, 2});
   for (int r = 0; r < 4; ++r) {
     const Rnd rr = kRnd[r], rri = kRndI[r];
     const std::string m = std::string(".") + kR[r], mi = m + "i";
@@ -539,6 +644,34 @@ void fill(floattest::Operands& gen, uint64_t batch, int kind, std::vector<uint32
       a[i] = gen.rng()() % 4 ? uint32_t(gen.rng()()) : 0u;
       b[i] = gen.rng()() % 3 ? gen.any() : hi[gen.rng()() % 10] | uint32_t(gen.rng()() % 2) << 31;
       c[i] = gen.rng()() % 4 ? uint32_t(gen.rng()()) : 0u;
+      continue;
+    }
+    if (kind == 3) {  // halves: every pair of edge halves (low halves, then high ones shuffled), then random
+      static const std::vector<uint32_t> H = [] {
+        std::vector<uint32_t> v;
+        for (uint32_t e : {0x0000u, 0x0001u, 0x0002u, 0x03FFu, 0x0400u, 0x0401u, 0x3BFFu, 0x3C00u, 0x3C01u, 0x7BFFu,
+                           0x7C00u, 0x7C01u, 0x7E00u, 0x7FFFu})
+          for (uint32_t sign : {0u, 0x8000u}) v.push_back(e | sign);
+        return v;
+      }();
+      auto any = [&]() -> uint32_t {
+        switch (gen.rng()() % 4) {
+          case 0: return H[gen.rng()() % H.size()];
+          case 1: return uint32_t(gen.rng()() & 0x83FF);                                          // subnormal
+          case 2: return uint32_t(gen.rng()() & 0x83FF) | uint32_t(1 + gen.rng()() % 3) << 10;  // tiny normals
+          default: return uint32_t(gen.rng()() & 0xFFFF);
+        }
+      };
+      const uint64_t n = H.size();
+      if (at < 2 * n * n) {
+        const uint64_t k = at % (n * n);
+        const uint32_t x = H[k / n], y = H[k % n], z = H[(k * 7) % n];
+        a[i] = at < n * n ? any() << 16 | x : x << 16 | any();
+        b[i] = at < n * n ? any() << 16 | y : y << 16 | any();
+        c[i] = at < n * n ? any() << 16 | z : z << 16 | any();
+      } else {
+        a[i] = any() << 16 | any(), b[i] = any() << 16 | any(), c[i] = any() << 16 | any();
+      }
       continue;
     }
     if (kind == 1) {  // integers: small, large, every sign
@@ -1036,8 +1169,9 @@ TEST(FloatMachine, SaturatedHalfConversions) {
 
 TEST(FloatMachine, NotLoweredNamesTheInstruction) {
   const Params p = default_params();
-  for (const char* body : {"  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rcp.approx.ftz.f64 %fd1, %fd1;\n"
-                           "  mov.b64 {%r20, %r21}, %fd1;",
+  for (const char* body : {"  min.f16x2 %r20, %r11, %r12;",
+                           "  .reg .b16 %h<2>;\n  mov.b32 {%h0, %h1}, %r11;\n  ex2.approx.ftz.bf16 %h1, %h1;\n"
+                           "  mov.b32 %r20, {%h1, %h1};",
                            "  .reg .f64 %fd<2>;\n  cvt.f64.f32 %fd1, %f1;\n  rsqrt.approx.f64 %fd1, %fd1;\n"
                            "  mov.b64 {%r20, %r21}, %fd1;",
                            "  cvt.rn.relu.bf16x2.f32 %r20, %f1, %f2;",

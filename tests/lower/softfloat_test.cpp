@@ -969,5 +969,193 @@ TEST(SoftFloat, TanhApprox) {
   EXPECT_LE(worst, std::ldexp(1.0, -11)) << hex(worst_in);
 }
 
+
+// The edge halves: zeros, the smallest and largest subnormals, the smallest
+// normals, one and its neighbours, the largest finite value, infinities,
+// quiet and signalling NaNs, both signs.
+std::vector<uint32_t> half_edges() {
+  std::vector<uint32_t> v;
+  for (uint32_t e : {0x0000u, 0x0001u, 0x0002u, 0x03FFu, 0x0400u, 0x0401u, 0x3BFFu, 0x3C00u, 0x3C01u, 0x7BFFu, 0x7C00u,
+                     0x7C01u, 0x7E00u, 0x7FFFu})
+    for (uint32_t sign : {0u, 0x8000u}) v.push_back(e | sign);
+  return v;
+}
+double half_value(uint32_t h) {
+  uint32_t f = ptx::fref::f32_from_f16(h);
+  float x;
+  std::memcpy(&x, &f, 4);
+  return x;
+}
+
+// ex2.approx.f16 and tanh.approx.f16 (docs/isa.md section 11.1): the
+// generators (folded, with and without ffma) against the reference on every
+// half, with and without .ftz, and the definitions against the host's exp2
+// and tanh in double: PTX's bounds are a relative error of 2^-9.9 for ex2
+// and an absolute one of 2^-10.987 for tanh.
+TEST(SoftFloat, HalfApprox) {
+  double ex2_rel = 0, ex2_sub = 0, tanh_abs = 0;
+  uint32_t ex2_at = 0, tanh_at = 0;
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    for (bool ftz : {false, true}) {
+      const uint32_t e = ptx::fref::ex2_16(h, ftz), t = ptx::fref::tanh16(h, ftz);
+      for (bool ffma : {false, true}) {
+        if (ffma && h % 4) continue;  // the ffma sequences on every fourth half
+        auto g = folding(ffma);
+        ASSERT_EQ(hex(val(g.ex2_16(K(h), ftz))), hex(e)) << "ex2.approx" << (ftz ? ".ftz" : "") << ".f16 " << hex(h);
+        ASSERT_EQ(hex(val(g.tanh16(K(h), ftz))), hex(t)) << "tanh.approx" << (ftz ? ".ftz" : "") << ".f16 " << hex(h);
+      }
+      if (ftz) {  // flushed: a subnormal half is read as a zero, a subnormal result is one
+        ASSERT_EQ(e, ptx::fref::flush16(ptx::fref::ex2_16(ptx::fref::flush16(h, true), false), true)) << hex(h);
+        ASSERT_EQ(ptx::fref::flush16(e, true), e);
+      }
+    }
+    const double x = half_value(h);
+    const uint32_t e = ptx::fref::ex2_16(h, false), t = ptx::fref::tanh16(h, false);
+    if (std::isnan(x)) {
+      ASSERT_EQ(e, 0x7FFFu);
+      ASSERT_EQ(t, 0x7FFFu);
+      continue;
+    }
+    const double want = std::exp2(x), got = half_value(e);
+    if (want >= 65520.0) {  // rounds to infinity in f16
+      ASSERT_EQ(e, 0x7C00u) << hex(h);
+    } else if (want >= std::ldexp(1.0, -14)) {
+      const double rel = std::fabs(got - want) / want;
+      if (rel > ex2_rel) ex2_rel = rel, ex2_at = h;
+    } else {  // subnormal results: absolute error in units of 2^-24
+      ex2_sub = std::max(ex2_sub, std::fabs(got - want) * std::ldexp(1.0, 24));
+    }
+    const double th = std::fabs(half_value(t) - std::tanh(x));
+    if (th > tanh_abs) tanh_abs = th, tanh_at = h;
+    if (x == 0) ASSERT_EQ(t, h);  // tanh(+-0) = +-0
+  }
+  std::printf("ex2.approx.f16: largest relative error 2^%.2f (at %s) over normal results, %.3f units of 2^-24 over "
+              "subnormal ones; tanh.approx.f16: largest absolute error 2^%.2f (at %s)\n",
+              std::log2(ex2_rel), hex(ex2_at).c_str(), ex2_sub, std::log2(tanh_abs), hex(tanh_at).c_str());
+  EXPECT_LE(ex2_rel, std::ldexp(1.0, -9.9));
+  EXPECT_LE(ex2_sub, 0.5 + 1e-6);
+  EXPECT_LE(tanh_abs, std::ldexp(1.0, -10.987));
+}
+
+// .ftz on f16 (docs/isa.md section 11.1): flush16 against the reference on
+// every half, and the flushed arithmetic (inputs and result flushed, then
+// .sat) on every pair of edge halves and random pairs (fma: a third half).
+TEST(SoftFloat, HalfFlushToZero) {
+  auto g = folding();
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    ASSERT_EQ(val(g.flush16(K(h))), ptx::fref::flush16(h, true)) << hex(h);
+    ASSERT_EQ(ptx::fref::flush16(h, true), (h & 0x7C00u) ? h : h & 0x8000u);
+  }
+  namespace fr = ptx::fref;
+  auto soft = [&](int op, uint32_t a, uint32_t b, uint32_t c) {
+    Operand x = g.flush16(K(a)), y = g.flush16(K(b)), z = g.flush16(K(c));
+    Operand r = op == 0 ? g.add16(x, y) : op == 1 ? g.sub16(x, y) : op == 2 ? g.mul16(x, y) : g.fma16(x, y, z);
+    return val(g.flush16(r));
+  };
+  auto ref = [](int op, uint32_t a, uint32_t b, uint32_t c) {
+    a = fr::flush16(a, true), b = fr::flush16(b, true), c = fr::flush16(c, true);
+    const uint32_t r = op == 0 ? fr::add16(a, b) : op == 1 ? fr::sub16(a, b) : op == 2 ? fr::mul16(a, b) : fr::fma16(a, b, c);
+    return fr::flush16(r, true);
+  };
+  const std::vector<uint32_t> E = half_edges();
+  std::mt19937_64 rng(91);
+  const uint64_t n = floattest::pairs(50000);
+  auto any = [&] {
+    switch (rng() % 4) {
+      case 0: return E[rng() % E.size()];
+      case 1: return uint32_t(rng() & 0x83FF);  // subnormal
+      case 2: return uint32_t(rng() & 0x83FF) | uint32_t(1 + rng() % 3) << 10;  // smallest binades: subnormal results
+      default: return uint32_t(rng() & 0xFFFF);
+    }
+  };
+  for (int op = 0; op < 4; ++op) {
+    for (uint32_t a : E)
+      for (uint32_t b : E) {
+        const uint32_t c = E[(a * 7 + b) % E.size()];
+        ASSERT_EQ(hex(soft(op, a, b, c)), hex(ref(op, a, b, c))) << op << " " << hex(a) << " " << hex(b) << " " << hex(c);
+      }
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint32_t a = any(), b = any(), c = any();
+      const uint32_t r = ref(op, a, b, c);
+      ASSERT_EQ(hex(soft(op, a, b, c)), hex(r)) << op << " " << hex(a) << " " << hex(b) << " " << hex(c);
+      ASSERT_TRUE((r & 0x7C00u) || (r & 0x7FFFu) == 0) << "a subnormal result under .ftz: " << hex(r);
+    }
+  }
+}
+
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", (unsigned long long)v);
+  return b;
+}
+
+// rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 (docs/isa.md section 11.1):
+// the generators (folded, with and without ffma) against the reference on
+// the f64 edge values, every power of two's neighbourhood and random inputs
+// (QGPU_FLOAT_PAIRS scales them: a million for the full count), and the
+// definition against the host's 1/x and 1/sqrt(x) of the high word's value in
+// long double: the relative error stays below 2^-20 + 2^-22.9 (PTX gives
+// none: "a fast, gross approximation" on the high word).
+TEST(SoftFloat, Binary64ApproxRcpRsqrt) {
+  std::mt19937_64 rng(92);
+  const uint64_t n = floattest::pairs(100000);
+  std::vector<uint64_t> in = floattest::edges64();
+  for (int ex = 0; ex < 2047; ex += 1)
+    for (uint64_t f : {0ull, 1ull, 0xFFFFFull, 0x80000ull})
+      for (uint64_t s : {0ull, 1ull}) in.push_back(s << 63 | uint64_t(ex) << 52 | f << 32 | (rng() & 0xFFFFFFFFu));
+  const size_t fixed = in.size();
+  for (uint64_t i = 0; i < n; ++i) in.push_back(i % 2 ? floattest::any64(rng) : rng());
+  double worst[2] = {0, 0};
+  uint64_t worst_at[2] = {0, 0};
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint64_t a = in[i];
+    const uint64_t want[2] = {ptx::fref::rcp_approx64(a), ptx::fref::rsqrt_approx64(a)};
+    for (bool ffma : {false, true}) {
+      if (ffma && i >= fixed && i % 4) continue;
+      auto g = folding(ffma);
+      const softfloat::Gen::W x{K(uint32_t(a)), K(uint32_t(a >> 32))};
+      const auto r = g.rcp_approx64(x), q = g.rsqrt_approx64(x);
+      ASSERT_EQ(hex64(uint64_t(val(r.second)) << 32 | val(r.first)), hex64(want[0])) << "rcp.approx.ftz.f64 " << hex64(a);
+      ASSERT_EQ(hex64(uint64_t(val(q.second)) << 32 | val(q.first)), hex64(want[1])) << "rsqrt.approx.ftz.f64 " << hex64(a);
+    }
+    ASSERT_EQ(uint32_t(want[0]), 0u);
+    ASSERT_EQ(uint32_t(want[1]), 0u);
+    // The value the instructions read: the high word, a subnormal flushed.
+    const uint64_t top = a & 0xFFFFFFFF00000000ull;
+    double x;
+    std::memcpy(&x, &top, 8);
+    if (std::isnan(x)) {
+      ASSERT_EQ(want[0], ptx::fref::kNaN64Approx);
+      ASSERT_EQ(want[1], ptx::fref::kNaN64Approx);
+      continue;
+    }
+    if (std::fpclassify(x) == FP_SUBNORMAL) x = std::copysign(0.0, x);
+    for (int k = 0; k < 2; ++k) {
+      double got;
+      std::memcpy(&got, &want[k], 8);
+      if (k == 1 && x < 0) {
+        ASSERT_EQ(want[1], ptx::fref::kNaN64Approx) << hex64(a);
+        continue;
+      }
+      const long double exact = k == 0 ? 1.0L / (long double)x : 1.0L / std::sqrt((long double)x);
+      if (std::isinf(x) || x == 0) {
+        ASSERT_EQ(got, (double)exact) << hex64(a);  // +-0, +-inf exactly (with their signs)
+        ASSERT_EQ(std::signbit(got), std::signbit((double)exact)) << hex64(a);
+        continue;
+      }
+      if (std::fabs(exact) < 0x1p-1022L) {  // flushed
+        ASSERT_EQ(got, 0.0) << hex64(a);
+        continue;
+      }
+      const double rel = double(std::fabs(((long double)got - exact) / exact));
+      if (rel > worst[k]) worst[k] = rel, worst_at[k] = a;
+    }
+  }
+  std::printf("rcp.approx.ftz.f64: largest relative error 2^%.2f (at %s); rsqrt.approx.ftz.f64: 2^%.2f (at %s); %zu inputs\n",
+              std::log2(worst[0]), hex64(worst_at[0]).c_str(), std::log2(worst[1]), hex64(worst_at[1]).c_str(), in.size());
+  EXPECT_LE(worst[0], std::ldexp(1.0, -20) + std::ldexp(1.0, -22.9));
+  EXPECT_LE(worst[1], std::ldexp(1.0, -20) + std::ldexp(1.0, -22.9));
+}
+
 }  // namespace
 }  // namespace qgpu::machine
