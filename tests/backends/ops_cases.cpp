@@ -638,6 +638,24 @@ std::vector<Case> build() {
                   "  cvt.rn.f32.f64 %f6, %fd5;\n" +
                       st_out("%fd4", 0, "f64") + st_out("%f5", 2, "f32") + st_out("%f6", 3, "f32"),
                   1, 4, 122, 1)));
+  // f16 .approx functions (each half: the f32 function, one rounding to
+  // f16), setp on f16x2 (low halves into p, high ones into q) and the .ftz
+  // arithmetic, over the halves of the float rows' words.
+  v.push_back(full_only(f32("ex2.approx.f16x2 tanh.approx.f16", {},
+                  "  mov.b32 %r4, %f0;\n  ex2.approx.f16x2 %r5, %r4;\n  mov.b32 {%h1, %h2}, %r4;\n"
+                  "  tanh.approx.f16 %h3, %h2;\n  mov.b32 %r6, {%h3, %h1};\n" +
+                      st_out("%r5", 0) + st_out("%r6", 1),
+                  1, 2, 125, 1)));
+  v.push_back(f32("setp.f16x2 add.ftz.f16x2 neg.ftz.f16x2", {},
+                  "  mov.b32 %r4, %f0;\n  mov.b32 %r5, %f1;\n  setp.ltu.ftz.f16x2 %p1|%p2, %r4, %r5;\n"
+                  "  selp.u32 %r6, 1, 0, %p1;\n  selp.u32 %r7, 2, 0, %p2;\n  or.b32 %r6, %r6, %r7;\n"
+                  "  add.rn.ftz.f16x2 %r8, %r4, %r5;\n  neg.ftz.f16x2 %r9, %r4;\n" +
+                      st_out("%r6", 0) + st_out("%r8", 1) + st_out("%r9", 2),
+                  2, 3, 126, 2));
+  v.push_back(full_only(f64("rcp.approx.ftz.f64 rsqrt.approx.ftz.f64", {},
+                  "  rcp.approx.ftz.f64 %fd4, %fd0;\n  rsqrt.approx.ftz.f64 %fd5, %fd1;\n" + st_out("%fd4", 0, "f64") +
+                      st_out("%fd5", 2, "f64"),
+                  2, 4, 138, 1)));
   v.push_back(full_only(f64("add.rn.f64 sub.rn.f64", {"dadd", "dsub"},
                   "  add.rn.f64 %fd4, %fd0, %fd1;\n  sub.rn.f64 %fd5, %fd0, %fd1;\n" + st_out("%fd4", 0, "f64") +
                       st_out("%fd5", 2, "f64"),

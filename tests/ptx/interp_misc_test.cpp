@@ -253,7 +253,7 @@ TEST(PtxInterpMisc, FloatAndUnusualInstructionsParse) {
   .reg .b64 %rd<3>;
   .reg .pred %p<2>;
   fma.rn.f32 %f1, %f2, %f3, %f1;
-  rcp.approx.ftz.f64 %fd1, %fd2;
+  rsqrt.approx.f64 %fd1, %fd2;
   sqrt.rn.f32 %f1, %f1;
   ex2.approx.ftz.f32 %f2, %f1;
   cvt.rn.f32.s32 %f3, %r1;
@@ -269,7 +269,7 @@ TEST(PtxInterpMisc, FloatAndUnusualInstructionsParse) {
   const Function& f = m.functions[0];
   ASSERT_EQ(f.body.size(), 13u);
   EXPECT_EQ(f.body[0].op, Op::Fma);
-  EXPECT_EQ(f.body[1].op, Op::Rcp);
+  EXPECT_EQ(f.body[1].op, Op::Rsqrt);
   EXPECT_EQ(f.body[1].type, Type::F64);
   EXPECT_EQ(f.body[4].type, Type::F32);
   EXPECT_EQ(f.body[4].type2, Type::S32);
@@ -285,8 +285,8 @@ TEST(PtxInterpMisc, FloatAndUnusualInstructionsParse) {
   p.arg(dev.alloc(8));
   auto r = run(m, "f", {1, 1, 1}, {1, 1, 1}, 0, p.bytes(), dev.symbols, dev.mem);
   EXPECT_EQ(r.error, 801);
-  // f32 arithmetic runs; the f64 reciprocal does not.
-  EXPECT_NE(r.message.find("rcp.approx.ftz.f64"), std::string::npos) << r.message;
+  // f32 arithmetic runs; the f64 reciprocal square root without .ftz does not.
+  EXPECT_NE(r.message.find("rsqrt.approx.f64"), std::string::npos) << r.message;
 }
 
 }  // namespace
