@@ -673,7 +673,7 @@ TEST(SoftFloat, Lg2ApproxAccuracy) {
 // subnormals included, zeros under .ftz), cos 1 there.
 TEST(SoftFloat, SinCosApproxAccuracy) {
   const uint32_t step = std::getenv("QGPU_FLOAT_EXHAUSTIVE") != nullptr ? 1 : 257;
-  constexpr uint32_t kTwoPi = 0x40C90FDBu, kBig = 0x4A800000u;  // the f32 nearest 2 pi (below it); 2^22
+  constexpr uint32_t kTwoPi = 0x40C90FDBu, kBig = 0x4A800000u;  // the f32 nearest 2 pi (just above it); 2^22
   for (Tr f : {Tr::Sin, Tr::Cos}) {
     Accuracy inner, outer;
     for (uint32_t sign : {0u, 0x80000000u}) {
