@@ -21,22 +21,21 @@ namespace {
 
 Operand K(uint32_t v) { return Operand::k(v); }
 constexpr uint32_t kNaN = 0x7FFFFFFFu, kInf = 0x7F800000u, kSign = 0x80000000u, kAbs = 0x7FFFFFFFu;
-// q(f) = (2^f - 1) / f on [0, 1), interpolated at the 7 Chebyshev nodes, in
-// 0.32 fixed point: 1 + f q(f) is within 2^-33 of 2^f (relative).
 // (2^f - 1) / f at the 6 Chebyshev nodes of [-1/2, 1/2], as f32 (tools/softfloat/coefficients.py).
 constexpr uint32_t kEx2F32[6] = {0x3F317218u, 0x3E75FDF0u, 0x3D6357B6u, 0x3C1D952Au, 0x3AAF8448u, 0x392209C5u};
-// lg2: q(u) = log2(1 + u) / u on [sqrt(1/2) - 1, sqrt(2) - 1]; sin: S(z) =
-// sin(pi/2 r) / r and cos: C(z) = cos(pi/2 r), z = r^2 in [0, 1/4]; all 2.30
-// fixed point, interpolated at Chebyshev nodes (tools/softfloat/coefficients.py).
 // log2(1 + u) / u at the 10 Chebyshev nodes of [sqrt(1/2) - 1, sqrt(2) - 1], as f32,
 // and 1/ln 2 less the f32 nearest it (tools/softfloat/coefficients.py).
 constexpr uint32_t kLg2F32[10] = {0x3FB8AA3Bu, 0xBF38AA38u, 0x3EF63855u, 0xBEB8AD38u, 0x3E93BD29u,
                                   0xBE755BD5u, 0x3E51C634u, 0xBE43FB51u, 0x3E3D31D0u, 0xBDDC27DBu};
 constexpr uint32_t kLg2C0Lo = 0x32A57060u;
-constexpr int32_t kSinPoly[5] = {1686629713, -693598667, 85569259, -5026471, 169873};
-constexpr int32_t kCosPoly[6] = {1073741824, -1324675879, 272375559, -22401978, 986942, -26684};
-// 2/pi to 192 bits, most significant word first.
-constexpr uint32_t kTwoOverPi[6] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u};
+// sin r = r + r z S(z) and cos r = 1 + z C(z), z = r^2: S and C of degree 3
+// interpolating (sin r / r - 1) / z and (cos r - 1) / z at the 4 Chebyshev
+// nodes of [0, (pi/4)^2]; pi/2 as three f32 parts (each the f32 nearest what
+// the earlier ones leave) and the f32 nearest 2/pi (tools/softfloat/coefficients.py).
+constexpr uint32_t kSinF32[4] = {0xBE2AAAABu, 0x3C088887u, 0xB95009D4u, 0x3636DF04u};
+constexpr uint32_t kCosF32[4] = {0xBF000000u, 0x3D2AAAA6u, 0xBAB60704u, 0x37CD3796u};
+constexpr uint32_t kPiOver2[3] = {0x3FC90FDBu, 0xB33BBD2Eu, 0xA6F72CEDu};
+constexpr uint32_t kTwoOverPiF32 = 0x3F22F983u;
 
 }  // namespace
 
@@ -574,18 +573,6 @@ Operand Gen::fma_bf16(Operand a, Operand b, Operand c) {
   return bf16_from_f32(fma_to_odd32(f32_from_bf16(a), f32_from_bf16(b), f32_from_bf16(c)), Round::Rn);
 }
 
-Gen::W Gen::neg64_if(W x, Operand neg) {
-  Operand nl = e(Op::SUB, K(0), x.first), nh = e(Op::SUB, e(Op::SUB, K(0), x.second), e(Op::SNE, x.first, K(0)));
-  return {e(Op::SEL, neg, nl, x.first), e(Op::SEL, neg, nh, x.second)};
-}
-
-// Horner's rule in signed fixed point: t = c[n-1]; t = mulhs(t, x) + c[i].
-Operand Gen::horner(const int32_t* c, int n, Operand x) {
-  Operand t = K(uint32_t(c[n - 1]));
-  for (int i = n - 2; i >= 0; --i) t = e(Op::ADD, e(Op::MULHS, t, x), K(uint32_t(c[i])));
-  return t;
-}
-
 // log2(a) as ptx::fref::lg2 defines it (docs/isa.md section 11.1): a
 // subnormal is first scaled by 2^24 (exactly, by an ffma); a = m 2^E with m
 // in [sqrt(1/2), sqrt(2)) from the bits (the significand halved, E
@@ -617,70 +604,46 @@ Operand Gen::lg2(Operand a, bool ftz) {
   return e(Op::SEL, nan, K(kNaN), res);
 }
 
-// sin(a) (quarter 0) and cos(a) (quarter 1): y = |a| 2/pi from the 96-bit
-// window of 2/pi's bits c_(Q-95) .. c_Q, Q = max(ex, 1) - 62 (zeros outside
-// c_1 .. c_192), chosen by whole words and a funnel shift; Y = bits 24..89
-// of sig * window: two integer bits kq and the 64-bit fraction, read as a
-// signed r in [-1/2, 1/2) about the nearest quarter k = kq + (fraction's top
-// bit) (+1 for cos); then r S(r^2) (r normalised to 32 bits) or C(r^2), the
-// sign from k, r and a, rounded once.  sin of |a| < 2^-12 is a.
+// sin(a) (quarter 0) and cos(a) (quarter 1) as ptx::fref::sin and cos define
+// them (docs/isa.md section 11.1): f32 fused multiply-adds rounded to nearest,
+// integer operations for the selects.  x = a where |a| < 2^22, else a zero of
+// a's sign (with ffma, a 0 + -0, which also makes an infinity or a NaN the
+// NaN that then runs through every ffma; without, the NaN is selected at the
+// end).  t = x 2/pi + 1.5 2^23 (+ quarter) rounds to the integer k (+
+// quarter), t lying in [2^23, 2^24) for |x| < 2^22, so t's low bits are the
+// quadrant; k = t - (1.5 2^23 + quarter) is exact, and so is x - k P1 (k = 0,
+// or |x| > 3/4: x and k P1 are multiples of 2^-24, and of 2^-23 where |x| >=
+// 1, and their difference is below 1.1); then r = x - k (P1 + P2 + P3) with
+// two more roundings.  The quadrant's parity picks sin r = w + w z
+// S(z) with w = r or cos r = w + w z C(z) with w = 1 (one Horner chain whose
+// coefficients are selected), and its second bit negates w.  sin of |x| <
+// 2^-12 is x: the correctly rounded value, and the sum w + (w z) S would be
+// +0 for x = -0 (a product of -0 and S(0) < 0 is +0, and +0 + -0 is +0).
 Operand Gen::sincos(Operand a, bool ftz, int quarter) {
+  constexpr uint32_t kOne = 0x3F800000u;
+  // a * b rounded to nearest: ffma with c = -0, or mul's integer sequence,
+  // which gives the same bits at about half fma's cost.
+  auto mul_rn = [&](Operand x, Operand y) { return ffma_ ? ffma(x, y, K(kSign)) : mul(x, y, Round::Rn, false, false); };
   if (ftz) a = flush(a);
   Operand abs = e(Op::AND, a, K(kAbs));
-  Operand ex = e(Op::SHR, abs, K(23));
-  Operand sg = sig_of(abs, ex);
-  // P = Q + 96 = max(ex, 1) + 34 in [35, 288]: the window ends at bit P of the
-  // word string E[0..9] = {0, 0, 0, 2/pi's six words, 0}; G = E[w-3 .. w].
-  Operand P = e(Op::ADD, e(Op::MAX, ex, K(1)), K(34));
-  Operand w = e(Op::SHR, P, K(5)), b = e(Op::AND, P, K(31));
-  auto word = [&](int i) { return i >= 3 && i <= 8 ? K(kTwoOverPi[i - 3]) : K(0); };
-  Operand is[10];
-  for (int v = 1; v <= 9; ++v) is[v] = e(Op::SEQ, w, K(uint32_t(v)));
-  Operand G[4];
-  for (int k = 0; k < 4; ++k) {
-    Operand g = K(0);
-    for (int v = 1; v <= 9; ++v) {
-      Operand x = word(v - 3 + k);
-      if (x.v != 0) g = e(Op::SEL, is[v], x, g);
-    }
-    G[k] = g;
-  }
-  Operand bc = e(Op::SUB, K(32), b);
-  Operand V2 = e(Op::OR, e(Op::SHL, G[0], b), e(Op::SHR, G[1], bc));
-  Operand V1 = e(Op::OR, e(Op::SHL, G[1], b), e(Op::SHR, G[2], bc));
-  Operand V0 = e(Op::OR, e(Op::SHL, G[2], b), e(Op::SHR, G[3], bc));
-  // sig * (V2 V1 V0): words 0..3.
-  Operand p0 = e(Op::MUL, sg, V0), c0 = e(Op::MULHU, sg, V0);
-  Operand p1 = e(Op::MUL, sg, V1), c1 = e(Op::MULHU, sg, V1);
-  Operand p2 = e(Op::MUL, sg, V2);
-  Operand w1 = e(Op::ADD, c0, p1);
-  Operand w2 = e(Op::ADD, e(Op::ADD, c1, p2), e(Op::SLTU, w1, c0));
-  Operand rl = e(Op::OR, e(Op::SHR, p0, K(24)), e(Op::SHL, w1, K(8)));
-  Operand rh = e(Op::OR, e(Op::SHR, w1, K(24)), e(Op::SHL, w2, K(8)));
-  Operand rneg = e(Op::SHR, rh, K(31));
-  Operand k = e(Op::AND, e(Op::ADD, e(Op::ADD, e(Op::SHR, w2, K(24)), rneg), K(uint32_t(quarter))), K(3));
-  W ra = neg64_if({rl, rh}, rneg);
-  Operand zz = e(Op::MULHU, ra.second, ra.second);
-  // cos branch: C(z) in 2.30, in [0.7, 1]: m = C << t, value m / 2^31 2^(1 - t).
-  Operand c = horner(kCosPoly, 6, zz);
-  Operand tc = e(Op::CLZ, c);
-  Operand mc = e(Op::SHL, c, tc), exc = e(Op::SUB, K(128), tc);
-  // sin branch: |r| = Rn 2^(-32-n), S in 2.30, product = Rn S, value = product 2^(-62-n).
-  Operand sv = horner(kSinPoly, 5, zz);
-  Operand n = clz64(ra);
-  Operand Rn = shl64(ra, n).second;
-  Operand hi = e(Op::MULHU, Rn, sv), lo = e(Op::MUL, Rn, sv);
-  Operand ts = e(Op::CLZ, hi);
-  Operand ms = e(Op::OR, e(Op::SHL, hi, ts), e(Op::SHR, lo, e(Op::SUB, K(32), ts)));
-  Operand sts = e(Op::SNE, e(Op::SHL, lo, ts), K(0));
-  Operand exs = e(Op::SUB, e(Op::SUB, K(128), ts), n);
-  Operand odd = e(Op::AND, k, K(1));
-  Operand neg = e(Op::SEL, odd, e(Op::SEQ, k, K(3)), e(Op::XOR, rneg, e(Op::SEQ, k, K(2))));
-  if (quarter == 0) neg = e(Op::XOR, neg, e(Op::SHR, a, K(31)));
-  Operand res = round_pack(e(Op::SHL, neg, K(31)), e(Op::SEL, odd, exc, exs), e(Op::SEL, odd, mc, ms),
-                           e(Op::SEL, odd, K(0), sts), Round::Rn, false);
-  if (quarter == 0) res = e(Op::SEL, e(Op::SLTU, ex, K(115)), a, res);
-  return e(Op::SEL, e(Op::SLEU, K(kInf), abs), K(kNaN), res);
+  Operand zero = ffma_ ? ffma(a, K(0), K(kSign)) : e(Op::AND, a, K(kSign));
+  Operand x = e(Op::SEL, e(Op::SLTU, abs, K(0x4A800000u)), a, zero);
+  const uint32_t shift = 0x4B400000u + uint32_t(quarter);
+  Operand t = fma_rn(x, K(kTwoOverPiF32), K(shift));
+  // k exactly: t - shift by ffma, or without it t's bits less shift's (the
+  // integer k) converted, which is exact below 2^24.
+  Operand k = ffma_ ? ffma(t, K(kOne), K(shift | kSign)) : from_int32(e(Op::SUB, t, K(shift)), true, Round::Rn);
+  Operand r = x;
+  for (uint32_t part : kPiOver2) r = fma_rn(k, K(part ^ kSign), r);
+  Operand z = mul_rn(r, r);
+  Operand odd = e(Op::AND, t, K(1));
+  Operand p = e(Op::SEL, odd, K(kCosF32[3]), K(kSinF32[3]));
+  for (int i = 2; i >= 0; --i) p = fma_rn(p, z, e(Op::SEL, odd, K(kCosF32[i]), K(kSinF32[i])));
+  Operand w = e(Op::XOR, e(Op::SEL, odd, K(kOne), r), e(Op::SHL, e(Op::AND, t, K(2)), K(30)));
+  Operand res = fma_rn(mul_rn(w, z), p, w);
+  if (quarter == 0) res = e(Op::SEL, e(Op::SLTU, e(Op::AND, x, K(kAbs)), K(0x39800000u)), x, res);
+  if (!ffma_) res = e(Op::SEL, e(Op::SLEU, K(kInf), abs), K(kNaN), res);
+  return res;
 }
 
 Operand Gen::tanh(Operand a, bool ftz) {

@@ -49,8 +49,10 @@ class Gen {
   // polynomial in m - 1 (docs/isa.md section 11.1; ptx::fref::lg2 computes the
   // same definition with the host's fma).
   Operand lg2(Operand a, bool ftz);
-  // sin.approx, cos.approx (docs/isa.md section 11.1; ptx::fref computes the
-  // same definitions with 128-bit integers on the host).
+  // sin.approx, cos.approx: f32 fused multiply-adds, a reduction by pi/2 in
+  // three parts and degree-3 polynomials in r^2 chosen by the quadrant
+  // (docs/isa.md section 11.1; ptx::fref::sin and cos compute the same
+  // definitions with the host's fma).
   Operand sin(Operand a, bool ftz) { return sincos(a, ftz, 0); }
   Operand cos(Operand a, bool ftz) { return sincos(a, ftz, 1); }
   // tanh.approx: |a| below 2^-10 gives a, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)
@@ -182,7 +184,6 @@ class Gen {
   Operand shr64_lost(W x, Operand n);
   Operand clz64(W x);
   Operand nan64(W x);
-  W neg64_if(W x, Operand neg);
   Operand fma_to_odd32(Operand A, Operand B, Operand C);
  public:
   // A value rounded to f32 to odd, from its roundings down and up: the one
@@ -192,7 +193,6 @@ class Gen {
   W unpack64(W x, Operand& ex);
   Operand inf64(W x);
   Operand zero64(W x);
-  Operand horner(const int32_t* c, int n, Operand x);
   Operand sincos(Operand a, bool ftz, int quarter);
   Operand approx64_hi(Operand s, Operand base, Operand r);
   Emit emit_;

@@ -5,7 +5,6 @@
 #include "model_host/ptx/float_ref.h"
 
 #include <cfenv>
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -192,32 +191,6 @@ uint32_t ex2(uint32_t a, bool ftz) {
   return flush(r, ftz);
 }
 
-namespace {
-
-// The fixed-point polynomial coefficients of sin and cos (tools/softfloat/coefficients.py).
-constexpr int32_t kSinS[5] = {1686629713, -693598667, 85569259, -5026471, 169873};
-constexpr int32_t kCosC[6] = {1073741824, -1324675879, 272375559, -22401978, 986942, -26684};
-constexpr uint32_t k2OverPi[6] = {0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u};
-
-int32_t mulhs(int32_t a, int32_t b) { return int32_t((int64_t(a) * int64_t(b)) >> 32); }
-int32_t horner(const int32_t* c, int n, int32_t x) {
-  int32_t t = c[n - 1];
-  for (int i = n - 2; i >= 0; --i) t = int32_t(uint32_t(mulhs(t, x)) + uint32_t(c[i]));
-  return t;
-}
-
-// m * 2^e (m an unsigned 64-bit magnitude) rounded to nearest even as f32 with
-// the sign s; the host does the rounding (the value is exact in a long double
-// only up to 64 bits, which m is).
-uint32_t round_f32(bool neg, uint64_t m, int e) {
-  if (m == 0) return neg ? 0x80000000u : 0;
-  volatile long double v = std::ldexp((long double)m, e);
-  volatile float f = float(v);
-  return B(neg ? -f : f);
-}
-
-}  // namespace
-
 // log2 by f32 fused multiply-adds rounded to nearest (docs/isa.md section
 // 11.1): a = m 2^E with m in [sqrt(1/2), sqrt(2)) (a subnormal scaled by 2^24
 // first), u = m - 1, log2(a) = E + u c0 + u (u r(u) + c0lo), the smaller term
@@ -248,50 +221,40 @@ uint32_t lg2(uint32_t a, bool ftz) {
 
 namespace {
 
-// sin (cosine: quarter = 1) of the f32 value a: |a| (2 / pi) in turns of
-// pi/2 from 192 bits of 2/pi, the window of 96 bits that the exponent
-// selects, Y = floor(sig * window / 2^24) mod 2^66 (2 integer bits, 64
-// fraction bits); the nearest quarter k and r = y - k in [-1/2, 1/2); then
-// r S(r^2) or C(r^2).
-uint32_t sincos(uint32_t a, bool ftz, int quarter) {
+// sin (quarter 0) and cos (quarter 1) by f32 fused multiply-adds rounded to
+// nearest (docs/isa.md section 11.1).  x = a below 2^22 in magnitude, else a
+// zero of a's sign; sin x = x below 2^-12; k = x 2/pi rounded to an integer
+// by adding and taking away 1.5 2^23 (+1 for cos, so that the quadrant
+// counts from pi/2 on), r = x - k pi/2 by three fused multiply-adds with pi/2
+// in three f32 parts (the first exact), z = r^2, and by the quadrant's parity
+// r (1 + z S(z)) or 1 + z C(z) as w + (w z) P(z) with w = r or 1, negated in
+// quadrants 2 and 3.
+uint32_t sincos(uint32_t a, bool ftz, uint32_t quarter) {
+  // tools/softfloat/coefficients.py: (sin r / r - 1) / z and (cos r - 1) / z at the
+  // 4 Chebyshev nodes of z = r^2 in [0, (pi/4)^2]; pi/2 as P1 + P2 + P3; 2/pi.
+  static const uint32_t s[4] = {0xBE2AAAABu, 0x3C088887u, 0xB95009D4u, 0x3636DF04u};
+  static const uint32_t c[4] = {0xBF000000u, 0x3D2AAAA6u, 0xBAB60704u, 0x37CD3796u};
+  constexpr uint32_t kP1 = 0x3FC90FDBu, kP2 = 0xB33BBD2Eu, kP3 = 0xA6F72CEDu, kTwoOverPi = 0x3F22F983u;
+  constexpr uint32_t kOne = 0x3F800000u, kNeg = 0x80000000u;
   a = flush(a, ftz);
   const uint32_t abs = a & 0x7FFFFFFFu;
   if (abs >= 0x7F800000u) return kNaN32;
-  const uint32_t ex = abs >> 23;
-  if (quarter == 0 && ex < 115) return a;  // |a| < 2^-12: sin a rounds to a
-  const uint64_t sig = ex ? (abs & 0x7FFFFFu) | 0x800000u : abs;
-  // The window: bits c_(Q-95) .. c_Q of 2/pi = 0.c_1 c_2 ..., Q = max(ex, 1) - 62.
-  const int Q = int(std::max(ex, 1u)) - 62;
-  unsigned __int128 w = 0;
-  for (int i = Q - 95; i <= Q; ++i) {
-    const int bit = i >= 1 && i <= 192 ? (k2OverPi[(i - 1) / 32] >> (31 - (i - 1) % 32)) & 1 : 0;
-    w = (w << 1) | unsigned(bit);
-  }
-  // sig * w is below 2^120; Y = bits 24 .. 89.
-  const unsigned __int128 lowp = (unsigned __int128)sig * (uint64_t)w;
-  const unsigned __int128 highp = (unsigned __int128)sig * (uint64_t)(w >> 64);
-  const unsigned __int128 prod_lo = lowp + (highp << 64);  // mod 2^128: the product is below 2^120
-  const uint64_t frac = uint64_t(prod_lo >> 24);
-  const uint32_t kq = uint32_t(prod_lo >> 88) & 3;
-  const int64_t r = int64_t(frac);                       // r 2^64
-  const uint32_t k = (kq + uint32_t(frac >> 63) + quarter) & 3;
-  const uint64_t ra = r < 0 ? uint64_t(0) - uint64_t(r) : uint64_t(r);
-  const int32_t z = int32_t(uint32_t((uint64_t(uint32_t(ra >> 32)) * uint64_t(uint32_t(ra >> 32))) >> 32));
-  bool neg;
-  uint32_t res;
-  if (k & 1) {  // C(z), 2.30
-    const int32_t c = horner(kCosC, 6, z);
-    neg = k == 3;
-    res = round_f32(neg, uint64_t(uint32_t(c)), -30);
-  } else {  // |r| S(z): the top 32 bits of |r| after normalising, times S (2.30)
-    const int32_t sv = horner(kSinS, 5, z);
-    const int n = ra ? __builtin_clzll(ra) : 64;
-    const uint64_t rn = n < 64 ? (ra << n) >> 32 : 0;
-    neg = (r < 0) != (k == 2);
-    res = round_f32(neg, rn * uint64_t(uint32_t(sv)), -62 - n);
-  }
-  if (quarter == 0 && (a >> 31)) res ^= 0x80000000u;
-  return res;
+  const uint32_t x = abs < 0x4A800000u ? a : a & kNeg;
+  // |x| < 2^-12: sin x rounds to x (and the sum below would make sin(-0) +0).
+  if (quarter == 0 && (x & 0x7FFFFFFFu) < 0x39800000u) return x;
+  const uint32_t shift = 0x4B400000u + quarter;  // 1.5 2^23 + quarter (the unit is 1 there)
+  const uint32_t t = fma_rn(x, kTwoOverPi, shift);
+  const uint32_t k = fma_rn(t, kOne, shift | kNeg);
+  uint32_t r = fma_rn(k, kP1 ^ kNeg, x);
+  r = fma_rn(k, kP2 ^ kNeg, r);
+  r = fma_rn(k, kP3 ^ kNeg, r);
+  const uint32_t z = fma_rn(r, r, kNeg);
+  const bool odd = t & 1;  // t's bits less 1.5 2^23's (+ quarter) are k (+ quarter)
+  const uint32_t* q = odd ? c : s;
+  uint32_t p = q[3];
+  for (int i = 2; i >= 0; --i) p = fma_rn(p, z, q[i]);
+  const uint32_t w = (odd ? kOne : r) ^ ((t & 2) << 30);
+  return fma_rn(fma_rn(w, z, kNeg), p, w);
 }
 
 }  // namespace

@@ -67,9 +67,9 @@ uint32_t ex2(uint32_t a, bool ftz);
 // multiply-adds, each rounded to nearest by the host.
 uint32_t lg2(uint32_t a, bool ftz);
 // sin.approx{.ftz}.f32 and cos.approx{.ftz}.f32 as docs/isa.md section 11.1
-// defines them: fixed-point polynomials after an exact reduction (computed
-// here with 128-bit integers, independently of the generator's word
-// sequences).
+// defines them: f32 fused multiply-adds (a reduction by pi/2 in three parts,
+// polynomials in the reduced argument's square), each rounded to nearest by
+// the host.
 uint32_t sin(uint32_t a, bool ftz);
 uint32_t cos(uint32_t a, bool ftz);
 // tanh.approx{.ftz}.f32: a for |a| < 2^-10, else 1 - 2 / (ex2(|a| * 2 log2 e) + 1)

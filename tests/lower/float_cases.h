@@ -94,6 +94,11 @@ inline uint64_t double_bits(double d) {
   std::memcpy(&b, &d, 8);
   return b;
 }
+inline uint32_t float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
 
 // A random binary64 operand: an edge value, any bit pattern, a subnormal,
 // or an exponent near 1's (where sums cancel and round).

@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
-"""Coefficients of the fixed-point polynomials of model_host/lower/softfloat.cpp
-(docs/isa.md section 11.1): each function interpolated at the Chebyshev nodes
-of its interval, in exact rational arithmetic on 60-digit function values,
-then rounded to the fixed-point format the sequence reads.
+"""Coefficients of the polynomials of the .approx functions in
+model_host/lower/softfloat.cpp and model_host/ptx/float_ref.cpp (docs/isa.md
+section 11.1): each function interpolated at the Chebyshev nodes of its
+interval, in exact rational arithmetic on 60-digit function values, then
+rounded to the nearest f32 (the sequences evaluate them by f32 fused
+multiply-adds), and the constants of sin and cos's reduction.
 
   tools/softfloat/coefficients.py        # prints the C++ arrays
-
-The f32 polynomials of ex2 and lg2 (kEx2F32, kLg2F32) are evaluated by f32
-fused multiply-adds; their coefficients are the interpolants' rounded to f32.
 """
 from decimal import Decimal, getcontext
 import struct
@@ -78,42 +77,9 @@ def interpolate(f, lo, hi, n):
     return poly
 
 
-def fixed(cs, bits):
-    return [int(round(c * (1 << bits))) for c in cs]
-
-
-def show(name, vals):
-    print(f"constexpr int32_t {name}[{len(vals)}] = {{{', '.join(str(v) for v in vals)}}};")
-
-
 # lg2: q(u) = log2(1 + u) / u on [sqrt(1/2) - 1, sqrt(2) - 1] (f32, below).
 def q_lg2(u):
     return ln(1 + u) / LN2 / u if u != 0 else 1 / LN2
-
-
-# sin(pi/2 r) = r S(z), cos(pi/2 r) = C(z), z = r^2, r in [-1/2, 1/2]: z in [0, 1/4], Q2.30.
-def s_sin(z):
-    r = z.sqrt()
-    return sin_series(PI / 2 * r) / r if z != 0 else PI / 2
-
-
-def c_cos(z):
-    return cos_series(PI / 2 * z.sqrt())
-
-
-show("kSinPoly", fixed(interpolate(s_sin, 0, 0.25, 5), 30))
-show("kCosPoly", fixed(interpolate(c_cos, 0, 0.25, 6), 30))
-
-# 2/pi, 192 bits (six words, most significant first).
-two_over_pi = Fraction(2) / Fraction(PI) if False else None
-x = (D(2) / PI)
-words = []
-for _ in range(6):
-    x *= 2 ** 32
-    w = int(x)
-    words.append(w)
-    x -= w
-print("constexpr uint32_t kTwoOverPi[6] = {" + ", ".join(f"0x{w:08X}u" for w in words) + "};")
 
 
 # ex2 in f32 operations: 2^f = 1 + f q(f) for f in [-1/2, 1/2], q of degree 5
@@ -147,3 +113,37 @@ print("constexpr uint32_t kLg2F32[10] = {" +
 _c0 = 1 / LN2
 _hi = struct.unpack("<f", struct.pack("<f", float(_c0)))[0]
 print(f"constexpr uint32_t kLg2C0Lo = 0x{f32_bits(_c0 - D(_hi)):08X}u;")
+
+
+# sin and cos in f32 operations: r = x - k pi/2 in [-pi/4, pi/4], z = r^2,
+# sin r = r + r z S(z) and cos r = 1 + z C(z) with S and C of degree 3
+# interpolating (sin r / r - 1) / z and (cos r - 1) / z at the 4 Chebyshev
+# nodes of [0, (pi/4)^2].
+def s_sin(z):
+    if z == 0:
+        return D(-1) / 6
+    r = z.sqrt()
+    return (sin_series(r) / r - 1) / z
+
+
+def c_cos(z):
+    if z == 0:
+        return D(-1) / 2
+    return (cos_series(z.sqrt()) - 1) / z
+
+
+_z_hi = float((PI / 4) ** 2)
+print("constexpr uint32_t kSinF32[4] = {" +
+      ", ".join(f"0x{f32_bits(c):08X}u" for c in interpolate(s_sin, 0, _z_hi, 4)) + "};")
+print("constexpr uint32_t kCosF32[4] = {" +
+      ", ".join(f"0x{f32_bits(c):08X}u" for c in interpolate(c_cos, 0, _z_hi, 4)) + "};")
+# pi/2 as three f32 parts, each the f32 nearest what the earlier ones leave
+# (x - k P1 is exact for the reduction's x and k, and the sum is within 2^-76 of
+# pi/2), and the f32 nearest 2/pi.
+_parts, _left = [], PI / 2
+for _ in range(3):
+    _p = D(struct.unpack("<f", struct.pack("<f", float(_left)))[0])
+    _parts.append(_p)
+    _left -= _p
+print("constexpr uint32_t kPiOver2[3] = {" + ", ".join(f"0x{f32_bits(p):08X}u" for p in _parts) + "};")
+print(f"constexpr uint32_t kTwoOverPiF32 = 0x{f32_bits(2 / PI):08X}u;")
