@@ -4,7 +4,9 @@
 // `add.f16`, `fma.rn.f16x2`, `setp.*.f16`, `set.*.f16x2` ...), so programs
 // get the same instructions, and so the same results, as with nvcc.  Where
 // PTX has no such instruction at sm_75 (division, min/max, the math
-// functions) the value goes through f32, which holds every half exactly.
+// functions) the value goes through f32, which holds every half exactly;
+// there `__hdiv`, `hrcp` and `hsqrt` are correctly rounded, where NVIDIA's
+// header refines `.approx` results and may differ in the last bit.
 // Functions are declared __host__ __device__ as CUDA's are, so that a
 // program's own __host__ __device__ helpers may call them; NVRTC compiles
 // only their device side.

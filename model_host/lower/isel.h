@@ -51,8 +51,9 @@ constexpr uint32_t kScratchShfl = 0, kScratchVote = 32, kScratchWords = 33;
 // After the scratch area, where a kernel has wmma.mma: per 32-thread warp
 // its matrix area (isel_wmma.cpp): A and B of the largest shape (1,280
 // bytes of f16); on a machine without Op::MMA, after them A and B as f32
-// (2,560 bytes) and the lanes' elements of C (32 x 8 words).
-constexpr uint32_t kMmaAreaNative = 1280, kMmaAreaStaged = 1280 + 2560 + 1024;
+// (2,560 bytes) where the module has an f16 wmma.mma, and the lanes'
+// elements of C (32 x 8 words).
+constexpr uint32_t kMmaAreaNative = 1280, kMmaAreaStaged = 1280 + 1024, kMmaAreaStagedF32 = 1280 + 2560 + 1024;
 
 // What instruction selection hands on: the kernel's virtual code and the
 // memory it laid out.
@@ -201,7 +202,9 @@ class Lowerer : public Emitter {
   void lower_wmma_mma(const ptx::Instr& in);
   Operand mma_area();                         // this CUDA warp's matrix area
   uint32_t mma_base() const;
-  uint32_t mma_area_bytes() const { return p_.native_mma ? kMmaAreaNative : kMmaAreaStaged; }
+  uint32_t mma_area_bytes() const {
+    return p_.native_mma ? kMmaAreaNative : mma_f16_ ? kMmaAreaStagedF32 : kMmaAreaStaged;
+  }
   void clear_shfl_slot(Operand area);
   void lower_vote(const ptx::Instr& in);
   void lower_bar_red(const ptx::Instr& in);
@@ -265,6 +268,7 @@ class Lowerer : public Emitter {
   uint32_t recip_d_ = 0, recip_v_ = 0;  // vregs: the normalised divisor whose reciprocal recip_v_ holds (0: none)
   bool scratch_used_ = false;
   bool mma_used_ = false;
+  bool mma_f16_ = false;  // the module has an f16 wmma.mma (mma_area_bytes)
   std::vector<Frame*> frames_;
   Operand guard_ = K(1);  // pure instructions under a guard write through SEL
   uint32_t mark_ = 0;  // first vreg created by the current PTX instruction

@@ -592,7 +592,10 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         // launches' EXECs counted); kNoCode: it stays interpreted.
         JitBlock& j = jit_[b];
         if (j.state == JitBlock::kNew) {
-          j.slot = jit::slot(blk);
+          // A block with MMAs stays interpreted: exec_body computes a run
+          // of them as one tile, compiled code would call them one by one.
+          const bool mma = std::any_of(blk.instrs.begin(), blk.instrs.end(), [](const Instr& x) { return x.op == Op::MMA; });
+          j.slot = mma ? nullptr : jit::slot(blk);
           j.state = j.slot ? JitBlock::kCounting : JitBlock::kNoCode;
           if (j.slot && jit_threshold_ > 0) fn = jit::cached(j.slot);
           const uint64_t prior = jit::execs(j.slot);
@@ -971,8 +974,6 @@ template <bool kRecord>
 }
 
 
-// The block's instructions over the lanes in `mask`, then its stores
-// committed; false on a fault.
 namespace {
 // The MMAs from `in` on that read one area with one shape and type, none
 // reading a register an earlier one of them writes: computing them together
@@ -986,7 +987,7 @@ uint32_t mma_run(const Instr* in, size_t left) {
       if (in[j].dst == o.v) return true;
     return false;
   };
-  for (; n < left; ++n) {
+  for (left = std::min<size_t>(left, 64); n < left; ++n) {  // exec_mma_tile takes 64 at most
     const Instr& x = in[n];
     if (x.op != Op::MMA || x.a.imm != in[0].a.imm || x.a.v != in[0].a.v || x.mma.m != in[0].mma.m ||
         x.mma.n != in[0].mma.n || x.mma.k != in[0].mma.k || x.mma.in != in[0].mma.in ||
@@ -1046,6 +1047,8 @@ bool Interpreter::exec_mma_tile(uint32_t w, const Instr* ins, uint32_t n, uint64
   return true;
 }
 
+// The block's instructions over the lanes in `mask`, then its stores
+// committed; false on a fault.
 template <bool kRecord>
 [[gnu::always_inline]] inline bool Interpreter::exec_body(uint32_t w, const Block& blk, uint64_t mask, StepRecord* rec) {
   const uint32_t L = p_.lanes;

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include <random>
+
+#include "model_host/machine/api.h"
 #include "model_host/machine/interpreter.h"
 
 namespace qgpu::machine {
@@ -425,6 +428,92 @@ TEST(MachineInterp, ExitedLanesAndPartialWarps) {
   EXPECT_EQ(s.mask, 0x3u);
   EXPECT_FALSE(in.step(&s));
   for (uint32_t t = 0; t < 8; ++t) EXPECT_EQ(word(m, t), t < 6 ? 7u : 0u);
+}
+
+// A warp's run of MMAs is computed as one tile (exec_mma_tile) where that
+// equals running them one at a time; the recorded step runs them one at a
+// time.  Runs that must split or fall back: an MMA reading an earlier one's
+// result, two writing one register, one overwriting the area register, an
+// element named twice, an element outside the tile.  Both ways must leave
+// the same registers.
+TEST(MachineInterp, MmaRunsAsATileOnlyWhereThatIsTheSame) {
+  Params p = cuda_params(1u << 16);
+  const uint32_t g = p.global_base;
+  auto mma = [](uint32_t d, Operand area, Operand e, Operand c, MmaIn t) {
+    Instr in = alu(Op::MMA, d, area, e, c);
+    in.space = Space::Shared;
+    in.mma.in = t;
+    return in;
+  };
+  for (MmaIn t : {MmaIn::F16, MmaIn::S8}) {
+    SCOPED_TRACE(t == MmaIn::F16 ? "f16" : "s8");
+    // Block 0: area (shared 0) from global words 0..319, by lane; r1 lane,
+    // r2 = 8 lane, r3.. element numbers, r20.. accumulators.
+    Block b0;
+    b0.instrs = {special(Op::LANE, 1), alu(Op::SHL, 2, r(1), k(3)), alu(Op::SHL, 9, r(1), k(2))};
+    // (The loads first: a block loads nothing after a store.)
+    for (uint32_t i = 0; i < 10; ++i) b0.instrs.push_back(mem(Op::LD, Space::Global, 40 + i, r(9), k(g + 128 * i)));
+    for (uint32_t i = 0; i < 8; ++i) b0.instrs.push_back(mem(Op::LD, Space::Global, 20 + i, r(9), k(g + 2048 + 128 * i)));
+    for (uint32_t i = 0; i < 10; ++i) b0.instrs.push_back(mem(Op::ST, Space::Shared, 0, r(9), k(128 * i), r(40 + i)));
+    for (uint32_t i = 0; i < 8; ++i) b0.instrs.push_back(alu(Op::ADD, 3 + i, r(2), k(i)));
+    b0.instrs.push_back(alu(Op::MOV, 5 + 10, k(0)));  // r15: the area
+    // In blocks of at most block_instrs, the last going on to the runs.
+    std::vector<Block> blocks;
+    for (size_t i = 0; i < b0.instrs.size(); i += p.block_instrs) {
+      Block b;
+      b.instrs.assign(b0.instrs.begin() + i, b0.instrs.begin() + std::min<size_t>(b0.instrs.size(), i + p.block_instrs));
+      b.term = jmp(uint32_t(blocks.size() + 1));
+      blocks.push_back(b);
+    }
+    const uint32_t runs = uint32_t(blocks.size());
+    // Block 1: the runs.
+    Block b1;
+    b1.instrs = {
+        mma(30, r(15), r(3), r(20), t), mma(31, r(15), r(4), r(21), t),   // a run of two
+        mma(32, r(15), r(5), r(30), t),                                   // reads 30: a new run
+        mma(33, r(15), r(6), r(22), t), mma(33, r(15), r(7), r(23), t),   // 33 written twice
+        mma(15, r(15), r(8), r(24), t), mma(34, k(0), r(9), r(15), t),    // the area register overwritten, then read
+        mma(35, k(0), r(10), r(26), t), mma(36, k(0), r(10), r(27), t),   // one element named twice
+        mma(37, k(0), k(7), r(20), t),                                    // every lane one element
+    };
+    b1.term = jmp(runs + 1);
+    // Block 2: r30..r38 and r15 to global 4096 + 40 lane + 4 i.
+    Block b2;
+    b2.instrs = {special(Op::LANE, 1), alu(Op::MUL, 9, r(1), k(40))};
+    const uint32_t outs[] = {30, 31, 32, 33, 15, 34, 35, 36, 37};
+    for (uint32_t i = 0; i < std::size(outs); ++i)
+      b2.instrs.push_back(mem(Op::ST, Space::Global, 0, r(9), k(g + 4096 + 4 * i), r(outs[i])));
+    b2.term = term(Term::EXIT);
+    Program prog;
+    blocks.push_back(b1);
+    blocks.push_back(b2);
+    prog.blocks = blocks;
+    prog.shared_bytes = 4096;
+    std::mt19937 rng(7);
+    launch::GlobalMemory init = memory(4096 + 32 * 40);
+    init.base = g;
+    for (uint32_t i = 0; i < 1024; ++i) {
+      // f16 words: small halves (no NaN), s8: any bytes; accumulators small.
+      const uint32_t v = rng();
+      const uint32_t w = t == MmaIn::F16 ? (v & 0x3FFF3FFFu) : v;
+      std::memcpy(&init.bytes[4 * i], &w, 4);
+    }
+    auto run = [&](bool record) {
+      launch::GlobalMemory m = init;
+      Interpreter in(prog, p, 1, 32, {}, m);
+      if (record) {
+        StepRecord s;
+        while (in.step(&s)) {
+        }
+      } else {
+        in.run();
+      }
+      EXPECT_EQ(in.fault().error, 0) << in.fault().message;
+      return m.bytes;
+    };
+    const auto fast = run(false), one_by_one = run(true);
+    EXPECT_EQ(fast, one_by_one);
+  }
 }
 
 }  // namespace
