@@ -19,9 +19,10 @@ Selection Lowerer::select(const std::string& kernel) {
                                            std::to_string(p_.max_threads));
   check_grid(kernel, shape_.grid, p_);
   threads_ = uint32_t(threads);
-  for (const ptx::Function& f : m_.functions)
-    for (const ptx::Instr& in : f.body)
-      if (in.wmma.op == ptx::WmmaOp::Mma && in.wmma.ab == ptx::Type::F16) mma_f16_ = true;
+  if (!p_.native_mma)  // mma_area_bytes: the f32 copy of f16 inputs
+    for (const ptx::Function& f : m_.functions)
+      for (const ptx::Instr& in : f.body)
+        if (in.wmma.op == ptx::WmmaOp::Mma && in.wmma.ab == ptx::Type::F16) mma_f16_ = true;
   shared_ = ptx::shared_layout(m_, kernel_);
   // Shared memory: the program's own, then dynamic, then the scratch area.
   uint32_t own = std::max<uint32_t>(shared_.static_size, shared_.dynamic_offset + shape_.dynamic_smem);

@@ -569,6 +569,12 @@ bool Interpreter::step(StepRecord* rec) {
 // instruction runs as a loop over the lanes of its operands; immediates are
 // spread over a lane-wide buffer first.  Stores wait in pending_ and commit
 // at the end of the block (validate() keeps loads and atomics before them).
+namespace {
+ptx::wmma::In wmma_in(MmaIn t) {
+  return t == MmaIn::F16 ? ptx::wmma::In::F16 : t == MmaIn::S8 ? ptx::wmma::In::S8 : ptx::wmma::In::U8;
+}
+}  // namespace
+
 template <bool kRecord>
 bool Interpreter::exec(uint32_t w, StepRecord* rec) {
   const uint32_t b = wblock_[w];
@@ -918,8 +924,7 @@ template <bool kRecord>
         const uint32_t* c = lanes_of(in.c, 2);
         const MmaMod& mm = in.mma;
         const uint32_t K = mm.k, es = mm.in_bytes(), a_bytes = uint32_t(mm.m) * K * es;
-        const auto it = mm.in == MmaIn::F16 ? ptx::wmma::In::F16 : mm.in == MmaIn::S8 ? ptx::wmma::In::S8
-                                                                                      : ptx::wmma::In::U8;
+        const ptx::wmma::In it = wmma_in(mm.in);
         // f16: the lanes' rows and columns gathered, then their dot products
         // together (ptx::wmma::dot_f32_many).
         const float* rows_of[64];
@@ -1001,28 +1006,27 @@ uint32_t mma_run(const Instr* in, size_t left) {
 bool Interpreter::exec_mma_tile(uint32_t w, const Instr* ins, uint32_t n, uint64_t mask) {
   const uint32_t L = p_.lanes, R = nregs_;
   uint32_t* W = regs_.data() + size_t(w) * R * L;
-  auto value = [&](const Operand& o, uint32_t l) { return o.imm ? o.v : W[size_t(o.v) * L + l]; };
   const MmaMod& mm = ins[0].mma;
   const uint32_t elems = uint32_t(mm.m) * mm.n;
   if (!mask || elems > 1024 || n > 64) return false;
-  // One area for every lane.
-  const uint32_t first = uint32_t(std::countr_zero(mask));
-  const uint32_t area = value(ins[0].a, first);
-  for (uint64_t m = mask; m; m &= m - 1)
-    if (value(ins[0].a, uint32_t(std::countr_zero(m))) != area) return false;
-  // Outside shared memory: the MMAs one at a time report it.
-  if (area % 4 || uint64_t(area) + mm.area_bytes() > shared_.size()) return false;
-  const uint8_t* p = shared_.data() + area;
-  // Each element of the tile named by at most one (MMA, lane): its C.
   uint32_t imm[2][64], c[1024], d[1024], e_of[64][64];
-  uint8_t owned[1024];
-  std::fill_n(owned, elems, uint8_t(0));
-  std::fill_n(c, elems, 0u);
   auto lanes_of = [&](const Operand& o, uint32_t* buf) -> const uint32_t* {
     if (!o.imm) return W + size_t(o.v) * L;
     std::fill_n(buf, L, o.v);
     return buf;
   };
+  // One area for every lane.
+  const uint32_t* as = lanes_of(ins[0].a, imm[0]);
+  const uint32_t area = as[std::countr_zero(mask)];
+  for (uint64_t m = mask; m; m &= m - 1)
+    if (as[std::countr_zero(m)] != area) return false;
+  // Outside shared memory: the MMAs one at a time report it.
+  if (area % 4 || uint64_t(area) + mm.area_bytes() > shared_.size()) return false;
+  const uint8_t* p = shared_.data() + area;
+  // Each element of the tile named by at most one (MMA, lane): its C.
+  uint8_t owned[1024];
+  std::fill_n(owned, elems, uint8_t(0));
+  std::fill_n(c, elems, 0u);
   for (uint32_t j = 0; j < n; ++j) {
     const uint32_t* bs = lanes_of(ins[j].b, imm[0]);
     const uint32_t* cs = lanes_of(ins[j].c, imm[1]);
@@ -1034,8 +1038,7 @@ bool Interpreter::exec_mma_tile(uint32_t w, const Instr* ins, uint32_t n, uint64
       c[e] = cs[l];
     }
   }
-  const auto it = mm.in == MmaIn::F16 ? ptx::wmma::In::F16 : mm.in == MmaIn::S8 ? ptx::wmma::In::S8 : ptx::wmma::In::U8;
-  ptx::wmma::tile({mm.m, mm.n, mm.k}, it, mm.satfinite, p, c, d);
+  ptx::wmma::tile({mm.m, mm.n, mm.k}, wmma_in(mm.in), mm.satfinite, p, c, d);
   // Written after every element was read (mma_run).
   for (uint32_t j = 0; j < n; ++j) {
     uint32_t* dst = W + size_t(ins[j].dst) * L;
