@@ -23,7 +23,8 @@ Program form_blocks(const std::vector<VI>& code, uint32_t nlabels, uint32_t bloc
     start();
   };
   start();
-  for (const VI& v : code) {
+  for (size_t i = 0; i < code.size(); ++i) {
+    const VI& v = code[i];
     if (v.kind == VI::Label) {
       if (!open)
         start();
@@ -35,7 +36,17 @@ Program form_blocks(const std::vector<VI>& code, uint32_t nlabels, uint32_t bloc
     if (!open) start();  // code after a transfer that no label reaches
     Block& blk = prog.blocks.back();
     if (v.kind == VI::Ins) {
-      if (blk.instrs.size() >= block_instrs || (stored && is_mem_read(v.in))) fall_through();
+      // An ATOM64 and the ATOMHI after it (with the allocator's spill
+      // stores between them) share a block: it starts a new one where they
+      // would not fit.
+      size_t need = 1;
+      if (v.in.op == Op::ATOM64)
+        for (size_t j = i + 1; j < code.size() && code[j].kind == VI::Ins && code[j].in.op != Op::ATOM64; ++j)
+          if (code[j].in.op == Op::ATOMHI) {
+            need = j - i + 1;
+            break;
+          }
+      if (blk.instrs.size() + need > block_instrs || (stored && is_mem_read(v.in))) fall_through();
       prog.blocks.back().instrs.push_back(v.in);
       stored |= is_mem_write(v.in);
       continue;

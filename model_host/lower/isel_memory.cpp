@@ -142,13 +142,36 @@ void Lowerer::lower_atom32(const ptx::Instr& in, Space sp, Operand base) {
 // by word (add carries into the high word per lane); cas/min/max serialise
 // the lanes, one read-modify-write block per lane (on a one-lane machine,
 // just the read-modify-write).
+//
+// A machine with native floats (the CUDA-sized device) has the native 64-bit
+// atomic instead (Op::ATOM64, docs/isa.md section 3.3): one read-modify-write
+// of the doubleword, atomic whichever CTAs run beside this one.
 void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
-  // Two words, or a lane's read-modify-write: atomic between warps by the
-  // schedule, which a CTA running beside this one would not keep.
-  if (sp == Space::Global) ctas_in_order_ = true;
   bool red = in.op == ptx::Op::Red;
   size_t first = red ? 1 : 2;
   V b = read(in, in.ops[first], in.type);
+  if (opts_.native_float) {
+    const bool sign = ptx::is_signed(in.type);
+    AtomOp f;
+    switch (in.atom) {
+      case ptx::AtomOp::Add: f = AtomOp::ADD; break;
+      case ptx::AtomOp::Min: f = sign ? AtomOp::MIN : AtomOp::MINU; break;
+      case ptx::AtomOp::Max: f = sign ? AtomOp::MAX : AtomOp::MAXU; break;
+      case ptx::AtomOp::Exch: f = AtomOp::EXCH; break;
+      case ptx::AtomOp::Cas: f = AtomOp::CAS; break;
+      case ptx::AtomOp::And: f = AtomOp::AND; break;
+      case ptx::AtomOp::Or: f = AtomOp::OR; break;
+      case ptx::AtomOp::Xor: f = AtomOp::XOR; break;
+      default: unsupported(in, "is a 64-bit atomic operation the machine does not have");
+    }
+    const V c = in.atom == ptx::AtomOp::Cas ? read(in, in.ops[first + 1], in.type) : V{};
+    const V old = atom64(sp, f, addr, b, c);
+    if (!red) write(in.ops[0], in.type, old);
+    return;
+  }
+  // Two words, or a lane's read-modify-write: atomic between warps by the
+  // schedule, which a CTA running beside this one would not keep.
+  if (sp == Space::Global) ctas_in_order_ = true;
   Operand hi_addr = opr(Op::ADD, addr, K(4));
   V old;
   switch (in.atom) {
@@ -198,29 +221,32 @@ void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
 }
 
 // Float atomics (add on f16, f16x2, f32, f64): each lane in turn loads the
-// value, adds in software floating point (lower_atomic_float.h; with native
-// floats, f32 and f64 add with one native operation) and stores,
+// value, adds in software floating point (lower_atomic_float.h; the
+// model's machine: f32 with one ffma) and stores,
 // one lane per pass of a loop (on a one-lane machine, just the
 // read-modify-write).  As for the 64-bit cas/min/max, the warp runs
 // uninterrupted, so the passes are atomic with respect to other warps, and
 // the lanes add in lane order.
+//
+// With native floats, f32 and f64 add are one native atomic each (ATOM
+// with FADD, ATOM64 with FADD; docs/isa.md section 3.3), atomic whichever
+// CTAs run beside this one.
 void Lowerer::lower_atom_float(const ptx::Instr& in, Space sp, Operand addr) {
-  if (sp == Space::Global) ctas_in_order_ = true;  // as in lower_atom64
   const bool red = in.op == ptx::Op::Red;
   const unsigned bytes = float_atomic_bytes(in.type), word = bytes == 2 ? 2 : 4;
   const V b = read(in, in.ops[red ? 1 : 2], in.type);
+  if (opts_.native_float && (in.type == ptx::Type::F32 || in.type == ptx::Type::F64)) {
+    const V old = in.type == ptx::Type::F32 ? V{atom(sp, AtomOp::FADD, addr, b.lo), K(0)}
+                                            : atom64(sp, AtomOp::FADD, addr, b);
+    if (!red) write(in.ops[0], in.type, old);
+    return;
+  }
+  if (sp == Space::Global) ctas_in_order_ = true;  // as in lower_atom64
   const softfloat::Emit emit = [this](Op o, Operand x, Operand y, Operand z) { return opr(o, x, y, z); };
   auto read_modify_write = [&] {
     V o{R(ld(sp, addr, 0, word, false)), bytes == 8 ? R(ld(sp, addr, 4, 4, false)) : K(0)};
     softfloat::Gen::W nw;
-    if (opts_.native_float && in.type == ptx::Type::F64) {  // the native f64 add (docs/isa.md 3.5)
-      const V s = dnative(Op::DADD, FloatMod{}, o, b);
-      nw = {s.lo, s.hi};
-    } else if (opts_.native_float && in.type == ptx::Type::F32) {  // atom.add.f32 flushes subnormals
-      FloatMod m;
-      m.ftz = true;
-      nw = {fnative(Op::FADD, m, o.lo, b.lo), K(0)};
-    } else if (p_.has_native_rn(Op::FFMA) && in.type == ptx::Type::F32) {  // the model's: one ffma, flushed
+    if (p_.has_native_rn(Op::FFMA) && in.type == ptx::Type::F32) {  // the model's: one ffma, flushed
       softfloat::Gen g = float_gen();
       nw = {g.flush(fnative(Op::FFMA, FloatMod{}, g.flush(o.lo), K(0x3F800000u), g.flush(b.lo))), K(0)};
     } else {

@@ -2,6 +2,7 @@
 #include "model_host/lower/model_expand.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace qgpu::machine::lowering {
 
@@ -137,6 +138,8 @@ void ModelExpander::expand_atomic(const Instr& in) {
     case AtomOp::DEC:
       nw = opr(Op::SEL, opr(Op::OR, opr(Op::SEQ, old, K(0)), opr(Op::SLTU, b, old)), b, opr(Op::SUB, old, K(1)));
       break;
+    case AtomOp::FADD:  // native floats only: the model lowering never selects it
+      throw std::invalid_argument("the model lowering has no native f32 atomic: " + to_string(in));
   }
   st(in.space, in.a, 0, 4, nw);
   opd(in.dst, Op::MOV, old);

@@ -50,7 +50,7 @@ void remove_dead_code(VCode& vc) {
     size_t out = 0;
     for (size_t i = 0; i < vc.code.size(); ++i) {
       const VI& v = vc.code[i];
-      bool dead = v.kind == VI::Ins && v.in.op != Op::ST && v.in.op != Op::ATOM && uses[v.in.dst] == 0;
+      bool dead = v.kind == VI::Ins && !is_mem_write(v.in) && uses[v.in.dst] == 0;
       if (dead) {
         changed = true;
         continue;

@@ -37,8 +37,10 @@ struct V {
 inline Operand R(uint32_t v) { return Operand::reg(v); }
 inline Operand K(uint32_t k) { return Operand::k(k); }
 
-inline bool is_mem_read(const Instr& in) { return in.op == Op::LD || in.op == Op::ATOM || in.op == Op::MMA; }
-inline bool is_mem_write(const Instr& in) { return in.op == Op::ST || in.op == Op::ATOM; }
+inline bool is_mem_read(const Instr& in) {
+  return in.op == Op::LD || in.op == Op::ATOM || in.op == Op::ATOM64 || in.op == Op::MMA;
+}
+inline bool is_mem_write(const Instr& in) { return in.op == Op::ST || in.op == Op::ATOM || in.op == Op::ATOM64; }
 
 // Sources an instruction reads, in operand order.
 inline std::vector<const Operand*> sources(const Instr& in) {
@@ -128,6 +130,23 @@ class Emitter {
     in.atom = a;
     emit(in);
     return R(in.dst);
+  }
+  // The native 64-bit atomic (Op::ATOM64) and the ATOMHI right after it
+  // that reads the high word of the old value; form_blocks keeps the two in
+  // one block.
+  V atom64(Space sp, AtomOp a, Operand addr, V x, V y = {}) {
+    Instr in;
+    in.op = Op::ATOM64;
+    in.dst = nv();
+    in.a = addr;
+    in.b = x.lo;
+    in.c = x.hi;
+    in.d = y.lo;
+    in.e = y.hi;
+    in.space = sp;
+    in.atom = a;
+    emit(in);
+    return {R(in.dst), R(op(Op::ATOMHI))};
   }
   void place(uint32_t l) { vc_.code.push_back({VI::Label, {}, l}); }
   void exit_thread() {

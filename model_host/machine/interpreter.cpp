@@ -477,6 +477,22 @@ inline std::pair<uint32_t, uint32_t> atomic_rmw(uint8_t* p, AtomOp op, uint32_t 
   } while (!__atomic_compare_exchange_n(w, &old, nv, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
   return {old, nv};
 }
+// ATOM64's read-modify-write of the aligned doubleword at p: its old value.
+// In global memory one atomic operation, elsewhere a plain read and write.
+inline uint64_t atomic_rmw64(uint8_t* p, AtomOp op, uint64_t x, uint64_t y) {
+  auto* w = reinterpret_cast<uint64_t*>(p);
+  uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(w, &old, eval_atom64(op, old, x, y), false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+inline uint64_t plain_rmw64(uint8_t* p, AtomOp op, uint64_t x, uint64_t y) {
+  uint64_t old;
+  std::memcpy(&old, p, 8);
+  const uint64_t nv = eval_atom64(op, old, x, y);
+  std::memcpy(p, &nv, 8);
+  return old;
+}
 inline std::pair<uint32_t, uint32_t> plain_rmw(uint8_t* p, AtomOp op, uint32_t b, uint32_t c) {
   uint32_t old;
   std::memcpy(&old, p, 4);
@@ -600,7 +616,12 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         if (j.state == JitBlock::kNew) {
           // A block with MMAs stays interpreted: exec_body computes a run
           // of them as one tile, compiled code would call them one by one.
-          const bool mma = std::any_of(blk.instrs.begin(), blk.instrs.end(), [](const Instr& x) { return x.op == Op::MMA; });
+          // So do blocks with the native f32 and 64-bit atomics, which the
+          // JIT does not compile.
+          const bool mma = std::any_of(blk.instrs.begin(), blk.instrs.end(), [](const Instr& x) {
+            return x.op == Op::MMA || x.op == Op::ATOM64 || x.op == Op::ATOMHI ||
+                   (x.op == Op::ATOM && x.atom == AtomOp::FADD);
+          });
           j.slot = mma ? nullptr : jit::slot(blk);
           j.state = j.slot ? JitBlock::kCounting : JitBlock::kNoCode;
           if (j.slot && jit_threshold_ > 0) fn = jit::cached(j.slot);
@@ -746,10 +767,11 @@ template <bool kRecord>
       case OpKind::Special:
         for (uint32_t l = 0; l < L; ++l) {
           if (!(mask >> l & 1)) continue;
-          dst[l] = in.op == Op::LANE   ? l
-                   : in.op == Op::WARP ? w
-                   : in.op == Op::CTA  ? uint32_t(cta_)
-                                       : uint32_t(stats_.steps);
+          dst[l] = in.op == Op::LANE     ? l
+                   : in.op == Op::WARP   ? w
+                   : in.op == Op::CTA    ? uint32_t(cta_)
+                   : in.op == Op::ATOMHI ? atom_hi_[l]
+                                         : uint32_t(stats_.steps);
           if constexpr (kRecord) rec->regs.push_back({l, in.dst, dst[l]});
         }
         break;
@@ -889,6 +911,30 @@ template <bool kRecord>
         const uint32_t* a = lanes_of(in.a, 0);
         const uint32_t* bb = lanes_of(in.b, 1);
         const uint32_t* c = lanes_of(in.c, 2);
+        if (in.op == Op::ATOM64) {
+          // The whole doubleword at once (one host atomic in global
+          // memory); the high word of old waits in the lane's latch for
+          // the ATOMHI after it.
+          const uint32_t* d = lanes_of(in.d, 3);
+          const uint32_t* e = lanes_of(in.e, 4);
+          for (uint32_t l = 0; l < L; ++l) {
+            if (!(mask >> l & 1)) continue;
+            uint8_t* ptr = resolve(in.space, uint32_t(t0 + l), a[l], 8, "atomic");
+            if (!ptr) return false;
+            const uint64_t x = uint64_t(c[l]) << 32 | bb[l], y = uint64_t(e[l]) << 32 | d[l];
+            const uint64_t old = in.space == Space::Global ? atomic_rmw64(ptr, in.atom, x, y)
+                                                           : plain_rmw64(ptr, in.atom, x, y);
+            if constexpr (kRecord) {
+              const uint64_t nv = eval_atom64(in.atom, old, x, y);
+              rec->mem.push_back({in.space, l, a[l], 4, uint32_t(nv)});
+              rec->mem.push_back({in.space, l, a[l] + 4, 4, uint32_t(nv >> 32)});
+            }
+            dst[l] = uint32_t(old);
+            atom_hi_[l] = uint32_t(old >> 32);
+            if constexpr (kRecord) rec->regs.push_back({l, in.dst, uint32_t(old)});
+          }
+          break;
+        }
         const Window win = window(in.space, t0);
         if (win.base && !kRecord) {
           for (uint64_t m = mask; m; m &= m - 1) {

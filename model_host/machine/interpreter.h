@@ -198,6 +198,9 @@ class Interpreter {
     uint32_t value, bytes;
   };
   std::vector<FastPending> fast_pending_;  // the same, unrecorded
+  // Per lane: the high word of the old value of the block's ATOM64, which
+  // its ATOMHI reads (both in one EXEC, so one latch per host thread).
+  uint32_t atom_hi_[Params::kCudaWarp] = {};
   // The JIT (32-lane machines only): each block's EXECs so far and its
   // compiled code, once it has run jit_threshold_ EXECs (jit::Slot).
   bool jit_on_ = false;

@@ -3,6 +3,7 @@
 #include "model_host/machine/isa.h"
 
 #include "model_host/machine/alu.h"
+#include "model_host/ptx/float_ref.h"
 
 #include <bit>
 #include <sstream>
@@ -85,6 +86,8 @@ const OpInfo kOps[kOpCount] = {
     {"d2ul", OpKind::Float, 2, nullptr},
     {"drint", OpKind::Float, 2, nullptr},
     {"mma", OpKind::Matrix, 3, nullptr},
+    {"atom64", OpKind::Atomic, 5, nullptr},
+    {"atomhi", OpKind::Special, 0, nullptr},
 };
 
 const AtomInfo kAtoms[kAtomOpCount] = {
@@ -100,6 +103,7 @@ const AtomInfo kAtoms[kAtomOpCount] = {
     {"xor", [](uint32_t o, uint32_t b, uint32_t) { return o ^ b; }},
     {"inc", [](uint32_t o, uint32_t b, uint32_t) { return o >= b ? 0u : o + 1; }},
     {"dec", [](uint32_t o, uint32_t b, uint32_t) { return (o == 0 || o > b) ? b : o - 1; }},
+    {"fadd", [](uint32_t o, uint32_t b, uint32_t) { return ptx::fref::add(o, b, ptx::Rnd::Rn, true, false); }},
 };
 
 const char* rnd_name(FRnd r) {
@@ -214,6 +218,26 @@ std::string float_misfit(const Instr& in) {
 const OpInfo& op_info(Op op) { return kOps[int(op)]; }
 const AtomInfo& atom_info(AtomOp op) { return kAtoms[int(op)]; }
 
+bool atom64_valid(AtomOp op) { return int(op) < kAtomOpCount && op != AtomOp::INC && op != AtomOp::DEC; }
+
+uint64_t eval_atom64(AtomOp op, uint64_t o, uint64_t x, uint64_t y) {
+  auto sl = [](uint64_t v) { return int64_t(v); };
+  switch (op) {
+    case AtomOp::ADD: return o + x;
+    case AtomOp::MIN: return sl(o) < sl(x) ? o : x;
+    case AtomOp::MAX: return sl(o) > sl(x) ? o : x;
+    case AtomOp::MINU: return o < x ? o : x;
+    case AtomOp::MAXU: return o > x ? o : x;
+    case AtomOp::EXCH: return x;
+    case AtomOp::CAS: return o == x ? y : o;
+    case AtomOp::AND: return o & x;
+    case AtomOp::OR: return o | x;
+    case AtomOp::XOR: return o ^ x;
+    case AtomOp::FADD: return ptx::fref::add64(o, x, ptx::Rnd::Rn);
+    default: return o;
+  }
+}
+
 const char* space_name(Space sp) {
   switch (sp) {
     case Space::Global: return "global";
@@ -268,6 +292,15 @@ void validate(const Program& prog, const Params& p) {
       const Instr& in = prog.blocks[bi].instrs[ii];
       if (int(in.op) >= kOpCount)
         throw std::invalid_argument(where(bi, ii) + "op " + std::to_string(int(in.op)) + " is not defined");
+      const bool native_atom = in.op == Op::ATOM64 || in.op == Op::ATOMHI || (in.op == Op::ATOM && in.atom == AtomOp::FADD);
+      if (native_atom && !p.native_float)
+        throw std::invalid_argument(where(bi, ii) + to_string(in) +
+                                    ": a native f32 or 64-bit atomic, which this machine does not have (docs/isa.md "
+                                    "section 3.3)");
+      if (op_info(in.op).kind == OpKind::Atomic && int(in.atom) >= kAtomOpCount)
+        throw std::invalid_argument(where(bi, ii) + "atomic function " + std::to_string(int(in.atom)) + " is not defined");
+      if (in.op == Op::ATOM64 && !atom64_valid(in.atom))
+        throw std::invalid_argument(where(bi, ii) + to_string(in) + ": not a 64-bit atomic function");
       if (op_info(in.op).kind != OpKind::Float) continue;
       if (!p.native_float && !p.has_native_rn(in.op))
         throw std::invalid_argument(where(bi, ii) + to_string(in) +
@@ -292,6 +325,7 @@ void validate(const Program& prog, const Params& p) {
       throw std::invalid_argument("block " + std::to_string(bi) + " has " + std::to_string(b.instrs.size()) +
                                   " instructions; the limit is " + std::to_string(p.block_instrs));
     bool stored = false;  // a store or atomic came earlier in this block
+    bool latched = false;  // an ATOM64 came earlier in this block
     for (size_t ii = 0; ii < b.instrs.size(); ++ii) {
       const Instr& in = b.instrs[ii];
       const OpInfo& info = op_info(in.op);
@@ -318,6 +352,14 @@ void validate(const Program& prog, const Params& p) {
       if (info.kind == OpKind::Atomic) {
         if (stored) throw std::invalid_argument(where(bi, ii) + "atomic after a store or atomic in the same block");
         if (in.bytes != 4) throw std::invalid_argument(where(bi, ii) + "atomics are 32-bit");
+      }
+      if (in.op == Op::ATOMHI) {
+        if (!latched) throw std::invalid_argument(where(bi, ii) + "atomhi without an atom64 before it in the block");
+      }
+      if (in.op == Op::ATOM64) {
+        if (in.space != Space::Global && in.space != Space::Shared)
+          throw std::invalid_argument(where(bi, ii) + "atom64 outside global and shared memory");
+        latched = true;
       }
       if (info.kind == OpKind::Store || info.kind == OpKind::Atomic) stored = true;
       if ((info.kind == OpKind::Store || info.kind == OpKind::Atomic) && in.space == Space::Param)
@@ -373,6 +415,10 @@ std::string to_string(const Instr& in) {
       return std::string("st.") + space_name(in.space) + ".b" + std::to_string(in.bytes * 8) + " " + addr() + ", " +
              to_string(in.c);
     case OpKind::Atomic:
+      if (in.op == Op::ATOM64)
+        return std::string("atom64.") + space_name(in.space) + "." + atom_info(in.atom).name + " r" +
+               std::to_string(in.dst) + ", [" + to_string(in.a) + "], " + to_string(in.b) + ", " + to_string(in.c) +
+               ", " + to_string(in.d) + ", " + to_string(in.e);
       return std::string("atom.") + space_name(in.space) + "." + atom_info(in.atom).name + " r" +
              std::to_string(in.dst) + ", [" + to_string(in.a) + "], " + to_string(in.b) + ", " + to_string(in.c);
     case OpKind::Matrix: {

@@ -109,6 +109,15 @@ enum class Op : uint8_t {
   // row-major and B column-major in shared memory at a (B right after A).
   // The shape and types are Instr::mma's.
   MMA,
+  // Native 64-bit atomics (OpKind::Atomic, machines with
+  // Params::native_float only; docs/isa.md section 3.3): ATOM64 dst = the
+  // low word of old, mem64[a] = f(old, x, y) as one atomic read-modify-write
+  // of the aligned doubleword, for x in (b, c) and y (CAS's new value) in
+  // (d, e), low word first; the function is Instr::atom (ADD .. XOR, or FADD
+  // for an f64 add .rn).  The high word of old stays in the lane's latch,
+  // which ATOMHI dst reads: validate() requires each ATOMHI to follow an
+  // ATOM64 in its block (an ATOM64 whose high word is not read needs none).
+  ATOM64, ATOMHI,
   // clang-format on
 };
 
@@ -148,8 +157,9 @@ inline const Params& model_params() { return model_params_storage(); }
 inline void set_model_global_bytes(uint32_t bytes) { model_params_storage().global_bytes = bytes; }
 
 // Every op of the instruction set.
-constexpr int kOpCount = int(Op::MMA) + 1;
-// The most source operands an op reads (DFMA's three f64 values).
+constexpr int kOpCount = int(Op::ATOMHI) + 1;
+// The most source operands an op reads (DFMA's three f64 values; ATOM64's
+// address and two 64-bit values).
 constexpr int kMaxArity = 6;
 // The ops every machine has, the model's included: MOV .. ATOM.  The model's
 // circuit and token vocabulary (docs/tokens.md) know these only.
@@ -174,14 +184,22 @@ const OpInfo& op_info(Op op);
 enum class Space : uint8_t { Global, Shared, Local, Param, Print };
 const char* space_name(Space s);
 
-// Atomic read-modify-write functions: new = fn(old, b, c).
-enum class AtomOp : uint8_t { ADD, MIN, MAX, MINU, MAXU, EXCH, CAS, AND, OR, XOR, INC, DEC };
-constexpr int kAtomOpCount = int(AtomOp::DEC) + 1;
+// Atomic read-modify-write functions: new = fn(old, b, c).  FADD is the f32
+// add of PTX's atom.add.f32 (.rn, subnormal inputs and result flushed to
+// zero), on machines with Params::native_float only; on ATOM64, the f64 add
+// (.rn).
+enum class AtomOp : uint8_t { ADD, MIN, MAX, MINU, MAXU, EXCH, CAS, AND, OR, XOR, INC, DEC, FADD };
+constexpr int kAtomOpCount = int(AtomOp::FADD) + 1;
 struct AtomInfo {
   const char* name;
   AluFn fn;  // (old, b, c) -> new
 };
 const AtomInfo& atom_info(AtomOp op);
+// ATOM64's functions: new = f(old, x, y) on 64-bit values (ADD .. XOR with
+// MIN/MAX signed and MINU/MAXU unsigned, CAS: old == x ? y : old, FADD the
+// f64 add); atom64_valid() says which AtomOps ATOM64 takes (not INC, DEC).
+bool atom64_valid(AtomOp op);
+uint64_t eval_atom64(AtomOp op, uint64_t old, uint64_t x, uint64_t y);
 
 // A float operation's modifiers, PTX's (model_host/ptx/float_ref.h has their
 // semantics).  rnd: None and Rn round to nearest even, Rz Rm Rp towards

@@ -572,6 +572,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
           case AtomOp::DEC:
             return B.CreateSelect(B.CreateOr(B.CreateICmpEQ(o, B.getInt32(0)), B.CreateICmpUGT(o, bl)), bl,
                                   B.CreateSub(o, B.getInt32(1)));
+          case AtomOp::FADD: break;  // never compiled (slot())
         }
         return o;
       };
@@ -717,6 +718,10 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
 
 Slot* slot(const Block& blk) {
   if (blk.instrs.empty()) return nullptr;
+  // The native f32 and 64-bit atomics stay interpreted: their blocks are not
+  // compiled.
+  for (const Instr& in : blk.instrs)
+    if (in.op == Op::ATOM64 || in.op == Op::ATOMHI || (in.op == Op::ATOM && in.atom == AtomOp::FADD)) return nullptr;
   const std::string key = key_of(blk);
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);

@@ -463,11 +463,39 @@ std::vector<Case> build() {
                     "  red.global.and.b32 [%rout+8], %r2;\n  red.global.or.b32 [%rout+8], %r1;\n"
                     "  red.global.xor.b32 [%rout+8], %r0;\n",
                     3, 86));
-  v.push_back(int64("atom.add.u64 atom.cas.b64", {"atom.add"},
+  v.push_back(int64("atom.add.u64 atom.cas.b64", {"atom64.add", "atom64.cas", "atomhi"},
                     "  st.global.u64 [%rout], %rd0;\n  atom.global.add.u64 %rd3, [%rout], %rd1;\n"
                     "  st.global.u64 [%rout+8], %rd0;\n  atom.global.cas.b64 %rd4, [%rout+8], %rd0, %rd2;\n" +
                         st_out("%rd3", 4, "b64") + st_out("%rd4", 6, "b64"),
                     8, 83, 3));
+  // The native 64-bit atomics of the interpreter's machine (ATOM64 and
+  // ATOMHI): each function on its own doubleword, the old value after it.
+  auto atom64 = [](const std::vector<std::string>& forms) {
+    std::string b;
+    for (size_t k = 0; k < forms.size(); ++k) {
+      const std::string at = "[%rout+" + std::to_string(16 * k) + "]", old = "%rd" + std::to_string(4 + k);
+      b += "  st.global.u64 " + at + ", %rd0;\n  atom.global." + forms[k] + " " + old + ", " + at + ", %rd1" +
+           (forms[k].rfind("cas", 0) == 0 ? ", %rd2" : "") + ";\n" + st_out(old, uint32_t(4 * k + 2), "b64");
+    }
+    return b;
+  };
+  v.push_back(int64("atom.min.max.s64.u64", {"atom64.min", "atom64.max", "atom64.minu", "atom64.maxu", "atomhi"},
+                    atom64({"min.s64", "max.s64", "min.u64", "max.u64"}), 16, 87, 2));
+  v.push_back(int64("atom.exch.and.or.xor.b64", {"atom64.exch", "atom64.and", "atom64.or", "atom64.xor", "atomhi"},
+                    atom64({"exch.b64", "and.b64", "or.b64", "xor.b64"}) +
+                        "  st.global.u64 [%rout+64], %rd0;\n  red.global.add.u64 [%rout+64], %rd1;\n"
+                        "  atom.global.cas.b64 %rd9, [%rout+64], %rd0, %rd2;\n" + st_out("%rd9", 18, "b64"),
+                    20, 88, 2));
+  // f32 and f64 add: the native atomics on the interpreter's machine
+  // (.rn, f32 with subnormals flushed).
+  v.push_back(f32("atom.add.f32 red.add.f32", {"atom.fadd"},
+                  "  st.global.f32 [%rout], %f0;\n  atom.global.add.f32 %f4, [%rout], %f1;\n" +
+                      st_out("%f4", 1, "f32") + "  st.global.f32 [%rout+8], %f0;\n  red.global.add.f32 [%rout+8], %f1;\n",
+                  2, 3, 89, 2));
+  v.push_back(f64("atom.add.f64 red.add.f64", {"atom64.fadd", "atomhi"},
+                  "  st.global.f64 [%rout], %fd0;\n  atom.global.add.f64 %fd4, [%rout], %fd1;\n" +
+                      st_out("%fd4", 2, "f64") + "  st.global.f64 [%rout+16], %fd0;\n  red.global.add.f64 [%rout+16], %fd1;\n",
+                  2, 6, 91, 1));
   {
     // Every thread adds into one word (global and shared): the sums, and
     // the old values in the machines' serial order.

@@ -227,6 +227,7 @@ inline std::string key_of(const machine::Instr& in) {
   using machine::Op;
   if (in.op == Op::LD || in.op == Op::ST) return std::string(key_of(in.op)) + "." + machine::space_name(in.space);
   if (in.op == Op::ATOM) return std::string("atom.") + machine::atom_info(in.atom).name;
+  if (in.op == Op::ATOM64) return std::string("atom64.") + machine::atom_info(in.atom).name;
   return key_of(in.op);
 }
 inline std::string term_key(machine::Term t) {
@@ -255,7 +256,8 @@ inline std::vector<std::string> op_keys() {
         keys.push_back(std::string(info.name) + "." + space_name(s));
       }
     } else if (info.kind == OpKind::Atomic) {
-      for (int a = 0; a < kAtomOpCount; ++a) keys.push_back(std::string("atom.") + atom_info(AtomOp(a)).name);
+      for (int a = 0; a < kAtomOpCount; ++a)
+        if (op == Op::ATOM || atom64_valid(AtomOp(a))) keys.push_back(std::string(info.name) + "." + atom_info(AtomOp(a)).name);
     } else {
       keys.push_back(info.name);
     }

@@ -219,6 +219,84 @@ $loop:
   EXPECT_GT(v, 0u);
 }
 
+// Many CTAs on several host threads hammer the same words with the CUDA-sized
+// device's native 64-bit and f32 atomics (Op::ATOM64, AtomOp::FADD): the
+// program is not marked ctas_in_order, the CTAs run on every host thread,
+// and every read-modify-write counts.  Each thread t adds 2^32 + 1 to a u64
+// (carries between the words), 1.0 to an f32 and 0.5 to an f64 (sums exact
+// in both), keeps the s64 minimum and maximum of 1000 - t, ors in bit t % 64
+// and increments a u64 with its own cas loop.
+TEST(MachineBackend, NativeAtomicsHoldAcrossHostThreads) {
+  const std::string ptx = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry hammer(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .f32 %f<2>;
+  .reg .b64 %rd<12>;
+  .reg .f64 %fd<2>;
+  ld.param.u64 %rd1, [out];
+  mov.u32 %r1, %ctaid.x;
+  mov.u32 %r2, %ntid.x;
+  mov.u32 %r3, %tid.x;
+  mad.lo.s32 %r4, %r1, %r2, %r3;
+  mov.u64 %rd2, 4294967297;
+  red.global.add.u64 [%rd1], %rd2;
+  mov.f32 %f1, 0f3F800000;
+  atom.global.add.f32 %f0, [%rd1+8], %f1;
+  mov.f64 %fd1, 0d3FE0000000000000;
+  red.global.add.f64 [%rd1+16], %fd1;
+  cvt.s64.s32 %rd3, %r4;
+  mov.u64 %rd4, 1000;
+  sub.s64 %rd5, %rd4, %rd3;
+  atom.global.min.s64 %rd6, [%rd1+24], %rd5;
+  atom.global.max.s64 %rd6, [%rd1+32], %rd5;
+  and.b32 %r5, %r4, 63;
+  mov.u64 %rd7, 1;
+  shl.b64 %rd7, %rd7, %r5;
+  atom.global.or.b64 %rd6, [%rd1+40], %rd7;
+  ld.global.u64 %rd8, [%rd1+48];
+$retry:
+  add.u64 %rd9, %rd8, 1;
+  atom.global.cas.b64 %rd10, [%rd1+48], %rd8, %rd9;
+  setp.ne.u64 %p1, %rd10, %rd8;
+  mov.u64 %rd8, %rd10;
+  @%p1 bra $retry;
+  ret;
+}
+)";
+  const uint32_t ctas = 256, threads = 64, n = ctas * threads;
+  auto backend = backends::make_interpreter_backend(backends::MachineKind::Default, 64u << 20);
+  ModuleImage img = load_module(ptx, cuda_params(64u << 20));
+  const uint64_t out = img.alloc(64);
+  const int64_t big = INT64_MAX, small = INT64_MIN;
+  std::memcpy(&img.mem.bytes[out - img.mem.base + 24], &big, 8);
+  std::memcpy(&img.mem.bytes[out - img.mem.base + 32], &small, 8);
+  launch::LaunchRequest req;
+  req.ptx = ptx;
+  req.kernel = "hammer";
+  req.grid = {ctas, 1, 1};
+  req.block = {threads, 1, 1};
+  req.params.resize(8);
+  std::memcpy(req.params.data(), &out, 8);
+  launch::LaunchResult r = backend->launch(req, img.mem);
+  ASSERT_EQ(r.error, 0) << r.message;
+  EXPECT_EQ(r.stats.host_threads, std::min<uint32_t>(Interpreter::cta_threads(), ctas));
+  auto word = [&](uint32_t off, auto v) {
+    std::memcpy(&v, &img.mem.bytes[out - img.mem.base + off], sizeof v);
+    return v;
+  };
+  EXPECT_EQ(word(0, uint64_t(0)), uint64_t(n) * 4294967297ull);
+  EXPECT_EQ(word(8, 0.0f), float(n));
+  EXPECT_EQ(word(16, 0.0), 0.5 * n);
+  EXPECT_EQ(word(24, int64_t(0)), 1000 - int64_t(n - 1));
+  EXPECT_EQ(word(32, int64_t(0)), 1000);
+  EXPECT_EQ(word(40, uint64_t(0)), ~uint64_t(0));
+  EXPECT_EQ(word(48, uint64_t(0)), uint64_t(n));
+}
+
 // A CUDA program's code can be large (CUB's radix sort lowers to thousands of
 // blocks): the CUDA-sized device takes a kernel of 1,200 branches, and each
 // thread takes the one branch its value selects.
