@@ -169,9 +169,9 @@ __global__ void long_loop(const unsigned* in, unsigned* out, int n) {
   out[t] = v;
 }
 
-// Atomics the lowering makes of several accesses (64-bit cas, min, max and
-// exch, float adds), atomic only while CTAs run one at a time: every CTA adds
-// to the same words.  The float values are small integers, so every order of
+// 64-bit and float atomics (64-bit cas and max, f32 and f64 adds): native
+// atomics on the CUDA-sized device, sequences of accesses atomic only while
+// CTAs run one at a time elsewhere.  Every CTA adds to the same words.  The float values are small integers, so every order of
 // the adds gives the same sums.
 __global__ void atomics_wide(const unsigned* in, unsigned* out, int n) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
