@@ -162,15 +162,68 @@ TEST(MachineOps, EveryOpHasANameAndKind) {
     const OpInfo& info = op_info(Op(i));
     ASSERT_NE(info.name, nullptr);
     EXPECT_EQ(info.kind == OpKind::Alu, info.fn != nullptr) << info.name;
-    // Three sources at most, but for the f64 ops (two words per f64 value).
-    EXPECT_LE(info.arity, is_f64(Op(i)) ? kMaxArity : 3) << info.name;
+    // Three sources at most, but for the f64 ops and atom64 (two words per
+    // 64-bit value).
+    EXPECT_LE(info.arity, is_f64(Op(i)) || Op(i) == Op::ATOM64 ? kMaxArity : 3) << info.name;
     // The ops every machine has come first; the optional float ops follow,
-    // then the optional matrix operation.
+    // then the optional matrix operation and the native 64-bit atomic.
     EXPECT_EQ(info.kind == OpKind::Float, i >= kBaseOpCount && is_float(Op(i))) << info.name;
     EXPECT_EQ(info.kind == OpKind::Matrix, Op(i) == Op::MMA) << info.name;
-    EXPECT_EQ(i >= kBaseOpCount, is_float(Op(i)) || Op(i) == Op::MMA) << info.name;
+    EXPECT_EQ(i >= kBaseOpCount, is_float(Op(i)) || Op(i) == Op::MMA || Op(i) == Op::ATOM64 || Op(i) == Op::ATOMHI)
+        << info.name;
   }
 }
 
+// The native atomics' functions: f32 add .rn with subnormals flushed, and
+// the 64-bit functions (f64 add .rn among them).
+TEST(MachineOps, NativeAtomicFunctions) {
+  EXPECT_EQ(eval_atom(AtomOp::FADD, 0x3F800000u, 0x40000000u, 0), 0x40400000u);  // 1 + 2 = 3
+  EXPECT_EQ(eval_atom(AtomOp::FADD, 0x00000001u, 0x00000000u, 0), 0x00000000u);  // a subnormal input flushed
+  EXPECT_EQ(eval_atom(AtomOp::FADD, 0x00800000u, 0x80000001u, 0), 0x00800000u);
+  EXPECT_EQ(eval_atom64(AtomOp::ADD, 0xFFFFFFFFull, 1, 0), 0x100000000ull);
+  EXPECT_EQ(eval_atom64(AtomOp::MIN, uint64_t(-5), 3, 0), uint64_t(-5));
+  EXPECT_EQ(eval_atom64(AtomOp::MINU, uint64_t(-5), 3, 0), 3u);
+  EXPECT_EQ(eval_atom64(AtomOp::CAS, 7, 7, 9), 9u);
+  EXPECT_EQ(eval_atom64(AtomOp::CAS, 7, 8, 9), 7u);
+  EXPECT_EQ(eval_atom64(AtomOp::FADD, 0x3FF0000000000000ull, 0x3FF0000000000000ull, 0), 0x4000000000000000ull);
+  EXPECT_FALSE(atom64_valid(AtomOp::INC));
+  EXPECT_FALSE(atom64_valid(AtomOp::DEC));
+  EXPECT_TRUE(atom64_valid(AtomOp::FADD));
+}
+
 }  // namespace
+// The native atomics on machines with native floats only; an atomhi after
+// an atom64 in its block only.
+TEST(MachineOps, NativeAtomicsAreValidatedWhereTheyAre) {
+  Params native;
+  native.native_float = true;
+  Instr a64;
+  a64.op = Op::ATOM64;
+  a64.dst = 1;
+  a64.a = Operand::reg(2);
+  a64.b = Operand::reg(3);
+  Instr hi;
+  hi.op = Op::ATOMHI;
+  hi.dst = 4;
+  Instr fadd;
+  fadd.op = Op::ATOM;
+  fadd.atom = AtomOp::FADD;
+  fadd.dst = 1;
+  fadd.a = Operand::reg(2);
+  auto prog = [](std::vector<Instr> ins) {
+    Program p;
+    p.blocks.push_back({std::move(ins), {}});
+    return p;
+  };
+  EXPECT_NO_THROW(validate(prog({a64, hi}), native));
+  EXPECT_NO_THROW(validate(prog({a64}), native));
+  EXPECT_NO_THROW(validate(prog({fadd}), native));
+  EXPECT_THROW(validate(prog({a64, hi}), default_params()), std::invalid_argument);
+  EXPECT_THROW(validate(prog({fadd}), default_params()), std::invalid_argument);
+  EXPECT_THROW(validate(prog({hi}), native), std::invalid_argument);
+  Instr inc = a64;
+  inc.atom = AtomOp::INC;
+  EXPECT_THROW(validate(prog({inc, hi}), native), std::invalid_argument);
+}
+
 }  // namespace qgpu::machine
