@@ -46,7 +46,8 @@ constexpr const char* kBuiltinDir = "/qgpu-rtc/builtin/";
 constexpr const char* kToolkitDir = "/qgpu-rtc/toolkit/";
 bool is_toolkit_header(const std::string& name) {
   return name == "cooperative_groups.h" || name == "cuda_runtime.h" || name == "cuda_runtime_api.h" ||
-         name == "device_launch_parameters.h" || name == "cuda_fp16.h" || name == "mma.h";
+         name == "device_launch_parameters.h" || name == "cuda_fp16.h" || name == "cuda_bf16.h" ||
+         name == "mma.h";
 }
 constexpr const char* kRuntimeHeader = "qgpu_rtc_runtime.h";
 // The host function whose body holds the name expressions (see below).

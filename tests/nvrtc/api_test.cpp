@@ -137,17 +137,18 @@ TEST(NvrtcApi, BuiltInToolkitHeadersComeBeforeIncludePaths) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("qgpu_nvrtc_cg_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  for (const char* name : {"cooperative_groups.h", "cuda_fp16.h", "mma.h"})
+  for (const char* name : {"cooperative_groups.h", "cuda_fp16.h", "cuda_bf16.h", "mma.h"})
     std::ofstream(dir / name) << "#error \"the include path's copy was used\"\n";
   std::ofstream(dir / "local.h") << "#define FROM_DISK 5\n";
   const char* src = R"(
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <mma.h>
 #include "local.h"
 extern "C" __global__ void k(int* p) {
   cooperative_groups::thread_block b = cooperative_groups::this_thread_block();
-  p[b.thread_rank()] = FROM_DISK + __half2int_rz(__float2half(1.0f));
+  p[b.thread_rank()] = FROM_DISK + __half2int_rz(__float2half(1.0f)) + __bfloat162int_rz(__float2bfloat16(1.0f));
   cooperative_groups::sync(b);
 }
 )";

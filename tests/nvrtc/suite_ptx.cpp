@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   static const std::set<std::string> device_headers = {
       "cstdint", "stdint.h", "climits", "limits.h", "cstddef", "stddef.h", "cassert", "assert.h",
       "cstdio", "stdio.h", "cstring", "string.h", "cuda_runtime.h", "cooperative_groups.h",
-      "cuda_fp16.h", "mma.h"};
+      "cuda_fp16.h", "cuda_bf16.h", "mma.h"};
   const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
   std::istringstream lines(source);
   std::string device_part;
