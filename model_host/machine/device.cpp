@@ -42,6 +42,10 @@ Params cuda_params(uint64_t global_bytes) {
   // texture fetches, f64 sequences) keep their values in registers instead
   // of spilling them to local memory through the reload registers.
   p.regs = 255;
+  // Blocks of up to 64 instructions: a CUDA warp's per-EXEC costs
+  // (choosing the warp, the terminator, entering compiled code) are paid
+  // once per 64 instructions of straight-line code instead of once per 16.
+  p.block_instrs = 64;
   return p;
 }
 
