@@ -18,6 +18,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
@@ -123,6 +124,16 @@ bool init(State& s) {
 
 constexpr uint32_t N = Params::kCudaWarp;
 
+// Whether the host has AVX-512's two-source permute (the loads' span path).
+bool has_permute() {
+#if defined(__x86_64__)
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+#else
+  return false;
+#endif
+}
+
 // The block as LLVM IR: one function `name`.
 std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& name, const Block& blk, InstrFn helper,
                                     AppendFn append) {
@@ -187,6 +198,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
   Value* hfn = ConstantExpr::getIntToPtr(B.getInt64(uint64_t(reinterpret_cast<uintptr_t>(helper))), ptr);
 
   const uint32_t n = uint32_t(blk.instrs.size());
+  const bool permute = has_permute();
   // Stores wait until the block's end (the interpreter's commit point), as
   // SSA values: their addresses and values.  While every one of them is in
   // range and aligned (`pend` 0) they are written there by the compiled
@@ -637,22 +649,56 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         Value* is_row = B.CreateAnd(B.CreateAndReduce(B.CreateICmpEQ(off, expect)),
                                     B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
         BasicBlock* rowb = BasicBlock::Create(C, "ld.row", F);
+        BasicBlock* spanq = BasicBlock::Create(C, "ld.span?", F);
+        BasicBlock* spanb = BasicBlock::Create(C, "ld.span", F);
         BasicBlock* gatherb = BasicBlock::Create(C, "ld.gather", F);
         BasicBlock* joinb = BasicBlock::Create(C, "ld.join", F);
-        B.CreateCondBr(is_row, rowb, gatherb);
+        B.CreateCondBr(is_row, rowb, permute ? spanq : gatherb);
         B.SetInsertPoint(rowb);
         Value* rv = B.CreateAlignedLoad(V, B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(off0, i64)), Align(4));
         B.CreateBr(joinb);
+        Value* sv = nullptr;
+        if (permute) {
+          // Every active lane's word among the 32 from the least active
+          // offset on (a broadcast, rows of a tile, a row read twice), all
+          // inside the window: two vector loads, each lane's word picked
+          // by a two-source permute, instead of a gather.
+          B.SetInsertPoint(spanq);
+          Value* lo = B.CreateUnaryIntrinsic(Intrinsic::vector_reduce_umin, B.CreateSelect(active, off, splat(~0u)));
+          Value* rel = B.CreateSub(off, B.CreateVectorSplat(N, lo));
+          Value* inside = B.CreateAndReduce(B.CreateOr(B.CreateICmpULE(rel, splat(4 * N - 4)), B.CreateNot(active)));
+          Value* size = B.CreateTrunc(win_field(in.space, offsetof(Env::Window, size), i64), i32);
+          Value* room = B.CreateAnd(B.CreateICmpUGE(size, B.getInt32(4 * N)),
+                                    B.CreateICmpULE(lo, B.CreateSub(size, B.getInt32(4 * N))));
+          B.CreateCondBr(B.CreateAnd(inside, room), spanb, gatherb);
+          B.SetInsertPoint(spanb);
+          auto* V16 = FixedVectorType::get(i32, 16);
+          Value* at = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(lo, i64));
+          Value* w0 = B.CreateAlignedLoad(V16, at, Align(4));
+          Value* w1 = B.CreateAlignedLoad(V16, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), at, 64), Align(4));
+          Value* idx = B.CreateLShr(rel, splat(2));
+          Function* perm = Intrinsic::getDeclaration(mod.get(), Intrinsic::x86_avx512_vpermi2var_d_512);
+          std::vector<int> half0, half1;
+          for (int l = 0; l < 16; ++l) half0.push_back(l), half1.push_back(16 + l);
+          Value* p0 = B.CreateCall(perm, {w0, B.CreateShuffleVector(idx, half0), w1});
+          Value* p1 = B.CreateCall(perm, {w0, B.CreateShuffleVector(idx, half1), w1});
+          std::vector<int> both;
+          for (int l = 0; l < 32; ++l) both.push_back(l);
+          sv = B.CreateShuffleVector(p0, p1, both);
+          B.CreateBr(joinb);
+        }
         B.SetInsertPoint(gatherb);
         Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
         Value* gv = B.CreateMaskedGather(V, ptrs, Align(4), active, Constant::getNullValue(V));
         B.CreateBr(joinb);
         B.SetInsertPoint(joinb);
-        PHINode* gp = B.CreatePHI(V, 2);
+        PHINode* gp = B.CreatePHI(V, permute ? 3 : 2);
         gp->addIncoming(rv, rowb);
+        if (permute) gp->addIncoming(sv, spanb);
         gp->addIncoming(gv, gatherb);
         g = gp;
         from_fast = joinb;
+        if (!permute) spanq->eraseFromParent(), spanb->eraseFromParent();
       } else {
         Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
         Type* et = B.getIntNTy(8 * in.bytes);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <array>
 #include <atomic>
@@ -191,6 +192,125 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
     const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
     EXPECT_EQ(o.fault.error, 0) << o.fault.message;
   }
+}
+
+// Loads whose lanes read words of one 128-byte span (a broadcast, the rows
+// of a tile, a row read twice, a permutation: the compiled code's two
+// vector loads and permutes), a row, and spans it must gather instead (132
+// bytes, the window's last 64 bytes, strided), from global and shared
+// memory, by every lane and by a quarter of them while the others hold
+// offsets far outside the window.  One CTA per pattern; each lane stores
+// what it read.
+TEST(Jit, LoadSpansMatchTheInterpreter) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  Params p = cuda_params(1u << 20);
+  constexpr uint32_t kPatterns = 11, kShared = 1024;
+  const uint32_t data = 16 * 1024, mem_bytes = 32 * 1024;  // global: the table, the output, the data words
+  std::mt19937 rng(99);
+  std::vector<uint32_t> perm(32);
+  for (uint32_t l = 0; l < 32; ++l) perm[l] = l;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  // Lane l's byte offset under pattern k from a window's `start`, `end` its size.
+  auto offset = [&](uint32_t k, uint32_t l, uint32_t start, uint32_t end) -> uint32_t {
+    switch (k) {
+      case 0: return start + 4 * l;                            // a row
+      case 1: return start + 40;                               // one word for all
+      case 2: return start + 4 * (l % 16);                     // a half row twice
+      case 3: return start + 64 * (l / 16) + 8;                // two words, one per half
+      case 4: return start + 4 * (31 - l);                     // a row backwards
+      case 5: return start + 4 * perm[l];                      // a permutation of the span
+      case 6: return start + 4 * l + (l == 31 ? 4 : 0);        // 132 bytes
+      case 7: return end - 64 + 4 * (l % 16);                  // the window's last 64 bytes
+      case 8: return start + 20 * l;                           // strided
+      case 9: return start + 4 * (uint32_t(l * 2654435761u) >> 27);  // repeats inside the span
+      default: return start + 124 - 4 * (l % 3);               // the span's last words
+    }
+  };
+  launch::GlobalMemory mem;
+  mem.base = p.global_base;
+  mem.bytes.assign(mem_bytes, 0);
+  auto word = [&](uint32_t byte, uint32_t v) { std::memcpy(&mem.bytes[byte], &v, 4); };
+  for (uint32_t b = data; b < mem_bytes; b += 4) word(b, 0x9e3779b9u * b + 17);
+  // The table: per (pattern, lane) four offsets: global all lanes, shared all
+  // lanes, global a quarter, shared a quarter (the others far outside).
+  for (uint32_t k = 0; k < kPatterns; ++k)
+    for (uint32_t l = 0; l < 32; ++l) {
+      const uint32_t at = (k * 32 + l) * 16;
+      const bool on = l % 4 == 1;
+      word(at + 0, p.global_base + offset(k, l, data, mem_bytes));
+      word(at + 4, offset(k, l, 0, kShared));
+      word(at + 8, on ? p.global_base + offset(k, l, data + 256, mem_bytes) : 0xFFFFFF00u);
+      word(at + 12, on ? offset(k, l, 256, kShared) : 0xFFFFFF00u);
+    }
+  const uint32_t out = 8 * 1024;  // 16 bytes a thread
+  auto ins = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
+    Instr in;
+    in.op = op;
+    in.dst = d;
+    in.a = a;
+    in.b = bb;
+    in.c = c;
+    b.instrs.push_back(in);
+    return &b.instrs.back();
+  };
+  auto mem_op = [&](Block& b, Op op, Space sp, uint32_t d, Operand a, Operand off, Operand v = K(0)) {
+    Instr* in = ins(b, op, d, a, off, v);
+    in->space = sp;
+  };
+  Block b0, b1, b2, b3;
+  ins(b0, Op::LANE, 1, K(0));
+  ins(b0, Op::CTA, 2, K(0));
+  ins(b0, Op::MUL, 3, R(2), K(32));
+  ins(b0, Op::ADD, 3, R(3), R(1));                    // the thread
+  ins(b0, Op::MUL, 4, R(3), K(16));
+  ins(b0, Op::ADD, 4, R(4), K(p.global_base));        // its table entry
+  ins(b0, Op::ADD, 5, R(4), K(out));                  // its output
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b0, Op::LD, Space::Global, 6 + j, R(4), K(4 * j));
+  ins(b0, Op::MUL, 10, R(1), K(4));
+  ins(b0, Op::MUL, 11, R(1), K(0x01000193u));
+  for (uint32_t j = 0; j < kShared / 128; ++j) {       // shared word i holds 0x01000193 i + 7
+    ins(b0, Op::ADD, 12, R(11), K(0x01000193u * 32 * j + 7));
+    mem_op(b0, Op::ST, Space::Shared, 0, R(10), K(128 * j), R(12));
+  }
+  b0.term = {Term::BAR, 0, 1, 0, 0};
+  mem_op(b1, Op::LD, Space::Global, 13, R(6), K(0));
+  mem_op(b1, Op::LD, Space::Shared, 14, R(7), K(0));
+  mem_op(b1, Op::ST, Space::Global, 0, R(5), K(0), R(13));
+  mem_op(b1, Op::ST, Space::Global, 0, R(5), K(4), R(14));
+  ins(b1, Op::AND, 15, R(1), K(3));
+  ins(b1, Op::SEQ, 15, R(15), K(1));
+  b1.term = {Term::BR, 15, 2, 3, 0};
+  mem_op(b2, Op::LD, Space::Global, 16, R(8), K(0));
+  mem_op(b2, Op::LD, Space::Shared, 17, R(9), K(0));
+  mem_op(b2, Op::ST, Space::Global, 0, R(5), K(8), R(16));
+  mem_op(b2, Op::ST, Space::Global, 0, R(5), K(12), R(17));
+  b2.term = {Term::JMP, 0, 3, 0, 0};
+  b3.term = {Term::EXIT, 0, 0, 0, 0};
+  Program prog;
+  prog.kernel = "load_spans";
+  prog.threads = 32;
+  prog.ctas = kPatterns;
+  prog.shared_bytes = kShared;
+  prog.blocks = {b0, b1, b2, b3};
+  const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
+  ASSERT_EQ(o.fault.error, 0) << o.fault.message;
+  // And what the loads read, from the definition.
+  auto got = [&](uint32_t t, uint32_t j) {
+    uint32_t v;
+    std::memcpy(&v, &o.mem.bytes[out + 16 * t + 4 * j], 4);
+    return v;
+  };
+  for (uint32_t k = 0; k < kPatterns; ++k)
+    for (uint32_t l = 0; l < 32; ++l) {
+      const uint32_t t = k * 32 + l, g = offset(k, l, data, mem_bytes), sh = offset(k, l, 0, kShared);
+      EXPECT_EQ(got(t, 0), 0x9e3779b9u * g + 17) << "pattern " << k << " lane " << l;
+      EXPECT_EQ(got(t, 1), 0x01000193u * (sh / 4) + 7) << "pattern " << k << " lane " << l;
+      if (l % 4 == 1) {
+        const uint32_t g2 = offset(k, l, data + 256, mem_bytes), s2 = offset(k, l, 256, kShared);
+        EXPECT_EQ(got(t, 2), 0x9e3779b9u * g2 + 17) << "pattern " << k << " lane " << l;
+        EXPECT_EQ(got(t, 3), 0x01000193u * (s2 / 4) + 7) << "pattern " << k << " lane " << l;
+      }
+    }
 }
 
 std::string jit_kernels() {
