@@ -37,7 +37,11 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d, bool live) 
   p->minor = kMinor;
   p->textureAlignment = 512;
   p->texturePitchAlignment = 32;
-  p->multiProcessorCount = 1;
+  // A multiprocessor holds one block at a time (the occupancy calls' one
+  // block): the device's multiprocessors are the blocks it runs at once,
+  // cooperative_ctas (the interpreter's host threads), one where it runs no
+  // cooperative launch (the model's device).
+  p->multiProcessorCount = int(std::max<uint32_t>(d.cooperative_ctas, 1));
   p->surfaceAlignment = 512;
   p->unifiedAddressing = 1;  // device addresses never overlap host ones
   p->memoryBusWidth = 32;
@@ -46,7 +50,7 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d, bool live) 
   p->regsPerMultiprocessor = p->regsPerBlock;
   p->sharedMemPerBlockOptin = d.shared_optin_bytes_per_cta;
   p->maxBlocksPerMultiProcessor = 1;
-  p->cooperativeLaunch = d.cooperative_ctas > 0;  // the interpreter's device: a grid of one block
+  p->cooperativeLaunch = d.cooperative_ctas > 0;  // the interpreter's device: a block per multiprocessor
   p->hostRegisterSupported = 1;
   // Managed and mapped memory are coherent at launches and synchronization
   // (mirrors.h): the host must not touch them while the device works, and

@@ -219,6 +219,22 @@ class InterpreterBackend : public launch::Backend {
                     " bytes of parameters; the machine takes at most " + std::to_string(params.param_bytes);
       return res;
     }
+    // A cooperative launch's blocks each run on a host thread of their own,
+    // all at once (grid-wide sync); a kernel whose blocks must run one at a
+    // time (Program::ctas_in_order: printf, the device heap, wide strong
+    // accesses) takes one block.
+    const uint64_t ctas = req.grid.count();
+    if (req.grid_workspace && ctas > 1 &&
+        (prog->ctas_in_order || ctas > Interpreter::cta_threads() || params.lanes != Params::kCudaWarp)) {
+      res.error = launch::kCooperativeLaunchTooLarge;
+      res.message = "kernel " + req.kernel + ": a cooperative launch of " + std::to_string(ctas) + " blocks; " +
+                    (prog->ctas_in_order
+                         ? "its printf, device heap or wide strong accesses run its blocks one at a time, so it keeps "
+                           "one block resident: launch it with one block"
+                         : "the machine keeps " + std::to_string(params.lanes == Params::kCudaWarp ? Interpreter::cta_threads() : 1) +
+                               " resident at once");
+      return res;
+    }
     // The model's parameter memory holds whole words: a widened byte load of
     // the last parameter reads the word around it.
     std::vector<uint8_t> pbytes = req.params;

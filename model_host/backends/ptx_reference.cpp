@@ -19,6 +19,7 @@ class PtxReferenceBackend : public Backend {
  public:
   explicit PtxReferenceBackend(uint64_t device_memory) : device_(machine::interpreter_device(device_memory)) {
     device_.name = "qgpu (ptx-reference)";
+    device_.cooperative_ctas = 1;  // the PTX-level interpreter runs one block at a time
   }
   std::string name() const override { return "ptx-reference"; }
   DeviceSpec device() const override { return device_; }

@@ -24,6 +24,7 @@ enum CudaError : int {
   kAssert = 710,
   kMisalignedAddress = 716,
   kLaunchFailure = 719,
+  kCooperativeLaunchTooLarge = 720,
   kNotPermitted = 800,
   kNotSupported = 801,
   kUnknown = 999,

@@ -25,11 +25,14 @@ void Lowerer::lower_ldst(const ptx::Instr& in) {
   // word to global memory is one access in PTX's memory model, which another
   // CTA sees whole (CUB's decoupled look-back reads a tile's status and value
   // in one v2 load); the machine's words are seen one at a time, so while
-  // CTAs run one at a time only (Program::ctas_in_order).
-  const bool strong = in.opcode.find(".relaxed") != std::string::npos ||
+  // CTAs run one at a time only (Program::ctas_in_order).  A .cta-scoped
+  // access is strong towards its own CTA alone (another CTA's access to the
+  // same bytes is a race in PTX's memory model), which sees its words in
+  // program order whatever the other CTAs do (cuda::barrier's state words).
+  const bool strong = in.opcode.find(".cta") == std::string::npos && (in.opcode.find(".relaxed") != std::string::npos ||
                       in.opcode.find(".acquire") != std::string::npos ||
                       in.opcode.find(".release") != std::string::npos ||
-                      in.opcode.find(".volatile") != std::string::npos || in.opcode.find(".mmio") != std::string::npos;
+                      in.opcode.find(".volatile") != std::string::npos || in.opcode.find(".mmio") != std::string::npos);
   auto access = [&](Space sp, Operand base) {
     if (strong && sp == Space::Global && es * elems.size() > 4) ctas_in_order_ = true;
     for (size_t i = 0; i < elems.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model_host/machine/api.h"
+#include "model_host/machine/interpreter.h"
 #include "model_host/ptx/layout.h"
 #include "model_host/ptx/parse.h"
 
@@ -116,10 +117,12 @@ launch::DeviceSpec interpreter_device(uint64_t global_bytes) {
   d.const_bytes = kCudaConstBytes;
   d.heap_bytes = kCudaHeapBytes;
   d.limits_settable = true;
-  // CTAs run one at a time (docs/isa.md, 5): a cooperative launch's grid,
-  // every block of which must be resident at once, is one block, as the
-  // occupancy calls report (one block on one multiprocessor).
-  d.cooperative_ctas = 1;
+  // The CTAs of a launch run on Interpreter::cta_threads() host threads
+  // (docs/isa.md, 5), each thread a multiprocessor holding one block: a
+  // cooperative launch's grid, every block of which must be resident at
+  // once, is at most that many blocks, as the occupancy calls and the
+  // multiprocessor count report.
+  d.cooperative_ctas = Interpreter::cta_threads();
   d.more_memory = global_bytes < kMaxDeviceMemory
                  ? "give the device more memory with model_host --device-memory / qgpu run --device-memory "
                    "(or QGPU_DEVICE_MEMORY), up to " + std::to_string(kMaxDeviceMemory >> 20) + " MiB"

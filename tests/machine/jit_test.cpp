@@ -457,11 +457,15 @@ TEST(CtaThreads, SequencesAtomicByTheScheduleKeepCtasInOrder) {
   EXPECT_FALSE(lower(img.module, "_Z9ctas_meetPKjPji", {{24, 1, 1}, {160, 1, 1}, 0, img.symbols}, p, opts)
                    .ctas_in_order);
   // A strong load of two words (a tile status and its value, as CUB reads
-  // them) is one access to other CTAs; the same load without .relaxed is not.
-  for (const char* q : {"ld.relaxed.gpu.global.v2.u32", "ld.volatile.global.u64", "ld.global.v2.u32"}) {
-    const bool strong = std::string(q).find("relaxed") != std::string::npos ||
-                        std::string(q).find("volatile") != std::string::npos;
-    const bool wide64 = std::string(q).find("u64") != std::string::npos;
+  // them) is one access to other CTAs; the same load without .relaxed is
+  // not, nor one whose scope is its own CTA (cuda::barrier's state).
+  for (const char* q : {"ld.relaxed.gpu.global.v2.u32", "ld.volatile.global.u64", "ld.acquire.gpu.b64",
+                        "ld.global.v2.u32", "ld.acquire.cta.b64", "ld.relaxed.cta.global.v2.u32"}) {
+    const bool strong = std::string(q).find(".cta") == std::string::npos &&
+                        (std::string(q).find("relaxed") != std::string::npos ||
+                         std::string(q).find("volatile") != std::string::npos ||
+                         std::string(q).find("acquire") != std::string::npos);
+    const bool wide64 = std::string(q).find("64") != std::string::npos;
     const std::string text = std::string(".version 8.5\n.target sm_75\n.address_size 64\n") +
                              ".visible .entry k(.param .u64 p)\n{\n  .reg .b32 %r<4>;\n  .reg .b64 %rd<4>;\n" +
                              "  ld.param.u64 %rd1, [p];\n  " + q + (wide64 ? " %rd2, [%rd1];\n  st.global.u64 [%rd1+8], %rd2;\n"

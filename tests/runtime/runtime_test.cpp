@@ -71,22 +71,30 @@ std::map<std::string, std::string> run_program(const std::string& name, qgpu::te
 }
 
 // Cooperative launches on the interpreter: grid-wide sync over the grid the
-// occupancy calls report resident, and the refusals (one block too many; an
-// ordinary launch's grid.sync() traps, as on a GPU).
+// occupancy calls and the multiprocessor count report resident (a block on
+// each of the daemon's three host threads here, all at once), and the
+// refusals (one block too many; a kernel whose printf keeps its blocks in
+// order, beyond one block; an ordinary launch's grid.sync() traps, as on a
+// GPU).
 TEST(Runtime, CooperativeLaunchWithGridSync) {
   qgpu::test::Result r;
+  setenv("QGPU_CTA_THREADS", "3", 1);  // the daemon's (its environment is this process's)
   auto m = run_program("coop", &r);
+  unsetenv("QGPU_CTA_THREADS");
   SCOPED_TRACE(r.out + r.err);
   EXPECT_EQ(m["attribute"], "1 prop 1");
-  EXPECT_EQ(m["blocks"], "1");
+  EXPECT_EQ(m["blocks"], "3");
   EXPECT_EQ(m["launch"], "cudaSuccess");
   EXPECT_EQ(m["sync"], "cudaSuccess");
   EXPECT_EQ(m["wrong"], "0");
   EXPECT_EQ(m["sum"], std::to_string(3 * 999 * 1000 / 2 + 1000) + " matches");
-  EXPECT_EQ(m["size"], "256");
+  EXPECT_EQ(m["size"], "768");
   EXPECT_EQ(m["launch_ex"], "cudaSuccess sum matches");  // cudaLaunchKernelEx with cudaLaunchAttributeCooperative
   EXPECT_EQ(m["too_large"], "cudaErrorCooperativeLaunchTooLarge");
-  EXPECT_NE(r.err.find("keeps at most 1 resident at once"), std::string::npos);
+  EXPECT_NE(r.err.find("keeps at most 3 resident at once"), std::string::npos);
+  EXPECT_EQ(m["in_order"], "cudaSuccess cudaErrorCooperativeLaunchTooLarge");
+  EXPECT_NE(r.err.find("run its blocks one at a time"), std::string::npos);
+  EXPECT_EQ(m["in_order_one"], "cudaSuccess cudaSuccess");
   EXPECT_EQ(m["ordinary"], "cudaErrorLaunchFailure");
 }
 

@@ -26,6 +26,15 @@ __global__ void two_phase(int* data, int* out, int n) {
   }
 }
 
+// printf keeps a kernel's blocks one at a time on the interpreter: a
+// cooperative launch of it takes one block.
+__global__ void speaks(int* out) {
+  cg::grid_group g = cg::this_grid();
+  if (g.thread_rank() == 0) printf("speaks\n");
+  g.sync();
+  out[0] = 1;
+}
+
 int main() {
   int coop = -1, sms = 0, per_sm = 0;
   cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, 0);
@@ -73,6 +82,11 @@ int main() {
   e = cudaLaunchCooperativeKernel((void*)two_phase, dim3(blocks + 1), dim3(threads), args, 0, 0);
   printf("too_large %s\n", cudaGetErrorName(e));
   cudaGetLastError();
+  void* sargs[] = {&out};
+  e = cudaLaunchCooperativeKernel((void*)speaks, dim3(blocks), dim3(32), sargs, 0, 0);
+  printf("in_order %s %s\n", cudaGetErrorName(e), cudaGetErrorName(cudaDeviceSynchronize()));
+  e = cudaLaunchCooperativeKernel((void*)speaks, dim3(1), dim3(32), sargs, 0, 0);
+  printf("in_order_one %s %s\n", cudaGetErrorName(e), cudaGetErrorName(cudaDeviceSynchronize()));
   // An ordinary launch has no grid workspace: grid.sync() traps (last: the
   // context is unusable afterwards).
   two_phase<<<1, threads>>>(data, out, n);
