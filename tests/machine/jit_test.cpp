@@ -79,6 +79,18 @@ Outcome same_both_ways(const Program& prog, const Params& p, const std::vector<u
 Operand R(uint32_t x) { return Operand::reg(x); }
 Operand K(uint32_t x) { return Operand::k(x); }
 
+// Appends `op d, a, b, c` to a block; the new instruction.
+Instr* ins(Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
+  Instr in;
+  in.op = op;
+  in.dst = d;
+  in.a = a;
+  in.b = bb;
+  in.c = c;
+  b.instrs.push_back(in);
+  return &b.instrs.back();
+}
+
 // Random ALU, special and f32 add/sub/mul/fma/div/compare/min/max/conversion instructions over registers
 // 1 .. 12 with operands at the edges (shift counts past 31, signed
 // extremes, infinities, NaNs, subnormals), in blocks entered by
@@ -140,39 +152,30 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
     const uint32_t K0 = p.block_instrs;
     // B0: registers from the lane and CTA, then a split on lane bits.
     Block b0;
-    auto add = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
-      Instr in;
-      in.op = op;
-      in.dst = d;
-      in.a = a;
-      in.b = bb;
-      in.c = c;
-      b.instrs.push_back(in);
-    };
-    add(b0, Op::LANE, 1, K(0));
-    add(b0, Op::MUL, 2, R(1), K(0x9e3779b9u + seed));
-    add(b0, Op::CTA, 3, K(0));
-    add(b0, Op::XOR, 4, R(2), R(3));
-    add(b0, Op::SHL, 5, R(1), K(27));
-    add(b0, Op::ADD, 6, R(4), K(uint32_t(rng())));
-    add(b0, Op::AND, 12, R(1), K(1u + rng() % 31));
+    ins(b0, Op::LANE, 1, K(0));
+    ins(b0, Op::MUL, 2, R(1), K(0x9e3779b9u + seed));
+    ins(b0, Op::CTA, 3, K(0));
+    ins(b0, Op::XOR, 4, R(2), R(3));
+    ins(b0, Op::SHL, 5, R(1), K(27));
+    ins(b0, Op::ADD, 6, R(4), K(uint32_t(rng())));
+    ins(b0, Op::AND, 12, R(1), K(1u + rng() % 31));
     b0.term = {Term::BR, 12, 1, 2, 0};
     Block b1 = random_block(1 + rng() % K0), b2 = random_block(1 + rng() % K0), b3 = random_block(1 + rng() % (K0 - 1));
     b1.term = {Term::JMP, 0, 3, 0, 0};
     b2.term = {Term::JMP, 0, 3, 0, 0};
     // B3 then B4: a second split on another lane bit (the lanes in one
     // warp differ), then B5 stores every register: global[(tid * 16 + r) * 4].
-    add(b3, Op::AND, 11, R(1), K(2u + rng() % 30));
+    ins(b3, Op::AND, 11, R(1), K(2u + rng() % 30));
     b3.term = {Term::BR, 11, 4, 5, 0};
     Block b4 = random_block(1 + rng() % K0);
     b4.term = {Term::JMP, 0, 5, 0, 0};
     Block b5;
-    add(b5, Op::LANE, 13, K(0));
-    add(b5, Op::WARP, 14, K(0));
-    add(b5, Op::MUL, 14, R(14), K(32));
-    add(b5, Op::ADD, 13, R(13), R(14));
-    add(b5, Op::MUL, 13, R(13), K(64));
-    add(b5, Op::ADD, 13, R(13), K(p.global_base));
+    ins(b5, Op::LANE, 13, K(0));
+    ins(b5, Op::WARP, 14, K(0));
+    ins(b5, Op::MUL, 14, R(14), K(32));
+    ins(b5, Op::ADD, 13, R(13), R(14));
+    ins(b5, Op::MUL, 13, R(13), K(64));
+    ins(b5, Op::ADD, 13, R(13), K(p.global_base));
     b5.term = {Term::JMP, 0, 6, 0, 0};
     Block b6;
     for (uint32_t r = 1; r < kRegs; ++r) {
@@ -243,16 +246,6 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
       word(at + 12, on ? offset(k, l, 256, kShared) : 0xFFFFFF00u);
     }
   const uint32_t out = 8 * 1024;  // 16 bytes a thread
-  auto ins = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
-    Instr in;
-    in.op = op;
-    in.dst = d;
-    in.a = a;
-    in.b = bb;
-    in.c = c;
-    b.instrs.push_back(in);
-    return &b.instrs.back();
-  };
   auto mem_op = [&](Block& b, Op op, Space sp, uint32_t d, Operand a, Operand off, Operand v = K(0)) {
     Instr* in = ins(b, op, d, a, off, v);
     in->space = sp;
@@ -556,20 +549,20 @@ TEST(Jit, StepLimitAndCancelStopAtTheSameExec) {
   prog.threads = 80;  // the last warp has 16 lanes
   prog.ctas = 3;
   Block b0, b1, b2;
-  add(b0, Op::LANE, 1, K(0));
-  add(b0, Op::MUL, 4, R(1), K(7));
-  add(b0, Op::ADD, 4, R(4), K(3000));
-  add(b0, Op::MOV, 2, K(0));
+  ins(b0, Op::LANE, 1, K(0));
+  ins(b0, Op::MUL, 4, R(1), K(7));
+  ins(b0, Op::ADD, 4, R(4), K(3000));
+  ins(b0, Op::MOV, 2, K(0));
   b0.term = {Term::JMP, 0, 1, 0, 0};
-  add(b1, Op::ADD, 2, R(2), K(1));
-  add(b1, Op::CLOCK, 5, K(0));
-  add(b1, Op::SLTU, 3, R(2), R(4));
+  ins(b1, Op::ADD, 2, R(2), K(1));
+  ins(b1, Op::CLOCK, 5, K(0));
+  ins(b1, Op::SLTU, 3, R(2), R(4));
   b1.term = {Term::BR, 3, 1, 2, 0};
-  add(b2, Op::WARP, 6, K(0));
-  add(b2, Op::MUL, 6, R(6), K(32));
-  add(b2, Op::ADD, 6, R(6), R(1));
-  add(b2, Op::MUL, 6, R(6), K(4));
-  add(b2, Op::ADD, 6, R(6), K(p.global_base));
+  ins(b2, Op::WARP, 6, K(0));
+  ins(b2, Op::MUL, 6, R(6), K(32));
+  ins(b2, Op::ADD, 6, R(6), R(1));
+  ins(b2, Op::MUL, 6, R(6), K(4));
+  ins(b2, Op::ADD, 6, R(6), K(p.global_base));
   Instr st;
   st.op = Op::ST;
   st.a = R(6);
@@ -673,16 +666,6 @@ TEST(Jit, FloatOperationsOnEdgeValues) {
   for (const FRnd r : {FRnd::Rni, FRnd::Rzi, FRnd::Rmi, FRnd::Rpi, FRnd::None})
     for (const bool ftz : {false, true})
       for (const bool sat : {false, true}) form(Op::FRINT, r, ftz, sat);
-  auto ins = [](Block& b, Op op, uint32_t d, Operand a, Operand bb = K(0), Operand c = K(0)) {
-    Instr in;
-    in.op = op;
-    in.dst = d;
-    in.a = a;
-    in.b = bb;
-    in.c = c;
-    b.instrs.push_back(in);
-    return &b.instrs.back();
-  };
   Program prog;
   prog.kernel = "edges";
   prog.threads = threads;

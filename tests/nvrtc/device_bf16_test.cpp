@@ -17,54 +17,23 @@
 #include <vector>
 
 #include "device_fixture.h"
+#include "ref_round.h"
 
 namespace {
 
 using qgpu::launch::LaunchResult;
 using qgpu::test::Device;
-using u128 = unsigned __int128;
+using qgpu::test::kDown;
+using qgpu::test::kNearest;
+using qgpu::test::kTowardZero;
+using qgpu::test::kUp;
+using qgpu::test::Mode;
+using qgpu::test::u128;
 
 // ---- bfloat16 on the host, bit by bit
-enum Mode { kNearest, kTowardZero, kDown, kUp };
 constexpr uint16_t kNaN = 0x7FFF;
 
-// (-1)^neg * m * 2^e rounded once to bfloat16 in `mode` (m < 2^120).
-uint16_t ref_round(bool neg, u128 m, int e, Mode mode) {
-  const uint16_t sign = neg ? 0x8000 : 0;
-  if (m == 0) return sign;
-  int top = 127;
-  while (!(m >> top & 1)) --top;
-  const int exponent = top + e;  // the value lies in [2^exponent, 2^(exponent+1))
-  auto overflow = [&] {
-    bool to_inf = mode == kNearest || (mode == kDown && neg) || (mode == kUp && !neg);
-    return uint16_t(sign | (to_inf ? 0x7F80 : 0x7F7F));
-  };
-  if (exponent >= 128) return overflow();
-  int quantum = std::max(exponent, -126) - 7;  // the exponent of the last place kept
-  const int shift = quantum - e;
-  u128 n;
-  bool half = false, sticky = false;
-  if (shift <= 0) {
-    n = m << -shift;
-  } else if (shift > top + 1) {
-    n = 0, sticky = true;
-  } else {
-    n = m >> shift;
-    u128 rest = m & ((u128(1) << shift) - 1), halfway = u128(1) << (shift - 1);
-    half = rest >= halfway;
-    sticky = (rest & (halfway - 1)) != 0;
-  }
-  const bool inexact = half || sticky;
-  const bool up = mode == kNearest ? half && (sticky || (n & 1)) : mode == kDown ? neg && inexact
-                  : mode == kUp    ? !neg && inexact
-                                   : false;
-  if (up) ++n;
-  if (n == 256) n = 128, ++quantum;           // carried into the next binade
-  if (n < 128) return uint16_t(sign | n);     // subnormal (quantum is 2^-133)
-  const int biased = quantum + 134;
-  if (biased >= 255) return overflow();
-  return uint16_t(sign | biased << 7 | unsigned(n - 128));
-}
+uint16_t ref_round(bool neg, u128 m, int e, Mode mode) { return qgpu::test::ref_round16<7>(neg, m, e, mode); }
 
 bool is_nan(uint16_t h) { return (h & 0x7FFF) > 0x7F80; }
 

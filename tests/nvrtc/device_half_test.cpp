@@ -15,53 +15,22 @@
 #include <vector>
 
 #include "device_fixture.h"
+#include "ref_round.h"
 
 namespace {
 
 using qgpu::launch::LaunchResult;
 using qgpu::test::Device;
-using u128 = unsigned __int128;
+using qgpu::test::kDown;
+using qgpu::test::kNearest;
+using qgpu::test::kTowardZero;
+using qgpu::test::kUp;
+using qgpu::test::Mode;
+using qgpu::test::u128;
 
 // ---- binary16 on the host, bit by bit
-enum Mode { kNearest, kTowardZero, kDown, kUp };
 
-// (-1)^neg * m * 2^e rounded once to binary16 in `mode`.
-uint16_t ref_round(bool neg, u128 m, int e, Mode mode) {
-  const uint16_t sign = neg ? 0x8000 : 0;
-  if (m == 0) return sign;
-  int top = 127;
-  while (!(m >> top & 1)) --top;
-  const int exponent = top + e;  // the value lies in [2^exponent, 2^(exponent+1))
-  auto overflow = [&] {
-    bool to_inf = mode == kNearest || (mode == kDown && neg) || (mode == kUp && !neg);
-    return uint16_t(sign | (to_inf ? 0x7C00 : 0x7BFF));
-  };
-  if (exponent >= 16) return overflow();
-  int quantum = std::max(exponent, -14) - 10;  // the exponent of the last place kept
-  const int shift = quantum - e;
-  u128 n;
-  bool half = false, sticky = false;
-  if (shift <= 0) {
-    n = m << -shift;
-  } else if (shift > top + 1) {
-    n = 0, sticky = true;
-  } else {
-    n = m >> shift;
-    u128 rest = m & ((u128(1) << shift) - 1), halfway = u128(1) << (shift - 1);
-    half = rest >= halfway;
-    sticky = (rest & (halfway - 1)) != 0;
-  }
-  const bool inexact = half || sticky;
-  const bool up = mode == kNearest ? half && (sticky || (n & 1)) : mode == kDown ? neg && inexact
-                  : mode == kUp    ? !neg && inexact
-                                   : false;
-  if (up) ++n;
-  if (n == 2048) n = 1024, ++quantum;  // carried into the next binade
-  if (n < 1024) return uint16_t(sign | n);  // subnormal (quantum is 2^-24)
-  const int biased = quantum + 25;
-  if (biased >= 31) return overflow();
-  return uint16_t(sign | biased << 10 | unsigned(n - 1024));
-}
+uint16_t ref_round(bool neg, u128 m, int e, Mode mode) { return qgpu::test::ref_round16<10>(neg, m, e, mode); }
 
 bool is_nan(uint16_t h) { return (h & 0x7C00) == 0x7C00 && (h & 0x3FF); }
 
