@@ -241,7 +241,11 @@ class InterpreterBackend : public launch::Backend {
     if (model_) pbytes.resize((pbytes.size() + 3) / 4 * 4);
     Interpreter interp(*prog, params, uint32_t(req.grid.count()), prog->threads, std::move(pbytes), mem);
     if (req.progress) interp.set_progress(&req.progress->cta);
-    interp.run(kMaxSteps, req.progress ? &req.progress->cancel : nullptr);
+    // A cooperative launch's CTAs run all at once and wait for each other
+    // in grid.sync() by spinning, EXECs that count too: the limit is each
+    // CTA's.
+    interp.run(req.grid_workspace ? kMaxSteps * std::max<uint64_t>(ctas, 1) : kMaxSteps,
+               req.progress ? &req.progress->cancel : nullptr);
     res.error = interp.fault().error;
     res.message = interp.fault().message;
     res.printf_output = format_prints(interp.print_buffer(), mem);

@@ -153,7 +153,10 @@ void Lowerer::lower_atom64(const ptx::Instr& in, Space sp, Operand addr) {
   bool red = in.op == ptx::Op::Red;
   size_t first = red ? 1 : 2;
   V b = read(in, in.ops[first], in.type);
-  if (opts_.native_float) {
+  // The native 64-bit atomic (Op::ATOM64) is global and shared memory's; a
+  // generic address's local branch keeps the two-word sequence (a thread's
+  // own memory: nothing else reads it between the words).
+  if (opts_.native_float && sp != Space::Local) {
     const bool sign = ptx::is_signed(in.type);
     AtomOp f;
     switch (in.atom) {
@@ -238,7 +241,7 @@ void Lowerer::lower_atom_float(const ptx::Instr& in, Space sp, Operand addr) {
   const bool red = in.op == ptx::Op::Red;
   const unsigned bytes = float_atomic_bytes(in.type), word = bytes == 2 ? 2 : 4;
   const V b = read(in, in.ops[red ? 1 : 2], in.type);
-  if (opts_.native_float && (in.type == ptx::Type::F32 || in.type == ptx::Type::F64)) {
+  if (opts_.native_float && (in.type == ptx::Type::F32 || (in.type == ptx::Type::F64 && sp != Space::Local))) {
     const V old = in.type == ptx::Type::F32 ? V{atom(sp, AtomOp::FADD, addr, b.lo), K(0)}
                                             : atom64(sp, AtomOp::FADD, addr, b);
     if (!red) write(in.ops[0], in.type, old);

@@ -435,6 +435,94 @@ TEST(CtaThreads, SameResultsAsOneThread) {
   EXPECT_EQ(out_word(o, 8), sum);
 }
 
+// 64-bit and f64 atomics at generic addresses: the global and shared
+// branches are the native atomics, the local one the two-word sequence (the
+// native op is global and shared memory's), and all three lower and run.
+TEST(CtaThreads, GenericWideAtomicsOnEverySpace) {
+  const Params p = cuda_params(64u << 20);
+  const std::string text = R"(.version 8.5
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 p)
+{
+  .reg .b64 %rd<16>;
+  .reg .f64 %fd<8>;
+  .local .align 8 .b8 loc[16];
+  .shared .align 8 .b8 sh[16];
+  ld.param.u64 %rd1, [p];
+  atom.add.u64 %rd2, [%rd1], 5;
+  atom.cas.b64 %rd3, [%rd1+8], 7, 9;
+  atom.add.f64 %fd1, [%rd1+16], 0d3FF8000000000000;
+  atom.min.s64 %rd4, [%rd1+24], -3;
+  mov.u64 %rd5, loc;
+  cvta.local.u64 %rd6, %rd5;
+  st.local.u64 [loc], 100;
+  st.local.f64 [loc+8], 0d4000000000000000;
+  atom.add.u64 %rd7, [%rd6], 11;
+  atom.add.f64 %fd2, [%rd6+8], 0d3FF8000000000000;
+  ld.local.u64 %rd8, [loc];
+  ld.local.f64 %fd3, [loc+8];
+  mov.u64 %rd9, sh;
+  cvta.shared.u64 %rd10, %rd9;
+  st.shared.u64 [sh], 40;
+  atom.exch.b64 %rd11, [%rd10], 41;
+  ld.shared.u64 %rd12, [sh];
+  st.global.u64 [%rd1+32], %rd2;
+  st.global.u64 [%rd1+40], %rd3;
+  st.global.f64 [%rd1+48], %fd1;
+  st.global.u64 [%rd1+56], %rd4;
+  st.global.u64 [%rd1+64], %rd7;
+  st.global.u64 [%rd1+72], %rd8;
+  st.global.f64 [%rd1+80], %fd2;
+  st.global.f64 [%rd1+88], %fd3;
+  st.global.u64 [%rd1+96], %rd11;
+  st.global.u64 [%rd1+104], %rd12;
+  ret;
+}
+)";
+  ModuleImage m = load_module(text, p);
+  const uint64_t buf = m.alloc(112);
+  auto at = [&](uint32_t off) { return &m.mem.bytes[buf - m.mem.base + off]; };
+  const uint64_t init[4] = {1, 7, 0, 2};
+  const double half = 0.25;
+  std::memcpy(at(0), &init[0], 8);
+  std::memcpy(at(8), &init[1], 8);
+  std::memcpy(at(16), &half, 8);
+  std::memcpy(at(24), &init[3], 8);
+  std::vector<uint8_t> params(8);
+  std::memcpy(params.data(), &buf, 8);
+  LowerOptions opts;
+  opts.native_float = true;
+  const Program prog = lower(m.module, "k", {{1, 1, 1}, {1, 1, 1}, 0, m.symbols}, p, opts);
+  Interpreter in(prog, p, 1, 1, params, m.mem);
+  in.run(1'000'000);
+  ASSERT_EQ(in.fault().error, 0) << in.fault().message;
+  auto u64 = [&](uint32_t off) {
+    uint64_t v;
+    std::memcpy(&v, at(off), 8);
+    return v;
+  };
+  auto f64 = [&](uint32_t off) {
+    double v;
+    std::memcpy(&v, at(off), 8);
+    return v;
+  };
+  EXPECT_EQ(u64(0), 6u);
+  EXPECT_EQ(u64(8), 9u);
+  EXPECT_EQ(f64(16), 1.75);
+  EXPECT_EQ(int64_t(u64(24)), -3);
+  EXPECT_EQ(u64(32), 1u);
+  EXPECT_EQ(u64(40), 7u);
+  EXPECT_EQ(f64(48), 0.25);
+  EXPECT_EQ(u64(56), 2u);
+  EXPECT_EQ(u64(64), 100u);   // local: the old value
+  EXPECT_EQ(u64(72), 111u);   // and the new
+  EXPECT_EQ(f64(80), 2.0);
+  EXPECT_EQ(f64(88), 3.5);
+  EXPECT_EQ(u64(96), 40u);    // shared
+  EXPECT_EQ(u64(104), 41u);
+}
+
 // A program whose accesses rely on CTAs running one at a time (strong loads
 // of two words) is lowered so (Program::ctas_in_order); one without such
 // sequences is not.  The 64-bit atomics and f32/f64 adds of atomics_wide
