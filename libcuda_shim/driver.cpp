@@ -352,7 +352,7 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
         break;
       case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = int(d.max_threads_per_cta); break;
       case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 1; break;
-      case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = int(std::max<uint32_t>(d.cooperative_ctas, 1)); break;
+      case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = int(d.multiprocessors()); break;
       case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *value = int(d.clock_khz); break;  // kHz: how fast clock() advances
       case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *value = 1000; break;      // kHz: a figure; memory has no clock
 
@@ -1434,7 +1434,7 @@ QGPU_CU_API CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int* min_
       t = t % warp ? t / warp * warp : t - warp;
     }
     *block_size = best;
-    *min_grid = best ? 1 : 0;
+    *min_grid = best ? int(d.multiprocessors()) : 0;  // a block on each multiprocessor
   });
 }
 

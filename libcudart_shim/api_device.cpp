@@ -41,7 +41,7 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d, bool live) 
   // block): the device's multiprocessors are the blocks it runs at once,
   // cooperative_ctas (the interpreter's host threads), one where it runs no
   // cooperative launch (the model's device).
-  p->multiProcessorCount = int(std::max<uint32_t>(d.cooperative_ctas, 1));
+  p->multiProcessorCount = int(d.multiprocessors());
   p->surfaceAlignment = 512;
   p->unifiedAddressing = 1;  // device addresses never overlap host ones
   p->memoryBusWidth = 32;

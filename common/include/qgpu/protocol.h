@@ -135,6 +135,9 @@ struct DeviceInfo {
   // The most CTAs a cooperative launch may have (all resident at once, for
   // grid-wide sync); 0: the device takes no cooperative launches.
   uint32_t cooperative_ctas = 0;
+  // The multiprocessors the runtime and driver report, one block each: the
+  // blocks the device runs at once, one where it runs no cooperative launch.
+  uint32_t multiprocessors() const { return cooperative_ctas > 1 ? cooperative_ctas : 1; }
   // The L2 cache the device declares (launch::DeviceSpec): its size, the most
   // of it cudaLimitPersistingL2CacheSize may set aside, and the largest
   // access-policy window.
