@@ -37,51 +37,25 @@ uint16_t ref_round(bool neg, u128 m, int e, Mode mode) { return qgpu::test::ref_
 
 bool is_nan(uint16_t h) { return (h & 0x7FFF) > 0x7F80; }
 
-double bf_value(uint16_t h) {
-  const int field = h >> 7 & 255, frac = h & 127;
-  double v = field == 255 ? (frac ? std::numeric_limits<double>::quiet_NaN() : INFINITY)
-             : field == 0 ? std::ldexp(frac, -133)
-                          : std::ldexp(128 + frac, field - 134);
-  return h & 0x8000 ? -v : v;
-}
+double bf_value(uint16_t h) { return qgpu::test::value16<7>(h); }
 
 // A finite bfloat16 as (-1)^neg * m * 2^e (m < 2^8).
-void bf_parts(uint16_t h, bool& neg, uint64_t& m, int& e) {
-  const int field = h >> 7 & 255;
-  neg = h & 0x8000;
-  m = field ? 128 + (h & 127) : h & 127;
-  e = field ? field - 134 : -133;
-}
+void bf_parts(uint16_t h, bool& neg, uint64_t& m, int& e) { qgpu::test::parts16<7>(h, neg, m, e); }
 
 // A double rounded to bfloat16 (specials kept; a NaN is 0x7FFF).
-uint16_t ref_from_double(double d, Mode mode = kNearest) {
-  if (std::isnan(d)) return kNaN;
-  if (std::isinf(d)) return d < 0 ? 0xFF80 : 0x7F80;
-  if (d == 0) return std::signbit(d) ? 0x8000 : 0;
-  int e;
-  double frac = std::frexp(std::fabs(d), &e);
-  return ref_round(d < 0, u128(uint64_t(std::ldexp(frac, 53))), e - 53, mode);
-}
+uint16_t ref_from_double(double d, Mode mode = kNearest) { return qgpu::test::from_double16<7>(d, mode); }
 
 uint16_t ref_from_float(float f, Mode mode = kNearest) { return ref_from_double(double(f), mode); }
 
 template <typename Int>
 uint16_t ref_from_int(Int v, Mode mode) {
-  const bool neg = v < 0;
-  const u128 m = neg ? u128(-(__int128)v) : u128(v);
-  return ref_round(neg, m, 0, mode);
+  return qgpu::test::from_int16<7>(v, mode);
 }
 
 // A bfloat16 to an integer type, rounded by `mode`, saturated, a NaN giving 0.
 template <typename Int>
 Int ref_to_int(uint16_t h, Mode mode) {
-  double v = bf_value(h);
-  if (std::isnan(v)) return 0;
-  v = mode == kNearest ? std::nearbyint(v) : mode == kTowardZero ? std::trunc(v) : mode == kDown ? std::floor(v)
-                                                                                              : std::ceil(v);
-  if (v <= double(std::numeric_limits<Int>::min())) return std::numeric_limits<Int>::min();
-  if (v >= double(std::numeric_limits<Int>::max())) return std::numeric_limits<Int>::max();
-  return Int(v);
+  return qgpu::test::to_int16<7, Int>(h, mode);
 }
 
 // x + y, x = (-1)^nx mx 2^ex and y likewise (m < 2^17, not both 0, the sum not

@@ -34,49 +34,23 @@ uint16_t ref_round(bool neg, u128 m, int e, Mode mode) { return qgpu::test::ref_
 
 bool is_nan(uint16_t h) { return (h & 0x7C00) == 0x7C00 && (h & 0x3FF); }
 
-double half_value(uint16_t h) {
-  const int field = h >> 10 & 31, frac = h & 1023;
-  double v = field == 31 ? (frac ? std::numeric_limits<double>::quiet_NaN() : INFINITY)
-             : field == 0 ? std::ldexp(frac, -24)
-                          : std::ldexp(1024 + frac, field - 25);
-  return h & 0x8000 ? -v : v;
-}
+double half_value(uint16_t h) { return qgpu::test::value16<10>(h); }
 
 // A finite half as m * 2^e (m < 2^11, e >= -24).
-void half_parts(uint16_t h, bool& neg, uint64_t& m, int& e) {
-  const int field = h >> 10 & 31;
-  neg = h & 0x8000;
-  m = field ? 1024 + (h & 1023) : h & 1023;
-  e = field ? field - 25 : -24;
-}
+void half_parts(uint16_t h, bool& neg, uint64_t& m, int& e) { qgpu::test::parts16<10>(h, neg, m, e); }
 
 // A double rounded to binary16 (specials kept; a NaN is 0x7FFF).
-uint16_t ref_from_double(double d, Mode mode = kNearest) {
-  if (std::isnan(d)) return 0x7FFF;
-  if (std::isinf(d)) return d < 0 ? 0xFC00 : 0x7C00;
-  if (d == 0) return std::signbit(d) ? 0x8000 : 0;
-  int e;
-  double frac = std::frexp(std::fabs(d), &e);
-  return ref_round(d < 0, u128(uint64_t(std::ldexp(frac, 53))), e - 53, mode);
-}
+uint16_t ref_from_double(double d, Mode mode = kNearest) { return qgpu::test::from_double16<10>(d, mode); }
 
 template <typename Int>
 uint16_t ref_from_int(Int v, Mode mode) {
-  const bool neg = v < 0;
-  const u128 m = neg ? u128(-(__int128)v) : u128(v);
-  return ref_round(neg, m, 0, mode);
+  return qgpu::test::from_int16<10>(v, mode);
 }
 
 // A half to an integer type, rounded by `mode`, saturated, a NaN giving 0.
 template <typename Int>
 Int ref_to_int(uint16_t h, Mode mode) {
-  double v = half_value(h);
-  if (std::isnan(v)) return 0;
-  v = mode == kNearest ? std::nearbyint(v) : mode == kTowardZero ? std::trunc(v) : mode == kDown ? std::floor(v)
-                                                                                              : std::ceil(v);
-  if (v <= double(std::numeric_limits<Int>::min())) return std::numeric_limits<Int>::min();
-  if (v >= double(std::numeric_limits<Int>::max())) return std::numeric_limits<Int>::max();
-  return Int(v);
+  return qgpu::test::to_int16<10, Int>(h, mode);
 }
 
 // a * b + c, rounded once (to nearest even).

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace qgpu::test {
 
@@ -52,6 +54,60 @@ uint16_t ref_round16(bool neg, u128 m, int e, Mode mode) {
   const int biased = quantum + kFrac + kBias;
   if (biased >= kField) return overflow();
   return uint16_t(sign | biased << kFrac | unsigned(n - (u128(1) << kFrac)));
+}
+
+// The value of a word of that format (NaN, infinities, subnormals).
+template <int kFrac>
+double value16(uint16_t h) {
+  constexpr int kField = (1 << (15 - kFrac)) - 1, kBias = kField / 2;
+  const int field = h >> kFrac & kField, frac = h & ((1 << kFrac) - 1);
+  double v = field == kField ? (frac ? std::numeric_limits<double>::quiet_NaN() : INFINITY)
+             : field == 0    ? std::ldexp(frac, 1 - kBias - kFrac)
+                             : std::ldexp((1 << kFrac) + frac, field - kBias - kFrac);
+  return h & 0x8000 ? -v : v;
+}
+
+// A finite word of that format as (-1)^neg * m * 2^e (m < 2^(kFrac+1)).
+template <int kFrac>
+void parts16(uint16_t h, bool& neg, uint64_t& m, int& e) {
+  constexpr int kField = (1 << (15 - kFrac)) - 1, kBias = kField / 2;
+  const int field = h >> kFrac & kField;
+  neg = h & 0x8000;
+  m = field ? (1u << kFrac) + (h & ((1u << kFrac) - 1)) : h & ((1u << kFrac) - 1);
+  e = field ? field - kBias - kFrac : 1 - kBias - kFrac;
+}
+
+// A double rounded to that format (specials kept; a NaN is 0x7FFF).
+template <int kFrac>
+uint16_t from_double16(double d, Mode mode) {
+  constexpr uint16_t kInf = uint16_t(((1 << (15 - kFrac)) - 1) << kFrac);
+  if (std::isnan(d)) return 0x7FFF;
+  if (std::isinf(d)) return d < 0 ? uint16_t(0x8000 | kInf) : kInf;
+  if (d == 0) return std::signbit(d) ? 0x8000 : 0;
+  int e;
+  double frac = std::frexp(std::fabs(d), &e);
+  return ref_round16<kFrac>(d < 0, u128(uint64_t(std::ldexp(frac, 53))), e - 53, mode);
+}
+
+// An integer rounded to that format.
+template <int kFrac, typename Int>
+uint16_t from_int16(Int v, Mode mode) {
+  const bool neg = v < 0;
+  const u128 m = neg ? u128(-(__int128)v) : u128(v);
+  return ref_round16<kFrac>(neg, m, 0, mode);
+}
+
+// A word of that format to an integer type, rounded by `mode`, saturated, a
+// NaN giving 0.
+template <int kFrac, typename Int>
+Int to_int16(uint16_t h, Mode mode) {
+  double v = value16<kFrac>(h);
+  if (std::isnan(v)) return 0;
+  v = mode == kNearest ? std::nearbyint(v) : mode == kTowardZero ? std::trunc(v) : mode == kDown ? std::floor(v)
+                                                                                              : std::ceil(v);
+  if (v <= double(std::numeric_limits<Int>::min())) return std::numeric_limits<Int>::min();
+  if (v >= double(std::numeric_limits<Int>::max())) return std::numeric_limits<Int>::max();
+  return Int(v);
 }
 
 }  // namespace qgpu::test
