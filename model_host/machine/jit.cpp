@@ -1,6 +1,7 @@
 // The interpreter's block compiler (jit.h).
 #include "model_host/machine/jit.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #if QGPU_HAVE_JIT
@@ -175,10 +177,21 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       if (d) B.CreateMaskedStore(val[r], regptr(r), Align(4), active);
     dirty.clear();
   };
-  auto env_field = [&](size_t off) -> Value* {
-    Value* p = B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, off);
-    return B.CreateVectorSplat(N, B.CreateAlignedLoad(i32, p, Align(4)));
+  // A field of Env, loaded once at the function's entry: the compiled code
+  // reads the CTA's windows, warp, clock and rounding flag, which nothing
+  // changes while the block runs (the interpreter's calls change only
+  // npending), so each is one load however many instructions use it.
+  Instruction* entry_pt = cast<Instruction>(B.CreateTrunc(mask64, i32));
+  std::map<size_t, Value*> fields;
+  auto field = [&](size_t off, Type* t) -> Value* {
+    auto it = fields.find(off);
+    if (it != fields.end()) return it->second;
+    IRBuilder<> E(entry_pt);
+    Value* v = E.CreateAlignedLoad(t, E.CreateConstInBoundsGEP1_64(E.getInt8Ty(), env, off), Align(4));
+    fields[off] = v;
+    return v;
   };
+  auto env_field = [&](size_t off) -> Value* { return B.CreateVectorSplat(N, field(off, i32)); };
   auto bool32 = [&](Value* c) { return B.CreateZExt(c, V); };
   // f32 bit patterns over the lanes: .ftz's flush (a subnormal keeps its
   // sign only), the NaN test, and a NaN made the canonical one.
@@ -252,8 +265,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     dirty[dst] = true;
   };
   auto win_field = [&](Space sp, size_t off, Type* t) {
-    const size_t w = offsetof(Env, win) + sizeof(Env::Window) * size_t(sp);
-    return B.CreateAlignedLoad(t, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, w + off), Align(4));
+    return field(offsetof(Env, win) + sizeof(Env::Window) * size_t(sp) + off, t);
   };
   // An access of `bytes` at `addr` in window `sp` (the interpreter's
   // warp_offsets check): each lane's offset in the window, and `slow`, true
@@ -283,6 +295,102 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     std::vector<Constant*> lanes;
     for (uint32_t l = 0; l < N; ++l) lanes.push_back(B.getInt64(l));
     return B.CreateAdd(off64, B.CreateMul(ConstantVector::get(lanes), stride));
+  };
+  // Load groups: 4-byte loads of a global, shared or param window at one
+  // register plus immediates that agree modulo 4, the register unchanged
+  // between them (an unrolled loop's loads of one row or column).  Their
+  // range and alignment test is one, at the first: the lanes' offsets at
+  // the least immediate in range for an access reaching the greatest.  So
+  // is the row or span classification, which adding a constant to every
+  // lane leaves unchanged.  A member whose group passes loads without a
+  // test of its own; otherwise it takes the single load's path below.
+  struct Group {
+    Space sp;
+    uint32_t reg;
+    int64_t lo = 0, hi = 0;  // the least and greatest immediate (as signed)
+    uint32_t members = 0;
+    Value *ok = nullptr, *cls = nullptr, *off = nullptr, *off0 = nullptr, *least = nullptr, *idx = nullptr;
+  };
+  std::vector<Group> groups;
+  std::vector<int> group_of(n, -1);
+  std::vector<int64_t> imm_of(n, 0);
+  {
+    std::map<uint32_t, uint32_t> version;
+    std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, int> open;
+    for (uint32_t k = 0; k < n; ++k) {
+      const Instr& in = blk.instrs[k];
+      if (op_info(in.op).kind == OpKind::Load && in.bytes == 4 &&
+          (in.space == Space::Global || in.space == Space::Shared || in.space == Space::Param) &&
+          in.a.imm != in.b.imm) {
+        const uint32_t reg = in.a.imm ? in.b.v : in.a.v;
+        const uint32_t k32 = in.a.imm ? in.a.v : in.b.v;
+        const int64_t imm = int64_t(int32_t(k32));
+        auto [it, fresh] = open.try_emplace({int(in.space), reg, version[reg], k32 & 3u}, int(groups.size()));
+        if (fresh) groups.push_back(Group{in.space, reg, imm, imm});
+        Group& g = groups[size_t(it->second)];
+        g.lo = std::min(g.lo, imm);
+        g.hi = std::max(g.hi, imm);
+        g.members++;
+        group_of[k] = it->second;
+        imm_of[k] = imm;
+      }
+      if (in.writes_reg()) version[in.dst]++;
+    }
+    for (uint32_t k = 0; k < n; ++k)
+      if (group_of[k] >= 0 && groups[size_t(group_of[k])].members < 2) group_of[k] = -1;
+  }
+  // The group's test and classification, at its first member (on the
+  // block's straight path, so every later member sees them): `ok`, and
+  // `cls` 0 a coalesced row, 1 a span (permute), 2 a gather.
+  auto group_head = [&](Group& g) {
+    Value* size = win_field(g.sp, offsetof(Env::Window, size), i64);
+    Value* sub = win_field(g.sp, offsetof(Env::Window, sub), i32);
+    Value* fast = win_field(g.sp, offsetof(Env::Window, fast), i32);
+    const uint64_t ext = uint64_t(g.hi - g.lo);
+    Value* addr = B.CreateAdd(get(Operand::reg(g.reg)), splat(uint32_t(g.lo)));
+    Value* off = B.CreateSub(addr, B.CreateVectorSplat(N, sub));
+    Value* big = B.CreateICmpUGE(size, B.getInt64(4 + ext));
+    Value* lim64 = B.CreateSub(size, B.getInt64(4 + ext));
+    Value* lim = B.CreateTrunc(B.CreateSelect(B.CreateICmpUGT(lim64, B.getInt64(0xffffffffu)),
+                                              B.getInt64(0xffffffffu), lim64),
+                               i32);
+    Value* bad = B.CreateOr(B.CreateICmpUGT(off, B.CreateVectorSplat(N, lim)),
+                            B.CreateICmpNE(B.CreateAnd(addr, splat(3)), splat(0)));
+    bad = B.CreateOrReduce(B.CreateAnd(bad, active));
+    g.ok = B.CreateAnd(B.CreateAnd(big, B.CreateNot(bad)), B.CreateICmpNE(fast, B.getInt32(0)));
+    g.off = off;
+    std::vector<Constant*> row;
+    for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
+    g.off0 = B.CreateExtractElement(off, uint64_t(0));
+    Value* is_row = B.CreateAnd(
+        B.CreateAndReduce(B.CreateICmpEQ(off, B.CreateAdd(B.CreateVectorSplat(N, g.off0), ConstantVector::get(row)))),
+        B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
+    Value* cls = B.CreateSelect(is_row, B.getInt32(0), B.getInt32(2));
+    if (permute) {
+      g.least = B.CreateUnaryIntrinsic(Intrinsic::vector_reduce_umin, B.CreateSelect(active, off, splat(~0u)));
+      Value* rel = B.CreateSub(off, B.CreateVectorSplat(N, g.least));
+      Value* inside = B.CreateAndReduce(B.CreateOr(B.CreateICmpULE(rel, splat(4 * N - 4)), B.CreateNot(active)));
+      Value* room = B.CreateAnd(B.CreateICmpUGE(size, B.getInt64(4 * N + ext)),
+                                B.CreateICmpULE(B.CreateAdd(B.CreateZExt(g.least, i64), B.getInt64(ext)),
+                                                B.CreateSub(size, B.getInt64(4 * N))));
+      g.idx = B.CreateLShr(rel, splat(2));
+      cls = B.CreateSelect(is_row, B.getInt32(0), B.CreateSelect(B.CreateAnd(inside, room), B.getInt32(1), B.getInt32(2)));
+    }
+    g.cls = cls;
+  };
+  // Two 16-word loads from `at` and each lane's word picked by `idx` (its
+  // word's number from `at`, below 32): the span path.
+  auto span_load = [&](Value* at, Value* idx) -> Value* {
+    auto* V16 = FixedVectorType::get(i32, 16);
+    Value* w0 = B.CreateAlignedLoad(V16, at, Align(4));
+    Value* w1 = B.CreateAlignedLoad(V16, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), at, 64), Align(4));
+    Function* perm = Intrinsic::getDeclaration(mod.get(), Intrinsic::x86_avx512_vpermi2var_d_512);
+    std::vector<int> half0, half1, both;
+    for (int l = 0; l < 16; ++l) half0.push_back(l), half1.push_back(16 + l);
+    for (int l = 0; l < 32; ++l) both.push_back(l);
+    Value* p0 = B.CreateCall(perm, {w0, B.CreateShuffleVector(idx, half0), w1});
+    Value* p1 = B.CreateCall(perm, {w0, B.CreateShuffleVector(idx, half1), w1});
+    return B.CreateShuffleVector(p0, p1, both);
   };
   for (uint32_t k = 0; k < n; ++k) {
     const Instr& in = blk.instrs[k];
@@ -446,8 +554,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       // Round to nearest without .ftz or .sat while the host rounds to
       // nearest (float_eval.cpp's inline case): the host's IEEE operation,
       // a NaN made canonical; else the interpreter's.
-      Value* hn = B.CreateAlignedLoad(
-          i32, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, offsetof(Env, host_nearest)), Align(4));
+      Value* hn = field(offsetof(Env, host_nearest), i32);
       BasicBlock* fastb = BasicBlock::Create(C, "f.fast", F);
       BasicBlock* slowb = BasicBlock::Create(C, "f.slow", F);
       BasicBlock* merge = BasicBlock::Create(C, "f.done", F);
@@ -625,6 +732,55 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       continue;
     }
     if (info.kind == OpKind::Load && int(in.space) < 4) {
+      BasicBlock* merge = BasicBlock::Create(C, "ld.done", F);
+      // A member of a load group whose test passed: its row, span or gather
+      // at its immediate's distance from the group's least.
+      Value* gval = nullptr;
+      BasicBlock* gfrom = nullptr;
+      if (group_of[k] >= 0) {
+        Group& g = groups[size_t(group_of[k])];
+        if (!g.ok) group_head(g);
+        const uint32_t d = uint32_t(imm_of[k] - g.lo);
+        Value* base = win_field(in.space, offsetof(Env::Window, base), ptr);
+        BasicBlock* gb = BasicBlock::Create(C, "ldg", F);
+        BasicBlock* own = BasicBlock::Create(C, "ldg.own", F);
+        B.CreateCondBr(g.ok, gb, own, MDBuilder(C).createBranchWeights(1 << 20, 1));
+        B.SetInsertPoint(gb);
+        BasicBlock* rowb = BasicBlock::Create(C, "ldg.row", F);
+        BasicBlock* spanb = BasicBlock::Create(C, "ldg.span", F);
+        BasicBlock* gatherb = BasicBlock::Create(C, "ldg.gather", F);
+        BasicBlock* joinb = BasicBlock::Create(C, "ldg.join", F);
+        SwitchInst* sw = B.CreateSwitch(g.cls, gatherb, 2);
+        sw->addCase(B.getInt32(0), rowb);
+        if (permute) sw->addCase(B.getInt32(1), spanb);
+        B.SetInsertPoint(rowb);
+        Value* at0 = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(B.CreateAdd(g.off0, B.getInt32(d)), i64));
+        Value* rv = B.CreateAlignedLoad(V, at0, Align(4));
+        B.CreateBr(joinb);
+        Value* sv = nullptr;
+        B.SetInsertPoint(spanb);
+        if (permute) {
+          Value* at = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(B.CreateAdd(g.least, B.getInt32(d)), i64));
+          sv = span_load(at, g.idx);
+          B.CreateBr(joinb);
+        } else {
+          B.CreateUnreachable();
+        }
+        B.SetInsertPoint(gatherb);
+        Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(B.CreateAdd(g.off, splat(d)), V64));
+        Value* gv = B.CreateMaskedGather(V, ptrs, Align(4), active, Constant::getNullValue(V));
+        B.CreateBr(joinb);
+        B.SetInsertPoint(joinb);
+        PHINode* gp = B.CreatePHI(V, 3);
+        gp->addIncoming(rv, rowb);
+        if (permute) gp->addIncoming(sv, spanb);
+        gp->addIncoming(gv, gatherb);
+        if (!permute) spanb->eraseFromParent();
+        gval = gp;
+        gfrom = joinb;
+        B.CreateBr(merge);
+        B.SetInsertPoint(own);
+      }
       // In range and aligned over the active lanes (the interpreter's
       // warp_offsets): a gather; else the interpreter's own load.
       const Access ac = access(in.space, B.CreateAdd(get(in.a), get(in.b)), in.bytes);
@@ -633,7 +789,6 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* any = ac.slow;
       BasicBlock* fastb = BasicBlock::Create(C, "ld.fast", F);
       BasicBlock* slowb = BasicBlock::Create(C, "ld.slow", F);
-      BasicBlock* merge = BasicBlock::Create(C, "ld.done", F);
       B.CreateCondBr(any, slowb, fastb, MDBuilder(C).createBranchWeights(1, 1 << 20));
       B.SetInsertPoint(fastb);
       Value* off64 = lane_offsets(in.space, off);
@@ -672,19 +827,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
                                     B.CreateICmpULE(lo, B.CreateSub(size, B.getInt32(4 * N))));
           B.CreateCondBr(B.CreateAnd(inside, room), spanb, gatherb);
           B.SetInsertPoint(spanb);
-          auto* V16 = FixedVectorType::get(i32, 16);
-          Value* at = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(lo, i64));
-          Value* w0 = B.CreateAlignedLoad(V16, at, Align(4));
-          Value* w1 = B.CreateAlignedLoad(V16, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), at, 64), Align(4));
-          Value* idx = B.CreateLShr(rel, splat(2));
-          Function* perm = Intrinsic::getDeclaration(mod.get(), Intrinsic::x86_avx512_vpermi2var_d_512);
-          std::vector<int> half0, half1;
-          for (int l = 0; l < 16; ++l) half0.push_back(l), half1.push_back(16 + l);
-          Value* p0 = B.CreateCall(perm, {w0, B.CreateShuffleVector(idx, half0), w1});
-          Value* p1 = B.CreateCall(perm, {w0, B.CreateShuffleVector(idx, half1), w1});
-          std::vector<int> both;
-          for (int l = 0; l < 32; ++l) both.push_back(l);
-          sv = B.CreateShuffleVector(p0, p1, both);
+          sv = span_load(B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(lo, i64)), B.CreateLShr(rel, splat(2)));
           B.CreateBr(joinb);
         }
         B.SetInsertPoint(gatherb);
@@ -710,6 +853,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       B.SetInsertPoint(slowb);
       const auto slow = interpreted(k, in.dst, merge, true);
       join(in.dst, merge, g, from_fast, slow);
+      if (gval) cast<PHINode>(val[in.dst])->addIncoming(gval, gfrom);
       continue;
     }
     // Through the interpreter: the registers it reads are written back

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "model_host/launch/errors.h"
 #include "model_host/lower/lower.h"
@@ -304,6 +305,163 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
         EXPECT_EQ(got(t, 3), 0x01000193u * (s2 / 4) + 7) << "pattern " << k << " lane " << l;
       }
     }
+}
+
+// Groups of loads at one register plus immediates (jit.cpp: one range test
+// and one row/span classification for the group): every lane pattern of
+// LoadSpansMatchTheInterpreter at immediates from -256 to +252, in global
+// and shared memory, under a full and a partial mask, with the register
+// rewritten inside a run of loads and an immediate first operand; and a
+// group that runs past the window's end or starts misaligned faults where
+// the interpreter does.
+TEST(Jit, LoadGroupsMatchTheInterpreter) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  Params p = cuda_params(1u << 20);
+  constexpr uint32_t kPatterns = 10, kShared = 2048;
+  const uint32_t data = 64 * 1024, mem_bytes = 80 * 1024;  // the table, the output, the data words
+  const uint32_t gstart = data + 1024, sstart = 512;
+  const std::vector<uint32_t> imms = {0xFFFFFF00u, 0, 4, 12, 64, 132, 252};  // -256 first
+  std::mt19937 rng(7);
+  std::vector<uint32_t> perm(32);
+  for (uint32_t l = 0; l < 32; ++l) perm[l] = l;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  auto offset = [&](uint32_t k, uint32_t l, uint32_t start) -> uint32_t {
+    switch (k) {
+      case 0: return start + 4 * l;                                   // a row
+      case 1: return start + 40;                                      // one word for all
+      case 2: return start + 4 * (l % 16);                            // a half row twice
+      case 3: return start + 64 * (l / 16) + 8;                       // two words, one per half
+      case 4: return start + 4 * (31 - l);                            // a row backwards
+      case 5: return start + 4 * perm[l];                             // a permutation of the span
+      case 6: return start + 4 * l + (l == 31 ? 4 : 0);               // 132 bytes
+      case 7: return start + 20 * l;                                  // strided
+      case 8: return start + 4 * (uint32_t(l * 2654435761u) >> 27);   // repeats inside the span
+      default: return start + 124 - 4 * (l % 3);                      // the span's last words
+    }
+  };
+  const uint32_t out = 8 * 1024;  // 128 bytes a thread
+  auto mem_op = [&](Block& b, Op op, Space sp, uint32_t d, Operand a, Operand off, Operand v = K(0)) {
+    Instr* in = ins(b, op, d, a, off, v);
+    in->space = sp;
+  };
+  auto shared_word = [](uint32_t byte) { return 0x01000193u * (byte / 4) + 7; };
+  auto global_word = [](uint32_t byte) { return 0x9e3779b9u * byte + 17; };
+  // Block 0: the thread's table entry (its global and shared base), its
+  // output, and shared memory filled.
+  auto prologue = [&](Block& b0) {
+    ins(b0, Op::LANE, 1, K(0));
+    ins(b0, Op::CTA, 2, K(0));
+    ins(b0, Op::MUL, 3, R(2), K(32));
+    ins(b0, Op::ADD, 3, R(3), R(1));
+    ins(b0, Op::MUL, 4, R(3), K(16));
+    ins(b0, Op::ADD, 4, R(4), K(p.global_base));
+    ins(b0, Op::MUL, 5, R(3), K(128));
+    ins(b0, Op::ADD, 5, R(5), K(p.global_base + out));
+    mem_op(b0, Op::LD, Space::Global, 6, R(4), K(0));
+    mem_op(b0, Op::LD, Space::Global, 7, R(4), K(4));
+    ins(b0, Op::MUL, 10, R(1), K(4));
+    ins(b0, Op::MUL, 11, R(1), K(0x01000193u));
+    for (uint32_t j = 0; j < kShared / 128; ++j) {
+      ins(b0, Op::ADD, 12, R(11), K(0x01000193u * 32 * j + 7));
+      mem_op(b0, Op::ST, Space::Shared, 0, R(10), K(128 * j), R(12));
+    }
+    b0.term = {Term::BAR, 0, 1, 0, 0};
+  };
+  launch::GlobalMemory mem;
+  mem.base = p.global_base;
+  mem.bytes.assign(mem_bytes, 0);
+  auto word = [&](uint32_t byte, uint32_t v) { std::memcpy(&mem.bytes[byte], &v, 4); };
+  for (uint32_t b = data; b < mem_bytes; b += 4) word(b, global_word(b));
+  for (uint32_t k = 0; k < kPatterns; ++k)
+    for (uint32_t l = 0; l < 32; ++l) {
+      word((k * 32 + l) * 16 + 0, p.global_base + offset(k, l, gstart));
+      word((k * 32 + l) * 16 + 4, offset(k, l, sstart));
+    }
+  {
+    // Block 1, every lane: the groups, each value stored; a run where the
+    // register changes in the middle; then lanes l % 4 == 1 go to block 2.
+    Block b0, b1, b2, b3;
+    prologue(b0);
+    uint32_t r = 20, slot = 0;
+    std::vector<std::pair<uint32_t, uint32_t>> stored;  // (register, output slot)
+    for (uint32_t j = 0; j < imms.size(); ++j) {
+      mem_op(b1, Op::LD, Space::Global, r, R(6), K(imms[j]));
+      stored.push_back({r++, slot++});
+      if (j == 3)
+        mem_op(b1, Op::LD, Space::Shared, r, K(imms[j]), R(7));  // the immediate first
+      else
+        mem_op(b1, Op::LD, Space::Shared, r, R(7), K(imms[j]));
+      stored.push_back({r++, slot++});
+    }
+    for (auto [reg, at] : stored) mem_op(b1, Op::ST, Space::Global, 0, R(5), K(4 * at), R(reg));
+    ins(b1, Op::AND, 15, R(1), K(3));
+    ins(b1, Op::SEQ, 15, R(15), K(1));
+    b1.term = {Term::BR, 15, 2, 3, 0};
+    // Block 2, a quarter of the lanes: a group, the register moved by 4,
+    // the same immediates again (a second group).
+    mem_op(b2, Op::LD, Space::Shared, 40, R(7), K(8));
+    mem_op(b2, Op::LD, Space::Shared, 41, R(7), K(0xFFFFFFF8u));
+    ins(b2, Op::ADD, 7, R(7), K(4));
+    mem_op(b2, Op::LD, Space::Shared, 42, R(7), K(8));
+    mem_op(b2, Op::LD, Space::Shared, 43, R(7), K(0xFFFFFFF8u));
+    for (uint32_t j = 0; j < 4; ++j) mem_op(b2, Op::ST, Space::Global, 0, R(5), K(4 * (slot + j)), R(40 + j));
+    b2.term = {Term::JMP, 0, 3, 0, 0};
+    b3.term = {Term::EXIT, 0, 0, 0, 0};
+    Program prog;
+    prog.kernel = "load_groups";
+    prog.threads = 32;
+    prog.ctas = kPatterns;
+    prog.shared_bytes = kShared;
+    prog.blocks = {b0, b1, b2, b3};
+    const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
+    ASSERT_EQ(o.fault.error, 0) << o.fault.message;
+    auto got = [&](uint32_t t, uint32_t j) {
+      uint32_t v;
+      std::memcpy(&v, &o.mem.bytes[out + 128 * t + 4 * j], 4);
+      return v;
+    };
+    for (uint32_t k = 0; k < kPatterns; ++k)
+      for (uint32_t l = 0; l < 32; ++l) {
+        const uint32_t t = k * 32 + l, g = offset(k, l, gstart), sh = offset(k, l, sstart);
+        for (uint32_t j = 0; j < imms.size(); ++j) {
+          EXPECT_EQ(got(t, 2 * j), global_word(g + imms[j])) << "pattern " << k << " lane " << l << " imm " << j;
+          EXPECT_EQ(got(t, 2 * j + 1), shared_word(sh + imms[j])) << "pattern " << k << " lane " << l << " imm " << j;
+        }
+        if (l % 4 == 1) {
+          EXPECT_EQ(got(t, slot + 0), shared_word(sh + 8)) << "pattern " << k << " lane " << l;
+          EXPECT_EQ(got(t, slot + 1), shared_word(sh - 8)) << "pattern " << k << " lane " << l;
+          EXPECT_EQ(got(t, slot + 2), shared_word(sh + 12)) << "pattern " << k << " lane " << l;
+          EXPECT_EQ(got(t, slot + 3), shared_word(sh - 4)) << "pattern " << k << " lane " << l;
+        }
+      }
+  }
+  // Faults: a group whose last member runs past the window's end (the
+  // earlier members in range), and one whose register is misaligned.
+  for (const auto& [what, gbase, sbase] : {std::tuple<const char*, uint32_t, uint32_t>{"past the end", mem_bytes - 16, 0},
+                                           {"past the shared end", gstart, kShared - 16},
+                                           {"misaligned", gstart + 2, 0}}) {
+    launch::GlobalMemory m2 = mem;
+    auto w2 = [&](uint32_t byte, uint32_t v) { std::memcpy(&m2.bytes[byte], &v, 4); };
+    for (uint32_t l = 0; l < 32; ++l) {
+      w2(l * 16 + 0, p.global_base + gbase);
+      w2(l * 16 + 4, sbase);
+    }
+    Block b0, b1, b2;
+    prologue(b0);
+    for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::LD, Space::Global, 20 + j, R(6), K(4 * j + 4));
+    for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::LD, Space::Shared, 24 + j, R(7), K(4 * j + 4));
+    for (uint32_t j = 0; j < 8; ++j) mem_op(b1, Op::ST, Space::Global, 0, R(5), K(4 * j), R(20 + j));
+    b1.term = {Term::JMP, 0, 2, 0, 0};
+    b2.term = {Term::EXIT, 0, 0, 0, 0};
+    Program prog;
+    prog.kernel = "load_group_fault";
+    prog.threads = 32;
+    prog.ctas = 1;
+    prog.shared_bytes = kShared;
+    prog.blocks = {b0, b1, b2};
+    const Outcome o = same_both_ways(prog, p, {}, m2, std::string("load group ") + what);
+    EXPECT_NE(o.fault.error, 0) << what;
+  }
 }
 
 std::string jit_kernels() {
