@@ -655,7 +655,7 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
         uint64_t m = mask;
         for (;;) {
           if (fn && !exec_jit(w, *bp, m, fn)) return false;
-          exec_terminator(w, *bp, m);
+          exec_terminator(w, *bp, m, fn ? &jit_env_.cond_bits : nullptr);
           stats_.steps++;
           if (!chain_ || finished_ || stats_.steps > chain_limit_ || stats_.steps % kCancelSteps == 0) return true;
           m = wmask_[w];
@@ -1197,7 +1197,8 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
 // The terminator: each lane's next block (pc_) and barrier wait; when every
 // live lane of the warp ran the block, its next block and lanes follow from
 // the terminator alone, else refresh() finds them.
-[[gnu::always_inline]] inline void Interpreter::exec_terminator(uint32_t w, const Block& blk, uint64_t mask) {
+[[gnu::always_inline]] inline void Interpreter::exec_terminator(uint32_t w, const Block& blk, uint64_t mask,
+                                                                 const uint32_t* cond_bits) {
   const uint32_t L = p_.lanes;
   const size_t t0 = size_t(w) * L;
   const uint32_t* W = regs_.data() + size_t(w) * nregs_ * L;
@@ -1228,7 +1229,12 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
           on = _mm_cmpeq_epi32(_mm_and_si128(nib, bits), bits);
         }
         if constexpr (kind == Term::BR) {
-          const __m128i c = _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cond + i)), zero);  // false
+          // The lanes whose condition is false: from the compiled block's
+          // bits where it ran (the register's lanes may still be in its
+          // masked stores), else from the register.
+          const __m128i c =
+              cond_bits ? _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(int((*cond_bits >> i) & 15)), bits), zero)
+                        : _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cond + i)), zero);
           nv = _mm_or_si128(_mm_and_si128(c, fv), _mm_andnot_si128(c, tv));
           const __m128i t = full ? c : _mm_or_si128(c, _mm_xor_si128(on, _mm_cmpeq_epi32(zero, zero)));
           taken |= uint64_t(~_mm_movemask_ps(_mm_castsi128_ps(t)) & 15) << i;  // on and not false

@@ -161,7 +161,9 @@ class Interpreter {
   static void set_window(jit::Env::Window& e, const Window& win);
   static int jit_instr(jit::Env* env, uint32_t index, uint64_t mask);
   static void jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t* vals, uint64_t mask, uint32_t bytes);
-  void exec_terminator(uint32_t w, const Block& blk, uint64_t mask);
+  // cond_bits: a BR's condition as one bit per lane (jit::Env::cond_bits),
+  // when the compiled block computed it; else read from the register.
+  void exec_terminator(uint32_t w, const Block& blk, uint64_t mask, const uint32_t* cond_bits = nullptr);
 
   const Program& prog_;
   Params p_;

@@ -25,6 +25,8 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
 #endif
 
 namespace qgpu::machine::jit {
@@ -84,6 +86,8 @@ std::string key_of(const Block& blk) {
       put(in.src(s).v);
     }
   }
+  // A BR's condition register: the compiled code reports its lanes as bits.
+  put(blk.term.kind == Term::BR ? blk.term.cond + 1 : 0);
   return k;
 }
 
@@ -310,6 +314,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     int64_t lo = 0, hi = 0;  // the least and greatest immediate (as signed)
     uint32_t members = 0;
     Value *ok = nullptr, *cls = nullptr, *off = nullptr, *off0 = nullptr, *least = nullptr, *idx = nullptr;
+    Value *hlo0 = nullptr, *hlo1 = nullptr, *hidx0 = nullptr, *hidx1 = nullptr;
   };
   std::vector<Group> groups;
   std::vector<int> group_of(n, -1);
@@ -339,6 +344,60 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     for (uint32_t k = 0; k < n; ++k)
       if (group_of[k] >= 0 && groups[size_t(group_of[k])].members < 2) group_of[k] = -1;
   }
+  // The half-warps' spans: each half's active lanes' words among the 32
+  // from that half's least active offset, both halves with active lanes and
+  // both spans (reaching `ext` bytes further) inside the window of `size`
+  // bytes: a tile's rows read by 16-lane rows, which a single span misses.
+  struct Halves {
+    Value *ok, *lo0, *lo1, *idx0, *idx1;
+  };
+  auto halves = [&](Value* off, Value* size, uint64_t ext) {
+    std::vector<int> h0, h1;
+    for (int l = 0; l < 16; ++l) h0.push_back(l), h1.push_back(16 + l);
+    Halves h{};
+    Value* ok = B.CreateICmpUGE(size, B.getInt64(4 * N + ext));
+    Value* los[2];
+    Value* idxs[2];
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<int>& hk = k ? h1 : h0;
+      Value* o = B.CreateShuffleVector(off, hk);
+      Value* a = B.CreateShuffleVector(active, hk);
+      Value* lo = B.CreateUnaryIntrinsic(Intrinsic::vector_reduce_umin,
+                                         B.CreateSelect(a, o, ConstantVector::getSplat(ElementCount::getFixed(16),
+                                                                                       B.getInt32(~0u))));
+      Value* rel = B.CreateSub(o, B.CreateVectorSplat(16, lo));
+      Value* inside = B.CreateAndReduce(
+          B.CreateOr(B.CreateICmpULE(rel, ConstantVector::getSplat(ElementCount::getFixed(16), B.getInt32(4 * N - 4))),
+                     B.CreateNot(a)));
+      Value* room = B.CreateICmpULE(B.CreateAdd(B.CreateZExt(lo, i64), B.getInt64(ext)),
+                                    B.CreateSub(size, B.getInt64(4 * N)));
+      ok = B.CreateAnd(ok, B.CreateAnd(B.CreateOrReduce(a), B.CreateAnd(inside, room)));
+      los[k] = lo;
+      idxs[k] = B.CreateLShr(rel, ConstantVector::getSplat(ElementCount::getFixed(16), B.getInt32(2)));
+    }
+    h.ok = ok;
+    h.lo0 = los[0];
+    h.lo1 = los[1];
+    h.idx0 = idxs[0];
+    h.idx1 = idxs[1];
+    return h;
+  };
+  // Four 64-byte loads, two at each half's least offset plus `d`, and each
+  // half's lanes' words picked by its own permute.
+  auto halves_load = [&](Value* base, const Halves& h, uint32_t d) -> Value* {
+    auto* V16 = FixedVectorType::get(i32, 16);
+    Function* perm = Intrinsic::getDeclaration(mod.get(), Intrinsic::x86_avx512_vpermi2var_d_512);
+    Value* p[2];
+    for (int k = 0; k < 2; ++k) {
+      Value* at = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(B.CreateAdd(k ? h.lo1 : h.lo0, B.getInt32(d)), i64));
+      Value* w0 = B.CreateAlignedLoad(V16, at, Align(4));
+      Value* w1 = B.CreateAlignedLoad(V16, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), at, 64), Align(4));
+      p[k] = B.CreateCall(perm, {w0, k ? h.idx1 : h.idx0, w1});
+    }
+    std::vector<int> both;
+    for (int l = 0; l < 32; ++l) both.push_back(l);
+    return B.CreateShuffleVector(p[0], p[1], both);
+  };
   // The group's test and classification, at its first member (on the
   // block's straight path, so every later member sees them): `ok`, and
   // `cls` 0 a coalesced row, 1 a span (permute), 2 a gather.
@@ -365,7 +424,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     Value* is_row = B.CreateAnd(
         B.CreateAndReduce(B.CreateICmpEQ(off, B.CreateAdd(B.CreateVectorSplat(N, g.off0), ConstantVector::get(row)))),
         B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
-    Value* cls = B.CreateSelect(is_row, B.getInt32(0), B.getInt32(2));
+    Value* cls = B.CreateSelect(is_row, B.getInt32(0), B.getInt32(2));  // 3: the half-warps' spans
     if (permute) {
       g.least = B.CreateUnaryIntrinsic(Intrinsic::vector_reduce_umin, B.CreateSelect(active, off, splat(~0u)));
       Value* rel = B.CreateSub(off, B.CreateVectorSplat(N, g.least));
@@ -374,7 +433,11 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
                                 B.CreateICmpULE(B.CreateAdd(B.CreateZExt(g.least, i64), B.getInt64(ext)),
                                                 B.CreateSub(size, B.getInt64(4 * N))));
       g.idx = B.CreateLShr(rel, splat(2));
-      cls = B.CreateSelect(is_row, B.getInt32(0), B.CreateSelect(B.CreateAnd(inside, room), B.getInt32(1), B.getInt32(2)));
+      const Halves h = halves(off, size, ext);
+      g.hlo0 = h.lo0, g.hlo1 = h.lo1, g.hidx0 = h.idx0, g.hidx1 = h.idx1;
+      cls = B.CreateSelect(
+          is_row, B.getInt32(0),
+          B.CreateSelect(B.CreateAnd(inside, room), B.getInt32(1), B.CreateSelect(h.ok, B.getInt32(3), B.getInt32(2))));
     }
     g.cls = cls;
   };
@@ -750,9 +813,11 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         BasicBlock* spanb = BasicBlock::Create(C, "ldg.span", F);
         BasicBlock* gatherb = BasicBlock::Create(C, "ldg.gather", F);
         BasicBlock* joinb = BasicBlock::Create(C, "ldg.join", F);
-        SwitchInst* sw = B.CreateSwitch(g.cls, gatherb, 2);
+        BasicBlock* halfb = BasicBlock::Create(C, "ldg.halves", F);
+        SwitchInst* sw = B.CreateSwitch(g.cls, gatherb, 3);
         sw->addCase(B.getInt32(0), rowb);
         if (permute) sw->addCase(B.getInt32(1), spanb);
+        if (permute) sw->addCase(B.getInt32(3), halfb);
         B.SetInsertPoint(rowb);
         Value* at0 = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(B.CreateAdd(g.off0, B.getInt32(d)), i64));
         Value* rv = B.CreateAlignedLoad(V, at0, Align(4));
@@ -766,16 +831,25 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         } else {
           B.CreateUnreachable();
         }
+        Value* hv = nullptr;
+        B.SetInsertPoint(halfb);
+        if (permute) {
+          hv = halves_load(base, Halves{nullptr, g.hlo0, g.hlo1, g.hidx0, g.hidx1}, d);
+          B.CreateBr(joinb);
+        } else {
+          B.CreateUnreachable();
+        }
         B.SetInsertPoint(gatherb);
         Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(B.CreateAdd(g.off, splat(d)), V64));
         Value* gv = B.CreateMaskedGather(V, ptrs, Align(4), active, Constant::getNullValue(V));
         B.CreateBr(joinb);
         B.SetInsertPoint(joinb);
-        PHINode* gp = B.CreatePHI(V, 3);
+        PHINode* gp = B.CreatePHI(V, 4);
         gp->addIncoming(rv, rowb);
         if (permute) gp->addIncoming(sv, spanb);
+        if (permute) gp->addIncoming(hv, halfb);
         gp->addIncoming(gv, gatherb);
-        if (!permute) spanb->eraseFromParent();
+        if (!permute) spanb->eraseFromParent(), halfb->eraseFromParent();
         gval = gp;
         gfrom = joinb;
         B.CreateBr(merge);
@@ -806,6 +880,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         BasicBlock* rowb = BasicBlock::Create(C, "ld.row", F);
         BasicBlock* spanq = BasicBlock::Create(C, "ld.span?", F);
         BasicBlock* spanb = BasicBlock::Create(C, "ld.span", F);
+        BasicBlock* halfq = BasicBlock::Create(C, "ld.halves?", F);
+        BasicBlock* halfb = BasicBlock::Create(C, "ld.halves", F);
         BasicBlock* gatherb = BasicBlock::Create(C, "ld.gather", F);
         BasicBlock* joinb = BasicBlock::Create(C, "ld.join", F);
         B.CreateCondBr(is_row, rowb, permute ? spanq : gatherb);
@@ -813,6 +889,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         Value* rv = B.CreateAlignedLoad(V, B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(off0, i64)), Align(4));
         B.CreateBr(joinb);
         Value* sv = nullptr;
+        Value* hv = nullptr;
         if (permute) {
           // Every active lane's word among the 32 from the least active
           // offset on (a broadcast, rows of a tile, a row read twice), all
@@ -825,9 +902,15 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
           Value* size = B.CreateTrunc(win_field(in.space, offsetof(Env::Window, size), i64), i32);
           Value* room = B.CreateAnd(B.CreateICmpUGE(size, B.getInt32(4 * N)),
                                     B.CreateICmpULE(lo, B.CreateSub(size, B.getInt32(4 * N))));
-          B.CreateCondBr(B.CreateAnd(inside, room), spanb, gatherb);
+          B.CreateCondBr(B.CreateAnd(inside, room), spanb, halfq);
           B.SetInsertPoint(spanb);
           sv = span_load(B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(lo, i64)), B.CreateLShr(rel, splat(2)));
+          B.CreateBr(joinb);
+          B.SetInsertPoint(halfq);
+          const Halves h = halves(off, win_field(in.space, offsetof(Env::Window, size), i64), 0);
+          B.CreateCondBr(h.ok, halfb, gatherb);
+          B.SetInsertPoint(halfb);
+          hv = halves_load(base, h, 0);
           B.CreateBr(joinb);
         }
         B.SetInsertPoint(gatherb);
@@ -835,13 +918,15 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         Value* gv = B.CreateMaskedGather(V, ptrs, Align(4), active, Constant::getNullValue(V));
         B.CreateBr(joinb);
         B.SetInsertPoint(joinb);
-        PHINode* gp = B.CreatePHI(V, permute ? 3 : 2);
+        PHINode* gp = B.CreatePHI(V, permute ? 4 : 2);
         gp->addIncoming(rv, rowb);
         if (permute) gp->addIncoming(sv, spanb);
+        if (permute) gp->addIncoming(hv, halfb);
         gp->addIncoming(gv, gatherb);
         g = gp;
         from_fast = joinb;
-        if (!permute) spanq->eraseFromParent(), spanb->eraseFromParent();
+        if (!permute)
+          spanq->eraseFromParent(), spanb->eraseFromParent(), halfq->eraseFromParent(), halfb->eraseFromParent();
       } else {
         Value* ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
         Type* et = B.getIntNTy(8 * in.bytes);
@@ -899,7 +984,32 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     B.CreateBr(endb);
     B.SetInsertPoint(endb);
   }
-  flush();
+  if (blk.term.kind == Term::BR) {
+    // The condition's lanes as bits, for the terminator: reading the
+    // register back right after its masked store would wait for the store.
+    Value* c = get(Operand::reg(blk.term.cond));
+    Value* bits = B.CreateBitCast(B.CreateICmpNE(c, splat(0)), i32);
+    B.CreateAlignedStore(bits, B.CreateConstInBoundsGEP1_64(B.getInt8Ty(), env, offsetof(Env, cond_bits)), Align(4));
+  }
+  // The registers written back: a whole warp's with plain stores (the next
+  // EXEC's loads of them take their values from the store buffer, which a
+  // masked store does not forward), a partial warp's under the mask.
+  bool any_dirty = false;
+  for (auto& [r, d] : dirty) any_dirty |= d;
+  if (any_dirty) {
+    BasicBlock* fullb = BasicBlock::Create(C, "wb.full", F);
+    BasicBlock* partb = BasicBlock::Create(C, "wb.part", F);
+    BasicBlock* endb = BasicBlock::Create(C, "wb.done", F);
+    B.CreateCondBr(B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)), fullb, partb);
+    B.SetInsertPoint(fullb);
+    for (auto& [r, d] : dirty)
+      if (d) B.CreateAlignedStore(val[r], regptr(r), Align(4));
+    B.CreateBr(endb);
+    B.SetInsertPoint(partb);
+    flush();
+    B.CreateBr(endb);
+    B.SetInsertPoint(endb);
+  }
   B.CreateRet(B.getInt32(n));
   return mod;
 }
@@ -952,10 +1062,23 @@ BlockFn compile(Slot* sl, const Block& blk, InstrFn helper, AppendFn append) {
     auto ctx = std::make_unique<llvm::LLVMContext>();
     auto mod = build(*ctx, name, blk, helper, append);
     mod->setDataLayout(s.jit->getDataLayout());
+    if (const char* dir = std::getenv("QGPU_JIT_DUMP"); dir && *dir) {
+      // For reading the generated code: DIR/NAME.ll (llc turns it into the
+      // host's assembly).
+      std::error_code ec;
+      llvm::raw_fd_ostream os(std::string(dir) + "/" + name + ".ll", ec);
+      if (!ec) mod->print(os, nullptr);
+    }
     if (auto err = s.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
       llvm::consumeError(std::move(err));
     } else if (auto sym = s.jit->lookup(name)) {
       fn = sym->toPtr<BlockFn>();
+      if (const char* dir = std::getenv("QGPU_JIT_DUMP"); dir && *dir) {
+        // The blocks' entry addresses, for matching a profile's samples.
+        std::error_code ec;
+        llvm::raw_fd_ostream os(std::string(dir) + "/addresses.txt", ec, llvm::sys::fs::OF_Append);
+        if (!ec) os << name << " " << reinterpret_cast<const void*>(fn) << "\n";
+      }
     } else {
       llvm::consumeError(sym.takeError());
     }

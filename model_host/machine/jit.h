@@ -39,6 +39,7 @@ struct Env {
   uint32_t clock = 0;      // the launch's EXEC count so far (Op::CLOCK)
   uint32_t npending = 0;   // stores of the block so far (the interpreter's pending buffer)
   int host_nearest = -1;   // the interpreter's per-EXEC cache of the host's rounding mode
+  uint32_t cond_bits = 0;  // written by a block ending in BR: bit l set when lane l's condition is non-zero
 };
 
 // Runs instruction `index` of the block over the lanes of `mask` through the
@@ -68,7 +69,7 @@ Mode mode();
 uint32_t threshold();
 
 // The process's record of blocks of one content (keyed by the
-// instructions): its compiled code once there is one, and the EXECs that
+// instructions and a BR terminator's condition register): its compiled code once there is one, and the EXECs that
 // launches ended before ran of it interpreted, so that a block that each
 // launch runs a few times (a library kernel launched again and again) is
 // compiled once all of them together reach threshold().  Records live

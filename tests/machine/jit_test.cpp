@@ -208,7 +208,7 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
 TEST(Jit, LoadSpansMatchTheInterpreter) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   Params p = cuda_params(1u << 20);
-  constexpr uint32_t kPatterns = 11, kShared = 1024;
+  constexpr uint32_t kPatterns = 13, kShared = 1024;
   const uint32_t data = 16 * 1024, mem_bytes = 32 * 1024;  // global: the table, the output, the data words
   std::mt19937 rng(99);
   std::vector<uint32_t> perm(32);
@@ -227,7 +227,9 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
       case 7: return end - 64 + 4 * (l % 16);                  // the window's last 64 bytes
       case 8: return start + 20 * l;                           // strided
       case 9: return start + 4 * (uint32_t(l * 2654435761u) >> 27);  // repeats inside the span
-      default: return start + 124 - 4 * (l % 3);               // the span's last words
+      case 10: return start + 124 - 4 * (l % 3);               // the span's last words
+      case 11: return start + 4 * (l % 16) + 512 * (l / 16);   // a half row each, 512 bytes apart
+      default: return l < 16 ? start + 8 * l : start + 384 + 4 * perm[l - 16] % 64;  // a stride, a permutation
     }
   };
   launch::GlobalMemory mem;
@@ -317,7 +319,7 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
 TEST(Jit, LoadGroupsMatchTheInterpreter) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   Params p = cuda_params(1u << 20);
-  constexpr uint32_t kPatterns = 10, kShared = 2048;
+  constexpr uint32_t kPatterns = 13, kShared = 2048;
   const uint32_t data = 64 * 1024, mem_bytes = 80 * 1024;  // the table, the output, the data words
   const uint32_t gstart = data + 1024, sstart = 512;
   const std::vector<uint32_t> imms = {0xFFFFFF00u, 0, 4, 12, 64, 132, 252};  // -256 first
@@ -336,7 +338,10 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
       case 6: return start + 4 * l + (l == 31 ? 4 : 0);               // 132 bytes
       case 7: return start + 20 * l;                                  // strided
       case 8: return start + 4 * (uint32_t(l * 2654435761u) >> 27);   // repeats inside the span
-      default: return start + 124 - 4 * (l % 3);                      // the span's last words
+      case 9: return start + 124 - 4 * (l % 3);                       // the span's last words
+      case 10: return start + 4 * (l % 16) + 512 * (l / 16);          // a half row each, 512 bytes apart
+      case 11: return l < 16 ? start + 4 * perm[l] % 64 : start + 768 + 4 * (31 - l);  // a permutation, a row backwards
+      default: return start + 8 * (l % 16) + 640 * (l / 16);          // each half strided inside its span
     }
   };
   const uint32_t out = 8 * 1024;  // 128 bytes a thread
