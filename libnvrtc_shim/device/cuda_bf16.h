@@ -21,6 +21,10 @@
 #define __CUDA_BF16_HPP__
 #define __CUDA_BF16_TYPES_EXIST__
 
+// __half and its operations, for the conversions between the two (as CUDA's
+// cuda_bf16.h brings them in).
+#include <cuda_fp16.h>
+
 #define __QGPU_HD static __host__ __device__ __inline__ __attribute__((always_inline))
 #define __QGPU_MEMBER __host__ __device__ __inline__ __attribute__((always_inline))
 
@@ -44,6 +48,7 @@ struct __align__(2) __nv_bfloat16 {
   // choices for the implicit ones).
   __QGPU_MEMBER __nv_bfloat16(float f);
   __QGPU_MEMBER __nv_bfloat16(double f);
+  explicit __QGPU_MEMBER __nv_bfloat16(const __half f);  // through f32, rounded to nearest
   __QGPU_MEMBER __nv_bfloat16(short v);
   __QGPU_MEMBER __nv_bfloat16(unsigned short v);
   __QGPU_MEMBER __nv_bfloat16(int v);
@@ -423,6 +428,8 @@ __QGPU_HD __nv_bfloat162 __hmin2_nan(const __nv_bfloat162 a, const __nv_bfloat16
     return __nv_bfloat162(h##Name(a.x), h##Name(a.y));                          \
   }
 __QGPU_BF_MATH(sqrt, __builtin_sqrtf(x))
+__QGPU_BF_MATH(tanh, __qgpu_tanh_approx(x))
+__QGPU_BF_MATH(tanh_approx, __qgpu_tanh_approx(x))  // at sm_75 CUDA's is htanh
 __QGPU_BF_MATH(rsqrt, __nvvm_rsqrt_approx_f(x))
 __QGPU_BF_MATH(rcp, 1.0f / x)
 __QGPU_BF_MATH(exp, __nvvm_ex2_approx_f(x * 1.44269504f))
@@ -526,6 +533,31 @@ __QGPU_HD bool operator<(const __nv_bfloat162& a, const __nv_bfloat162& b) { ret
 __QGPU_HD bool operator<=(const __nv_bfloat162& a, const __nv_bfloat162& b) { return __hble2(a, b); }
 __QGPU_HD bool operator>(const __nv_bfloat162& a, const __nv_bfloat162& b) { return __hbgt2(a, b); }
 __QGPU_HD bool operator>=(const __nv_bfloat162& a, const __nv_bfloat162& b) { return __hbge2(a, b); }
+
+// ----------------------------------------------------------- fused forms
+// As cuda_fp16.h's: __hfma_relu is the fma then the larger of it and +0, a
+// NaN kept as the canonical one; __hcmadd is CUDA's four fmas.
+__QGPU_HD __nv_bfloat16 __hfma_relu(const __nv_bfloat16 a, const __nv_bfloat16 b, const __nv_bfloat16 c) {
+  return __hmax_nan(__hfma(a, b, c), CUDART_ZERO_BF16);
+}
+__QGPU_HD __nv_bfloat162 __hfma2_relu(const __nv_bfloat162 a, const __nv_bfloat162 b, const __nv_bfloat162 c) {
+  return __hmax2_nan(__hfma2(a, b, c), __nv_bfloat162(CUDART_ZERO_BF16, CUDART_ZERO_BF16));
+}
+__QGPU_HD __nv_bfloat162 __hcmadd(const __nv_bfloat162 a, const __nv_bfloat162 b, const __nv_bfloat162 c) {
+  const __nv_bfloat16 re = __hfma(__hneg(a.y), b.y, __hfma(a.x, b.x, c.x));
+  const __nv_bfloat16 im = __hfma(a.y, b.x, __hfma(a.x, b.y, c.y));
+  return __nv_bfloat162(re, im);
+}
+
+// ------------------------------------------------ bfloat16 and binary16
+// Each way through f32, which holds both exactly: one rounding to nearest.
+__QGPU_MEMBER __half::__half(const __nv_bfloat16 f) : __x(__float2half_rn(__qgpu_bf_wide(f)).__x) {}
+__QGPU_MEMBER __nv_bfloat16::__nv_bfloat16(const __half f) : __x(__float2bfloat16_rn(__half2float(f)).__x) {}
+
+// Loads and stores with a cache hint, as cuda_fp16.h's.
+__QGPU_H_LDST(__nv_bfloat16)
+__QGPU_H_LDST(__nv_bfloat162)
+#undef __QGPU_H_LDST
 
 // ------------------------------------------------------------- warp shuffles
 // A __nv_bfloat162 moves as its 32-bit word, a __nv_bfloat16 in the low half

@@ -24,6 +24,8 @@
 typedef struct __half_raw { unsigned short x; } __half_raw;
 typedef struct __half2_raw { unsigned short x, y; } __half2_raw;
 
+struct __nv_bfloat16;  // cuda_bf16.h's, for the conversion between the two
+
 // `__x` holds the binary16 bits (public here; CUDA's keeps it protected, and
 // programs reach the bits through __half_raw or __half_as_ushort).
 struct __align__(2) __half {
@@ -48,6 +50,8 @@ struct __align__(2) __half {
   __QGPU_MEMBER __half(unsigned long v);
   __QGPU_MEMBER __half(long long v);
   __QGPU_MEMBER __half(unsigned long long v);
+  // From bfloat16 through f32, rounded to nearest (defined in cuda_bf16.h).
+  explicit __QGPU_MEMBER __half(const __nv_bfloat16 f);
   __QGPU_MEMBER __half& operator=(float f) { return *this = __half(f); }
   __QGPU_MEMBER __half& operator=(double f) { return *this = __half(f); }
   __QGPU_MEMBER __half& operator=(short v) { return *this = __half(v); }
@@ -356,6 +360,11 @@ __QGPU_HD __half2 __hmin2_nan(const __half2 a, const __half2 b) {
     return __float2half_rn(Expr);                                               \
   }                                                                             \
   __QGPU_HD __half2 h2##Name(const __half2 a) { return __half2(h##Name(a.x), h##Name(a.y)); }
+__QGPU_HD float __qgpu_tanh_approx(const float x) {
+  float r;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 __QGPU_H_MATH(sqrt, __builtin_sqrtf(x))
 __QGPU_H_MATH(rsqrt, __nvvm_rsqrt_approx_f(x))
 __QGPU_H_MATH(rcp, 1.0f / x)
@@ -366,6 +375,8 @@ __QGPU_H_MATH(log, __nvvm_lg2_approx_f(x) * 0.693147181f)
 __QGPU_H_MATH(log2, __nvvm_lg2_approx_f(x))
 __QGPU_H_MATH(log10, __nvvm_lg2_approx_f(x) * 0.301029996f)
 __QGPU_H_MATH(sin, __nvvm_sin_approx_f(x))
+__QGPU_H_MATH(tanh, __qgpu_tanh_approx(x))
+__QGPU_H_MATH(tanh_approx, __qgpu_tanh_approx(x))  // at sm_75 CUDA's is htanh
 __QGPU_H_MATH(cos, __nvvm_cos_approx_f(x))
 __QGPU_H_MATH(trunc, __builtin_truncf(x))
 __QGPU_H_MATH(ceil, __builtin_ceilf(x))
@@ -457,6 +468,24 @@ __QGPU_HD bool operator<=(const __half2& a, const __half2& b) { return __hble2(a
 __QGPU_HD bool operator>(const __half2& a, const __half2& b) { return __hbgt2(a, b); }
 __QGPU_HD bool operator>=(const __half2& a, const __half2& b) { return __hbge2(a, b); }
 
+// ----------------------------------------------------------- fused forms
+// __hfma_relu: the fma, then the larger of it and +0 with a NaN kept as the
+// canonical one (-0 gives +0), which is how NVIDIA's header computes it
+// below sm_80.  __hcmadd: (a.x + i a.y)(b.x + i b.y) + (c.x + i c.y) as
+// CUDA's four fmas: re = fma(-a.y, b.y, fma(a.x, b.x, c.x)), im = fma(a.y,
+// b.x, fma(a.x, b.y, c.y)).
+__QGPU_HD __half __hfma_relu(const __half a, const __half b, const __half c) {
+  return __hmax_nan(__hfma(a, b, c), CUDART_ZERO_FP16);
+}
+__QGPU_HD __half2 __hfma2_relu(const __half2 a, const __half2 b, const __half2 c) {
+  return __hmax2_nan(__hfma2(a, b, c), __half2half2(CUDART_ZERO_FP16));
+}
+__QGPU_HD __half2 __hcmadd(const __half2 a, const __half2 b, const __half2 c) {
+  const __half re = __hfma(__hneg(a.y), b.y, __hfma(a.x, b.x, c.x));
+  const __half im = __hfma(a.y, b.x, __hfma(a.x, b.y, c.y));
+  return __half2(re, im);
+}
+
 // ------------------------------------------------------ warp shuffles, loads
 // A __half2 moves as its 32-bit word, a __half in the low half of one.
 #define __QGPU_H_SHFL(Name, Lane)                                               \
@@ -471,6 +500,22 @@ __QGPU_H_SHFL(__shfl_up_sync, unsigned int)
 __QGPU_H_SHFL(__shfl_down_sync, unsigned int)
 __QGPU_H_SHFL(__shfl_xor_sync, int)
 #undef __QGPU_H_SHFL
+
+// Loads and stores with a cache hint: the machine has no caches, so each is
+// the plain access (__ldcv, "fetch again", after a compiler barrier, so that
+// no earlier load of the address stands for it).
+#define __QGPU_H_LDST(T)                                                        \
+  static __device__ __inline__ T __ldca(const T* p) { return *p; }            \
+  static __device__ __inline__ T __ldcg(const T* p) { return *p; }            \
+  static __device__ __inline__ T __ldcs(const T* p) { return *p; }            \
+  static __device__ __inline__ T __ldlu(const T* p) { return *p; }            \
+  static __device__ __inline__ T __ldcv(const T* p) { asm volatile("" ::: "memory"); return *p; } \
+  static __device__ __inline__ void __stwb(T* p, T v) { *p = v; }             \
+  static __device__ __inline__ void __stcg(T* p, T v) { *p = v; }             \
+  static __device__ __inline__ void __stcs(T* p, T v) { *p = v; }             \
+  static __device__ __inline__ void __stwt(T* p, T v) { *p = v; }
+__QGPU_H_LDST(__half)
+__QGPU_H_LDST(__half2)
 
 // ------------------------------------------------------------------- atomics
 // atom.add.noftz.f16x2 (sm_60) and .f16 (sm_70), generic addresses.

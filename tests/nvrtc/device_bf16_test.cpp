@@ -477,6 +477,83 @@ extern "C" __global__ void arithmetic(const unsigned short* in, unsigned* out) {
   EXPECT_GT(inexact_fma, 100);
 }
 
+// The fused forms (__hfma_relu, __hfma2_relu, __hcmadd), tanh, the
+// conversions between bfloat16 and binary16, and the cache-hinted loads and
+// stores.
+TEST_F(Device, Bf16FusedFormsTanhHalfConversionsAndHints) {
+  build(R"(
+#include <cuda_bf16.h>
+__device__ unsigned b(__nv_bfloat16 h) { return __bfloat16_as_ushort(h); }
+__device__ unsigned w(__nv_bfloat162 h) { return b(h.x) | b(h.y) << 16; }
+extern "C" __global__ void fused(const unsigned short* in, unsigned* out, const __nv_bfloat16* src, __nv_bfloat16* dst) {
+  const unsigned t = threadIdx.x, n = blockDim.x;
+  const __nv_bfloat16 a = __ushort_as_bfloat16(in[t]), bb = __ushort_as_bfloat16(in[n + t]),
+                      c = __ushort_as_bfloat16(in[2 * n + t]);
+  const __nv_bfloat162 ab = __halves2bfloat162(a, bb), bc = make_bfloat162(bb, c), ca = __halves2bfloat162(c, a);
+  unsigned* o = out + 6 * t;
+  o[0] = b(__hfma_relu(a, bb, c)) | b(__hfma2_relu(ab, bc, ca).y) << 16;
+  o[1] = w(__hcmadd(ab, bc, ca));
+  o[2] = b(htanh(a)) | b(h2tanh(bc).y) << 16;
+  o[3] = __half_as_ushort(__half(a)) | b(__nv_bfloat16(__ushort_as_half(in[n + t]))) << 16;
+  o[4] = b(__ldca(src + t)) | b(__ldcs(src + t)) << 16;
+  o[5] = b(__ldlu(src + t)) | b(__ldcv(src + t)) << 16;
+  __stwb(dst + 4 * t, a), __stcg(dst + 4 * t + 1, bb), __stcs(dst + 4 * t + 2, c);
+  __stwt(dst + 4 * t + 3, __ldcg(src + t));
+}
+)");
+  const unsigned n = 256;
+  std::vector<uint16_t> in = test_bf16s(3 * n, 23);
+  // Products near -c (relu of a cancelled sum, of both signs), and halves
+  // at binary16's edges as the second operand's bits.
+  for (unsigned t = 1; t < n; t += 4) in[2 * n + t] = uint16_t(ref_mul(in[t], in[n + t]) ^ 0x8000 ^ (t % 3));
+  const uint16_t halves[] = {0x7C00, 0xFC00, 0x7BFF, 0x0001, 0x8001, 0x03FF, 0x0400, 0x7E00, 0x3C00, 0x8000, 0x5BFF};
+  for (unsigned k = 0; k < sizeof halves / 2; ++k) in[n + 3 + 7 * k] = halves[k];
+  in[6] = 0x8000, in[n + 6] = 0x3F80, in[2 * n + 6] = 0x8000;  // -0 * 1 + -0: relu gives +0
+  std::vector<uint16_t> src = test_bf16s(n, 29);
+  uint64_t d_in = put(in), d_out = alloc(6 * n * 4), d_src = put(src), d_dst = alloc(4 * n * 2);
+  LaunchResult r = launch("fused", {1, 1, 1}, {n, 1, 1}, d_in, d_out, d_src, d_dst);
+  ASSERT_EQ(r.error, 0) << r.message;
+  std::vector<uint32_t> out = get<uint32_t>(d_out, 6 * n);
+  std::vector<uint16_t> dst = get<uint16_t>(d_dst, 4 * n);
+  auto lo = [](uint32_t v) { return uint16_t(v); };
+  auto hi = [](uint32_t v) { return uint16_t(v >> 16); };
+  auto relu = [](uint16_t h) { return ref_max(h, 0x0000, true, true); };
+  // tanh.approx's error is below 2^-10 relative: after rounding to 8
+  // significant bits the result is the correctly rounded one or next to it.
+  auto near_tanh = [](uint16_t got, uint16_t x) {
+    const uint16_t want = ref_from_double(std::tanh(bf_value(x)));
+    if (is_nan(want)) return is_nan(got);
+    return got == want || (((got ^ want) & 0x8000) == 0 && (got == want + 1 || got + 1 == want));
+  };
+  int relu_zeroed = 0, relu_kept = 0;
+  for (unsigned t = 0; t < n; ++t) {
+    const uint16_t a = in[t], bb = in[n + t], c = in[2 * n + t];
+    const uint32_t* o = &out[6 * t];
+    SCOPED_TRACE("thread " + std::to_string(t) + " a=" + hex(a) + " b=" + hex(bb) + " c=" + hex(c));
+    EXPECT_BF(lo(o[0]), relu(ref_fma(a, bb, c)));
+    EXPECT_BF(hi(o[0]), relu(ref_fma(bb, c, a)));
+    EXPECT_BF(lo(o[1]), ref_fma(ref_neg(bb), c, ref_fma(a, bb, c)));
+    EXPECT_BF(hi(o[1]), ref_fma(bb, bb, ref_fma(a, c, a)));
+    EXPECT_TRUE(near_tanh(lo(o[2]), a)) << hex(lo(o[2]));
+    EXPECT_TRUE(near_tanh(hi(o[2]), c)) << hex(hi(o[2]));
+    EXPECT_BF(lo(o[3]), qgpu::test::from_double16<10>(bf_value(a), kNearest));
+    EXPECT_BF(hi(o[3]), ref_from_double(qgpu::test::value16<10>(bb)));
+    EXPECT_BF(lo(o[4]), src[t]);
+    EXPECT_BF(hi(o[4]), src[t]);
+    EXPECT_BF(lo(o[5]), src[t]);
+    EXPECT_BF(hi(o[5]), src[t]);
+    EXPECT_BF(dst[4 * t], a);
+    EXPECT_BF(dst[4 * t + 1], bb);
+    EXPECT_BF(dst[4 * t + 2], c);
+    EXPECT_BF(dst[4 * t + 3], src[t]);
+    const uint16_t f = ref_fma(a, bb, c);
+    relu_zeroed += !is_nan(f) && (f & 0x8000) && f != 0x8000;
+    relu_kept += !is_nan(f) && !(f & 0x8000) && f != 0;
+  }
+  EXPECT_GT(relu_zeroed, 30);
+  EXPECT_GT(relu_kept, 30);
+}
+
 TEST_F(Device, Bf16ComparisonsPairsShufflesAndAtomics) {
   build(R"(
 #include <cuda_bf16.h>

@@ -288,6 +288,66 @@ extern "C" __global__ void arithmetic(const unsigned short* in, unsigned* out) {
   }
 }
 
+// The fused forms (__hfma_relu, __hfma2_relu, __hcmadd), tanh and the
+// cache-hinted loads and stores.
+TEST_F(Device, HalfFusedFormsTanhAndHints) {
+  build(R"(
+#include <cuda_fp16.h>
+__device__ unsigned b(__half h) { return __half_as_ushort(h); }
+__device__ unsigned w(__half2 h) { return b(h.x) | b(h.y) << 16; }
+extern "C" __global__ void fused(const unsigned short* in, unsigned* out, const __half2* src, __half2* dst) {
+  const unsigned t = threadIdx.x, n = blockDim.x;
+  const __half a = __ushort_as_half(in[t]), bb = __ushort_as_half(in[n + t]), c = __ushort_as_half(in[2 * n + t]);
+  const __half2 ab = __halves2half2(a, bb), bc = __halves2half2(bb, c), ca = __halves2half2(c, a);
+  unsigned* o = out + 4 * t;
+  o[0] = b(__hfma_relu(a, bb, c)) | b(__hfma2_relu(ab, bc, ca).y) << 16;
+  o[1] = w(__hcmadd(ab, bc, ca));
+  o[2] = b(htanh(a)) | b(htanh_approx(c)) << 16;
+  o[3] = w(__ldcv(src + t));
+  __stcs(dst + 2 * t, __ldcs(src + t)), __stwt(dst + 2 * t + 1, __ldlu(src + t));
+}
+)");
+  const unsigned n = 256;
+  std::vector<uint16_t> in = test_halves(3 * n, 31);
+  // Addends near -a*b: relu of cancelled sums of both signs; -0 * 1 + -0.
+  for (unsigned t = 1; t < n; t += 4)
+    in[2 * n + t] = uint16_t(ref_from_double(half_value(in[t]) * half_value(in[n + t])) ^ 0x8000 ^ (t % 3));
+  in[6] = 0x8000, in[n + 6] = 0x3C00, in[2 * n + 6] = 0x8000;
+  std::vector<uint32_t> src(n);
+  for (unsigned t = 0; t < n; ++t) src[t] = in[t] | uint32_t(in[n + t]) << 16;
+  uint64_t d_in = put(in), d_out = alloc(4 * n * 4), d_src = put(src), d_dst = alloc(2 * n * 4);
+  LaunchResult r = launch("fused", {1, 1, 1}, {n, 1, 1}, d_in, d_out, d_src, d_dst);
+  ASSERT_EQ(r.error, 0) << r.message;
+  std::vector<uint32_t> out = get<uint32_t>(d_out, 4 * n), dst = get<uint32_t>(d_dst, 2 * n);
+  // relu: NaN stays NaN, a negative result (-0 too) gives +0.
+  auto relu = [](uint16_t h) -> uint16_t { return is_nan(h) ? h : (h & 0x8000) ? 0 : h; };
+  // tanh.approx's error is below 2^-10 relative: rounded to binary16 the
+  // result is the correctly rounded one or next to it.
+  auto near_tanh = [](uint16_t got, uint16_t x) {
+    const uint16_t want = ref_from_double(std::tanh(half_value(x)));
+    if (is_nan(want)) return is_nan(got);
+    return got == want || (((got ^ want) & 0x8000) == 0 && (got == want + 1 || got + 1 == want));
+  };
+  int zeroed = 0;
+  for (unsigned t = 0; t < n; ++t) {
+    const uint16_t a = in[t], bb = in[n + t], c = in[2 * n + t];
+    const uint32_t* o = &out[4 * t];
+    SCOPED_TRACE("thread " + std::to_string(t) + " a=" + hex(a) + " b=" + hex(bb) + " c=" + hex(c));
+    EXPECT_HALF(uint16_t(o[0]), relu(ref_fma(a, bb, c)));
+    EXPECT_HALF(uint16_t(o[0] >> 16), relu(ref_fma(bb, c, a)));
+    EXPECT_HALF(uint16_t(o[1]), ref_fma(ref_from_double(-half_value(bb)), c, ref_fma(a, bb, c)));
+    EXPECT_HALF(uint16_t(o[1] >> 16), ref_fma(bb, bb, ref_fma(a, c, a)));
+    EXPECT_TRUE(near_tanh(uint16_t(o[2]), a)) << hex(uint16_t(o[2]));
+    EXPECT_TRUE(near_tanh(uint16_t(o[2] >> 16), c)) << hex(uint16_t(o[2] >> 16));
+    EXPECT_EQ(o[3], src[t]);
+    EXPECT_EQ(dst[2 * t], src[t]);
+    EXPECT_EQ(dst[2 * t + 1], src[t]);
+    const uint16_t f = ref_fma(a, bb, c);
+    zeroed += !is_nan(f) && (f & 0x8000);
+  }
+  EXPECT_GT(zeroed, 30);
+}
+
 TEST_F(Device, HalfComparisonsPairsAndShuffles) {
   build(R"(
 #include <cuda_fp16.h>
