@@ -198,6 +198,55 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
   }
 }
 
+// Lane l's byte offset from `start` under access pattern k, one of
+// kLanePatterns: the ways a warp's words meet the JIT's row, span, half-warp
+// span and gather paths (jit.cpp), all within 1,024 bytes from `start`.
+// `perm` is a permutation of 0..31.
+constexpr uint32_t kLanePatterns = 14;
+uint32_t lane_pattern(uint32_t k, uint32_t l, uint32_t start, const std::vector<uint32_t>& perm) {
+  switch (k) {
+    case 0: return start + 4 * l;                                   // a row
+    case 1: return start + 40;                                      // one word for all
+    case 2: return start + 4 * (l % 16);                            // a half row twice
+    case 3: return start + 64 * (l / 16) + 8;                       // two words, one per half
+    case 4: return start + 4 * (31 - l);                            // a row backwards
+    case 5: return start + 4 * perm[l];                             // a permutation of the span
+    case 6: return start + 4 * l + (l == 31 ? 4 : 0);               // 132 bytes
+    case 7: return start + 20 * l;                                  // strided
+    case 8: return start + 4 * (uint32_t(l * 2654435761u) >> 27);   // repeats inside the span
+    case 9: return start + 124 - 4 * (l % 3);                       // the span's last words
+    case 10: return start + 4 * (l % 16) + 512 * (l / 16);          // a half row each, 512 bytes apart
+    case 11: return l < 16 ? start + 4 * perm[l] % 64 : start + 768 + 4 * (31 - l);  // a permutation, a row backwards
+    case 12: return start + 8 * (l % 16) + 640 * (l / 16);          // each half strided inside its span
+    default: return l < 16 ? start + 8 * l : start + 384 + 4 * perm[l - 16] % 64;  // a stride, a permutation
+  }
+}
+
+std::vector<uint32_t> lane_permutation(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> perm(32);
+  for (uint32_t l = 0; l < 32; ++l) perm[l] = l;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  return perm;
+}
+
+// A launch of one 32-thread CTA per `ctas` over `blocks`.
+Program warp_program(const char* name, uint32_t ctas, uint32_t shared_bytes, std::vector<Block> blocks) {
+  Program prog;
+  prog.kernel = name;
+  prog.threads = 32;
+  prog.ctas = ctas;
+  prog.shared_bytes = shared_bytes;
+  prog.blocks = std::move(blocks);
+  return prog;
+}
+
+uint32_t word_at(const launch::GlobalMemory& m, uint32_t byte) {
+  uint32_t v;
+  std::memcpy(&v, &m.bytes[byte], 4);
+  return v;
+}
+
 // Loads whose lanes read words of one 128-byte span (a broadcast, the rows
 // of a tile, a row read twice, a permutation: the compiled code's two
 // vector loads and permutes), a row, and spans it must gather instead (132
@@ -208,29 +257,13 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
 TEST(Jit, LoadSpansMatchTheInterpreter) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   Params p = cuda_params(1u << 20);
-  constexpr uint32_t kPatterns = 13, kShared = 1024;
+  constexpr uint32_t kPatterns = kLanePatterns + 1, kShared = 2048;
   const uint32_t data = 16 * 1024, mem_bytes = 32 * 1024;  // global: the table, the output, the data words
-  std::mt19937 rng(99);
-  std::vector<uint32_t> perm(32);
-  for (uint32_t l = 0; l < 32; ++l) perm[l] = l;
-  std::shuffle(perm.begin(), perm.end(), rng);
-  // Lane l's byte offset under pattern k from a window's `start`, `end` its size.
+  const std::vector<uint32_t> perm = lane_permutation(99);
+  // Lane l's byte offset under pattern k from a window's `start`, `end` its
+  // size: lane_pattern's, and the window's last 64 bytes.
   auto offset = [&](uint32_t k, uint32_t l, uint32_t start, uint32_t end) -> uint32_t {
-    switch (k) {
-      case 0: return start + 4 * l;                            // a row
-      case 1: return start + 40;                               // one word for all
-      case 2: return start + 4 * (l % 16);                     // a half row twice
-      case 3: return start + 64 * (l / 16) + 8;                // two words, one per half
-      case 4: return start + 4 * (31 - l);                     // a row backwards
-      case 5: return start + 4 * perm[l];                      // a permutation of the span
-      case 6: return start + 4 * l + (l == 31 ? 4 : 0);        // 132 bytes
-      case 7: return end - 64 + 4 * (l % 16);                  // the window's last 64 bytes
-      case 8: return start + 20 * l;                           // strided
-      case 9: return start + 4 * (uint32_t(l * 2654435761u) >> 27);  // repeats inside the span
-      case 10: return start + 124 - 4 * (l % 3);               // the span's last words
-      case 11: return start + 4 * (l % 16) + 512 * (l / 16);   // a half row each, 512 bytes apart
-      default: return l < 16 ? start + 8 * l : start + 384 + 4 * perm[l - 16] % 64;  // a stride, a permutation
-    }
+    return k < kLanePatterns ? lane_pattern(k, l, start, perm) : end - 64 + 4 * (l % 16);
   };
   launch::GlobalMemory mem;
   mem.base = p.global_base;
@@ -282,20 +315,11 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
   mem_op(b2, Op::ST, Space::Global, 0, R(5), K(12), R(17));
   b2.term = {Term::JMP, 0, 3, 0, 0};
   b3.term = {Term::EXIT, 0, 0, 0, 0};
-  Program prog;
-  prog.kernel = "load_spans";
-  prog.threads = 32;
-  prog.ctas = kPatterns;
-  prog.shared_bytes = kShared;
-  prog.blocks = {b0, b1, b2, b3};
+  const Program prog = warp_program("load_spans", kPatterns, kShared, {b0, b1, b2, b3});
   const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
   ASSERT_EQ(o.fault.error, 0) << o.fault.message;
   // And what the loads read, from the definition.
-  auto got = [&](uint32_t t, uint32_t j) {
-    uint32_t v;
-    std::memcpy(&v, &o.mem.bytes[out + 16 * t + 4 * j], 4);
-    return v;
-  };
+  auto got = [&](uint32_t t, uint32_t j) { return word_at(o.mem, out + 16 * t + 4 * j); };
   for (uint32_t k = 0; k < kPatterns; ++k)
     for (uint32_t l = 0; l < 32; ++l) {
       const uint32_t t = k * 32 + l, g = offset(k, l, data, mem_bytes), sh = offset(k, l, 0, kShared);
@@ -319,31 +343,12 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
 TEST(Jit, LoadGroupsMatchTheInterpreter) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   Params p = cuda_params(1u << 20);
-  constexpr uint32_t kPatterns = 13, kShared = 2048;
+  constexpr uint32_t kPatterns = kLanePatterns, kShared = 2048;
   const uint32_t data = 64 * 1024, mem_bytes = 80 * 1024;  // the table, the output, the data words
   const uint32_t gstart = data + 1024, sstart = 512;
   const std::vector<uint32_t> imms = {0xFFFFFF00u, 0, 4, 12, 64, 132, 252};  // -256 first
-  std::mt19937 rng(7);
-  std::vector<uint32_t> perm(32);
-  for (uint32_t l = 0; l < 32; ++l) perm[l] = l;
-  std::shuffle(perm.begin(), perm.end(), rng);
-  auto offset = [&](uint32_t k, uint32_t l, uint32_t start) -> uint32_t {
-    switch (k) {
-      case 0: return start + 4 * l;                                   // a row
-      case 1: return start + 40;                                      // one word for all
-      case 2: return start + 4 * (l % 16);                            // a half row twice
-      case 3: return start + 64 * (l / 16) + 8;                       // two words, one per half
-      case 4: return start + 4 * (31 - l);                            // a row backwards
-      case 5: return start + 4 * perm[l];                             // a permutation of the span
-      case 6: return start + 4 * l + (l == 31 ? 4 : 0);               // 132 bytes
-      case 7: return start + 20 * l;                                  // strided
-      case 8: return start + 4 * (uint32_t(l * 2654435761u) >> 27);   // repeats inside the span
-      case 9: return start + 124 - 4 * (l % 3);                       // the span's last words
-      case 10: return start + 4 * (l % 16) + 512 * (l / 16);          // a half row each, 512 bytes apart
-      case 11: return l < 16 ? start + 4 * perm[l] % 64 : start + 768 + 4 * (31 - l);  // a permutation, a row backwards
-      default: return start + 8 * (l % 16) + 640 * (l / 16);          // each half strided inside its span
-    }
-  };
+  const std::vector<uint32_t> perm = lane_permutation(7);
+  auto offset = [&](uint32_t k, uint32_t l, uint32_t start) { return lane_pattern(k, l, start, perm); };
   const uint32_t out = 8 * 1024;  // 128 bytes a thread
   auto mem_op = [&](Block& b, Op op, Space sp, uint32_t d, Operand a, Operand off, Operand v = K(0)) {
     Instr* in = ins(b, op, d, a, off, v);
@@ -412,19 +417,10 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
     for (uint32_t j = 0; j < 4; ++j) mem_op(b2, Op::ST, Space::Global, 0, R(5), K(4 * (slot + j)), R(40 + j));
     b2.term = {Term::JMP, 0, 3, 0, 0};
     b3.term = {Term::EXIT, 0, 0, 0, 0};
-    Program prog;
-    prog.kernel = "load_groups";
-    prog.threads = 32;
-    prog.ctas = kPatterns;
-    prog.shared_bytes = kShared;
-    prog.blocks = {b0, b1, b2, b3};
+    const Program prog = warp_program("load_groups", kPatterns, kShared, {b0, b1, b2, b3});
     const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
     ASSERT_EQ(o.fault.error, 0) << o.fault.message;
-    auto got = [&](uint32_t t, uint32_t j) {
-      uint32_t v;
-      std::memcpy(&v, &o.mem.bytes[out + 128 * t + 4 * j], 4);
-      return v;
-    };
+    auto got = [&](uint32_t t, uint32_t j) { return word_at(o.mem, out + 128 * t + 4 * j); };
     for (uint32_t k = 0; k < kPatterns; ++k)
       for (uint32_t l = 0; l < 32; ++l) {
         const uint32_t t = k * 32 + l, g = offset(k, l, gstart), sh = offset(k, l, sstart);
@@ -458,12 +454,7 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
     for (uint32_t j = 0; j < 8; ++j) mem_op(b1, Op::ST, Space::Global, 0, R(5), K(4 * j), R(20 + j));
     b1.term = {Term::JMP, 0, 2, 0, 0};
     b2.term = {Term::EXIT, 0, 0, 0, 0};
-    Program prog;
-    prog.kernel = "load_group_fault";
-    prog.threads = 32;
-    prog.ctas = 1;
-    prog.shared_bytes = kShared;
-    prog.blocks = {b0, b1, b2};
+    const Program prog = warp_program("load_group_fault", 1, kShared, {b0, b1, b2});
     const Outcome o = same_both_ways(prog, p, {}, m2, std::string("load group ") + what);
     EXPECT_NE(o.fault.error, 0) << what;
   }
