@@ -1216,6 +1216,7 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
     const __m128i bits = _mm_set_epi32(8, 4, 2, 1), zero = _mm_setzero_si128();
     const __m128i tv = _mm_set1_epi32(int(term.t)), fv = _mm_set1_epi32(int(term.f));
     const uint32_t* cond = W + size_t(term.cond) * L;
+    const uint32_t cbits = cond_bits ? *cond_bits : 0;  // read once: the pc stores below may alias it
     const bool full = uint32_t(mask) == 0xffffffffu;
     auto lanes = [&]<Term kind>() {
       const __m128i target = _mm_set1_epi32(int(kind == Term::EXIT ? kExited : term.t));
@@ -1233,7 +1234,7 @@ void Interpreter::jit_append(jit::Env* env, const uint64_t* ptrs, const uint32_t
           // bits where it ran (the register's lanes may still be in its
           // masked stores), else from the register.
           const __m128i c =
-              cond_bits ? _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(int((*cond_bits >> i) & 15)), bits), zero)
+              cond_bits ? _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(int((cbits >> i) & 15)), bits), zero)
                         : _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(cond + i)), zero);
           nv = _mm_or_si128(_mm_and_si128(c, fv), _mm_andnot_si128(c, tv));
           const __m128i t = full ? c : _mm_or_si128(c, _mm_xor_si128(on, _mm_cmpeq_epi32(zero, zero)));

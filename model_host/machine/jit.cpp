@@ -13,6 +13,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <unistd.h>
+
 #if QGPU_HAVE_JIT
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -400,7 +402,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
   };
   // The group's test and classification, at its first member (on the
   // block's straight path, so every later member sees them): `ok`, and
-  // `cls` 0 a coalesced row, 1 a span (permute), 2 a gather.
+  // `cls` 0 a coalesced row, 1 a span (permute), 2 a gather, 3 the
+  // half-warps' spans.
   auto group_head = [&](Group& g) {
     Value* size = win_field(g.sp, offsetof(Env::Window, size), i64);
     Value* sub = win_field(g.sp, offsetof(Env::Window, sub), i32);
@@ -1063,10 +1066,10 @@ BlockFn compile(Slot* sl, const Block& blk, InstrFn helper, AppendFn append) {
     auto mod = build(*ctx, name, blk, helper, append);
     mod->setDataLayout(s.jit->getDataLayout());
     if (const char* dir = std::getenv("QGPU_JIT_DUMP"); dir && *dir) {
-      // For reading the generated code: DIR/NAME.ll (llc turns it into the
-      // host's assembly).
+      // For reading the generated code: DIR/PID-NAME.ll (llc turns it into
+      // the host's assembly; names restart in each process).
       std::error_code ec;
-      llvm::raw_fd_ostream os(std::string(dir) + "/" + name + ".ll", ec);
+      llvm::raw_fd_ostream os(std::string(dir) + "/" + std::to_string(getpid()) + "-" + name + ".ll", ec);
       if (!ec) mod->print(os, nullptr);
     }
     if (auto err = s.jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
@@ -1076,7 +1079,8 @@ BlockFn compile(Slot* sl, const Block& blk, InstrFn helper, AppendFn append) {
       if (const char* dir = std::getenv("QGPU_JIT_DUMP"); dir && *dir) {
         // The blocks' entry addresses, for matching a profile's samples.
         std::error_code ec;
-        llvm::raw_fd_ostream os(std::string(dir) + "/addresses.txt", ec, llvm::sys::fs::OF_Append);
+        llvm::raw_fd_ostream os(std::string(dir) + "/" + std::to_string(getpid()) + "-addresses.txt", ec,
+                                llvm::sys::fs::OF_Append);
         if (!ec) os << name << " " << reinterpret_cast<const void*>(fn) << "\n";
       }
     } else {

@@ -4,8 +4,9 @@
 // into one native function over a whole CUDA warp (Params::kCudaWarp lanes):
 // its ALU and special operations as 32-lane vector code with the operands
 // kept in SSA across the block and every register written back under the
-// active mask, its loads, stores, atomics and default-rounding f32 add, sub,
-// mul and fma natively when every active lane's access is in range, the
+// active mask (plain stores when every lane ran), its loads, stores, atomics
+// and default-rounding f32 add, sub, mul and fma natively when every active
+// lane's access is in range, the
 // rest as calls back into the interpreter's own code for that one
 // instruction.  Only the unrecorded path of 32-lane machines runs compiled
 // blocks (Interpreter::run, step() without a StepRecord); everything else is

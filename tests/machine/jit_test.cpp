@@ -403,22 +403,39 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
         mem_op(b1, Op::LD, Space::Shared, r, R(7), K(imms[j]));
       stored.push_back({r++, slot++});
     }
+    // A group in param memory (its words at 0, 8 and 12).
+    ins(b1, Op::MOV, 49, K(0));
+    for (uint32_t j = 0; j < 3; ++j) mem_op(b1, Op::LD, Space::Param, 50 + j, R(49), K(j ? 4 + 4 * j : 0));
     for (auto [reg, at] : stored) mem_op(b1, Op::ST, Space::Global, 0, R(5), K(4 * at), R(reg));
+    for (uint32_t j = 0; j < 3; ++j) mem_op(b1, Op::ST, Space::Global, 0, R(5), K(4 * (20 + j)), R(50 + j));
     ins(b1, Op::AND, 15, R(1), K(3));
     ins(b1, Op::SEQ, 15, R(15), K(1));
     b1.term = {Term::BR, 15, 2, 3, 0};
     // Block 2, a quarter of the lanes: a group, the register moved by 4,
-    // the same immediates again (a second group).
+    // the same immediates again (a second group); then the register moved
+    // by 4 again by an instruction the compiled code leaves to the
+    // interpreter (f32 add rounding toward zero: the offsets are subnormal
+    // f32s, whose sum is the sum of their bits), and a third group.
     mem_op(b2, Op::LD, Space::Shared, 40, R(7), K(8));
     mem_op(b2, Op::LD, Space::Shared, 41, R(7), K(0xFFFFFFF8u));
     ins(b2, Op::ADD, 7, R(7), K(4));
     mem_op(b2, Op::LD, Space::Shared, 42, R(7), K(8));
     mem_op(b2, Op::LD, Space::Shared, 43, R(7), K(0xFFFFFFF8u));
-    for (uint32_t j = 0; j < 4; ++j) mem_op(b2, Op::ST, Space::Global, 0, R(5), K(4 * (slot + j)), R(40 + j));
+    FloatMod rz;
+    rz.rnd = FRnd::Rz;
+    b2.instrs.push_back(make_float(Op::FADD, 7, R(7), K(4), K(0), rz));
+    mem_op(b2, Op::LD, Space::Shared, 44, R(7), K(8));
+    mem_op(b2, Op::LD, Space::Shared, 45, R(7), K(0xFFFFFFF8u));
+    for (uint32_t j = 0; j < 6; ++j) mem_op(b2, Op::ST, Space::Global, 0, R(5), K(4 * (slot + j)), R(40 + j));
     b2.term = {Term::JMP, 0, 3, 0, 0};
     b3.term = {Term::EXIT, 0, 0, 0, 0};
     const Program prog = warp_program("load_groups", kPatterns, kShared, {b0, b1, b2, b3});
-    const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
+    std::vector<uint8_t> params(16);
+    for (uint32_t j = 0; j < 4; ++j) {
+      const uint32_t v = 0x51ed270bu * (j + 1);
+      std::memcpy(&params[4 * j], &v, 4);
+    }
+    const Outcome o = same_both_ways(prog, p, params, mem, prog.kernel);
     ASSERT_EQ(o.fault.error, 0) << o.fault.message;
     auto got = [&](uint32_t t, uint32_t j) { return word_at(o.mem, out + 128 * t + 4 * j); };
     for (uint32_t k = 0; k < kPatterns; ++k)
@@ -433,7 +450,10 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
           EXPECT_EQ(got(t, slot + 1), shared_word(sh - 8)) << "pattern " << k << " lane " << l;
           EXPECT_EQ(got(t, slot + 2), shared_word(sh + 12)) << "pattern " << k << " lane " << l;
           EXPECT_EQ(got(t, slot + 3), shared_word(sh - 4)) << "pattern " << k << " lane " << l;
+          EXPECT_EQ(got(t, slot + 4), shared_word(sh + 16)) << "pattern " << k << " lane " << l;
+          EXPECT_EQ(got(t, slot + 5), shared_word(sh)) << "pattern " << k << " lane " << l;
         }
+        for (uint32_t j = 0; j < 3; ++j) EXPECT_EQ(got(t, 20 + j), 0x51ed270bu * (j ? 2 + j : 1)) << "param " << j;
       }
   }
   // Faults: a group whose last member runs past the window's end (the
