@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include <unistd.h>
 
@@ -346,6 +347,33 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     for (uint32_t k = 0; k < n; ++k)
       if (group_of[k] >= 0 && groups[size_t(group_of[k])].members < 2) group_of[k] = -1;
   }
+  // A coalesced row: lane l at the first lane's offset + 4 l, every lane
+  // active.  Returns the first lane's offset and the test.
+  auto row_test = [&](Value* off) -> std::pair<Value*, Value*> {
+    std::vector<Constant*> row;
+    for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
+    Value* off0 = B.CreateExtractElement(off, uint64_t(0));
+    Value* is_row = B.CreateAnd(
+        B.CreateAndReduce(B.CreateICmpEQ(off, B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row)))),
+        B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
+    return {off0, is_row};
+  };
+  // The warp's span: every active lane's word among the 32 from the least
+  // active offset on (a broadcast, rows of a tile, a row read twice), the
+  // 128 bytes (reaching `ext` bytes further) inside the window of `size`
+  // bytes: the least offset, each lane's word number from it, the test.
+  struct Span {
+    Value *ok, *least, *idx;
+  };
+  auto span_test = [&](Value* off, Value* size, uint64_t ext) {
+    Value* least = B.CreateUnaryIntrinsic(Intrinsic::vector_reduce_umin, B.CreateSelect(active, off, splat(~0u)));
+    Value* rel = B.CreateSub(off, B.CreateVectorSplat(N, least));
+    Value* inside = B.CreateAndReduce(B.CreateOr(B.CreateICmpULE(rel, splat(4 * N - 4)), B.CreateNot(active)));
+    Value* room = B.CreateAnd(B.CreateICmpUGE(size, B.getInt64(4 * N + ext)),
+                              B.CreateICmpULE(B.CreateAdd(B.CreateZExt(least, i64), B.getInt64(ext)),
+                                              B.CreateSub(size, B.getInt64(4 * N))));
+    return Span{B.CreateAnd(inside, room), least, B.CreateLShr(rel, splat(2))};
+  };
   // The half-warps' spans: each half's active lanes' words among the 32
   // from that half's least active offset, both halves with active lanes and
   // both spans (reaching `ext` bytes further) inside the window of `size`
@@ -421,26 +449,16 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     bad = B.CreateOrReduce(B.CreateAnd(bad, active));
     g.ok = B.CreateAnd(B.CreateAnd(big, B.CreateNot(bad)), B.CreateICmpNE(fast, B.getInt32(0)));
     g.off = off;
-    std::vector<Constant*> row;
-    for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
-    g.off0 = B.CreateExtractElement(off, uint64_t(0));
-    Value* is_row = B.CreateAnd(
-        B.CreateAndReduce(B.CreateICmpEQ(off, B.CreateAdd(B.CreateVectorSplat(N, g.off0), ConstantVector::get(row)))),
-        B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
-    Value* cls = B.CreateSelect(is_row, B.getInt32(0), B.getInt32(2));  // 3: the half-warps' spans
+    Value* is_row;
+    std::tie(g.off0, is_row) = row_test(off);
+    Value* cls = B.CreateSelect(is_row, B.getInt32(0), B.getInt32(2));
     if (permute) {
-      g.least = B.CreateUnaryIntrinsic(Intrinsic::vector_reduce_umin, B.CreateSelect(active, off, splat(~0u)));
-      Value* rel = B.CreateSub(off, B.CreateVectorSplat(N, g.least));
-      Value* inside = B.CreateAndReduce(B.CreateOr(B.CreateICmpULE(rel, splat(4 * N - 4)), B.CreateNot(active)));
-      Value* room = B.CreateAnd(B.CreateICmpUGE(size, B.getInt64(4 * N + ext)),
-                                B.CreateICmpULE(B.CreateAdd(B.CreateZExt(g.least, i64), B.getInt64(ext)),
-                                                B.CreateSub(size, B.getInt64(4 * N))));
-      g.idx = B.CreateLShr(rel, splat(2));
+      const Span sp = span_test(off, size, ext);
+      g.least = sp.least, g.idx = sp.idx;
       const Halves h = halves(off, size, ext);
       g.hlo0 = h.lo0, g.hlo1 = h.lo1, g.hidx0 = h.idx0, g.hidx1 = h.idx1;
-      cls = B.CreateSelect(
-          is_row, B.getInt32(0),
-          B.CreateSelect(B.CreateAnd(inside, room), B.getInt32(1), B.CreateSelect(h.ok, B.getInt32(3), B.getInt32(2))));
+      cls = B.CreateSelect(is_row, B.getInt32(0),
+                           B.CreateSelect(sp.ok, B.getInt32(1), B.CreateSelect(h.ok, B.getInt32(3), B.getInt32(2))));
     }
     g.cls = cls;
   };
@@ -660,12 +678,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         good = B.CreateNot(ac.slow);
         Value* off64 = lane_offsets(in.space, off);
         if (in.space != Space::Local && in.bytes == 4) {
-          std::vector<Constant*> row;
-          for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
-          Value* off0 = B.CreateExtractElement(off, uint64_t(0));
-          Value* expect = B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row));
-          d.row = B.CreateAnd(B.CreateAndReduce(B.CreateICmpEQ(off, expect)),
-                              B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
+          Value* off0;
+          std::tie(off0, d.row) = row_test(off);
           d.base0 = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(off0, i64));
         }
         d.ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
@@ -872,14 +886,9 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       Value* g = nullptr;
       BasicBlock* from_fast = fastb;
       if (in.bytes == 4 && in.space != Space::Local) {
-        // A coalesced row (lane l at the first lane's + 4 l, every lane
-        // active): one vector load; else a gather.
-        std::vector<Constant*> row;
-        for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
-        Value* off0 = B.CreateExtractElement(off, uint64_t(0));
-        Value* expect = B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row));
-        Value* is_row = B.CreateAnd(B.CreateAndReduce(B.CreateICmpEQ(off, expect)),
-                                    B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
+        // A coalesced row: one vector load; else the span, the half-warps'
+        // spans or a gather.
+        const auto [off0, is_row] = row_test(off);
         BasicBlock* rowb = BasicBlock::Create(C, "ld.row", F);
         BasicBlock* spanq = BasicBlock::Create(C, "ld.span?", F);
         BasicBlock* spanb = BasicBlock::Create(C, "ld.span", F);
@@ -894,23 +903,17 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         Value* sv = nullptr;
         Value* hv = nullptr;
         if (permute) {
-          // Every active lane's word among the 32 from the least active
-          // offset on (a broadcast, rows of a tile, a row read twice), all
-          // inside the window: two vector loads, each lane's word picked
-          // by a two-source permute, instead of a gather.
+          // The warp's span: two vector loads, each lane's word picked by a
+          // two-source permute, instead of a gather.
           B.SetInsertPoint(spanq);
-          Value* lo = B.CreateUnaryIntrinsic(Intrinsic::vector_reduce_umin, B.CreateSelect(active, off, splat(~0u)));
-          Value* rel = B.CreateSub(off, B.CreateVectorSplat(N, lo));
-          Value* inside = B.CreateAndReduce(B.CreateOr(B.CreateICmpULE(rel, splat(4 * N - 4)), B.CreateNot(active)));
-          Value* size = B.CreateTrunc(win_field(in.space, offsetof(Env::Window, size), i64), i32);
-          Value* room = B.CreateAnd(B.CreateICmpUGE(size, B.getInt32(4 * N)),
-                                    B.CreateICmpULE(lo, B.CreateSub(size, B.getInt32(4 * N))));
-          B.CreateCondBr(B.CreateAnd(inside, room), spanb, halfq);
+          Value* size = win_field(in.space, offsetof(Env::Window, size), i64);
+          const Span sp = span_test(off, size, 0);
+          B.CreateCondBr(sp.ok, spanb, halfq);
           B.SetInsertPoint(spanb);
-          sv = span_load(B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(lo, i64)), B.CreateLShr(rel, splat(2)));
+          sv = span_load(B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(sp.least, i64)), sp.idx);
           B.CreateBr(joinb);
           B.SetInsertPoint(halfq);
-          const Halves h = halves(off, win_field(in.space, offsetof(Env::Window, size), i64), 0);
+          const Halves h = halves(off, size, 0);
           B.CreateCondBr(h.ok, halfb, gatherb);
           B.SetInsertPoint(halfb);
           hv = halves_load(base, h, 0);

@@ -198,6 +198,37 @@ TEST(Jit, RandomAluProgramsMatchTheInterpreter) {
   }
 }
 
+// Appends a load, store or atomic of space `sp` to a block.
+void mem_op(Block& b, Op op, Space sp, uint32_t d, Operand a, Operand off, Operand v = K(0)) {
+  ins(b, op, d, a, off, v)->space = sp;
+}
+
+// Block 0 of the load tests: r1 the lane, r3 the thread (CTA * 32 + lane),
+// r4 the global address of its 16-byte table entry (at 16 r3), r5 of its
+// output (`out_stride` bytes at `out`), r6 on the entry's first `words`
+// words; shared word i set to 0x01000193 i + 7; then to block 1 past the
+// CTA barrier.
+Block table_prologue(const Params& p, uint32_t out, uint32_t out_stride, uint32_t words, uint32_t shared_bytes) {
+  Block b0;
+  ins(b0, Op::LANE, 1, K(0));
+  ins(b0, Op::CTA, 2, K(0));
+  ins(b0, Op::MUL, 3, R(2), K(32));
+  ins(b0, Op::ADD, 3, R(3), R(1));
+  ins(b0, Op::MUL, 4, R(3), K(16));
+  ins(b0, Op::ADD, 4, R(4), K(p.global_base));
+  ins(b0, Op::MUL, 5, R(3), K(out_stride));
+  ins(b0, Op::ADD, 5, R(5), K(p.global_base + out));
+  for (uint32_t j = 0; j < words; ++j) mem_op(b0, Op::LD, Space::Global, 6 + j, R(4), K(4 * j));
+  ins(b0, Op::MUL, 10, R(1), K(4));
+  ins(b0, Op::MUL, 11, R(1), K(0x01000193u));
+  for (uint32_t j = 0; j < shared_bytes / 128; ++j) {
+    ins(b0, Op::ADD, 12, R(11), K(0x01000193u * 32 * j + 7));
+    mem_op(b0, Op::ST, Space::Shared, 0, R(10), K(128 * j), R(12));
+  }
+  b0.term = {Term::BAR, 0, 1, 0, 0};
+  return b0;
+}
+
 // Lane l's byte offset from `start` under access pattern k, one of
 // kLanePatterns: the ways a warp's words meet the JIT's row, span, half-warp
 // span and gather paths (jit.cpp), all within 1,024 bytes from `start`.
@@ -282,26 +313,7 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
       word(at + 12, on ? offset(k, l, 256, kShared) : 0xFFFFFF00u);
     }
   const uint32_t out = 8 * 1024;  // 16 bytes a thread
-  auto mem_op = [&](Block& b, Op op, Space sp, uint32_t d, Operand a, Operand off, Operand v = K(0)) {
-    Instr* in = ins(b, op, d, a, off, v);
-    in->space = sp;
-  };
-  Block b0, b1, b2, b3;
-  ins(b0, Op::LANE, 1, K(0));
-  ins(b0, Op::CTA, 2, K(0));
-  ins(b0, Op::MUL, 3, R(2), K(32));
-  ins(b0, Op::ADD, 3, R(3), R(1));                    // the thread
-  ins(b0, Op::MUL, 4, R(3), K(16));
-  ins(b0, Op::ADD, 4, R(4), K(p.global_base));        // its table entry
-  ins(b0, Op::ADD, 5, R(4), K(out));                  // its output
-  for (uint32_t j = 0; j < 4; ++j) mem_op(b0, Op::LD, Space::Global, 6 + j, R(4), K(4 * j));
-  ins(b0, Op::MUL, 10, R(1), K(4));
-  ins(b0, Op::MUL, 11, R(1), K(0x01000193u));
-  for (uint32_t j = 0; j < kShared / 128; ++j) {       // shared word i holds 0x01000193 i + 7
-    ins(b0, Op::ADD, 12, R(11), K(0x01000193u * 32 * j + 7));
-    mem_op(b0, Op::ST, Space::Shared, 0, R(10), K(128 * j), R(12));
-  }
-  b0.term = {Term::BAR, 0, 1, 0, 0};
+  Block b0 = table_prologue(p, out, 16, 4, kShared), b1, b2, b3;
   mem_op(b1, Op::LD, Space::Global, 13, R(6), K(0));
   mem_op(b1, Op::LD, Space::Shared, 14, R(7), K(0));
   mem_op(b1, Op::ST, Space::Global, 0, R(5), K(0), R(13));
@@ -350,33 +362,8 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
   const std::vector<uint32_t> perm = lane_permutation(7);
   auto offset = [&](uint32_t k, uint32_t l, uint32_t start) { return lane_pattern(k, l, start, perm); };
   const uint32_t out = 8 * 1024;  // 128 bytes a thread
-  auto mem_op = [&](Block& b, Op op, Space sp, uint32_t d, Operand a, Operand off, Operand v = K(0)) {
-    Instr* in = ins(b, op, d, a, off, v);
-    in->space = sp;
-  };
   auto shared_word = [](uint32_t byte) { return 0x01000193u * (byte / 4) + 7; };
   auto global_word = [](uint32_t byte) { return 0x9e3779b9u * byte + 17; };
-  // Block 0: the thread's table entry (its global and shared base), its
-  // output, and shared memory filled.
-  auto prologue = [&](Block& b0) {
-    ins(b0, Op::LANE, 1, K(0));
-    ins(b0, Op::CTA, 2, K(0));
-    ins(b0, Op::MUL, 3, R(2), K(32));
-    ins(b0, Op::ADD, 3, R(3), R(1));
-    ins(b0, Op::MUL, 4, R(3), K(16));
-    ins(b0, Op::ADD, 4, R(4), K(p.global_base));
-    ins(b0, Op::MUL, 5, R(3), K(128));
-    ins(b0, Op::ADD, 5, R(5), K(p.global_base + out));
-    mem_op(b0, Op::LD, Space::Global, 6, R(4), K(0));
-    mem_op(b0, Op::LD, Space::Global, 7, R(4), K(4));
-    ins(b0, Op::MUL, 10, R(1), K(4));
-    ins(b0, Op::MUL, 11, R(1), K(0x01000193u));
-    for (uint32_t j = 0; j < kShared / 128; ++j) {
-      ins(b0, Op::ADD, 12, R(11), K(0x01000193u * 32 * j + 7));
-      mem_op(b0, Op::ST, Space::Shared, 0, R(10), K(128 * j), R(12));
-    }
-    b0.term = {Term::BAR, 0, 1, 0, 0};
-  };
   launch::GlobalMemory mem;
   mem.base = p.global_base;
   mem.bytes.assign(mem_bytes, 0);
@@ -390,8 +377,7 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
   {
     // Block 1, every lane: the groups, each value stored; a run where the
     // register changes in the middle; then lanes l % 4 == 1 go to block 2.
-    Block b0, b1, b2, b3;
-    prologue(b0);
+    Block b0 = table_prologue(p, out, 128, 2, kShared), b1, b2, b3;
     uint32_t r = 20, slot = 0;
     std::vector<std::pair<uint32_t, uint32_t>> stored;  // (register, output slot)
     for (uint32_t j = 0; j < imms.size(); ++j) {
@@ -467,8 +453,7 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
       w2(l * 16 + 0, p.global_base + gbase);
       w2(l * 16 + 4, sbase);
     }
-    Block b0, b1, b2;
-    prologue(b0);
+    Block b0 = table_prologue(p, out, 128, 2, kShared), b1, b2;
     for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::LD, Space::Global, 20 + j, R(6), K(4 * j + 4));
     for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::LD, Space::Shared, 24 + j, R(7), K(4 * j + 4));
     for (uint32_t j = 0; j < 8; ++j) mem_op(b1, Op::ST, Space::Global, 0, R(5), K(4 * j), R(20 + j));
