@@ -17,9 +17,10 @@ namespace qgpu::machine {
 // The machine's ISA (lanes, registers, block length, ROM) is Params'; the
 // sizes of the device it runs as belong to the backend.  Two devices exist:
 //
-//  - the model's device (model_params(): 16 KiB of global memory, 256
-//    threads and 64 CTAs per launch, ...), the one the compiled checkpoint
-//    holds, run by the model, model-trace and interpreter-model backends;
+//  - the model's device (model_params(): 256 KiB of global memory by
+//    default, 256 threads per CTA, 65,535 CTAs per launch, 4 KiB of
+//    parameters, ...), the one the compiled checkpoint holds, run by the
+//    model, model-trace and interpreter-model backends;
 //  - the CUDA-sized device of the "interpreter" backend (cuda_params()):
 //    2 GiB of global memory by default, lazily backed, 1024 threads per
 //    CTA, CUDA's grid limits, 48 KiB of static shared memory (64 KiB after

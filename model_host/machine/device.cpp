@@ -100,9 +100,9 @@ launch::DeviceSpec model_device() {
   d.larger = d.more_memory =
       "run it with --backend interpreter (the reference machine as a CUDA-sized device: qgpu run --backend "
       "interpreter, or QGPU_BACKEND=interpreter)";
-  if (d.global_bytes < 256 * 1024)   // a model built with less (qgpu build-model --global-kib)
-    d.more_memory = "build the model with more (qgpu build-model --out DIR --global-kib 256, then --model DIR), or " +
-                    d.more_memory;
+  if (d.global_bytes < kModelMaxGlobalBytes)   // a larger model can be built (qgpu build-model --global-kib)
+    d.more_memory = "build the model with more (qgpu build-model --out DIR --global-kib " +
+                    std::to_string(kModelMaxGlobalBytes >> 10) + ", then --model DIR), or " + d.more_memory;
   return d;
 }
 

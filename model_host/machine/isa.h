@@ -152,8 +152,10 @@ inline Params& model_params_storage() {
 }
 inline const Params& model_params() { return model_params_storage(); }
 // The global memory of the model's device is chosen when the model is built
-// (`qgpu build-model --global-kib`, 4 to 256 KiB; 256 by default): a process
-// that builds or runs another size sets it first, before anything reads it.
+// (`qgpu build-model --global-kib`, a power of two from kModelMinGlobalBytes
+// to kModelMaxGlobalBytes; 256 KiB by default): a process that builds or runs
+// another size sets it first, before anything reads it.
+inline constexpr uint32_t kModelMinGlobalBytes = 4 * 1024, kModelMaxGlobalBytes = 1024 * 1024;
 inline void set_model_global_bytes(uint32_t bytes) { model_params_storage().global_bytes = bytes; }
 
 // Every op of the instruction set.

@@ -154,7 +154,13 @@ void memories(Builder& b, const Context& c, const Rom& r, AluState& s) {
   Digits g_lo = row_lo;
   for (int i = 3; i < g_digits; ++i) g_lo.push_back({bitfield(b, "row" + std::to_string(i), sum, 2 + 4 * i, 4)});
   g_lo.resize(g_digits);
-  const Digits g_row = b.mux("g_row", is_mg, {{1, slice(P, 0, g_digits)}, {0, g_lo}}, g_digits);
+  // An MG record's row: its payload, the word in the page, below the page
+  // the last MGP set (kept in a one-row store for the client's whole life;
+  // a model of one page has neither).
+  Digits mg_row = slice(P, 0, std::min(g_digits, 4));
+  if (g_digits > 4)
+    mg_row.push_back(outs(store(b, "mg_page", 1, {}, {}, b.is_kind(Kind::MGP), -1, payload_parts(b, 1, 0)), 0, 1)[0]);
+  const Digits g_row = b.mux("g_row", is_mg, {{1, mg_row}, {0, g_lo}}, g_digits);
   const ValueId we_global = b.any("we_global", {is_mg, store_to("st_global", kGlobal)});
   const Digits v_global = outs(store(b, "global", 1 << g_words_bits, Builder::bits(g_row, 0, g_words_bits),
                                      Builder::bits(g_lo, 0, g_words_bits), we_global, -1,

@@ -74,9 +74,11 @@ int global_address_bits() {
   const uint32_t bytes = machine::model_params().global_bytes;
   int bits = 0;
   while ((1u << bits) < bytes) ++bits;
-  if ((1u << bits) != bytes || bits < 12 || bits > 18)
+  if ((1u << bits) != bytes || bytes < machine::kModelMinGlobalBytes || bytes > machine::kModelMaxGlobalBytes)
     throw std::logic_error("gpu circuit: global memory of " + std::to_string(bytes) +
-                           " bytes; the circuit takes a power of two from 4 KiB to 256 KiB");
+                           " bytes; the circuit takes a power of two from " +
+                           std::to_string(machine::kModelMinGlobalBytes >> 10) + " to " +
+                           std::to_string(machine::kModelMaxGlobalBytes >> 10) + " KiB");
   return bits;
 }
 

@@ -197,8 +197,9 @@ ValueId bitfield(Builder& b, const std::string& name, const Digits& w, int lo, i
 ValueId is_zero(Builder& b, const std::string& name, const Digits& w);
 // w + 1 (mod 16^n), digit by digit: digit i gains the carry "every lower digit is 15".
 Digits increment(Builder& b, const std::string& name, const Digits& w);
-// Bits of a global memory offset: global_bytes = 2^bits (machine::model_params()).
-// MG's 16-bit payload names the word, so at most 2^18 bytes.
+// Bits of a global memory offset: global_bytes = 2^bits (machine::model_params(),
+// machine::kModelMinGlobalBytes to kModelMaxGlobalBytes).  MG's 16-bit payload
+// names the word in its page and MGP the page (tokens/vocab.h).
 int global_address_bits();
 Digits slice(const Digits& d, size_t from, size_t n);
 Digits word_digits(const Word& w);

@@ -46,10 +46,28 @@ class Encoder {
     emit(k, payload);
   }
 
-  // Every non-zero word of a memory image, as `D D KIND(word)`.
+  // Global word i's record: `D D MG(i mod 65536)`, after `MGP(i >> 16)` where
+  // the model has more than one page and the page is not the one this
+  // encoder set last (each encoding sets it again before its first record:
+  // the sequence's page is whatever an earlier prompt left).
+  void global_record(uint32_t value, uint32_t i) {
+    if (machine::model_params().global_bytes / 4 > (1u << kMgPageBits) && page_ != int64_t(i >> kMgPageBits)) {
+      page_ = int64_t(i >> kMgPageBits);
+      emit(Kind::MGP, uint32_t(page_));
+    }
+    record(value, Kind::MG, i & ((1u << kMgPageBits) - 1));
+  }
+
+  // Every non-zero word of a memory image, as `D D KIND(word)` (MP), or as
+  // global_record (MG).
   void image(const std::vector<uint8_t>& bytes, Kind k) {
     for (size_t i = 0; i < (bytes.size() + 3) / 4; ++i)
-      if (uint32_t w = word_at(bytes, i)) record(w, k, uint32_t(i));
+      if (uint32_t w = word_at(bytes, i)) {
+        if (k == Kind::MG)
+          global_record(w, uint32_t(i));
+        else
+          record(w, k, uint32_t(i));
+      }
   }
 
   // An operand the instruction reads; immediate 0 is the field's default.
@@ -110,6 +128,9 @@ class Encoder {
     emit(Kind::D, f);
     emit(Kind::T, term_payload(uint32_t(term.kind), cond));
   }
+
+ private:
+  int64_t page_ = -1;  // the MGP this encoder wrote last; -1: none yet
 };
 
 }  // namespace
@@ -173,7 +194,7 @@ std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_
     if (w >= n)
       throw std::invalid_argument("write of global word " + std::to_string(w) + "; the model holds " +
                                   std::to_string(n) + " words");
-    e.record(value, Kind::MG, w);
+    e.global_record(value, w);
   }
   return e.tokens;
 }

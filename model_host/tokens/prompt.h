@@ -18,11 +18,12 @@ namespace qgpu::gpu {
 // buffer and the client's global memory (`global.base` must be the model
 // machine's global base).  Zero parameter and global words are not sent, nor
 // operands that are register r0; terminators always send both targets, so
-// every 32-bit record is exactly `D(lo) D(hi) KIND`.
+// every 32-bit record is exactly `D(lo) D(hi) KIND` (global words beyond the
+// first 65,536 also need an `MGP(page)` before their page's first record).
 //
-// Throws std::invalid_argument naming what does not fit the vocabulary: a
-// launch shape beyond 256 threads or 64 CTAs, parameters beyond 1 KiB, a
-// global image beyond 16 KiB, a program machine::validate() refuses for the
+// Throws std::invalid_argument naming what does not fit the model's device
+// or the vocabulary: a launch shape beyond its threads per CTA or CTAs,
+// parameters or a global image beyond its sizes (model_params()), a program machine::validate() refuses for the
 // model's machine (more than 1024 blocks, more than one instruction per
 // block), an atomic or 8/16-bit access (the record has no field for its
 // function or width), or a trap code beyond TRAP's payload.
@@ -35,7 +36,8 @@ std::vector<int64_t> encode_launch(const machine::Program& prog, uint32_t thread
                                    const std::vector<uint8_t>& params);
 
 // Write records `D(lo) D(hi) MG(word)` for the given (word index, value)
-// pairs, in order: what a cudaMemcpy to the device or a cudaMemset appends
+// pairs, in order (with `MGP(page)` before the first record of each page
+// where the model has more than 65,536 words): what a cudaMemcpy to the device or a cudaMemset appends
 // to the client's sequence (docs/tokens.md section 3).  Throws
 // std::invalid_argument for a word beyond the model's global memory.
 std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_t>>& words);

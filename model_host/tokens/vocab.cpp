@@ -13,10 +13,12 @@ struct KindInfo {
 };
 
 // Payload sizes follow machine::model_params(): 1024 ROM blocks, 65536 global
-// words, 1024 parameter words, 256 threads per CTA, 65535 CTAs (NC's payload
-// is the count, CTA's the index).
+// words a page (MGP names the page of the MG records after it: 16 pages, the
+// circuit reads as many of its bits as its global memory has), 1024
+// parameter words, 256 threads per CTA, 65535 CTAs (NC's payload is the
+// count, CTA's the index).
 constexpr std::array<KindInfo, kKindCount> kKinds = {{
-    {"NT", 257},      {"NC", 1 << 16}, {"MG", 1 << 16}, {"MP", 1024},  {"ROM", 1024},
+    {"NT", 257},      {"NC", 1 << 16}, {"MG", 1 << 16}, {"MGP", kMgPages}, {"MP", 1024},  {"ROM", 1024},
     {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
     {"START", 1},     {"D", 1 << 16},  {"CTA", 1 << 16},    {"WARP", 257}, {"EXEC", 1024},
     {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"VX", 1 << 16}, {"VG", 1 << 16},

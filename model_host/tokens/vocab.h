@@ -19,7 +19,7 @@ inline constexpr int64_t kTokenBase = 248320;
 enum class Kind : uint8_t {
   // clang-format off
   // Prompt: launch configuration, memory image, program ROM, start.
-  NT, NC, MG, MP, ROM, OP, A, B, C, T, START,
+  NT, NC, MG, MGP, MP, ROM, OP, A, B, C, T, START,
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
@@ -74,6 +74,14 @@ inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload
 // Tokens that run a block (the trace's steps): those that name it, and the
 // fall-through values, which run the block after the last one run.
 inline bool runs_block(Kind k) { return names_block(k) || falls_through(k); }
+
+// MG(w) names word w of the current page, 65,536 words a page: global word
+// page << 16 | w.  MGP(page) sets the page for the MG records after it, in
+// this launch's prompt and in later ones (the sequence keeps it); a model
+// whose global memory is at most 256 KiB has one page, 0, and the prompts
+// written for it hold no MGP.
+inline constexpr uint32_t kMgPageBits = 16;
+inline constexpr uint32_t kMgPages = 16;
 
 // Payload layouts of the prompt record tokens.
 // OP's op field is machine::Op's index (below kBaseOpCount, or FFMA: the

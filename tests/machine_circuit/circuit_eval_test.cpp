@@ -317,6 +317,90 @@ TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
   EXPECT_EQ(words[100], 0xdeadbeefu);
 }
 
+// The circuit of a model built with 1 MiB of global memory (`qgpu
+// build-model --global-kib 1024`: 262,144 words, four MG pages) on the
+// evaluator, in its own process (ctest's machine_circuit_1mib: the circuit
+// is compiled once per process, at the size set first).  A prompt's image and
+// later write records reach words in every page; loads and stores at
+// addresses past 256 KiB; a record after records of another page goes to its
+// own page (the encoder sets the page again); launch B reads it all back, so
+// its trace shows every value.
+TEST(GpuCircuitEval1MiB, PagesOfGlobalMemoryAcrossLaunches) {
+  machine::set_model_global_bytes(1u << 20);
+  ASSERT_EQ(global_memory().bytes.size(), size_t(1) << 20);
+  auto at = [](uint32_t word) { return k(kBase + 4 * word); };
+  const machine::Program a = program({
+      blk(ld(Space::Global, 1, r(0), at(70000)), jmp(1)),     // B0: page 1, from the image
+      blk(ld(Space::Global, 2, r(0), at(262143)), jmp(2)),    // B1: the last word, page 3
+      blk(alu(Op::ADD, 3, r(1), r(2)), jmp(3)),               // B2
+      blk(special(Op::WARP, 4), jmp(4)),                      // B3: r4 = thread
+      blk(alu(Op::SHL, 5, r(4), k(2)), jmp(5)),               // B4
+      blk(alu(Op::ADD, 3, r(3), r(4)), jmp(6)),               // B5
+      blk(st(Space::Global, r(5), at(131072), r(3)), jmp(7)), // B6: words 131072 + thread, page 2
+      blk(std::nullopt, exit_()),                             // B7
+  });
+  const machine::Program b = program({
+      blk(ld(Space::Global, 1, r(0), at(131073)), jmp(1)),    // B0: A's store of thread 1
+      blk(ld(Space::Global, 2, r(0), at(65543)), jmp(2)),     // B1: a record, page 1
+      blk(ld(Space::Global, 3, r(0), at(250000)), jmp(3)),    // B2: a record, page 3
+      blk(ld(Space::Global, 4, r(0), at(9)), jmp(4)),         // B3: a record, page 0, after page 3's
+      blk(ld(Space::Global, 5, r(0), at(196617)), jmp(5)),    // B4: page 3's word 9: untouched
+      blk(alu(Op::ADD, 6, r(1), r(2)), jmp(6)),
+      blk(alu(Op::ADD, 6, r(6), r(3)), jmp(7)),
+      blk(alu(Op::ADD, 6, r(6), r(4)), jmp(8)),
+      blk(alu(Op::ADD, 6, r(6), r(5)), jmp(9)),
+      blk(st(Space::Global, r(0), at(262000), r(6)), jmp(10)),
+      blk(ld(Space::Global, 7, r(0), at(262000)), jmp(11)),   // B10: the store, read back
+      blk(std::nullopt, exit_()),
+  });
+  launch::GlobalMemory image = global_memory();
+  set_word(image.bytes, 70000, 0x12345678);
+  set_word(image.bytes, 262143, 0x01010101);
+  set_word(image.bytes, 196617, 0x5a5a);
+  const std::vector<std::pair<uint32_t, uint32_t>> writes1 = {{65543, 0x777}, {250000, 0xabcd0000}};
+  const std::vector<std::pair<uint32_t, uint32_t>> writes2 = {{9, 0x99}};
+
+  const std::vector<int64_t> prompt_a = encode_prompt(a, 2, 1, {}, image);
+  TraceOracle oracle_a(a, 2, 1, {}, image);
+  std::vector<int64_t> trace_a;
+  while (!oracle_a.done()) trace_a.push_back(oracle_a.next());
+  launch::GlobalMemory before_b = oracle_a.memory();
+  EXPECT_EQ(word(before_b.bytes, 131073), 0x12345678u + 0x01010101u + 1);
+  for (const auto* w : {&writes1, &writes2})
+    for (auto [i, v] : *w) set_word(before_b.bytes, i, v);
+  const std::vector<int64_t> records1 = encode_writes(writes1), records2 = encode_writes(writes2);
+  const std::vector<int64_t> prompt_b = encode_launch(b, 1, 1, {});
+  TraceOracle oracle_b(b, 1, 1, {}, before_b);
+  std::vector<int64_t> trace_b;
+  while (!oracle_b.done()) trace_b.push_back(oracle_b.next());
+  EXPECT_EQ(word(oracle_b.memory().bytes, 262000),
+            0x12345678u + 0x01010101u + 1 + 0x777 + 0xabcd0000u + 0x99 + 0x5a5a);
+
+  circuit::Evaluator ev(machine());
+  auto feed = [&](const std::vector<int64_t>& ids) {
+    for (int64_t id : ids) ev.step(int(id - kTokenBase));
+  };
+  auto follow = [&](const std::vector<int64_t>& trace, const char* which) {
+    for (size_t n = 0; n < trace.size(); ++n) {
+      const int got = ev.emitted();
+      if (got < 0 || got + kTokenBase != trace[n]) {
+        ADD_FAILURE() << which << ", generated token " << n << ": circuit writes "
+                      << (got < 0 ? std::string("nothing") : token_name(got + kTokenBase)) << ", trace "
+                      << token_name(trace[n]);
+        return false;
+      }
+      ev.step(int(trace[n] - kTokenBase));
+    }
+    return true;
+  };
+  feed(prompt_a);
+  ASSERT_TRUE(follow(trace_a, "launch A"));
+  feed(records1);
+  feed(records2);
+  feed(prompt_b);
+  ASSERT_TRUE(follow(trace_b, "launch B"));
+}
+
 TEST(GpuCircuitEval, ThreadsBarriersAndCtas) {
   machine::Program prog = program({
       blk(special(Op::WARP, 1), br(1, 1, 3)),          // B0

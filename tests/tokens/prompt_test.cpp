@@ -34,7 +34,8 @@ struct Decoded {
 };
 
 // Throws std::runtime_error naming the position of the first token that
-// breaks the grammar.
+// breaks the grammar.  Global words are page << 16 | MG's payload, the page
+// the last MGP set (0 before any).
 Decoded decode(const std::vector<int64_t>& ids) {
   enum Section { kThreads, kCtas, kParams, kGlobal, kRom, kDone };
   Decoded d;
@@ -42,6 +43,7 @@ Decoded decode(const std::vector<int64_t>& ids) {
   std::vector<uint32_t> halves;  // D payloads not yet taken by a record
   int operand = -1;              // the last operand sent in the current row
   bool row_open = false;         // OP seen, T not yet
+  int64_t page = -1;             // the last MGP's page (-1: none yet)
   for (size_t i = 0; i < ids.size(); ++i) {
     auto fail = [&](const std::string& why) {
       throw std::runtime_error("token " + std::to_string(i) + " (" + token_name(ids[i]) + "): " + why);
@@ -82,11 +84,20 @@ Decoded decode(const std::vector<int64_t>& ids) {
         if (d.params.count(t->payload)) fail("parameter word sent twice");
         d.params[t->payload] = value();
         break;
-      case Kind::MG:
+      case Kind::MGP:
         enter(kGlobal);
-        if (d.global.count(t->payload)) fail("global word sent twice");
-        d.global[t->payload] = value();
+        no_halves();
+        if (int64_t(t->payload) == page) fail("MGP repeats the page already set");
+        page = t->payload;
         break;
+      case Kind::MG: {
+        enter(kGlobal);
+        if (page < 0) page = 0;  // a sequence starts at page 0
+        const uint32_t word = uint32_t(page) << 16 | t->payload;
+        if (d.global.count(word)) fail("global word sent twice");
+        d.global[word] = value();
+        break;
+      }
       case Kind::ROM:
         enter(kRom);
         no_halves();
@@ -266,6 +277,49 @@ TEST(GpuPrompt, EmptyMemoriesSendNothing) {
                                    token_id(Kind::OP, 63 << 8), token_id(Kind::D, 0), token_id(Kind::D, 0),
                                    token_id(Kind::T, kExit << 5), token_id(Kind::START)};
   EXPECT_EQ(ids, expected);
+}
+
+// A model of 1 MiB of global memory (qgpu build-model --global-kib 1024)
+// names words beyond the first 65,536 by page: MGP(page) before the first
+// record of each page, and nowhere else; a model of 256 KiB never.
+TEST(GpuPrompt, GlobalWordsBeyondTheFirstPageAreNamedByMgp) {
+  struct Size {
+    uint32_t saved = machine::model_params().global_bytes;
+    ~Size() { machine::set_model_global_bytes(saved); }
+  } restore;
+  machine::Program prog = program({blk(std::nullopt, exit_())});
+  auto mgps = [](const std::vector<int64_t>& ids) {
+    std::vector<uint32_t> pages;
+    for (int64_t id : ids)
+      if (decode_token(id)->kind == Kind::MGP) pages.push_back(decode_token(id)->payload);
+    return pages;
+  };
+  machine::set_model_global_bytes(1u << 20);
+  const std::vector<std::pair<uint32_t, uint32_t>> words = {
+      {5, 0x11}, {65535, 0x22}, {65536, 0x33}, {70000, 0x44}, {200000, 0x55}, {262143, 0x66}, {3, 0x77}};
+  launch::GlobalMemory global{kBase, std::vector<uint8_t>(1u << 20)};
+  for (auto [w, v] : words) set_word(global.bytes, w, v);
+  const Decoded d = decode(encode_prompt(prog, 1, 1, {}, global));
+  std::map<uint32_t, uint32_t> want(words.begin(), words.end());
+  EXPECT_EQ(d.global, want);
+  // The image in word order: pages 0, 1, 3 (0 set too: the sequence's page
+  // is whatever an earlier prompt left).
+  EXPECT_EQ(mgps(encode_prompt(prog, 1, 1, {}, global)), (std::vector<uint32_t>{0, 1, 3}));
+  // Write records in the order given: a page each time it changes.
+  const std::vector<int64_t> records = encode_writes(words);
+  EXPECT_EQ(mgps(records), (std::vector<uint32_t>{0, 1, 3, 0}));
+  std::vector<int64_t> as_prompt = {token_id(Kind::NT, 1), token_id(Kind::NC, 1)};
+  as_prompt.insert(as_prompt.end(), records.begin(), records.end());
+  as_prompt.push_back(token_id(Kind::START));
+  EXPECT_EQ(decode(as_prompt).global, want);
+  try {
+    encode_writes({{1u << 18, 1}});
+    ADD_FAILURE() << "a word past 1 MiB was encoded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("262144"), std::string::npos) << e.what();
+  }
+  machine::set_model_global_bytes(256 * 1024);
+  EXPECT_TRUE(mgps(encode_writes({{5, 1}, {65535, 2}})).empty());
 }
 
 void expect_refused(const std::function<void()>& f, const std::string& mention) {

@@ -27,9 +27,11 @@ int build_model(const BuildModelOptions& o) {
   if (o.global_kib) {
     if (o.out.empty())
       throw std::invalid_argument("--global-kib builds a model of another size: give it its own directory with --out");
-    if (o.global_kib < 4 || o.global_kib > 256 || (o.global_kib & (o.global_kib - 1)))
+    const uint32_t lo = qgpu::machine::kModelMinGlobalBytes >> 10, hi = qgpu::machine::kModelMaxGlobalBytes >> 10;
+    if (o.global_kib < lo || o.global_kib > hi || (o.global_kib & (o.global_kib - 1)))
       throw std::invalid_argument("--global-kib " + std::to_string(o.global_kib) +
-                                  ": the model's global memory is a power of two from 4 to 256 KiB");
+                                  ": the model's global memory is a power of two from " + std::to_string(lo) + " to " +
+                                  std::to_string(hi) + " KiB");
     qgpu::machine::set_model_global_bytes(o.global_kib * 1024);
   }
   if (o.compact && o.hf) throw std::invalid_argument("--compact and --hf ask for two different models; give one");
@@ -65,7 +67,7 @@ qgpu::cli::Register reg(qgpu::cli::kBuildModel.name, [](CLI::App& app) {
                 "also write the Hugging Face checkpoint (fp32 safetensors, over 20 GB; the default with --out)");
   sub->add_flag("--force", o->force, "rebuild even when the directory already holds a complete model");
   sub->add_option("--global-kib", o->global_kib,
-                  "global memory of the model's device in KiB, a power of two from 4 to 256 (default 256; needs "
+                  "global memory of the model's device in KiB, a power of two from 4 to 1024 (default 256; needs "
                   "--out): more costs GDN heads and layers (docs/circuit.md section 8)");
   return [o] { return build_model(*o); };
 });
