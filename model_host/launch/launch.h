@@ -36,7 +36,7 @@ struct GlobalMemory {
 // updates it as it goes, other threads read it (relaxed atomics).
 struct LaunchProgress {
   std::atomic<uint64_t> generated_tokens{0};  // model backends
-  std::atomic<uint64_t> cta{0};               // 1 + the CTA running now (interpreters: the highest started); 0: not known
+  std::atomic<uint64_t> cta{0};               // 1 + the CTA running now (interpreters: the highest started, updated every 16 CTAs and at the last); 0: not known
   // Set when no one waits for the launch any more (its client exited, the
   // daemon is stopping): a backend that checks it ends the launch early,
   // failed with cudaErrorLaunchFailure.  Never cleared.

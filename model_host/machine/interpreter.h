@@ -169,6 +169,12 @@ class Interpreter {
   Params p_;
   uint32_t ctas_, threads_, warps_;
   uint32_t nregs_ = 1;  // registers the program names (the highest + 1): the rest stay zero
+  // The registers zeroed when a CTA starts after the first (whose file is
+  // zeroed whole): on the CUDA-sized device, those a thread may read before
+  // it writes them (entry_reads()), the only ones whose starting value can
+  // be seen; on the other machines, every one (empty: zero_all_).
+  std::vector<uint32_t> zero_regs_;
+  bool zero_all_ = true;
   std::vector<uint8_t> params_;
   launch::GlobalMemory& mem_;
 

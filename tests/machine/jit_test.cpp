@@ -559,6 +559,69 @@ Outcome kernel_on_threads(const std::string& kernel, uint32_t ctas, uint32_t thr
   return o;
 }
 
+// Registers start at zero in every CTA, though a CTA after a worker's first
+// zeroes only those a thread may read before writing them (the interpreter's
+// entry_reads): a register read first as a branch condition (r2), as a
+// store's value (r4), as an ALU operand (r5), or as an f64 operation's third
+// and fourth operands (r6, r7: DADD's y) reads 0 in each of eight CTAs, after
+// the CTA before wrote it; one CTA after another on one host thread, and on
+// four, interpreted and compiled.
+TEST(CtaThreads, RegistersReadBeforeWrittenStartAtZeroInEveryCta) {
+  Params p = cuda_params(1u << 20);
+  const uint32_t ctas = 8, threads = 64;
+  Program prog;
+  prog.kernel = "reads_before_writes";
+  prog.ctas = ctas;
+  prog.threads = threads;
+  Block b0, b1, b2, b3;
+  ins(b0, Op::CTA, 1, K(0));
+  ins(b0, Op::SHL, 3, R(1), K(2));
+  ins(b0, Op::ADD, 3, R(3), K(p.global_base));   // r3: this CTA's word in each table
+  b0.term = {Term::BR, 2, 1, 2, 0};              // r2 != 0: B1, else B2
+  mem_op(b1, Op::ST, Space::Global, 0, R(3), K(0), K(0xbad));
+  b1.term = {Term::JMP, 0, 3, 0, 0};
+  mem_op(b2, Op::ST, Space::Global, 0, R(3), K(64), R(4));   // r4 as a store's value
+  b2.term = {Term::JMP, 0, 3, 0, 0};
+  ins(b3, Op::ADD, 5, R(5), K(1));                           // r5 as an operand
+  mem_op(b3, Op::ST, Space::Global, 0, R(3), K(128), R(5));
+  const Operand y[kMaxArity] = {K(0), K(0x3ff00000), R(6), R(7), K(0), K(0)};  // 1.0 + (r6, r7)
+  b3.instrs.push_back(make_float(Op::DADD, 8, y, FloatMod{.rnd = FRnd::Rn, .hi = true}));
+  mem_op(b3, Op::ST, Space::Global, 0, R(3), K(192), R(8));
+  ins(b3, Op::MOV, 2, K(1));
+  ins(b3, Op::MOV, 4, K(0x77));
+  ins(b3, Op::MOV, 6, K(0));
+  ins(b3, Op::MOV, 7, K(0x40000000));   // y = 2.0 for a CTA that saw it
+  b3.term = {Term::EXIT, 0, 0, 0, 0};
+  prog.blocks = {b0, b1, b2, b3};
+  launch::GlobalMemory mem0;
+  mem0.base = p.global_base;
+  mem0.bytes.assign(256, 0);
+  for (const jit::Mode mode : {jit::Mode::Off, jit::Mode::Always}) {
+    if (mode != jit::Mode::Off && !jit::built_in()) continue;
+    for (const uint32_t host_threads : {1u, 4u}) {
+      SCOPED_TRACE(std::string(mode == jit::Mode::Off ? "interpreted" : "compiled") + " on " +
+                   std::to_string(host_threads) + " host threads");
+      launch::GlobalMemory mem = mem0;
+      Interpreter in(prog, p, ctas, threads, {}, mem);
+      in.set_jit(mode, 0);
+      in.set_cta_threads(host_threads);
+      in.run(UINT64_MAX, nullptr);
+      ASSERT_EQ(in.fault().error, 0) << in.fault().message;
+      auto at = [&](uint32_t off) {
+        uint32_t v;
+        std::memcpy(&v, &mem.bytes[off], 4);
+        return v;
+      };
+      for (uint32_t c = 0; c < ctas; ++c) {
+        EXPECT_EQ(at(4 * c), 0u) << "CTA " << c << " took the branch on r2";
+        EXPECT_EQ(at(64 + 4 * c), 0u) << "CTA " << c << " stored r4";
+        EXPECT_EQ(at(128 + 4 * c), 1u) << "CTA " << c << " r5 + 1";
+        EXPECT_EQ(at(192 + 4 * c), 0x3ff00000u) << "CTA " << c << " 1.0 + (r6, r7)'s high word";
+      }
+    }
+  }
+}
+
 TEST(CtaThreads, SameResultsAsOneThread) {
   for (const jit::Mode mode : {jit::Mode::Off, jit::Mode::Always}) {
     if (mode != jit::Mode::Off && !jit::built_in()) continue;
