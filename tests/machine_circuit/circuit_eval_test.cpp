@@ -220,6 +220,27 @@ TEST(GpuCircuitEval, ResidualsOfTheTraceAreExactlyZeroOrOne) {
 // had 0x55).  Evaluator and compiled model, every token against the
 // interpreter started from the memory A left; the words B reads and writes
 // also against values worked out by hand.
+// Prompt or record tokens fed to the evaluator.
+void feed_tokens(circuit::Evaluator& ev, const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) ev.step(int(id - kTokenBase));
+}
+
+// A trace followed token by token: each token the circuit writes is compared
+// with the trace's before it is fed (END too: the sequence goes on after it).
+bool follow_trace(circuit::Evaluator& ev, const std::vector<int64_t>& trace, const char* which) {
+  for (size_t n = 0; n < trace.size(); ++n) {
+    const int got = ev.emitted();
+    if (got < 0 || got + kTokenBase != trace[n]) {
+      ADD_FAILURE() << which << ", generated token " << n << ": circuit writes "
+                    << (got < 0 ? std::string("nothing") : token_name(got + kTokenBase)) << ", trace "
+                    << token_name(trace[n]);
+      return false;
+    }
+    ev.step(int(trace[n] - kTokenBase));
+  }
+  return true;
+}
+
 TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
   const machine::Program a = program({
       blk(special(Op::CTA, 1), jmp(1)),                        // B0: r1 = CTA
@@ -269,22 +290,8 @@ TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
   // it is fed (END too: the sequence goes on after it).
   {
     circuit::Evaluator ev(machine());
-    auto feed = [&](const std::vector<int64_t>& ids) {
-      for (int64_t id : ids) ev.step(int(id - kTokenBase));
-    };
-    auto follow = [&](const std::vector<int64_t>& trace, const char* which) {
-      for (size_t n = 0; n < trace.size(); ++n) {
-        const int got = ev.emitted();
-        if (got < 0 || got + kTokenBase != trace[n]) {
-          ADD_FAILURE() << which << ", generated token " << n << ": circuit writes "
-                        << (got < 0 ? std::string("nothing") : token_name(got + kTokenBase)) << ", trace "
-                        << token_name(trace[n]);
-          return false;
-        }
-        ev.step(int(trace[n] - kTokenBase));
-      }
-      return true;
-    };
+    auto feed = [&](const std::vector<int64_t>& ids) { feed_tokens(ev, ids); };
+    auto follow = [&](const std::vector<int64_t>& trace, const char* which) { return follow_trace(ev, trace, which); };
     feed(prompt_a);
     ASSERT_TRUE(follow(trace_a, "launch A"));
     feed(records);
@@ -377,22 +384,8 @@ TEST(GpuCircuitEval1MiB, PagesOfGlobalMemoryAcrossLaunches) {
             0x12345678u + 0x01010101u + 1 + 0x777 + 0xabcd0000u + 0x99 + 0x5a5a);
 
   circuit::Evaluator ev(machine());
-  auto feed = [&](const std::vector<int64_t>& ids) {
-    for (int64_t id : ids) ev.step(int(id - kTokenBase));
-  };
-  auto follow = [&](const std::vector<int64_t>& trace, const char* which) {
-    for (size_t n = 0; n < trace.size(); ++n) {
-      const int got = ev.emitted();
-      if (got < 0 || got + kTokenBase != trace[n]) {
-        ADD_FAILURE() << which << ", generated token " << n << ": circuit writes "
-                      << (got < 0 ? std::string("nothing") : token_name(got + kTokenBase)) << ", trace "
-                      << token_name(trace[n]);
-        return false;
-      }
-      ev.step(int(trace[n] - kTokenBase));
-    }
-    return true;
-  };
+  auto feed = [&](const std::vector<int64_t>& ids) { feed_tokens(ev, ids); };
+  auto follow = [&](const std::vector<int64_t>& trace, const char* which) { return follow_trace(ev, trace, which); };
   feed(prompt_a);
   ASSERT_TRUE(follow(trace_a, "launch A"));
   feed(records1);
