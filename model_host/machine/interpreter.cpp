@@ -8,6 +8,7 @@
 #include "model_host/ptx/float_ref.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <climits>
 #include <cstring>
@@ -62,29 +63,24 @@ std::vector<uint32_t> entry_reads(const Program& prog, uint32_t nregs) {
     }
     if (blk.term.kind == Term::BR) read(blk.term.cond);
   }
-  auto succs = [&](const Terminator& t) -> std::vector<uint32_t> {
-    switch (t.kind) {
-      case Term::BR: return {t.t, t.f};
-      case Term::JMP:
-      case Term::BAR:
-      case Term::WBAR: return {t.t};
-      default: return {};
-    }
-  };
+  // Each block's successors (at most two; none past the last block).
+  std::vector<std::array<uint32_t, 2>> succ(n, {UINT32_MAX, UINT32_MAX});
+  for (size_t b = 0; b < n; ++b) {
+    const Terminator& t = prog.blocks[b].term;
+    if (t.kind == Term::BR) succ[b] = {t.t, t.f};
+    if (t.kind == Term::JMP || t.kind == Term::BAR || t.kind == Term::WBAR) succ[b][0] = t.t;
+  }
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t b = n; b-- > 0;) {
+    for (size_t b = n; b-- > 0;)
       for (size_t i = 0; i < words; ++i) {
         uint64_t out = 0;
-        for (uint32_t s : succs(prog.blocks[b].term))
+        for (uint32_t s : succ[b])
           if (s < n) out |= in[s * words + i];
         const uint64_t v = use[b * words + i] | (out & ~def[b * words + i]);
-        if (v != in[b * words + i]) {
-          in[b * words + i] = v;
-          changed = true;
-        }
+        changed |= v != in[b * words + i];
+        in[b * words + i] = v;
       }
-    }
   }
   std::vector<uint32_t> regs;
   for (uint32_t r = 0; r < nregs; ++r)

@@ -290,13 +290,11 @@ TEST(GpuCircuitEval, MemoryStaysInTheSequenceAcrossLaunches) {
   // it is fed (END too: the sequence goes on after it).
   {
     circuit::Evaluator ev(machine());
-    auto feed = [&](const std::vector<int64_t>& ids) { feed_tokens(ev, ids); };
-    auto follow = [&](const std::vector<int64_t>& trace, const char* which) { return follow_trace(ev, trace, which); };
-    feed(prompt_a);
-    ASSERT_TRUE(follow(trace_a, "launch A"));
-    feed(records);
-    feed(prompt_b);
-    ASSERT_TRUE(follow(trace_b, "launch B"));
+    feed_tokens(ev, prompt_a);
+    ASSERT_TRUE(follow_trace(ev, trace_a, "launch A"));
+    feed_tokens(ev, records);
+    feed_tokens(ev, prompt_b);
+    ASSERT_TRUE(follow_trace(ev, trace_b, "launch B"));
   }
   // The compiled model: greedy decoding on one state.
   const Compiled& c = compiled();
@@ -384,14 +382,12 @@ TEST(GpuCircuitEval1MiB, PagesOfGlobalMemoryAcrossLaunches) {
             0x12345678u + 0x01010101u + 1 + 0x777 + 0xabcd0000u + 0x99 + 0x5a5a);
 
   circuit::Evaluator ev(machine());
-  auto feed = [&](const std::vector<int64_t>& ids) { feed_tokens(ev, ids); };
-  auto follow = [&](const std::vector<int64_t>& trace, const char* which) { return follow_trace(ev, trace, which); };
-  feed(prompt_a);
-  ASSERT_TRUE(follow(trace_a, "launch A"));
-  feed(records1);
-  feed(records2);
-  feed(prompt_b);
-  ASSERT_TRUE(follow(trace_b, "launch B"));
+  feed_tokens(ev, prompt_a);
+  ASSERT_TRUE(follow_trace(ev, trace_a, "launch A"));
+  feed_tokens(ev, records1);
+  feed_tokens(ev, records2);
+  feed_tokens(ev, prompt_b);
+  ASSERT_TRUE(follow_trace(ev, trace_b, "launch B"));
 }
 
 TEST(GpuCircuitEval, ThreadsBarriersAndCtas) {
