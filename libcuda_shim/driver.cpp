@@ -348,7 +348,7 @@ QGPU_CU_API CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
       case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = int(d.warp_size); break;
       case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
       case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
-        *value = int(d.registers * d.max_threads_per_cta);
+        *value = int(d.registers_per_cta());
         break;
       case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = int(d.max_threads_per_cta); break;
       case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 1; break;

@@ -24,7 +24,7 @@ void fill_props(cudaDeviceProp* p, const qgpu::proto::DeviceInfo& d, bool live) 
   std::snprintf(p->name, sizeof p->name, "%s", d.device_name.c_str());
   p->totalGlobalMem = d.global_bytes;
   p->sharedMemPerBlock = d.shared_bytes_per_cta;
-  p->regsPerBlock = int(d.registers * d.max_threads_per_cta);
+  p->regsPerBlock = int(d.registers_per_cta());
   p->warpSize = int(d.warp_size);
   p->memPitch = std::min<uint64_t>(d.global_bytes, INT32_MAX);
   p->maxThreadsPerBlock = int(d.max_threads_per_cta);

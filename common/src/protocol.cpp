@@ -113,7 +113,7 @@ void encode(Writer& w, const DeviceInfo& d) {
   w.u64(d.printf_fifo_bytes).u64(d.heap_bytes).u32(d.limits_settable);
   w.str(d.way_out).u32(d.cooperative_ctas);
   w.u32(d.l2_bytes).u32(d.persisting_l2_max_bytes).u32(d.access_policy_max_window_bytes);
-  w.u32(d.clock_khz);
+  w.u32(d.clock_khz).u32(d.register_file);
 }
 
 DeviceInfo decode_device_info(Reader& r) {
@@ -144,6 +144,7 @@ DeviceInfo decode_device_info(Reader& r) {
   d.persisting_l2_max_bytes = r.u32("persisting_l2_max_bytes");
   d.access_policy_max_window_bytes = r.u32("access_policy_max_window_bytes");
   d.clock_khz = r.u32("clock_khz");
+  d.register_file = r.u32("register_file");
   return d;
 }
 

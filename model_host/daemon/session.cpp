@@ -93,6 +93,7 @@ void Device::describe(launch::Backend* b) {
   d.lanes = spec.lanes;
   d.warp_size = spec.warp_size;
   d.registers = spec.registers;
+  d.register_file = spec.register_file;
   d.rom_blocks = spec.rom_blocks;
   d.global_base = spec.global_base;
   d.global_bytes = spec.global_bytes;

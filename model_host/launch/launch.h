@@ -52,6 +52,7 @@ struct DeviceSpec {
   uint32_t lanes = 1;                    // lanes per machine warp
   uint32_t warp_size = 32;               // what programs see
   uint32_t registers = 0;                // 32-bit registers per thread
+  uint32_t register_file = 0;            // registers of one CTA, split among its threads (0: `registers` each at any size)
   uint32_t rom_blocks = 0;               // program ROM capacity in blocks (0: no limit)
   uint64_t global_base = 0;              // device address of global byte 0
   uint64_t global_bytes = 0;             // all allocations, module variables and the device heap

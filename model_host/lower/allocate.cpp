@@ -124,6 +124,20 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
   std::vector<uint32_t> active;  // vregs holding a register
   std::vector<uint32_t> free_regs;
   for (uint32_t r = allocatable; r-- > 0;) free_regs.push_back(r);
+  // Spill slots, each with the last position of the vreg that holds it: a
+  // vreg spilled whole needs a slot over all of [first, last], so it takes
+  // one whose holder's interval ended before its first (local memory is
+  // small on a machine whose CTAs share one store: docs/isa.md).
+  std::vector<std::pair<uint32_t, uint32_t>> slots;  // (local offset, holder's last position)
+  auto spill_slot = [&](uint32_t x) {
+    for (auto& [offset, held_until] : slots)
+      if (held_until < first[x]) {
+        held_until = last[x];
+        return offset;
+      }
+    slots.push_back({local_alloc(local_top, 4, 4), last[x]});
+    return slots.back().first;
+  };
   for (uint32_t v : order) {
     for (size_t k = 0; k < active.size();) {
       if (last[active[k]] < first[v]) {
@@ -156,12 +170,12 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
         std::max_element(active.begin(), active.end(), [&](uint32_t a, uint32_t b) { return last[a] < last[b]; });
     if (last[*far] > last[v]) {
       where[v] = where[*far];
-      spill[*far] = local_alloc(local_top, 4, 4);
+      spill[*far] = spill_slot(*far);
       spilled = true;
       where[*far] = kNoV;
       *far = v;
     } else {
-      spill[v] = local_alloc(local_top, 4, 4);
+      spill[v] = spill_slot(v);
       spilled = true;
     }
   }

@@ -65,7 +65,7 @@ std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::strin
   if (opts.for_model) expand_for_model(sel.vc);
   const uint32_t hoisted = optimize(sel.vc, p, opts);
   uint32_t local_top = sel.local_top;
-  Allocation alloc = allocate(sel.vc, p.regs, local_top);
+  Allocation alloc = allocate(sel.vc, p.regs_for(sel.threads), local_top);
   if (alloc.spilled && hoisted > 0) return Relower{.max_hoisted = hoisted / 2};
   local_top = (local_top + 3) / 4 * 4;  // whole words: a byte access may be widened to its word
   const uint32_t threads = sel.threads;

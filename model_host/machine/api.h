@@ -18,7 +18,7 @@ namespace qgpu::machine {
 // sizes of the device it runs as belong to the backend.  Two devices exist:
 //
 //  - the model's device (model_params(): 256 KiB of global memory by
-//    default, 256 threads per CTA, 65,535 CTAs per launch, 4 KiB of
+//    default, 1024 threads per CTA sharing 8,192 registers, 65,535 CTAs per launch, 4 KiB of
 //    parameters, ...), the one the compiled checkpoint holds, run by the
 //    model, model-trace and interpreter-model backends;
 //  - the CUDA-sized device of the "interpreter" backend (cuda_params()):

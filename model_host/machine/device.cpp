@@ -57,6 +57,7 @@ launch::DeviceSpec spec_of(const Params& p) {
   d.lanes = p.lanes;
   d.warp_size = Params::kCudaWarp;
   d.registers = p.regs;
+  d.register_file = p.register_rows;
   d.rom_blocks = p.rom_blocks;
   d.global_base = p.global_base;
   d.global_bytes = p.global_bytes;

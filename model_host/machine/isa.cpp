@@ -280,6 +280,12 @@ uint64_t Program::instr_count() const {
 
 void validate(const Program& prog, const Params& p) {
   if (prog.blocks.empty()) throw std::invalid_argument("program has no blocks");
+  // A machine with a register file split among the threads: the registers
+  // of a thread of the program's CTA size (all of them when it is not set).
+  const uint32_t regs = p.regs_for(std::max<uint32_t>(prog.threads, 1));
+  const std::string share = regs < p.regs ? " (a thread of a CTA of " + std::to_string(prog.threads) + " threads has " +
+                                                std::to_string(regs) + " registers)"
+                                          : "";
   if (prog.blocks.size() > p.rom_blocks)
     throw std::invalid_argument("program needs " + std::to_string(prog.blocks.size()) + " blocks; the ROM holds " +
                                 std::to_string(p.rom_blocks));
@@ -330,9 +336,10 @@ void validate(const Program& prog, const Params& p) {
       const Instr& in = b.instrs[ii];
       const OpInfo& info = op_info(in.op);
       for (int k = 0; k < kMaxArity; ++k)
-        if (!in.src(k).imm && in.src(k).v >= p.regs)
-          throw std::invalid_argument(where(bi, ii) + "register r" + std::to_string(in.src(k).v) + " out of range");
-      if (in.writes_reg() && in.dst >= p.regs) throw std::invalid_argument(where(bi, ii) + "destination out of range");
+        if (!in.src(k).imm && in.src(k).v >= regs)
+          throw std::invalid_argument(where(bi, ii) + "register r" + std::to_string(in.src(k).v) + " out of range" + share);
+      if (in.writes_reg() && in.dst >= regs)
+        throw std::invalid_argument(where(bi, ii) + "destination r" + std::to_string(in.dst) + " out of range" + share);
       if (info.kind == OpKind::Load || info.kind == OpKind::Store || info.kind == OpKind::Atomic) {
         if (in.bytes != 1 && in.bytes != 2 && in.bytes != 4)
           throw std::invalid_argument(where(bi, ii) + "access width must be 1, 2 or 4 bytes");
@@ -373,7 +380,7 @@ void validate(const Program& prog, const Params& p) {
     };
     switch (t.kind) {
       case Term::BR:
-        if (t.cond >= p.regs)
+        if (t.cond >= regs)
           throw std::invalid_argument("block " + std::to_string(bi) + ": condition register out of range");
         check_target(t.f);
         [[fallthrough]];

@@ -20,6 +20,12 @@ enum class Op : uint8_t;
 struct Params {
   uint32_t lanes = 8;          // lanes per machine warp (divides 32)
   uint32_t regs = 32;          // 32-bit registers per lane
+  // When set, the register file of a CTA: this many registers (a power of
+  // two), split evenly among the CTA's threads rounded up to a power of two
+  // (at most `regs` each): see regs_for.  A kernel launched with more
+  // threads is lowered to fewer registers (and spills the rest to local
+  // memory), as a GPU's register file bounds registers times threads.
+  uint32_t register_rows = 0;
   uint32_t block_instrs = 16;  // K: instructions per block, terminator excluded
   uint32_t rom_blocks = 256;   // program ROM capacity
   uint32_t global_base = 0x10000000;
@@ -53,12 +59,22 @@ struct Params {
 
   static constexpr uint32_t kCudaWarp = 32;  // what programs see as warpSize
   uint32_t warps_per_group() const { return kCudaWarp / lanes; }
+  // The thread count rounded up to a power of two: the share local memory
+  // and registers are split into.
+  static uint32_t thread_slots(uint32_t threads) {
+    uint32_t slots = 1;
+    while (slots < threads) slots *= 2;
+    return slots;
+  }
   // Local memory of each thread of a CTA of `threads` threads.
   uint32_t local_bytes_for(uint32_t threads) const {
     if (local_store_bytes == 0) return local_bytes;
-    uint32_t slots = 1;
-    while (slots < threads) slots *= 2;
-    return std::min(local_bytes, local_store_bytes / slots);
+    return std::min(local_bytes, local_store_bytes / thread_slots(threads));
+  }
+  // Registers of each thread of a CTA of `threads` threads.
+  uint32_t regs_for(uint32_t threads) const {
+    if (register_rows == 0) return regs;
+    return std::min(regs, register_rows / thread_slots(threads));
   }
 };
 
@@ -140,9 +156,11 @@ inline Params& model_params_storage() {
     m.rom_blocks = 1024;
     m.global_bytes = 256 * 1024;      // 65536 words: 512 GDN heads (docs/circuit.md section 8)
     m.shared_bytes = 64 * 1024;      // 16384 words: 128 GDN heads
-    m.local_store_bytes = 16 * 1024;  // 4096 words: 64 B per thread at 256 threads, 512 B at 32
-    m.local_bytes = 16 * 1024;
+    m.local_store_bytes = 32 * 1024;  // 8192 words: 128 B per thread at 256 threads, 32 B at 1024
+    m.local_bytes = 32 * 1024;
+    m.register_rows = 8192;           // 32 registers per thread up to 256 threads, 16 at 512, 8 at 1024
     m.param_bytes = 4 * 1024;
+    m.max_threads = 1024;
     m.max_ctas = 65535;
     m.print_bytes = 1024;
     m.native_rn = {Op::FFMA};

@@ -106,12 +106,12 @@ void memories(Builder& b, const Context& c, const Rom& r, AluState& s) {
   const ValueId ok_global = digit_is("ok_global", g_conds);
   // Shared: 64 KiB (model_params().shared_bytes).
   const ValueId ok_shared = digit_is("ok_shared", {{7, zero}, {6, zero}, {5, zero}, {4, zero}});
-  // Local: a thread of a CTA of 2^c (rounded) threads has 2^(14 - c) bytes.
+  // Local: a thread of a CTA of 2^c (rounded) threads has 2^(15 - c) bytes.
   ValueId local_over;
   {
     std::vector<Step> over;
-    for (int lc = 0; lc <= 8; ++lc) {
-      const int limit_bit = 14 - lc;
+    for (int lc = 0; lc <= 10; ++lc) {
+      const int limit_bit = 15 - lc;
       std::vector<Term> t;
       for (int i = 1; i <= 3; ++i)
         for (int k = 1; k < 16; ++k)
@@ -172,23 +172,23 @@ void memories(Builder& b, const Context& c, const Rom& r, AluState& s) {
   s_addr.push_back({row3, 1});
   const Digits v_shared = outs(store(b, "shared", 16384, s_addr, s_addr, store_to("st_shared", kShared), c.is_cta,
                                      digit_parts(s.C)), 0, 8);
-  // Local row of word i of thread w: i | w << (12 - c).  Bits 0..3 are always
-  // the word's (c <= 8); bit j above is word bit j while j < 12 - c, else
-  // thread bit j - (12 - c).
-  std::vector<AddrBit> l_addr = Builder::bits(row_lo, 0, 4);
-  std::vector<ValueId> word_bit(12, -1), thread_bit(8);
-  for (int j = 4; j < 12; ++j) word_bit[j] = bitfield(b, "lrow.s" + std::to_string(j), sum, 2 + j, 1);
-  for (int i = 0; i < 8; ++i) thread_bit[i] = bitfield(b, "lrow.t" + std::to_string(i), c.cur_w, i, 1);
-  for (int j = 4; j < 12; ++j) {
+  // Local row of word i of thread w: i | w << (13 - c).  Bits 0..2 are always
+  // the word's (c <= 10); bit j above is word bit j while j < 13 - c, else
+  // thread bit j - (13 - c).
+  std::vector<AddrBit> l_addr = Builder::bits(row_lo, 0, 3);
+  std::vector<ValueId> word_bit(13, -1), thread_bit(10);
+  for (int j = 3; j < 13; ++j) word_bit[j] = bitfield(b, "lrow.s" + std::to_string(j), sum, 2 + j, 1);
+  for (int i = 0; i < 10; ++i) thread_bit[i] = bitfield(b, "lrow.t" + std::to_string(i), c.cur_w, i, 1);
+  for (int j = 3; j < 13; ++j) {
     std::vector<Step> pick;
-    for (int lc = 0; lc <= 8; ++lc) {
-      const int k = 12 - lc;
+    for (int lc = 0; lc <= 10; ++lc) {
+      const int k = 13 - lc;
       const ValueId src = j < k ? word_bit[j] : thread_bit[j - k];
       pick.push_back({{{c.local_log, lc, 1}, {src, 1, 1}}, -1, 0, 1});
     }
     l_addr.push_back({p.mlp("lrow.b" + std::to_string(j), 2, 0, std::move(pick)), 0});
   }
-  const Digits v_local = outs(store(b, "local", 4096, l_addr, l_addr, store_to("st_local", kLocal), c.is_cta,
+  const Digits v_local = outs(store(b, "local", 8192, l_addr, l_addr, store_to("st_local", kLocal), c.is_cta,
                                     digit_parts(s.C)), 0, 8);
   // Parameters: written by MP prompt records (the two D tokens before it).
   const Digits v_param = outs(store(b, "param", 1024, Builder::bits(P, 0, 10), Builder::bits(row_lo, 0, 10), is_mp,

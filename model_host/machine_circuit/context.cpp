@@ -1,5 +1,7 @@
 #include "model_host/machine_circuit/context.h"
 
+#include <algorithm>
+
 #include "model_host/machine_circuit/circuit.h"
 
 namespace qgpu::gpu::mc {
@@ -87,14 +89,24 @@ Context context_stage(Builder& b) {
   c.epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), c.is_cta, {payload_part(b, 0, 0)})[0];
   c.n_threads = outs(store(b, "ctx_nt", 1, {}, {}, b.is_kind(Kind::NT), -1, payload_parts(b, 3, 0)), 0, 3);
   c.n_ctas = outs(store(b, "ctx_nc", 1, {}, {}, b.is_kind(Kind::NC), -1, payload_parts(b, 4, 0)), 0, 4);
-  // The local store is split among the CTA's threads rounded up to a power of
-  // two, 2^c with c = ceil(log2 NT) (machine::Params::local_bytes_for): c, from
-  // NT's low two nibbles (both zero only for NT(256), c = 8).
-  const ValueId nt_log = p.lookup("nt_log2", 9, {b.pay[1], b.pay[0]}, [](const std::vector<int>& v) {
+  // The local store and the register file are split among the CTA's
+  // threads rounded up to a power of two, 2^c with c = ceil(log2 NT)
+  // (machine::Params::local_bytes_for, regs_for), c = 0..10: from NT's low
+  // two nibbles (c of the low byte, 9 when it is zero), then with the third.
+  const ValueId lo_log = p.lookup("nt_log2.lo", 10, {b.pay[1], b.pay[0]}, [](const std::vector<int>& v) {
     const int t = v[0] * 16 + v[1];
     int c = 0;
     while (t > 0 && (1 << c) < t) ++c;
-    return t == 0 ? 8 : c;
+    return t == 0 ? 9 : c;
+  });
+  // NT = hi << 8 | lo: hi 0 is lo's c; 1 is c 8 (lo 0: NT 256) or 9; 2 is 9
+  // (NT 512) or 10; 3 and 4 (NT 1024) are 10.
+  const ValueId nt_log = p.lookup("nt_log2", 11, {b.pay[2], lo_log}, [](const std::vector<int>& v) {
+    const int hi = v[0], lo = v[1];
+    if (hi == 0) return std::min(lo, 8);
+    if (hi == 1) return lo == 9 ? 8 : 9;
+    if (hi == 2) return lo == 9 ? 9 : 10;
+    return 10;
   });
   c.local_log = store(b, "ctx_tlog", 1, {}, {}, b.is_kind(Kind::NT), -1, {{nt_log, 0}})[0];
   c.rom_sel = outs(store(b, "ctx_rom", 1, {}, {}, b.is_kind(Kind::ROM), -1, payload_parts(b, 3, 0)), 0, 3);

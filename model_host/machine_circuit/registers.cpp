@@ -55,16 +55,34 @@ Registers registers_stage(Builder& b, const Context& c, const Rom& r) {
   for (const Dig& d : reg_hi) reg_rec.push_back({d.v >= 0 ? d.v : b.konst(16, 0), 0});
   for (auto& part_ : reg_rec)
     if (part_.data < 0) part_.data = b.konst(16, 0);
-  auto reg_addr = [&](ValueId lo4, ValueId bit4) {
+  // The register file is 8192 rows: register r of thread w is row
+  // r0..r2 | w0..w7 << 3 | (r3 | w9) << 11 | (r4 | w8) << 12.  A CTA of up to
+  // 256 threads has 32 registers a thread (w8 = w9 = 0), up to 512 has 16
+  // (r4 = 0, w9 = 0), up to 1024 has 8 (r3 = r4 = 0), as the lowering
+  // allocates them (machine::Params::regs_for): each bit OR'd is one of two
+  // bits of which the other is 0, so the row is one and the same map for
+  // every launch shape, without the circuit knowing the shape.
+  const ValueId w_hi = c.cur_w[2].v;
+  auto reg_addr = [&](const std::string& name, ValueId lo4, ValueId bit4) {
     std::vector<AddrBit> a;
-    for (int i = 0; i < 4; ++i) a.push_back({lo4, i});
-    a.push_back({bit4, 0});
+    for (int i = 0; i < 3; ++i) a.push_back({lo4, i});
     auto w = Builder::bits(c.cur_w, 0, 8);
     a.insert(a.end(), w.begin(), w.end());
+    std::vector<Term> t3, t4;
+    for (int s = 1; s < p.info(bit4).size; ++s)  // bit 0 of the value (a nibble of the dst field's)
+      if (s & 1) t4.push_back({bit4, s, 1});
+    for (int s = 1; s < 16; ++s) {
+      if (s & 8) t3.push_back({lo4, s, 1});
+      if (s & 2) t3.push_back({w_hi, s, 1});
+      if (s & 1) t4.push_back({w_hi, s, 1});
+    }
+    auto either = [](int k) { return k >= 1 ? 1 : 0; };
+    a.push_back({p.ladder(name + ".row11", 2, t3, 0, either), 0});
+    a.push_back({p.ladder(name + ".row12", 2, t4, 0, either), 0});
     return a;
   };
   const auto prev_dst = store(b, "prev_dst", 1, {}, {}, c.one, -1, {{r.opP[0].v, 1}, {r.opP[1].v, 1}});
-  const auto reg_w = reg_addr(prev_dst[0], prev_dst[1]);
+  const auto reg_w = reg_addr("reg_w", prev_dst[0], prev_dst[1]);
   // Port A also reads the branch condition: on the control pass, and on the
   // EXEC pass of a block with no instruction (the lowering never ends a
   // store's block in br, so no other block needs both).
@@ -72,7 +90,7 @@ Registers registers_stage(Builder& b, const Context& c, const Rom& r) {
   const ValueId read_cond = b.any("read_cond", {c.is_ctrl, is_nop});
   const Digits ra = b.mux("ra", read_cond, {{1, {{r.r_t[0]}, {r.r_t[1]}}}, {0, {{r.r_a[0]}, {r.r_a[1]}}}}, 2);
   auto reg_port = [&](const std::string& name, ValueId lo4, ValueId bit4) {
-    return outs(store(b, name, 8192, reg_w, reg_addr(lo4, bit4), b.any("reg_we", {writes_reg, c.is_vhi}), c.is_cta,
+    return outs(store(b, name, 8192, reg_w, reg_addr(name, lo4, bit4), b.any("reg_we", {writes_reg, c.is_vhi}), c.is_cta,
                       reg_rec),
                 0, 8);
   };

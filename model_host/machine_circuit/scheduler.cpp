@@ -21,7 +21,7 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
   const ValueId stop_pass = b.all("stop_pass", {ctrl_here, stops});
   const ValueId status = circuit::apply(p, "status", 4, r.tkind,
                                        [](int k) { return k == kExit ? 1 : k == kBar ? 2 : k == kWbar ? 3 : 0; });
-  const auto ws = store(b, "threads", 256, Builder::bits(cur_w, 0, 8), Builder::bits(P, 0, 8), stop_pass, c.is_cta,
+  const auto ws = store(b, "threads", 1024, Builder::bits(cur_w, 0, 10), Builder::bits(P, 0, 10), stop_pass, c.is_cta,
                         cat({{status, 0}, {c.epoch, 0}}, digit_parts(r.t_target)));
   const ValueId ws_status = ws[0], ws_epoch = ws[1];
   s.ws_pc = outs(ws, 2, 3);
@@ -48,13 +48,17 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
   const Digits wm_pc = outs(wm, 1, 3);
   s.wmin_pass = store(b, "wmin_pass", 1, {}, {}, b.any("wmin_pass_we", {is_wmin, warp0}), -1, {{is_wmin, 0}})[0];
   // WARP(w) leaves group (w - 1) / 32 when w % 32 == 0 (w > 0) or w == threads.
-  std::vector<Term> left_terms{{b.pay[2], 1, 256}, {b.pay[0], 0, -1}};
+  std::vector<Term> left_terms{{b.pay[0], 0, -1}};
   for (int k = 1; k < 16; ++k) left_terms.push_back({b.pay[1], k, 16 * k});
-  const ValueId group_left = p.ladder("group_left", 8, left_terms, 0, [](int k) { return std::clamp(k, 0, 255) / 32; });
+  for (int k = 1; k <= 4; ++k) left_terms.push_back({b.pay[2], k, 256 * k});
+  const ValueId group_left = p.ladder("group_left", 32, left_terms, 0, [](int k) { return std::clamp(k, 0, 1023) / 32; });
   const ValueId leaves = p.lookup("group_leaves", 2, {is_warp, group_start, warp0, s.w_is_end},
                                   [](const std::vector<int>& v) { return v[0] && ((v[1] && !v[2]) || v[3]) ? 1 : 0; });
-  const auto rel = store(b, "wmin_release", 8, {{group_left, 0}, {group_left, 1}, {group_left, 2}},
-                         {{b.pay[1], 1}, {b.pay[1], 2}, {b.pay[1], 3}}, leaves, c.is_cta,
+  // Per group (32 of them: 1024 threads), read at the group of w (bits 5..9
+  // of WARP's payload).
+  std::vector<AddrBit> rel_w, rel_r{{b.pay[1], 1}, {b.pay[1], 2}, {b.pay[1], 3}, {b.pay[2], 0}, {b.pay[2], 1}};
+  for (int i = 0; i < 5; ++i) rel_w.push_back({group_left, i});
+  const auto rel = store(b, "wmin_release", 32, rel_w, rel_r, leaves, c.is_cta,
                          {{wm_valid, 1}, {wm_pc[0].v, 1}, {wm_pc[1].v, 1}, {wm_pc[2].v, 1}});
   const ValueId released =
       b.all("released", {rel[0], circuit::equal(p, "rel_eq", b.word(s.ws_pc), b.word(outs(rel, 1, 3)))});

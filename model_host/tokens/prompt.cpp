@@ -156,6 +156,11 @@ std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint
     throw std::invalid_argument("global memory image of " + std::to_string(global->bytes.size()) +
                                 " bytes; the model holds " + std::to_string(p.global_bytes));
   machine::validate(prog, p);
+  if (prog.threads != threads) {  // the register file's share is the launch's
+    machine::Program shaped = prog;
+    shaped.threads = threads;
+    machine::validate(shaped, p);
+  }
 
   Encoder e;
   e.emit(Kind::NT, threads);

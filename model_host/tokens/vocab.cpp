@@ -15,12 +15,12 @@ struct KindInfo {
 // Payload sizes follow machine::model_params(): 1024 ROM blocks, 65536 global
 // words a page (MGP names the page of the MG records after it: 16 pages, the
 // circuit reads as many of its bits as its global memory has), 1024
-// parameter words, 256 threads per CTA, 65535 CTAs (NC's payload is the
+// parameter words, 1024 threads per CTA, 65535 CTAs (NC's payload is the
 // count, CTA's the index).
 constexpr std::array<KindInfo, kKindCount> kKinds = {{
-    {"NT", 257},      {"NC", 1 << 16}, {"MG", 1 << 16}, {"MGP", kMgPages}, {"MP", 1024},  {"ROM", 1024},
+    {"NT", 1025},     {"NC", 1 << 16}, {"MG", 1 << 16}, {"MGP", kMgPages}, {"MP", 1024},  {"ROM", 1024},
     {"OP", 1 << 14},  {"A", 64},       {"B", 64},      {"C", 64},    {"T", 256},
-    {"START", 1},     {"D", 1 << 16},  {"CTA", 1 << 16},    {"WARP", 257}, {"EXEC", 1024},
+    {"START", 1},     {"D", 1 << 16},  {"CTA", 1 << 16},    {"WARP", 1025}, {"EXEC", 1024},
     {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"VX", 1 << 16}, {"VG", 1 << 16},
     {"VN", 1 << 16},  {"VZF", 1 << 16}, {"VGF", 1 << 16}, {"VNF", 1 << 16}, {"DF", 1 << 16}, {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
     {"END", 1},

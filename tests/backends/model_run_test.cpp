@@ -307,10 +307,10 @@ TEST(ModelRun, AClientThatExitsHasItsLaunchCancelled) {
 
 TEST(ModelRun, RefusesWhatTheModelCannotHold) {
   Daemon d({});
-  auto r = run({kLimits, "threads512"}, d.env(), kTimeout);
+  auto r = run({kLimits, "params5k"}, d.env(), kTimeout);
   EXPECT_EQ(r.status, 0) << report(r);
-  EXPECT_NE(r.out.find("threads512: cudaErrorInvalidConfiguration"), std::string::npos) << report(r);
-  EXPECT_NE(r.err.find("on the qgpu (Qwen3.5 model) device: block (512,1,1); its blocks are at most (256,256,64)"),
+  EXPECT_NE(r.out.find("params5k: cudaErrorInvalidValue"), std::string::npos) << report(r);
+  EXPECT_NE(r.err.find("on the qgpu (Qwen3.5 model) device: 5008 bytes of kernel parameters; it takes at most 4096"),
             std::string::npos)
       << report(r);
   EXPECT_NE(r.err.find("--backend interpreter"), std::string::npos) << report(r);  // the way out

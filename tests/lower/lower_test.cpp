@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include <cstring>
@@ -359,6 +360,48 @@ TEST(MachineLowering, WarpShufflesVotesAndBallots) {
   cross_check({"_Z8warp_opsPKiPi", {1, 1, 1}, {64, 1, 1}, {buffer(ramp(64, 17, 2)), zeros(64 * 8 * 4)}});
 }
 
+// The model's machine splits a register file of 8192 among a CTA's threads
+// (Params::regs_for: 16 a thread at 512 threads, 8 at 1024): kernels
+// lowered for such CTAs name no register beyond their share, spill the rest
+// to local memory and compute what the reference computes.
+TEST(MachineLowering, LargeCtasOnTheModelsMachineShareItsRegisterFile) {
+  std::mt19937_64 rng(4242);
+  std::vector<uint64_t> a(512);
+  for (auto& x : a) x = rng() >> (rng() % 64);
+  std::vector<uint32_t> m = {1, 0x80000000u, 0xffffffffu, 1000000007u, 3, 5, 7, 11};
+  // (The lowering tests' global memory is the default machine's 16 KiB.)
+  const std::vector<Launch> launches = {
+      {"_Z7arith32iPi", {1, 1, 1}, {512, 1, 1}, {scalar<int>(17), zeros(1024 * 4)}},
+      {"_Z10divergencePKiPi", {1, 1, 1}, {512, 1, 1}, {buffer(ramp(512, 5, 1)), zeros(512 * 4)}},
+      {"_Z10divergencePKiPi", {1, 1, 1}, {1024, 1, 1}, {buffer(ramp(1024, 13, 5)), zeros(1024 * 4)}},
+      {"_Z9match_anyPKiPj", {1, 1, 1}, {1000, 1, 1}, {buffer(ramp(1000, 7, 1)), zeros(1000 * 4)}},
+      {"_Z10divergencePKiPi", {1, 1, 1}, {700, 1, 1}, {buffer(ramp(700, 11, 3)), zeros(700 * 4)}},
+  };
+  std::map<uint32_t, uint32_t> divergence_local;  // threads -> local bytes a thread
+  for (const Launch& l : launches) {
+    SCOPED_TRACE(l.kernel + " at " + std::to_string(l.block.x) + " threads");
+    const uint32_t regs = model_params().regs_for(l.block.x);
+    ASSERT_EQ(regs, l.block.x > 512 ? 8u : 16u);
+    Prepared p = prepare(l);
+    const Program prog =
+        lower(p.img.module, l.kernel, {l.grid, l.block, 0, p.img.symbols}, model_params(), {.for_model = true});
+    uint32_t most = 0;
+    for (const Block& b : prog.blocks) {
+      for (const Instr& in : b.instrs) {
+        for (int k = 0; k < kMaxArity; ++k)
+          if (!in.src(k).imm) most = std::max(most, in.src(k).v);
+        if (in.writes_reg()) most = std::max(most, in.dst);
+      }
+      if (b.term.kind == Term::BR) most = std::max(most, b.term.cond);
+    }
+    EXPECT_LT(most, regs);
+    if (l.kernel == "_Z10divergencePKiPi") divergence_local[l.block.x] = prog.local_bytes;
+    cross_check(l, {{0}});
+  }
+  // With 8 registers (5 besides the reload ones) its values spill.
+  EXPECT_GT(divergence_local[1024], divergence_local[512]);
+}
+
 TEST(MachineLowering, WarpOperationsInDivergentCode) {
   cross_check({"_Z18divergent_warp_opsPKiPj", {1, 1, 1}, {64, 1, 1}, {buffer(ramp(64, 13, 3)), zeros(2 * 8 * 4)}});
 }
@@ -366,12 +409,12 @@ TEST(MachineLowering, WarpOperationsInDivergentCode) {
 TEST(MachineLowering, GenericPointersIntoEverySpace) {
   Launch l{"_Z16generic_pointersPKiPi", {1, 1, 1}, {64, 1, 1}, {buffer(ramp(64, 9, 4)), zeros(192 * 4)}};
   cross_check(l);
-  // It needs 76 B of local memory per thread: the model's machine has 256 B
-  // at 64 threads, and 64 B at 256.
+  // It needs 76 B of local memory per thread: the model's machine has 512 B
+  // at 64 threads, 128 B at 256 and 64 B at 512.
   Launch wide = l;
-  wide.block = {256, 1, 1};
+  wide.block = {512, 1, 1};
   expect_beyond_model(wide, 1, "needs 76 bytes of local memory per thread (variables and spilled registers); "
-                               "the machine has 64 at 256 threads per block");
+                               "the machine has 64 at 512 threads per block");
 }
 
 TEST(MachineLowering, BlockVotes) {

@@ -34,7 +34,9 @@ TEST(MachineBackend, ModelDeviceKeepsTheModelsSizes) {
   EXPECT_EQ(d.global_bytes, 256u * 1024);  // docs/isa.md: the model's 256 KiB
   EXPECT_EQ(d.shared_bytes_per_cta, 48u * 1024);   // CUDA's without opting in
   EXPECT_EQ(d.shared_optin_bytes_per_cta, 56u * 1024);  // the machine's 64 KiB less the scratch reserve
-  EXPECT_EQ(d.max_threads_per_cta, 256u);
+  EXPECT_EQ(d.max_threads_per_cta, 1024u);
+  EXPECT_EQ(d.registers, 32u);        // a thread's most, up to 256 threads a CTA
+  EXPECT_EQ(d.register_file, 8192u);  // split among a CTA's threads: 8 each at 1024
   EXPECT_EQ(d.max_ctas_per_grid, 65535u);
   EXPECT_EQ(d.max_grid[0], 65535u);
   EXPECT_EQ(d.param_bytes, 4096u);

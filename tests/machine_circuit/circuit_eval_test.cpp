@@ -423,14 +423,14 @@ TEST(GpuCircuitEval, MemorySpacesAndParameters) {
   EXPECT_GT(both(prog, 2, 1, params, g), 20u);
 }
 
-// Local memory is the CTA's 4096-word store split among its threads rounded
+// Local memory is the CTA's 8192-word store split among its threads rounded
 // up to a power of two (machine::Params::local_bytes_for).  For one thread
-// count of each split (2^c threads for c = 0..8), every thread writes its
+// count of each split (2^c threads for c = 0..10), every thread writes its
 // first, a middle and its last local word, reads them back and sums them into
 // global memory: rows that overlapped between threads would read another
 // thread's words.  One word past the end faults.
 TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
-  for (uint32_t threads : {1u, 2u, 3u, 8u, 9u, 32u, 33u, 100u, 129u}) {
+  for (uint32_t threads : {1u, 2u, 3u, 8u, 9u, 32u, 33u, 100u, 129u, 256u, 257u, 700u}) {
     SCOPED_TRACE(threads);
     const uint32_t bytes = machine::model_params().local_bytes_for(threads);
     machine::Program prog = program({
@@ -453,6 +453,37 @@ TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
     EXPECT_GE(n, 13 * threads);  // per thread its WARP and 12 blocks, at least
     machine::Program past = program({blk(ld(Space::Local, 1, r(0), k(bytes)), exit_())});
     EXPECT_EQ(lockstep(past, threads, 1, {}, global_memory()), 5u);
+  }
+}
+
+// The register file is 8192 rows split among the CTA's threads
+// (machine::Params::regs_for: 32 a thread up to 256 threads, 16 up to 512, 8
+// up to 1024), with one row map for every shape (docs/tokens.md section 1).
+// Every thread writes every register it has (a value of its own with a high
+// half), the CTA waits at a barrier, and every thread then reads them all
+// back and stores their XOR: two threads' registers sharing a row would
+// read another's value, which the trace (every value in it) catches.  Shapes
+// of each split, the last thread of each the highest of its shape.
+TEST(GpuCircuitEval, RegistersOfEveryThreadInCtasOfUpTo1024Threads) {
+  for (uint32_t threads : {256u, 300u, 512u, 1024u}) {
+    SCOPED_TRACE(threads);
+    const uint32_t regs = machine::model_params().regs_for(threads);
+    ASSERT_EQ(regs, threads <= 256 ? 32u : threads <= 512 ? 16u : 8u);
+    std::vector<machine::Block> blocks{blk(special(Op::WARP, 1), jmp(1))};  // r1 = w; r0 stays 0
+    for (uint32_t j = 2; j < regs; ++j) {
+      const uint32_t next = uint32_t(blocks.size()) + 1;
+      blocks.push_back(blk(alu(Op::MUL, j, r(1), k(0x01000193u * j + 0x9e37u)), j + 1 == regs ? bar(next) : jmp(next)));
+    }
+    for (uint32_t j = 3; j < regs; ++j) {
+      const uint32_t next = uint32_t(blocks.size()) + 1;
+      blocks.push_back(blk(alu(Op::XOR, 2, r(2), r(j)), jmp(next)));
+    }
+    const uint32_t next = uint32_t(blocks.size()) + 1;
+    blocks.push_back(blk(alu(Op::SHL, 3, r(1), k(2)), jmp(next)));
+    blocks.push_back(blk(st(Space::Global, r(3), k(kBase), r(2)), exit_()));
+    machine::Program prog = program(blocks);
+    prog.threads = threads;
+    EXPECT_GT(lockstep(prog, threads, 1, {}, global_memory()), (2 * regs) * threads);
   }
 }
 
@@ -518,6 +549,14 @@ TEST(GpuCircuitEval, ShuffleInAFullWarp) {
 
 TEST(GpuCircuitEval, ShuffleInAFullAndAPartialWarpOverTwoCtas) {
   EXPECT_GT(lockstep(rotate_program(), 40, 2, {}, global_memory()), 1000u);
+}
+
+// Warp groups up to the 32 of a 1024-thread CTA: 1000 threads (the last
+// group partial) shuffle as above, each group released at its own pc.
+TEST(GpuCircuitEval, ShuffleInEveryWarpOfA1000ThreadCta) {
+  machine::Program prog = rotate_program();
+  prog.shared_bytes = 4000;
+  EXPECT_GT(lockstep(prog, 1000, 1, {}, global_memory()), 12000u);
 }
 
 // A divergent warp: odd threads wait at wbar B3, even ones at wbar B5; B3

@@ -539,9 +539,9 @@ TEST(DaemonDevice, ReportsTheDeviceOfItsBackend) {
                              64 << 10, 1 << 20, 8 << 20},
                         Want{"ptx-reference", 32, 1u << 20, 1024, 2ull << 30, 0xffffffffull, 48 << 10, 64 << 10, 32764,
                              64 << 10, 1 << 20, 8 << 20},
-                        Want{"interpreter-model", 1, 1024, 256, 256 << 10, 65535, 48 << 10, 56 << 10, 4096, 256 << 10,
+                        Want{"interpreter-model", 1, 1024, 1024, 256 << 10, 65535, 48 << 10, 56 << 10, 4096, 256 << 10,
                              1024, 0},
-                        Want{"model-trace", 1, 1024, 256, 256 << 10, 65535, 48 << 10, 56 << 10, 4096, 256 << 10, 1024,
+                        Want{"model-trace", 1, 1024, 1024, 256 << 10, 65535, 48 << 10, 56 << 10, 4096, 256 << 10, 1024,
                              0}}) {
     Daemon dm({"--backend", w.backend});
     auto c = dm.connect();
@@ -701,11 +701,11 @@ TEST(DaemonDevice, BeyondTheModelsDeviceNamesTheWayOut) {
   a.kernel = "_Z1fPii";
   a.params.assign(12, 0);
   a.block[0] = 32;
-  a.block[1] = 16;
+  a.block[1] = 33;
   std::tie(code, msg) = error_of([&] { c->launch(a); });
   EXPECT_EQ(code, cudaErrorInvalidConfiguration);
-  EXPECT_NE(msg.find("512 threads per block"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("at most 256"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1056 threads per block"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at most 1024"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--backend interpreter"), std::string::npos) << msg;
   a.block[0] = a.block[1] = 1;
   a.grid[0] = 65535;

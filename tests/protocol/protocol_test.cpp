@@ -39,6 +39,7 @@ TEST(Protocol, DeviceInfoRoundTrips) {
   d.max_block[0] = 1024, d.max_block[1] = 1023, d.max_block[2] = 64;
   d.param_bytes = 32764, d.const_bytes = 65536, d.local_bytes_per_thread = 524288;
   d.printf_fifo_bytes = 1ull << 40, d.heap_bytes = (1ull << 33) + 5, d.limits_settable = 1;
+  d.register_file = 8192;
   Writer w;
   encode(w, d);
   Reader r(w.data().data(), w.data().size());
@@ -49,6 +50,10 @@ TEST(Protocol, DeviceInfoRoundTrips) {
   EXPECT_EQ(b.lanes, 8u);
   EXPECT_EQ(b.warp_size, 32u);
   EXPECT_EQ(b.registers, 31u);
+  EXPECT_EQ(b.register_file, 8192u);
+  EXPECT_EQ(b.registers_per_cta(), 8192u);
+  b.register_file = 0;
+  EXPECT_EQ(b.registers_per_cta(), 31u * 1024);
   EXPECT_EQ(b.rom_blocks, 256u);
   EXPECT_EQ(b.global_base, 0x10000000u);
   EXPECT_EQ(b.global_bytes, 0xF0000000ull);

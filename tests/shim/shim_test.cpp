@@ -360,6 +360,7 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["maxThreadsDim"], "1024,1024,64");
   EXPECT_EQ(m["maxGridSize"], "2147483647,65535,65535");
   EXPECT_EQ(m["warpSize"], "32");
+  EXPECT_EQ(m["regsPerBlock"], "261120");  // 255 registers for each of 1024 threads
   EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "1024 (cudaSuccess)");
   EXPECT_EQ(m["attr.MaxGridDimX"], "2147483647 (cudaSuccess)");
   EXPECT_EQ(m["attr.MaxGridDimY"], "65535 (cudaSuccess)");
@@ -395,10 +396,11 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["totalGlobalMem"], "262144");
   EXPECT_EQ(m["sharedMemPerBlock"], "49152");
   EXPECT_EQ(m["sharedMemPerBlockOptin"], "57344");
-  EXPECT_EQ(m["maxThreadsPerBlock"], "256");
-  EXPECT_EQ(m["maxThreadsDim"], "256,256,64");
+  EXPECT_EQ(m["maxThreadsPerBlock"], "1024");
+  EXPECT_EQ(m["maxThreadsDim"], "1024,1024,64");
   EXPECT_EQ(m["maxGridSize"], "65535,65535,65535");
-  EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "256 (cudaSuccess)");
+  EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "1024 (cudaSuccess)");
+  EXPECT_EQ(m["regsPerBlock"], "8192");  // a register file split among the threads
   EXPECT_EQ(m["attr.ClockRate"], "1 (cudaSuccess)");  // kHz: the thread's instructions, at the model's pace
   EXPECT_EQ(m["memTotal"], "262144");
   EXPECT_EQ(m["memFree"], "262144");

@@ -336,11 +336,16 @@ TEST(GpuPrompt, WhatDoesNotFitTheVocabularyIsRefusedByName) {
   const std::vector<uint8_t> no_params;
   const launch::GlobalMemory global = global_memory();
   // The limits themselves fit.
-  EXPECT_NO_THROW(encode_prompt(ok, 256, 65535, std::vector<uint8_t>(4096, 1), global));
+  EXPECT_NO_THROW(encode_prompt(ok, 1024, 65535, std::vector<uint8_t>(4096, 1), global));
   EXPECT_NO_THROW(encode_prompt(program({blk(std::nullopt, trap(1023))}), 1, 1, no_params, global));
 
   expect_refused([&] { encode_prompt(ok, 0, 1, no_params, global); }, "threads");
-  expect_refused([&] { encode_prompt(ok, 257, 1, no_params, global); }, "257 threads");
+  expect_refused([&] { encode_prompt(ok, 1025, 1, no_params, global); }, "1025 threads");
+  // A thread's registers are its share of the CTA's 8192: r8 is there up to
+  // 512 threads a CTA, not at 513 (8 each).
+  const machine::Program r8 = program({blk(alu(Op::MOV, 8, k(1)), exit_())});
+  EXPECT_NO_THROW(encode_prompt(r8, 512, 1, no_params, global));
+  expect_refused([&] { encode_prompt(r8, 513, 1, no_params, global); }, "a CTA of 513 threads has 8 registers");
   expect_refused([&] { encode_prompt(ok, 1, 0, no_params, global); }, "CTAs");
   expect_refused([&] { encode_prompt(ok, 1, 65536, no_params, global); }, "65536 CTAs");
   expect_refused([&] { encode_prompt(ok, 1, 1, std::vector<uint8_t>(4097), global); }, "4097 bytes");

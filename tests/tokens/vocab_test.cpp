@@ -16,18 +16,18 @@ struct Range {
   uint32_t last;  // the largest payload docs/tokens.md gives the kind
 };
 
-// In vocab.h's kind order.  Ranges from the spec's table: NT 1..256, NC 1..65535,
+// In vocab.h's kind order.  Ranges from the spec's table: NT 1..1024, NC 1..65535,
 // word indices of 256 KiB (a page of global memory: MGP's 16 pages) and 4 KiB, 1024 ROM blocks, OP = 6-bit op, 3-bit
 // space, 5-bit register; operands = immediate flag and 5-bit register;
-// T = 3-bit kind and 5-bit condition; WARP 0..256 (256: past the last thread);
+// T = 3-bit kind and 5-bit condition; WARP 0..1024 (1024: past the last thread);
 // VX = a ROM block and a 4-bit value; WMIN a ROM block.
 const Range kRanges[] = {
-    {Kind::NT, "NT", 256},        {Kind::NC, "NC", 65535},        {Kind::MG, "MG", 65535},
+    {Kind::NT, "NT", 1024},       {Kind::NC, "NC", 65535},        {Kind::MG, "MG", 65535},
     {Kind::MGP, "MGP", 15},
     {Kind::MP, "MP", 1023},        {Kind::ROM, "ROM", 1023},    {Kind::OP, "OP", (1u << 14) - 1},
     {Kind::A, "A", 63},           {Kind::B, "B", 63},          {Kind::C, "C", 63},
     {Kind::T, "T", 255},          {Kind::START, "START", 0},   {Kind::D, "D", 0xffff},
-    {Kind::CTA, "CTA", 65535},       {Kind::WARP, "WARP", 256},   {Kind::EXEC, "EXEC", 1023},
+    {Kind::CTA, "CTA", 65535},       {Kind::WARP, "WARP", 1024},  {Kind::EXEC, "EXEC", 1023},
     {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::VX, "VX", (1u << 16) - 1},
     {Kind::VG, "VG", 0xffff},     {Kind::VN, "VN", 0xffff},
     {Kind::VZF, "VZF", 0xffff},   {Kind::VGF, "VGF", 0xffff},  {Kind::VNF, "VNF", 0xffff},

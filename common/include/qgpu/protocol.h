@@ -138,6 +138,10 @@ struct DeviceInfo {
   // The multiprocessors the runtime and driver report, one block each: the
   // blocks the device runs at once, one where it runs no cooperative launch.
   uint32_t multiprocessors() const { return cooperative_ctas > 1 ? cooperative_ctas : 1; }
+  // The registers of one CTA (regsPerBlock): a register file split among the
+  // threads, or 0 where every thread has `registers` at any CTA size.
+  uint32_t register_file = 0;
+  uint32_t registers_per_cta() const { return register_file ? register_file : registers * max_threads_per_cta; }
   // The L2 cache the device declares (launch::DeviceSpec): its size, the most
   // of it cudaLimitPersistingL2CacheSize may set aside, and the largest
   // access-policy window.

@@ -1,6 +1,7 @@
 // Launches at the edge of the model's GPU:
-//   threads512  a block of 512 threads (the model runs at most 256 per CTA):
-//               prints "threads512: <cudaError name>", exits 0 when refused;
+//   params5k    a kernel of 5,000 bytes of parameters (the model's device
+//               takes 4 KiB, CUDA's 32,764): prints "params5k: <cudaError
+//               name>", exits 0 when refused;
 //   clock       clock64() read before and after a loop in each of 32 threads
 //               (the circuit has no clock; the model lowering counts the
 //               thread's instructions, docs/isa.md 8.1): prints "clock:
@@ -10,7 +11,10 @@
 #include <cstring>
 #include <cuda_runtime.h>
 
-__global__ void fill(int* out) { out[threadIdx.x] = int(threadIdx.x); }
+struct Big {
+  int words[1250];
+};
+__global__ void fill(Big big, int* out) { out[threadIdx.x] = big.words[threadIdx.x * 3]; }
 
 __global__ void ticks(long long* out) {
   const long long t0 = clock64();
@@ -23,13 +27,13 @@ __global__ void ticks(long long* out) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: model_limits threads512|clock\n");
+    std::fprintf(stderr, "usage: model_limits params5k|clock\n");
     return 2;
   }
   int* d = nullptr;
   if (cudaMalloc(&d, 512 * sizeof(int)) != cudaSuccess) return 3;
-  if (std::strcmp(argv[1], "threads512") == 0)
-    fill<<<1, 512>>>(d);
+  if (std::strcmp(argv[1], "params5k") == 0)
+    fill<<<1, 32>>>(Big{}, d);
   else if (std::strcmp(argv[1], "clock") == 0)
     ticks<<<1, 32>>>(reinterpret_cast<long long*>(d));
   else

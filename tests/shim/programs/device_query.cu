@@ -12,6 +12,7 @@ int main() {
   std::printf("maxThreadsPerBlock=%d\nmaxThreadsDim=%d,%d,%d\nmaxGridSize=%d,%d,%d\nwarpSize=%d\n",
               p.maxThreadsPerBlock, p.maxThreadsDim[0], p.maxThreadsDim[1], p.maxThreadsDim[2], p.maxGridSize[0],
               p.maxGridSize[1], p.maxGridSize[2], p.warpSize);
+  std::printf("regsPerBlock=%d\n", p.regsPerBlock);
   const cudaDeviceAttr attrs[] = {cudaDevAttrMaxThreadsPerBlock, cudaDevAttrMaxGridDimX, cudaDevAttrMaxGridDimY,
                                   cudaDevAttrMaxSharedMemoryPerBlock, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                   cudaDevAttrTotalConstantMemory, cudaDevAttrClockRate};
