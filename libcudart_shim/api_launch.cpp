@@ -1,4 +1,5 @@
 // Registration of fatbinaries, kernels and variables, and kernel launches.
+#include <algorithm>
 #include <vector>
 
 #include "graph.h"
@@ -187,7 +188,10 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
     *attr = cudaFuncAttributes{};
     attr->sharedSizeBytes = rk.layout->static_smem;
     attr->maxThreadsPerBlock = int(d.max_threads_per_cta);
-    attr->numRegs = int(d.registers);
+    // A thread's registers at the largest block (a register file split
+    // among the threads gives fewer there): numRegs x maxThreadsPerBlock
+    // stays within regsPerBlock, as on a GPU.
+    attr->numRegs = int(std::min(d.registers, d.registers_per_cta() / std::max(d.max_threads_per_cta, 1u)));
     attr->ptxVersion = rk.module->ptx_version;
     attr->binaryVersion = kMajor * 10 + kMinor;
     attr->maxDynamicSharedSizeBytes = int(max_dynamic_smem(*k, rk, d));

@@ -270,7 +270,7 @@ std::string default_system_prompt(Mode mode) {
            "+, - and * of two integers.";
   return "You are a helpful assistant with a GPU. To compute something, write a CUDA kernel in a ```cuda block "
          "that defines extern \"C\" __global__ void kernel(int* out); it runs on one block of threads (one thread "
-         "unless the block has a line // threads: N, N up to 256) and out holds 16 ints, zero at the start. After "
+         "unless the block has a line // threads: N, N up to 1024) and out holds 16 ints, zero at the start. After "
          "the block the host shows out in a ```output block, or the compiler's errors in a ```error block.";
 }
 

@@ -430,7 +430,7 @@ TEST(GpuCircuitEval, MemorySpacesAndParameters) {
 // global memory: rows that overlapped between threads would read another
 // thread's words.  One word past the end faults.
 TEST(GpuCircuitEval, LocalMemorySplitAmongTheThreadsOfEveryLaunchShape) {
-  for (uint32_t threads : {1u, 2u, 3u, 8u, 9u, 32u, 33u, 100u, 129u, 256u, 257u, 700u}) {
+  for (uint32_t threads : {1u, 2u, 3u, 8u, 9u, 32u, 33u, 100u, 129u, 256u, 257u, 512u, 700u, 1024u}) {
     SCOPED_TRACE(threads);
     const uint32_t bytes = machine::model_params().local_bytes_for(threads);
     machine::Program prog = program({
@@ -552,7 +552,8 @@ TEST(GpuCircuitEval, ShuffleInAFullAndAPartialWarpOverTwoCtas) {
 }
 
 // Warp groups up to the 32 of a 1024-thread CTA: 1000 threads (the last
-// group partial) shuffle as above, each group released at its own pc.
+// group partial) shuffle as above, each group's release pc kept in its own
+// row (a row shared by two groups would release one at the other's pc).
 TEST(GpuCircuitEval, ShuffleInEveryWarpOfA1000ThreadCta) {
   machine::Program prog = rotate_program();
   prog.shared_bytes = 4000;

@@ -16,7 +16,7 @@ TEST(Protocol, HeaderLayoutIsTheDocumentedOne) {
   h.session = 0x1122334455667788ull;
   uint8_t b[kHeaderSize];
   encode_header(h, b);
-  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 5, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
+  const uint8_t want[kHeaderSize] = {'Q', 'G', 'P', 'W', 6, 0, 13, 0, 4, 3, 2, 1, 0xfe, 0xff, 0xff, 0xff,
                                      0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
   EXPECT_EQ(0, memcmp(b, want, kHeaderSize));
   Header back = decode_header(b, kHeaderSize);

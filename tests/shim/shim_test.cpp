@@ -361,6 +361,8 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["maxGridSize"], "2147483647,65535,65535");
   EXPECT_EQ(m["warpSize"], "32");
   EXPECT_EQ(m["regsPerBlock"], "261120");  // 255 registers for each of 1024 threads
+  EXPECT_EQ(m["func.numRegs"], "255");
+  EXPECT_EQ(m["func.maxThreadsPerBlock"], "1024");
   EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "1024 (cudaSuccess)");
   EXPECT_EQ(m["attr.MaxGridDimX"], "2147483647 (cudaSuccess)");
   EXPECT_EQ(m["attr.MaxGridDimY"], "65535 (cudaSuccess)");
@@ -401,6 +403,8 @@ TEST(QgpuRun, DeviceQueriesReportTheBackendsDevice) {
   EXPECT_EQ(m["maxGridSize"], "65535,65535,65535");
   EXPECT_EQ(m["attr.MaxThreadsPerBlock"], "1024 (cudaSuccess)");
   EXPECT_EQ(m["regsPerBlock"], "8192");  // a register file split among the threads
+  EXPECT_EQ(m["func.numRegs"], "8");       // a thread's share at 1024 threads
+  EXPECT_EQ(m["func.maxThreadsPerBlock"], "1024");
   EXPECT_EQ(m["attr.ClockRate"], "1 (cudaSuccess)");  // kHz: the thread's instructions, at the model's pace
   EXPECT_EQ(m["memTotal"], "262144");
   EXPECT_EQ(m["memFree"], "262144");

@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Decode and prefill speed of the sparse executor on the GPU checkpoint, trace-checked"};
   Args a;
   app.add_option("--model-dir", a.model_dir, "load this model directory instead of compiling the GPU");
-  app.add_option("--threads", a.threads, "kernel threads per CTA")->check(CLI::Range(1, 256));
+  app.add_option("--threads", a.threads, "kernel threads per CTA")->check(CLI::Range(1, 1024));
   app.add_option("--ctas", a.ctas, "CTAs")->check(CLI::Range(1, 64));
   app.add_option("--iters", a.iters, "loop iterations per thread")->check(CLI::Range(1, 65535));
   app.add_option("--words", a.words, "non-zero words of global memory in the prompt")->check(CLI::Range(0, 4096));

@@ -18,7 +18,7 @@
 namespace qgpu::proto {
 
 constexpr uint32_t kMagic = 0x57504751;  // "QGPW" read as little-endian bytes
-constexpr uint16_t kVersion = 5;
+constexpr uint16_t kVersion = 6;
 
 // Bounds every receiver enforces before trusting a length.
 constexpr uint64_t kMaxBody = 64ull << 20;      // one body frame

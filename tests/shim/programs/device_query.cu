@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
+__global__ void nothing(int* out) { out[threadIdx.x] = 0; }
+
 int main() {
   cudaDeviceProp p;
   if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return 1;
@@ -13,6 +15,9 @@ int main() {
               p.maxThreadsPerBlock, p.maxThreadsDim[0], p.maxThreadsDim[1], p.maxThreadsDim[2], p.maxGridSize[0],
               p.maxGridSize[1], p.maxGridSize[2], p.warpSize);
   std::printf("regsPerBlock=%d\n", p.regsPerBlock);
+  cudaFuncAttributes fa;
+  if (cudaFuncGetAttributes(&fa, nothing) != cudaSuccess) return 1;
+  std::printf("func.numRegs=%d\nfunc.maxThreadsPerBlock=%d\n", fa.numRegs, fa.maxThreadsPerBlock);
   const cudaDeviceAttr attrs[] = {cudaDevAttrMaxThreadsPerBlock, cudaDevAttrMaxGridDimX, cudaDevAttrMaxGridDimY,
                                   cudaDevAttrMaxSharedMemoryPerBlock, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                   cudaDevAttrTotalConstantMemory, cudaDevAttrClockRate};
