@@ -114,6 +114,35 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
         is_live[v] = 0;
       }
   }
+  // Values the allocator may recompute at each use instead of keeping them
+  // in local memory: defined once, at the start of their interval, by an
+  // instruction of no register source whose result is the same wherever the
+  // thread runs it (a constant, the thread's lane, warp or CTA, a kernel
+  // parameter word at a constant offset where nothing writes parameters).
+  // remat[v] is that instruction's position.
+  std::vector<uint32_t> remat(vc.nvregs, kNoV);
+  {
+    std::vector<uint32_t> defs(vc.nvregs, 0);
+    bool params_written = false;
+    for (const VI& v : vc.code) {
+      if (v.kind != VI::Ins) continue;
+      if (uint32_t d = def(v); d != kNoV) ++defs[d];
+      const OpKind k = op_info(v.in.op).kind;
+      params_written |= (k == OpKind::Store || k == OpKind::Atomic) && v.in.space == Space::Param;
+    }
+    for (uint32_t i = 0; i < vc.code.size(); ++i) {
+      const VI& v = vc.code[i];
+      const uint32_t d = def(v);
+      if (d == kNoV || defs[d] != 1 || first[d] != i) continue;
+      const Instr& in = v.in;
+      const bool same_everywhere =
+          (in.op == Op::MOV && in.a.imm) || in.op == Op::LANE || in.op == Op::WARP || in.op == Op::CTA ||
+          (in.op == Op::LD && in.space == Space::Param && in.a.imm && in.b.imm && !params_written);
+      if (same_everywhere) remat[d] = i;
+    }
+  }
+  constexpr uint32_t kRecomputed = kNoV - 1;  // spill[v] of a value recomputed at its uses
+
   // Linear scan.
   bool spilled = false;
   std::vector<uint32_t> order;
@@ -166,17 +195,26 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       active.push_back(v);
       continue;
     }
-    auto far =
-        std::max_element(active.begin(), active.end(), [&](uint32_t a, uint32_t b) { return last[a] < last[b]; });
-    if (last[*far] > last[v]) {
+    // Out of registers: spill a value that can be recomputed if there is
+    // one (no local memory, no store), else the one whose interval ends last.
+    auto spill_key = [&](uint32_t x) { return std::pair<bool, uint32_t>(remat[x] != kNoV, last[x]); };
+    auto spill_whole = [&](uint32_t x) {
+      if (remat[x] != kNoV) {
+        spill[x] = kRecomputed;
+      } else {
+        spill[x] = spill_slot(x);
+        spilled = true;
+      }
+    };
+    auto far = std::max_element(active.begin(), active.end(),
+                                [&](uint32_t a, uint32_t b) { return spill_key(a) < spill_key(b); });
+    if (spill_key(*far) > spill_key(v)) {
       where[v] = where[*far];
-      spill[*far] = spill_slot(*far);
-      spilled = true;
+      spill_whole(*far);
       where[*far] = kNoV;
       *far = v;
     } else {
-      spill[v] = spill_slot(v);
-      spilled = true;
+      spill_whole(v);
     }
   }
   // Rewrite with machine registers; spilled values go through the scratch registers.
@@ -191,6 +229,13 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       for (auto& [x, s] : reloaded)
         if (x == vr) return s;
       uint32_t s = scratch0 + uint32_t(reloaded.size());
+      if (spill[vr] == kRecomputed) {
+        Instr again = vc.code[remat[vr]].in;
+        again.dst = s;
+        out.push_back({VI::Ins, again});
+        reloaded.push_back({vr, s});
+        return s;
+      }
       Instr l;
       l.op = Op::LD;
       l.dst = s;
@@ -207,6 +252,7 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
         if (!v.in.src(k).imm) v.in.src(k).v = map_use(v.in.src(k).v);
       if (v.in.writes_reg()) {
         uint32_t d = v.in.dst;
+        if (spill[d] == kRecomputed) continue;  // each use computes it
         if (spill[d] != kNoV) {
           v.in.dst = scratch0;
           out.push_back(v);

@@ -310,20 +310,43 @@ TEST(LowerPasses, AllocateCoalescesACopyThatEndsItsSource) {
 }
 
 TEST(LowerPasses, AllocateSpillsThroughTheScratchRegisters) {
-  // 5 registers: 2 to allocate, 2 and 3 reload spilled values.  r2 and r3
-  // start while r0 and r1 are live (both end at r3's definition, after r2's
-  // and r3's own ends), so each is spilled to its own word of local memory.
-  VCode vc = make({I(ld(Space::Param, 0, K(0))), I(ld(Space::Param, 1, K(4))), I(ld(Space::Param, 2, K(8))),
+  // 5 registers: 2 to allocate, 2 and 3 reload spilled values.  The address
+  // r5 and r0 hold both when r1 and r2 start, and r1 and r2 end last, so each
+  // is spilled to its own word of local memory, stored at its load and
+  // reloaded at its use.  (Loads of global words at a register address:
+  // values the allocator cannot recompute at their uses.)
+  VCode vc = make({I(ld(Space::Global, 0, r5)), I(ld(Space::Global, 1, r5, 4)), I(ld(Space::Global, 2, r5, 8)),
                    I(alu(Op::ADD, 3, r0, r1)), I(alu(Op::ADD, 4, r3, r2)), I(st(Space::Global, r4, 0, r4)), exit_()},
-                  5);
+                  6);
   uint32_t local_top = 0;
   Allocation a = allocate(vc, 5, local_top);
   EXPECT_TRUE(a.spilled);
   EXPECT_EQ(local_top, 8u);
   EXPECT_EQ(listing(a.code),
-            (Lines{"ld.param.u32 r0, [0]", "ld.param.u32 r1, [4]", "ld.param.u32 r2, [8]", "st.local.b32 [0], r2",
-                   "add r2, r0, r1", "st.local.b32 [4], r2", "ld.local.u32 r2, [4]", "ld.local.u32 r3, [0]",
-                   "add r1, r2, r3", "st.global.b32 [r1], r1", "exit"}));
+            (Lines{"ld.global.u32 r0, [r1]", "ld.global.u32 r2, [r1+4]", "st.local.b32 [0], r2",
+                   "ld.global.u32 r2, [r1+8]", "st.local.b32 [4], r2", "ld.local.u32 r2, [0]", "add r1, r0, r2",
+                   "ld.local.u32 r2, [4]", "add r0, r1, r2", "st.global.b32 [r0], r0", "exit"}));
+}
+
+// The same with the values loaded from kernel parameters at constant
+// offsets: the allocator recomputes a spilled one at its use (a parameter
+// load, like a constant, a lane, warp or CTA index, is the same wherever the
+// thread runs it), so nothing goes to local memory and nothing is stored.
+TEST(LowerPasses, AllocateRecomputesParameterLoadsInsteadOfSpillingThem) {
+  VCode vc = make({I(ld(Space::Param, 0, K(0))), I(ld(Space::Param, 1, K(4))), I(ld(Space::Param, 2, K(8))),
+                   I(alu(Op::ADD, 3, r0, r1)), I(alu(Op::ADD, 4, r3, r2)), I(st(Space::Global, r4, 0, r4)), exit_()},
+                  5);
+  uint32_t local_top = 0;
+  Allocation a = allocate(vc, 5, local_top);
+  EXPECT_FALSE(a.spilled);
+  EXPECT_EQ(local_top, 0u);
+  EXPECT_EQ(listing(a.code), (Lines{"ld.param.u32 r1, [4]", "ld.param.u32 r2, [0]", "add r0, r2, r1",
+                                    "ld.param.u32 r2, [8]", "add r1, r0, r2", "st.global.b32 [r1], r1", "exit"}));
+  // A parameter word a store writes is not recomputed: it is spilled.
+  VCode written = vc;
+  written.code.insert(written.code.begin(), I(st(Space::Param, K(64), 0, K(7))));
+  local_top = 0;
+  EXPECT_TRUE(allocate(written, 5, local_top).spilled);
 }
 
 // ---- form_blocks ------------------------------------------------------------------
