@@ -20,6 +20,7 @@ enum CudaError : int {
   kInvalidPtx = 218,
   kInvalidResourceHandle = 400,
   kIllegalAddress = 700,
+  kLaunchOutOfResources = 701,
   kLaunchTimeout = 702,
   kAssert = 710,
   kMisalignedAddress = 716,

@@ -76,12 +76,22 @@ std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::strin
     throw LowerError(launch::kInvalidValue, "kernel " + kernel + " needs " + std::to_string(total) +
                                            " bytes of shared memory per block; the machine has " +
                                            std::to_string(p.shared_bytes));
-  if (local_top > p.local_bytes_for(threads))
-    throw LowerError(launch::kInvalidValue,
-                     "kernel " + kernel + " needs " + std::to_string(local_top) +
-                         " bytes of local memory per thread (variables and spilled registers); the machine has " +
-                         std::to_string(p.local_bytes_for(threads)) +
-                         (p.local_store_bytes ? " at " + std::to_string(threads) + " threads per block" : ""));
+  if (local_top > p.local_bytes_for(threads)) {
+    std::string message = "kernel " + kernel + " needs " + std::to_string(local_top) +
+                          " bytes of local memory per thread (variables and spilled registers); the machine has " +
+                          std::to_string(p.local_bytes_for(threads)) +
+                          (p.local_store_bytes ? " at " + std::to_string(threads) + " threads per block" : "");
+    // Where local memory (and the register file) are split among a block's
+    // threads, a smaller block may fit: too many resources for this launch,
+    // as a GPU says when a block's registers exceed its register file.
+    uint32_t fits = Params::thread_slots(threads) / 2;
+    while (fits > 0 && p.local_bytes_for(fits) < local_top) fits /= 2;
+    if (p.local_store_bytes == 0 || fits == 0) throw LowerError(launch::kInvalidValue, message);
+    throw LowerError(launch::kLaunchOutOfResources,
+                     message + " (local memory and registers are split among a block's threads: " +
+                         std::to_string(p.local_bytes_for(fits)) + " bytes and " + std::to_string(p.regs_for(fits)) +
+                         " registers each at up to " + std::to_string(fits) + " threads per block)");
+  }
   Program prog = form_blocks(alloc.code, sel.vc.nlabels, p.block_instrs, opts.for_model);
   prog.kernel = kernel;
   prog.shared_bytes = total;

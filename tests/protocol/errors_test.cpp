@@ -20,6 +20,7 @@ TEST(LaunchErrors, AreCudasOwnValues) {
       {kLaunchMaxDepthExceeded, cudaErrorLaunchMaxDepthExceeded},
       {kLaunchPendingCountExceeded, cudaErrorLaunchPendingCountExceeded},
       {kInvalidDeviceFunction, cudaErrorInvalidDeviceFunction},
+      {kLaunchOutOfResources, cudaErrorLaunchOutOfResources},
       {kUnsupportedLimit, cudaErrorUnsupportedLimit},
       {kInvalidPtx, cudaErrorInvalidPtx},
       {kInvalidResourceHandle, cudaErrorInvalidResourceHandle},
