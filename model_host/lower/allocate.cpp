@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
+#include <string>
 
 #include "model_host/lower/analysis.h"
 
@@ -11,11 +13,14 @@ namespace qgpu::machine::lowering {
 // ---- pass 2: register allocation -------------------------------------------------
 
 Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
-  // One scratch register per source of the instruction with the most.
+  // At most one scratch register per source of the instruction with the
+  // most (fewer where no instruction reloads that many: below).
   uint32_t scratch = kSpillScratch;
   for (const VI& v : vc.code)
     if (v.kind == VI::Ins) scratch = std::max<uint32_t>(scratch, op_info(v.in.op).arity);
-  const uint32_t allocatable = regs - scratch;
+  if (regs <= scratch)
+    throw std::invalid_argument("register allocation into " + std::to_string(regs) + " registers: " +
+                                std::to_string(scratch) + " are reserved for reloads");
   // Basic blocks of the virtual code.
   const Cfg cfg = build_cfg(vc.code, vc.nlabels);
   const std::vector<uint32_t>& starts = cfg.starts;
@@ -116,10 +121,12 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
   }
   // Values the allocator may recompute at each use instead of keeping them
   // in local memory: defined once, at the start of their interval, by an
-  // instruction of no register source whose result is the same wherever the
-  // thread runs it (a constant, the thread's lane, warp or CTA, a kernel
-  // parameter word at a constant offset where nothing writes parameters).
-  // remat[v] is that instruction's position.
+  // instruction whose result is the same wherever the thread runs it: of no
+  // register source (a constant, the thread's lane, warp or CTA, a kernel
+  // parameter word at a constant offset where nothing writes parameters), or
+  // an ALU operation of one such value and constants (a chain, such as
+  // `(warp >> 5) * 128 + As`), recomputed link by link in one reload
+  // register.  remat[v] is that instruction's position.
   std::vector<uint32_t> remat(vc.nvregs, kNoV);
   {
     std::vector<uint32_t> defs(vc.nvregs, 0);
@@ -140,83 +147,135 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
           (in.op == Op::LD && in.space == Space::Param && in.a.imm && in.b.imm && !params_written);
       if (same_everywhere) remat[d] = i;
     }
+    // Chains: each round adds one link.
+    for (int round = 0; round < 4; ++round)
+      for (uint32_t i = 0; i < vc.code.size(); ++i) {
+        const VI& v = vc.code[i];
+        const uint32_t d = def(v);
+        if (d == kNoV || remat[d] != kNoV || defs[d] != 1 || first[d] != i) continue;
+        const Instr& in = v.in;
+        if (op_info(in.op).kind != OpKind::Alu) continue;
+        int regs_read = 0;
+        uint32_t src = kNoV;
+        for (int k = 0; k < op_info(in.op).arity; ++k)
+          if (!in.src(k).imm) ++regs_read, src = in.src(k).v;
+        if (regs_read == 1 && remat[src] != kNoV) remat[d] = i;
+      }
   }
   constexpr uint32_t kRecomputed = kNoV - 1;  // spill[v] of a value recomputed at its uses
 
-  // Linear scan.
-  bool spilled = false;
+  // Linear scan into `allocatable` registers.
   std::vector<uint32_t> order;
   for (uint32_t v = 0; v < vc.nvregs; ++v)
     if (first[v] != UINT32_MAX) order.push_back(v);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return first[a] < first[b]; });
-  std::vector<uint32_t> where(vc.nvregs, kNoV), spill(vc.nvregs, kNoV);
-  std::vector<uint32_t> active;  // vregs holding a register
-  std::vector<uint32_t> free_regs;
-  for (uint32_t r = allocatable; r-- > 0;) free_regs.push_back(r);
-  // Spill slots, each with the last position of the vreg that holds it: a
-  // vreg spilled whole needs a slot over all of [first, last], so it takes
-  // one whose holder's interval ended before its first (local memory is
-  // small on a machine whose CTAs share one store: docs/isa.md).
-  std::vector<std::pair<uint32_t, uint32_t>> slots;  // (local offset, holder's last position)
-  auto spill_slot = [&](uint32_t x) {
-    for (auto& [offset, held_until] : slots)
-      if (held_until < first[x]) {
-        held_until = last[x];
-        return offset;
+  bool spilled = false;
+  std::vector<uint32_t> where, spill;
+  const uint32_t local_base = local_top;
+  auto scan = [&](uint32_t allocatable) {
+    spilled = false;
+    local_top = local_base;
+    where.assign(vc.nvregs, kNoV);
+    spill.assign(vc.nvregs, kNoV);
+    std::vector<uint32_t> active;  // vregs holding a register
+    std::vector<uint32_t> free_regs;
+    for (uint32_t r = allocatable; r-- > 0;) free_regs.push_back(r);
+    // Spill slots, each with the last position of the vreg that holds it: a
+    // vreg spilled whole needs a slot over all of [first, last], so it takes
+    // one whose holder's interval ended before its first (local memory is
+    // small on a machine whose CTAs share one store: docs/isa.md).
+    std::vector<std::pair<uint32_t, uint32_t>> slots;  // (local offset, holder's last position)
+    auto spill_slot = [&](uint32_t x) {
+      for (auto& [offset, held_until] : slots)
+        if (held_until < first[x]) {
+          held_until = last[x];
+          return offset;
+        }
+      slots.push_back({local_alloc(local_top, 4, 4), last[x]});
+      return slots.back().first;
+    };
+    for (uint32_t v : order) {
+      for (size_t k = 0; k < active.size();) {
+        if (last[active[k]] < first[v]) {
+          free_regs.push_back(where[active[k]]);
+          active[k] = active.back();
+          active.pop_back();
+        } else {
+          ++k;
+        }
       }
-    slots.push_back({local_alloc(local_top, 4, 4), last[x]});
-    return slots.back().first;
-  };
-  for (uint32_t v : order) {
-    for (size_t k = 0; k < active.size();) {
-      if (last[active[k]] < first[v]) {
-        free_regs.push_back(where[active[k]]);
-        active[k] = active.back();
-        active.pop_back();
-      } else {
-        ++k;
+      // A copy `mov v, s` that ends s's interval and starts v's: v takes s's
+      // register, and the copy disappears (coalescing).
+      if (const VI& at = vc.code[first[v]]; at.kind == VI::Ins && at.in.op == Op::MOV && !at.in.a.imm &&
+                                          at.in.dst == v && last[at.in.a.v] == first[v]) {
+        const uint32_t s = at.in.a.v;
+        auto it = std::find(active.begin(), active.end(), s);
+        if (it != active.end()) {
+          where[v] = where[s];
+          *it = v;
+          continue;
+        }
       }
-    }
-    // A copy `mov v, s` that ends s's interval and starts v's: v takes s's
-    // register, and the copy disappears (coalescing).
-    if (const VI& at = vc.code[first[v]]; at.kind == VI::Ins && at.in.op == Op::MOV && !at.in.a.imm &&
-                                        at.in.dst == v && last[at.in.a.v] == first[v]) {
-      const uint32_t s = at.in.a.v;
-      auto it = std::find(active.begin(), active.end(), s);
-      if (it != active.end()) {
-        where[v] = where[s];
-        *it = v;
+      if (!free_regs.empty()) {
+        where[v] = free_regs.back();
+        free_regs.pop_back();
+        active.push_back(v);
         continue;
       }
-    }
-    if (!free_regs.empty()) {
-      where[v] = free_regs.back();
-      free_regs.pop_back();
-      active.push_back(v);
-      continue;
-    }
-    // Out of registers: spill a value that can be recomputed if there is
-    // one (no local memory, no store), else the one whose interval ends last.
-    auto spill_key = [&](uint32_t x) { return std::pair<bool, uint32_t>(remat[x] != kNoV, last[x]); };
-    auto spill_whole = [&](uint32_t x) {
-      if (remat[x] != kNoV) {
-        spill[x] = kRecomputed;
+      // Out of registers: spill a value that can be recomputed if there is
+      // one (no local memory, no store), else the one whose interval ends last.
+      auto spill_key = [&](uint32_t x) { return std::pair<bool, uint32_t>(remat[x] != kNoV, last[x]); };
+      auto spill_whole = [&](uint32_t x) {
+        if (remat[x] != kNoV) {
+          spill[x] = kRecomputed;
+        } else {
+          spill[x] = spill_slot(x);
+          spilled = true;
+        }
+      };
+      auto far = std::max_element(active.begin(), active.end(),
+                                  [&](uint32_t a, uint32_t b) { return spill_key(a) < spill_key(b); });
+      if (spill_key(*far) > spill_key(v)) {
+        where[v] = where[*far];
+        spill_whole(*far);
+        where[*far] = kNoV;
+        *far = v;
       } else {
-        spill[x] = spill_slot(x);
-        spilled = true;
+        spill_whole(v);
       }
-    };
-    auto far = std::max_element(active.begin(), active.end(),
-                                [&](uint32_t a, uint32_t b) { return spill_key(a) < spill_key(b); });
-    if (spill_key(*far) > spill_key(v)) {
-      where[v] = where[*far];
-      spill_whole(*far);
-      where[*far] = kNoV;
-      *far = v;
-    } else {
-      spill_whole(v);
+    }
+  };
+  // The fewest reserved registers that suffice: a scan into regs - k
+  // registers is kept when no instruction reloads more than k spilled values
+  // (each reload takes a reserved register; a spilled definition the
+  // first), so a machine of few registers (a thread's share of a register
+  // file split among 1024 threads: 8) reserves only what its code needs.
+  auto reloads_needed = [&] {
+    uint32_t most = 0;
+    std::vector<uint32_t> seen;
+    for (const VI& v : vc.code) {
+      seen.clear();
+      if (v.kind == VI::Ins) {
+        for (const Operand* o : sources(v.in))
+          if (spill[o->v] != kNoV && std::find(seen.begin(), seen.end(), o->v) == seen.end()) seen.push_back(o->v);
+      } else if (v.kind == VI::Br && spill[v.cond] != kNoV) {
+        seen.push_back(v.cond);
+      }
+      most = std::max<uint32_t>(most, uint32_t(seen.size()));
+    }
+    return most;
+  };
+  uint32_t reserved = scratch;  // the safe count: as many as the widest instruction reads
+  for (uint32_t k = 1; k < scratch; ++k) {
+    scan(regs - k);
+    if (reloads_needed() <= k) {
+      reserved = k;
+      break;
     }
   }
+  if (reserved == scratch) scan(regs - scratch);
+  const uint32_t allocatable = regs - reserved;
+
   // Rewrite with machine registers; spilled values go through the scratch registers.
   std::vector<VI> out;
   out.reserve(vc.code.size());
@@ -230,9 +289,22 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
         if (x == vr) return s;
       uint32_t s = scratch0 + uint32_t(reloaded.size());
       if (spill[vr] == kRecomputed) {
-        Instr again = vc.code[remat[vr]].in;
-        again.dst = s;
-        out.push_back({VI::Ins, again});
+        std::vector<uint32_t> chain{remat[vr]};
+        for (;;) {
+          const Instr& in = vc.code[chain.back()].in;
+          uint32_t src = kNoV;
+          for (int k = 0; k < op_info(in.op).arity; ++k)
+            if (!in.src(k).imm) src = in.src(k).v;
+          if (src == kNoV) break;
+          chain.push_back(remat[src]);
+        }
+        for (size_t j = chain.size(); j-- > 0;) {
+          Instr again = vc.code[chain[j]].in;
+          for (int k = 0; k < op_info(again.op).arity; ++k)
+            if (!again.src(k).imm) again.src(k).v = s;
+          again.dst = s;
+          out.push_back({VI::Ins, again});
+        }
         reloaded.push_back({vr, s});
         return s;
       }

@@ -310,22 +310,23 @@ TEST(LowerPasses, AllocateCoalescesACopyThatEndsItsSource) {
 }
 
 TEST(LowerPasses, AllocateSpillsThroughTheScratchRegisters) {
-  // 5 registers: 2 to allocate, 2 and 3 reload spilled values.  The address
-  // r5 and r0 hold both when r1 and r2 start, and r1 and r2 end last, so each
-  // is spilled to its own word of local memory, stored at its load and
-  // reloaded at its use.  (Loads of global words at a register address:
-  // values the allocator cannot recompute at their uses.)
+  // 4 registers.  Three are allocated and one reloads spilled values: no
+  // instruction reads two spilled values, so one reload register is all the
+  // code needs (allocate() reserves the fewest that suffice, up to one per
+  // source of its widest instruction).  The address r5, r0 and r1 hold all
+  // three when r2 starts, and r2 ends last: it is spilled to a word of local
+  // memory, stored at its load and reloaded at its use.  (Loads of global
+  // words at a register address: values the allocator cannot recompute.)
   VCode vc = make({I(ld(Space::Global, 0, r5)), I(ld(Space::Global, 1, r5, 4)), I(ld(Space::Global, 2, r5, 8)),
                    I(alu(Op::ADD, 3, r0, r1)), I(alu(Op::ADD, 4, r3, r2)), I(st(Space::Global, r4, 0, r4)), exit_()},
                   6);
   uint32_t local_top = 0;
-  Allocation a = allocate(vc, 5, local_top);
+  Allocation a = allocate(vc, 4, local_top);
   EXPECT_TRUE(a.spilled);
-  EXPECT_EQ(local_top, 8u);
-  EXPECT_EQ(listing(a.code),
-            (Lines{"ld.global.u32 r0, [r1]", "ld.global.u32 r2, [r1+4]", "st.local.b32 [0], r2",
-                   "ld.global.u32 r2, [r1+8]", "st.local.b32 [4], r2", "ld.local.u32 r2, [0]", "add r1, r0, r2",
-                   "ld.local.u32 r2, [4]", "add r0, r1, r2", "st.global.b32 [r0], r0", "exit"}));
+  EXPECT_EQ(local_top, 4u);
+  EXPECT_EQ(listing(a.code), (Lines{"ld.global.u32 r0, [r1]", "ld.global.u32 r2, [r1+4]", "ld.global.u32 r3, [r1+8]",
+                                    "st.local.b32 [0], r3", "add r1, r0, r2", "ld.local.u32 r3, [0]", "add r2, r1, r3",
+                                    "st.global.b32 [r2], r2", "exit"}));
 }
 
 // The same with the values loaded from kernel parameters at constant
@@ -337,16 +338,37 @@ TEST(LowerPasses, AllocateRecomputesParameterLoadsInsteadOfSpillingThem) {
                    I(alu(Op::ADD, 3, r0, r1)), I(alu(Op::ADD, 4, r3, r2)), I(st(Space::Global, r4, 0, r4)), exit_()},
                   5);
   uint32_t local_top = 0;
-  Allocation a = allocate(vc, 5, local_top);
+  Allocation a = allocate(vc, 4, local_top);
   EXPECT_FALSE(a.spilled);
   EXPECT_EQ(local_top, 0u);
-  EXPECT_EQ(listing(a.code), (Lines{"ld.param.u32 r1, [4]", "ld.param.u32 r2, [0]", "add r0, r2, r1",
-                                    "ld.param.u32 r2, [8]", "add r1, r0, r2", "st.global.b32 [r1], r1", "exit"}));
+  EXPECT_EQ(listing(a.code), (Lines{"ld.param.u32 r0, [0]", "ld.param.u32 r1, [4]", "add r2, r0, r1",
+                                    "ld.param.u32 r3, [8]", "add r1, r2, r3", "st.global.b32 [r1], r1", "exit"}));
   // A parameter word a store writes is not recomputed: it is spilled.
   VCode written = vc;
   written.code.insert(written.code.begin(), I(st(Space::Param, K(64), 0, K(7))));
   local_top = 0;
-  EXPECT_TRUE(allocate(written, 5, local_top).spilled);
+  EXPECT_TRUE(allocate(written, 4, local_top).spilled);
+}
+
+// A chain of ALU operations of one such value and constants (the warp's
+// index shifted and offset: an address the lowering derives from the thread
+// index) is recomputed link by link in one reload register at its use.
+TEST(LowerPasses, AllocateRecomputesAChainFromTheWarpIndex) {
+  VCode vc = make({I(alu(Op::WARP, 0, K(0))), I(alu(Op::SHL, 1, r0, K(7))), I(alu(Op::ADD, 2, r1, K(0x100))),
+                   I(ld(Space::Global, 3, r8)), I(ld(Space::Global, 4, r8, 4)), I(ld(Space::Global, 5, r8, 8)),
+                   I(alu(Op::ADD, 6, r3, r4)), I(alu(Op::ADD, 6, r6, r5)), I(alu(Op::ADD, 6, r6, r2)),
+                   I(st(Space::Global, r6, 0, r6)), exit_()},
+                  9);
+  uint32_t local_top = 0;
+  Allocation a = allocate(vc, 5, local_top);
+  EXPECT_FALSE(a.spilled);
+  EXPECT_EQ(local_top, 0u);
+  // 5 registers, one reserved: r8 and the three loads hold the other four
+  // when the chain's value would need one; it is computed again at its use.
+  EXPECT_EQ(listing(a.code),
+            (Lines{"warp r0", "shl r2, r0, 7", "ld.global.u32 r2, [r1]", "ld.global.u32 r3, [r1+4]",
+                   "ld.global.u32 r0, [r1+8]", "add r1, r2, r3", "add r1, r1, r0", "warp r4", "shl r4, r4, 7",
+                   "add r4, r4, 256", "add r1, r1, r4", "st.global.b32 [r1], r1", "exit"}));
 }
 
 // ---- form_blocks ------------------------------------------------------------------
