@@ -329,6 +329,32 @@ TEST(LowerPasses, AllocateSpillsThroughTheScratchRegisters) {
                                     "st.global.b32 [r2], r2", "exit"}));
 }
 
+// An instruction that reads three spilled values needs three reload
+// registers: the allocator, finding that one and then two do not suffice,
+// reserves three (the widest op's sources) and allocates one.
+TEST(LowerPasses, AllocateReservesMoreReloadRegistersWhereAnInstructionNeedsThem) {
+  VCode vc = make({I(ld(Space::Global, 0, r8)), I(ld(Space::Global, 1, r8, 4)), I(ld(Space::Global, 2, r8, 8)),
+                   I(ld(Space::Global, 4, r8, 12)), I(ld(Space::Global, 5, r8, 16)), I(alu(Op::ADD, 6, r4, r5)),
+                   I(st(Space::Global, r8, 20, r6)), I(alu(Op::SEL, 3, r0, r1, r2)), I(st(Space::Global, r3, 0, r3)),
+                   exit_()},
+                  9);
+  uint32_t local_top = 0;
+  Allocation a = allocate(vc, 4, local_top);
+  EXPECT_TRUE(a.spilled);
+  // r0 the one allocated, r1..r3 the reload registers; the sources of
+  // `sel` end last, so they were spilled when r4 and r5 started (and r8,
+  // read before any definition, with them).
+  EXPECT_EQ(listing(a.code),
+            (Lines{"ld.local.u32 r1, [12]", "ld.global.u32 r1, [r1]", "st.local.b32 [0], r1", "ld.local.u32 r1, [12]",
+                   "ld.global.u32 r1, [r1+4]", "st.local.b32 [4], r1", "ld.local.u32 r1, [12]",
+                   "ld.global.u32 r1, [r1+8]", "st.local.b32 [8], r1", "ld.local.u32 r1, [12]",
+                   "ld.global.u32 r0, [r1+12]", "ld.local.u32 r1, [12]", "ld.global.u32 r1, [r1+16]",
+                   "st.local.b32 [16], r1", "ld.local.u32 r1, [16]", "add r1, r0, r1", "st.local.b32 [20], r1",
+                   "ld.local.u32 r1, [12]", "ld.local.u32 r2, [20]", "st.global.b32 [r1+20], r2",
+                   "ld.local.u32 r1, [0]", "ld.local.u32 r2, [4]", "ld.local.u32 r3, [8]", "sel r0, r1, r2, r3",
+                   "st.global.b32 [r0], r0", "exit"}));
+}
+
 // The same with the values loaded from kernel parameters at constant
 // offsets: the allocator recomputes a spilled one at its use (a parameter
 // load, like a constant, a lane, warp or CTA index, is the same wherever the
