@@ -137,30 +137,20 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       const OpKind k = op_info(v.in.op).kind;
       params_written |= (k == OpKind::Store || k == OpKind::Atomic) && v.in.space == Space::Param;
     }
+    // In code order: a link's source is defined before it (its interval,
+    // which holds the link's position, starts at its definition).
     for (uint32_t i = 0; i < vc.code.size(); ++i) {
       const VI& v = vc.code[i];
       const uint32_t d = def(v);
       if (d == kNoV || defs[d] != 1 || first[d] != i) continue;
       const Instr& in = v.in;
+      const std::vector<const Operand*> srcs = sources(in);
       const bool same_everywhere =
           (in.op == Op::MOV && in.a.imm) || in.op == Op::LANE || in.op == Op::WARP || in.op == Op::CTA ||
-          (in.op == Op::LD && in.space == Space::Param && in.a.imm && in.b.imm && !params_written);
+          (in.op == Op::LD && in.space == Space::Param && in.a.imm && in.b.imm && !params_written) ||
+          (op_info(in.op).kind == OpKind::Alu && srcs.size() == 1 && remat[srcs[0]->v] != kNoV);
       if (same_everywhere) remat[d] = i;
     }
-    // Chains: each round adds one link.
-    for (int round = 0; round < 4; ++round)
-      for (uint32_t i = 0; i < vc.code.size(); ++i) {
-        const VI& v = vc.code[i];
-        const uint32_t d = def(v);
-        if (d == kNoV || remat[d] != kNoV || defs[d] != 1 || first[d] != i) continue;
-        const Instr& in = v.in;
-        if (op_info(in.op).kind != OpKind::Alu) continue;
-        int regs_read = 0;
-        uint32_t src = kNoV;
-        for (int k = 0; k < op_info(in.op).arity; ++k)
-          if (!in.src(k).imm) ++regs_read, src = in.src(k).v;
-        if (regs_read == 1 && remat[src] != kNoV) remat[d] = i;
-      }
   }
   constexpr uint32_t kRecomputed = kNoV - 1;  // spill[v] of a value recomputed at its uses
 
@@ -194,6 +184,15 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       slots.push_back({local_alloc(local_top, 4, 4), last[x]});
       return slots.back().first;
     };
+    auto spill_key = [&](uint32_t x) { return std::pair<bool, uint32_t>(remat[x] != kNoV, last[x]); };
+    auto spill_whole = [&](uint32_t x) {
+      if (remat[x] != kNoV) {
+        spill[x] = kRecomputed;
+      } else {
+        spill[x] = spill_slot(x);
+        spilled = true;
+      }
+    };
     for (uint32_t v : order) {
       for (size_t k = 0; k < active.size();) {
         if (last[active[k]] < first[v]) {
@@ -224,15 +223,6 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       }
       // Out of registers: spill a value that can be recomputed if there is
       // one (no local memory, no store), else the one whose interval ends last.
-      auto spill_key = [&](uint32_t x) { return std::pair<bool, uint32_t>(remat[x] != kNoV, last[x]); };
-      auto spill_whole = [&](uint32_t x) {
-        if (remat[x] != kNoV) {
-          spill[x] = kRecomputed;
-        } else {
-          spill[x] = spill_slot(x);
-          spilled = true;
-        }
-      };
       auto far = std::max_element(active.begin(), active.end(),
                                   [&](uint32_t a, uint32_t b) { return spill_key(a) < spill_key(b); });
       if (spill_key(*far) > spill_key(v)) {
@@ -288,16 +278,10 @@ Allocation allocate(const VCode& vc, uint32_t regs, uint32_t& local_top) {
       for (auto& [x, s] : reloaded)
         if (x == vr) return s;
       uint32_t s = scratch0 + uint32_t(reloaded.size());
-      if (spill[vr] == kRecomputed) {
+      if (spill[vr] == kRecomputed) {  // the chain's links from its first, each into s
         std::vector<uint32_t> chain{remat[vr]};
-        for (;;) {
-          const Instr& in = vc.code[chain.back()].in;
-          uint32_t src = kNoV;
-          for (int k = 0; k < op_info(in.op).arity; ++k)
-            if (!in.src(k).imm) src = in.src(k).v;
-          if (src == kNoV) break;
-          chain.push_back(remat[src]);
-        }
+        for (std::vector<const Operand*> srcs; !(srcs = sources(vc.code[chain.back()].in)).empty();)
+          chain.push_back(remat[srcs[0]->v]);
         for (size_t j = chain.size(); j-- > 0;) {
           Instr again = vc.code[chain[j]].in;
           for (int k = 0; k < op_info(again.op).arity; ++k)

@@ -100,13 +100,7 @@ Interpreter::Interpreter(const Program& prog, const Params& p, uint32_t ctas, ui
       params_(std::move(params)),
       mem_(mem),
       print_(p.print_bytes, 0) {
-  if (prog.threads == threads) {
-    validate(prog, p);
-  } else {  // the registers a thread has are its share at the launch's CTA size
-    Program shaped = prog;
-    shaped.threads = threads;
-    validate(shaped, p);
-  }
+  validate(prog, p, threads);  // a thread's registers: its share at the launch's CTA size
   if (threads == 0 || threads > p.max_threads) throw std::invalid_argument("threads per CTA out of range");
   if (ctas == 0 || ctas > p.max_ctas) throw std::invalid_argument("CTAs per grid out of range");
   if (prog.shared_bytes > p.shared_bytes)

@@ -278,12 +278,13 @@ uint64_t Program::instr_count() const {
   return n;
 }
 
-void validate(const Program& prog, const Params& p) {
+void validate(const Program& prog, const Params& p, uint32_t threads) {
   if (prog.blocks.empty()) throw std::invalid_argument("program has no blocks");
   // A machine with a register file split among the threads: the registers
-  // of a thread of the program's CTA size (all of them when it is not set).
-  const uint32_t regs = p.regs_for(std::max<uint32_t>(prog.threads, 1));
-  const std::string share = regs < p.regs ? " (a thread of a CTA of " + std::to_string(prog.threads) + " threads has " +
+  // of a thread of the launch's CTA size (all of them when it is not set).
+  if (threads == 0) threads = prog.threads;
+  const uint32_t regs = p.regs_for(std::max<uint32_t>(threads, 1));
+  const std::string share = regs < p.regs ? " (a thread of a CTA of " + std::to_string(threads) + " threads has " +
                                                 std::to_string(regs) + " registers)"
                                           : "";
   if (prog.blocks.size() > p.rom_blocks)

@@ -346,7 +346,9 @@ struct Program {
 // at most one atomic per block, ops defined, float ops only where
 // Params::native_float is set, with valid modifiers).  Throws std::invalid_argument naming the
 // block and instruction.
-void validate(const Program& prog, const Params& p);
+// `threads`: the CTA size the program is launched with (0: prog.threads),
+// which sets a thread's registers on a machine with Params::register_rows.
+void validate(const Program& prog, const Params& p, uint32_t threads = 0);
 
 std::string to_string(const Operand& o);
 std::string to_string(const Instr& in);

@@ -155,13 +155,7 @@ std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint
   if (global && global->bytes.size() > p.global_bytes)
     throw std::invalid_argument("global memory image of " + std::to_string(global->bytes.size()) +
                                 " bytes; the model holds " + std::to_string(p.global_bytes));
-  if (prog.threads == threads) {
-    machine::validate(prog, p);
-  } else {  // the register file's share is the launch's
-    machine::Program shaped = prog;
-    shaped.threads = threads;
-    machine::validate(shaped, p);
-  }
+  machine::validate(prog, p, threads);  // the register file's share is the launch's
 
   Encoder e;
   e.emit(Kind::NT, threads);
