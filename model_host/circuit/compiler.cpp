@@ -171,13 +171,14 @@ Compiled compile(const Program& program, const Options& options) {
 
   // The passes: placement, lifetimes (and clears), residual dimensions, exact norms.
   Placement placement = place(program, budget, fixed, options.min_layers);
-  const Lifetimes lifetimes = plan_lifetimes(program, placement, budget.units, options.reuse_dims);
+  Lifetimes lifetimes = plan_lifetimes(program, placement, budget.units, options.reuse_dims);
   const int L = placement.layers;
   Compiled out;
   if (options.free_dims < 0 || options.free_dims >= H)
     throw std::invalid_argument("circuit: free_dims must be in [0, hidden_size)");
   const int usable = H - options.free_dims;
   Dimensions dimensions = allocate_dimensions(values, placement.born, lifetimes.cleared, usable, fixed);
+  drop_idle_clears(program, dimensions.dims, placement, lifetimes);
   const NormPlan norms = plan_norms(values, placement.born, lifetimes.cleared, dimensions.dims, L, H,
                                     static_cast<float>(cfg.rms_norm_eps), fixed, usable);
 

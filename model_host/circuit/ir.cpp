@@ -101,9 +101,27 @@ ValueId Program::make_mlp(const std::string& name, int size, int base, std::vect
       fail(what + ": pass source '" + values_[ps.src].name + "' is not a " +
            (scalar ? "scalar of maximum " + std::to_string(size - 1) : "categorical value of size " + std::to_string(size)));
   }
+  for (const Literal& g : guards_)
+    for (Step& s : steps) {
+      const int k = form_range(s.form).second + s.bias;   // the most F reaches
+      if (k < 1) continue;                                // the step never fires
+      s.form.push_back({g.v, g.slot, k});
+      s.bias -= k;
+    }
   ValueId out = new_value(name, size, static_cast<int>(ops_.size()), scalar);
   ops_.push_back(MlpOp{out, base, std::move(steps), std::move(passes), {}});
   return out;
+}
+
+void Program::push_guard(Literal l) {
+  check_categorical(l.v, "a guard");
+  if (l.slot < 0 || l.slot >= values_[l.v].size) fail("a guard's slot outside its value");
+  guards_.push_back(l);
+}
+
+void Program::pop_guard() {
+  if (guards_.empty()) fail("pop_guard without a guard");
+  guards_.pop_back();
 }
 
 ValueId Program::select(const std::string& name, ValueId sel, const std::vector<ValueId>& inputs) {

@@ -208,6 +208,29 @@ class Program {
   // Placing work after a wide computation instead of beside it keeps the
   // residual from holding both at once.
   void wait_for(size_t from, ValueId dep);
+  // Guards.  While a guard is pushed, every step of every MLP op made is
+  // conditioned on its literal as well: the literal's value gets the
+  // coefficient K = the most the step's form can reach on valid inputs (its
+  // form_range plus bias), and the bias loses K.  Where the literal holds
+  // the form is what it was; elsewhere it is at most 0, so no step fires and
+  // every op holds its base slot.  Work whose result is read only where the
+  // literal holds (an ALU operation that a multiplexer picks by the same
+  // condition) then leaves every SwiGLU unit at -0 on the other tokens,
+  // gates at -96 or below that the sparse executor's bounds skip.  Passes
+  // are not conditioned (a select must hold exactly one).  The literal's
+  // value must be made before the guarded ops, so that it adds no depth.
+  void push_guard(Literal l);
+  void pop_guard();
+  class Guard {
+   public:
+    Guard(Program& p, Literal l) : p_(p) { p_.push_guard(l); }
+    ~Guard() { p_.pop_guard(); }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    Program& p_;
+  };
   // The LM head: the token whose slots in these embedding fields equal the
   // given computed values wins the argmax.
   void output(const std::vector<std::pair<ValueId, ValueId>>& field_to_value);
@@ -239,6 +262,7 @@ class Program {
 
   std::vector<ValueInfo> values_;
   std::vector<Op> ops_;
+  std::vector<Literal> guards_;
   std::vector<ValueId> fields_;
   std::vector<Token> tokens_;
   std::vector<ValueId> kept_;

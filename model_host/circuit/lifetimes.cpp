@@ -35,4 +35,34 @@ Lifetimes plan_lifetimes(const Program& program, Placement& pl, int units_cap, b
   return lt;
 }
 
+int drop_idle_clears(const Program& program, const std::vector<std::vector<int>>& dims, Placement& pl,
+                     Lifetimes& lt) {
+  const auto& values = program.values();
+  const int nvalues = static_cast<int>(values.size());
+  // Per dimension, the latest slot from which a value occupies it.
+  std::vector<int> last_born;
+  for (ValueId v = 0; v < nvalues; ++v)
+    for (int d : dims[v]) {
+      if (d >= static_cast<int>(last_born.size())) last_born.resize(d + 1, -2);
+      last_born[d] = std::max(last_born[d], pl.born[v]);
+    }
+  int dropped = 0;
+  for (size_t l = 0; l < lt.clears.size(); ++l) {
+    std::vector<ValueId>& clears = lt.clears[l];
+    auto idle = [&](ValueId v) {
+      for (int d : dims[v])
+        if (last_born[d] >= lt.cleared[v]) return false;   // a later value takes it
+      return true;
+    };
+    const auto kept_end = std::stable_partition(clears.begin(), clears.end(), [&](ValueId v) { return !idle(v); });
+    for (auto it = kept_end; it != clears.end(); ++it) {
+      pl.units[l] -= values[*it].scalar ? kScalarDims : 2 * values[*it].size;
+      lt.cleared[*it] = kNever;
+      ++dropped;
+    }
+    clears.erase(kept_end, clears.end());
+  }
+  return dropped;
+}
+
 }  // namespace qgpu::circuit

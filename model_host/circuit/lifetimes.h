@@ -22,4 +22,12 @@ struct Lifetimes {
 // the last layer is left out (it frees nothing).
 Lifetimes plan_lifetimes(const Program& program, Placement& placement, int units_cap, bool reuse_dims);
 
+// After the dimensions are allocated (`dims`, per value): drops every clear
+// that frees nothing, a value's whose dimensions no value born after its
+// clear occupies, and gives its units back to placement.units.  Such a value
+// stays in the residual to the end, where no weight reads it; its clear
+// would have been a unit pair firing on every token.  Returns how many.
+int drop_idle_clears(const Program& program, const std::vector<std::vector<int>>& dims, Placement& placement,
+                     Lifetimes& lifetimes);
+
 }  // namespace qgpu::circuit

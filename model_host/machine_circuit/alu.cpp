@@ -4,6 +4,7 @@
 #include "model_host/machine/isa.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace qgpu::gpu::mc {
@@ -27,12 +28,29 @@ struct AluState {
   Digits st_data;           // a store's data (or a prompt record's)
   Digits sum;               // a + b
   ValueId fault = -1;
+  // Per result that only some operations read, whether the instruction is
+  // one of them (from the ROM's opcode): the result is computed under that
+  // guard (Program::Guard), so on other tokens its units stay off.
+  struct Guards {
+    ValueId sum, bits, sub, eq, signed_cmp, unsigned_cmp, mul, ffma;
+  } only;
 };
 
 // The operands, the case, the multiplier and the address sum.
 AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers& regs) {
   Program& p = b.p;
   AluState s;
+  auto op_in = [&](const std::string& name, std::vector<Op> ops) {
+    return b.flag(name, r.op, [ops](int k) { return std::find(ops.begin(), ops.end(), Op(k)) != ops.end(); });
+  };
+  s.only.sum = op_in("uses_sum", {Op::ADD, Op::LD, Op::ST});
+  s.only.bits = op_in("is_bits", {Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR, Op::BREV, Op::POPC, Op::CLZ});
+  s.only.sub = op_in("is_sub", {Op::SUB});
+  s.only.eq = op_in("is_eq", {Op::SEQ, Op::SNE});
+  s.only.signed_cmp = op_in("is_signed_cmp", {Op::SLT, Op::SLE, Op::MIN, Op::MAX});
+  s.only.unsigned_cmp = op_in("is_unsigned_cmp", {Op::SLTU, Op::SLEU, Op::MINU, Op::MAXU});
+  s.only.mul = op_in("is_mul", {Op::MUL});
+  s.only.ffma = op_in("is_ffma", {Op::FFMA});
   auto operand = [&](const std::string& name, const std::vector<ValueId>& rec, const Digits& reg) {
     const ValueId imm = b.flag(name + ".imm", rec[1], [](int s) { return ((s >> 1) & 1) == 0; });
     Digits immw;
@@ -46,11 +64,14 @@ AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers&
   s.Aw = b.word(A);
   s.Bw = b.word(B);
 
-  const ValueId amount = bitfield(b, "amount", B, 0, 4);
-  std::vector<Term> amount_terms;
-  for (int k = 1; k < 16; ++k) amount_terms.push_back({amount, k, k});
-  for (int k = 1; k < 16; k += 2) amount_terms.push_back({B[1].v, k, 16});
-  s.amount32 = p.ladder("amount32", 32, amount_terms, 0, [](int k) { return k; });
+  {
+    const Program::Guard only(p, {s.only.bits, 1});
+    const ValueId amount = bitfield(b, "amount", B, 0, 4);
+    std::vector<Term> amount_terms;
+    for (int k = 1; k < 16; ++k) amount_terms.push_back({amount, k, k});
+    for (int k = 1; k < 16; k += 2) amount_terms.push_back({B[1].v, k, 16});
+    s.amount32 = p.ladder("amount32", 32, amount_terms, 0, [](int k) { return k; });
+  }
   std::vector<Term> big_terms;
   for (int k = 2; k < 16; ++k) big_terms.push_back({B[1].v, k, 1});
   for (int i = 2; i < 8; ++i)
@@ -77,7 +98,10 @@ AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers&
   s.st_data = b.mux("st_data", s.is_mg, {{1, mdata}, {0, s.C}}, 8);
 
   // Stage 1: the address sum (and ADD).
-  s.sum = word_digits(circuit::add(p, "add", s.Aw, s.Bw).value);
+  {
+    const Program::Guard only(p, {s.only.sum, 1});
+    s.sum = word_digits(circuit::add(p, "add", s.Aw, s.Bw).value);
+  }
 
   return s;
 }
@@ -218,6 +242,13 @@ void memories(Builder& b, const Context& c, const Rom& r, AluState& s) {
 void bit_operations(Builder& b, const Rom& r, AluState& s) {
   Program& p = b.p;
   const size_t stage2b = p.ops().size();
+  // The group is read on every token; the results only by these operations.
+  enum G { kOtherGroup, kBits, kPopc, kClz };
+  const ValueId g = circuit::apply(p, "group2b", 4, s.alu_case, [](int k) {
+    return k == kBitsCase ? int(kBits) : k == int(Op::POPC) ? int(kPopc) : k == int(Op::CLZ) ? int(kClz) : int(kOtherGroup);
+  });
+  std::optional<Program::Guard> only;
+  only.emplace(p, circuit::Literal{s.only.bits, 1});
   const Word Ab = circuit::regroup(p, "Ab", s.Aw, 1), Bb = circuit::regroup(p, "Bb", s.Bw, 1);
   // Bit operations, one value per result bit: and, or, xor, shifts by b mod
   // 32 (arithmetic right shifts fill with the sign), bit reversal.
@@ -240,13 +271,10 @@ void bit_operations(Builder& b, const Rom& r, AluState& s) {
     st.push_back({{{bop, kBrev, 1}, {a_(31 - i), 1, 1}}, -1, 0, 1});
     bits.digits.push_back(p.mlp("bits.b" + std::to_string(i), 2, 0, std::move(st)));
   }
-  enum G { kOtherGroup, kBits, kPopc, kClz };
-  const ValueId g = circuit::apply(p, "group2b", 4, s.alu_case, [](int k) {
-    return k == kBitsCase ? int(kBits) : k == int(Op::POPC) ? int(kPopc) : k == int(Op::CLZ) ? int(kClz) : int(kOtherGroup);
-  });
   const Digits r_bits = word_digits(circuit::regroup(p, "bits4", bits, 4));
   const Digits r_popc = word_digits(circuit::popc(p, "popc", Ab, 4));
   const Digits r_clz = word_digits(circuit::clz(p, "clz", Ab, 4));
+  only.reset();
   p.wait_for(stage2b, s.acc.back().v);
   s.acc = b.mux("r.bits", g, {{kBits, r_bits}, {kPopc, r_popc}, {kClz, r_clz}, {kOtherGroup, s.acc}}, 8);
 }
@@ -257,10 +285,16 @@ void comparisons(Builder& b, AluState& s) {
   const Digits &A = s.A, &B = s.B, &C = s.C;
   const Word &Aw = s.Aw, &Bw = s.Bw;
   const size_t stage3 = p.ops().size();
-  const Digits r_sub = word_digits(circuit::add(p, "sub", Aw, Bw, true).value);
-  const ValueId eq = circuit::equal(p, "seq", Aw, Bw);
-  const ValueId lt = circuit::less_than(p, "slt", Aw, Bw, true), gt = circuit::less_than(p, "sgt", Bw, Aw, true);
-  const ValueId ltu = circuit::less_than(p, "sltu", Aw, Bw, false), gtu = circuit::less_than(p, "sgtu", Bw, Aw, false);
+  auto guarded = [&](ValueId only, auto make) {
+    const Program::Guard g(p, {only, 1});
+    return make();
+  };
+  const Digits r_sub = guarded(s.only.sub, [&] { return word_digits(circuit::add(p, "sub", Aw, Bw, true).value); });
+  const ValueId eq = guarded(s.only.eq, [&] { return circuit::equal(p, "seq", Aw, Bw); });
+  const ValueId lt = guarded(s.only.signed_cmp, [&] { return circuit::less_than(p, "slt", Aw, Bw, true); });
+  const ValueId gt = guarded(s.only.signed_cmp, [&] { return circuit::less_than(p, "sgt", Bw, Aw, true); });
+  const ValueId ltu = guarded(s.only.unsigned_cmp, [&] { return circuit::less_than(p, "sltu", Aw, Bw, false); });
+  const ValueId gtu = guarded(s.only.unsigned_cmp, [&] { return circuit::less_than(p, "sgtu", Bw, Aw, false); });
   const ValueId nzA = b.lnot("a_nonzero", is_zero(b, "a_zero", A));
   p.wait_for(stage3, s.acc.back().v);
   enum G { kOtherGroup, kSub, kSeq, kSne, kSlt, kSle, kSltu, kSleu, kSel, kMin, kMax, kMinu, kMaxu };
@@ -312,10 +346,13 @@ void comparisons(Builder& b, AluState& s) {
 void floats(Builder& b, AluState& s, ValueId ffma_after) {
   Program& p = b.p;
   const size_t first = p.ops().size();
-  const Digits r_ffma = word_digits(circuit::float_fma32(p, "ffma", s.Aw, s.Bw, b.word(s.C), 2));
-  const ValueId is_ffma = b.flag("is_ffma", s.alu_case, [](int k) { return k == int(Op::FFMA); });
+  Digits r_ffma;
+  {
+    const Program::Guard only(p, {s.only.ffma, 1});
+    r_ffma = word_digits(circuit::float_fma32(p, "ffma", s.Aw, s.Bw, b.word(s.C), 2));
+  }
   p.wait_for(first, ffma_after);
-  s.acc = b.mux("r.float", is_ffma, {{1, r_ffma}, {0, s.acc}}, 8);
+  s.acc = b.mux("r.float", s.only.ffma, {{1, r_ffma}, {0, s.acc}}, 8);
 }
 
 // MUL (the low half), last: its nibble products fill the residual while
@@ -324,10 +361,13 @@ ValueId products(Builder& b, AluState& s, ValueId after) {
   Program& p = b.p;
   const size_t first = p.ops().size();
   ValueId columns_done = -1;
-  const Digits r_mul = multiply(p, "mul", s.Aw, s.Bw, &columns_done);
-  const ValueId is_mul = b.flag("is_mul", s.alu_case, [](int k) { return k == int(Op::MUL); });
+  Digits r_mul;
+  {
+    const Program::Guard only(p, {s.only.mul, 1});
+    r_mul = multiply(p, "mul", s.Aw, s.Bw, &columns_done);
+  }
   p.wait_for(first, after);
-  s.acc = b.mux("r.mul", is_mul, {{1, r_mul}, {0, s.acc}}, 8);
+  s.acc = b.mux("r.mul", s.only.mul, {{1, r_mul}, {0, s.acc}}, 8);
   return columns_done;
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <optional>
 #include <random>
 
 namespace circuit_test {
@@ -469,6 +470,87 @@ TEST(CircuitEmission, LiteralsWeighTheSlotsThatFalsifyThem) {
     EXPECT_EQ(c.decode(below15, res), v[below15]) << "token " << t;
   }
   EXPECT_EQ(hits, 26);
+}
+
+
+// Program::Guard: every step made under a guard is conditioned on its
+// literal.  Where the literal holds the ops compute what they compute
+// unguarded; elsewhere no step fires (every unit is at -96 or below) and
+// each op holds its base slot.  The compiled layers agree with the
+// evaluator on every token.
+TEST(CircuitEmission, GuardedStepsFireOnlyWhereTheirGuardHolds) {
+  auto build = [](Program& p, bool guarded) {
+    const ValueId op = p.field("op", 4), a = p.field("a", 16), b = p.field("b", 16);
+    for (int o = 0; o < 4; ++o)
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 16; ++j) p.token("t", {{op, o}, {a, i}, {b, j}});
+    const ValueId is_two = p.lookup("is_two", 2, {op}, [](const std::vector<int>& v) { return v[0] == 2; });
+    std::optional<Program::Guard> g;
+    if (guarded) g.emplace(p, Literal{is_two, 1});
+    std::vector<Term> sum;
+    for (int k = 1; k < 16; ++k) {
+      sum.push_back({a, k, k});
+      sum.push_back({b, k, k});
+    }
+    const ValueId carry = p.ladder("carry", 2, sum, 0, [](int s) { return s >= 16; });
+    const ValueId low = p.ladder("low", 16, sum, 0, [](int s) { return s % 16; });
+    const ValueId prod = p.lookup("prod", 16, {a, b}, [](const std::vector<int>& v) { return v[0] * v[1] % 16; });
+    g.reset();
+    const ValueId after = p.lookup("after", 2, {a}, [](const std::vector<int>& v) { return v[0] == 3; });   // unguarded
+    for (ValueId v : {carry, low, prod, after}) p.keep(v);
+    return std::vector<ValueId>{op, carry, low, prod, after};
+  };
+  Program p, plain;
+  const std::vector<ValueId> v = build(p, true);
+  build(plain, false);
+  const ValueId op = v[0], carry = v[1], low = v[2], prod = v[3], after = v[4];
+  // Steps that fire on a token (F >= 1, from the evaluator's slots).
+  auto firing = [](const Program& prog, const std::vector<int>& vals, ValueId out) {
+    const MlpOp& m = std::get<MlpOp>(prog.ops()[prog.info(out).producer]);
+    int n = 0;
+    for (const Step& s : m.steps) {
+      int F = s.bias;
+      for (const Term& t : s.form) F += vals[t.v] == t.slot ? t.coef : 0;
+      n += F >= 1;
+    }
+    return n;
+  };
+  Compiled c = compile(p);
+  qgpu::qwen::Model model(c.checkpoint(), qgpu::qwen::Exec::Sparse);
+  std::vector<int64_t> ids;
+  for (int t = 0; t < static_cast<int>(p.tokens().size()); ++t) ids.push_back(c.token_id(t));
+  auto st = model.new_state();
+  const auto out = model.forward(st, ids, {c.num_layers()});
+  Evaluator ev(p), ev_plain(plain);
+  int off_firing_unguarded = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const auto& g = ev.step(static_cast<int>(t));
+    const auto& u = ev_plain.step(static_cast<int>(t));
+    const int i = static_cast<int>(t / 16 % 16), j = static_cast<int>(t % 16);
+    const bool on = g[op] == 2;
+    EXPECT_EQ(g[carry], on ? (i + j >= 16) : 0) << t;
+    EXPECT_EQ(g[low], on ? (i + j) % 16 : 0) << t;
+    EXPECT_EQ(g[prod], on ? i * j % 16 : 0) << t;   // 0 is the table's most common result: its base
+    EXPECT_EQ(g[after], i == 3) << t;
+    EXPECT_EQ(u[carry], i + j >= 16) << t;   // unguarded: computed on every token
+    EXPECT_EQ(u[low], (i + j) % 16) << t;
+    EXPECT_EQ(u[prod], i * j % 16) << t;
+    for (ValueId w : {carry, low, prod}) {
+      if (!on) EXPECT_EQ(firing(p, g, w), 0) << t;
+      if (on) EXPECT_EQ(firing(p, g, w), firing(plain, u, w)) << t;
+      if (!on) off_firing_unguarded += firing(plain, u, w);
+    }
+    const float* res = out.residuals[0][t].data_ptr<float>();
+    for (ValueId w : {carry, low, prod, after}) EXPECT_EQ(c.decode(w, res), g[w]) << "token " << t;
+  }
+  EXPECT_GT(off_firing_unguarded, 1000);   // what the guard spares
+  // A guard is a categorical literal, and pops match pushes.
+  Program q;
+  const ValueId f = q.field("f", 2), s = q.scalar_field("s", 3);
+  q.token("t", {{f, 0}, {s, 1}});
+  EXPECT_THROW(q.push_guard({s, 1}), std::invalid_argument);
+  EXPECT_THROW(q.push_guard({f, 2}), std::invalid_argument);
+  EXPECT_THROW(q.pop_guard(), std::invalid_argument);
 }
 
 }  // namespace

@@ -151,6 +151,32 @@ TEST(CircuitLifetimes, ValuesAreClearedInTheLayerOfTheirLastUse) {
   EXPECT_EQ(tl.cleared[a], 3);   // layer 1 has room for a's 4
 }
 
+// drop_idle_clears: after the dimensions are allocated, a clear whose
+// dimensions no later value takes is dropped, its units given back.
+TEST(CircuitLifetimes, ClearsThatFreeNothingAreDropped) {
+  Program p;
+  const ValueId x = p.field("x", 4);
+  for (int i = 0; i < 4; ++i) p.token("t" + std::to_string(i), {{x, i}});
+  const ValueId a = follow(p, "a", x), b = follow(p, "b", a);
+  p.keep(b);
+  Placement pl = place(p, kRoomy, false, 4);
+  Lifetimes lt = plan_lifetimes(p, pl, kRoomy.units, true);
+  ASSERT_EQ(lt.clears, (std::vector<std::vector<ValueId>>{{x}, {a}, {}, {}}));
+  ASSERT_EQ(pl.units, (std::vector<int>{12, 8, 2, 2}));
+  const Dimensions d = allocate_dimensions(p.values(), pl.born, lt.cleared, 16, false);
+  // b (born in MLP 1) takes two of x's dimensions, cleared in MLP 0; a's,
+  // cleared in MLP 1, no value takes again.
+  ASSERT_EQ(d.dims[x], (std::vector<int>{1, 2, 3, 4}));
+  ASSERT_EQ(d.dims[a], (std::vector<int>{5, 6}));
+  ASSERT_EQ(d.dims[b], (std::vector<int>{1, 2}));
+  EXPECT_EQ(drop_idle_clears(p, d.dims, pl, lt), 1);
+  EXPECT_EQ(lt.cleared[x], 1);
+  EXPECT_EQ(lt.cleared[a], kNever);
+  EXPECT_EQ(lt.clears, (std::vector<std::vector<ValueId>>{{x}, {}, {}, {}}));
+  EXPECT_EQ(pl.units, (std::vector<int>{12, 4, 2, 2}));   // a's clear: a step per slot, 2 units each
+  EXPECT_EQ(drop_idle_clears(p, d.dims, pl, lt), 0);
+}
+
 ValueInfo categorical(const std::string& name, int size) { return {name, size, -1, false}; }
 
 TEST(CircuitDimensions, IntervalsReuseTheDimensionsOfClearedValues) {

@@ -4,6 +4,7 @@
 # the previous commit), side by side in the same run.
 #
 #   tools/bench_suite/compare.sh --baseline BASE_BUILD [--build DIR] [--samples DIR]
+#                                [--model DIR] [--baseline-model DIR]
 #                                [--results FILE] [--rounds N] [SAMPLE...]
 #
 # For each sample (default: every program of DIR/samples/manifest.txt that the
@@ -13,7 +14,10 @@
 # prints one row: generated tokens, both tokens/s (the best of the rounds),
 # their ratio, and whether both runs printed PASSED.  Then the medians, the
 # least tokens/s among the samples with more than 1,000 generated tokens, and
-# the median ratio.  Each build uses its own model (its --model or cache).
+# the median ratio.  Each build uses its own model: --model and
+# --baseline-model (directories from `qgpu build-model --out DIR --compact`),
+# else $QGPU_MODEL_DIR or the cache (which keeps one model: give both
+# directories when the two builds' circuits differ).
 #
 # The table, the summary and a description of the machine (processor, cores,
 # memory, kernel, load before and after, both builds' commits) are written to
@@ -23,7 +27,7 @@
 #   git worktree add /tmp/qgpu-base HEAD~1 && (cd /tmp/qgpu-base && ./scripts/build.sh)
 #   tools/bench_suite/compare.sh --baseline /tmp/qgpu-base/build
 set -euo pipefail
-build=build base= samples_dir= results=bench-results.md rounds=1
+build=build base= samples_dir= results=bench-results.md rounds=1 model= base_model=
 samples=()
 while (($#)); do
   case $1 in
@@ -32,7 +36,9 @@ while (($#)); do
     --samples) samples_dir=$2; shift 2 ;;
     --results) results=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --model) model=$2; shift 2 ;;
+    --baseline-model) base_model=$2; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) samples+=("$1"); shift ;;
   esac
 done
@@ -53,9 +59,16 @@ commit_of() {  # the source checkout's commit of a build directory
 }
 out=$(mktemp) table=$(mktemp)
 trap 'rm -f "$out" "$table"' EXIT
-# Runs one build's qgpu on a sample; prints "tok/s generated passed".
+# Runs one build's qgpu on a sample (with its model, when given); prints
+# "tok/s generated passed".
 one() {
-  "$1" run --stats -- "$2" >"$out" 2>&1 || true
+  local m=$base_model
+  [ "$1" = "$new_q" ] && m=$model
+  if [ -n "$m" ]; then
+    "$1" run --stats --model "$m" -- "$2" >"$out" 2>&1 || true
+  else
+    "$1" run --stats -- "$2" >"$out" 2>&1 || true
+  fi
   local tps gen ok=0
   tps=$(sed -n 's/.*(\([0-9.]*\) tok\/s).*/\1/p' "$out" | tail -1)
   gen=$(sed -n 's/.*generated=\([0-9]*\).*/\1/p' "$out" | tail -1)
@@ -123,8 +136,8 @@ mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   echo
   echo "- machine: $cpu, $(nproc) cores, $mem, Linux $(uname -r)"
   echo "- load average (1, 5, 15 min): $load_before before, $load_after after"
-  echo "- this build: $build ($(commit_of "$build"))"
-  echo "- baseline: $base ($(commit_of "$base"))"
+  echo "- this build: $build ($(commit_of "$build"))${model:+, model $model}"
+  echo "- baseline: $base ($(commit_of "$base"))${base_model:+, model $base_model}"
   echo "- each sample run with \`qgpu run --stats\`, $rounds round(s) per build, alternating; tok/s is generated"
   echo "  tokens over the launches' time (prefill included), the best of the rounds"
   echo
