@@ -563,6 +563,17 @@ float Matrix::row_value(int64_t r, const float* x) const {
   return sparse_ ? row_dot(r, x) : lane_dot(dense_.data_ptr<float>() + r * in_, x, in_);
 }
 
+double Matrix::abs_row_sum(int64_t r) const {
+  double sum = 0;
+  if (sparse_) {
+    for (int64_t i = row_ptr_[r]; i < row_ptr_[r + 1]; ++i) sum += std::fabs(static_cast<double>(by_row_[i].w));
+  } else {
+    const float* w = dense_.data_ptr<float>() + r * in_;
+    for (int64_t c = 0; c < in_; ++c) sum += std::fabs(static_cast<double>(w[c]));
+  }
+  return sum;
+}
+
 void Matrix::row_values(const int32_t* rows, const int32_t* rows_end, const float* x, float* out) const {
   if (sparse_) {
     for (const int32_t* r = rows; r != rows_end; ++r) __builtin_prefetch(&row_ptr_[*r]);

@@ -141,6 +141,8 @@ class Matrix {
   void apply_cut(const float* x, const Support& support, float* y, Scratch& scratch, uint64_t* computed) const;
   // Row r of W x[in] alone, in the lane scheme: one entry of apply()'s output.
   float row_value(int64_t r, const float* x) const;
+  // The sum of |w| over row r's weights (in double).
+  double abs_row_sum(int64_t r) const;
   // row_value(rows[k], x) into out[k] for each listed row; the rows' indexes
   // and weights are requested first, so that their cache misses overlap.
   void row_values(const int32_t* rows, const int32_t* rows_end, const float* x, float* out) const;

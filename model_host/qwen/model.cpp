@@ -91,6 +91,13 @@ struct LinearAttention {
   bool conv_split = false;
   std::vector<uint64_t> conv_now;           // bit per channel: current-only and read by a live head
   std::vector<float> conv_tap;              // per channel, its last tap (dense: four times as many per cache line)
+  // Sparse executor: z's rows are computed per head, only for the heads
+  // that run on a token (row_value, z_rows lists 0 .. value_dim - 1); a
+  // skipped head needs its z finite only, which the bound proves: every
+  // live head's row has sum |w| <= z_abs_max, so |z| <= z_abs_max max|x|.
+  bool lazy_z = false;
+  double z_abs_max = 0;
+  std::vector<int32_t> z_rows;
 };
 
 struct FullAttention {
@@ -143,6 +150,7 @@ struct Workspace {
   std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows apply_cut computed
   std::vector<uint64_t> now_bits, history_bits;     // memo records: current-only outputs written, other qkv rows
   std::vector<uint64_t> z_bits;                     // per token, the z rows the product wrote
+  std::vector<uint8_t> z_finite;                    // per token: every live head's z is provably finite (lazy_z)
   std::vector<int64_t> conv_written;                // entries of conv_out written by this layer (+0 elsewhere)
   std::vector<uint8_t> key_live;                    // per token and key head: query or key may be non-zero
   std::vector<uint8_t> head_out;                    // per token and value head: it wrote its output
@@ -392,6 +400,12 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
         m.stats.stored -= la.z.stored();
         la.z.drop_rows(keep);
         m.stats.stored += la.z.stored();
+        la.lazy_z = la.z.is_sparse() && la.z.rows() == c.linear_value_dim();
+        la.z_rows.resize(c.linear_value_dim());
+        for (int64_t r = 0; r < c.linear_value_dim(); ++r) {
+          la.z_rows[r] = static_cast<int32_t>(r);
+          if (keep[r]) la.z_abs_max = std::max(la.z_abs_max, la.z.abs_row_sum(r));
+        }
       }
       // The conv outputs the live heads read: their query and key channels and their value channels.
       std::vector<bool> read(c.linear_conv_dim(), false);
@@ -534,7 +548,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   const LinearAttention& la = L.la;
   const int64_t C = cfg.linear_conv_dim(), K = cfg.linear_conv_kernel_dim, VD = cfg.linear_value_dim();
   const int64_t nv = cfg.linear_num_value_heads, dk = cfg.linear_key_head_dim, dv = cfg.linear_value_head_dim;
-  const int64_t group = nv / cfg.linear_num_key_heads, key_dim = cfg.linear_key_dim();
+  const int64_t group = nv / cfg.linear_num_key_heads, key_dim = cfg.linear_key_dim(), H = cfg.hidden_size;
   const float* n = ws.normed.data();
   float* qkv = grow(ws.qkv, T * C);
   float* z = grow(ws.z, T * VD);
@@ -555,11 +569,27 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   SublayerMemo* memo = T == 1 && la.conv_split ? ws.memo_for(2 * layer, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
   if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), n)) memo = nullptr;
   if (memo) memo->prefetch();
-  for (int64_t t = 0; t < T; ++t)
-    for (int32_t h : la.heads) std::fill(z + t * VD + h * dv, z + t * VD + (h + 1) * dv, 0.0f);
-  ws.z_bits.assign(T * Support::words(VD), 0);
-  la.z.apply(n, ws.support, z, ws.scratch, ws.z_bits.data());
-  store(z, T * VD);
+  // Per token, whether every live head's z is provably finite (no weight or
+  // input is large enough for a row to overflow): a head that neither reads
+  // nor writes then is skipped without computing its z.
+  ws.z_finite.assign(T, 0);
+  if (la.lazy_z) {
+    for (int64_t t = 0; t < T; ++t) {
+      float x_max = 0.0f;
+      for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t); ++c)
+        x_max = std::max(x_max, std::fabs(n[t * H + *c]));   // a NaN leaves it (and fails below)
+      bool finite = true;
+      for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t) && finite; ++c)
+        finite = std::isfinite(n[t * H + *c]);
+      ws.z_finite[t] = finite && la.z_abs_max * static_cast<double>(x_max) < 1e37;
+    }
+  } else {
+    for (int64_t t = 0; t < T; ++t)
+      for (int32_t h : la.heads) std::fill(z + t * VD + h * dv, z + t * VD + (h + 1) * dv, 0.0f);
+    ws.z_bits.assign(T * Support::words(VD), 0);
+    la.z.apply(n, ws.support, z, ws.scratch, ws.z_bits.data());
+    store(z, T * VD);
+  }
   // Causal depthwise conv, then SiLU: c[t] = silu(sum_j w[ch, j] * in[t-K+1+j]),
   // with the K-1 previous inputs kept in the state (oldest first).  Outputs
   // are computed for the channels the live heads read; the window moves for
@@ -676,7 +706,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       const float* qr = row + kh * dk;
       const float* kr = row + key_dim + kh * dk;
       const float* v = row + 2 * key_dim + h * dv;
-      const float* zr = &z[t * VD + h * dv];
+      float* zr = &z[t * VD + h * dv];
       // beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias); decay = exp(g).
       const float beta = sigmoid(b[t * nv + h]);
       const float g = -A * softplus(a[t * nv + h] + la.dt_bias[h]);
@@ -684,9 +714,22 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // A head whose query and key are zero on this token, with an open
       // gate, leaves S as it is and outputs (w * (0 * r)) * silu(z), a zero
       // for finite z: o keeps its +0 (a circuit memory not addressed here).
-      if (!ws.key_live[t * nk + kh] && decay == 1.0f &&
-          all_finite(zr, dv))
-        continue;
+      // With lazy_z, the head's z rows are computed here, once it runs (or
+      // when the bound cannot show them finite): each is row_value, the
+      // lane scheme's sum that the product writes (+0 for -0: the product's
+      // rows never hold -0).
+      bool z_ready = !la.lazy_z;
+      auto make_z = [&] {
+        la.z.row_values(&la.z_rows[h * dv], &la.z_rows[(h + 1) * dv], n + t * H, zr);
+        for (int64_t j = 0; j < dv; ++j) zr[j] = store(zr[j] + 0.0f);
+        z_ready = true;
+      };
+      if (!ws.key_live[t * nk + kh] && decay == 1.0f) {
+        if (la.lazy_z && ws.z_finite[t]) continue;
+        if (!z_ready) make_z();
+        if (all_finite(zr, dv)) continue;
+      }
+      if (!z_ready) make_z();
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
       const float rq = l2norm_scale(lane_dot(qr, qr, dk));
       const float rk = l2norm_scale(lane_dot(kr, kr, dk));
