@@ -178,9 +178,28 @@ Compiled compile(const Program& program, const Options& options) {
     throw std::invalid_argument("circuit: free_dims must be in [0, hidden_size)");
   const int usable = H - options.free_dims;
   Dimensions dimensions = allocate_dimensions(values, placement.born, lifetimes.cleared, usable, fixed);
-  drop_idle_clears(program, dimensions.dims, placement, lifetimes);
-  const NormPlan norms = plan_norms(values, placement.born, lifetimes.cleared, dimensions.dims, L, H,
-                                    static_cast<float>(cfg.rms_norm_eps), fixed, usable);
+  // Clears that free nothing are dropped; their values then hold their
+  // dimensions to the end, which leaves the norms' pads and energies less
+  // room: where that makes the norms impossible, every clear is kept.
+  const auto plan = [&](const Lifetimes& lt) {
+    return plan_norms(values, placement.born, lt.cleared, dimensions.dims, L, H, static_cast<float>(cfg.rms_norm_eps),
+                      fixed, usable);
+  };
+  NormPlan norms;
+  if (!options.drop_idle_clears) {
+    norms = plan(lifetimes);
+  } else {
+    Placement dropped_placement = placement;
+    Lifetimes dropped = lifetimes;
+    drop_idle_clears(program, dimensions.dims, dropped_placement, dropped);
+    try {
+      norms = plan(dropped);
+      placement = std::move(dropped_placement);
+      lifetimes = std::move(dropped);
+    } catch (const std::runtime_error&) {
+      norms = plan(lifetimes);
+    }
+  }
 
   cfg.num_hidden_layers = L;
   cfg.layer_types.assign(L, "linear_attention");

@@ -68,6 +68,7 @@ struct Options {
   int64_t token_base = 0;     // vocabulary id of circuit token 0; ids below it embed to zero
   int64_t vocab_size = 0;     // 0: token_base + number of circuit tokens
   bool reuse_dims = true;     // clear dead values so their dimensions can be reused
+  bool drop_idle_clears = true;   // ... but not those whose dimensions no later value takes (lifetimes.h)
   int min_layers = 0;         // pad with empty layers up to this depth
   bool weights = true;        // false: place and allocate only (budget planning)
   // Every norm's squared sum padded to exactly 4096 x hidden, so that the

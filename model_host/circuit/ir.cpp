@@ -101,13 +101,17 @@ ValueId Program::make_mlp(const std::string& name, int size, int base, std::vect
       fail(what + ": pass source '" + values_[ps.src].name + "' is not a " +
            (scalar ? "scalar of maximum " + std::to_string(size - 1) : "categorical value of size " + std::to_string(size)));
   }
-  for (const Literal& g : guards_)
+  // One K for the op's steps, the most any of their forms reaches, so that
+  // steps that shared a form (a ladder's: one form, biases apart) still do.
+  for (const Literal& g : guards_) {
+    int k = 0;
+    for (const Step& s : steps) k = std::max(k, form_range(s.form).second + s.bias);
+    if (k < 1) continue;   // no step ever fires
     for (Step& s : steps) {
-      const int k = form_range(s.form).second + s.bias;   // the most F reaches
-      if (k < 1) continue;                                // the step never fires
       s.form.push_back({g.v, g.slot, k});
       s.bias -= k;
     }
+  }
   ValueId out = new_value(name, size, static_cast<int>(ops_.size()), scalar);
   ops_.push_back(MlpOp{out, base, std::move(steps), std::move(passes), {}});
   return out;

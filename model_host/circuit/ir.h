@@ -209,11 +209,12 @@ class Program {
   // residual from holding both at once.
   void wait_for(size_t from, ValueId dep);
   // Guards.  While a guard is pushed, every step of every MLP op made is
-  // conditioned on its literal as well: the literal's value gets the
-  // coefficient K = the most the step's form can reach on valid inputs (its
-  // form_range plus bias), and the bias loses K.  Where the literal holds
-  // the form is what it was; elsewhere it is at most 0, so no step fires and
-  // every op holds its base slot.  Work whose result is read only where the
+  // conditioned on its literal as well: the literal's slot gets the
+  // coefficient K = the most any of the op's step forms can reach on valid
+  // inputs (form_range plus bias; one K per op, so that a ladder's steps
+  // keep one form), and each bias loses K.  Where the literal holds the
+  // forms are what they were; elsewhere they are at most 0, so no step
+  // fires and an op without passes holds its base slot.  Work whose result is read only where the
   // literal holds (an ALU operation that a multiplexer picks by the same
   // condition) then leaves every SwiGLU unit at -0 on the other tokens,
   // gates at -96 or below that the sparse executor's bounds skip.  Passes

@@ -392,8 +392,7 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
         for (int64_t i = 0; i < dv; ++i) v_live = v_live || live[v0 + i];
         if (k_live && v_live) la.heads.push_back(static_cast<int32_t>(h));
       }
-      // z is read only at the live heads' rows: the others are dropped (a
-      // hub pass then writes only the live heads' gates).
+      // z is read only at the live heads' rows: the others are dropped.
       if (sparse) {
         std::vector<bool> keep(c.linear_value_dim(), false);
         for (int32_t h : la.heads) std::fill(keep.begin() + h * dv, keep.begin() + (h + 1) * dv, true);
@@ -404,7 +403,10 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
         la.z_rows.resize(c.linear_value_dim());
         for (int64_t r = 0; r < c.linear_value_dim(); ++r) {
           la.z_rows[r] = static_cast<int32_t>(r);
-          if (keep[r]) la.z_abs_max = std::max(la.z_abs_max, la.z.abs_row_sum(r));
+          if (!keep[r]) continue;
+          const double sum = la.z.abs_row_sum(r);
+          // A NaN or infinite weight leaves no bound (infinity: every head computes its z).
+          la.z_abs_max = std::isfinite(sum) ? std::max(la.z_abs_max, sum) : std::numeric_limits<double>::infinity();
         }
       }
       // The conv outputs the live heads read: their query and key channels and their value channels.
@@ -560,12 +562,11 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // holds every entry that is not).
   float* o = grow(ws.o, T * VD);
   const int64_t cwords = Support::words(C);
-  // z is read only at the live heads' rows: those start at +0 and the
-  // product writes the rows it reaches (a written map), instead of every
-  // row of z being written.  (Its rows are the heads' gates, most of them
-  // from the anchor: one dense pass over the live heads' rows, cheaper than
-  // a memo's copy; the sparse executor keeps no other rows of z.)
-  // The memo's key (see below), looked up after z: its first miss overlaps z's product.
+  // z is read only at the live heads' rows.  With lazy_z (the sparse
+  // executor) a head's rows are computed in the head loop when it runs;
+  // otherwise those rows start at +0 and the product writes the rows it
+  // reaches (a written map).  The memo's key (see below) is made and its
+  // slot requested first, so that its miss overlaps the work before the lookup.
   SublayerMemo* memo = T == 1 && la.conv_split ? ws.memo_for(2 * layer, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
   if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), n)) memo = nullptr;
   if (memo) memo->prefetch();
@@ -720,7 +721,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // rows never hold -0).
       bool z_ready = !la.lazy_z;
       auto make_z = [&] {
-        la.z.row_values(&la.z_rows[h * dv], &la.z_rows[(h + 1) * dv], n + t * H, zr);
+        la.z.row_values(la.z_rows.data() + h * dv, la.z_rows.data() + (h + 1) * dv, n + t * H, zr);
         for (int64_t j = 0; j < dv; ++j) zr[j] = store(zr[j] + 0.0f);
         z_ready = true;
       };

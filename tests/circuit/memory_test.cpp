@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <unistd.h>
 
@@ -159,6 +160,44 @@ TEST(CircuitMemory, TokensOutsideTheCircuitAddExactlyZero) {
   expect_exact(b, r, tokens, c, static_cast<int64_t>(tokens.size() / 8));
 }
 
+// The vocabulary ids of circuit tokens.
+std::vector<int64_t> ids_of(const Compiled& c, const std::vector<int>& tokens) {
+  std::vector<int64_t> ids;
+  for (int t : tokens) ids.push_back(c.token_id(t));
+  return ids;
+}
+
+// Non-finite activations go through the sparse executor's fallbacks (the
+// cut products compute every row; no bound shows z finite): after a
+// circuit's traffic, a residual with an infinity and one with a NaN give
+// the dense executor's logits bit for bit (NaN where it has NaN).  (The GDN
+// states are not promised bit for bit under non-finite activations:
+// model_host/qwen/README.md.)
+TEST(CircuitMemory, NonFiniteResidualsGiveTheDenseExecutorsResults) {
+  MemoryBench b;
+  Compiled c = compile(b.p);
+  const std::vector<int64_t> ids = ids_of(c, b.traffic(64, 15));
+  qgpu::qwen::Model dense(c.checkpoint(), qgpu::qwen::Exec::Dense), sparse(c.checkpoint(), qgpu::qwen::Exec::Sparse);
+  auto same = [](const torch::Tensor& x, const torch::Tensor& y) {
+    return torch::equal(torch::isnan(x), torch::isnan(y)) &&
+           torch::equal(torch::nan_to_num(x, 0.0), torch::nan_to_num(y, 0.0));
+  };
+  const int64_t H = c.checkpoint().config.hidden_size;
+  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    auto sd = dense.new_state(), ss = sparse.new_state();
+    dense.forward(sd, ids);
+    sparse.forward(ss, ids);
+    torch::Tensor residual = torch::zeros({2, H});
+    residual[0][0] = 1.0f;   // the anchor
+    residual[1][0] = 1.0f;
+    residual[1][c.dims(b.addr).front()] = bad;
+    const auto od = dense.forward_residual(sd, residual), os = sparse.forward_residual(ss, residual);
+    EXPECT_TRUE(same(od.logits, os.logits)) << bad;
+    EXPECT_GT(torch::isnan(od.logits).sum().item<int64_t>(), 0) << bad;   // the bad entry went through
+    EXPECT_TRUE(torch::isfinite(od.logits[0]).all().item<bool>()) << bad;   // the token before it did not
+  }
+}
+
 // Every norm weight scaled by a random factor within 1 +- 1e-4 (hundreds of
 // ulps, far more than a GPU's rsqrt error): every decision still holds.
 TEST(CircuitMemory, DecisionsHoldUnderNormNoise) {
@@ -182,9 +221,7 @@ TEST(CircuitMemory, DecisionsHoldUnderNormNoise) {
 TEST(CircuitMemory, DenseSparseAndPythonReferenceAgree) {
   MemoryBench b;
   Compiled c = compile(b.p);
-  auto tokens = b.traffic(24, 14);
-  std::vector<int64_t> ids;
-  for (int t : tokens) ids.push_back(c.token_id(t));
+  const std::vector<int64_t> ids = ids_of(c, b.traffic(24, 14));
   const std::string dir = testing::TempDir() + "/circuit_ref_" + std::to_string(::getpid());
   c.checkpoint().save(dir);
   qgpu::qwen::Model dense(c.checkpoint(), qgpu::qwen::Exec::Dense), sparse(c.checkpoint(), qgpu::qwen::Exec::Sparse);

@@ -116,12 +116,23 @@ TEST(CircuitPlacement, AStoreWiderThanALayerSpansLayersByWholeGroups) {
   EXPECT_EQ(pl.op_layer.at(0), 1);
 }
 
-TEST(CircuitLifetimes, ValuesAreClearedInTheLayerOfTheirLastUse) {
+// A field x of 4 slots, a = follow(x), b = follow(a), b kept.
+struct Chain {
   Program p;
-  const ValueId x = p.field("x", 4);
-  for (int i = 0; i < 4; ++i) p.token("t" + std::to_string(i), {{x, i}});
-  const ValueId a = follow(p, "a", x), b = follow(p, "b", a);
-  p.keep(b);
+  ValueId x, a, b;
+  Chain() {
+    x = p.field("x", 4);
+    for (int i = 0; i < 4; ++i) p.token("t" + std::to_string(i), {{x, i}});
+    a = follow(p, "a", x);
+    b = follow(p, "b", a);
+    p.keep(b);
+  }
+};
+
+TEST(CircuitLifetimes, ValuesAreClearedInTheLayerOfTheirLastUse) {
+  Chain chain;
+  Program& p = chain.p;
+  const ValueId x = chain.x, a = chain.a, b = chain.b;
   Placement pl = place(p, kRoomy, false, 4);
   ASSERT_EQ(pl.units, (std::vector<int>{4, 4, 2, 2}));
   const Lifetimes lt = plan_lifetimes(p, pl, kRoomy.units, true);
@@ -154,11 +165,9 @@ TEST(CircuitLifetimes, ValuesAreClearedInTheLayerOfTheirLastUse) {
 // drop_idle_clears: after the dimensions are allocated, a clear whose
 // dimensions no later value takes is dropped, its units given back.
 TEST(CircuitLifetimes, ClearsThatFreeNothingAreDropped) {
-  Program p;
-  const ValueId x = p.field("x", 4);
-  for (int i = 0; i < 4; ++i) p.token("t" + std::to_string(i), {{x, i}});
-  const ValueId a = follow(p, "a", x), b = follow(p, "b", a);
-  p.keep(b);
+  Chain chain;
+  Program& p = chain.p;
+  const ValueId x = chain.x, a = chain.a, b = chain.b;
   Placement pl = place(p, kRoomy, false, 4);
   Lifetimes lt = plan_lifetimes(p, pl, kRoomy.units, true);
   ASSERT_EQ(lt.clears, (std::vector<std::vector<ValueId>>{{x}, {a}, {}, {}}));

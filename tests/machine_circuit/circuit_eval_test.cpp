@@ -4,6 +4,7 @@
 // must select exactly the token the trace writes next (docs/tokens.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <random>
 
@@ -683,8 +684,43 @@ TEST(GpuCircuitEval, GuardedResultsFireOnlyForTheOperationsThatReadThem) {
   circuit::Evaluator ev(p);
   std::vector<int> vals;
   for (int64_t id : encode_prompt(prog, 1, 1, {}, global_memory())) vals = ev.step(int(id - kTokenBase));
+  // The guards' flags, and per flag the ops whose steps all read it.
+  const std::vector<std::string> flags = {"uses_sum", "is_bits", "is_sub", "is_eq", "is_signed_cmp",
+                                          "is_unsigned_cmp", "is_mul", "is_ffma"};
+  std::vector<circuit::ValueId> flag_of(flags.size(), -1);
+  for (circuit::ValueId v = 0; v < circuit::ValueId(p.values().size()); ++v)
+    for (size_t f = 0; f < flags.size(); ++f)
+      if (p.info(v).name == flags[f]) {
+        EXPECT_EQ(flag_of[f], -1) << flags[f] << " named twice";
+        flag_of[f] = v;
+      }
+  std::vector<std::vector<const circuit::MlpOp*>> guarded(flags.size());
+  for (const circuit::Op& op : p.ops())
+    if (const auto* m = std::get_if<circuit::MlpOp>(&op); m && !m->steps.empty())
+      for (size_t f = 0; f < flags.size(); ++f) {
+        const bool all = std::all_of(m->steps.begin(), m->steps.end(), [&](const circuit::Step& st) {
+          return std::any_of(st.form.begin(), st.form.end(), [&](const circuit::Term& t) { return t.v == flag_of[f]; });
+        });
+        if (all) guarded[f].push_back(m);
+      }
+  for (size_t f = 0; f < flags.size(); ++f) {
+    ASSERT_GE(flag_of[f], 0) << flags[f];
+    EXPECT_GT(guarded[f].size(), 0u) << flags[f] << " guards no op";
+  }
+  auto fires = [&](const std::vector<int>& vals, const circuit::MlpOp& m) {
+    int n = 0;
+    for (const circuit::Step& st : m.steps) {
+      int F = st.bias;
+      for (const circuit::Term& t : st.form)
+        F += t.slot == circuit::kAmount ? t.coef * vals[t.v] : (vals[t.v] == t.slot ? t.coef : 0);
+      n += F >= 1;
+    }
+    return n;
+  };
   TraceOracle oracle(prog, 1, 1, {}, global_memory());
   int tokens = 0, ffma = 0, mul = 0, sub = 0, bits = 0;
+  std::vector<std::array<int, 2>> flag_tokens(flags.size(), {0, 0});
+  std::vector<int> off_firing(flags.size(), 0);
   while (!oracle.done()) {
     const int64_t want = oracle.next();
     ASSERT_EQ(ev.emitted() + kTokenBase, want) << "generated token " << tokens << "\n" << oracle.context();
@@ -694,12 +730,24 @@ TEST(GpuCircuitEval, GuardedResultsFireOnlyForTheOperationsThatReadThem) {
     mul += firing(vals, "mul.");
     sub += firing(vals, "sub.");
     bits += firing(vals, "bits.");
+    for (size_t f = 0; f < flags.size(); ++f) {
+      const int on = vals[flag_of[f]];
+      ASSERT_TRUE(on == 0 || on == 1) << flags[f];
+      ++flag_tokens[f][on];
+      if (!on)
+        for (const circuit::MlpOp* m : guarded[f]) off_firing[f] += fires(vals, *m);
+    }
   }
   EXPECT_GT(tokens, 100);
   EXPECT_EQ(ffma, 0);
   EXPECT_EQ(mul, 0);
   EXPECT_GT(sub, 0);    // SUB runs: its steps fire on its tokens
   EXPECT_GT(bits, 0);   // so do the bit operations'
+  for (size_t f = 0; f < flags.size(); ++f) {
+    EXPECT_EQ(off_firing[f], 0) << flags[f] << ": a guarded op fires where its flag is off";
+    EXPECT_GT(flag_tokens[f][0], 0) << flags[f] << " holds on every token";
+    if (flags[f] != "is_mul" && flags[f] != "is_ffma") EXPECT_GT(flag_tokens[f][1], 0) << flags[f] << " never holds";
+  }
 }
 
 // f32 add and subtract as the lowering makes them, FFMA (.rn) a * 1 + b and
