@@ -40,17 +40,14 @@ struct AluState {
 AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers& regs) {
   Program& p = b.p;
   AluState s;
-  auto op_in = [&](const std::string& name, std::vector<Op> ops) {
-    return b.flag(name, r.op, [ops](int k) { return std::find(ops.begin(), ops.end(), Op(k)) != ops.end(); });
-  };
-  s.only.sum = op_in("uses_sum", {Op::ADD, Op::LD, Op::ST});
-  s.only.bits = op_in("is_bits", {Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR, Op::BREV, Op::POPC, Op::CLZ});
-  s.only.sub = op_in("is_sub", {Op::SUB});
-  s.only.eq = op_in("is_eq", {Op::SEQ, Op::SNE});
-  s.only.signed_cmp = op_in("is_signed_cmp", {Op::SLT, Op::SLE, Op::MIN, Op::MAX});
-  s.only.unsigned_cmp = op_in("is_unsigned_cmp", {Op::SLTU, Op::SLEU, Op::MINU, Op::MAXU});
-  s.only.mul = op_in("is_mul", {Op::MUL});
-  s.only.ffma = op_in("is_ffma", {Op::FFMA});
+  s.only.sum = op_is(b, r, "uses_sum", {Op::ADD, Op::LD, Op::ST});
+  s.only.bits = op_is(b, r, "is_bits", {Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR, Op::BREV, Op::POPC, Op::CLZ});
+  s.only.sub = op_is(b, r, "is_sub", {Op::SUB});
+  s.only.eq = op_is(b, r, "is_eq", {Op::SEQ, Op::SNE});
+  s.only.signed_cmp = op_is(b, r, "is_signed_cmp", {Op::SLT, Op::SLE, Op::MIN, Op::MAX});
+  s.only.unsigned_cmp = op_is(b, r, "is_unsigned_cmp", {Op::SLTU, Op::SLEU, Op::MINU, Op::MAXU});
+  s.only.mul = op_is(b, r, "is_mul", {Op::MUL});
+  s.only.ffma = op_is(b, r, "is_ffma", {Op::FFMA});
   auto operand = [&](const std::string& name, const std::vector<ValueId>& rec, const Digits& reg) {
     const ValueId imm = b.flag(name + ".imm", rec[1], [](int s) { return ((s >> 1) & 1) == 0; });
     Digits immw;

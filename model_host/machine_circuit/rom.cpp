@@ -41,19 +41,20 @@ Rom rom_stage(Builder& b, const Context& c) {
   r.tkind = circuit::apply(p, "tkind", 8, r.r_t[1], [](int s) { return s >> 1; });
   r.t_target = outs(r.r_t, 2, 3);
   r.f_target = outs(r.r_t, 5, 3);
-  auto op_is = [&](const std::string& name, std::initializer_list<Op> ops) {
-    return b.flag(name, r.op, [ops](int s) {
-      for (Op o : ops)
-        if (s == int(o)) return true;
-      return false;
-    });
-  };
-  r.is_ld = op_is("is_ld", {Op::LD});
-  r.is_st = op_is("is_st", {Op::ST});
+  r.is_ld = op_is(b, r, "is_ld", {Op::LD});
+  r.is_st = op_is(b, r, "is_st", {Op::ST});
   r.has_dst = b.flag("has_dst", r.op, [](int s) {
     return s != int(kNoInstruction) && s != int(Op::ST) && s != int(Op::ATOM);
   });
   return r;
+}
+
+ValueId op_is(Builder& b, const Rom& r, const std::string& name, std::initializer_list<Op> ops) {
+  return b.flag(name, r.op, [ops](int s) {
+    for (Op o : ops)
+      if (s == int(o)) return true;
+    return false;
+  });
 }
 
 }  // namespace qgpu::gpu::mc

@@ -3,8 +3,11 @@
 // at the block this pass runs; the instruction decoded.
 #pragma once
 
+#include "model_host/machine/isa.h"
 #include "model_host/machine_circuit/builder.h"
 #include "model_host/machine_circuit/context.h"
+
+#include <initializer_list>
 
 namespace qgpu::gpu::mc {
 
@@ -27,5 +30,8 @@ struct Rom {
 };
 
 Rom rom_stage(Builder& b, const Context& c);
+
+// A flag: the decoded instruction (Rom::op) is one of `ops`.
+ValueId op_is(Builder& b, const Rom& r, const std::string& name, std::initializer_list<machine::Op> ops);
 
 }  // namespace qgpu::gpu::mc

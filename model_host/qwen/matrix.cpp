@@ -563,6 +563,11 @@ float Matrix::row_value(int64_t r, const float* x) const {
   return sparse_ ? row_dot(r, x) : lane_dot(dense_.data_ptr<float>() + r * in_, x, in_);
 }
 
+void Matrix::row_values(int64_t first, int64_t last, const float* x, float* out) const {
+  if (sparse_) __builtin_prefetch(by_row_.data() + row_ptr_[first]);   // the rows' weights are contiguous
+  for (int64_t r = first; r < last; ++r) *out++ = row_value(r, x);
+}
+
 double Matrix::abs_row_sum(int64_t r) const {
   double sum = 0;
   if (sparse_) {

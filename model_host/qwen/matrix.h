@@ -146,6 +146,8 @@ class Matrix {
   // row_value(rows[k], x) into out[k] for each listed row; the rows' indexes
   // and weights are requested first, so that their cache misses overlap.
   void row_values(const int32_t* rows, const int32_t* rows_end, const float* x, float* out) const;
+  // The same for the rows [first, last).
+  void row_values(int64_t first, int64_t last, const float* x, float* out) const;
   // The first index of the largest entry of W x for vector `t` of `support`,
   // exactly as torch::argmax gives it for apply()'s output (a NaN counts as
   // larger than any number, so the first NaN wins).  Computes only the rows

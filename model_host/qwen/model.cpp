@@ -92,12 +92,11 @@ struct LinearAttention {
   std::vector<uint64_t> conv_now;           // bit per channel: current-only and read by a live head
   std::vector<float> conv_tap;              // per channel, its last tap (dense: four times as many per cache line)
   // Sparse executor: z's rows are computed per head, only for the heads
-  // that run on a token (row_value, z_rows lists 0 .. value_dim - 1); a
+  // that run on a token (row_values of the head's rows); a
   // skipped head needs its z finite only, which the bound proves: every
   // live head's row has sum |w| <= z_abs_max, so |z| <= z_abs_max max|x|.
   bool lazy_z = false;
   double z_abs_max = 0;
-  std::vector<int32_t> z_rows;
 };
 
 struct FullAttention {
@@ -400,9 +399,7 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
         la.z.drop_rows(keep);
         m.stats.stored += la.z.stored();
         la.lazy_z = la.z.is_sparse() && la.z.rows() == c.linear_value_dim();
-        la.z_rows.resize(c.linear_value_dim());
         for (int64_t r = 0; r < c.linear_value_dim(); ++r) {
-          la.z_rows[r] = static_cast<int32_t>(r);
           if (!keep[r]) continue;
           const double sum = la.z.abs_row_sum(r);
           // A NaN or infinite weight leaves no bound (infinity: every head computes its z).
@@ -577,11 +574,11 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   if (la.lazy_z) {
     for (int64_t t = 0; t < T; ++t) {
       float x_max = 0.0f;
-      for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t); ++c)
-        x_max = std::max(x_max, std::fabs(n[t * H + *c]));   // a NaN leaves it (and fails below)
       bool finite = true;
-      for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t) && finite; ++c)
+      for (const int32_t* c = ws.support.begin(t); c != ws.support.end(t) && finite; ++c) {
         finite = std::isfinite(n[t * H + *c]);
+        x_max = std::max(x_max, std::fabs(n[t * H + *c]));
+      }
       ws.z_finite[t] = finite && la.z_abs_max * static_cast<double>(x_max) < 1e37;
     }
   } else {
@@ -721,7 +718,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // rows never hold -0).
       bool z_ready = !la.lazy_z;
       auto make_z = [&] {
-        la.z.row_values(la.z_rows.data() + h * dv, la.z_rows.data() + (h + 1) * dv, n + t * H, zr);
+        la.z.row_values(h * dv, (h + 1) * dv, n + t * H, zr);
         for (int64_t j = 0; j < dv; ++j) zr[j] = store(zr[j] + 0.0f);
         z_ready = true;
       };
