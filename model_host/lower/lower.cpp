@@ -166,8 +166,7 @@ std::optional<std::string> model_unsupported(const Program& prog) {
       std::string why;
       switch (in.op) {
         case Op::CLOCK: why = "the circuit has no clock (the model lowering counts the thread's instructions)"; break;
-        case Op::MULHU:
-        case Op::MULHS: why = "high multiplies are not in the model's circuit yet"; break;
+        case Op::MULHS: why = "the signed high multiply is not in the model's circuit (the model lowering makes it of mulhu)"; break;
         case Op::ATOM: why = "atomics are not in the model's circuit (the model lowering expands them)"; break;
         case Op::LD:
         case Op::ST:

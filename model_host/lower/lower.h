@@ -75,7 +75,7 @@ inline constexpr uint32_t kLocalWindow = 0x02000000;
 struct LowerOptions {
   // The model's machine (docs/tokens.md; Params::lanes must be 1): atomics
   // become a load, ALU operations and a store, 8/16-bit accesses become
-  // 32-bit ones, mulhu/mulhs become 16-bit partial products, and a block
+  // 32-bit ones, mulhs becomes mulhu and a sign correction, and a block
   // whose instruction is a store does not end in `br`.
   bool for_model = false;
   // 64-bit division without its path for divisors below 2^32 (less code,

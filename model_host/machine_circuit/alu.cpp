@@ -32,7 +32,7 @@ struct AluState {
   // one of them (from the ROM's opcode): the result is computed under that
   // guard (Program::Guard), so on other tokens its units stay off.
   struct Guards {
-    ValueId sum, bits, sub, eq, signed_cmp, unsigned_cmp, mul, ffma;
+    ValueId sum, bits, sub, eq, signed_cmp, unsigned_cmp, mul, mulhu, ffma;
   } only;
 };
 
@@ -46,7 +46,8 @@ AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers&
   s.only.eq = op_is(b, r, "is_eq", {Op::SEQ, Op::SNE});
   s.only.signed_cmp = op_is(b, r, "is_signed_cmp", {Op::SLT, Op::SLE, Op::MIN, Op::MAX});
   s.only.unsigned_cmp = op_is(b, r, "is_unsigned_cmp", {Op::SLTU, Op::SLEU, Op::MINU, Op::MAXU});
-  s.only.mul = op_is(b, r, "is_mul", {Op::MUL});
+  s.only.mul = op_is(b, r, "is_mul", {Op::MUL, Op::MULHU});
+  s.only.mulhu = op_is(b, r, "is_mulhu", {Op::MULHU});
   s.only.ffma = op_is(b, r, "is_ffma", {Op::FFMA});
   auto operand = [&](const std::string& name, const std::vector<ValueId>& rec, const Digits& reg) {
     const ValueId imm = b.flag(name + ".imm", rec[1], [](int s) { return ((s >> 1) & 1) == 0; });
@@ -336,10 +337,11 @@ void comparisons(Builder& b, AluState& s) {
 
 // FFMA (.rn, no .ftz or .sat: docs/isa.md), the machine's one float
 // operation (the lowering makes an f32 add a * 1 + b, a subtract b * -1 + a
-// and a multiply a * b + -0, each the same bit for bit), after the global
-// store, whose inputs fill the residual while it is read: its bit products
-// and column counts wait for `ffma_after` and are made half in each of two
-// layers, and its result joins the result last.
+// and a multiply a * b + -0, each the same bit for bit), after the integer
+// products, whose tables fill the residual while they are summed: its bit
+// products and column counts wait for `ffma_after` (the multiplexed MUL or
+// MULHU result) and are made half in each of two layers, and its result
+// joins the result last.
 void floats(Builder& b, AluState& s, ValueId ffma_after) {
   Program& p = b.p;
   const size_t first = p.ops().size();
@@ -352,20 +354,22 @@ void floats(Builder& b, AluState& s, ValueId ffma_after) {
   s.acc = b.mux("r.float", s.only.ffma, {{1, r_ffma}, {0, s.acc}}, 8);
 }
 
-// MUL (the low half), last: its nibble products fill the residual while
-// they are summed.
+// MUL and MULHU (the low and the high half of one 64-bit product), last:
+// its nibble products fill the residual while they are summed.  Returns the
+// result's last value, which the f32 FFMA waits for (the two products do not
+// fit the residual side by side).
 ValueId products(Builder& b, AluState& s, ValueId after) {
   Program& p = b.p;
   const size_t first = p.ops().size();
-  ValueId columns_done = -1;
   Digits r_mul;
   {
     const Program::Guard only(p, {s.only.mul, 1});
-    r_mul = multiply(p, "mul", s.Aw, s.Bw, &columns_done);
+    const Digits full = multiply(p, "mul", s.Aw, s.Bw);
+    r_mul = b.mux("mul.half", s.only.mulhu, {{1, slice(full, 8, 8)}, {0, slice(full, 0, 8)}}, 8);
   }
   p.wait_for(first, after);
   s.acc = b.mux("r.mul", s.only.mul, {{1, r_mul}, {0, s.acc}}, 8);
-  return columns_done;
+  return s.acc.back().v;
 }
 
 }  // namespace
@@ -376,8 +380,8 @@ Alu alu_stage(Builder& b, const Context& c, const Rom& r, const Registers& regs)
   bit_operations(b, r, s);
   const ValueId bits_done = s.acc.back().v;
   comparisons(b, s);
-  const ValueId columns_done = products(b, s, bits_done);
-  floats(b, s, columns_done);
+  const ValueId product_done = products(b, s, bits_done);
+  floats(b, s, product_done);
   Alu out;
   out.R = s.acc;
   out.hi_zero = is_zero(b, "hi_zero", slice(b.pad(out.R, 8), 4, 4));

@@ -2,6 +2,7 @@
 
 #include "model_host/machine/isa.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace qgpu::gpu::mc {
@@ -86,9 +87,13 @@ Digits slice(const Digits& d, size_t from, size_t n) { return Digits(d.begin() +
 
 Digits word_digits(const Word& w) { return Builder::digits(w); }
 
-Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b, ValueId* columns_done) {
+Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b) {
   const int n = int(a.digits.size());
-  const std::vector<std::vector<int>> stages = {{0, 1, 2, 3}, {4, 5}, {6}, {7}};
+  if (n != 8 || b.digits.size() != 8) throw std::logic_error("gpu circuit: multiply takes two 32-bit nibble words");
+  // Column k holds the low nibbles of a_i * b_j with i + j = k and the high
+  // nibbles of those with i + j = k - 1: columns 6..9 hold 13 to 15 products,
+  // so the stages narrow where the columns are widest.
+  const std::vector<std::vector<int>> stages = {{0, 1, 2, 3, 4, 5}, {6, 7, 8}, {9, 10, 11, 12, 13, 14, 15}};
   Word low{{}, 4}, high{{}, 4};
   high.digits.push_back(p.mlp(name + ".h0", 16, 0, {}));
   ValueId last = -1;
@@ -102,16 +107,15 @@ Digits multiply(Program& p, const std::string& name, const Word& a, const Word& 
             b.digits[j], hi);
         for (int s = 1; s < 16; ++s) column.push_back({v, s, s});
       };
-      for (int i = 0; i <= k; ++i) product(i, k - i, false);
-      for (int i = 0; i <= k - 1; ++i) product(i, k - 1 - i, true);
+      for (int i = std::max(0, k - (n - 1)); i <= std::min(k, n - 1); ++i) product(i, k - i, false);
+      for (int i = std::max(0, k - n); i <= std::min(k - 1, n - 1); ++i) product(i, k - 1 - i, true);
       low.digits.push_back(p.ladder(name + ".l" + std::to_string(k), 16, column, 0, [](int s) { return s & 15; }));
-      if (k + 1 < n)
+      if (k + 1 < 2 * n)
         high.digits.push_back(p.ladder(name + ".h" + std::to_string(k + 1), 16, column, 0, [](int s) { return s >> 4; }));
     }
     if (last >= 0) p.wait_for(first_op, last);
     last = low.digits.back();
   }
-  if (columns_done) *columns_done = last;
   return Builder::digits(circuit::add(p, name + ".sum", low, high).value);
 }
 

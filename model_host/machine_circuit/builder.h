@@ -203,13 +203,12 @@ Digits increment(Builder& b, const std::string& name, const Digits& w);
 int global_address_bits();
 Digits slice(const Digits& d, size_t from, size_t n);
 Digits word_digits(const Word& w);
-// The low 32 bits of a * b for nibble words: nibble products by table,
-// column sums by ladder, then one addition; like circuit::mul_lo, but the
-// columns are computed in stages, each waiting for the one before, so that
-// only one stage's products occupy the residual at a time.
-// `columns_done`, when given, receives the last column digit: the product's
-// tables are done with once it is ready (the final add follows).
-Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b, ValueId* columns_done = nullptr);
+// The 64-bit product a * b of nibble words, all 16 digits: nibble products
+// by table, column sums by ladder, then one addition; like circuit::mul_lo
+// and mul_hi, but the columns are computed in stages, each waiting for the
+// one before, so that only one stage's products occupy the residual at a time
+// (the stages are sized to the GPU's residual where the ALU computes them).
+Digits multiply(Program& p, const std::string& name, const Word& a, const Word& b);
 
 // A literal of a conjunction: value v holds one of `slots`, or with `neg`
 // none of them.  (A negated literal weighs only its few slots: a row of the

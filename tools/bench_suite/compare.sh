@@ -11,10 +11,12 @@
 # model's circuit runs), runs `qgpu run --stats` with this build and with the
 # baseline's, alternately (--rounds times each, default 1; the order flips from
 # sample to sample so that neither build always runs on a warmer machine), and
-# prints one row: generated tokens, both tokens/s (the best of the rounds),
-# their ratio, and whether both runs printed PASSED.  Then the medians, the
-# least tokens/s among the samples with more than 1,000 generated tokens, and
-# the median ratio.  Each build uses its own model: --model and
+# prints one row: both builds' generated tokens (they differ when the lowering
+# or the token design does), both tokens/s (the best of the rounds) and their
+# ratio, both runs' wall seconds (the whole `qgpu run`, the best of the rounds)
+# and their ratio, and whether both runs printed PASSED.  Then the medians,
+# the least tokens/s among the samples with more than 1,000 generated tokens,
+# the median ratios and the generated tokens over all samples.  Each build uses its own model: --model and
 # --baseline-model (directories from `qgpu build-model --out DIR --compact`),
 # else $QGPU_MODEL_DIR or the cache (which keeps one model: give both
 # directories when the two builds' circuits differ).
@@ -60,59 +62,66 @@ commit_of() {  # the source checkout's commit of a build directory
 out=$(mktemp) table=$(mktemp)
 trap 'rm -f "$out" "$table"' EXIT
 # Runs one build's qgpu on a sample (with its model, when given); prints
-# "tok/s generated passed".
+# "tok/s generated wall-seconds passed".
 one() {
-  local m=$base_model
+  local m=$base_model t0 t1
   [ "$1" = "$new_q" ] && m=$model
+  t0=$(date +%s.%N)
   if [ -n "$m" ]; then
     "$1" run --stats --model "$m" -- "$2" >"$out" 2>&1 || true
   else
     "$1" run --stats -- "$2" >"$out" 2>&1 || true
   fi
+  t1=$(date +%s.%N)
   local tps gen ok=0
   tps=$(sed -n 's/.*(\([0-9.]*\) tok\/s).*/\1/p' "$out" | tail -1)
   gen=$(sed -n 's/.*generated=\([0-9]*\).*/\1/p' "$out" | tail -1)
   grep -qx PASSED "$out" && ok=1
-  echo "${tps:-0} ${gen:-0} $ok"
+  echo "${tps:-0} ${gen:-0} $(calc "$t1 - $t0") $ok"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 {
-  printf '| sample | generated | tok/s (this build) | tok/s (baseline) | ratio | result |\n'
-  printf '| --- | ---: | ---: | ---: | ---: | --- |\n'
+  printf '| sample | generated (this build) | generated (baseline) | tok/s (this build) | tok/s (baseline) | ratio | wall s (this build) | wall s (baseline) | wall ratio | result |\n'
+  printf '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n'
 } | tee "$table"
 flip=0
 for name in "${samples[@]}"; do
   prog=$dir/$name
   [ -x "$prog" ] || { echo "compare: no program $prog" >&2; continue; }
-  best_new=0 best_base=0 gen=0 ok=1
+  best_new=0 best_base=0 gen=0 gen_base=0 wall_new=0 wall_base=0 ok=1
   for ((r = 0; r < rounds; ++r)); do
     order=("$new_q" "$base_q")
     ((flip)) && order=("$base_q" "$new_q")
     for q in "${order[@]}"; do
-      read -r tps g pass < <(one "$q" "$prog")
+      read -r tps g wall pass < <(one "$q" "$prog")
       ((pass)) || ok=0
       if [ "$q" = "$new_q" ]; then
         gen=$g
         best_new=$(calc "($tps > $best_new) ? $tps : $best_new")
+        wall_new=$(calc "($wall_new == 0 || $wall < $wall_new) ? $wall : $wall_new")
       else
+        gen_base=$g
         best_base=$(calc "($tps > $best_base) ? $tps : $best_base")
+        wall_base=$(calc "($wall_base == 0 || $wall < $wall_base) ? $wall : $wall_base")
       fi
     done
   done
   flip=$((1 - flip))
-  ratio=-
+  ratio=- wall_ratio=-
   [ "$best_base" != 0 ] && ratio=$(printf '%.2f' "$(calc "$best_new / $best_base")")
-  printf '| %s | %s | %.1f | %.1f | %s | %s |\n' "$name" "$gen" "$best_new" "$best_base" "$ratio" \
-    "$( ((ok)) && echo PASSED || echo FAILED)" | tee -a "$table"
+  [ "$wall_base" != 0 ] && wall_ratio=$(printf '%.2f' "$(calc "$wall_new / $wall_base")")
+  printf '| %s | %s | %s | %.1f | %.1f | %s | %.2f | %.2f | %s | %s |\n' "$name" "$gen" "$gen_base" "$best_new" \
+    "$best_base" "$ratio" "$wall_new" "$wall_base" "$wall_ratio" "$( ((ok)) && echo PASSED || echo FAILED)" | tee -a "$table"
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # The summary over the rows: medians, the least tok/s above 1,000 generated tokens.
 summary=$(awk -F' \\| ' 'NR > 2 {
-    gen = $2 + 0; n = $3 + 0; b = $4 + 0;
+    gen = $2 + 0; n = $4 + 0; b = $5 + 0; tok += gen; tok_base += $3;
     news[++k] = n; bases[k] = b; if (b > 0) ratios[++m] = n / b;
+    if ($8 + 0 > 0) walls[++w] = ($7 + 0) / ($8 + 0);
     if (gen > 1000) { if (!big || n < least_new) least_new = n; if (!big || b < least_base) least_base = b; big++ }
   }
   function median(a, c,   i, j, t) {
@@ -123,6 +132,7 @@ summary=$(awk -F' \\| ' 'NR > 2 {
     printf "samples: %d (%d with more than 1,000 generated tokens)\n", k, big
     printf "median tok/s: this build %.1f, baseline %.1f; median ratio %.2f\n", median(news, k), median(bases, k), median(ratios, m)
     printf "least tok/s above 1,000 generated tokens: this build %.1f, baseline %.1f\n", least_new, least_base
+    printf "generated tokens: this build %d, baseline %d (ratio %.3f); median wall-time ratio %.2f\n", tok, tok_base, tok_base ? tok / tok_base : 0, median(walls, w)
   }' "$table")
 echo
 echo "$summary"
@@ -139,7 +149,8 @@ mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   echo "- this build: $build ($(commit_of "$build"))${model:+, model $model}"
   echo "- baseline: $base ($(commit_of "$base"))${base_model:+, model $base_model}"
   echo "- each sample run with \`qgpu run --stats\`, $rounds round(s) per build, alternating; tok/s is generated"
-  echo "  tokens over the launches' time (prefill included), the best of the rounds"
+  echo "  tokens over the launches' time (prefill included), the best of the rounds; wall s is the whole run"
+  echo "  (the program, the daemon's start and the model's load included), the least of the rounds"
   echo
   echo '```'
   echo "$summary"
