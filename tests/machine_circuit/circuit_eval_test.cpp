@@ -677,8 +677,8 @@ TEST(GpuCircuitEval, LowAndHighHalvesOfTheProduct) {
 // The ALU's guards (docs/circuit.md section 2): a result that only some
 // operations read is computed under a flag of the opcode, so on every token
 // of a program without those operations none of its steps fires (F >= 1 on
-// the evaluator's slots).  The program runs every integer operation but MUL,
-// in lockstep with the interpreter; the f32 multiply-add's and the integer
+// the evaluator's slots).  The program runs every integer operation but MUL
+// and MULHU, in lockstep with the interpreter; the f32 multiply-add's and the integer
 // multiplier's steps stay off on every token, while the operations that run
 // fire steps of their own.
 TEST(GpuCircuitEval, GuardedResultsFireOnlyForTheOperationsThatReadThem) {

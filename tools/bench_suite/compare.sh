@@ -16,7 +16,8 @@
 # ratio, both runs' wall seconds (the whole `qgpu run`, the best of the rounds)
 # and their ratio, and whether both runs printed PASSED.  Then the medians,
 # the least tokens/s among the samples with more than 1,000 generated tokens,
-# the median ratios and the generated tokens over all samples.  Each build uses its own model: --model and
+# the median ratios and the generated tokens over all samples.  Each build
+# uses its own model: --model and
 # --baseline-model (directories from `qgpu build-model --out DIR --compact`),
 # else $QGPU_MODEL_DIR or the cache (which keeps one model: give both
 # directories when the two builds' circuits differ).
@@ -40,7 +41,7 @@ while (($#)); do
     --rounds) rounds=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --baseline-model) base_model=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) samples+=("$1"); shift ;;
   esac
 done
