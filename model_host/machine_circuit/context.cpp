@@ -10,8 +10,9 @@ namespace {
 
 // Fall-through values since the last EXEC or VX, counting this token
 // (0..kFallChain), as far as the token and the 3 before it tell: a
-// fall-through value counts itself and those right before it; VZ, VG, VN
-// and VLO (the value of the block a chain ran last) count those before them.
+// fall-through value counts itself and those right before it; VZ, VG, VN,
+// VH and VLO (the value of the block a chain ran last) count those before
+// them.
 // The kinds before come from one-row stores in the first layer (their write
 // enable is constant, so they wait for nothing); D after VLO takes VLO's
 // count from the store of the token before (`prev`).
@@ -35,7 +36,7 @@ ValueId fall_count(Builder& b) {
   const Lit fall0{b.kind, slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); })};
   const Lit value0{b.kind, slots_where(kKindCount, [](int s) {
                      const Kind t = Kind(s);
-                     return t == Kind::VZ || t == Kind::VG || t == Kind::VN || t == Kind::VLO;
+                     return t == Kind::VZ || t == Kind::VG || t == Kind::VN || t == Kind::VH || t == Kind::VLO;
                    })};
   auto fall = [&](int age, bool is) {
     return Lit{k[age - 1], slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); }), !is};
@@ -120,9 +121,10 @@ Context context_stage(Builder& b) {
   // Which pass this is (docs/tokens.md section 4).
   c.pass = p.lookup("pass", kPassCount, {b.kind, c.prev_kind}, [](const std::vector<int>& v) {
     switch (Kind(v[0])) {
-      case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: case Kind::DF: return int(kExec);
+      case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: case Kind::DF: case Kind::VHF:
+        return int(kExec);
       case Kind::VLO: return int(kHi);
-      case Kind::VZ: case Kind::VG: case Kind::VN: return int(kCtrl);
+      case Kind::VZ: case Kind::VG: case Kind::VN: case Kind::VH: return int(kCtrl);
       case Kind::D: return Kind(v[1]) == Kind::VLO ? int(kCtrl) : int(kOther);
       case Kind::WARP: return int(kWarp);
       case Kind::WMIN: return int(kWmin);

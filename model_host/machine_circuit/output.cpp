@@ -8,7 +8,7 @@ namespace qgpu::gpu::mc {
 namespace {
 
 enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
-           kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kHiFall, kOutCount };
+           kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kHiFall, kVh, kVhf, kOutCount };
 
 // The cases a pass chooses among, and the result's digits (padded to 8).
 struct Decision {
@@ -65,7 +65,8 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
     if (!v[1] || !v[0]) return 0;
     return v[0] == 1 || v[2] ? 1 : 2;  // 1: the t target, 2: the f target
   });
-  // The high half: 0 (VZ), kGlobalHigh (VG), kNegativeHigh (VN), or other (VLO, D).
+  // The high half: 0 (VZ), kGlobalHigh (VG), kNegativeHigh (VN), or other
+  // with a low half of 0 (VH), or other (VLO, D).
   auto high_is = [&](const std::string& name, uint32_t h) {
     std::vector<Term> t;
     for (int i = 0; i < 4; ++i) t.push_back({Rp[4 + i].v, int((h >> (4 * i)) & 15), 1});
@@ -73,9 +74,14 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
   };
   for (int i = 4; i < 8; ++i)
     if (Rp[i].v < 0) throw std::logic_error("gpu circuit: a digit of the result's high half is a constant");
-  const ValueId hi_class = p.lookup("hi_class", 4, {alu.hi_zero, high_is("hi_global", kGlobalHigh),
-                                                    high_is("hi_negative", kNegativeHigh)},
-                                    [](const std::vector<int>& v) { return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : 0; });
+  for (int i = 0; i < 4; ++i)
+    if (Rp[i].v < 0) throw std::logic_error("gpu circuit: a digit of the result's low half is a constant");
+  std::vector<Term> lo_zero_terms;
+  for (int i = 0; i < 4; ++i) lo_zero_terms.push_back({Rp[i].v, 0, 1});
+  const ValueId lo_zero = p.ladder("lo_zero", 2, lo_zero_terms, 0, [](int k) { return k == 4 ? 1 : 0; });
+  const ValueId hi_class = p.lookup("hi_class", 5, {alu.hi_zero, high_is("hi_global", kGlobalHigh),
+                                                    high_is("hi_negative", kNegativeHigh), lo_zero},
+                                    [](const std::vector<int>& v) { return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : v[3] ? 4 : 0; });
   // A fall-through value: the block goes on to the block after it (jmp
   // there, or br there on its result, which is not 0 when VX is not
   // written), and fewer than kFallChain of them ran since the last EXEC or VX.
@@ -87,8 +93,13 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
                                        if (v[0]) return int(kFault);
                                        if (v[1] && v[4]) return int(v[4] == 1 ? kVxT : kVxF);
                                        if (v[1] && v[5] && v[2] != 0)
-                                         return int(v[2] == 1 ? kVzf : v[2] == 2 ? kVgf : kVnf);
-                                       if (v[1]) return int(v[2] == 1 ? kVz : v[2] == 2 ? kVg : v[2] == 3 ? kVn : kVlo);
+                                         return int(v[2] == 1 ? kVzf : v[2] == 2 ? kVgf : v[2] == 3 ? kVnf : kVhf);
+                                       if (v[1])
+                                         return int(v[2] == 1   ? kVz
+                                                    : v[2] == 2 ? kVg
+                                                    : v[2] == 3 ? kVn
+                                                    : v[2] == 4 ? kVh
+                                                                : kVlo);
                                        return v[3];
                                      });
   d.warp_case = p.lookup("warp_case", kOutCount, {s.w_is_end, s.runnable, s.barf, s.cta_more, s.wmin_pass, s.wmin_ws},
@@ -126,6 +137,8 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
       case kVgf: return int(Kind::VGF);
       case kVnf: return int(Kind::VNF);
       case kHiFall: return int(Kind::DF);
+      case kVh: return int(Kind::VH);
+      case kVhf: return int(Kind::VHF);
       case kHiTok: return int(Kind::D);
       case kExecT: case kExecF: case kExecWs: return int(Kind::EXEC);
       case kWminWs: case kWminT: return int(Kind::WMIN);
@@ -178,7 +191,9 @@ void payload(Builder& b, const Context& c, const Rom& r, const Alu& alu, const S
                                           {kVgf, slice(Rp, 0, 4)},
                                           {kVnf, slice(Rp, 0, 4)},
                                           {kHiTok, slice(Rp, 4, 4)},
-                                          {kHiFall, slice(Rp, 4, 4)}};
+                                          {kHiFall, slice(Rp, 4, 4)},
+                                          {kVh, slice(Rp, 4, 4)},
+                                          {kVhf, slice(Rp, 4, 4)}};
   for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
     out_cases.push_back({k, ctrl_pay});
   // VX(target, v): the target's 10 bits, then v's 6 (vx_payload).  Payload

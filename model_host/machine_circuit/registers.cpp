@@ -11,8 +11,8 @@ Registers registers_stage(Builder& b, const Context& c, const Rom& r) {
   const Digits& P = c.P;
   // The value tokens write register dst of the current thread: VZ(lo) and
   // VZF(lo) write (lo, 0), VG(lo) and VGF(lo) (lo, 0x1000), VN(lo) and VNF(lo)
-  // (lo, 0xffff); D(hi) or DF(hi) after VLO(lo) writes (lo, hi); VX(pc, v)
-  // writes (v, 0).
+  // (lo, 0xffff), VH(hi) and VHF(hi) (0, hi); D(hi) or DF(hi) after VLO(lo)
+  // writes (lo, hi); VX(pc, v) writes (v, 0).
   // dst is the destination of the block the token before ran (EXEC, VX or a
   // fall-through value before VZ, VX and the fall-through values, and VLO,
   // whose block is still the current one, before D and DF), kept one token
@@ -26,24 +26,27 @@ Registers registers_stage(Builder& b, const Context& c, const Rom& r) {
   const ValueId vx_value = p.ladder("vx_value", 16, vx_terms, 0, [](int s) { return std::min(s, 15); });
   // v's bits 4..5 (payload bits 14..15).
   const ValueId vx_value_hi = circuit::apply(p, "vx_value_hi", 4, b.pay[3], [](int s) { return s >> 2; });
-  const ValueId reg_src = circuit::apply(p, "reg_src", 3, b.kind, [](int s) {
+  const ValueId reg_src = circuit::apply(p, "reg_src", 4, b.kind, [](int s) {
     const Kind k = Kind(s);
-    // D and DF take the low half from VLO, the token before (0).
+    // D and DF take the low half from VLO, the token before (0); VH and VHF
+    // write a low half of 0 (3: no case of the multiplexer holds).
     return k == Kind::VZ || k == Kind::VG || k == Kind::VN || k == Kind::VZF || k == Kind::VGF || k == Kind::VNF ? 1
            : k == Kind::VX                                                                                    ? 2
+           : k == Kind::VH || k == Kind::VHF                                                                  ? 3
                                                                                                               : 0;
   });
   const Digits reg_lo = b.mux("reg_lo", reg_src, {{1, P}, {2, {{vx_value}, {vx_value_hi}}}, {0, c.prevP}}, 4);
   const ValueId is_vg = b.flag("high_global", b.kind, [](int s) { return Kind(s) == Kind::VG || Kind(s) == Kind::VGF; });
   const ValueId is_vn = b.flag("high_negative", b.kind, [](int s) { return Kind(s) == Kind::VN || Kind(s) == Kind::VNF; });
+  const ValueId is_vh = b.flag("high_payload", b.kind, [](int s) { return Kind(s) == Kind::VH || Kind(s) == Kind::VHF; });
   // The tokens that write a register (with is_vhi for D after VLO): VZ, VG,
-  // VN, VX and the fall-through values (DF's low half is VLO's payload).
+  // VN, VH, VX and the fall-through values (DF's low half is VLO's payload).
   const ValueId writes_reg = b.flag("writes_reg", b.kind, [](int s) {
     const Kind k = Kind(s);
-    return k == Kind::VZ || k == Kind::VG || k == Kind::VN || k == Kind::VX || falls_through(k);
+    return k == Kind::VZ || k == Kind::VG || k == Kind::VN || k == Kind::VH || k == Kind::VX || falls_through(k);
   });
-  const ValueId hi_src = p.lookup("reg_hi_src", 4, {c.is_vhi, is_vg, is_vn}, [](const std::vector<int>& v) {
-    return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : 0;
+  const ValueId hi_src = p.lookup("reg_hi_src", 4, {c.is_vhi, is_vg, is_vn, is_vh}, [](const std::vector<int>& v) {
+    return v[0] || v[3] ? 1 : v[1] ? 2 : v[2] ? 3 : 0;
   });
   auto high_digits = [](uint32_t h) {
     Digits d;

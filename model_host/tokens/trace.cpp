@@ -169,6 +169,7 @@ int64_t TraceOracle::after(const Token& read) {
     case Kind::VGF:
     case Kind::VNF:
     case Kind::DF:
+    case Kind::VHF:
       ++block_;
       ++falls_;
       return exec();
@@ -180,6 +181,7 @@ int64_t TraceOracle::after(const Token& read) {
     case Kind::VZ:
     case Kind::VG:
     case Kind::VN:
+    case Kind::VH:
     case Kind::D: return control();
     case Kind::TRAP:
     case Kind::FAULT: return token_id(Kind::END);
@@ -229,6 +231,11 @@ int64_t TraceOracle::exec() {
   if (v < (1u << 16)) return token_id(Kind::VZ, v);
   if (hi == kGlobalHigh) return token_id(Kind::VG, v & 0xffff);
   if (hi == kNegativeHigh) return token_id(Kind::VN, v & 0xffff);
+  // A low half of 0: the high half alone, falling through as above.
+  if ((v & 0xffff) == 0) {
+    if (falls) thread_[warp_].pc = term.t;
+    return token_id(falls ? Kind::VHF : Kind::VH, hi);
+  }
   // The high half falls through (DF) only after a block EXEC or VX named.
   high_falls_ = falls && falls_ == 0;
   if (high_falls_) thread_[warp_].pc = term.t;

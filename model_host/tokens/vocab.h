@@ -23,7 +23,7 @@ enum class Kind : uint8_t {
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
-  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, BARRIER, WMIN, TRAP, FAULT, END,
+  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, VH, VHF, BARRIER, WMIN, TRAP, FAULT, END,
   // clang-format on
 };
 inline constexpr int kKindCount = int(Kind::END) + 1;
@@ -58,6 +58,9 @@ inline uint32_t vx_payload(uint32_t pc, uint32_t v) { return pc | v << kVxPcBits
 // VG(lo) and VN(lo): a value whose high half is kGlobalHigh (an address in
 // global memory) or kNegativeHigh (-65536 .. -1), in one token.
 inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
+// VH(hi): a value whose low half is 0 (hi << 16: a float of few significant
+// bits, two halves of which the low is 0), in one token; VHF(hi) the same
+// value falling through as VZF does.
 // VZF(lo), VGF(lo) and VNF(lo): the value VZ, VG or VN would carry, and the
 // next block is the one after the block that computed it (its terminator is
 // `jmp pc + 1`, or `br` to pc + 1 on the register it writes, taken).  The
@@ -67,7 +70,9 @@ inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
 // since the last EXEC or VX: the circuit counts them through the conv, which
 // sees the 3 tokens before.
 inline constexpr uint32_t kFallChain = 3;
-inline bool falls_through(Kind k) { return k == Kind::VZF || k == Kind::VGF || k == Kind::VNF || k == Kind::DF; }
+inline bool falls_through(Kind k) {
+  return k == Kind::VZF || k == Kind::VGF || k == Kind::VNF || k == Kind::DF || k == Kind::VHF;
+}
 // Tokens whose payload names a block (EXEC and VX), and that block.
 inline bool names_block(Kind k) { return k == Kind::EXEC || k == Kind::VX; }
 inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload & ((1u << kVxPcBits) - 1) : t.payload; }

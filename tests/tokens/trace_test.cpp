@@ -29,7 +29,8 @@ std::vector<int64_t> parse(const std::string& text) {
       {"VLO", Kind::VLO}, {"D", Kind::D},             {"BARRIER", Kind::BARRIER},
       {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN},
       {"VX", Kind::VX}, {"VG", Kind::VG},           {"VN", Kind::VN},
-      {"VZF", Kind::VZF}, {"VGF", Kind::VGF},       {"VNF", Kind::VNF}, {"DF", Kind::DF}};
+      {"VZF", Kind::VZF}, {"VGF", Kind::VGF},       {"VNF", Kind::VNF}, {"DF", Kind::DF},
+      {"VH", Kind::VH},   {"VHF", Kind::VHF}};
   std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string t;
@@ -64,14 +65,14 @@ TEST(GpuTrace, StraightLineWritesValuesAsVxFallThroughValuesOrVloAndD) {
       blk(alu(Op::MOV, 2, k(0x12345678)), jmp(2)),         // B1
       blk(alu(Op::ADD, 3, r(1), r(2)), jmp(3)),            // B2: 0x1234567d
       blk(alu(Op::MOV, 4, k(0xffff)), jmp(4)),             // B3: the largest VZ
-      blk(alu(Op::ADD, 4, r(4), k(1)), jmp(5)),            // B4: 0x10000, the smallest VLO
+      blk(alu(Op::ADD, 4, r(4), k(1)), jmp(5)),            // B4: 0x10000, low half 0: VHF
       blk(alu(Op::MOV, 5, k(0x1000abcd)), jmp(6)),         // B5: high half 0x1000, VG
-      blk(alu(Op::MOV, 6, k(0xfffffffe)), jmp(7)),         // B6: high half 0xffff, VN
+      blk(alu(Op::MOV, 6, k(0xfffffffe)), jmp(7)),         // B6: high half 0xffff, VN (a fourth value)
       blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B7: no register written
   });
   expect_trace(prog, 1, 1, global_memory(),
                "CTA(0) WARP(0) EXEC(0) VX(1,5) VLO(0x5678) DF(0x1234) VLO(0x567d) D(0x1234) "
-               "EXEC(3) VZF(0xffff) VLO(0) D(1) EXEC(5) VGF(0xabcd) VNF(0xfffe) WARP(1) END");
+               "EXEC(3) VZF(0xffff) VHF(1) VGF(0xabcd) VN(0xfffe) EXEC(7) WARP(1) END");
   auto o = run(prog, 1, 1, global_memory());
   EXPECT_EQ(o->steps(), 8u);
   EXPECT_EQ(word(o->memory().bytes, 2), 0x1234567du);
@@ -224,7 +225,7 @@ TEST(GpuTrace, IllegalAndMisalignedAccessesFault) {
       blk(alu(Op::MOV, 1, k(kBase + machine::model_params().global_bytes)), jmp(1)),  // just past global memory
       blk(ld(Space::Global, 2, r(1), k(0)), exit_()),
   });
-  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VLO(0x0000) DF(0x1004) FAULT(0) END");
+  expect_trace(illegal, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VHF(0x1004) FAULT(0) END");
   auto o = run(illegal, 1, 1, global_memory());
   EXPECT_EQ(o->fault().error, 700);
   EXPECT_EQ(o->steps(), 2u);  // the faulting EXEC counts

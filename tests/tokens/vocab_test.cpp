@@ -31,7 +31,7 @@ const Range kRanges[] = {
     {Kind::VZ, "VZ", 0xffff},     {Kind::VLO, "VLO", 0xffff},  {Kind::VX, "VX", (1u << 16) - 1},
     {Kind::VG, "VG", 0xffff},     {Kind::VN, "VN", 0xffff},
     {Kind::VZF, "VZF", 0xffff},   {Kind::VGF, "VGF", 0xffff},  {Kind::VNF, "VNF", 0xffff},
-    {Kind::DF, "DF", 0xffff},
+    {Kind::DF, "DF", 0xffff},     {Kind::VH, "VH", 0xffff},    {Kind::VHF, "VHF", 0xffff},
     {Kind::BARRIER, "BARRIER", 1},
     {Kind::WMIN, "WMIN", 1023},   {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
 };
@@ -95,7 +95,8 @@ TEST(GpuVocab, VxPacksEveryBlockWithEverySmallValue) {
   EXPECT_TRUE(runs_block(Kind::EXEC));
   EXPECT_TRUE(runs_block(Kind::VX));
   EXPECT_FALSE(runs_block(Kind::VZ));
-  for (Kind k : {Kind::VZF, Kind::VGF, Kind::VNF, Kind::DF}) {
+  EXPECT_FALSE(runs_block(Kind::VH));
+  for (Kind k : {Kind::VZF, Kind::VGF, Kind::VNF, Kind::DF, Kind::VHF}) {
     EXPECT_TRUE(runs_block(k));
     EXPECT_TRUE(falls_through(k));
     EXPECT_FALSE(names_block(k));
