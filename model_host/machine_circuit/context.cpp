@@ -81,7 +81,7 @@ Context context_stage(Builder& b) {
   c.prev2P = outs(store(b, "prev2", 1, {}, {}, c.one, -1, payload_parts(b, 4, 2)), 0, 4);
   // The block being run: EXEC's payload, or VX's (whose bits 10.. are its
   // value; only bits 0..9 address the ROM), plus the fall-through values
-  // (VZF, VGF, VNF, DF) since then: each runs the block after the last one run.
+  // (VZF, VGF, VNF, VHF, DF) since then: each runs the block after the last one run.
   const ValueId names = b.flag("names_block", b.kind, [](int s) { return names_block(Kind(s)); });
   const Digits named_pc = outs(store(b, "ctx_exec", 1, {}, {}, names, -1, payload_parts(b, 3, 0)), 0, 3);
   c.cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(b, 3, 0)), 0, 3);

@@ -59,9 +59,9 @@ inline uint32_t vx_payload(uint32_t pc, uint32_t v) { return pc | v << kVxPcBits
 // global memory) or kNegativeHigh (-65536 .. -1), in one token.
 inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
 // VH(hi): a value whose low half is 0 (hi << 16: a float of few significant
-// bits, two halves of which the low is 0), in one token; VHF(hi) the same
-// value falling through as VZF does.
-// VZF(lo), VGF(lo) and VNF(lo): the value VZ, VG or VN would carry, and the
+// bits, a half-precision pair whose low half is 0), in one token; VHF(hi) the
+// same value falling through as VZF does.
+// VZF(lo), VGF(lo), VNF(lo) and VHF(hi): the value VZ, VG, VN or VH would carry, and the
 // next block is the one after the block that computed it (its terminator is
 // `jmp pc + 1`, or `br` to pc + 1 on the register it writes, taken).  The
 // pass that reads one writes the value and runs block pc + 1.  DF(hi) is D

@@ -637,9 +637,18 @@ TEST(GpuCircuitEval, EveryAluOperation) {
       blocks.push_back(blk(alu(op, 3, r(1), r(2), k(c)), jmp(next())));
       blocks.push_back(blk(alu(op, 4, k(b), r(1), r(2)), jmp(next())));
     }
+  // A value with a low half of 0 whose block jumps over the next: VH.
+  blocks.push_back(blk(alu(Op::MOV, 1, k(0x50000)), jmp(next() + 1)));
+  blocks.push_back(blk(alu(Op::MOV, 1, k(1)), jmp(next())));
   blocks.push_back(blk(std::nullopt, exit_()));
   ASSERT_LE(blocks.size(), 1024u);
-  EXPECT_GT(lockstep(program(blocks), 1, 1, {}, global_memory()), blocks.size());
+  // Its values take every value token: those with a low half of 0 (0x10000,
+  // 0x80000000, 0x50000) as VH and VHF among them.
+  const machine::Program prog = program(blocks);
+  const std::vector<int64_t> t = expected_trace(prog, 1, 1, {}, global_memory());
+  for (Kind k : {Kind::VX, Kind::VZ, Kind::VZF, Kind::VN, Kind::VNF, Kind::VLO, Kind::DF, Kind::VH, Kind::VHF})
+    EXPECT_GT(count(t, k), 0) << kind_name(k);
+  EXPECT_GT(lockstep(prog, 1, 1, {}, global_memory()), blocks.size());
 }
 
 // The multiplier's two halves (MUL and MULHU read one 64-bit product of 16

@@ -220,6 +220,21 @@ TEST(GpuTrace, TrapStopsTheLaunchAfterTheBlocksStores) {
   EXPECT_EQ(word(o->memory().bytes, 0), 42u);
 }
 
+// A value whose low half is 0 is one token of its high half: VHF when its
+// block falls through to the next, VH (then EXEC) when it jumps.
+TEST(GpuTrace, ValuesWithALowHalfOfZeroAreTheirHighHalf) {
+  machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(0x30000)), jmp(1)),                    // B0: falls through
+      blk(alu(Op::SUB, 2, r(1), k(0x10000)), jmp(3)),              // B1: 0x20000, jumps
+      blk(alu(Op::MOV, 3, k(7)), jmp(3)),                          // B2: not run
+      blk(st(Space::Global, r(0), k(kBase), r(2)), exit_()),       // B3
+  });
+  expect_trace(prog, 1, 1, global_memory(), "CTA(0) WARP(0) EXEC(0) VHF(3) VH(2) EXEC(3) WARP(1) END");
+  auto o = run(prog, 1, 1, global_memory());
+  EXPECT_EQ(o->steps(), 3u);
+  EXPECT_EQ(word(o->memory().bytes, 0), 0x20000u);
+}
+
 TEST(GpuTrace, IllegalAndMisalignedAccessesFault) {
   machine::Program illegal = program({
       blk(alu(Op::MOV, 1, k(kBase + machine::model_params().global_bytes)), jmp(1)),  // just past global memory
