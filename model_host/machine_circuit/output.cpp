@@ -76,9 +76,7 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
     if (Rp[i].v < 0) throw std::logic_error("gpu circuit: a digit of the result's high half is a constant");
   for (int i = 0; i < 4; ++i)
     if (Rp[i].v < 0) throw std::logic_error("gpu circuit: a digit of the result's low half is a constant");
-  std::vector<Term> lo_zero_terms;
-  for (int i = 0; i < 4; ++i) lo_zero_terms.push_back({Rp[i].v, 0, 1});
-  const ValueId lo_zero = p.ladder("lo_zero", 2, lo_zero_terms, 0, [](int k) { return k == 4 ? 1 : 0; });
+  const ValueId lo_zero = is_zero(b, "lo_zero", slice(Rp, 0, 4));
   const ValueId hi_class = p.lookup("hi_class", 5, {alu.hi_zero, high_is("hi_global", kGlobalHigh),
                                                     high_is("hi_negative", kNegativeHigh), lo_zero},
                                     [](const std::vector<int>& v) { return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : v[3] ? 4 : 0; });
