@@ -1,6 +1,8 @@
 // Control-flow graph and known bits of virtual code (analysis.h).
 #include "model_host/lower/analysis.h"
 
+#include <bit>
+
 namespace qgpu::machine::lowering {
 
 Cfg build_cfg(const std::vector<VI>& code, uint32_t nlabels) {
@@ -93,6 +95,10 @@ KnownBits known_result(const Instr& in, KnownBits a, KnownBits b, KnownBits c) {
     case Op::POPC: case Op::CLZ: return {~63u, 0};
     case Op::SEL: return join(b, c);
     case Op::MIN: case Op::MAX: case Op::MINU: case Op::MAXU: return join(a, b);
+    case Op::CSUB: {  // at most a: a's leading known zeros stay
+      const int n = std::countl_one(a.known & ~a.value);
+      return {n == 0 ? 0u : ~0u << (32 - n), 0};
+    }
     default: return {};
   }
 }

@@ -80,7 +80,9 @@ V Lowerer::shr64(V a, Operand n, bool sign) {
 // computed in that register.
 std::pair<Operand, Operand> Lowerer::udiv32(Operand n, Operand d, bool want_q, uint32_t out) {
   Operand i0 = opr(Op::MAX, opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n)), K(uint32_t(-1)));
-  Operand i = opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
+  // d = 0: the quotient is all ones, so its loop runs every bit; the
+  // remainder alone needs no special case (each step keeps r: r = n).
+  Operand i = want_q ? opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0) : i0;
   uint32_t dd = op(Op::SHL, d, i);
   uint32_t r = out != kNoV && !want_q ? out : nv(), q = out != kNoV && want_q ? out : nv();
   opd(r, Op::MOV, n);
@@ -92,7 +94,7 @@ std::pair<Operand, Operand> Lowerer::udiv32(Operand n, Operand d, bool want_q, u
     br(R(k), loop, out);
     place(loop);
     if (with_q) opd(q, Op::OR, opr(Op::SHL, R(q), K(1)), opr(Op::SLEU, R(dd), R(r)));
-    opd(r, Op::MINU, R(r), opr(Op::SUB, R(r), R(dd)));
+    opd(r, Op::CSUB, R(r), R(dd));
     opd(dd, Op::SHR, R(dd), K(1));
     opd(k, Op::ADD, R(k), K(uint32_t(-1)));
     br(R(k), loop, out);
@@ -139,7 +141,7 @@ std::pair<Operand, Operand> Lowerer::div_preinv(Operand u1, Operand u0, Operand 
   Operand over = opr(Op::SLTU, q0, r);  // the estimate was one too large
   r = opr(Op::ADD, r, opr(Op::SEL, over, dn, K(0)));
   if (want_q) q1 = opr(Op::ADD, opr(Op::SUB, q1, over), opr(Op::SLEU, dn, r));
-  return {q1, opr(Op::MINU, r, opr(Op::SUB, r, dn))};
+  return {q1, opr(Op::CSUB, r, dn)};
 }
 
 // Makes recip_v_ the reciprocal of dn (>= 2^31) unless recip_d_ says it
@@ -353,8 +355,11 @@ void Lowerer::lower_divrem(const ptx::Instr& in) {
     write(in.ops[0], t, res);
     return;
   }
-  Operand na = sign ? opr(Op::SLT, a.lo, K(0)) : K(0), nb = sign ? opr(Op::SLT, b.lo, K(0)) : K(0);
-  Operand ua = sign ? neg_if32(a.lo, na) : a.lo, ub = sign ? neg_if32(b.lo, nb) : b.lo;
+  // A remainder takes the dividend's sign only: its divisor's magnitude is
+  // max(b, -b) (INT_MIN's is 2^31 either way).
+  Operand na = sign ? opr(Op::SLT, a.lo, K(0)) : K(0), nb = sign && !rem ? opr(Op::SLT, b.lo, K(0)) : K(0);
+  Operand ua = sign ? neg_if32(a.lo, na) : a.lo;
+  Operand ub = !sign ? b.lo : rem ? opr(Op::MAX, b.lo, opr(Op::SUB, K(0), b.lo)) : neg_if32(b.lo, nb);
   if (const auto* out = sign ? nullptr : direct_destination(in, {a, b}, 4)) {
     udiv32(ua, ub, !rem, (*out)[0]);
     return;

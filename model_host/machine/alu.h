@@ -49,6 +49,7 @@ inline uint32_t eval(uint32_t a, uint32_t b, uint32_t c) {
   else if constexpr (op == Op::POPC) return uint32_t(std::popcount(a));
   else if constexpr (op == Op::CLZ) return uint32_t(std::countl_zero(a));
   else if constexpr (op == Op::BREV) return brev(a);
+  else if constexpr (op == Op::CSUB) return a >= b ? a - b : a;
   else static_assert(op == Op::MOV, "not an ALU operation");
 }
 
@@ -64,7 +65,7 @@ inline void dispatch(Op op, F&& f) {
     QGPU_ALU_CASE(SHR) QGPU_ALU_CASE(SAR) QGPU_ALU_CASE(SEQ) QGPU_ALU_CASE(SNE) QGPU_ALU_CASE(SLT)
     QGPU_ALU_CASE(SLE) QGPU_ALU_CASE(SLTU) QGPU_ALU_CASE(SLEU) QGPU_ALU_CASE(SEL) QGPU_ALU_CASE(MIN)
     QGPU_ALU_CASE(MAX) QGPU_ALU_CASE(MINU) QGPU_ALU_CASE(MAXU) QGPU_ALU_CASE(POPC) QGPU_ALU_CASE(CLZ)
-    QGPU_ALU_CASE(BREV)
+    QGPU_ALU_CASE(BREV) QGPU_ALU_CASE(CSUB)
 #undef QGPU_ALU_CASE
     default: break;
   }

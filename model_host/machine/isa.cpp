@@ -41,6 +41,7 @@ const OpInfo kOps[kOpCount] = {
     {"popc", OpKind::Alu, 1, alu::eval<Op::POPC>},
     {"clz", OpKind::Alu, 1, alu::eval<Op::CLZ>},
     {"brev", OpKind::Alu, 1, alu::eval<Op::BREV>},
+    {"csub", OpKind::Alu, 2, alu::eval<Op::CSUB>},
     {"lane", OpKind::Special, 0, nullptr},
     {"warp", OpKind::Special, 0, nullptr},
     {"cta", OpKind::Special, 0, nullptr},

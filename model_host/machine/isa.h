@@ -85,6 +85,8 @@ enum class Op : uint8_t {
   // Pure 32-bit functions of up to three operands (a, b, c).
   MOV, ADD, SUB, MUL, MULHU, MULHS, AND, OR, XOR, SHL, SHR, SAR,
   SEQ, SNE, SLT, SLE, SLTU, SLEU, SEL, MIN, MAX, MINU, MAXU, POPC, CLZ, BREV,
+  // a - b where a >= b (unsigned), else a: one step of restoring division.
+  CSUB,
   // Special registers: lane, machine warp in the CTA, linear CTA index, and
   // the launch's EXEC count so far (the machine's clock).
   LANE, WARP, CTA, CLOCK,

@@ -519,6 +519,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         case Op::MAX: r = B.CreateSelect(B.CreateICmpSGT(a, b), a, b); break;
         case Op::MINU: r = B.CreateSelect(B.CreateICmpULT(a, b), a, b); break;
         case Op::MAXU: r = B.CreateSelect(B.CreateICmpUGT(a, b), a, b); break;
+        case Op::CSUB: r = B.CreateSelect(B.CreateICmpUGE(a, b), B.CreateSub(a, b), a); break;
         case Op::POPC: r = intr(Intrinsic::ctpop, {a}); break;
         case Op::CLZ: r = intr(Intrinsic::ctlz, {a, B.getFalse()}); break;  // 0: 32
         case Op::BREV: r = intr(Intrinsic::bitreverse, {a}); break;

@@ -42,10 +42,10 @@ AluState arithmetic(Builder& b, const Context& c, const Rom& r, const Registers&
   AluState s;
   s.only.sum = op_is(b, r, "uses_sum", {Op::ADD, Op::LD, Op::ST});
   s.only.bits = op_is(b, r, "is_bits", {Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR, Op::BREV, Op::POPC, Op::CLZ});
-  s.only.sub = op_is(b, r, "is_sub", {Op::SUB});
+  s.only.sub = op_is(b, r, "is_sub", {Op::SUB, Op::CSUB});
   s.only.eq = op_is(b, r, "is_eq", {Op::SEQ, Op::SNE});
   s.only.signed_cmp = op_is(b, r, "is_signed_cmp", {Op::SLT, Op::SLE, Op::MIN, Op::MAX});
-  s.only.unsigned_cmp = op_is(b, r, "is_unsigned_cmp", {Op::SLTU, Op::SLEU, Op::MINU, Op::MAXU});
+  s.only.unsigned_cmp = op_is(b, r, "is_unsigned_cmp", {Op::SLTU, Op::SLEU, Op::MINU, Op::MAXU, Op::CSUB});
   s.only.mul = op_is(b, r, "is_mul", {Op::MUL, Op::MULHU});
   s.only.mulhu = op_is(b, r, "is_mulhu", {Op::MULHU});
   s.only.ffma = op_is(b, r, "is_ffma", {Op::FFMA});
@@ -277,7 +277,9 @@ void bit_operations(Builder& b, const Rom& r, AluState& s) {
   s.acc = b.mux("r.bits", g, {{kBits, r_bits}, {kPopc, r_popc}, {kClz, r_clz}, {kOtherGroup, s.acc}}, 8);
 }
 
-// Stage 3: subtraction, comparisons and the operations that choose an operand.
+// Stage 3: subtraction, comparisons and the operations that choose an operand
+// (CSUB, a - b unless a < b, picks a or the difference by the unsigned
+// comparison).
 void comparisons(Builder& b, AluState& s) {
   Program& p = b.p;
   const Digits &A = s.A, &B = s.B, &C = s.C;
@@ -295,8 +297,8 @@ void comparisons(Builder& b, AluState& s) {
   const ValueId gtu = guarded(s.only.unsigned_cmp, [&] { return circuit::less_than(p, "sgtu", Bw, Aw, false); });
   const ValueId nzA = b.lnot("a_nonzero", is_zero(b, "a_zero", A));
   p.wait_for(stage3, s.acc.back().v);
-  enum G { kOtherGroup, kSub, kSeq, kSne, kSlt, kSle, kSltu, kSleu, kSel, kMin, kMax, kMinu, kMaxu };
-  const ValueId g = circuit::apply(p, "group3", 13, s.alu_case, [](int k) {
+  enum G { kOtherGroup, kSub, kSeq, kSne, kSlt, kSle, kSltu, kSleu, kSel, kMin, kMax, kMinu, kMaxu, kCsub };
+  const ValueId g = circuit::apply(p, "group3", 14, s.alu_case, [](int k) {
     switch (Op(k)) {
       case Op::SUB: return int(kSub);
       case Op::SEQ: return int(kSeq);
@@ -310,6 +312,7 @@ void comparisons(Builder& b, AluState& s) {
       case Op::MAX: return int(kMax);
       case Op::MINU: return int(kMinu);
       case Op::MAXU: return int(kMaxu);
+      case Op::CSUB: return int(kCsub);
       default: return int(kOtherGroup);
     }
   });
@@ -331,6 +334,8 @@ void comparisons(Builder& b, AluState& s) {
                  {kMinu, B, ltu, 0},
                  {kMaxu, B, ltu, 1},
                  {kMaxu, A, ltu, 0},
+                 {kCsub, A, ltu, 1},
+                 {kCsub, r_sub, ltu, 0},
                  {kOtherGroup, s.acc}},
                 8);
 }

@@ -146,10 +146,10 @@ std::vector<Case> build() {
   v.push_back(int32("mul24 sad", {"mul"},
                     "  mul24.lo.s32 %r3, %r0, %r1;\n" + st_out("%r3", 0) + "  mul24.hi.u32 %r4, %r0, %r1;\n" +
                         st_out("%r4", 1) + "  sad.u32 %r5, %r0, %r1, %r2;\n" + st_out("%r5", 2), 3, 8));
-  v.push_back(int32("div.u32 rem.u32", {"sub", "shl", "sltu"},
+  v.push_back(int32("div.u32 rem.u32", {"sub", "shl", "sltu", "csub"},
                     "  div.u32 %r3, %r0, %r1;\n" + st_out("%r3", 0) + "  rem.u32 %r4, %r0, %r1;\n" + st_out("%r4", 1), 2,
                     9, 6));
-  v.push_back(int32("div.s32 rem.s32", {"sub", "sltu"},
+  v.push_back(int32("div.s32 rem.s32", {"sub", "sltu", "csub"},
                     "  div.s32 %r3, %r0, %r1;\n" + st_out("%r3", 0) + "  rem.s32 %r4, %r0, %r1;\n" + st_out("%r4", 1), 2,
                     10, 6));
   v.push_back(int32("add.cc addc sub.cc subc", {"add", "sltu"},

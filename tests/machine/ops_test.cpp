@@ -61,6 +61,7 @@ uint32_t reference(Op op, uint32_t a, uint32_t b, uint32_t c) {
     case Op::MAX: return S(a) < S(b) ? b : a;
     case Op::MINU: return a < b ? a : b;
     case Op::MAXU: return a < b ? b : a;
+    case Op::CSUB: return U(int64_t(a) - int64_t(b) < 0 ? int64_t(a) : int64_t(a) - int64_t(b));
     case Op::POPC: {
       uint32_t n = 0;
       for (int i = 0; i < 32; ++i) n += (a >> i) & 1;

@@ -622,7 +622,7 @@ TEST(GpuCircuitEval, DivergentWarpsMeetAtDifferentWbarsThenVote) {
 TEST(GpuCircuitEval, EveryAluOperation) {
   const Op ops[] = {Op::MOV, Op::ADD, Op::SUB, Op::MUL, Op::MULHU, Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR,
                     Op::SAR, Op::SEQ, Op::SNE, Op::SLT, Op::SLE, Op::SLTU, Op::SLEU, Op::SEL, Op::MIN, Op::MAX,
-                    Op::MINU, Op::MAXU, Op::POPC, Op::CLZ, Op::BREV};
+                    Op::MINU, Op::MAXU, Op::POPC, Op::CLZ, Op::BREV, Op::CSUB};
   std::vector<uint32_t> values = {0, 1, 2, 31, 32, 33, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffe, 0x10000,
                                   0xffff};
   std::mt19937 rng(7);
@@ -681,6 +681,47 @@ TEST(GpuCircuitEval, LowAndHighHalvesOfTheProduct) {
     ASSERT_EQ(machine::eval_alu(Op::MUL, pairs[i].second, pairs[i].first, 0), uint32_t(p));
   }
   EXPECT_GT(lockstep(prog, 1, 1, {}, global_memory()), blocks.size());
+}
+
+// CSUB (a - b where a >= b unsigned, else a) on every pair of edge values and
+// their neighbours (equal operands, one above, one below, across the sign bit
+// and the halves), in lockstep with the interpreter, whose result is first
+// checked against the host's.
+TEST(GpuCircuitEval, ConditionalSubtractOnEdgePairs) {
+  const uint32_t edges[] = {0, 1, 0xf, 0x10, 0xffff, 0x10000, 0x7fffffff, 0x80000000, 0xffffffff, 0x12345678};
+  std::vector<uint32_t> values;
+  for (uint32_t e : edges)
+    for (uint32_t d : {0u, 1u, ~0u}) values.push_back(e + d);
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (uint32_t a : values)
+    for (uint32_t b : values) pairs.push_back({a, b});
+  std::mt19937 rng(23);
+  while (pairs.size() < 1000) {
+    const uint32_t a = rng(), shift = rng() % 32;
+    pairs.push_back({a, rng() >> shift});  // divisors of every length, as a division's loop meets them
+  }
+  int subtracted = 0;
+  for (auto [a, b] : pairs) {
+    const uint32_t want = uint64_t(a) >= uint64_t(b) ? uint32_t(uint64_t(a) - b) : a;
+    ASSERT_EQ(machine::eval_alu(Op::CSUB, a, b, 0), want) << a << " " << b;
+    subtracted += a >= b;
+  }
+  EXPECT_GT(subtracted, 300);
+  EXPECT_LT(subtracted, 700);
+  // 1,000 pairs in three programs of the ROM's 1,024 blocks.
+  for (size_t from = 0; from < pairs.size(); from += 340) {
+    std::vector<Block> blocks;
+    auto next = [&] { return uint32_t(blocks.size() + 1); };
+    for (size_t i = from; i < std::min(pairs.size(), from + 340); ++i) {
+      const auto [a, b] = pairs[i];
+      blocks.push_back(blk(alu(Op::MOV, 1, k(a)), jmp(next())));
+      blocks.push_back(blk(alu(i % 2 ? Op::CSUB : Op::MOV, 2, i % 2 ? r(1) : k(b), k(b)), jmp(next())));
+      blocks.push_back(blk(alu(Op::CSUB, 3, r(1), i % 2 ? k(b) : r(2)), jmp(next())));
+    }
+    blocks.push_back(blk(std::nullopt, exit_()));
+    ASSERT_LE(blocks.size(), 1024u);
+    EXPECT_GT(lockstep(program(blocks), 1, 1, {}, global_memory()), blocks.size());
+  }
 }
 
 // The ALU's guards (docs/circuit.md section 2): a result that only some
@@ -845,7 +886,7 @@ TEST(GpuCircuitEval, FfmaOnEdgeValues) {
 TEST(GpuCircuitEval, EveryAluOperationOnTheModel) {
   const Op ops[] = {Op::ADD, Op::SUB, Op::MUL, Op::MULHU, Op::AND, Op::OR, Op::XOR, Op::SHL, Op::SHR, Op::SAR,
                     Op::SEQ, Op::SNE, Op::SLT, Op::SLE, Op::SLTU, Op::SLEU, Op::SEL, Op::MIN, Op::MAX, Op::MINU,
-                    Op::MAXU, Op::POPC, Op::CLZ, Op::BREV, Op::FFMA};
+                    Op::MAXU, Op::POPC, Op::CLZ, Op::BREV, Op::CSUB, Op::FFMA};
   std::mt19937 rng(11);
   std::vector<Block> blocks;
   auto next = [&] { return uint32_t(blocks.size() + 1); };
