@@ -12,7 +12,9 @@ namespace {
 // (0..kFallChain), as far as the token and the 3 before it tell: a
 // fall-through value counts itself and those right before it; VZ, VG, VN,
 // VH and VLO (the value of the block a chain ran last) count those before
-// them.
+// them.  VLO1 and VLO2 carry their count (1, 2) in their kind, and a run
+// that begins after one adds it: a VLO and its DF take two tokens of the
+// conv's window, so a run with one inside reaches back beyond it.
 // The kinds before come from one-row stores in the first layer (their write
 // enable is constant, so they wait for nothing); D after VLO takes VLO's
 // count from the store of the token before (`prev`).
@@ -41,15 +43,34 @@ ValueId fall_count(Builder& b) {
   auto fall = [&](int age, bool is) {
     return Lit{k[age - 1], slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); }), !is};
   };
+  // At this age: VLO1 or VLO2 (which carry their count), or none of them
+  // and no fall-through value either (the run ends there with nothing more).
+  auto vlo = [&](int age, Kind v) { return Lit{k[age - 1], {int(v)}}; };
+  auto neither = [&](int age) {
+    return Lit{k[age - 1], slots_where(kKindCount, [](int s) {
+                 return falls_through(Kind(s)) || Kind(s) == Kind::VLO1 || Kind(s) == Kind::VLO2;
+               }), true};
+  };
   std::vector<Step> st;
-  // A fall-through value: 1 + the run of them right before it.
-  st.push_back(conjunction({fall0, fall(1, false)}, 1));
-  st.push_back(conjunction({fall0, fall(1, true), fall(2, false)}, 2));
+  // A fall-through value: 1 + the run of them right before it, + the count
+  // of a VLO1 or VLO2 where the run begins after one (the run cannot exceed
+  // kFallChain: the circuit writes no fall-through value beyond it).
+  st.push_back(conjunction({fall0, neither(1)}, 1));
+  st.push_back(conjunction({fall0, vlo(1, Kind::VLO1)}, 2));
+  st.push_back(conjunction({fall0, vlo(1, Kind::VLO2)}, 3));
+  st.push_back(conjunction({fall0, fall(1, true), neither(2)}, 2));
+  st.push_back(conjunction({fall0, fall(1, true), vlo(2, Kind::VLO1)}, 3));
   st.push_back(conjunction({fall0, fall(1, true), fall(2, true)}, 3));
-  // A value token: the run right before it.
-  st.push_back(conjunction({value0, fall(1, true), fall(2, false)}, 1));
-  st.push_back(conjunction({value0, fall(1, true), fall(2, true), fall(3, false)}, 2));
+  // A value token: the run right before it, the same way.
+  st.push_back(conjunction({value0, fall(1, true), neither(2)}, 1));
+  st.push_back(conjunction({value0, fall(1, true), vlo(2, Kind::VLO1)}, 2));
+  st.push_back(conjunction({value0, fall(1, true), vlo(2, Kind::VLO2)}, 3));
+  st.push_back(conjunction({value0, fall(1, true), fall(2, true), neither(3)}, 2));
+  st.push_back(conjunction({value0, fall(1, true), fall(2, true), vlo(3, Kind::VLO1)}, 3));
   st.push_back(conjunction({value0, fall(1, true), fall(2, true), fall(3, true)}, 3));
+  // VLO1 and VLO2: their kind.
+  st.push_back(conjunction({{b.kind, {int(Kind::VLO1)}}}, 1));
+  st.push_back(conjunction({{b.kind, {int(Kind::VLO2)}}}, 2));
   return b.p.mlp("falls", kFallChain + 1, 0, std::move(st));
 }
 
@@ -123,9 +144,9 @@ Context context_stage(Builder& b) {
     switch (Kind(v[0])) {
       case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: case Kind::DF: case Kind::VHF:
         return int(kExec);
-      case Kind::VLO: return int(kHi);
+      case Kind::VLO: case Kind::VLO1: case Kind::VLO2: return int(kHi);
       case Kind::VZ: case Kind::VG: case Kind::VN: case Kind::VH: return int(kCtrl);
-      case Kind::D: return Kind(v[1]) == Kind::VLO ? int(kCtrl) : int(kOther);
+      case Kind::D: return is_vlo(Kind(v[1])) ? int(kCtrl) : int(kOther);
       case Kind::WARP: return int(kWarp);
       case Kind::WMIN: return int(kWmin);
       case Kind::START: return int(kStart);
@@ -138,7 +159,7 @@ Context context_stage(Builder& b) {
   c.is_ctrl = b.flag("is_ctrl_pass", c.pass, [](int s) { return s == kCtrl; });
   // The high half of a value: D after VLO, or DF.
   c.is_vhi = p.lookup("is_vhi", 2, {b.kind, c.prev_kind}, [](const std::vector<int>& v) {
-    return (Kind(v[0]) == Kind::D && Kind(v[1]) == Kind::VLO) || Kind(v[0]) == Kind::DF ? 1 : 0;
+    return (Kind(v[0]) == Kind::D && is_vlo(Kind(v[1]))) || Kind(v[0]) == Kind::DF ? 1 : 0;
   });
   return c;
 }

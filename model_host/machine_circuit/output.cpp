@@ -8,7 +8,8 @@ namespace qgpu::gpu::mc {
 namespace {
 
 enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
-           kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kHiFall, kVh, kVhf, kOutCount };
+           kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kHiFall, kVh, kVhf,
+           kVlo1, kVlo2, kOutCount };
 
 // The cases a pass chooses among, and the result's digits (padded to 8).
 struct Decision {
@@ -110,15 +111,24 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
   // What to write: one step per (pass, case); the base slot is END.
   std::vector<Step> oc_steps;
   for (int k = 1; k < kOutCount; ++k) {
-    oc_steps.push_back({{{pass, kExec, 1}, {exec_case, k, 1}}, -1, kEnd, k});
+    if (k == kVlo1 || k == kVlo2) continue;
+    if (k == kVlo) {
+      // The low half's kind carries the fall-through values since the last
+      // EXEC or VX (VLO1, VLO2; VLO for none or kFallChain).
+      static_assert(kFallChain == 3, "VLO, VLO1 and VLO2 name the counts 0..3");
+      oc_steps.push_back({{{pass, kExec, 1}, {exec_case, kVlo, 1}, {c.falls, 1, 1}}, -2, kEnd, kVlo1});
+      oc_steps.push_back({{{pass, kExec, 1}, {exec_case, kVlo, 1}, {c.falls, 2, 1}}, -2, kEnd, kVlo2});
+      for (int n : {0, 3}) oc_steps.push_back({{{pass, kExec, 1}, {exec_case, kVlo, 1}, {c.falls, n, 1}}, -2, kEnd, kVlo});
+    } else {
+      oc_steps.push_back({{{pass, kExec, 1}, {exec_case, k, 1}}, -1, kEnd, k});
+    }
     oc_steps.push_back({{{pass, kCtrl, 1}, {d.ctrl_case, k, 1}}, -1, kEnd, k});
     oc_steps.push_back({{{pass, kWarp, 1}, {d.warp_case, k, 1}}, -1, kEnd, k});
   }
-  // After VLO: D, or DF when the block falls through and EXEC or VX named it.
-  const ValueId hi_falls = p.lookup("hi_falls", 2, {falls_on, c.falls},
-                                    [](const std::vector<int>& v) { return v[0] && v[1] == 0 ? 1 : 0; });
-  oc_steps.push_back({{{pass, kHi, 1}, {hi_falls, 0, 1}}, -1, kEnd, kHiTok});
-  oc_steps.push_back({{{pass, kHi, 1}, {hi_falls, 1, 1}}, -1, kEnd, kHiFall});
+  // After VLO, VLO1 or VLO2: D, or DF when the block falls through (falls_on
+  // holds fewer than kFallChain fall-through values before it).
+  oc_steps.push_back({{{pass, kHi, 1}, {falls_on, 0, 1}}, -1, kEnd, kHiTok});
+  oc_steps.push_back({{{pass, kHi, 1}, {falls_on, 1, 1}}, -1, kEnd, kHiFall});
   oc_steps.push_back({{{pass, kStart, 1}}, 0, kEnd, kCta0});
   oc_steps.push_back({{{pass, kToWarp0, 1}}, 0, kEnd, kWarp0});
   oc_steps.push_back({{{pass, kWmin, 1}}, 0, kEnd, kWarpCur});
@@ -128,6 +138,8 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
       case kFault: return int(Kind::FAULT);
       case kVz: return int(Kind::VZ);
       case kVlo: return int(Kind::VLO);
+      case kVlo1: return int(Kind::VLO1);
+      case kVlo2: return int(Kind::VLO2);
       case kVxT: case kVxF: return int(Kind::VX);
       case kVg: return int(Kind::VG);
       case kVn: return int(Kind::VN);
@@ -183,6 +195,8 @@ void payload(Builder& b, const Context& c, const Rom& r, const Alu& alu, const S
   std::vector<Builder::Case> out_cases = {{kFault, {{fault_kind}}},
                                           {kVz, slice(Rp, 0, 4)},
                                           {kVlo, slice(Rp, 0, 4)},
+                                          {kVlo1, slice(Rp, 0, 4)},
+                                          {kVlo2, slice(Rp, 0, 4)},
                                           {kVg, slice(Rp, 0, 4)},
                                           {kVn, slice(Rp, 0, 4)},
                                           {kVzf, slice(Rp, 0, 4)},

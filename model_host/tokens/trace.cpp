@@ -177,7 +177,9 @@ int64_t TraceOracle::after(const Token& read) {
       wmin_ = int32_t(read.payload);
       wmin_in_pass_ = true;
       return token_id(Kind::WARP, warp_ + 1);
-    case Kind::VLO: return token_id(high_falls_ ? Kind::DF : Kind::D, high_);
+    case Kind::VLO:
+    case Kind::VLO1:
+    case Kind::VLO2: return token_id(high_falls_ ? Kind::DF : Kind::D, high_);
     case Kind::VZ:
     case Kind::VG:
     case Kind::VN:
@@ -236,11 +238,12 @@ int64_t TraceOracle::exec() {
     if (falls) thread_[warp_].pc = term.t;
     return token_id(falls ? Kind::VHF : Kind::VH, hi);
   }
-  // The high half falls through (DF) only after a block EXEC or VX named.
-  high_falls_ = falls && falls_ == 0;
+  // The high half falls through (DF) as the other values do; the low half's
+  // kind carries the count of fall-through values before it.
+  high_falls_ = falls;
   if (high_falls_) thread_[warp_].pc = term.t;
   high_ = v >> 16;
-  return token_id(Kind::VLO, v & 0xffff);
+  return token_id(vlo_kind(falls_), v & 0xffff);
 }
 
 // The terminator of block_ for thread warp_, after the block's register write.

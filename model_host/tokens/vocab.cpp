@@ -23,7 +23,7 @@ constexpr std::array<KindInfo, kKindCount> kKinds = {{
     {"START", 1},     {"D", 1 << 16},  {"CTA", 1 << 16},    {"WARP", 1025}, {"EXEC", 1024},
     {"VZ", 1 << 16},  {"VLO", 1 << 16}, {"VX", 1 << 16}, {"VG", 1 << 16},
     {"VN", 1 << 16},  {"VZF", 1 << 16}, {"VGF", 1 << 16}, {"VNF", 1 << 16}, {"DF", 1 << 16},
-    {"VH", 1 << 16},  {"VHF", 1 << 16}, {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
+    {"VH", 1 << 16},  {"VHF", 1 << 16}, {"VLO1", 1 << 16}, {"VLO2", 1 << 16}, {"BARRIER", 2}, {"WMIN", 1024}, {"TRAP", 1024}, {"FAULT", 2},
     {"END", 1},
 }};
 

@@ -23,7 +23,7 @@ enum class Kind : uint8_t {
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
-  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, VH, VHF, BARRIER, WMIN, TRAP, FAULT, END,
+  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, VH, VHF, VLO1, VLO2, BARRIER, WMIN, TRAP, FAULT, END,
   // clang-format on
 };
 inline constexpr int kKindCount = int(Kind::END) + 1;
@@ -65,14 +65,20 @@ inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
 // next block is the one after the block that computed it (its terminator is
 // `jmp pc + 1`, or `br` to pc + 1 on the register it writes, taken).  The
 // pass that reads one writes the value and runs block pc + 1.  DF(hi) is D
-// after VLO that falls through in the same way, written only when the block
-// was named by EXEC or VX.  At most kFallChain of them follow one another
-// since the last EXEC or VX: the circuit counts them through the conv, which
-// sees the 3 tokens before.
+// after VLO that falls through in the same way.  At most kFallChain of them
+// follow one another since the last EXEC or VX: the circuit counts them
+// through the conv, which sees the 3 tokens before.
 inline constexpr uint32_t kFallChain = 3;
 inline bool falls_through(Kind k) {
   return k == Kind::VZF || k == Kind::VGF || k == Kind::VNF || k == Kind::DF || k == Kind::VHF;
 }
+// VLO(lo), VLO1(lo), VLO2(lo): the low half of a value whose high half (D
+// or DF) follows.  The kind says how many fall-through values ran since the
+// last EXEC or VX before it (VLO1 one, VLO2 two; VLO none, or kFallChain),
+// which the circuit cannot count through the conv once a VLO and a DF are
+// among them.
+inline bool is_vlo(Kind k) { return k == Kind::VLO || k == Kind::VLO1 || k == Kind::VLO2; }
+inline Kind vlo_kind(uint32_t falls) { return falls == 1 ? Kind::VLO1 : falls == 2 ? Kind::VLO2 : Kind::VLO; }
 // Tokens whose payload names a block (EXEC and VX), and that block.
 inline bool names_block(Kind k) { return k == Kind::EXEC || k == Kind::VX; }
 inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload & ((1u << kVxPcBits) - 1) : t.payload; }

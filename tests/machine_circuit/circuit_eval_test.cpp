@@ -170,9 +170,9 @@ TEST(GpuCircuitEval, StraightLineValuesBranchesAndLoops) {
       blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B6
       blk(std::nullopt, exit_()),                            // B7
   });
-  // CTA(0) WARP(0) EXEC(0) VX(1,5) VLO DF (B1 was named by VX: B2 runs) VLO D
-  // EXEC(3) VX(4,3) VX(4,2) VX(4,1) VX(5,0) EXEC(6) WARP(1) END
-  EXPECT_EQ(both(prog, 1, 1, {}, global_memory()), 16u);
+  // CTA(0) WARP(0) EXEC(0) VX(1,5) VLO DF (B1 was named by VX: B2 runs) VLO1
+  // DF (B3 runs) VX(4,3) VX(4,2) VX(4,1) VX(5,0) EXEC(6) WARP(1) END
+  EXPECT_EQ(both(prog, 1, 1, {}, global_memory()), 15u);
 }
 
 // Exact arithmetic (docs/circuit.md section 4): on every token the trace
@@ -648,6 +648,60 @@ TEST(GpuCircuitEval, EveryAluOperation) {
   const std::vector<int64_t> t = expected_trace(prog, 1, 1, {}, global_memory());
   for (Kind k : {Kind::VX, Kind::VZ, Kind::VZF, Kind::VN, Kind::VNF, Kind::VLO, Kind::DF, Kind::VH, Kind::VHF})
     EXPECT_GT(count(t, k), 0) << kind_name(k);
+  EXPECT_GT(lockstep(prog, 1, 1, {}, global_memory()), blocks.size());
+}
+
+// Runs of fall-through values (docs/tokens.md section 4): 1,000 blocks whose
+// values take every value token in random order, most of them jumping to the
+// block after them, in lockstep with the interpreter.  The circuit counts a
+// run through the conv's window of 3 tokens, and through the count a VLO1 or
+// VLO2 carries where a run goes on past a VLO and its DF: each such pattern
+// occurs, and every block the trace runs is the interpreter's.
+TEST(GpuCircuitEval, FallThroughRunsOfEveryValueKind) {
+  std::mt19937 rng(29);
+  auto value = [&](int cls) -> uint32_t {
+    const uint32_t lo = 1 + rng() % 0xffff, hi = 1 + rng() % 0xffe;  // hi not 0, 0x1000 or 0xffff
+    switch (cls) {
+      case 0: return rng() % 64;                      // VX
+      case 1: return 64 + rng() % (0x10000 - 64);     // VZ
+      case 2: return kGlobalHigh << 16 | lo;          // VG
+      case 3: return kNegativeHigh << 16 | lo;        // VN
+      case 4: return (hi == kGlobalHigh ? 2 : hi) << 16;  // VH
+      default: return (hi == kGlobalHigh ? 2 : hi) << 16 | lo;  // VLO
+    }
+  };
+  std::vector<Block> blocks;
+  const uint32_t n = 1000;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t pick = rng() % 10, cls = pick < 5 ? 5 : pick - 5;  // half of them VLO
+    const uint32_t to = std::min(n, rng() % 8 == 0 ? i + 2 : i + 1);
+    blocks.push_back(blk(alu(Op::MOV, 1 + i % 8, k(value(int(cls)))), jmp(to)));
+  }
+  blocks.push_back(blk(std::nullopt, exit_()));
+  const machine::Program prog = program(blocks);
+  const std::vector<int64_t> t = expected_trace(prog, 1, 1, {}, global_memory());
+  std::vector<Kind> kinds;
+  for (int64_t id : t) kinds.push_back(decode_token(id)->kind);
+  auto occurs = [&](const std::vector<std::function<bool(Kind)>>& pattern) {
+    int found = 0;
+    for (size_t i = 0; i + pattern.size() <= kinds.size(); ++i) {
+      bool all = true;
+      for (size_t j = 0; j < pattern.size() && all; ++j) all = pattern[j](kinds[i + j]);
+      found += all;
+    }
+    return found;
+  };
+  auto is = [](Kind k) { return std::function<bool(Kind)>([k](Kind x) { return x == k; }); };
+  const auto fall = std::function<bool(Kind)>(falls_through);
+  const auto value0 = std::function<bool(Kind)>(
+      [](Kind x) { return x == Kind::VZ || x == Kind::VG || x == Kind::VN || x == Kind::VH || x == Kind::VLO; });
+  EXPECT_GT(occurs({is(Kind::VLO1), is(Kind::DF), fall}), 0);          // the run's third
+  EXPECT_GT(occurs({is(Kind::VLO1), is(Kind::DF), fall, value0}), 0);  // the value after three
+  EXPECT_GT(occurs({is(Kind::VLO1), is(Kind::DF), value0}), 0);
+  EXPECT_GT(occurs({is(Kind::VLO2), is(Kind::DF), value0}), 0);
+  EXPECT_GT(occurs({fall, fall, is(Kind::VLO2), is(Kind::DF)}), 0);
+  EXPECT_GT(occurs({is(Kind::VLO1), is(Kind::D)}), 0);                // a VLO1 whose block jumps
+  EXPECT_GT(occurs({fall, fall, fall, is(Kind::VLO), is(Kind::D)}), 0);  // after a run of three
   EXPECT_GT(lockstep(prog, 1, 1, {}, global_memory()), blocks.size());
 }
 

@@ -30,7 +30,7 @@ std::vector<int64_t> parse(const std::string& text) {
       {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN},
       {"VX", Kind::VX}, {"VG", Kind::VG},           {"VN", Kind::VN},
       {"VZF", Kind::VZF}, {"VGF", Kind::VGF},       {"VNF", Kind::VNF}, {"DF", Kind::DF},
-      {"VH", Kind::VH},   {"VHF", Kind::VHF}};
+      {"VH", Kind::VH},   {"VHF", Kind::VHF},     {"VLO1", Kind::VLO1}, {"VLO2", Kind::VLO2}};
   std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string t;
@@ -63,16 +63,16 @@ TEST(GpuTrace, StraightLineWritesValuesAsVxFallThroughValuesOrVloAndD) {
   machine::Program prog = program({
       blk(alu(Op::MOV, 1, k(5)), jmp(1)),                  // B0
       blk(alu(Op::MOV, 2, k(0x12345678)), jmp(2)),         // B1
-      blk(alu(Op::ADD, 3, r(1), r(2)), jmp(3)),            // B2: 0x1234567d
-      blk(alu(Op::MOV, 4, k(0xffff)), jmp(4)),             // B3: the largest VZ
-      blk(alu(Op::ADD, 4, r(4), k(1)), jmp(5)),            // B4: 0x10000, low half 0: VHF
+      blk(alu(Op::ADD, 3, r(1), r(2)), jmp(3)),            // B2: 0x1234567d, the second in the run: VLO1
+      blk(alu(Op::MOV, 4, k(0xffff)), jmp(4)),             // B3: the largest VZ, the third
+      blk(alu(Op::ADD, 4, r(4), k(1)), jmp(5)),            // B4: 0x10000, low half 0: VH (a fourth)
       blk(alu(Op::MOV, 5, k(0x1000abcd)), jmp(6)),         // B5: high half 0x1000, VG
-      blk(alu(Op::MOV, 6, k(0xfffffffe)), jmp(7)),         // B6: high half 0xffff, VN (a fourth value)
+      blk(alu(Op::MOV, 6, k(0xfffffffe)), jmp(7)),         // B6: high half 0xffff, VN
       blk(st(Space::Global, r(0), k(kBase + 8), r(3)), exit_()),  // B7: no register written
   });
   expect_trace(prog, 1, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(1,5) VLO(0x5678) DF(0x1234) VLO(0x567d) D(0x1234) "
-               "EXEC(3) VZF(0xffff) VHF(1) VGF(0xabcd) VN(0xfffe) EXEC(7) WARP(1) END");
+               "CTA(0) WARP(0) EXEC(0) VX(1,5) VLO(0x5678) DF(0x1234) VLO1(0x567d) DF(0x1234) "
+               "VZF(0xffff) VH(1) EXEC(5) VGF(0xabcd) VNF(0xfffe) WARP(1) END");
   auto o = run(prog, 1, 1, global_memory());
   EXPECT_EQ(o->steps(), 8u);
   EXPECT_EQ(word(o->memory().bytes, 2), 0x1234567du);
@@ -86,28 +86,29 @@ TEST(GpuTrace, FallThroughValuesRunTheNextBlockAtMostThreeInARow) {
       blk(alu(Op::MOV, 3, k(300)), jmp(3)),              // B2: the third in a row
       blk(alu(Op::MOV, 4, k(400)), jmp(4)),              // B3: a fourth would be one too many
       blk(alu(Op::MOV, 5, k(0x10000010)), jmp(5)),       // B4: high half 0x1000
-      blk(alu(Op::MOV, 6, k(0x12345678)), jmp(6)),       // B5: VLO and D, then B5's jmp
+      blk(alu(Op::MOV, 6, k(0x12345678)), jmp(6)),       // B5: after a run of one: VLO1 and DF
       blk(alu(Op::MOV, 7, k(0xfffffff0)), jmp(8)),       // B6: not to the next block
       blk(std::nullopt, exit_()),                        // B7: never reached
       blk(alu(Op::MOV, 8, k(500)), jmp(9)),              // B8
       blk(alu(Op::MOV, 9, k(0x10000020)), br(9, 10, 7)), // B9: br on its result, to the next block
-      blk(alu(Op::MOV, 10, k(0xabcdef01)), jmp(11)),     // B10: D after a run of two
-      blk(alu(Op::MOV, 11, k(600)), jmp(12)),            // B11
+      blk(alu(Op::MOV, 10, k(0xabcdef01)), jmp(11)),     // B10: after a run of two: VLO2 and DF
+      blk(alu(Op::MOV, 11, k(600)), jmp(12)),            // B11: a fourth
       blk(alu(Op::MOV, 12, k(700)), jmp(13)),            // B12
       blk(alu(Op::MOV, 13, k(800)), jmp(14)),            // B13
-      blk(alu(Op::MOV, 14, k(0x55556666)), jmp(15)),     // B14: D after a run of three
-      blk(st(Space::Global, r(0), k(kBase), r(14)), exit_()),  // B15
+      blk(alu(Op::MOV, 14, k(0x55556666)), jmp(15)),     // B14: after a run of two (B12, B13)
+      blk(alu(Op::MOV, 15, k(0x77778888)), jmp(16)),     // B15: after a run of three: VLO and D
+      blk(st(Space::Global, r(0), k(kBase), r(14)), exit_()),  // B16
   });
   expect_trace(prog, 1, 1, global_memory(),
                "CTA(0) WARP(0) EXEC(0) VZF(100) VZF(200) VZF(300) VZ(400) EXEC(4) VGF(0x10) "
-               "VLO(0x5678) D(0x1234) EXEC(6) VN(0xfff0) EXEC(8) VZF(500) VGF(0x20) VLO(0xef01) D(0xabcd) "
-               "EXEC(11) VZF(600) VZF(700) VZF(800) VLO(0x6666) D(0x5555) EXEC(15) WARP(1) END");
+               "VLO1(0x5678) DF(0x1234) VN(0xfff0) EXEC(8) VZF(500) VGF(0x20) VLO2(0xef01) DF(0xabcd) "
+               "VZ(600) EXEC(12) VZF(700) VZF(800) VLO2(0x6666) DF(0x5555) VLO(0x8888) D(0x7777) EXEC(16) WARP(1) END");
   auto o = run(prog, 1, 1, global_memory());
-  EXPECT_EQ(o->steps(), 15u);
+  EXPECT_EQ(o->steps(), 16u);
   EXPECT_EQ(word(o->memory().bytes, 0), 0x55556666u);
 }
 
-TEST(GpuTrace, AHighHalfFallsThroughOnlyAfterANamedBlockAndCountsInTheRun) {
+TEST(GpuTrace, AHighHalfAfterANamedBlockFallsThroughAndCountsInTheRun) {
   machine::Program prog = program({
       blk(alu(Op::MOV, 1, k(0x12345678)), jmp(1)),          // B0: named by EXEC: DF
       blk(alu(Op::MOV, 2, k(100)), jmp(2)),                 // B1: the second in the run
