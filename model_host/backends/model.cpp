@@ -42,7 +42,8 @@ std::vector<uint8_t> to_bytes(const std::vector<uint32_t>& words) {
 // WARP and EXEC (or VX) tokens name the thread and block that a TRAP, FAULT or
 // divergence belongs to.
 struct TracePosition {
-  std::optional<uint32_t> cta, thread, block;
+  std::optional<uint32_t> cta, thread, block, start;
+  bool after_warp = false;
 
   void see(int64_t id) {
     auto t = decode_token(id);
@@ -50,7 +51,10 @@ struct TracePosition {
     if (t->kind == Kind::CTA) cta = t->payload;
     if (t->kind == Kind::WARP) thread = t->payload;
     if (names_block(t->kind)) block = block_of(*t);
+    if (t->kind == Kind::EXEC && after_warp) start = t->payload;  // WARPS runs from there
+    if (t->kind == Kind::WARPS) thread = t->payload, block = start;
     if (falls_through(t->kind) && block) ++*block;
+    after_warp = t->kind == Kind::WARP;
   }
   std::string describe(const machine::Program& prog) const {
     std::string s;

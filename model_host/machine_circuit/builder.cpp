@@ -52,18 +52,22 @@ ValueId is_zero(Builder& b, const std::string& name, const Digits& w) {
   return b.p.ladder(name, 2, t, 0, [n](int s) { return s == n ? 1 : 0; });
 }
 
-Digits increment(Builder& b, const std::string& name, const Digits& w) {
+Digits increment(Builder& b, const std::string& name, const Digits& w, ValueId cond) {
   Digits out;
   for (size_t i = 0; i < w.size(); ++i) {
     std::vector<Term> t;
     for (int s = 1; s < 16; ++s) t.push_back({w[i].v, s, s});
     int bias = 0;
     if (i == 0) {
-      bias = 1;
+      if (cond >= 0)
+        t.push_back({cond, 1, 1});
+      else
+        bias = 1;
     } else {
       std::vector<Term> all15;
       for (size_t j = 0; j < i; ++j) all15.push_back({w[j].v, 15, 1});
-      const int n = int(i);
+      if (cond >= 0) all15.push_back({cond, 1, 1});
+      const int n = int(all15.size());
       t.push_back({b.p.ladder(name + ".c" + std::to_string(i), 2, all15, 0, [n](int s) { return s == n ? 1 : 0; }), 1, 1});
     }
     out.push_back({b.p.ladder(name + ".d" + std::to_string(i), 16, t, bias, [](int s) { return s % 16; }), 0});

@@ -196,7 +196,8 @@ ValueId bitfield(Builder& b, const std::string& name, const Digits& w, int lo, i
 // w == 0 as a flag.
 ValueId is_zero(Builder& b, const std::string& name, const Digits& w);
 // w + 1 (mod 16^n), digit by digit: digit i gains the carry "every lower digit is 15".
-Digits increment(Builder& b, const std::string& name, const Digits& w);
+// With `cond` (a flag), w + 1 where it holds and w where it does not.
+Digits increment(Builder& b, const std::string& name, const Digits& w, ValueId cond = -1);
 // Bits of a global memory offset: global_bytes = 2^bits (machine::model_params(),
 // machine::kModelMinGlobalBytes to kModelMaxGlobalBytes).  MG's 16-bit payload
 // names the word in its page and MGP the page (tokens/vocab.h).

@@ -64,9 +64,12 @@ circuit::Program machine_circuit();
 // the token is D.  `kind` is the kind field (slots: vocab.h's Kind).
 // Returns the block's nibbles 0..2 (digit 2 in 0..3).  Part of
 // machine_circuit(); declared here for its exhaustive test.
+// Where `alt_sel` (a flag) holds, the base is `alt` instead of `named`
+// (the block a WARPS ran: its pc is not in a payload).
 std::array<circuit::ValueId, 3> run_pc(circuit::Program& p, circuit::ValueId kind,
                                        const std::array<circuit::ValueId, 3>& named, circuit::ValueId falls,
-                                       circuit::ValueId prev_falls);
+                                       circuit::ValueId prev_falls, const std::array<circuit::ValueId, 3>& alt = {},
+                                       circuit::ValueId alt_sel = -1);
 
 // Residual dimensions the GPU leaves free on every token and in every layer
 // (circuit::Options::free_dims): what a merge into a text model mutes the

@@ -1,6 +1,7 @@
 #include "model_host/machine_circuit/context.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "model_host/machine_circuit/circuit.h"
 
@@ -18,8 +19,8 @@ namespace {
 // The kinds before come from one-row stores in the first layer (their write
 // enable is constant, so they wait for nothing); D after VLO takes VLO's
 // count from the store of the token before (`prev`).
-ValueId fall_count(Builder& b) {
-  static_assert(kFallChain == 3, "the count reads the 3 tokens before");
+// The kinds of the 3 tokens before, from one-row stores in the first layer.
+std::vector<ValueId> kinds_before(Builder& b) {
   // One store per age: a record whose parts all come from before the
   // sequence start reads as never written (slot 0), one that mixes ages
   // would not be clean on the first tokens.
@@ -35,6 +36,11 @@ ValueId fall_count(Builder& b) {
     m.parts.push_back({b.kind, age});
     k.push_back(b.p.memory(m).at(0));
   }
+  return k;
+}
+
+ValueId fall_count(Builder& b, const std::vector<ValueId>& k) {
+  static_assert(kFallChain == 3, "the count reads the 3 tokens before");
   const Lit fall0{b.kind, slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); })};
   const Lit value0{b.kind, slots_where(kKindCount, [](int s) {
                      const Kind t = Kind(s);
@@ -94,7 +100,8 @@ Context context_stage(Builder& b) {
   c.P = {{b.pay[0]}, {b.pay[1]}, {b.pay[2]}, {b.pay[3]}};
   c.one = b.konst(2, 1);
   c.is_cta = b.is_kind(Kind::CTA);
-  c.falls = fall_count(b);
+  const std::vector<ValueId> before = kinds_before(b);
+  c.falls = fall_count(b, before);
   const auto prev = store(b, "prev", 1, {}, {}, c.one, -1, cat({{b.kind, 1}, {c.falls, 1}}, payload_parts(b, 4, 1)));
   c.prev_kind = prev[0];
   c.prev_falls = prev[1];
@@ -105,7 +112,20 @@ Context context_stage(Builder& b) {
   // (VZF, VGF, VNF, VHF, DF) since then: each runs the block after the last one run.
   const ValueId names = b.flag("names_block", b.kind, [](int s) { return names_block(Kind(s)); });
   const Digits named_pc = outs(store(b, "ctx_exec", 1, {}, {}, names, -1, payload_parts(b, 3, 0)), 0, 3);
-  c.cur_w = outs(store(b, "ctx_warp", 1, {}, {}, b.is_kind(Kind::WARP), -1, payload_parts(b, 3, 0)), 0, 3);
+  // WARPS(w) names no block in its payload: it runs the block the EXEC right
+  // after the last WARP named (the start of the scan's last thread run), and
+  // the fall-through values after it count from there.
+  const ValueId is_warps = b.is_kind(Kind::WARPS);
+  // (Each write enable one lookup of the kinds: the stores sit in the second
+  // layer, beside the others run_pc reads.)
+  const ValueId started = p.lookup("start_we", 2, {b.kind, before[0]}, [](const std::vector<int>& v) {
+    return Kind(v[0]) == Kind::EXEC && Kind(v[1]) == Kind::WARP ? 1 : 0;
+  });
+  c.start_pc = outs(store(b, "ctx_start", 1, {}, {}, started, c.is_cta, payload_parts(b, 3, 0)), 0, 3);
+  const ValueId namer = b.flag("namer", b.kind, [](int s) { return names_block(Kind(s)) || Kind(s) == Kind::WARPS; });
+  const ValueId by_warps = store(b, "ctx_named_by_warps", 1, {}, {}, namer, -1, {{is_warps, 0}})[0];
+  const ValueId warp_we = b.flag("warp_we", b.kind, [](int s) { return Kind(s) == Kind::WARP || Kind(s) == Kind::WARPS; });
+  c.cur_w = outs(store(b, "ctx_warp", 1, {}, {}, warp_we, -1, payload_parts(b, 3, 0)), 0, 3);
   // CTA indices and counts: 16 bits (up to 65,535 CTAs).
   c.cur_c = outs(store(b, "ctx_cta", 1, {}, {}, c.is_cta, -1, payload_parts(b, 4, 0)), 0, 4);
   c.epoch = store(b, "ctx_epoch", 1, {}, {}, b.is_kind(Kind::BARRIER), c.is_cta, {payload_part(b, 0, 0)})[0];
@@ -132,7 +152,8 @@ Context context_stage(Builder& b) {
   });
   c.local_log = store(b, "ctx_tlog", 1, {}, {}, b.is_kind(Kind::NT), -1, {{nt_log, 0}})[0];
   c.rom_sel = outs(store(b, "ctx_rom", 1, {}, {}, b.is_kind(Kind::ROM), -1, payload_parts(b, 3, 0)), 0, 3);
-  const auto pc_digits = run_pc(p, b.kind, {named_pc[0].v, named_pc[1].v, named_pc[2].v}, c.falls, c.prev_falls);
+  const auto pc_digits = run_pc(p, b.kind, {named_pc[0].v, named_pc[1].v, named_pc[2].v}, c.falls, c.prev_falls,
+                                {c.start_pc[0].v, c.start_pc[1].v, c.start_pc[2].v}, by_warps);
   c.cur_pc = {{pc_digits[0]}, {pc_digits[1]}, {pc_digits[2]}};
   // The block after it, for the fall-through values; and whether one more
   // of them may follow.
@@ -143,6 +164,7 @@ Context context_stage(Builder& b) {
   c.pass = p.lookup("pass", kPassCount, {b.kind, c.prev_kind}, [](const std::vector<int>& v) {
     switch (Kind(v[0])) {
       case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: case Kind::DF: case Kind::VHF:
+      case Kind::WARPS:
         return int(kExec);
       case Kind::VLO: case Kind::VLO1: case Kind::VLO2: return int(kHi);
       case Kind::VZ: case Kind::VG: case Kind::VN: case Kind::VH: return int(kCtrl);
@@ -175,15 +197,26 @@ namespace qgpu::gpu {
 // input digit and carry.
 std::array<circuit::ValueId, 3> run_pc(circuit::Program& p, circuit::ValueId kind,
                                        const std::array<circuit::ValueId, 3>& named, circuit::ValueId falls,
-                                       circuit::ValueId prev_falls) {
-  using mc::conjunction;
+                                       circuit::ValueId prev_falls, const std::array<circuit::ValueId, 3>& alt,
+                                       circuit::ValueId alt_sel) {
   using mc::Lit;
   using mc::slots_where;
   using circuit::Step;
   const Lit not_d{kind, {int(Kind::D)}, true};
   const Lit is_d{kind, {int(Kind::D)}};
   std::vector<Step> d0, d1, d2;
-  for (const auto& [count, sel] : {std::pair{falls, not_d}, std::pair{prev_falls, is_d}}) {
+  // The base: `named`, or where alt_sel holds, `alt` (each conjunction below
+  // once per base, with the selector as one more literal).
+  std::vector<std::pair<std::array<circuit::ValueId, 3>, std::optional<Lit>>> bases{{named, std::nullopt}};
+  if (alt_sel >= 0) bases = {{named, Lit{alt_sel, {0}}}, {alt, Lit{alt_sel, {1}}}};
+  for (const auto& [base, base_lit] : bases)
+  for (const auto& [count, sel_] : {std::pair{falls, not_d}, std::pair{prev_falls, is_d}}) {
+    const auto& named = base;
+    const Lit sel = sel_;
+    auto conjunction = [&](std::vector<Lit> lits, int to) {
+      if (base_lit) lits.push_back(*base_lit);
+      return mc::conjunction(lits, to);
+    };
     for (int j = 0; j <= int(kFallChain); ++j) {
       const Lit cj{count, {j}};
       // Carry out of digit 0: b0 + j >= 16.

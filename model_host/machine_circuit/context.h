@@ -27,6 +27,7 @@ struct Context {
   ValueId local_log = -1;       // c = ceil(log2 NT): the local store's split
   Digits rom_sel;               // the ROM row being loaded
   Digits cur_pc, next_pc;       // the block this pass runs, and the one after
+  Digits start_pc;              // the block the EXEC after the last WARP named (WARPS runs it)
   ValueId may_fall = -1;        // one more fall-through value may follow
   ValueId pass = -1;            // PassKind
   ValueId is_exec = -1, is_ctrl = -1;

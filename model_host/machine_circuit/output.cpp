@@ -9,13 +9,26 @@ namespace {
 
 enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
            kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kHiFall, kVh, kVhf,
-           kVlo1, kVlo2, kOutCount };
+           kVlo1, kVlo2, kWarpsNext, kOutCount };
+
+// The cases the terminator and a WARP pass choose among, as categoricals of
+// their own (their slot i is the case kCtrlOuts[i], kWarpOuts[i]): both are
+// chosen early and stay in the residual while the ALU works, where every
+// dimension counts.
+constexpr Out kCtrlOuts[] = {kEnd, kExecT, kExecF, kWarpCur, kWarpsNext, kWminT, kTrapTok};
+constexpr Out kWarpOuts[] = {kEnd, kExecWs, kWminWs, kWarpIn, kWarp0, kBarrier, kCtaNext};
+template <size_t N>
+int slot_of(const Out (&outs)[N], Out o) {
+  for (size_t i = 0; i < N; ++i)
+    if (outs[i] == o) return int(i);
+  throw std::logic_error("gpu circuit: an output case outside its categorical");
+}
 
 // The cases a pass chooses among, and the result's digits (padded to 8).
 struct Decision {
   Digits Rp;
-  ValueId ctrl_case = -1;   // Out, as the terminator decides
-  ValueId warp_case = -1;   // Out, on a WARP pass
+  ValueId ctrl_case = -1;   // a slot of kCtrlOuts, as the terminator decides
+  ValueId warp_case = -1;   // a slot of kWarpOuts, on a WARP pass
   ValueId oc = -1;          // Out: what to write
   ValueId out_kind = -1;    // its Kind
 };
@@ -26,16 +39,21 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
   Program& p = b.p;
   Decision d;
   const ValueId pass = c.pass;
-  d.ctrl_case = p.lookup("ctrl_case", kOutCount, {r.tkind, s.cond_nz, s.wmin_t}, [](const std::vector<int>& v) {
-    switch (v[0]) {
-      case kJmp: return int(kExecT);
-      case kBr: return int(v[1] ? kExecT : kExecF);
-      case kExit: case kBar: return int(kWarpCur);
-      case kWbar: return int(v[2] ? kWminT : kWarpCur);
-      case kTrap: return int(kTrapTok);
-      default: return int(kEnd);
-    }
-  });
+  // A thread that stops hands the scan to the next: WARPS(w + 1) where that
+  // one runs from the block the last thread run began at, else WARP(w + 1).
+  d.ctrl_case = p.lookup("ctrl_case", int(std::size(kCtrlOuts)), {r.tkind, s.cond_nz, s.wmin_t, s.warps_next},
+                         [](const std::vector<int>& v) {
+                           const Out next = v[3] ? kWarpsNext : kWarpCur;
+                           auto slot = [](Out o) { return slot_of(kCtrlOuts, o); };
+                           switch (v[0]) {
+                             case kJmp: return slot(kExecT);
+                             case kBr: return slot(v[1] ? kExecT : kExecF);
+                             case kExit: case kBar: return slot(next);
+                             case kWbar: return slot(v[2] ? kWminT : next);
+                             case kTrap: return slot(kTrapTok);
+                             default: return slot(kEnd);
+                           }
+                         });
   // VX: a result below 64 and a terminator that does not read the register
   // file (jmp, or br on the register the block writes: its condition is the
   // result).  Which of the two depends on the ROM alone.
@@ -99,14 +117,16 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
                                                     : v[2] == 3 ? kVn
                                                     : v[2] == 4 ? kVh
                                                                 : kVlo);
-                                       return v[3];
+                                       return int(kCtrlOuts[v[3]]);
                                      });
-  d.warp_case = p.lookup("warp_case", kOutCount, {s.w_is_end, s.runnable, s.barf, s.cta_more, s.wmin_pass, s.wmin_ws},
+  d.warp_case = p.lookup("warp_case", int(std::size(kWarpOuts)),
+                         {s.w_is_end, s.runnable, s.barf, s.cta_more, s.wmin_pass, s.wmin_ws},
                          [](const std::vector<int>& v) {
-                           if (!v[0]) return int(v[1] ? kExecWs : v[5] ? kWminWs : kWarpIn);
-                           if (v[4]) return int(kWarp0);   // the wbar release
-                           if (v[2]) return int(kBarrier);
-                           return int(v[3] ? kCtaNext : kEnd);
+                           auto slot = [](Out o) { return slot_of(kWarpOuts, o); };
+                           if (!v[0]) return slot(v[1] ? kExecWs : v[5] ? kWminWs : kWarpIn);
+                           if (v[4]) return slot(kWarp0);   // the wbar release
+                           if (v[2]) return slot(kBarrier);
+                           return slot(v[3] ? kCtaNext : kEnd);
                          });
   // What to write: one step per (pass, case); the base slot is END.
   std::vector<Step> oc_steps;
@@ -122,9 +142,11 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
     } else {
       oc_steps.push_back({{{pass, kExec, 1}, {exec_case, k, 1}}, -1, kEnd, k});
     }
-    oc_steps.push_back({{{pass, kCtrl, 1}, {d.ctrl_case, k, 1}}, -1, kEnd, k});
-    oc_steps.push_back({{{pass, kWarp, 1}, {d.warp_case, k, 1}}, -1, kEnd, k});
   }
+  for (size_t i = 1; i < std::size(kCtrlOuts); ++i)
+    oc_steps.push_back({{{pass, kCtrl, 1}, {d.ctrl_case, int(i), 1}}, -1, kEnd, kCtrlOuts[i]});
+  for (size_t i = 1; i < std::size(kWarpOuts); ++i)
+    oc_steps.push_back({{{pass, kWarp, 1}, {d.warp_case, int(i), 1}}, -1, kEnd, kWarpOuts[i]});
   // After VLO, VLO1 or VLO2: D, or DF when the block falls through (falls_on
   // holds fewer than kFallChain fall-through values before it).
   oc_steps.push_back({{{pass, kHi, 1}, {falls_on, 0, 1}}, -1, kEnd, kHiTok});
@@ -153,6 +175,7 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
       case kExecT: case kExecF: case kExecWs: return int(Kind::EXEC);
       case kWminWs: case kWminT: return int(Kind::WMIN);
       case kWarpCur: case kWarpIn: case kWarp0: return int(Kind::WARP);
+      case kWarpsNext: return int(Kind::WARPS);
       case kTrapTok: return int(Kind::TRAP);
       case kBarrier: return int(Kind::BARRIER);
       case kCtaNext: case kCta0: return int(Kind::CTA);
@@ -175,16 +198,17 @@ void payload(Builder& b, const Context& c, const Rom& r, const Alu& alu, const S
   // WARP passes: warp_case; WMIN passes: the next WARP; the others: ctrl_case.
   const ValueId ctrl_pass = b.flag("ctrl_payload_pass", pass, [](int k) { return k != kWarp && k != kWmin; });
   std::vector<Step> pre_steps{{{{pass, kWmin, 1}}, 0, kEnd, kWarpCur}};
-  for (int k = 1; k < kOutCount; ++k) {
-    pre_steps.push_back({{{ctrl_pass, 1, 1}, {d.ctrl_case, k, 1}}, -1, kEnd, k});
-    pre_steps.push_back({{{pass, kWarp, 1}, {d.warp_case, k, 1}}, -1, kEnd, k});
-  }
+  for (size_t i = 1; i < std::size(kCtrlOuts); ++i)
+    pre_steps.push_back({{{ctrl_pass, 1, 1}, {d.ctrl_case, int(i), 1}}, -1, kEnd, kCtrlOuts[i]});
+  for (size_t i = 1; i < std::size(kWarpOuts); ++i)
+    pre_steps.push_back({{{pass, kWarp, 1}, {d.warp_case, int(i), 1}}, -1, kEnd, kWarpOuts[i]});
   const ValueId pre_case = p.mlp("pre_case", kOutCount, kEnd, std::move(pre_steps));
   const Digits ctrl_pay = b.mux("ctrl_payload", pre_case,
                                 {{kExecT, t_target},
                                  {kExecF, f_target},
                                  {kExecWs, s.ws_pc},
                                  {kWarpCur, s.cur_w_next},
+                                 {kWarpsNext, s.cur_w_next},
                                  {kWarpIn, s.w_next},
                                  {kTrapTok, t_target},
                                  {kBarrier, {{b.lnot("next_epoch", c.epoch)}}},
@@ -206,7 +230,7 @@ void payload(Builder& b, const Context& c, const Rom& r, const Alu& alu, const S
                                           {kHiFall, slice(Rp, 4, 4)},
                                           {kVh, slice(Rp, 4, 4)},
                                           {kVhf, slice(Rp, 4, 4)}};
-  for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
+  for (int k : {kExecT, kExecF, kExecWs, kWarpCur, kWarpsNext, kWarpIn, kTrapTok, kBarrier, kCtaNext, kWminWs, kWminT})
     out_cases.push_back({k, ctrl_pay});
   // VX(target, v): the target's 10 bits, then v's 6 (vx_payload).  Payload
   // digit 2 is the target's bits 8..9 and v's bits 0..1, digit 3 v's bits

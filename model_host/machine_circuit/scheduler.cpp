@@ -9,6 +9,9 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
   const Digits& P = c.P;
   const Digits& cur_w = c.cur_w;
   Schedule s;
+  // The scheduler's work follows the register reads: it is needed only by
+  // the output, and beside the reads the residual is full.
+  const size_t first = p.ops().size();
   // Thread table: per thread of the CTA, how it stopped (0 never, 1 exit,
   // 2 bar, 3 wbar), the epoch it waits in, and where it continues.
   const ValueId stops = b.flag("stops", r.tkind, [](int k) { return k == kExit || k == kBar || k == kWbar; });
@@ -21,8 +24,16 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
   const ValueId stop_pass = b.all("stop_pass", {ctrl_here, stops});
   const ValueId status = circuit::apply(p, "status", 4, r.tkind,
                                        [](int k) { return k == kExit ? 1 : k == kBar ? 2 : k == kWbar ? 3 : 0; });
-  const auto ws = store(b, "threads", 1024, Builder::bits(cur_w, 0, 10), Builder::bits(P, 0, 10), stop_pass, c.is_cta,
-                        cat({{status, 0}, {c.epoch, 0}}, digit_parts(r.t_target)));
+  // Read at thread w on WARP(w); elsewhere at the thread after the current
+  // one, for WARPS (where the current thread stops, whether the next one
+  // runs from the block the scan's last thread run began at).
+  // (On WARP(w) the current thread is w: the key is the current thread, plus
+  // one unless the token is WARP.)
+  const ValueId is_warp = b.is_kind(Kind::WARP), is_wmin = b.is_kind(Kind::WMIN);
+  const Digits w_key = increment(b, "thread_key", cur_w, b.lnot("not_warp", is_warp));
+  s.cur_w_next = w_key;  // where it is read (a thread stops; WMIN), the token is not WARP
+  const auto ws = store(b, "threads", 1024, Builder::bits(cur_w, 0, 10), Builder::bits(w_key, 0, 10), stop_pass,
+                        c.is_cta, cat({{status, 0}, {c.epoch, 0}}, digit_parts(r.t_target)));
   const ValueId ws_status = ws[0], ws_epoch = ws[1];
   s.ws_pc = outs(ws, 2, 3);
   const ValueId is_barrier = b.is_kind(Kind::BARRIER);
@@ -38,7 +49,6 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
   // this pass wrote a WMIN, and per group the release pc the last pass left:
   // the running minimum as the scan leaves the group (read one token later,
   // on the WARP that leaves it, through the conv).
-  const ValueId is_warp = b.is_kind(Kind::WARP), is_wmin = b.is_kind(Kind::WMIN);
   const ValueId group_start = p.lookup("group_start", 2, {b.kind, b.pay[0], b.pay[1]}, [](const std::vector<int>& v) {
     return v[0] == int(Kind::WARP) && v[1] == 0 && v[2] % 2 == 0 ? 1 : 0;
   });
@@ -56,7 +66,7 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
                                   [](const std::vector<int>& v) { return v[0] && ((v[1] && !v[2]) || v[3]) ? 1 : 0; });
   // Per group (32 of them: 1024 threads), read at the group of w (bits 5..9
   // of WARP's payload).
-  std::vector<AddrBit> rel_w, rel_r{{b.pay[1], 1}, {b.pay[1], 2}, {b.pay[1], 3}, {b.pay[2], 0}, {b.pay[2], 1}};
+  std::vector<AddrBit> rel_w, rel_r{{w_key[1].v, 1}, {w_key[1].v, 2}, {w_key[1].v, 3}, {w_key[2].v, 0}, {w_key[2].v, 1}};
   for (int i = 0; i < 5; ++i) rel_w.push_back({group_left, i});
   const auto rel = store(b, "wmin_release", 32, rel_w, rel_r, leaves, c.is_cta,
                          {{wm_valid, 1}, {wm_pc[0].v, 1}, {wm_pc[1].v, 1}, {wm_pc[2].v, 1}});
@@ -74,10 +84,20 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
     return v[0] == 0 || (v[0] == 2 && v[1] != v[2]) || (v[0] == 3 && v[3]) ? 1 : 0;
   });
   s.w_next = increment(b, "w_next", w_in);
-  s.cur_w_next = increment(b, "cur_w_next", cur_w);
+  // WARPS(w + 1) after the current thread w stops: w + 1 is a thread of the
+  // CTA, not the first of its warp group (the scan's group bookkeeping is on
+  // WARP), runnable (the table read at w + 1 above), and it continues at the
+  // block the last thread run began at.
+  const ValueId next_is_end = circuit::equal(p, "next_is_end", b.word(w_key), b.word(c.n_threads));
+  const ValueId next_group_start = p.lookup("next_group_start", 2, {w_key[0].v, w_key[1].v},
+                                            [](const std::vector<int>& v) { return v[0] == 0 && v[1] % 2 == 0 ? 1 : 0; });
+  const ValueId same_start = circuit::equal(p, "next_same_start", b.word(s.ws_pc), b.word(c.start_pc));
+  s.warps_next = p.lookup("warps_next", 2, {next_is_end, next_group_start, s.runnable, same_start},
+                          [](const std::vector<int>& v) { return !v[0] && !v[1] && v[2] && v[3] ? 1 : 0; });
   s.cta_next = increment(b, "cta_next", c.cur_c);
   s.cta_more = circuit::less_than(p, "cta_more", b.word(s.cta_next), b.word(c.n_ctas));
   s.cond_nz = b.lnot("cond_nz", is_zero(b, "cond_zero", regs.regA));
+  p.wait_for(first, regs.regC.back().v);
   return s;
 }
 

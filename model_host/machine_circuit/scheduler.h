@@ -13,9 +13,12 @@
 namespace qgpu::gpu::mc {
 
 struct Schedule {
-  Digits ws_pc;                 // where the thread the WARP token names continues
+  // The thread table is read at the thread a WARP token names, or on other
+  // tokens at the thread after the current one.
+  Digits ws_pc;                 // where that thread continues
   ValueId w_is_end = -1;        // WARP's thread is the CTA's thread count (the scan's end)
   ValueId runnable = -1;        // that thread may run
+  ValueId warps_next = -1;      // where the current thread stops, the next is written WARPS
   ValueId barf = -1;            // some thread waits at the CTA's barrier
   ValueId wmin_pass = -1;       // this group's pass wrote a WMIN
   ValueId wmin_ws = -1;         // WARP's thread waits at a wbar below the group's minimum

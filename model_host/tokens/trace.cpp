@@ -98,6 +98,7 @@ bool TraceOracle::runnable(uint32_t w) const {
 int64_t TraceOracle::start_cta(uint32_t c) {
   cta_ = c;
   epoch_ = 0;
+  start_pc_ = 0;
   thread_.assign(threads_, Thread{});
   release_.assign((threads_ + kWarpGroup - 1) / kWarpGroup, kNone);
   wmin_ = kNone;
@@ -106,10 +107,22 @@ int64_t TraceOracle::start_cta(uint32_t c) {
 }
 
 // The current thread waits at `wbar` at pc: below its group's running
-// minimum (or the first waiter the scan meets in its group), WMIN(pc).
-int64_t TraceOracle::stop_at_wbar(uint32_t pc) {
+// minimum (or the first waiter the scan meets in its group), WMIN(pc).  Else
+// the scan moves on: from a thread that has just stopped there (`stopped`),
+// as next_thread() says; from a WARP pass at a waiting thread, WARP(w + 1).
+int64_t TraceOracle::stop_at_wbar(uint32_t pc, bool stopped) {
   if (wmin_ == kNone || int32_t(pc) < wmin_) return token_id(Kind::WMIN, pc);
-  return token_id(Kind::WARP, warp_ + 1);
+  return stopped ? next_thread() : token_id(Kind::WARP, warp_ + 1);
+}
+
+// The current thread stopped: the scan moves on to the next one, WARPS(w + 1)
+// where that one runs from start_pc_ (runnable, within the warp group the
+// scan is in), else WARP(w + 1).
+int64_t TraceOracle::next_thread() {
+  const uint32_t w = warp_ + 1;
+  if (w < threads_ && w % kWarpGroup != 0 && runnable(w) && thread_[w].pc == start_pc_)
+    return token_id(Kind::WARPS, w);
+  return token_id(Kind::WARP, w);
 }
 
 int64_t TraceOracle::after(const Token& read) {
@@ -128,9 +141,10 @@ int64_t TraceOracle::after(const Token& read) {
         Thread& t = thread_[warp_];
         if (runnable(warp_)) {
           t.status = Status::Runnable;  // it leaves the barrier, if it waited
+          start_pc_ = t.pc;
           return token_id(Kind::EXEC, t.pc);
         }
-        if (t.status == Status::AtWbar) return stop_at_wbar(t.pc);
+        if (t.status == Status::AtWbar) return stop_at_wbar(t.pc, false);
         return token_id(Kind::WARP, warp_ + 1);
       }
       // Past the last thread: each live thread ran until it stopped, so all
@@ -163,6 +177,12 @@ int64_t TraceOracle::after(const Token& read) {
     case Kind::EXEC:
     case Kind::VX:
       block_ = block_of(read);
+      falls_ = 0;
+      return exec();
+    case Kind::WARPS:  // as WARP(w) for a runnable thread w, then its EXEC
+      warp_ = read.payload;
+      thread_[warp_].status = Status::Runnable;
+      block_ = start_pc_;
       falls_ = 0;
       return exec();
     case Kind::VZF:
@@ -255,16 +275,16 @@ int64_t TraceOracle::control() {
     case Term::BR:
       t.pc = interp_.reg(warp_, term.cond) != 0 ? term.t : term.f;
       return token_id(Kind::EXEC, t.pc);
-    case Term::EXIT: t.status = Status::Exited; return token_id(Kind::WARP, warp_ + 1);
+    case Term::EXIT: t.status = Status::Exited; return next_thread();
     case Term::BAR:
       t.pc = term.t;
       t.status = Status::AtBarrier;
       t.epoch = epoch_;
-      return token_id(Kind::WARP, warp_ + 1);
+      return next_thread();
     case Term::WBAR:
       t.pc = term.t;
       t.status = Status::AtWbar;
-      return stop_at_wbar(t.pc);
+      return stop_at_wbar(t.pc, true);
     case Term::TRAP:
       if (interp_.fault().error != int(term.code))
         mismatch("the interpreter did not stop with trap " + std::to_string(term.code));

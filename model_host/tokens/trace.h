@@ -69,7 +69,8 @@ class TraceOracle {
   int64_t control();
   int64_t start_cta(uint32_t c);
   bool runnable(uint32_t w) const;
-  int64_t stop_at_wbar(uint32_t pc);
+  int64_t stop_at_wbar(uint32_t pc, bool stopped);
+  int64_t next_thread();
   [[noreturn]] void mismatch(const std::string& what) const;
 
   const machine::Program prog_;
@@ -80,7 +81,8 @@ class TraceOracle {
   // The scan the tokens describe.
   uint32_t cta_ = 0;
   uint32_t warp_ = 0;     // the thread of the last WARP
-  uint32_t block_ = 0;    // the block run last (by EXEC, VX or a fall-through value)
+  uint32_t block_ = 0;    // the block run last (by EXEC, VX, WARPS or a fall-through value)
+  uint32_t start_pc_ = 0; // the block the last EXEC after a WARP named (WARPS runs from it)
   uint32_t falls_ = 0;    // fall-through values since the last EXEC or VX
   uint8_t epoch_ = 0;     // of the CTA's last BARRIER, 0 if none
   uint32_t high_ = 0;     // the high half a VLO announces

@@ -23,7 +23,7 @@ enum class Kind : uint8_t {
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
-  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, VH, VHF, VLO1, VLO2, BARRIER, WMIN, TRAP, FAULT, END,
+  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, VH, VHF, VLO1, VLO2, WARPS, BARRIER, WMIN, TRAP, FAULT, END,
   // clang-format on
 };
 inline constexpr int kKindCount = int(Kind::END) + 1;
@@ -82,9 +82,14 @@ inline Kind vlo_kind(uint32_t falls) { return falls == 1 ? Kind::VLO1 : falls ==
 // Tokens whose payload names a block (EXEC and VX), and that block.
 inline bool names_block(Kind k) { return k == Kind::EXEC || k == Kind::VX; }
 inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload & ((1u << kVxPcBits) - 1) : t.payload; }
-// Tokens that run a block (the trace's steps): those that name it, and the
-// fall-through values, which run the block after the last one run.
-inline bool runs_block(Kind k) { return names_block(k) || falls_through(k); }
+// WARPS(w): the scan moves on to thread w (as WARP(w)), which runs from the
+// block the last thread the scan started began at (the EXEC after the last
+// WARP), in one token: written where thread w is runnable there, w is not the
+// first of its warp group, and WARP(w) would have been written after the
+// thread before it stopped.
+// Tokens that run a block (the trace's steps): those that name it, WARPS,
+// and the fall-through values, which run the block after the last one run.
+inline bool runs_block(Kind k) { return names_block(k) || falls_through(k) || k == Kind::WARPS; }
 
 // MG(w) names word w of the current page, 65,536 words a page: global word
 // page << 16 | w.  MGP(page) sets the page for the MG records after it, in

@@ -370,7 +370,7 @@ TEST(ModelRun, AChangedAluWeightMakesCheckDivergeAndTheResultWrong) {
     EXPECT_EQ(r.out.find("= 32\n"), std::string::npos) << report(r);
   }
   {
-    Daemon d({"--perturb", weight, "--max-tokens", "2000"});  // the trace is 45 tokens
+    Daemon d({"--perturb", weight, "--max-tokens", "2000"});  // the trace is 43 tokens
     auto r = run({kDotProduct}, d.env(), kTimeout);
     EXPECT_NE(r.status, 0) << report(r);
     EXPECT_EQ(r.out.find("= 32\n"), std::string::npos) << report(r);

@@ -605,6 +605,17 @@ int releases(const std::vector<int64_t>& trace, uint32_t threads) {
   return n;
 }
 
+// WARPS where the next thread begins where the last run began (every thread
+// of the first pass, 40 threads, two warp groups), WARP where it does not
+// (after the barriers, the threads alternate between two blocks): the
+// circuit's reading of the thread table at the next thread, in lockstep.
+TEST(GpuCircuitEval, WarpsOnlyWhereTheNextThreadBeginsWhereTheLastRunBegan) {
+  const machine::Program prog = parity_barriers_program();
+  const std::vector<int64_t> t = expected_trace(prog, 40, 1, {}, global_memory());
+  EXPECT_EQ(count(t, Kind::WARPS), 38);
+  EXPECT_EQ(both(prog, 40, 1, {}, global_memory()), t.size());
+}
+
 TEST(GpuCircuitEval, DivergentWarpsMeetAtDifferentWbarsThenVote) {
   const machine::Program prog = divergent_program();
   const std::vector<int64_t> t = expected_trace(prog, 40, 1, {}, global_memory());

@@ -67,6 +67,21 @@ inline machine::Program program(std::vector<Block> blocks) {
   return p;
 }
 
+// Even and odd threads wait at two barriers that go on at different blocks
+// (B4 and B5), then exit: after the barrier, each thread goes on elsewhere
+// than the thread before it began (WARPS docs/tokens.md section 4 does not
+// apply), while in the first pass every thread starts at B0.
+inline machine::Program parity_barriers_program() {
+  return program({
+      blk(special(Op::WARP, 1), jmp(1)),                   // B0: r1 = thread
+      blk(alu(Op::AND, 2, r(1), k(1)), br(2, 3, 2)),       // B1: odd threads to B3
+      blk(std::nullopt, bar(4)),                           // B2
+      blk(std::nullopt, bar(5)),                           // B3
+      blk(std::nullopt, exit_()),                          // B4
+      blk(alu(Op::ADD, 3, r(1), k(100)), exit_()),         // B5
+  });
+}
+
 // The client's global memory as the daemon holds it: all of the model's.
 inline launch::GlobalMemory global_memory() {
   return {kBase, std::vector<uint8_t>(machine::model_params().global_bytes, 0)};

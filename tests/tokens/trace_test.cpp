@@ -30,7 +30,8 @@ std::vector<int64_t> parse(const std::string& text) {
       {"TRAP", Kind::TRAP}, {"FAULT", Kind::FAULT},   {"END", Kind::END}, {"WMIN", Kind::WMIN},
       {"VX", Kind::VX}, {"VG", Kind::VG},           {"VN", Kind::VN},
       {"VZF", Kind::VZF}, {"VGF", Kind::VGF},       {"VNF", Kind::VNF}, {"DF", Kind::DF},
-      {"VH", Kind::VH},   {"VHF", Kind::VHF},     {"VLO1", Kind::VLO1}, {"VLO2", Kind::VLO2}};
+      {"VH", Kind::VH},   {"VHF", Kind::VHF},     {"VLO1", Kind::VLO1}, {"VLO2", Kind::VLO2},
+      {"WARPS", Kind::WARPS}};
   std::vector<int64_t> ids;
   std::istringstream in(text);
   std::string t;
@@ -123,6 +124,32 @@ TEST(GpuTrace, AHighHalfAfterANamedBlockFallsThroughAndCountsInTheRun) {
   EXPECT_EQ(word(o->memory().bytes, 0), 0x12345678u);
 }
 
+// WARPS (docs/tokens.md section 4): after a thread stops, the next one runs
+// in the same token where it goes on at the block the last thread's run began
+// at, within a warp group: at a CTA's start every thread begins at B0 (40
+// threads: thread 32 begins a group, so its scan token is WARP); after the
+// barriers, threads alternate between B4 and B5, so none is WARPS.
+TEST(GpuTrace, WarpsRunsTheNextThreadWhereTheLastRunBegan) {
+  const machine::Program prog = parity_barriers_program();
+  const std::vector<int64_t> t = expected_trace(prog, 40, 1, {}, global_memory());
+  int warps = 0;
+  std::string pass2;
+  bool after_barrier = false;
+  for (int64_t id : t) {
+    const Token tok = *decode_token(id);
+    warps += tok.kind == Kind::WARPS;
+    if (tok.kind == Kind::BARRIER) after_barrier = true;
+    if (after_barrier && tok.kind == Kind::WARPS) ADD_FAILURE() << "WARPS after the barrier";
+  }
+  EXPECT_EQ(warps, 31 + 7);  // threads 1..31 and 33..39
+  const std::string text = format_token_names(t);
+  EXPECT_NE(text.find("VX(3,1) WARPS(2) VX(1,2) VX(2,0) WARPS(3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("VX(1,31) VX(3,1) WARP(32) EXEC(0) VX(1,32) VX(2,0) WARPS(33)"), std::string::npos) << text;
+  EXPECT_NE(text.find("BARRIER(1) WARP(0) EXEC(4) WARP(1) EXEC(5) VZ(0x0065) WARP(2) EXEC(4) WARP(3) EXEC(5)"),
+            std::string::npos)
+      << text;
+}
+
 TEST(GpuTrace, BranchesBothWaysAndALoop) {
   machine::Program prog = program({
       blk(alu(Op::MOV, 1, k(2)), jmp(1)),               // B0
@@ -157,7 +184,7 @@ TEST(GpuTrace, ThreadsRunOneAfterAnotherUntilEachExits) {
       blk(std::nullopt, exit_()),              // B2
   });
   expect_trace(prog, 3, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,7) WARP(1) EXEC(0) VX(2,1) WARP(2) EXEC(0) VX(2,2) WARP(3) END");
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,7) WARPS(1) VX(2,1) WARPS(2) VX(2,2) WARP(3) END");
 }
 
 TEST(GpuTrace, BarriersOpenInAlternatingEpochsAndSkipExitedThreads) {
@@ -173,8 +200,8 @@ TEST(GpuTrace, BarriersOpenInAlternatingEpochsAndSkipExitedThreads) {
       blk(std::nullopt, exit_()),                      // B6
   });
   expect_trace(prog, 3, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(3,0) VZ(9) WARP(1) EXEC(0) VX(1,1) VX(5,0) "
-               "WARP(2) EXEC(0) VX(1,2) VX(2,1) WARP(3) BARRIER(1) "
+               "CTA(0) WARP(0) EXEC(0) VX(3,0) VZ(9) WARPS(1) VX(1,1) VX(5,0) "
+               "WARPS(2) VX(1,2) VX(2,1) WARP(3) BARRIER(1) "
                "WARP(0) EXEC(4) VZ(0x100) WARP(1) WARP(2) EXEC(4) VZ(0x102) WARP(3) BARRIER(0) "
                "WARP(0) EXEC(6) WARP(1) WARP(2) EXEC(6) WARP(3) END");
 }
@@ -189,8 +216,8 @@ TEST(GpuTrace, BarrierOrdersSharedMemoryBetweenThreads) {
   });
   prog.shared_bytes = 8;
   expect_trace(prog, 2, 1, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(2,0) WARP(1) EXEC(0) VX(1,1) WARP(2) BARRIER(1) "
-               "WARP(0) EXEC(3) VZ(0x4242) WARP(1) EXEC(3) VZ(0x4242) WARP(2) END");
+               "CTA(0) WARP(0) EXEC(0) VX(2,0) WARPS(1) VX(1,1) WARP(2) BARRIER(1) "
+               "WARP(0) EXEC(3) VZ(0x4242) WARPS(1) VZ(0x4242) WARP(2) END");
 }
 
 TEST(GpuTrace, CtasRunInOrderEachWithItsOwnEpochsAndSharedMemory) {
@@ -202,10 +229,10 @@ TEST(GpuTrace, CtasRunInOrderEachWithItsOwnEpochsAndSharedMemory) {
   });
   prog.shared_bytes = 4;
   expect_trace(prog, 2, 2, global_memory(),
-               "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,0) WARP(1) EXEC(0) VX(1,0) VX(2,5) "
-               "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARP(1) EXEC(3) VZ(1) WARP(2) "
-               "CTA(1) WARP(0) EXEC(0) VX(1,1) VX(2,0) WARP(1) EXEC(0) VX(1,1) VX(2,5) "
-               "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARP(1) EXEC(3) VZ(1) WARP(2) END");
+               "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,0) WARPS(1) VX(1,0) VX(2,5) "
+               "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARPS(1) VZ(1) WARP(2) "
+               "CTA(1) WARP(0) EXEC(0) VX(1,1) VX(2,0) WARPS(1) VX(1,1) VX(2,5) "
+               "WARP(2) BARRIER(1) WARP(0) EXEC(3) VZ(0) WARPS(1) VZ(1) WARP(2) END");
 }
 
 TEST(GpuTrace, TrapStopsTheLaunchAfterTheBlocksStores) {
@@ -287,9 +314,9 @@ TEST(GpuTrace, ConvergedThreadsMeetAtWbarAndGoOnTogether) {
   });
   expect_trace(prog, 3, 1, global_memory(),
                "CTA(0) WARP(0) EXEC(0) VX(1,0) VX(2,0) WMIN(3) WARP(1) EXEC(0) VX(1,1) VX(2,4) "
-               "WARP(2) EXEC(0) VX(1,2) VX(2,8) WARP(3) WARP(0) "
-               "EXEC(3) VZ(1) WMIN(4) WARP(1) EXEC(3) VZ(1) WARP(2) EXEC(3) VZ(1) WARP(3) WARP(0) "
-               "EXEC(4) WARP(1) EXEC(4) WARP(2) EXEC(4) WARP(3) END");
+               "WARPS(2) VX(1,2) VX(2,8) WARP(3) WARP(0) "
+               "EXEC(3) VZ(1) WMIN(4) WARP(1) EXEC(3) VZ(1) WARPS(2) VZ(1) WARP(3) WARP(0) "
+               "EXEC(4) WARPS(1) WARPS(2) WARP(3) END");
 }
 
 TEST(GpuTrace, DivergentThreadsAtDifferentWbarsGoOnFromTheLeastPc) {
@@ -305,7 +332,7 @@ TEST(GpuTrace, DivergentThreadsAtDifferentWbarsGoOnFromTheLeastPc) {
   expect_trace(prog, 2, 1, global_memory(),
                "CTA(0) WARP(0) EXEC(0) VX(2,0) WMIN(4) WARP(1) EXEC(0) VX(1,1) WMIN(3) WARP(2) "
                "WARP(0) WMIN(4) WARP(1) EXEC(3) VZ(7) WARP(2) "
-               "WARP(0) EXEC(4) WARP(1) EXEC(4) WARP(2) END");
+               "WARP(0) EXEC(4) WARPS(1) WARP(2) END");
 }
 
 TEST(GpuTrace, WarpGroupsReleaseOnTheirOwnAndBarWaitsForAll) {
