@@ -79,16 +79,37 @@ V Lowerer::shr64(V a, Operand n, bool sign) {
 // With `out` (a register n and d do not read), the result it returns is
 // computed in that register.
 std::pair<Operand, Operand> Lowerer::udiv32(Operand n, Operand d, bool want_q, uint32_t out) {
+  if (!want_q) {
+    // The remainder alone: the step of bit i0 = clz(d) - clz(n) comes before
+    // the loop, on n itself (no copy of n), and the loop runs the i0 bits
+    // below it.  Where i0 < 0 (n < d) the shift by 2^32 + i0 gives 0 and the
+    // step keeps n; d = 0 keeps n at every step (the remainder by 0 is n).
+    Operand i0 = opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n));
+    uint32_t dd = op(Op::SHL, d, i0);
+    uint32_t r = out != kNoV ? out : nv();
+    opd(r, Op::CSUB, n, R(dd));
+    uint32_t k = op(Op::MAX, i0, K(0));
+    uint32_t loop = new_label(), done = new_label();
+    br(R(k), loop, done);
+    place(loop);
+    opd(dd, Op::SHR, R(dd), K(1));
+    opd(r, Op::CSUB, R(r), R(dd));
+    opd(k, Op::ADD, R(k), K(uint32_t(-1)));
+    br(R(k), loop, done);
+    place(done);
+    return {K(0), R(r)};
+  }
   Operand i0 = opr(Op::MAX, opr(Op::SUB, opr(Op::CLZ, d), opr(Op::CLZ, n)), K(uint32_t(-1)));
-  // d = 0: the quotient is all ones, so its loop runs every bit; the
-  // remainder alone needs no special case (each step keeps r: r = n).
-  Operand i = want_q ? opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0) : i0;
+  // d = 0: the quotient is all ones, so its loop runs every bit.
+  Operand i = opr(Op::SEL, opr(Op::SEQ, d, K(0)), K(31), i0);
   uint32_t dd = op(Op::SHL, d, i);
-  uint32_t r = out != kNoV && !want_q ? out : nv(), q = out != kNoV && want_q ? out : nv();
+  uint32_t r = nv(), q = out != kNoV ? out : nv();
   opd(r, Op::MOV, n);
-  if (want_q) opd(q, Op::MOV, K(0));
+  opd(q, Op::MOV, K(0));
   uint32_t k = op(Op::ADD, i, K(1));
-  // The remainder loop, with the quotient when `with_q`; `out` after the last bit.
+  // The remainder loop, with the quotient when `with_q` (a quotient of at
+  // most kShortQuotient bits; a longer one comes from the remainder after
+  // it); `out` after the last bit.
   auto steps = [&](bool with_q, uint32_t out) {
     uint32_t loop = new_label();
     br(R(k), loop, out);
@@ -100,20 +121,16 @@ std::pair<Operand, Operand> Lowerer::udiv32(Operand n, Operand d, bool want_q, u
     br(R(k), loop, out);
   };
   uint32_t done = new_label();
-  if (want_q) {
-    uint32_t short_q = new_label(), long_q = new_label(), after = new_label();
-    br(opr(Op::SLTU, K(kShortQuotient), R(k)), long_q, short_q);
-    place(short_q);
-    steps(true, done);
-    place(long_q);
-    steps(false, after);
-    place(after);
-    opd(q, Op::MOV, exact_quotient(opr(Op::SUB, n, R(r)), d));
-  } else {
-    steps(false, done);
-  }
+  uint32_t short_q = new_label(), long_q = new_label(), after = new_label();
+  br(opr(Op::SLTU, K(kShortQuotient), R(k)), long_q, short_q);
+  place(short_q);
+  steps(true, done);
+  place(long_q);
+  steps(false, after);
+  place(after);
+  opd(q, Op::MOV, exact_quotient(opr(Op::SUB, n, R(r)), d));
   place(done);
-  return {want_q ? R(q) : K(0), R(r)};
+  return {R(q), R(r)};
 }
 
 // (m / d) mod 2^32 for m = m_hi 2^32 + m_lo a multiple of d (see

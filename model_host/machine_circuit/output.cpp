@@ -54,16 +54,22 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
                              default: return slot(kEnd);
                            }
                          });
-  // VX: a result below 64 and a terminator that does not read the register
-  // file (jmp, or br on the register the block writes: its condition is the
-  // result).  Which of the two depends on the ROM alone.
+  // VX: a result below 64 and a terminator that does not wait for the
+  // register file (jmp; br on the register the block writes: its condition is
+  // the result; br on the register the C record names, which the pass read
+  // with the operands: tokens/prompt.h, branch_condition_in_c).  Which of the
+  // three depends on the ROM alone.
   const ValueId cond_is_dst =
       b.all("cond_is_dst", {p.lookup("cond_dst_lo", 2, {r.r_t[0], r.opP[0].v},
                                      [](const std::vector<int>& v) { return v[0] == v[1] ? 1 : 0; }),
                             p.lookup("cond_dst_hi", 2, {r.r_t[1], r.opP[1].v},
                                      [](const std::vector<int>& v) { return (v[0] & 1) == (v[1] & 1) ? 1 : 0; })});
-  const ValueId vx_term = p.lookup("vx_term", 3, {r.tkind, cond_is_dst}, [](const std::vector<int>& v) {
-    return v[0] == kJmp ? 1 : v[0] == kBr && v[1] ? 2 : 0;
+  const ValueId vx_term = p.lookup("vx_term", 4, {r.tkind, cond_is_dst, r.op}, [](const std::vector<int>& v) {
+    if (v[0] == kJmp) return 1;
+    if (v[0] != kBr) return 0;
+    if (v[1]) return 2;
+    const bool reg = v[2] < machine::kOpCount && v[2] != int(machine::Op::ST) && v[2] != int(machine::Op::ATOM);
+    return reg && machine::op_info(machine::Op(v[2])).arity < 3 ? 3 : 0;
   });
   d.Rp = b.pad(alu.R, 8);
   const Digits& Rp = d.Rp;
@@ -80,8 +86,9 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
   }
   const ValueId r_small = p.ladder("r_small", 2, small_terms, 0, [](int k) { return k == 7 ? 1 : 0; });
   const ValueId r_nz = p.ladder("r_low_nonzero", 2, nz_terms, 0, [](int k) { return k >= 1 ? 1 : 0; });
-  const ValueId vx_case = p.lookup("vx_case", 3, {vx_term, r_small, r_nz}, [](const std::vector<int>& v) {
+  const ValueId vx_case = p.lookup("vx_case", 3, {vx_term, r_small, r_nz, s.c_nz}, [](const std::vector<int>& v) {
     if (!v[1] || !v[0]) return 0;
+    if (v[0] == 3) return v[3] ? 1 : 2;
     return v[0] == 1 || v[2] ? 1 : 2;  // 1: the t target, 2: the f target
   });
   // The high half: 0 (VZ), kGlobalHigh (VG), kNegativeHigh (VN), or other
@@ -102,9 +109,15 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
   // A fall-through value: the block goes on to the block after it (jmp
   // there, or br there on its result, which is not 0 when VX is not
   // written), and fewer than kFallChain of them ran since the last EXEC or VX.
+  // (br on the C record's register: the target its value picks.)
   const ValueId falls_on =
-      p.lookup("falls_on", 2, {vx_term, c.may_fall, circuit::equal(p, "t_is_next", b.word(r.t_target), b.word(c.next_pc))},
-               [](const std::vector<int>& v) { return v[0] != 0 && v[1] && v[2] ? 1 : 0; });
+      p.lookup("falls_on", 2,
+               {vx_term, c.may_fall, circuit::equal(p, "t_is_next", b.word(r.t_target), b.word(c.next_pc)),
+                circuit::equal(p, "f_is_next", b.word(r.f_target), b.word(c.next_pc)), s.c_nz},
+               [](const std::vector<int>& v) {
+                 if (v[0] == 3) return v[1] && (v[4] ? v[2] : v[3]) ? 1 : 0;
+                 return v[0] != 0 && v[1] && v[2] ? 1 : 0;
+               });
   const ValueId exec_case = p.lookup("exec_case", kOutCount, {alu.fault, r.has_dst, hi_class, d.ctrl_case, vx_case, falls_on},
                                      [](const std::vector<int>& v) {
                                        if (v[0]) return int(kFault);

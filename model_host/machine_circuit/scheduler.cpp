@@ -97,6 +97,7 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
   s.cta_next = increment(b, "cta_next", c.cur_c);
   s.cta_more = circuit::less_than(p, "cta_more", b.word(s.cta_next), b.word(c.n_ctas));
   s.cond_nz = b.lnot("cond_nz", is_zero(b, "cond_zero", regs.regA));
+  s.c_nz = b.lnot("c_nz", is_zero(b, "c_zero", regs.regC));
   p.wait_for(first, regs.regC.back().v);
   return s;
 }

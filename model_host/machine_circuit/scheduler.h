@@ -26,6 +26,7 @@ struct Schedule {
   Digits w_next, cur_w_next, cta_next;
   ValueId cta_more = -1;        // another CTA follows
   ValueId cond_nz = -1;         // the branch condition (register port a) is not 0
+  ValueId c_nz = -1;            // register port c is not 0 (a br's condition the C record names)
 };
 
 Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Registers& regs);

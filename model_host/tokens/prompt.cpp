@@ -135,6 +135,12 @@ class Encoder {
 
 }  // namespace
 
+bool branch_condition_in_c(const machine::Block& b) {
+  if (b.term.kind != Term::BR || b.instrs.empty()) return false;
+  const Instr& in = b.instrs.front();
+  return in.writes_reg() && machine::op_info(in.op).arity < 3 && b.term.cond != in.dst;
+}
+
 namespace {
 
 std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint32_t ctas,
@@ -169,6 +175,7 @@ std::vector<int64_t> encode(const machine::Program& prog, uint32_t threads, uint
       e.emit(Kind::OP, op_payload(kNoInstruction, 0, 0));
     else
       e.instruction(pc, b.instrs.front());  // validate() allowed at most one
+    if (branch_condition_in_c(b)) e.emit(Kind::C, operand_payload(false, b.term.cond));
     e.terminator(pc, b.term);
   }
   e.emit(Kind::START);

@@ -30,6 +30,13 @@ namespace qgpu::gpu {
 std::vector<int64_t> encode_prompt(const machine::Program& prog, uint32_t threads, uint32_t ctas,
                                    const std::vector<uint8_t>& params, const launch::GlobalMemory& global);
 
+// A block whose instruction writes a register and reads at most two operands,
+// and whose terminator is `br` on another register: its C record names the
+// branch's condition register, so that the pass that runs the block reads
+// the condition with the operands and its value token can name the next
+// block (VX, or a fall-through value; docs/tokens.md sections 3 and 4).
+bool branch_condition_in_c(const machine::Block& b);
+
 // The prompt of a launch on a client whose global memory the model already
 // holds (docs/tokens.md section 3): encode_prompt without memory records.
 std::vector<int64_t> encode_launch(const machine::Program& prog, uint32_t threads, uint32_t ctas,

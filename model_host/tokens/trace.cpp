@@ -2,6 +2,7 @@
 // is `after()`, one case per token read.
 #include "model_host/launch/errors.h"
 #include "model_host/tokens/trace.h"
+#include "model_host/tokens/prompt.h"
 
 #include <cstdio>
 #include <fstream>
@@ -233,21 +234,24 @@ int64_t TraceOracle::exec() {
   if (rec.regs.size() != 1) mismatch("the step wrote " + std::to_string(rec.regs.size()) + " registers, not 1");
   const uint32_t v = rec.regs.front().value;
   // A small value with a next block that does not wait for the register
-  // file: jmp, or br on the register just written.
+  // file: jmp, or br on the register just written, or br on the register
+  // the block's C record names (read with the operands).
   const machine::Terminator& term = b.term;
   const uint32_t dst = b.instrs.front().dst;
-  if (v < kVxValues && (term.kind == Term::JMP || (term.kind == Term::BR && term.cond == dst))) {
-    Thread& t = thread_[warp_];
-    t.pc = term.kind == Term::JMP || v != 0 ? term.t : term.f;
-    return token_id(Kind::VX, vx_payload(t.pc, v));
+  const bool cond_in_c = branch_condition_in_c(b);
+  const bool known = term.kind == Term::JMP || (term.kind == Term::BR && term.cond == dst) || cond_in_c;
+  const uint32_t next = term.kind == Term::JMP                                     ? term.t
+                        : (cond_in_c ? interp_.reg(warp_, term.cond) : v) != 0 ? term.t
+                                                                                  : term.f;
+  if (v < kVxValues && known) {
+    thread_[warp_].pc = next;
+    return token_id(Kind::VX, vx_payload(next, v));
   }
-  // The next block is the one after this (jmp, or br on the register just
-  // written, whose value is not 0 here): the value token also runs it.
-  const bool falls = (term.kind == Term::JMP || (term.kind == Term::BR && term.cond == dst)) &&
-                     term.t == block_ + 1 && falls_ < kFallChain;
+  // The next block is the one after this: the value token also runs it.
+  const bool falls = known && next == block_ + 1 && falls_ < kFallChain;
   const uint32_t hi = v >> 16;
   if (falls && (hi == 0 || hi == kGlobalHigh || hi == kNegativeHigh)) {
-    thread_[warp_].pc = term.t;
+    thread_[warp_].pc = next;
     return token_id(hi == 0 ? Kind::VZF : hi == kGlobalHigh ? Kind::VGF : Kind::VNF, v & 0xffff);
   }
   if (v < (1u << 16)) return token_id(Kind::VZ, v);
@@ -255,13 +259,13 @@ int64_t TraceOracle::exec() {
   if (hi == kNegativeHigh) return token_id(Kind::VN, v & 0xffff);
   // A low half of 0: the high half alone, falling through as above.
   if ((v & 0xffff) == 0) {
-    if (falls) thread_[warp_].pc = term.t;
+    if (falls) thread_[warp_].pc = next;
     return token_id(falls ? Kind::VHF : Kind::VH, hi);
   }
   // The high half falls through (DF) as the other values do; the low half's
   // kind carries the count of fall-through values before it.
   high_falls_ = falls;
-  if (high_falls_) thread_[warp_].pc = term.t;
+  if (high_falls_) thread_[warp_].pc = next;
   high_ = v >> 16;
   return token_id(vlo_kind(falls_), v & 0xffff);
 }

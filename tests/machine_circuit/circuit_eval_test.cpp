@@ -616,6 +616,16 @@ TEST(GpuCircuitEval, WarpsOnlyWhereTheNextThreadBeginsWhereTheLastRunBegan) {
   EXPECT_EQ(both(prog, 40, 1, {}, global_memory()), t.size());
 }
 
+// A branch on another register than the block writes, whose condition the
+// pass reads through the C record: in lockstep (docs/tokens.md section 3).
+TEST(GpuCircuitEval, BranchOnAnotherRegisterFoldsIntoTheValueToken) {
+  const machine::Program prog = branch_on_another_register_program();
+  const std::vector<int64_t> t = expected_trace(prog, 1, 1, {}, global_memory());
+  EXPECT_EQ(count(t, Kind::VX), 3);
+  EXPECT_EQ(count(t, Kind::VZF), 2);
+  EXPECT_EQ(both(prog, 1, 1, {}, global_memory()), t.size());
+}
+
 TEST(GpuCircuitEval, DivergentWarpsMeetAtDifferentWbarsThenVote) {
   const machine::Program prog = divergent_program();
   const std::vector<int64_t> t = expected_trace(prog, 40, 1, {}, global_memory());

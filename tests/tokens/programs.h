@@ -82,6 +82,26 @@ inline machine::Program parity_barriers_program() {
   });
 }
 
+// Branches on a register other than the one the block writes
+// (tokens/prompt.h, branch_condition_in_c): taken and not taken, to the
+// block after and elsewhere, with a small result and large ones; a `sel`
+// (three operands) whose branch cannot be folded.
+inline machine::Program branch_on_another_register_program() {
+  return program({
+      blk(alu(Op::MOV, 1, k(1)), jmp(1)),                          // B0: r1 = 1
+      blk(alu(Op::MOV, 2, k(5)), br(1, 2, 6)),                     // B1: taken, small: VX(2,5)
+      blk(alu(Op::MOV, 3, k(0x1234)), br(1, 3, 6)),                // B2: taken, to the next: VZF
+      blk(alu(Op::MOV, 4, k(0x4444)), br(0, 6, 4)),                // B3: r0 = 0, to the next: VZF
+      blk(alu(Op::MOV, 5, k(0x5555)), br(0, 6, 8)),                // B4: elsewhere: VZ, EXEC(8)
+      blk(std::nullopt, exit_()),                                  // B5: never
+      blk(std::nullopt, exit_()),                                  // B6: never
+      blk(std::nullopt, exit_()),                                  // B7: never
+      blk(alu(Op::SEL, 6, r(1), k(7), k(9)), br(1, 9, 6)),         // B8: sel reads c: VZ(7), EXEC(9)
+      blk(ld(Space::Global, 7, r(0), k(kBase)), br(1, 10, 6)),     // B9: a load: VX(10,0)
+      blk(st(Space::Global, r(0), k(kBase), r(3)), exit_()),       // B10
+  });
+}
+
 // The client's global memory as the daemon holds it: all of the model's.
 inline launch::GlobalMemory global_memory() {
   return {kBase, std::vector<uint8_t>(machine::model_params().global_bytes, 0)};

@@ -150,6 +150,21 @@ TEST(GpuTrace, WarpsRunsTheNextThreadWhereTheLastRunBegan) {
       << text;
 }
 
+// A branch on another register than the block writes: the C record names
+// it, so the value token can name the next block (VX, or a fall-through
+// value where that block is the next); not so after `sel`, whose c is an
+// operand.
+TEST(GpuTrace, ABranchOnAnotherRegisterFoldsIntoTheValueToken) {
+  const machine::Program prog = branch_on_another_register_program();
+  expect_trace(prog, 1, 1, global_memory(),
+               "CTA(0) WARP(0) EXEC(0) VX(1,1) VX(2,5) VZF(0x1234) VZF(0x4444) VZ(0x5555) EXEC(8) VZ(7) EXEC(9) "
+               "VX(10,0) WARP(1) END");
+  // The prompt: B1 .. B4 and B9 name r1 or r0 in a C record; B0 (jmp) and B8 (sel) do not.
+  int c_records = 0;
+  for (int64_t id : encode_launch(prog, 1, 1, {})) c_records += decode_token(id)->kind == Kind::C;
+  EXPECT_EQ(c_records, 5 + 2);  // and B8's c (the immediate 9), B10's store data
+}
+
 TEST(GpuTrace, BranchesBothWaysAndALoop) {
   machine::Program prog = program({
       blk(alu(Op::MOV, 1, k(2)), jmp(1)),               // B0
@@ -165,7 +180,7 @@ TEST(GpuTrace, BranchesBothWaysAndALoop) {
 TEST(GpuTrace, VxOnlyForSmallValuesWhoseNextBlockNeedsNoRegisterRead) {
   machine::Program prog = program({
       blk(special(Op::WARP, 2), jmp(1)),              // B0: jmp, 0
-      blk(alu(Op::MOV, 1, k(3)), br(2, 2, 3)),        // B1: br on another register: VZ, then EXEC
+      blk(alu(Op::SEL, 1, r(2), k(5), k(3)), br(2, 2, 3)),  // B1: sel (three operands), br on another register: VZ, EXEC
       blk(std::nullopt, exit_()),                     // B2: never reached
       blk(alu(Op::MOV, 1, k(64)), jmp(4)),            // B3: too large for VX (falls through)
       blk(alu(Op::MOV, 1, k(63)), br(1, 5, 2)),       // B4: the largest VX value, br on it
