@@ -83,14 +83,17 @@ Program form_blocks(const std::vector<VI>& code, uint32_t nlabels, uint32_t bloc
 }
 
 // Jump threading over blocks with no instruction: a `jmp` to one takes its
-// terminator (`exit`, `trap`, or a `jmp` onward), and a branch target that
-// is one ending in `jmp` becomes that jmp's target.  A store followed by the
-// kernel's shared exit thus exits in its own block, one step fewer.
+// terminator (`exit`, `trap`, `bar`, `wbar`, or a `jmp` onward), and a
+// branch target that is one ending in `jmp` becomes that jmp's target.  A
+// store followed by the kernel's shared exit thus exits in its own block,
+// and one followed by a barrier waits in it, one step fewer (a thread
+// waits at a barrier's target, whichever block ends in it).
 void thread_jumps(Program& prog) {
   auto bare = [&](uint32_t b, bool exits_too) {
     const Block& blk = prog.blocks[b];
     const Term k = blk.term.kind;
-    return blk.instrs.empty() && (k == Term::JMP || (exits_too && (k == Term::EXIT || k == Term::TRAP)));
+    return blk.instrs.empty() &&
+           (k == Term::JMP || (exits_too && (k == Term::EXIT || k == Term::TRAP || k == Term::BAR || k == Term::WBAR)));
   };
   const size_t n = prog.blocks.size();
   for (size_t b = 0; b < n; ++b) {
