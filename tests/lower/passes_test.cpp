@@ -109,6 +109,21 @@ TEST(LowerPasses, PropagateCopiesKeepsCopiesOfRedefinedRegisters) {
   }
 }
 
+TEST(LowerPasses, PropagateCopiesForwardsALoopCountersCopyWithinStraightLineCode) {
+  // A loop copies its counter r0 (defined twice) into r1 for two uses, then
+  // increments r0: the uses read r0, which no definition separates from the
+  // copy.  r3 copies r0 after the increment, and its use follows a label: it
+  // stays.
+  VCode vc = make({I(alu(Op::MOV, 0, K(0))), label(0), I(alu(Op::MOV, 1, r0)), I(alu(Op::ADD, 2, r1, K(4))),
+                   I(st(Space::Global, r2, 0, r1)), I(alu(Op::ADD, 0, r0, K(1))), I(alu(Op::MOV, 3, r0)),
+                   br(0, 0, 1), label(1), I(st(Space::Global, r3, 0, r3)), exit_()},
+                  4, 2);
+  propagate_copies(vc);
+  EXPECT_EQ(listing(vc.code), (Lines{"mov r0, 0", "L0:", "mov r1, r0", "add r2, r0, 4", "st.global.b32 [r2], r0",
+                                     "add r0, r0, 1", "mov r3, r0", "br r0, L0, L1", "L1:",
+                                     "st.global.b32 [r3], r3", "exit"}));
+}
+
 // ---- fold_constants ---------------------------------------------------------
 
 std::vector<VI> constants_program() {
