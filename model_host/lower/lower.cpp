@@ -64,6 +64,10 @@ std::variant<Program, Relower> lower_once(const ptx::Module& m, const std::strin
   info.grid = sel.grid_use;
   if (opts.for_model) expand_for_model(sel.vc);
   const uint32_t hoisted = optimize(sel.vc, p, opts);
+  if (opts.params) {
+    inline_parameters(sel.vc, *opts.params, p.param_bytes);
+    remove_dead_code(sel.vc);
+  }
   uint32_t local_top = sel.local_top;
   Allocation alloc = allocate(sel.vc, p.regs_for(sel.threads), local_top);
   if (alloc.spilled && hoisted > 0) return Relower{.max_hoisted = hoisted / 2};

@@ -100,6 +100,11 @@ struct LowerOptions {
   // that runs the queued grids sets it.  Otherwise such a call is refused
   // (cudaErrorNotSupported) naming the interpreter backend.
   bool device_launches = false;
+  // The launch's parameter buffer, where the program is lowered for that one
+  // launch (the model's: its prompt carries the ROM per launch): parameter
+  // words read at constant offsets become immediates (optimize.h,
+  // inline_parameters).  The buffer must outlive lower().
+  const std::vector<uint8_t>* params = nullptr;
 };
 
 Program lower(const ptx::Module& m, const std::string& kernel, const LaunchShape& shape, const Params& p,

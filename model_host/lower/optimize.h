@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "model_host/lower/vcode.h"
 
@@ -33,6 +34,14 @@ void fold_known_bits(VCode& vc);
 // branches on comparisons with 0 or on negations taken directly, repeated
 // operations numbered (simplify_local.cpp lists them).
 void simplify_local(VCode& vc);
+
+// Kernel parameters as immediates, for a program lowered for one launch
+// whose parameter buffer is `params` (the model's: its prompt carries the
+// ROM per launch): a register whose only definition loads a parameter word
+// at a constant offset, where nothing stores to the parameters, is read as
+// that word by the instructions that read it.  Run after the folding
+// passes: no operation on a parameter is evaluated, the machine computes it.
+void inline_parameters(VCode& vc, const std::vector<uint8_t>& params, uint32_t param_bytes);
 
 // Loop-invariant code motion of at most `max_hoisted` ALU instructions,
 // innermost loops first; returns how many moved.

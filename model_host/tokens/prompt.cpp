@@ -212,7 +212,7 @@ machine::Program lower_for_model(const launch::LaunchRequest& req) {
   try {
     const ptx::Module mod = ptx::parse(req.ptx);
     machine::LaunchShape shape{req.grid, req.block, req.dynamic_smem, req.symbols};
-    prog = machine::lower(mod, req.kernel, shape, p, machine::LowerOptions{.for_model = true});
+    prog = machine::lower(mod, req.kernel, shape, p, machine::LowerOptions{.for_model = true, .params = &req.params});
   } catch (const machine::LowerError& e) {
     throw LaunchRefused(e.error(), e.what());
   } catch (const ptx::ParseError& e) {
