@@ -40,43 +40,42 @@ std::vector<ValueId> kinds_before(Builder& b) {
 }
 
 ValueId fall_count(Builder& b, const std::vector<ValueId>& k) {
-  static_assert(kFallChain == 3, "the count reads the 3 tokens before");
+  static_assert(kFallChain == 6, "counts 0..6 from a marker at most 3 tokens back");
   const Lit fall0{b.kind, slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); })};
   const Lit value0{b.kind, slots_where(kKindCount, [](int s) {
                      const Kind t = Kind(s);
                      return t == Kind::VZ || t == Kind::VG || t == Kind::VN || t == Kind::VH || t == Kind::VLO;
                    })};
-  auto fall = [&](int age, bool is) {
-    return Lit{k[age - 1], slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); }), !is};
+  auto fall = [&](int age) {
+    return Lit{k[age - 1], slots_where(kKindCount, [](int s) { return falls_through(Kind(s)); })};
   };
-  // At this age: VLO1 or VLO2 (which carry their count), or none of them
-  // and no fall-through value either (the run ends there with nothing more).
-  auto vlo = [&](int age, Kind v) { return Lit{k[age - 1], {int(v)}}; };
-  auto neither = [&](int age) {
-    return Lit{k[age - 1], slots_where(kKindCount, [](int s) {
-                 return falls_through(Kind(s)) || Kind(s) == Kind::VLO1 || Kind(s) == Kind::VLO2;
-               }), true};
+  auto marker = [&](int age, int m) {
+    return Lit{k[age - 1], slots_where(kKindCount, [m](int s) { return marker_count(Kind(s)) == m; })};
   };
   std::vector<Step> st;
-  // A fall-through value: 1 + the run of them right before it, + the count
-  // of a VLO1 or VLO2 where the run begins after one (the run cannot exceed
-  // kFallChain: the circuit writes no fall-through value beyond it).
-  st.push_back(conjunction({fall0, neither(1)}, 1));
-  st.push_back(conjunction({fall0, vlo(1, Kind::VLO1)}, 2));
-  st.push_back(conjunction({fall0, vlo(1, Kind::VLO2)}, 3));
-  st.push_back(conjunction({fall0, fall(1, true), neither(2)}, 2));
-  st.push_back(conjunction({fall0, fall(1, true), vlo(2, Kind::VLO1)}, 3));
-  st.push_back(conjunction({fall0, fall(1, true), fall(2, true)}, 3));
-  // A value token: the run right before it, the same way.
-  st.push_back(conjunction({value0, fall(1, true), neither(2)}, 1));
-  st.push_back(conjunction({value0, fall(1, true), vlo(2, Kind::VLO1)}, 2));
-  st.push_back(conjunction({value0, fall(1, true), vlo(2, Kind::VLO2)}, 3));
-  st.push_back(conjunction({value0, fall(1, true), fall(2, true), neither(3)}, 2));
-  st.push_back(conjunction({value0, fall(1, true), fall(2, true), vlo(3, Kind::VLO1)}, 3));
-  st.push_back(conjunction({value0, fall(1, true), fall(2, true), fall(3, true)}, 3));
-  // VLO1 and VLO2: their kind.
-  st.push_back(conjunction({{b.kind, {int(Kind::VLO1)}}}, 1));
-  st.push_back(conjunction({{b.kind, {int(Kind::VLO2)}}}, 2));
+  // The nearest marker (vocab.h) at age j, fall-through values between: a
+  // fall-through value counts m + j, a value token m + j - 1.  A count
+  // beyond kFallChain does not occur (no fall-through value is written
+  // there).  A window of 3 fall-through values: a value token after a run
+  // of 3 from EXEC, VX or WARPS (a fall-through value beyond a third is
+  // written only with a marker among the 2 tokens before it, so a longer
+  // run keeps one in the window; may_fall below).
+  for (int j = 1; j <= 3; ++j)
+    for (int m = 0; m <= int(kFallChain); ++m) {
+      std::vector<Lit> run;
+      for (int a = 1; a < j; ++a) run.push_back(fall(a));
+      run.push_back(marker(j, m));
+      auto with = [&](const Lit& self) {
+        std::vector<Lit> l = run;
+        l.push_back(self);
+        return l;
+      };
+      if (m + j <= int(kFallChain)) st.push_back(conjunction(with(fall0), m + j));
+      if (m + j - 1 >= 1 && m + j - 1 <= int(kFallChain)) st.push_back(conjunction(with(value0), m + j - 1));
+    }
+  st.push_back(conjunction({value0, fall(1), fall(2), fall(3)}, 3));
+  // VLO1 .. VLO6: their kind.
+  for (int c = 1; c <= int(kFallChain); ++c) st.push_back(conjunction({{b.kind, {int(vlo_kind(uint32_t(c)))}}}, c));
   return b.p.mlp("falls", kFallChain + 1, 0, std::move(st));
 }
 
@@ -158,7 +157,15 @@ Context context_stage(Builder& b) {
   // The block after it, for the fall-through values; and whether one more
   // of them may follow.
   c.next_pc = increment(b, "next_pc", c.cur_pc);
-  c.may_fall = b.flag("may_fall", c.falls, [](int s) { return s < int(kFallChain); });
+  // One more fall-through value may follow: fewer than kFallChain ran, and
+  // either fewer than 3, or a marker is this token or the one before (the
+  // next one's count then comes from it: fall_count).
+  const ValueId marker_near = p.lookup("marker_near", 2, {b.kind, before[0]}, [](const std::vector<int>& v) {
+    return marker_count(Kind(v[0])) >= 0 || marker_count(Kind(v[1])) >= 0 ? 1 : 0;
+  });
+  c.may_fall = p.lookup("may_fall", 2, {c.falls, marker_near}, [](const std::vector<int>& v) {
+    return v[0] < int(kFallChain) && (v[0] < 3 || v[1]) ? 1 : 0;
+  });
 
   // Which pass this is (docs/tokens.md section 4).
   c.pass = p.lookup("pass", kPassCount, {b.kind, c.prev_kind}, [](const std::vector<int>& v) {
@@ -166,7 +173,8 @@ Context context_stage(Builder& b) {
       case Kind::EXEC: case Kind::VX: case Kind::VZF: case Kind::VGF: case Kind::VNF: case Kind::DF: case Kind::VHF:
       case Kind::WARPS:
         return int(kExec);
-      case Kind::VLO: case Kind::VLO1: case Kind::VLO2: return int(kHi);
+      case Kind::VLO: case Kind::VLO1: case Kind::VLO2: case Kind::VLO3: case Kind::VLO4: case Kind::VLO5:
+      case Kind::VLO6: return int(kHi);
       case Kind::VZ: case Kind::VG: case Kind::VN: case Kind::VH: return int(kCtrl);
       case Kind::D: return is_vlo(Kind(v[1])) ? int(kCtrl) : int(kOther);
       case Kind::WARP: return int(kWarp);

@@ -9,7 +9,9 @@ namespace {
 
 enum Out { kEnd, kFault, kVz, kVlo, kHiTok, kExecT, kExecF, kExecWs, kWarpCur, kWarpIn, kWarp0, kTrapTok, kBarrier,
            kCtaNext, kCta0, kWminWs, kWminT, kVxT, kVxF, kVg, kVn, kVzf, kVgf, kVnf, kHiFall, kVh, kVhf,
-           kVlo1, kVlo2, kWarpsNext, kOutCount };
+           kVlo1, kVlo2, kVlo3, kVlo4, kVlo5, kVlo6, kWarpsNext, kOutCount };
+// The low half of a value after n fall-through values (VLO, VLO1 .. VLO6).
+constexpr Out vlo_out(int n) { return n == 0 ? kVlo : Out(int(kVlo1) + n - 1); }
 
 // The cases the terminator and a WARP pass choose among, as categoricals of
 // their own (their slot i is the case kCtrlOuts[i], kWarpOuts[i]): both are
@@ -144,14 +146,13 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
   // What to write: one step per (pass, case); the base slot is END.
   std::vector<Step> oc_steps;
   for (int k = 1; k < kOutCount; ++k) {
-    if (k == kVlo1 || k == kVlo2) continue;
+    if (k >= kVlo1 && k <= kVlo6) continue;
     if (k == kVlo) {
       // The low half's kind carries the fall-through values since the last
-      // EXEC or VX (VLO1, VLO2; VLO for none or kFallChain).
-      static_assert(kFallChain == 3, "VLO, VLO1 and VLO2 name the counts 0..3");
-      oc_steps.push_back({{{pass, kExec, 1}, {exec_case, kVlo, 1}, {c.falls, 1, 1}}, -2, kEnd, kVlo1});
-      oc_steps.push_back({{{pass, kExec, 1}, {exec_case, kVlo, 1}, {c.falls, 2, 1}}, -2, kEnd, kVlo2});
-      for (int n : {0, 3}) oc_steps.push_back({{{pass, kExec, 1}, {exec_case, kVlo, 1}, {c.falls, n, 1}}, -2, kEnd, kVlo});
+      // EXEC, VX or WARPS (VLO none, VLOn n).
+      static_assert(kFallChain == 6, "VLO .. VLO6 name the counts 0..6");
+      for (int n = 0; n <= int(kFallChain); ++n)
+        oc_steps.push_back({{{pass, kExec, 1}, {exec_case, kVlo, 1}, {c.falls, n, 1}}, -2, kEnd, vlo_out(n)});
     } else {
       oc_steps.push_back({{{pass, kExec, 1}, {exec_case, k, 1}}, -1, kEnd, k});
     }
@@ -160,8 +161,8 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
     oc_steps.push_back({{{pass, kCtrl, 1}, {d.ctrl_case, int(i), 1}}, -1, kEnd, kCtrlOuts[i]});
   for (size_t i = 1; i < std::size(kWarpOuts); ++i)
     oc_steps.push_back({{{pass, kWarp, 1}, {d.warp_case, int(i), 1}}, -1, kEnd, kWarpOuts[i]});
-  // After VLO, VLO1 or VLO2: D, or DF when the block falls through (falls_on
-  // holds fewer than kFallChain fall-through values before it).
+  // After VLO .. VLO6: D, or DF when the block falls through (falls_on: fewer
+  // than kFallChain fall-through values before it; the VLO is a marker).
   oc_steps.push_back({{{pass, kHi, 1}, {falls_on, 0, 1}}, -1, kEnd, kHiTok});
   oc_steps.push_back({{{pass, kHi, 1}, {falls_on, 1, 1}}, -1, kEnd, kHiFall});
   oc_steps.push_back({{{pass, kStart, 1}}, 0, kEnd, kCta0});
@@ -173,8 +174,8 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
       case kFault: return int(Kind::FAULT);
       case kVz: return int(Kind::VZ);
       case kVlo: return int(Kind::VLO);
-      case kVlo1: return int(Kind::VLO1);
-      case kVlo2: return int(Kind::VLO2);
+      case kVlo1: case kVlo2: case kVlo3: case kVlo4: case kVlo5: case kVlo6:
+        return int(Kind::VLO1) + (k - int(kVlo1));
       case kVxT: case kVxF: return int(Kind::VX);
       case kVg: return int(Kind::VG);
       case kVn: return int(Kind::VN);
@@ -234,6 +235,10 @@ void payload(Builder& b, const Context& c, const Rom& r, const Alu& alu, const S
                                           {kVlo, slice(Rp, 0, 4)},
                                           {kVlo1, slice(Rp, 0, 4)},
                                           {kVlo2, slice(Rp, 0, 4)},
+                                          {kVlo3, slice(Rp, 0, 4)},
+                                          {kVlo4, slice(Rp, 0, 4)},
+                                          {kVlo5, slice(Rp, 0, 4)},
+                                          {kVlo6, slice(Rp, 0, 4)},
                                           {kVg, slice(Rp, 0, 4)},
                                           {kVn, slice(Rp, 0, 4)},
                                           {kVzf, slice(Rp, 0, 4)},

@@ -78,6 +78,7 @@ TraceOracle::TraceOracle(machine::Program prog, uint32_t threads, uint32_t ctas,
 
 int64_t TraceOracle::next() {
   if (done_) throw std::logic_error("the trace has ended: END was its last token");
+  window_ = {last_.kind, window_[0], window_[1]};
   const int64_t id = after(last_);
   last_ = *decode_token(id);
   if (runs_block(last_.kind)) ++steps_;
@@ -200,7 +201,11 @@ int64_t TraceOracle::after(const Token& read) {
       return token_id(Kind::WARP, warp_ + 1);
     case Kind::VLO:
     case Kind::VLO1:
-    case Kind::VLO2: return token_id(high_falls_ ? Kind::DF : Kind::D, high_);
+    case Kind::VLO2:
+    case Kind::VLO3:
+    case Kind::VLO4:
+    case Kind::VLO5:
+    case Kind::VLO6: return token_id(high_falls_ ? Kind::DF : Kind::D, high_);
     case Kind::VZ:
     case Kind::VG:
     case Kind::VN:
@@ -248,7 +253,11 @@ int64_t TraceOracle::exec() {
     return token_id(Kind::VX, vx_payload(next, v));
   }
   // The next block is the one after this: the value token also runs it.
-  const bool falls = known && next == block_ + 1 && falls_ < kFallChain;
+  // (A value in one token falls through as the third of its run at most, or
+  // where the token read or the one before is a marker, which the circuit
+  // then counts from: vocab.h; a DF always has its VLO.)
+  const bool falls_on = known && next == block_ + 1 && falls_ < kFallChain;
+  const bool falls = falls_on && (falls_ < 3 || marker_count(window_[0]) >= 0 || marker_count(window_[1]) >= 0);
   const uint32_t hi = v >> 16;
   if (falls && (hi == 0 || hi == kGlobalHigh || hi == kNegativeHigh)) {
     thread_[warp_].pc = next;
@@ -264,7 +273,7 @@ int64_t TraceOracle::exec() {
   }
   // The high half falls through (DF) as the other values do; the low half's
   // kind carries the count of fall-through values before it.
-  high_falls_ = falls;
+  high_falls_ = falls_on;
   if (high_falls_) thread_[warp_].pc = next;
   high_ = v >> 16;
   return token_id(vlo_kind(falls_), v & 0xffff);

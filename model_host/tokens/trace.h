@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <deque>
 #include <string>
 #include <vector>
@@ -82,6 +83,9 @@ class TraceOracle {
   uint32_t cta_ = 0;
   uint32_t warp_ = 0;     // the thread of the last WARP
   uint32_t block_ = 0;    // the block run last (by EXEC, VX, WARPS or a fall-through value)
+  // The kinds of the token read and the 2 before it: the window of the token
+  // written (fall-through values need a marker there: vocab.h).
+  std::array<Kind, 3> window_{Kind::END, Kind::END, Kind::END};
   uint32_t start_pc_ = 0; // the block the last EXEC after a WARP named (WARPS runs from it)
   uint32_t falls_ = 0;    // fall-through values since the last EXEC or VX
   uint8_t epoch_ = 0;     // of the CTA's last BARRIER, 0 if none

@@ -23,7 +23,7 @@ enum class Kind : uint8_t {
   // Data: 16 bits (prompt records and the high half of a generated value).
   D,
   // Generated: the execution trace.
-  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, VH, VHF, VLO1, VLO2, WARPS, BARRIER, WMIN, TRAP, FAULT, END,
+  CTA, WARP, EXEC, VZ, VLO, VX, VG, VN, VZF, VGF, VNF, DF, VH, VHF, VLO1, VLO2, VLO3, VLO4, VLO5, VLO6, WARPS, BARRIER, WMIN, TRAP, FAULT, END,
   // clang-format on
 };
 inline constexpr int kKindCount = int(Kind::END) + 1;
@@ -66,19 +66,27 @@ inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
 // `jmp pc + 1`, or `br` to pc + 1 on the register it writes, taken).  The
 // pass that reads one writes the value and runs block pc + 1.  DF(hi) is D
 // after VLO that falls through in the same way.  At most kFallChain of them
-// follow one another since the last EXEC or VX: the circuit counts them
-// through the conv, which sees the 3 tokens before.
-inline constexpr uint32_t kFallChain = 3;
+// follow one another since the last EXEC, VX or WARPS: the circuit counts
+// them through the conv, which sees the 3 tokens before, from the nearest
+// token there whose kind says the count (a marker: EXEC, VX, WARPS, VLO, 0;
+// VLOk, k), so a fall-through value is written only where a marker is among
+// the 3 tokens before it.
+inline constexpr uint32_t kFallChain = 6;
 inline bool falls_through(Kind k) {
   return k == Kind::VZF || k == Kind::VGF || k == Kind::VNF || k == Kind::DF || k == Kind::VHF;
 }
-// VLO(lo), VLO1(lo), VLO2(lo): the low half of a value whose high half (D
+// VLO(lo), VLO1(lo) .. VLO6(lo): the low half of a value whose high half (D
 // or DF) follows.  The kind says how many fall-through values ran since the
-// last EXEC or VX before it (VLO1 one, VLO2 two; VLO none, or kFallChain),
-// which the circuit cannot count through the conv once a VLO and a DF are
-// among them.
-inline bool is_vlo(Kind k) { return k == Kind::VLO || k == Kind::VLO1 || k == Kind::VLO2; }
-inline Kind vlo_kind(uint32_t falls) { return falls == 1 ? Kind::VLO1 : falls == 2 ? Kind::VLO2 : Kind::VLO; }
+// last EXEC, VX or WARPS before it (VLOk k of them, VLO none), which the
+// circuit cannot count through the conv once a VLO and a DF are among them.
+inline bool is_vlo(Kind k) { return k == Kind::VLO || (k >= Kind::VLO1 && k <= Kind::VLO6); }
+inline Kind vlo_kind(uint32_t falls) { return falls == 0 ? Kind::VLO : Kind(int(Kind::VLO1) + int(falls) - 1); }
+// The count a marker says (see kFallChain), or -1 for a kind that is none.
+inline int marker_count(Kind k) {
+  if (k == Kind::EXEC || k == Kind::VX || k == Kind::WARPS || k == Kind::VLO) return 0;
+  if (k >= Kind::VLO1 && k <= Kind::VLO6) return int(k) - int(Kind::VLO1) + 1;
+  return -1;
+}
 // Tokens whose payload names a block (EXEC and VX), and that block.
 inline bool names_block(Kind k) { return k == Kind::EXEC || k == Kind::VX; }
 inline uint32_t block_of(const Token& t) { return t.kind == Kind::VX ? t.payload & ((1u << kVxPcBits) - 1) : t.payload; }

@@ -675,9 +675,9 @@ TEST(GpuCircuitEval, EveryAluOperation) {
 // Runs of fall-through values (docs/tokens.md section 4): 1,000 blocks whose
 // values take every value token in random order, most of them jumping to the
 // block after them, in lockstep with the interpreter.  The circuit counts a
-// run through the conv's window of 3 tokens, and through the count a VLO1 or
-// VLO2 carries where a run goes on past a VLO and its DF: each such pattern
-// occurs, and every block the trace runs is the interpreter's.
+// run through the conv's window of 3 tokens, from the nearest marker there
+// (EXEC, VX, VLO, VLO1 .. VLO6): each such pattern occurs, and every block
+// the trace runs is the interpreter's.
 TEST(GpuCircuitEval, FallThroughRunsOfEveryValueKind) {
   std::mt19937 rng(29);
   auto value = [&](int cls) -> uint32_t {
@@ -722,7 +722,14 @@ TEST(GpuCircuitEval, FallThroughRunsOfEveryValueKind) {
   EXPECT_GT(occurs({is(Kind::VLO2), is(Kind::DF), value0}), 0);
   EXPECT_GT(occurs({fall, fall, is(Kind::VLO2), is(Kind::DF)}), 0);
   EXPECT_GT(occurs({is(Kind::VLO1), is(Kind::D)}), 0);                // a VLO1 whose block jumps
-  EXPECT_GT(occurs({fall, fall, fall, is(Kind::VLO), is(Kind::D)}), 0);  // after a run of three
+  // A run of three from EXEC or VX (the value after it sees no marker, the
+  // count is 3), a run going on past a VLO3, one that ends at six.
+  const auto names = std::function<bool(Kind)>([](Kind x) { return x == Kind::EXEC || x == Kind::VX; });
+  EXPECT_GT(occurs({names, fall, fall, fall, value0}), 0);
+  EXPECT_GT(occurs({is(Kind::VLO2), is(Kind::DF), fall, value0}), 0);  // 4: VLO2 three back
+  EXPECT_GT(occurs({is(Kind::VLO3), is(Kind::DF)}), 0);
+  EXPECT_GT(occurs({is(Kind::VLO4), is(Kind::DF), fall}), 0);
+  EXPECT_GT(occurs({is(Kind::VLO6), is(Kind::D)}), 0);  // a run of six: no seventh
   EXPECT_GT(lockstep(prog, 1, 1, {}, global_memory()), blocks.size());
 }
 

@@ -32,7 +32,9 @@ const Range kRanges[] = {
     {Kind::VG, "VG", 0xffff},     {Kind::VN, "VN", 0xffff},
     {Kind::VZF, "VZF", 0xffff},   {Kind::VGF, "VGF", 0xffff},  {Kind::VNF, "VNF", 0xffff},
     {Kind::DF, "DF", 0xffff},     {Kind::VH, "VH", 0xffff},    {Kind::VHF, "VHF", 0xffff},
-    {Kind::VLO1, "VLO1", 0xffff}, {Kind::VLO2, "VLO2", 0xffff}, {Kind::WARPS, "WARPS", 1023},
+    {Kind::VLO1, "VLO1", 0xffff}, {Kind::VLO2, "VLO2", 0xffff}, {Kind::VLO3, "VLO3", 0xffff},
+    {Kind::VLO4, "VLO4", 0xffff}, {Kind::VLO5, "VLO5", 0xffff}, {Kind::VLO6, "VLO6", 0xffff},
+    {Kind::WARPS, "WARPS", 1023},
     {Kind::BARRIER, "BARRIER", 1},
     {Kind::WMIN, "WMIN", 1023},   {Kind::TRAP, "TRAP", 1023},   {Kind::FAULT, "FAULT", 1},   {Kind::END, "END", 0},
 };
