@@ -87,7 +87,9 @@ Program form_blocks(const std::vector<VI>& code, uint32_t nlabels, uint32_t bloc
 // branch target that is one ending in `jmp` becomes that jmp's target.  A
 // store followed by the kernel's shared exit thus exits in its own block,
 // and one followed by a barrier waits in it, one step fewer (a thread
-// waits at a barrier's target, whichever block ends in it).
+// waits at a barrier's target, whichever block ends in it; the lowering
+// places the target right after the barrier's own block, so on a machine
+// of several lanes no lane's pc lies between the two).
 void thread_jumps(Program& prog) {
   auto bare = [&](uint32_t b, bool exits_too) {
     const Block& blk = prog.blocks[b];

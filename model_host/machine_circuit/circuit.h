@@ -59,7 +59,8 @@ circuit::Program machine_circuit();
 // The block a pass runs, or whose terminator it follows (docs/tokens.md,
 // fall-through values), as the circuit computes it in one MLP layer: the
 // block of the last EXEC or VX (`named`: payload nibbles 0..2; bits 0..9 are
-// the block) plus `falls` (slots 0..kFallChain: fall-through values since,
+// the block; or `alt`, the start, where `alt_sel` says a WARPS named the
+// block last) plus `falls` (slots 0..kFallChain: fall-through values since,
 // counting this token), or plus `prev_falls` (the token before's count) when
 // the token is D.  `kind` is the kind field (slots: vocab.h's Kind).
 // Returns the block's nibbles 0..2 (digit 2 in 0..3).  Part of

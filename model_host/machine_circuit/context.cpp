@@ -9,17 +9,16 @@ namespace qgpu::gpu::mc {
 
 namespace {
 
-// Fall-through values since the last EXEC or VX, counting this token
-// (0..kFallChain), as far as the token and the 3 before it tell: a
-// fall-through value counts itself and those right before it; VZ, VG, VN,
-// VH and VLO (the value of the block a chain ran last) count those before
-// them.  VLO1 and VLO2 carry their count (1, 2) in their kind, and a run
-// that begins after one adds it: a VLO and its DF take two tokens of the
-// conv's window, so a run with one inside reaches back beyond it.
-// The kinds before come from one-row stores in the first layer (their write
-// enable is constant, so they wait for nothing); D after VLO takes VLO's
-// count from the store of the token before (`prev`).
-// The kinds of the 3 tokens before, from one-row stores in the first layer.
+// Fall-through values since the last EXEC, VX or WARPS, counting this token
+// (0..kFallChain), from the nearest marker among the 3 tokens before
+// (vocab.h: EXEC, VX, WARPS and VLO say 0, VLO1 .. VLO6 their count) and
+// the fall-through values after it: a fall-through value counts itself too,
+// VZ, VG, VN, VH and VLO (the value of the block a run ran last) those
+// before them; VLO1 .. VLO6 carry their count in their kind.  D after a VLO
+// takes the VLO's count from the store of the token before (`prev`).
+
+// The kinds of the 3 tokens before, from one-row stores in the first layer
+// (their write enable is constant, so they wait for nothing).
 std::vector<ValueId> kinds_before(Builder& b) {
   // One store per age: a record whose parts all come from before the
   // sequence start reads as never written (slot 0), one that mixes ages

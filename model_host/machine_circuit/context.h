@@ -18,7 +18,7 @@ struct Context {
   Digits P;                     // this token's payload nibbles p0..p3
   ValueId one = -1;             // the constant 1 (a write enable that always holds)
   ValueId is_cta = -1;
-  ValueId falls = -1;           // fall-through values since the last EXEC or VX (0..kFallChain)
+  ValueId falls = -1;           // fall-through values since the last EXEC, VX or WARPS (0..kFallChain)
   ValueId prev_kind = -1, prev_falls = -1;
   Digits prevP, prev2P;         // the payloads of the tokens 1 and 2 back
   Digits cur_w, cur_c;          // the thread (3 nibbles), the CTA (4)

@@ -109,9 +109,9 @@ Decision decide(Builder& b, const Context& c, const Rom& r, const Alu& alu, cons
                                                     high_is("hi_negative", kNegativeHigh), lo_zero},
                                     [](const std::vector<int>& v) { return v[0] ? 1 : v[1] ? 2 : v[2] ? 3 : v[3] ? 4 : 0; });
   // A fall-through value: the block goes on to the block after it (jmp
-  // there, or br there on its result, which is not 0 when VX is not
-  // written), and fewer than kFallChain of them ran since the last EXEC or VX.
-  // (br on the C record's register: the target its value picks.)
+  // there, br there on its result, which is not 0 when VX is not written, or
+  // br on the C record's register whose value picks it), and one more may
+  // follow (may_fall: the count and a marker in sight, vocab.h).
   const ValueId falls_on =
       p.lookup("falls_on", 2,
                {vx_term, c.may_fall, circuit::equal(p, "t_is_next", b.word(r.t_target), b.word(c.next_pc)),

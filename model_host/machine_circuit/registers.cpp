@@ -13,8 +13,8 @@ Registers registers_stage(Builder& b, const Context& c, const Rom& r) {
   // VZF(lo) write (lo, 0), VG(lo) and VGF(lo) (lo, 0x1000), VN(lo) and VNF(lo)
   // (lo, 0xffff), VH(hi) and VHF(hi) (0, hi); D(hi) or DF(hi) after VLO(lo)
   // writes (lo, hi); VX(pc, v) writes (v, 0).
-  // dst is the destination of the block the token before ran (EXEC, VX or a
-  // fall-through value before VZ, VH, VX and the fall-through values, and VLO,
+  // dst is the destination of the block the token before ran (EXEC, VX, WARPS
+  // or a fall-through value before VZ, VH, VX and the fall-through values, and VLO,
   // whose block is still the current one, before D and DF), kept one token
   // in a one-row store: on a VX pass the ROM already
   // reads the next block.

@@ -64,8 +64,8 @@ Schedule scheduler_stage(Builder& b, const Context& c, const Rom& r, const Regis
   const ValueId group_left = p.ladder("group_left", 32, left_terms, 0, [](int k) { return std::clamp(k, 0, 1023) / 32; });
   const ValueId leaves = p.lookup("group_leaves", 2, {is_warp, group_start, warp0, s.w_is_end},
                                   [](const std::vector<int>& v) { return v[0] && ((v[1] && !v[2]) || v[3]) ? 1 : 0; });
-  // Per group (32 of them: 1024 threads), read at the group of w (bits 5..9
-  // of WARP's payload).
+  // Per group (32 of them: 1024 threads), read at the group of the thread
+  // the table is read at (bits 5..9 of the key).
   std::vector<AddrBit> rel_w, rel_r{{w_key[1].v, 1}, {w_key[1].v, 2}, {w_key[1].v, 3}, {w_key[2].v, 0}, {w_key[2].v, 1}};
   for (int i = 0; i < 5; ++i) rel_w.push_back({group_left, i});
   const auto rel = store(b, "wmin_release", 32, rel_w, rel_r, leaves, c.is_cta,

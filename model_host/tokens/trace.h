@@ -87,7 +87,7 @@ class TraceOracle {
   // written (fall-through values need a marker there: vocab.h).
   std::array<Kind, 3> window_{Kind::END, Kind::END, Kind::END};
   uint32_t start_pc_ = 0; // the block the last EXEC after a WARP named (WARPS runs from it)
-  uint32_t falls_ = 0;    // fall-through values since the last EXEC or VX
+  uint32_t falls_ = 0;    // fall-through values since the last EXEC, VX or WARPS
   uint8_t epoch_ = 0;     // of the CTA's last BARRIER, 0 if none
   uint32_t high_ = 0;     // the high half a VLO announces
   bool high_falls_ = false;  // ... and whether it comes as DF

@@ -50,7 +50,8 @@ std::string token_name(int64_t id);
 
 // VX(pc, v): a register value v below kVxValues and the next block pc, in one
 // token (payload pc | v << kVxPcBits).  It is written for a block whose
-// terminator is `jmp`, or `br` on the register the block writes; the pass
+// terminator is `jmp`, `br` on the register the block writes, or `br` on the
+// register its C record names (prompt.h, branch_condition_in_c); the pass
 // that reads it writes v and runs block pc, as EXEC(pc) would.
 inline constexpr uint32_t kVxPcBits = 10;
 inline constexpr uint32_t kVxValues = 64;
@@ -63,7 +64,8 @@ inline constexpr uint32_t kGlobalHigh = 0x1000, kNegativeHigh = 0xffff;
 // same value falling through as VZF does.
 // VZF(lo), VGF(lo), VNF(lo) and VHF(hi): the value VZ, VG, VN or VH would carry, and the
 // next block is the one after the block that computed it (its terminator is
-// `jmp pc + 1`, or `br` to pc + 1 on the register it writes, taken).  The
+// `jmp pc + 1`, `br` to pc + 1 on the register it writes, taken, or `br` on
+// the register its C record names, whose value picks pc + 1).  The
 // pass that reads one writes the value and runs block pc + 1.  DF(hi) is D
 // after VLO that falls through in the same way.  At most kFallChain of them
 // follow one another since the last EXEC, VX or WARPS: the circuit counts

@@ -127,20 +127,31 @@ TEST(LowerPasses, PropagateCopiesForwardsALoopCountersCopyWithinStraightLineCode
 // ---- inline_parameters ------------------------------------------------------
 
 TEST(LowerPasses, InlineParametersReadsParameterWordsAsImmediates) {
-  // Words 0 (0x1000) and 2 (7) of the buffer, and word 3 beyond it (the
-  // machine's parameter space reads 0 there); r1 is also a branch condition,
-  // so its load stays for the branch; the add of two parameters stays an
-  // add (nothing is evaluated).
-  const std::vector<uint8_t> params = {0x00, 0x10, 0, 0, 1, 2, 3, 4, 7, 0, 0, 0};
+  // Words 0 (0x1000) and 2 (7) of the buffer, and word 3, of which the
+  // buffer holds one byte (a bool parameter last: 1; the prompt's records
+  // pad it with zeros); r1 is also a branch condition, so its load stays for
+  // the branch; the add of two parameters stays an add (nothing is
+  // evaluated).
+  const std::vector<uint8_t> params = {0x00, 0x10, 0, 0, 1, 2, 3, 4, 7, 0, 0, 0, 1};
   VCode vc = make({I(ld(Space::Param, 0, K(0))), I(ld(Space::Param, 1, K(8))), I(ld(Space::Param, 2, K(12))),
                    I(alu(Op::ADD, 3, r1, r2)), I(st(Space::Global, r0, 0, r3)), br(1, 0, 0), label(0), exit_()},
                   4, 1);
   inline_parameters(vc, params, 1024);
   EXPECT_EQ(listing(vc.code), (Lines{"ld.param.u32 r0, [0]", "ld.param.u32 r1, [8]", "ld.param.u32 r2, [12]",
-                                     "add r3, 7, 0", "st.global.b32 [4096], r3", "br r1, L0, L0", "L0:", "exit"}));
+                                     "add r3, 7, 1", "st.global.b32 [4096], r3", "br r1, L0, L0", "L0:", "exit"}));
   remove_dead_code(vc);
-  EXPECT_EQ(listing(vc.code), (Lines{"ld.param.u32 r1, [8]", "add r3, 7, 0", "st.global.b32 [4096], r3",
+  EXPECT_EQ(listing(vc.code), (Lines{"ld.param.u32 r1, [8]", "add r3, 7, 1", "st.global.b32 [4096], r3",
                                      "br r1, L0, L0", "L0:", "exit"}));
+}
+
+TEST(LowerPasses, InlineParametersLeavesARegisterReadBeforeItsLoad) {
+  // r1 is read before the load defines it (a loop's back edge would do
+  // that): the read must not see the parameter.
+  const std::vector<VI> code = {label(0), I(alu(Op::ADD, 0, r1, K(1))), I(ld(Space::Param, 1, K(0))),
+                                I(st(Space::Global, r0, 0, r1)), br(1, 0, 1), label(1), exit_()};
+  VCode vc = make(code, 2, 2);
+  inline_parameters(vc, {5, 0, 0, 0}, 1024);
+  EXPECT_EQ(listing(vc.code), listing(code));
 }
 
 TEST(LowerPasses, InlineParametersLeavesProgramsThatStoreToParameters) {

@@ -626,6 +626,37 @@ TEST(GpuCircuitEval, BranchOnAnotherRegisterFoldsIntoTheValueToken) {
   EXPECT_EQ(both(prog, 1, 1, {}, global_memory()), t.size());
 }
 
+// WARPS into every kind of block: a run of fall-through values and a VLO
+// counted from the start (B0), a br on the C record's register after a load
+// within the run (B2), a barrier whose threads go on at a block with no
+// instruction (B5) and one at a store (B8), four threads of one group.
+TEST(GpuCircuitEval, WarpsStartsEveryKindOfBlock) {
+  const machine::Program prog = program({
+      blk(alu(Op::MOV, 1, k(0x12345678)), jmp(1)),                  // B0: VLO, DF from WARPS's start
+      blk(alu(Op::MOV, 2, k(300)), br(3, 9, 2)),                    // B1: r3 = 0: the C record picks B2
+      blk(ld(Space::Global, 4, r(0), k(kBase)), br(3, 9, 3)),       // B2: a load, br on r3: VX or VZF
+      blk(special(Op::WARP, 5), jmp(4)),                            // B3: r5 = thread
+      blk(st(Space::Global, r(0), k(kBase), r(5)), bar(5)),         // B4: a store, then the barrier
+      blk(std::nullopt, br(1, 6, 9)),                               // B5: no instruction: br on r1
+      blk(alu(Op::ADD, 6, r(5), k(0x20000)), jmp(7)),               // B6: VLO..
+      blk(alu(Op::ADD, 7, r(6), k(1)), bar(8)),                     // B7
+      blk(st(Space::Global, r(0), k(kBase + 4), r(7)), exit_()),    // B8: a store after the barrier
+      blk(std::nullopt, exit_()),                                   // B9: never
+  });
+  const std::vector<int64_t> t = expected_trace(prog, 4, 1, {}, global_memory());
+  std::vector<Kind> kinds;
+  for (int64_t id : t) kinds.push_back(decode_token(id)->kind);
+  auto after_warps = [&](Kind k) {
+    int n = 0;
+    for (size_t i = 0; i + 1 < kinds.size(); ++i) n += kinds[i] == Kind::WARPS && kinds[i + 1] == k;
+    return n;
+  };
+  EXPECT_EQ(after_warps(Kind::VLO), 3);   // B0's value, threads 1..3
+  EXPECT_EQ(after_warps(Kind::EXEC), 3);  // B5 (no instruction) after the first barrier
+  EXPECT_GE(count(t, Kind::WARPS), 9);    // and B8 after the second
+  EXPECT_EQ(both(prog, 4, 1, {}, global_memory()), t.size());
+}
+
 TEST(GpuCircuitEval, DivergentWarpsMeetAtDifferentWbarsThenVote) {
   const machine::Program prog = divergent_program();
   const std::vector<int64_t> t = expected_trace(prog, 40, 1, {}, global_memory());
