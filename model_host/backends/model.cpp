@@ -207,17 +207,8 @@ class ModelBackend : public launch::Backend {
       if (size == 0) return;
       check_range(offset, size, "write");
       const uint32_t first = uint32_t(offset / 4), last = uint32_t((offset + size - 1) / 4);
-      const std::vector<uint32_t> old = b_.words(state_, first, last - first + 1);
-      std::vector<std::pair<uint32_t, uint32_t>> records;
-      for (uint32_t w = first; w <= last; ++w) {
-        uint32_t v = old[w - first];
-        for (int k = 0; k < 4; ++k) {
-          const uint64_t byte = uint64_t(w) * 4 + k;
-          if (byte >= offset && byte < offset + size)
-            v = (v & ~(0xffu << (8 * k))) | uint32_t(data[byte - offset]) << (8 * k);
-        }
-        if (v != old[w - first]) records.push_back({w, v});
-      }
+      const std::vector<std::pair<uint32_t, uint32_t>> records =
+          changed_words(b_.words(state_, first, last - first + 1), offset, data, size);
       if (!mirror_.bytes.empty()) std::memcpy(mirror_.bytes.data() + offset, data, size);
       if (records.empty()) return;
       const std::vector<int64_t> tokens = encode_writes(records);

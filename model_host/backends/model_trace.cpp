@@ -8,12 +8,19 @@
 // on the model is known without running the model (`qgpu suite-table
 // --machine model`).  Like interpreter-model, it is a measuring and
 // cross-checking tool chosen by name, never a fallback for the model.
+//
+// Each client's memory is kept here as the model keeps it in its state, and
+// a copy to the device or a memset becomes the write records the model
+// backend would append (only the words whose value changes), so that
+// --dump-tokens writes the client's whole sequence as the model reads it:
+// a line "ids | " per write, "prompt | generated" per launch.
 #include "model_host/launch/errors.h"
 #include "model_host/backends/model_trace.h"
 
 #include "model_host/machine/api.h"
 
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 
@@ -37,6 +44,8 @@ class TraceBackend : public launch::Backend {
     return d;
   }
 
+  std::unique_ptr<launch::DeviceContext> open_context() override { return std::make_unique<Context>(*this); }
+
   launch::LaunchResult launch(const launch::LaunchRequest& req, launch::GlobalMemory& mem) override {
     const auto t0 = std::chrono::steady_clock::now();
     launch::LaunchResult res;
@@ -54,6 +63,43 @@ class TraceBackend : public launch::Backend {
   }
 
  private:
+  // One client's memory, as the model's state would hold it.
+  class Context : public launch::DeviceContext {
+   public:
+    explicit Context(TraceBackend& b) : b_(b) {
+      mem_.base = machine::model_params().global_base;
+      mem_.bytes.assign(machine::model_params().global_bytes, 0);
+    }
+    void write(uint64_t offset, const uint8_t* data, uint64_t size) override {
+      if (size == 0) return;
+      check_range(offset, size, "write");
+      const uint64_t first = offset / 4, count = (offset + size - 1) / 4 - first + 1;
+      std::vector<uint32_t> old(count);
+      std::memcpy(old.data(), mem_.bytes.data() + 4 * first, 4 * count);
+      const auto records = changed_words(old, offset, data, size);
+      std::memcpy(mem_.bytes.data() + offset, data, size);
+      if (records.empty() || b_.dump_tokens_.empty()) return;
+      append_dump(b_.dump_tokens_, encode_writes(records), {});
+    }
+    void read(uint64_t offset, uint8_t* out, uint64_t size) override {
+      if (size == 0) return;
+      check_range(offset, size, "read");
+      std::memcpy(out, mem_.bytes.data() + offset, size);
+    }
+    launch::LaunchResult launch(const launch::LaunchRequest& req) override { return b_.launch(req, mem_); }
+
+   private:
+    void check_range(uint64_t offset, uint64_t size, const char* what) const {
+      const uint64_t n = mem_.bytes.size();
+      if (offset > n || size > n - offset)
+        throw std::runtime_error(std::string(what) + " of " + std::to_string(size) + " bytes at offset " +
+                                 std::to_string(offset) + " is outside the model's " + std::to_string(n) +
+                                 "-byte global memory");
+    }
+    TraceBackend& b_;
+    launch::GlobalMemory mem_;
+  };
+
   void run(const launch::LaunchRequest& req, launch::GlobalMemory& mem, launch::LaunchResult& res) const {
     const machine::Program prog = lower_for_model(req);
     std::vector<int64_t> prompt;

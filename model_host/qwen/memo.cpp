@@ -107,6 +107,7 @@ SublayerMemo::Output* SublayerMemo::insert() {
   e.out.word.clear();
   e.out.section_end.clear();
   e.out.values.clear();
+  e.out.row = -1;
   slots_[slot_of(hash_)] = Slot{hash_, static_cast<uint32_t>(last_)};
   return &e.out;
 }

@@ -1,9 +1,10 @@
 // The recent inputs and outputs of one stateless sublayer, for single-token
 // steps of the sparse executor.
 //
-// A linear-attention layer's projections (in_proj_qkv, z, b, a) and an MLP
-// are functions of the entries of their normed input that their products
-// read: given bit-identical entries they write bit-identical outputs.  The
+// A linear-attention layer's projections (in_proj_qkv, z, b, a), an MLP and
+// the LM head's argmax are functions of the entries of their normed input
+// that their products read: given bit-identical entries they write
+// bit-identical outputs.  The
 // sublayers of a compiled circuit see the same few fields again and again
 // (the warps of a kernel run the same blocks, an instruction decoder sees the
 // same instruction), so the executor keeps a sublayer's last inputs with the
@@ -30,11 +31,12 @@ class SublayerMemo {
     std::vector<uint64_t> word;
     std::vector<uint32_t> section_end;  // per section, one past its last word in word_index
     std::vector<float> values;          // per set bit in order, then the dense values
+    int64_t row = -1;                   // the LM head's memo: the argmax's row (no sections)
   };
 
   // Inputs whose listed columns exceed max_columns are not kept (they are not
   // a circuit's few fields), nor outputs of more than max_values values.
-  static constexpr size_t kMaxColumns = 256;
+  static constexpr size_t kMaxColumns = 512;
   static constexpr size_t kMaxValues = 16384;
 
   explicit SublayerMemo(size_t capacity = 0);

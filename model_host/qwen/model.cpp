@@ -146,6 +146,16 @@ struct Workspace {
   };
   std::vector<SquaredSum> squares;
   std::vector<float> qkv, z, b, a, conv_out, o;     // linear attention
+  // Per layer and value head, the last b and a (their bits) a head's gates
+  // were computed from, and beta and the decay they gave: a head's b and a
+  // are the same on most tokens, and the same inputs give the same gates.
+  struct Gates {
+    uint32_t b = 0, a = 0;
+    bool valid = false;
+    float beta = 0, decay = 0;
+  };
+  std::vector<Gates> gates;
+  std::vector<int32_t> run_heads;  // the heads of a layer that may run on a token
   std::vector<uint64_t> qkv_bits;                   // per token, the qkv rows apply_cut computed
   std::vector<uint64_t> now_bits, history_bits;     // memo records: current-only outputs written, other qkv rows
   std::vector<uint64_t> z_bits;                     // per token, the z rows the product wrote
@@ -163,12 +173,13 @@ struct Workspace {
   Support support;
   Matrix::Scratch scratch;
   // Per layer, the memos of its two stateless sublayers (2 * layer: the
-  // linear-attention projections, 2 * layer + 1: the MLP), of `memo_capacity`
-  // entries each.
+  // linear-attention projections, 2 * layer + 1: the MLP), and last the LM
+  // head's argmax (2 * layers), of `memo_capacity` entries each.
   std::vector<SublayerMemo> memo;
   size_t memo_capacity = 0;
-  SublayerMemo* memo_for(int64_t index, size_t capacity, int64_t count) {
+  SublayerMemo* memo_for(int64_t index, size_t capacity, int64_t layers) {
     if (capacity == 0) return nullptr;
+    const int64_t count = 2 * layers + 1;
     if (memo_capacity != capacity || static_cast<int64_t>(memo.size()) != count) {
       memo.assign(static_cast<size_t>(count), SublayerMemo(capacity));
       memo_capacity = capacity;
@@ -564,7 +575,7 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   // otherwise those rows start at +0 and the product writes the rows it
   // reaches (a written map).  The memo's key (see below) is made and its
   // slot requested first, so that its miss overlaps the work before the lookup.
-  SublayerMemo* memo = T == 1 && la.conv_split ? ws.memo_for(2 * layer, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
+  SublayerMemo* memo = T == 1 && la.conv_split ? ws.memo_for(2 * layer, memo_entries, cfg.num_hidden_layers) : nullptr;
   if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), n)) memo = nullptr;
   if (memo) memo->prefetch();
   // Per token, whether every live head's z is provably finite (no weight or
@@ -689,16 +700,35 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
   const float scale = query_scale(dk);
   float* S_all = st.recurrent[layer].data_ptr<float>();
   ws.head_out.assign(T * nv, 0);
+  ws.gates.resize(static_cast<size_t>(cfg.num_hidden_layers * nv));
   ws.per_thread.resize(std::max<size_t>(ws.per_thread.size(), static_cast<size_t>(at::get_num_threads())));
   ws.per_thread_nz.resize(ws.per_thread.size());
-  parallel_items(static_cast<int64_t>(la.heads.size()), T * dk * dv * 4, [&](int64_t hi) {
-    const int64_t h = la.heads[hi], kh = h / group;
+  // The heads that may run.  On a single token, a head whose key head is
+  // not live, whose b and a are those its gates were last computed from
+  // with a decay of exactly 1, and whose z is provably finite, is skipped
+  // below without a test more: it is left out here, before the per-head
+  // work begins (most heads of a compiled circuit, on most tokens).
+  const std::vector<int32_t>* heads = &la.heads;
+  if (T == 1 && la.lazy_z && ws.z_finite[0]) {
+    ws.run_heads.clear();
+    for (int32_t h : la.heads) {
+      const Workspace::Gates& g = ws.gates[layer * nv + h];
+      uint32_t b_bits, a_bits;
+      std::memcpy(&b_bits, &b[h], 4);
+      std::memcpy(&a_bits, &a[h], 4);
+      if (!ws.key_live[h / group] && g.valid && g.b == b_bits && g.a == a_bits && g.decay == 1.0f) continue;
+      ws.run_heads.push_back(h);
+    }
+    heads = &ws.run_heads;
+  }
+  parallel_items(static_cast<int64_t>(heads->size()), T * dk * dv * 4, [&](int64_t hi) {
+    const int64_t h = (*heads)[hi], kh = h / group;
     float* S = S_all + h * dk * dv;
     float* q = grow(ws.per_thread[at::get_thread_num()], 2 * dk + 3 * dv);
     float *k = q + dk, *kv_mem = k + dk, *d = kv_mem + dv, *out = d + dv;
     int32_t* k_nz = grow(ws.per_thread_nz[at::get_thread_num()], 2 * dk);
     int32_t* q_nz = k_nz + dk;
-    const float A = std::exp(la.A_log[h]);
+    Workspace::Gates& gates = ws.gates[layer * nv + h];
     for (int64_t t = 0; t < T; ++t) {
       const float* row = &conv_out[t * C];
       const float* qr = row + kh * dk;
@@ -706,9 +736,14 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       const float* v = row + 2 * key_dim + h * dv;
       float* zr = &z[t * VD + h * dv];
       // beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias); decay = exp(g).
-      const float beta = sigmoid(b[t * nv + h]);
-      const float g = -A * softplus(a[t * nv + h] + la.dt_bias[h]);
-      const float decay = std::exp(g);
+      uint32_t b_bits, a_bits;
+      std::memcpy(&b_bits, &b[t * nv + h], 4);
+      std::memcpy(&a_bits, &a[t * nv + h], 4);
+      if (!gates.valid || gates.b != b_bits || gates.a != a_bits) {
+        const float A = std::exp(la.A_log[h]);
+        gates = {b_bits, a_bits, true, sigmoid(b[t * nv + h]), std::exp(-A * softplus(a[t * nv + h] + la.dt_bias[h]))};
+      }
+      const float beta = gates.beta, decay = gates.decay;
       // A head whose query and key are zero on this token, with an open
       // gate, leaves S as it is and outputs (w * (0 * r)) * silu(z), a zero
       // for finite z: o keeps its +0 (a circuit memory not addressed here).
@@ -727,7 +762,10 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         if (!z_ready) make_z();
         if (all_finite(zr, dv)) continue;
       }
-      if (!z_ready) make_z();
+      // With z provably finite, only the rows of z where the head's output
+      // is not zero are computed (below).
+      const bool z_where_out = !z_ready && ws.z_finite[t];
+      if (!z_ready && !z_where_out) make_z();
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
       const float rq = l2norm_scale(lane_dot(qr, qr, dk));
       const float rk = l2norm_scale(lane_dot(kr, kr, dk));
@@ -768,7 +806,19 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // o = (w * (o * rsqrt(mean(o^2) + eps))) * silu(z).
       const float r = inv_rms(out, dv, eps);
       float* dst = &o[t * VD + h * dv];
-      for (int64_t j = 0; j < dv; ++j) dst[j] = store((la.norm[j] * (out[j] * r)) * silu(zr[j]));
+      if (z_where_out) {
+        // Where out[j] is +-0, (w * (out[j] * r)) * silu(z) is a zero for
+        // finite z, which dst holds already (o is +-0 between calls, and the
+        // support below leaves zeros out): z's row is needed only where out
+        // is not zero (NaN included).
+        for (int64_t j = 0; j < dv; ++j)
+          if (out[j] != 0.0f) {
+            const float zj = store(la.z.row_value(h * dv + j, n + t * H) + 0.0f);
+            dst[j] = store((la.norm[j] * (out[j] * r)) * silu(zj));
+          }
+      } else {
+        for (int64_t j = 0; j < dv; ++j) dst[j] = store((la.norm[j] * (out[j] * r)) * silu(zr[j]));
+      }
       ws.head_out[t * nv + h] = 1;
     }
   });
@@ -873,7 +923,7 @@ void Model::Impl::mlp(const Layer& L, int layer, int64_t T, Workspace& ws) const
   const int64_t words = Support::words(I);
   const Mlp& mlp = L.mlp;
   // The output (y at y_bits) from the memo when this input recurs.
-  SublayerMemo* memo = T == 1 && mlp.split ? ws.memo_for(2 * layer + 1, memo_entries, 2 * cfg.num_hidden_layers) : nullptr;
+  SublayerMemo* memo = T == 1 && mlp.split ? ws.memo_for(2 * layer + 1, memo_entries, cfg.num_hidden_layers) : nullptr;
   if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), m)) memo = nullptr;
   if (const SublayerMemo::Output* out = memo ? memo->find() : nullptr) {
     size_t v = 0;
@@ -1105,7 +1155,15 @@ int64_t Model::step_argmax(State& st, int64_t token) const {
   auto lease = m.workspaces.get();
   Workspace& ws = *lease;
   m.body(st, &token, 1, {}, nullptr, ws);
-  return m.head().argmax(ws.normed.data(), ws.support, 0, ws.scratch);
+  // The argmax is a function of the final normed entries the head reads
+  // (the support, which the final norm limits to them): from the memo when
+  // they recur, as a sublayer's output.
+  SublayerMemo* memo = m.head().is_sparse() ? ws.memo_for(2 * m.cfg.num_hidden_layers, m.memo_entries, m.cfg.num_hidden_layers) : nullptr;
+  if (memo && !memo->set_key(ws.support.begin(0), ws.support.end(0), ws.normed.data())) memo = nullptr;
+  if (const SublayerMemo::Output* out = memo ? memo->find() : nullptr) return out->row;
+  const int64_t row = m.head().argmax(ws.normed.data(), ws.support, 0, ws.scratch);
+  if (SublayerMemo::Output* rec = memo ? memo->insert() : nullptr) rec->row = row;
+  return row;
 }
 
 }  // namespace qgpu::qwen

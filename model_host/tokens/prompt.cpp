@@ -206,6 +206,23 @@ std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_
   return e.tokens;
 }
 
+std::vector<std::pair<uint32_t, uint32_t>> changed_words(const std::vector<uint32_t>& old, uint64_t offset,
+                                                         const uint8_t* data, uint64_t size) {
+  std::vector<std::pair<uint32_t, uint32_t>> records;
+  if (size == 0) return records;
+  const uint64_t first = offset / 4, last = (offset + size - 1) / 4;
+  if (old.size() < last - first + 1) throw std::invalid_argument("changed_words: fewer old words than the bytes touch");
+  for (uint64_t w = first; w <= last; ++w) {
+    uint32_t v = old[w - first];
+    for (uint64_t k = 0; k < 4; ++k) {
+      const uint64_t byte = w * 4 + k;
+      if (byte >= offset && byte < offset + size) v = (v & ~(0xffu << (8 * k))) | uint32_t{data[byte - offset]} << (8 * k);
+    }
+    if (v != old[w - first]) records.push_back({static_cast<uint32_t>(w), v});
+  }
+  return records;
+}
+
 machine::Program lower_for_model(const launch::LaunchRequest& req) {
   const machine::Params& p = machine::model_params();
   machine::Program prog;

@@ -49,6 +49,13 @@ std::vector<int64_t> encode_launch(const machine::Program& prog, uint32_t thread
 // std::invalid_argument for a word beyond the model's global memory.
 std::vector<int64_t> encode_writes(const std::vector<std::pair<uint32_t, uint32_t>>& words);
 
+// The (word index, value) pairs that writing `size` bytes of `data` at byte
+// `offset` changes, given `old`, the words the memory holds from word
+// offset / 4 on (every word the bytes touch): only those become write
+// records.
+std::vector<std::pair<uint32_t, uint32_t>> changed_words(const std::vector<uint32_t>& old, uint64_t offset,
+                                                         const uint8_t* data, uint64_t size);
+
 // A launch the model's machine cannot hold: a cudaError_t and a message
 // naming the limit or the missing operation.
 struct LaunchRefused : std::runtime_error {

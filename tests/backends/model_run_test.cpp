@@ -14,6 +14,7 @@
 // the result go wrong: the model, not the host, computes.
 #include "build_paths.h"   // qgpu_paths() in CMakeLists.txt
 
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -194,6 +195,23 @@ TEST(ModelRun, MemoryLivesInTheStateAcrossLaunches) {
   }
   EXPECT_EQ(launches, 3) << text;
   EXPECT_EQ(writes, 1) << text;   // the one cudaMemcpy to the device (its 8 non-zero words)
+}
+
+// The model-trace backend keeps each client's memory as the model keeps it,
+// so its token dump is the model's sequence line for line: the copy's write
+// records, then every launch's prompt and generated tokens (what
+// tools/bench_trace replays through the model).
+TEST(ModelRun, TheTraceBackendDumpsTheModelsWholeSequence) {
+  TempDir t;
+  const fs::path model = t.path / "model.txt", trace = t.path / "trace.txt";
+  auto r = run({kQgpu, "run", "--dump-tokens", model.string(), "--", kPersistent}, {}, kTimeout);
+  ASSERT_EQ(r.status, 0) << report(r);
+  r = run({kQgpu, "run", "--backend", "model-trace", "--dump-tokens", trace.string(), "--", kPersistent}, {}, kTimeout);
+  ASSERT_EQ(r.status, 0) << report(r);
+  EXPECT_NE(r.out.find("16 32 48 64 80 96 112 128 3\nPASSED\n"), std::string::npos) << report(r);
+  const std::string from_model = slurp(model);
+  EXPECT_EQ(std::count(from_model.begin(), from_model.end(), '\n'), 4) << from_model;  // one write, three launches
+  EXPECT_EQ(slurp(trace), from_model);
 }
 
 TEST(ModelRun, ShimSpawnedDaemonRunsTheModelByDefault) {

@@ -249,7 +249,8 @@ TEST(QgpuRun, StatsLineOnTheInterpreter) {
 
 // model-trace: the model's machine and tokens, the trace from the reference
 // interpreter.  Its stats count what its dump holds: one line per launch,
-// prompt ids, " | ", generated ids.
+// prompt ids, " | ", generated ids; and, as the model backend writes them, a
+// line per copy to the device, its write records, " | ", nothing.
 TEST(QgpuRun, ModelTraceCountsTheTokensItDumps) {
   const fs::path dump = fs::temp_directory_path() / ("qgpu_model_trace_" + std::to_string(getpid()) + ".txt");
   fs::remove(dump);
@@ -260,16 +261,21 @@ TEST(QgpuRun, ModelTraceCountsTheTokensItDumps) {
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("launches=(\\d+) steps=(\\d+) tokens: prompt=(\\d+) generated=(\\d+)")))
       << r.out;
   std::ifstream in(dump);
-  uint64_t lines = 0, prompt = 0, generated = 0;
-  for (std::string line; std::getline(in, line); ++lines) {
-    const size_t bar = line.find(" | ");
+  uint64_t launches = 0, writes = 0, prompt = 0, generated = 0;
+  for (std::string line; std::getline(in, line);) {
+    const size_t bar = line.find(" |");
     ASSERT_NE(bar, std::string::npos) << line;
-    std::istringstream a(line.substr(0, bar)), b(line.substr(bar + 3));
-    for (int64_t id; a >> id;) prompt += id >= 248320;
+    const bool launch = line.find_first_not_of(' ', bar + 2) != std::string::npos;
+    std::istringstream a(line.substr(0, bar)), b(line.substr(bar + 2));
+    uint64_t ids = 0;
+    for (int64_t id; a >> id;) ids += id >= 248320;
     for (int64_t id; b >> id;) generated += id >= 248320;
+    (launch ? launches : writes) += 1;
+    if (launch) prompt += ids;
   }
   fs::remove(dump);
-  EXPECT_EQ(lines, std::stoull(m[1]));
+  EXPECT_EQ(launches, std::stoull(m[1]));
+  EXPECT_GT(writes, 0u);  // the program's copies to the device
   EXPECT_GT(std::stoull(m[2]), 0u);
   EXPECT_EQ(prompt, std::stoull(m[3]));
   EXPECT_EQ(generated, std::stoull(m[4]));

@@ -147,8 +147,10 @@ mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   echo
   echo "- machine: $cpu, $(nproc) cores, $mem, Linux $(uname -r)"
   echo "- load average (1, 5, 15 min): $load_before before, $load_after after"
-  echo "- this build: $build ($(commit_of "$build"))${model:+, model $model}"
-  echo "- baseline: $base ($(commit_of "$base"))${base_model:+, model $base_model}"
+  # Directories by their last component: the file is committed, and the
+  # paths of the machine that wrote it mean nothing elsewhere.
+  echo "- this build: $(basename "$build") ($(commit_of "$build"))${model:+, model $(basename "$model")}"
+  echo "- baseline: $(basename "$base") ($(commit_of "$base"))${base_model:+, model $(basename "$base_model")}"
   echo "- each sample run with \`qgpu run --stats\`, $rounds round(s) per build, alternating; tok/s is generated"
   echo "  tokens over the launches' time (prefill included), the best of the rounds; wall s is the whole run"
   echo "  (the program, the daemon's start and the model's load included), the least of the rounds"
