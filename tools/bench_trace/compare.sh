@@ -2,13 +2,15 @@
 # The sparse executor of this build against a baseline library, side by side
 # on the same token dumps (tools/bench_trace), alternately, in one run.
 #
-# Usage: tools/bench_trace/compare.sh --baseline-lib DIR --model-dir DIR
+# Usage: tools/bench_trace/compare.sh (--baseline-build OLD_BUILD | --baseline-lib DIR) --model-dir DIR
 #                                     [--build BUILD] [--rounds N] [--results FILE] DUMP...
 #
+# --baseline-build: a build with its own bin/bench_trace (and its library).
 # --baseline-lib: a directory holding the baseline's libqgpu_qwen.so (for
-#   example OLD_BUILD/lib of the previous commit), put first on
-#   LD_LIBRARY_PATH for the baseline's runs; this build's bench_trace runs
-#   both, so only the executor differs.
+#   example OLD_BUILD/lib of a commit before bench_trace), put first on
+#   LD_LIBRARY_PATH while this build's bench_trace runs the baseline: only
+#   the executor differs.  Only for libraries whose model_host/qwen/model.h
+#   is this build's (the State and Model the binary was compiled with).
 # --rounds (default 2): each round runs the baseline, then this build; the
 #   best decode tok/CPU-s of each dump over the rounds is kept.
 # --results (default: bench-trace-results.md in the current directory): the
@@ -16,34 +18,41 @@
 # Dumps come from `qgpu run --backend model-trace --dump-tokens DUMP -- PROGRAM`.
 set -euo pipefail
 
-build=build base= model= rounds=2 results=bench-trace-results.md
+build=build base= base_build= model= rounds=2 results=bench-trace-results.md
 dumps=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --baseline-lib) base=$2; shift 2 ;;
+    --baseline-build) base_build=$2; shift 2 ;;
     --model-dir) model=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --results) results=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
     *) dumps+=("$1"); shift ;;
   esac
 done
-if [ -z "$base" ] || [ -z "$model" ] || [ ${#dumps[@]} -eq 0 ]; then
-  echo "usage: compare.sh --baseline-lib DIR --model-dir DIR [--build BUILD] [--rounds N] [--results FILE] DUMP..." >&2
+if { [ -z "$base" ] && [ -z "$base_build" ]; } || [ -z "$model" ] || [ ${#dumps[@]} -eq 0 ]; then
+  echo "usage: compare.sh (--baseline-build OLD_BUILD | --baseline-lib DIR) --model-dir DIR [--build BUILD] [--rounds N] [--results FILE] DUMP..." >&2
   exit 2
 fi
-[ -f "$base/libqgpu_qwen.so" ] || { echo "compare.sh: $base has no libqgpu_qwen.so" >&2; exit 2; }
 bench=$build/bin/bench_trace
 [ -x "$bench" ] || { echo "compare.sh: $bench is not built" >&2; exit 2; }
+if [ -n "$base_build" ]; then
+  base_bench=$base_build/bin/bench_trace
+  [ -x "$base_bench" ] || { echo "compare.sh: $base_bench is not built (use --baseline-lib for a build without it)" >&2; exit 2; }
+  run_base() { "$base_bench" "$@"; }
+else
+  [ -f "$base/libqgpu_qwen.so" ] || { echo "compare.sh: $base has no libqgpu_qwen.so" >&2; exit 2; }
+  run_base() { LD_LIBRARY_PATH="$base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bench" "$@"; }
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for r in $(seq "$rounds"); do
   echo "compare: round $r of $rounds: baseline" >&2
-  LD_LIBRARY_PATH="$base${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bench" --model-dir "$model" --repeat 1 \
-    --results "$tmp/base.$r.md" "${dumps[@]}" >/dev/null
+  run_base --model-dir "$model" --repeat 1 --results "$tmp/base.$r.md" "${dumps[@]}" >/dev/null
   echo "compare: round $r of $rounds: this build" >&2
   "$bench" --model-dir "$model" --repeat 1 --results "$tmp/new.$r.md" "${dumps[@]}" >/dev/null
 done
