@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 
@@ -79,7 +80,7 @@ class TraceBackend : public launch::Backend {
       const auto records = changed_words(old, offset, data, size);
       std::memcpy(mem_.bytes.data() + offset, data, size);
       if (records.empty() || b_.dump_tokens_.empty()) return;
-      append_dump(b_.dump_tokens_, encode_writes(records), {});
+      b_.dump(encode_writes(records), {});
     }
     void read(uint64_t offset, uint8_t* out, uint64_t size) override {
       if (size == 0) return;
@@ -121,7 +122,7 @@ class TraceBackend : public launch::Backend {
     res.stats.generated_tokens = generated.size();
     if (!dump_tokens_.empty()) {
       try {
-        append_dump(dump_tokens_, prompt, generated);
+        dump(prompt, generated);
       } catch (const std::runtime_error& e) {
         throw LaunchRefused(launch::kUnknown, e.what());
       }
@@ -133,6 +134,13 @@ class TraceBackend : public launch::Backend {
       res.error = oracle->fault().error;
       res.message = oracle->fault().message;
     }
+  }
+
+  // One line to the dump; concurrent clients' lines stay whole.
+  void dump(const std::vector<int64_t>& prompt, const std::vector<int64_t>& generated) const {
+    static std::mutex one_at_a_time;
+    std::lock_guard<std::mutex> g(one_at_a_time);
+    append_dump(dump_tokens_, prompt, generated);
   }
 
   std::string dump_tokens_;

@@ -97,6 +97,7 @@ struct LinearAttention {
   // live head's row has sum |w| <= z_abs_max, so |z| <= z_abs_max max|x|.
   bool lazy_z = false;
   double z_abs_max = 0;
+  bool norm_finite = true;  // every weight of the heads' gated norm is finite
 };
 
 struct FullAttention {
@@ -379,6 +380,7 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
       la.A_log = to_vector(T(a + "A_log"));
       la.dt_bias = to_vector(T(a + "dt_bias"));
       la.norm = to_vector(T(a + "norm.weight"));
+      la.norm_finite = std::all_of(la.norm.begin(), la.norm.end(), [](float w) { return std::isfinite(w); });
       for (auto* mat : {&la.qkv, &la.z, &la.b, &la.a, &la.out}) count(*mat);
       m.stats.weights += static_cast<int64_t>(la.conv.size());
       // A channel whose in_proj row is zero always reads 0 and keeps a zero
@@ -762,9 +764,9 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
         if (!z_ready) make_z();
         if (all_finite(zr, dv)) continue;
       }
-      // With z provably finite, only the rows of z where the head's output
-      // is not zero are computed (below).
-      const bool z_where_out = !z_ready && ws.z_finite[t];
+      // With z provably finite (and the norm's weights finite), only the
+      // rows of z where the head's output is not zero are computed (below).
+      bool z_where_out = !z_ready && ws.z_finite[t] && la.norm_finite;
       if (!z_ready && !z_where_out) make_z();
       // l2norm(x) = x * rsqrt(sum(x^2) + 1e-6); q is then scaled by 1/sqrt(dk).
       const float rq = l2norm_scale(lane_dot(qr, qr, dk));
@@ -805,10 +807,16 @@ void Model::Impl::linear_attention(const Layer& L, int layer, State& st, int64_t
       // Gated RMSNorm per head (weight not zero-centred):
       // o = (w * (o * rsqrt(mean(o^2) + eps))) * silu(z).
       const float r = inv_rms(out, dv, eps);
+      // A non-finite r (a NaN or infinity the state holds, a zero eps) makes
+      // (w * (0 * r)) * silu(z) NaN where out is zero: every row then.
+      if (z_where_out && !std::isfinite(r)) {
+        make_z();
+        z_where_out = false;
+      }
       float* dst = &o[t * VD + h * dv];
       if (z_where_out) {
         // Where out[j] is +-0, (w * (out[j] * r)) * silu(z) is a zero for
-        // finite z, which dst holds already (o is +-0 between calls, and the
+        // finite z, w and r, which dst holds already (o is +-0 between calls, and the
         // support below leaves zeros out): z's row is needed only where out
         // is not zero (NaN included).
         for (int64_t j = 0; j < dv; ++j)

@@ -1,7 +1,8 @@
 // bench_trace: the sparse executor's decode speed on real launches.
 //
 // Replays token dumps (`qgpu run --backend model-trace --dump-tokens FILE`,
-// one line per launch: the prompt's ids, " | ", the generated ids) through a
+// one line per launch: the prompt's ids, " | ", the generated ids, and one
+// per copy to the device: its write records, " | ", nothing) through a
 // compiled model: the prompt is prefilled, then every generated token is
 // decoded with step_argmax, and each argmax must be the next token of the
 // dump (the model writes exactly what the trace says, or the run fails).
