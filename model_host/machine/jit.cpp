@@ -132,6 +132,9 @@ bool init(State& s) {
 }
 
 constexpr uint32_t N = Params::kCudaWarp;
+// The strides of the strided rows (build(): a vector access of four or two
+// words a lane, split into its words by the lowering).
+constexpr uint32_t kStrides[2] = {16, 8};
 
 // Whether the host has AVX-512's two-source permute (the loads' span path).
 bool has_permute() {
@@ -229,6 +232,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
   struct Deferred {
     uint32_t index, bytes;
     Value *ptrs, *vals, *row, *base0;  // row: a coalesced row (then base0: its first address)
+    Value* off = nullptr;              // the lanes' offsets in the window (4-byte global and shared stores)
   };
   std::vector<Deferred> deferred;
   AllocaInst* pend = B.CreateAlloca(i32);
@@ -318,22 +322,61 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     uint32_t members = 0;
     Value *ok = nullptr, *cls = nullptr, *off = nullptr, *off0 = nullptr, *least = nullptr, *idx = nullptr;
     Value *hlo0 = nullptr, *hlo1 = nullptr, *hidx0 = nullptr, *hidx1 = nullptr;
+    // The strides of a strided row the group may be (kStrides: its members
+    // all within one lane's S bytes), and where that row starts.
+    uint32_t strides = 0;
   };
+  // Each load's and store's address as one register (at its version: how
+  // many writes to it the block made before) plus an immediate, where it is
+  // one: a register and an immediate, or two registers whose sum an `add`
+  // earlier in the block left in a register that still holds it (the
+  // lowering folds `add x, a, b` into the access at x + 0 as [a + b], beside
+  // the accesses at [x + 4], [x + 8], ... of the same vector).
+  struct Addr {
+    bool ok = false;
+    uint32_t reg = 0, version = 0;
+    int64_t imm = 0;
+  };
+  std::vector<Addr> addr_of(n);
+  {
+    std::map<uint32_t, uint32_t> version;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> sums;
+    for (uint32_t k = 0; k < n; ++k) {
+      const Instr& in = blk.instrs[k];
+      const OpKind kind = op_info(in.op).kind;
+      if (kind == OpKind::Load || kind == OpKind::Store) {
+        if (in.a.imm != in.b.imm) {
+          const uint32_t reg = in.a.imm ? in.b.v : in.a.v;
+          addr_of[k] = {true, reg, version[reg], int64_t(int32_t(in.a.imm ? in.a.v : in.b.v))};
+        } else if (!in.a.imm) {
+          for (const auto& key : {std::tuple{in.a.v, version[in.a.v], in.b.v, version[in.b.v]},
+                                  std::tuple{in.b.v, version[in.b.v], in.a.v, version[in.a.v]}}) {
+            const auto it = sums.find(key);
+            if (it != sums.end() && version[it->second.first] == it->second.second) {
+              addr_of[k] = {true, it->second.first, it->second.second, 0};
+              break;
+            }
+          }
+        }
+      }
+      if (in.writes_reg()) version[in.dst]++;
+      if (in.op == Op::ADD && !in.a.imm && !in.b.imm && in.dst != in.a.v && in.dst != in.b.v)
+        sums[{in.a.v, version[in.a.v], in.b.v, version[in.b.v]}] = {in.dst, version[in.dst]};
+    }
+  }
   std::vector<Group> groups;
   std::vector<int> group_of(n, -1);
   std::vector<int64_t> imm_of(n, 0);
   {
-    std::map<uint32_t, uint32_t> version;
     std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, int> open;
     for (uint32_t k = 0; k < n; ++k) {
       const Instr& in = blk.instrs[k];
       if (op_info(in.op).kind == OpKind::Load && in.bytes == 4 &&
-          (in.space == Space::Global || in.space == Space::Shared || in.space == Space::Param) &&
-          in.a.imm != in.b.imm) {
-        const uint32_t reg = in.a.imm ? in.b.v : in.a.v;
-        const uint32_t k32 = in.a.imm ? in.a.v : in.b.v;
-        const int64_t imm = int64_t(int32_t(k32));
-        auto [it, fresh] = open.try_emplace({int(in.space), reg, version[reg], k32 & 3u}, int(groups.size()));
+          (in.space == Space::Global || in.space == Space::Shared || in.space == Space::Param) && addr_of[k].ok) {
+        const uint32_t reg = addr_of[k].reg;
+        const uint32_t k32 = uint32_t(addr_of[k].imm);
+        const int64_t imm = addr_of[k].imm;
+        auto [it, fresh] = open.try_emplace({int(in.space), reg, addr_of[k].version, k32 & 3u}, int(groups.size()));
         if (fresh) groups.push_back(Group{in.space, reg, imm, imm});
         Group& g = groups[size_t(it->second)];
         g.lo = std::min(g.lo, imm);
@@ -342,10 +385,77 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         group_of[k] = it->second;
         imm_of[k] = imm;
       }
-      if (in.writes_reg()) version[in.dst]++;
     }
     for (uint32_t k = 0; k < n; ++k)
       if (group_of[k] >= 0 && groups[size_t(group_of[k])].members < 2) group_of[k] = -1;
+    for (Group& g : groups)
+      for (uint32_t i = 0; i < 2; ++i)
+        if (g.hi - g.lo <= int64_t(kStrides[i]) - 4 && g.sp != Space::Param) g.strides |= 1u << i;
+  }
+  // Store groups: S / 4 consecutive stores of the block (no other store
+  // between them) of 4 bytes to global or shared memory at one register,
+  // unchanged between them, plus immediates at exactly 0, 4, .., S - 4 from
+  // the least, for a stride S of kStrides.  Where their lanes form the
+  // strided row they write the S * 32 bytes from the first lane's offset,
+  // each lane's words once: one contiguous store of those bytes, the
+  // members' values interleaved, writes what the stores in order would.
+  struct StoreGroup {
+    uint32_t stride;
+    std::vector<uint32_t> members;  // instruction indexes, by immediate
+  };
+  std::vector<StoreGroup> store_groups;
+  std::vector<int> store_group_of(n, -1);
+  {
+    struct Member {
+      uint32_t k, reg, version;
+      Space sp;
+      int64_t imm;
+    };
+    std::vector<Member> run;  // the stores since the last that could not join one
+    auto close = [&] {
+      for (size_t at = 0; at < run.size();) {
+        bool made = false;
+        for (uint32_t S : kStrides) {
+          const size_t m = S / 4;
+          if (at + m > run.size()) continue;
+          bool same = true;
+          for (size_t j = at + 1; j < at + m; ++j)
+            same = same && run[j].sp == run[at].sp && run[j].reg == run[at].reg && run[j].version == run[at].version;
+          if (!same) continue;
+          int64_t lo = run[at].imm;
+          for (size_t j = at; j < at + m; ++j) lo = std::min(lo, run[j].imm);
+          std::vector<int> slot(m, -1);
+          bool exact = true;
+          for (size_t j = at; j < at + m && exact; ++j) {
+            const int64_t dist = run[j].imm - lo;
+            exact = dist % 4 == 0 && dist / 4 < int64_t(m) && slot[size_t(dist / 4)] < 0;
+            if (exact) slot[size_t(dist / 4)] = int(run[j].k);
+          }
+          if (!exact) continue;
+          StoreGroup sg{S, {}};
+          for (int k : slot) {
+            sg.members.push_back(uint32_t(k));
+            store_group_of[size_t(k)] = int(store_groups.size());
+          }
+          store_groups.push_back(std::move(sg));
+          at += m;
+          made = true;
+          break;
+        }
+        if (!made) ++at;
+      }
+      run.clear();
+    };
+    for (uint32_t k = 0; k < n; ++k) {
+      const Instr& in = blk.instrs[k];
+      if (op_info(in.op).kind == OpKind::Store) {
+        if (in.bytes == 4 && (in.space == Space::Global || in.space == Space::Shared) && addr_of[k].ok)
+          run.push_back({k, addr_of[k].reg, addr_of[k].version, in.space, addr_of[k].imm});
+        else
+          close();
+      }
+    }
+    close();
   }
   // A coalesced row: lane l at the first lane's offset + 4 l, every lane
   // active.  Returns the first lane's offset and the test.
@@ -428,6 +538,25 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     for (int l = 0; l < 32; ++l) both.push_back(l);
     return B.CreateShuffleVector(p[0], p[1], both);
   };
+  // Strided rows: every lane active and lane l's offset at the first
+  // lane's + S l, for S = 16 or 8 (a vector access of four or two words a
+  // lane, split into its words by the lowering).  The S * 32 bytes from the
+  // first lane's offset hold every lane's S bytes: one contiguous load (or
+  // store) of them and a shuffle take the place of a gather (or scatter).
+  auto strided_test = [&](Value* off, Value* off0, uint32_t S) -> Value* {
+    std::vector<Constant*> row;
+    for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(S * l));
+    return B.CreateAnd(
+        B.CreateAndReduce(B.CreateICmpEQ(off, B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row)))),
+        B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
+  };
+  // The S * 32 bytes at `at`, and lane l's word at byte S l + d of them.
+  auto strided_load = [&](Value* at, uint32_t S, uint32_t d) -> Value* {
+    Value* all = B.CreateAlignedLoad(FixedVectorType::get(i32, S * N / 4), at, Align(4));
+    std::vector<int> pick;
+    for (uint32_t l = 0; l < N; ++l) pick.push_back(int((S * l + d) / 4));
+    return B.CreateShuffleVector(all, pick);
+  };
   // The group's test and classification, at its first member (on the
   // block's straight path, so every later member sees them): `ok`, and
   // `cls` 0 a coalesced row, 1 a span (permute), 2 a gather, 3 the
@@ -459,6 +588,15 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       g.hlo0 = h.lo0, g.hlo1 = h.lo1, g.hidx0 = h.idx0, g.hidx1 = h.idx1;
       cls = B.CreateSelect(is_row, B.getInt32(0),
                            B.CreateSelect(sp.ok, B.getInt32(1), B.CreateSelect(h.ok, B.getInt32(3), B.getInt32(2))));
+    }
+    // Class 4 + i: the strided row of stride kStrides[i], its S * 32 bytes
+    // inside the window (the members reach at most S - 4 bytes past the
+    // first, so each lane's words lie in its S bytes).
+    for (uint32_t i = 0; i < 2; ++i) {
+      const uint32_t S = kStrides[i];
+      if (!(g.strides & (1u << i))) continue;
+      Value* fits = B.CreateICmpULE(B.CreateAdd(B.CreateZExt(g.off0, i64), B.getInt64(S * N)), size);
+      cls = B.CreateSelect(B.CreateAnd(strided_test(off, g.off0, S), fits), B.getInt32(4 + i), cls);
     }
     g.cls = cls;
   };
@@ -682,6 +820,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
           Value* off0;
           std::tie(off0, d.row) = row_test(off);
           d.base0 = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(off0, i64));
+          d.off = off;
         }
         d.ptrs = B.CreateGEP(B.getInt8Ty(), base, off64);
         Value* v = get(in.c);
@@ -832,10 +971,21 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         BasicBlock* gatherb = BasicBlock::Create(C, "ldg.gather", F);
         BasicBlock* joinb = BasicBlock::Create(C, "ldg.join", F);
         BasicBlock* halfb = BasicBlock::Create(C, "ldg.halves", F);
-        SwitchInst* sw = B.CreateSwitch(g.cls, gatherb, 3);
+        SwitchInst* sw = B.CreateSwitch(g.cls, gatherb, 5);
         sw->addCase(B.getInt32(0), rowb);
         if (permute) sw->addCase(B.getInt32(1), spanb);
         if (permute) sw->addCase(B.getInt32(3), halfb);
+        std::vector<std::pair<Value*, BasicBlock*>> strided;
+        for (uint32_t i = 0; i < 2; ++i) {
+          if (!(g.strides & (1u << i))) continue;
+          BasicBlock* sb = BasicBlock::Create(C, "ldg.strided", F);
+          sw->addCase(B.getInt32(4 + i), sb);
+          IRBuilderBase::InsertPointGuard keep(B);
+          B.SetInsertPoint(sb);
+          Value* at = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(g.off0, i64));
+          strided.push_back({strided_load(at, kStrides[i], d), sb});
+          B.CreateBr(joinb);
+        }
         B.SetInsertPoint(rowb);
         Value* at0 = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(B.CreateAdd(g.off0, B.getInt32(d)), i64));
         Value* rv = B.CreateAlignedLoad(V, at0, Align(4));
@@ -862,11 +1012,12 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         Value* gv = B.CreateMaskedGather(V, ptrs, Align(4), active, Constant::getNullValue(V));
         B.CreateBr(joinb);
         B.SetInsertPoint(joinb);
-        PHINode* gp = B.CreatePHI(V, 4);
+        PHINode* gp = B.CreatePHI(V, 6);
         gp->addIncoming(rv, rowb);
         if (permute) gp->addIncoming(sv, spanb);
         if (permute) gp->addIncoming(hv, halfb);
         gp->addIncoming(gv, gatherb);
+        for (auto [v, from] : strided) gp->addIncoming(v, from);
         if (!permute) spanb->eraseFromParent(), halfb->eraseFromParent();
         gval = gp;
         gfrom = joinb;
@@ -967,8 +1118,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     BasicBlock* endb = BasicBlock::Create(C, "end", F);
     B.CreateCondBr(B.CreateICmpEQ(B.CreateLoad(i32, pend), B.getInt32(0)), writeb, endb);
     B.SetInsertPoint(writeb);
-    for (const Deferred& e : deferred) {
-      if (!e.ptrs) continue;  // a print store: pend is set whenever one ran
+    // One store's lanes: a row or a scatter.
+    auto write_one = [&](const Deferred& e) {
       Type* et = B.getIntNTy(8 * e.bytes);
       auto* vt = FixedVectorType::get(et, N);
       Value* v = e.bytes < 4 ? B.CreateTrunc(e.vals, vt) : e.vals;
@@ -987,6 +1138,49 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       } else {
         B.CreateMaskedScatter(v, e.ptrs, Align(e.bytes), active);
       }
+    };
+    std::map<uint32_t, const Deferred*> by_index;
+    for (const Deferred& e : deferred) by_index[e.index] = &e;
+    std::vector<bool> written(store_groups.size(), false);
+    for (const Deferred& e : deferred) {
+      if (!e.ptrs) continue;  // a print store: pend is set whenever one ran
+      const int sgi = store_group_of[e.index];
+      if (sgi < 0) {
+        write_one(e);
+        continue;
+      }
+      if (written[size_t(sgi)]) continue;  // with its group's first
+      written[size_t(sgi)] = true;
+      const StoreGroup& sg = store_groups[size_t(sgi)];
+      const Deferred& first = *by_index.at(sg.members[0]);  // the least immediate
+      BasicBlock* sb = BasicBlock::Create(C, "st.strided", F);
+      BasicBlock* eachb = BasicBlock::Create(C, "st.each", F);
+      BasicBlock* joinb = BasicBlock::Create(C, "st.group", F);
+      B.CreateCondBr(strided_test(first.off, B.CreateExtractElement(first.off, uint64_t(0)), sg.stride), sb, eachb);
+      B.SetInsertPoint(sb);
+      // The members' values side by side, then word S l / 4 + j of the
+      // bytes from member j's lane l.
+      std::vector<Value*> parts;
+      for (uint32_t k : sg.members) parts.push_back(by_index.at(k)->vals);
+      while (parts.size() > 1) {
+        std::vector<Value*> next;
+        for (size_t j = 0; j < parts.size(); j += 2) {
+          const uint32_t w = cast<FixedVectorType>(parts[j]->getType())->getNumElements();
+          std::vector<int> both;
+          for (uint32_t x = 0; x < 2 * w; ++x) both.push_back(int(x));
+          next.push_back(B.CreateShuffleVector(parts[j], parts[j + 1], both));
+        }
+        parts = std::move(next);
+      }
+      const uint32_t m = sg.stride / 4;
+      std::vector<int> interleave;
+      for (uint32_t q = 0; q < m * N; ++q) interleave.push_back(int((q % m) * N + q / m));
+      B.CreateAlignedStore(B.CreateShuffleVector(parts[0], interleave), first.base0, Align(4));
+      B.CreateBr(joinb);
+      B.SetInsertPoint(eachb);
+      for (uint32_t k : sg.members) write_one(*by_index.at(k));
+      B.CreateBr(joinb);
+      B.SetInsertPoint(joinb);
     }
     B.CreateBr(endb);
     B.SetInsertPoint(endb);

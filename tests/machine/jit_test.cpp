@@ -465,6 +465,167 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
   }
 }
 
+// Strided rows (jit.cpp): the words of a vector access of four or two words
+// a lane (uint4, float2, ...), which the lowering splits into loads or
+// stores at one register plus 0, 4, 8, 12: every lane active at 16 or 8
+// bytes from the lane before reads (or writes) the 512 or 256 bytes from
+// the first lane's offset, one contiguous access and a shuffle.  Each lane
+// pattern per CTA (the two strides, one lane off the stride, overlapping
+// lanes, backwards, a wider stride, the window's last bytes), in global and
+// shared memory: groups of four and two loads and stores, immediates out of
+// order, three stores (not a group), the first access folded to [a + b]
+// beside [a + b + 4] (and the same after b changed: not the same address),
+// and under a partial mask.  Loads of a group whose bytes end past the
+// window's end (the row would reach 8 bytes beyond it) take another path.
+TEST(Jit, StridedRowsMatchTheInterpreter) {
+  if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
+  Params p = cuda_params(1u << 20);
+  constexpr uint32_t kShared = 2048, kArea = 6 * 1024;
+  constexpr uint32_t table = 0, out = 4 * 1024, stores = 24 * 1024, data = 72 * 1024, mem_bytes = 80 * 1024;
+  auto pattern = [](uint32_t k, uint32_t l, uint32_t start) -> uint32_t {
+    switch (k) {
+      case 0: return start + 16 * l;                     // uint4 a lane
+      case 1: return start + 8 * l;                      // uint2 a lane
+      case 2: return start + 16 * l + (l == 9 ? 4 : 0);  // one lane off the stride (overlapping its neighbour)
+      case 3: return start + 16 * (31 - l);              // backwards
+      case 4: return start + 32 * l;                     // a wider stride
+      default: return start + 16 * (l / 2);              // two lanes on each 16 bytes
+    }
+  };
+  constexpr uint32_t kPatterns = 6;
+  auto global_word = [](uint32_t byte) { return 0x9e3779b9u * byte + 17; };
+  auto shared_word = [](uint32_t byte) { return 0x01000193u * (byte / 4) + 7; };
+  launch::GlobalMemory mem;
+  mem.base = p.global_base;
+  mem.bytes.assign(mem_bytes, 0);
+  auto word = [&](uint32_t byte, uint32_t v) { std::memcpy(&mem.bytes[byte], &v, 4); };
+  for (uint32_t b = data; b < mem_bytes; b += 4) word(b, global_word(b));
+  for (uint32_t k = 0; k < kPatterns; ++k)
+    for (uint32_t l = 0; l < 32; ++l) {
+      const uint32_t at = table + (k * 32 + l) * 16;
+      word(at + 0, p.global_base + pattern(k, l, data));
+      word(at + 4, pattern(k, l, 0));
+      word(at + 8, p.global_base + stores + k * kArea + pattern(k, l, 0));
+    }
+  // r6: the global load address, r7: the shared one, r8: the store address.
+  Block b0 = table_prologue(p, out, 64, 3, kShared), b1, b2, b3, b4, b5;
+  // Block 1, every lane: a group of four and one of two loads (a copy of
+  // r6: another group), in global and shared memory; stored as groups of
+  // four (global and shared), of two, out of order, and three.
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::LD, Space::Global, 20 + j, R(6), K(4 * j));
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::LD, Space::Shared, 24 + j, R(7), K(4 * j));
+  ins(b1, Op::MOV, 30, R(6));
+  mem_op(b1, Op::LD, Space::Global, 28, R(30), K(4));
+  mem_op(b1, Op::LD, Space::Global, 29, R(30), K(0));
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::ST, Space::Global, 0, R(8), K(4 * j), R(20 + j));
+  mem_op(b1, Op::ST, Space::Global, 0, R(8), K(1024), R(28));
+  mem_op(b1, Op::ST, Space::Global, 0, R(8), K(1028), R(29));
+  for (uint32_t j : {2u, 0u, 3u, 1u}) mem_op(b1, Op::ST, Space::Global, 0, R(8), K(2048 + 4 * j), R(24 + j));
+  for (uint32_t j = 0; j < 3; ++j) mem_op(b1, Op::ST, Space::Global, 0, R(8), K(3072 + 4 * j), R(20 + j));
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b1, Op::ST, Space::Shared, 0, R(7), K(4 * j), R(23 - j));
+  b1.term = {Term::JMP, 0, 2, 0, 0};
+  // Block 2, every lane: the first load at [r6 + r34] beside [r33 + 4], ...
+  // with r33 = r6 + r34; then r35 = r6 + r34 and r34 changed before
+  // [r6 + r34], which is no longer [r35 + 0].  Stored the same way, the
+  // first at [r8 + r40] with r41 = r8 + r40 beside it.  The shared words
+  // block 1 stored, read back.
+  ins(b2, Op::MOV, 34, K(16));
+  ins(b2, Op::ADD, 33, R(6), R(34));
+  mem_op(b2, Op::LD, Space::Global, 36, R(6), R(34));
+  for (uint32_t j = 1; j < 4; ++j) mem_op(b2, Op::LD, Space::Global, 36 + j, R(33), K(4 * j));
+  ins(b2, Op::ADD, 35, R(6), R(34));
+  ins(b2, Op::MOV, 34, K(32));
+  mem_op(b2, Op::LD, Space::Global, 42, R(6), R(34));
+  for (uint32_t j = 1; j < 4; ++j) mem_op(b2, Op::LD, Space::Global, 42 + j, R(35), K(4 * j));
+  // r55 = r6 + r34, then r55 changed: [r6 + r34] and [r34 + r6] are not
+  // [r55 + 0].
+  ins(b2, Op::ADD, 55, R(6), R(34));
+  ins(b2, Op::ADD, 55, R(6), K(8));
+  mem_op(b2, Op::LD, Space::Global, 56, R(6), R(34));
+  mem_op(b2, Op::LD, Space::Global, 57, R(34), R(6));
+  ins(b2, Op::MOV, 40, K(4096));
+  ins(b2, Op::ADD, 41, R(8), R(40));
+  mem_op(b2, Op::ST, Space::Global, 0, R(8), R(40), R(36));
+  for (uint32_t j = 1; j < 4; ++j) mem_op(b2, Op::ST, Space::Global, 0, R(41), K(4 * j), R(36 + j));
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b2, Op::ST, Space::Global, 0, R(5), K(4 * j), R(42 + j));
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b2, Op::ST, Space::Global, 0, R(5), K(32 + 4 * j), R(20 + j));
+  mem_op(b2, Op::ST, Space::Global, 0, R(5), K(48), R(56));
+  mem_op(b2, Op::ST, Space::Global, 0, R(5), K(52), R(57));
+  b2.term = {Term::JMP, 0, 3, 0, 0};
+  // Block 3: the shared words block 1 stored, read back.
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b3, Op::LD, Space::Shared, 46 + j, R(7), K(4 * j));
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b3, Op::ST, Space::Global, 0, R(5), K(16 + 4 * j), R(46 + j));
+  ins(b3, Op::AND, 15, R(1), K(3));
+  ins(b3, Op::SEQ, 15, R(15), K(1));
+  b3.term = {Term::BR, 15, 4, 5, 0};
+  // Block 4, a quarter of the lanes: a group of four loads and stores.
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b4, Op::LD, Space::Global, 50 + j, R(6), K(4 * j + 4));
+  for (uint32_t j = 0; j < 4; ++j) mem_op(b4, Op::ST, Space::Global, 0, R(8), K(5120 + 4 * j), R(50 + j));
+  b4.term = {Term::JMP, 0, 5, 0, 0};
+  b5.term = {Term::EXIT, 0, 0, 0, 0};
+  const Program prog = warp_program("strided_rows", kPatterns, kShared, {b0, b1, b2, b3, b4, b5});
+  const Outcome o = same_both_ways(prog, p, {}, mem, prog.kernel);
+  ASSERT_EQ(o.fault.error, 0) << o.fault.message;
+  // And from the definition: what each lane read, and what the groups
+  // stored where the lanes' words lie apart (patterns 0, 3 and 4; pattern 1
+  // for its groups of two).
+  auto got = [&](const Outcome& x, uint32_t at) { return word_at(x.mem, at); };
+  for (uint32_t k = 0; k < kPatterns; ++k)
+    for (uint32_t l = 0; l < 32; ++l) {
+      const uint32_t t = k * 32 + l, g = pattern(k, l, data), sh = pattern(k, l, 0);
+      const std::string where = "pattern " + std::to_string(k) + " lane " + std::to_string(l);
+      for (uint32_t j = 0; j < 4; ++j) {
+        EXPECT_EQ(got(o, out + 64 * t + 4 * j), global_word(j == 0 ? g + 32 : g + 16 + 4 * j)) << where;
+        EXPECT_EQ(got(o, out + 64 * t + 32 + 4 * j), global_word(g + 4 * j)) << where;
+      }
+      EXPECT_EQ(got(o, out + 64 * t + 48), global_word(g + 32)) << where;
+      EXPECT_EQ(got(o, out + 64 * t + 52), global_word(g + 32)) << where;
+      const uint32_t st = stores + k * kArea + pattern(k, l, 0);
+      if (k == 0 || k == 3 || k == 4) {
+        for (uint32_t j = 0; j < 4; ++j) {
+          EXPECT_EQ(got(o, st + 4 * j), global_word(g + 4 * j)) << where;
+          EXPECT_EQ(got(o, st + 2048 + 4 * j), shared_word(sh + 4 * j)) << where;
+          if (j < 3) EXPECT_EQ(got(o, st + 3072 + 4 * j), global_word(g + 4 * j)) << where;
+          EXPECT_EQ(got(o, st + 4096 + 4 * j), global_word(g + 16 + 4 * j)) << where;
+          EXPECT_EQ(got(o, out + 64 * t + 16 + 4 * j), global_word(g + 12 - 4 * j)) << where;  // shared, read back
+          if (l % 4 == 1) EXPECT_EQ(got(o, st + 5120 + 4 * j), global_word(g + 4 + 4 * j)) << where;
+        }
+      }
+      if (k == 0 || k == 1 || k == 3 || k == 4) {
+        EXPECT_EQ(got(o, st + 1024), global_word(g + 4)) << where;
+        EXPECT_EQ(got(o, st + 1028), global_word(g)) << where;
+      }
+    }
+  // At a window's end: a group of four loads at 16 bytes a lane whose row
+  // ends with the window (the strided row), and a group of two whose row
+  // would end 8 bytes past it (another path): the same values.
+  for (const Space sp : {Space::Global, Space::Shared})
+    for (const uint32_t members : {4u, 2u}) {
+      const uint32_t end = sp == Space::Global ? mem_bytes : kShared, start = end - (members == 4 ? 512 : 504);
+      launch::GlobalMemory m2 = mem;
+      auto w2 = [&](uint32_t byte, uint32_t v) { std::memcpy(&m2.bytes[byte], &v, 4); };
+      for (uint32_t l = 0; l < 32; ++l) {
+        w2(table + l * 16, p.global_base + start + 16 * l);
+        w2(table + l * 16 + 4, start + 16 * l);
+      }
+      Block c0 = table_prologue(p, out, 64, 2, kShared), c1, c2;
+      for (uint32_t j = 0; j < members; ++j) mem_op(c1, Op::LD, sp, 20 + j, R(sp == Space::Global ? 6 : 7), K(4 * j));
+      for (uint32_t j = 0; j < members; ++j) mem_op(c1, Op::ST, Space::Global, 0, R(5), K(4 * j), R(20 + j));
+      c1.term = {Term::JMP, 0, 2, 0, 0};
+      c2.term = {Term::EXIT, 0, 0, 0, 0};
+      const Program prog2 = warp_program("strided_rows_at_the_end", 1, kShared, {c0, c1, c2});
+      const std::string what = std::string(space_name(sp)) + ", " + std::to_string(members) + " loads at the end";
+      const Outcome o2 = same_both_ways(prog2, p, {}, m2, what);
+      ASSERT_EQ(o2.fault.error, 0) << o2.fault.message;
+      for (uint32_t l = 0; l < 32; ++l)
+        for (uint32_t j = 0; j < members; ++j) {
+          const uint32_t at = start + 16 * l + 4 * j;
+          EXPECT_EQ(got(o2, out + 64 * l + 4 * j), sp == Space::Global ? global_word(at) : shared_word(at))
+              << what << ", lane " << l;
+        }
+    }
+}
+
 std::string jit_kernels() {
   std::ifstream in(QGPU_JIT_KERNELS_PTX);
   std::stringstream ss;
