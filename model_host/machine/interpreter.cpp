@@ -644,6 +644,8 @@ bool Interpreter::step(StepRecord* rec) {
       return false;
     }
   }
+  if (!rec && jit_on_)
+    if (const jit::BlockFn fn = jit_fn_[wblock_[w]]) return exec_chain(uint32_t(w), wblock_[w], fn);
   return rec ? exec<true>(uint32_t(w), rec) : exec<false>(uint32_t(w), nullptr);
 }
 
@@ -709,36 +711,51 @@ bool Interpreter::exec(uint32_t w, StepRecord* rec) {
           j.ran = 0;
         }
       }
-      if (fn) {
-        // Under run(), the warp's next EXECs too while their blocks are
-        // compiled: the warp that ran stays the one pick_warp() chooses
-        // while it has runnable lanes (the warps below it cannot run until
-        // a barrier opens).  Back to run() at its checks (the step limit,
-        // every kCancelSteps EXECs) and at a fault.  A block of only a
-        // terminator (never compiled: there is nothing to compile) is run
-        // in the chain too, as exec_body would run it: its terminator alone.
-        const Block* bp = &blk;
-        uint64_t m = mask;
-        for (;;) {
-          if (fn && !exec_jit(w, *bp, m, fn)) return false;
-          exec_terminator(w, *bp, m, fn ? &jit_env_.cond_bits : nullptr);
-          stats_.steps++;
-          if (!chain_ || finished_ || stats_.steps > chain_limit_ || stats_.steps % kCancelSteps == 0) return true;
-          m = wmask_[w];
-          if (!m) return true;
-          const uint32_t nb = wblock_[w];
-          fn = jit_fn_[nb];
-          bp = &prog_.blocks[nb];
-          if (!fn && !bp->instrs.empty()) return true;
-          cur_block_ = nb;
-        }
-      }
+      if (fn) return exec_chain(w, b, fn);
     }
   }
   if (!exec_body<kRecord>(w, blk, mask, rec)) return false;
   exec_terminator(w, blk, mask);
   stats_.steps++;
   return true;
+}
+
+// Under run(), the next EXECs too while their blocks are compiled: the warp
+// that ran stays the one pick_warp() chooses while it has runnable lanes
+// (the warps below it cannot run until a barrier opens); when it has none,
+// the warp step() would pick next, after the barrier release step() would
+// make, within the CTA.  Back to run() at its checks (the step limit, every
+// kCancelSteps EXECs), at a fault and at the CTA's end.  A block of only a
+// terminator (never compiled: there is nothing to compile) is run in the
+// chain too, as exec_body would run it: its terminator alone.
+bool Interpreter::exec_chain(uint32_t w, uint32_t b, jit::BlockFn fn) {
+  cur_warp_ = w;
+  cur_block_ = b;
+  const Block* bp = &prog_.blocks[b];
+  uint64_t m = wmask_[w];
+  for (;;) {
+    if (fn && !exec_jit(w, *bp, m, fn)) return false;
+    exec_terminator(w, *bp, m, fn ? &jit_env_.cond_bits : nullptr);
+    stats_.steps++;
+    if (!chain_ || finished_ || stats_.steps > chain_limit_ || stats_.steps % kCancelSteps == 0) return true;
+    m = wmask_[w];
+    if (!m) {
+      int next = pick_warp();
+      if (next < 0) {
+        if (!release_barriers()) return true;  // the CTA has ended: step() starts the next
+        next = pick_warp();
+        if (next < 0) return true;
+      }
+      w = uint32_t(next);
+      cur_warp_ = w;
+      m = wmask_[w];
+    }
+    const uint32_t nb = wblock_[w];
+    fn = jit_fn_[nb];
+    bp = &prog_.blocks[nb];
+    if (!fn && !bp->instrs.empty()) return true;
+    cur_block_ = nb;
+  }
 }
 
 // One instruction of a block over the lanes in `mask` (its stores added to

@@ -157,6 +157,10 @@ class Interpreter {
   // The compiled blocks (jit.h): a block's body through its native code, and
   // the call back for the instructions it leaves to the interpreter.
   bool exec_jit(uint32_t w, const Block& blk, uint64_t mask, jit::BlockFn fn);
+  // EXECs of warp w from its block b, compiled as `fn`, while its next
+  // blocks are compiled too (exec's chain, in a function of its own: most
+  // EXECs of a hot kernel come here straight from step()).
+  bool exec_chain(uint32_t w, uint32_t b, jit::BlockFn fn);
   void jit_env_cta();
   static void set_window(jit::Env::Window& e, const Window& win);
   static int jit_instr(jit::Env* env, uint32_t index, uint64_t mask);

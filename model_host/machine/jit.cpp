@@ -322,8 +322,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     uint32_t members = 0;
     Value *ok = nullptr, *cls = nullptr, *off = nullptr, *off0 = nullptr, *least = nullptr, *idx = nullptr;
     Value *hlo0 = nullptr, *hlo1 = nullptr, *hidx0 = nullptr, *hidx1 = nullptr;
-    // The strides of a strided row the group may be (kStrides: its members
-    // all within one lane's S bytes), and where that row starts.
+    // Bit i: the group may be the strided row of stride kStrides[i] (its
+    // members all within one lane's S bytes).
     uint32_t strides = 0;
   };
   // Each load's and store's address as one register (at its version: how
@@ -388,9 +388,12 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     }
     for (uint32_t k = 0; k < n; ++k)
       if (group_of[k] >= 0 && groups[size_t(group_of[k])].members < 2) group_of[k] = -1;
+    // Only groups shaped as a four-word vector access's words (three or
+    // more, the immediates reaching 12 past the least) get the strided
+    // class, which costs code to compile.  (Two-word ones at 8 bytes a lane
+    // are the half-warps' spans already, on hosts with AVX-512.)
     for (Group& g : groups)
-      for (uint32_t i = 0; i < 2; ++i)
-        if (g.hi - g.lo <= int64_t(kStrides[i]) - 4 && g.sp != Space::Param) g.strides |= 1u << i;
+      if (g.sp != Space::Param && g.hi - g.lo == 12 && g.members >= 3) g.strides |= 1u;
   }
   // Store groups: S / 4 consecutive stores of the block (no other store
   // between them) of 4 bytes to global or shared memory at one register,

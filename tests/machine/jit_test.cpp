@@ -465,18 +465,18 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
   }
 }
 
-// Strided rows (jit.cpp): the words of a vector access of four or two words
-// a lane (uint4, float2, ...), which the lowering splits into loads or
-// stores at one register plus 0, 4, 8, 12: every lane active at 16 or 8
-// bytes from the lane before reads (or writes) the 512 or 256 bytes from
-// the first lane's offset, one contiguous access and a shuffle.  Each lane
+// Strided rows (jit.cpp): the words of a vector access of four words a lane
+// (uint4, float4), which the lowering splits into loads or stores at one
+// register plus 0, 4, 8, 12, and stores of two words a lane: every lane
+// active at 16 (or 8) bytes from the lane before reads (writes) the 512
+// (256) bytes from the first lane's offset, one contiguous access and a
+// shuffle.  Each lane
 // pattern per CTA (the two strides, one lane off the stride, overlapping
 // lanes, backwards, a wider stride, the window's last bytes), in global and
 // shared memory: groups of four and two loads and stores, immediates out of
 // order, three stores (not a group), the first access folded to [a + b]
 // beside [a + b + 4] (and the same after b changed: not the same address),
-// and under a partial mask.  Loads of a group whose bytes end past the
-// window's end (the row would reach 8 bytes beyond it) take another path.
+// and under a partial mask; and groups at a window's end.
 TEST(Jit, StridedRowsMatchTheInterpreter) {
   if (!jit::built_in()) GTEST_SKIP() << "built without LLVM";
   Params p = cuda_params(1u << 20);
@@ -597,8 +597,8 @@ TEST(Jit, StridedRowsMatchTheInterpreter) {
       }
     }
   // At a window's end: a group of four loads at 16 bytes a lane whose row
-  // ends with the window (the strided row), and a group of two whose row
-  // would end 8 bytes past it (another path): the same values.
+  // ends with the window (the strided row), and a group of two (not a
+  // vector's four words: another path): the same values.
   for (const Space sp : {Space::Global, Space::Shared})
     for (const uint32_t members : {4u, 2u}) {
       const uint32_t end = sp == Space::Global ? mem_bytes : kShared, start = end - (members == 4 ? 512 : 504);
