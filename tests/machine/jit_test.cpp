@@ -278,6 +278,23 @@ uint32_t word_at(const launch::GlobalMemory& m, uint32_t byte) {
   return v;
 }
 
+// The words the load tests read: global byte b of the data area holds
+// global_word(b); shared byte b (table_prologue's words) shared_word(b).
+uint32_t global_word(uint32_t byte) { return 0x9e3779b9u * byte + 17; }
+uint32_t shared_word(uint32_t byte) { return 0x01000193u * (byte / 4) + 7; }
+
+// `bytes` of global memory, zero below `data` and global_word from there on.
+launch::GlobalMemory filled_memory(const Params& p, uint32_t bytes, uint32_t data) {
+  launch::GlobalMemory mem;
+  mem.base = p.global_base;
+  mem.bytes.assign(bytes, 0);
+  for (uint32_t b = data; b < bytes; b += 4) {
+    const uint32_t v = global_word(b);
+    std::memcpy(&mem.bytes[b], &v, 4);
+  }
+  return mem;
+}
+
 // Loads whose lanes read words of one 128-byte span (a broadcast, the rows
 // of a tile, a row read twice, a permutation: the compiled code's two
 // vector loads and permutes), a row, and spans it must gather instead (132
@@ -296,11 +313,8 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
   auto offset = [&](uint32_t k, uint32_t l, uint32_t start, uint32_t end) -> uint32_t {
     return k < kLanePatterns ? lane_pattern(k, l, start, perm) : end - 64 + 4 * (l % 16);
   };
-  launch::GlobalMemory mem;
-  mem.base = p.global_base;
-  mem.bytes.assign(mem_bytes, 0);
+  launch::GlobalMemory mem = filled_memory(p, mem_bytes, data);
   auto word = [&](uint32_t byte, uint32_t v) { std::memcpy(&mem.bytes[byte], &v, 4); };
-  for (uint32_t b = data; b < mem_bytes; b += 4) word(b, 0x9e3779b9u * b + 17);
   // The table: per (pattern, lane) four offsets: global all lanes, shared all
   // lanes, global a quarter, shared a quarter (the others far outside).
   for (uint32_t k = 0; k < kPatterns; ++k)
@@ -335,12 +349,12 @@ TEST(Jit, LoadSpansMatchTheInterpreter) {
   for (uint32_t k = 0; k < kPatterns; ++k)
     for (uint32_t l = 0; l < 32; ++l) {
       const uint32_t t = k * 32 + l, g = offset(k, l, data, mem_bytes), sh = offset(k, l, 0, kShared);
-      EXPECT_EQ(got(t, 0), 0x9e3779b9u * g + 17) << "pattern " << k << " lane " << l;
-      EXPECT_EQ(got(t, 1), 0x01000193u * (sh / 4) + 7) << "pattern " << k << " lane " << l;
+      EXPECT_EQ(got(t, 0), global_word(g)) << "pattern " << k << " lane " << l;
+      EXPECT_EQ(got(t, 1), shared_word(sh)) << "pattern " << k << " lane " << l;
       if (l % 4 == 1) {
         const uint32_t g2 = offset(k, l, data + 256, mem_bytes), s2 = offset(k, l, 256, kShared);
-        EXPECT_EQ(got(t, 2), 0x9e3779b9u * g2 + 17) << "pattern " << k << " lane " << l;
-        EXPECT_EQ(got(t, 3), 0x01000193u * (s2 / 4) + 7) << "pattern " << k << " lane " << l;
+        EXPECT_EQ(got(t, 2), global_word(g2)) << "pattern " << k << " lane " << l;
+        EXPECT_EQ(got(t, 3), shared_word(s2)) << "pattern " << k << " lane " << l;
       }
     }
 }
@@ -362,13 +376,8 @@ TEST(Jit, LoadGroupsMatchTheInterpreter) {
   const std::vector<uint32_t> perm = lane_permutation(7);
   auto offset = [&](uint32_t k, uint32_t l, uint32_t start) { return lane_pattern(k, l, start, perm); };
   const uint32_t out = 8 * 1024;  // 128 bytes a thread
-  auto shared_word = [](uint32_t byte) { return 0x01000193u * (byte / 4) + 7; };
-  auto global_word = [](uint32_t byte) { return 0x9e3779b9u * byte + 17; };
-  launch::GlobalMemory mem;
-  mem.base = p.global_base;
-  mem.bytes.assign(mem_bytes, 0);
+  launch::GlobalMemory mem = filled_memory(p, mem_bytes, data);
   auto word = [&](uint32_t byte, uint32_t v) { std::memcpy(&mem.bytes[byte], &v, 4); };
-  for (uint32_t b = data; b < mem_bytes; b += 4) word(b, global_word(b));
   for (uint32_t k = 0; k < kPatterns; ++k)
     for (uint32_t l = 0; l < 32; ++l) {
       word((k * 32 + l) * 16 + 0, p.global_base + offset(k, l, gstart));
@@ -493,13 +502,8 @@ TEST(Jit, StridedRowsMatchTheInterpreter) {
     }
   };
   constexpr uint32_t kPatterns = 6;
-  auto global_word = [](uint32_t byte) { return 0x9e3779b9u * byte + 17; };
-  auto shared_word = [](uint32_t byte) { return 0x01000193u * (byte / 4) + 7; };
-  launch::GlobalMemory mem;
-  mem.base = p.global_base;
-  mem.bytes.assign(mem_bytes, 0);
+  launch::GlobalMemory mem = filled_memory(p, mem_bytes, data);
   auto word = [&](uint32_t byte, uint32_t v) { std::memcpy(&mem.bytes[byte], &v, 4); };
-  for (uint32_t b = data; b < mem_bytes; b += 4) word(b, global_word(b));
   for (uint32_t k = 0; k < kPatterns; ++k)
     for (uint32_t l = 0; l < 32; ++l) {
       const uint32_t at = table + (k * 32 + l) * 16;
