@@ -132,8 +132,9 @@ bool init(State& s) {
 }
 
 constexpr uint32_t N = Params::kCudaWarp;
-// The strides of the strided rows (build(): a vector access of four or two
-// words a lane, split into its words by the lowering).
+// The strides of the store groups' strided rows (build(): a vector store of
+// four or two words a lane, split into its words by the lowering; loads take
+// the four-word one alone).
 constexpr uint32_t kStrides[2] = {16, 8};
 
 // Whether the host has AVX-512's two-source permute (the loads' span path).
@@ -322,9 +323,8 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     uint32_t members = 0;
     Value *ok = nullptr, *cls = nullptr, *off = nullptr, *off0 = nullptr, *least = nullptr, *idx = nullptr;
     Value *hlo0 = nullptr, *hlo1 = nullptr, *hidx0 = nullptr, *hidx1 = nullptr;
-    // Bit i: the group may be the strided row of stride kStrides[i] (its
-    // members all within one lane's S bytes).
-    uint32_t strides = 0;
+    // The group may be a strided row of stride 16 (a four-word vector's words).
+    bool strided = false;
   };
   // Each load's and store's address as one register (at its version: how
   // many writes to it the block made before) plus an immediate, where it is
@@ -393,7 +393,7 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     // class, which costs code to compile.  (Two-word ones at 8 bytes a lane
     // are the half-warps' spans already, on hosts with AVX-512.)
     for (Group& g : groups)
-      if (g.sp != Space::Param && g.hi - g.lo == 12 && g.members >= 3) g.strides |= 1u;
+      g.strided = g.sp != Space::Param && g.hi - g.lo == 12 && g.members >= 3;
   }
   // Store groups: S / 4 consecutive stores of the block (no other store
   // between them) of 4 bytes to global or shared memory at one register,
@@ -460,16 +460,18 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     }
     close();
   }
-  // A coalesced row: lane l at the first lane's offset + 4 l, every lane
-  // active.  Returns the first lane's offset and the test.
-  auto row_test = [&](Value* off) -> std::pair<Value*, Value*> {
+  // Every lane active, lane l at the first lane's offset `off0` + S l.
+  auto strided_test = [&](Value* off, Value* off0, uint32_t S) -> Value* {
     std::vector<Constant*> row;
-    for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(4 * l));
-    Value* off0 = B.CreateExtractElement(off, uint64_t(0));
-    Value* is_row = B.CreateAnd(
+    for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(S * l));
+    return B.CreateAnd(
         B.CreateAndReduce(B.CreateICmpEQ(off, B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row)))),
         B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
-    return {off0, is_row};
+  };
+  // A coalesced row (stride 4).  Returns the first lane's offset and the test.
+  auto row_test = [&](Value* off) -> std::pair<Value*, Value*> {
+    Value* off0 = B.CreateExtractElement(off, uint64_t(0));
+    return {off0, strided_test(off, off0, 4)};
   };
   // The warp's span: every active lane's word among the 32 from the least
   // active offset on (a broadcast, rows of a tile, a row read twice), the
@@ -541,18 +543,10 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
     for (int l = 0; l < 32; ++l) both.push_back(l);
     return B.CreateShuffleVector(p[0], p[1], both);
   };
-  // Strided rows: every lane active and lane l's offset at the first
-  // lane's + S l, for S = 16 or 8 (a vector access of four or two words a
-  // lane, split into its words by the lowering).  The S * 32 bytes from the
-  // first lane's offset hold every lane's S bytes: one contiguous load (or
-  // store) of them and a shuffle take the place of a gather (or scatter).
-  auto strided_test = [&](Value* off, Value* off0, uint32_t S) -> Value* {
-    std::vector<Constant*> row;
-    for (uint32_t l = 0; l < N; ++l) row.push_back(B.getInt32(S * l));
-    return B.CreateAnd(
-        B.CreateAndReduce(B.CreateICmpEQ(off, B.CreateAdd(B.CreateVectorSplat(N, off0), ConstantVector::get(row)))),
-        B.CreateICmpEQ(mask64, B.getInt64(0xffffffffu)));
-  };
+  // Strided rows (S > 4): the S * 32 bytes from the first lane's offset
+  // hold every lane's S bytes (a vector access of S / 4 words a lane, split
+  // into its words by the lowering): one contiguous load (or store) of them
+  // and a shuffle take the place of a gather (or scatter).
   // The S * 32 bytes at `at`, and lane l's word at byte S l + d of them.
   auto strided_load = [&](Value* at, uint32_t S, uint32_t d) -> Value* {
     Value* all = B.CreateAlignedLoad(FixedVectorType::get(i32, S * N / 4), at, Align(4));
@@ -592,15 +586,10 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
       cls = B.CreateSelect(is_row, B.getInt32(0),
                            B.CreateSelect(sp.ok, B.getInt32(1), B.CreateSelect(h.ok, B.getInt32(3), B.getInt32(2))));
     }
-    // Class 4 + i: the strided row of stride kStrides[i], its S * 32 bytes
-    // inside the window (the members reach at most S - 4 bytes past the
-    // first, so each lane's words lie in its S bytes).
-    for (uint32_t i = 0; i < 2; ++i) {
-      const uint32_t S = kStrides[i];
-      if (!(g.strides & (1u << i))) continue;
-      Value* fits = B.CreateICmpULE(B.CreateAdd(B.CreateZExt(g.off0, i64), B.getInt64(S * N)), size);
-      cls = B.CreateSelect(B.CreateAnd(strided_test(off, g.off0, S), fits), B.getInt32(4 + i), cls);
-    }
+    // Class 4: the strided row of stride 16.  Its 512 bytes are inside the
+    // window wherever `ok` holds: the members reach 12 bytes past the
+    // least, so lane 31's last word ends the 512 bytes.
+    if (g.strided) cls = B.CreateSelect(strided_test(off, g.off0, 16), B.getInt32(4), cls);
     g.cls = cls;
   };
   // Two 16-word loads from `at` and each lane's word picked by `idx` (its
@@ -974,19 +963,18 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         BasicBlock* gatherb = BasicBlock::Create(C, "ldg.gather", F);
         BasicBlock* joinb = BasicBlock::Create(C, "ldg.join", F);
         BasicBlock* halfb = BasicBlock::Create(C, "ldg.halves", F);
-        SwitchInst* sw = B.CreateSwitch(g.cls, gatherb, 5);
+        SwitchInst* sw = B.CreateSwitch(g.cls, gatherb, 4);
         sw->addCase(B.getInt32(0), rowb);
         if (permute) sw->addCase(B.getInt32(1), spanb);
         if (permute) sw->addCase(B.getInt32(3), halfb);
-        std::vector<std::pair<Value*, BasicBlock*>> strided;
-        for (uint32_t i = 0; i < 2; ++i) {
-          if (!(g.strides & (1u << i))) continue;
-          BasicBlock* sb = BasicBlock::Create(C, "ldg.strided", F);
-          sw->addCase(B.getInt32(4 + i), sb);
+        Value* tv = nullptr;
+        BasicBlock* stridedb = nullptr;
+        if (g.strided) {
+          stridedb = BasicBlock::Create(C, "ldg.strided", F);
+          sw->addCase(B.getInt32(4), stridedb);
           IRBuilderBase::InsertPointGuard keep(B);
-          B.SetInsertPoint(sb);
-          Value* at = B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(g.off0, i64));
-          strided.push_back({strided_load(at, kStrides[i], d), sb});
+          B.SetInsertPoint(stridedb);
+          tv = strided_load(B.CreateGEP(B.getInt8Ty(), base, B.CreateZExt(g.off0, i64)), 16, d);
           B.CreateBr(joinb);
         }
         B.SetInsertPoint(rowb);
@@ -1015,12 +1003,12 @@ std::unique_ptr<llvm::Module> build(llvm::LLVMContext& C, const std::string& nam
         Value* gv = B.CreateMaskedGather(V, ptrs, Align(4), active, Constant::getNullValue(V));
         B.CreateBr(joinb);
         B.SetInsertPoint(joinb);
-        PHINode* gp = B.CreatePHI(V, 6);
+        PHINode* gp = B.CreatePHI(V, 5);
         gp->addIncoming(rv, rowb);
         if (permute) gp->addIncoming(sv, spanb);
         if (permute) gp->addIncoming(hv, halfb);
         gp->addIncoming(gv, gatherb);
-        for (auto [v, from] : strided) gp->addIncoming(v, from);
+        if (stridedb) gp->addIncoming(tv, stridedb);
         if (!permute) spanb->eraseFromParent(), halfb->eraseFromParent();
         gval = gp;
         gfrom = joinb;
