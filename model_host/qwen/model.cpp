@@ -98,6 +98,10 @@ struct LinearAttention {
   bool lazy_z = false;
   double z_abs_max = 0;
   bool norm_finite = true;  // every weight of the heads' gated norm is finite
+  // Sparse executor: no value head is live, so no head ever writes o and the
+  // mixer's output is zero on every token (its conv windows are read by no
+  // head): the layer's mixer, its norm and its residual addition are skipped.
+  bool silent = false;
 };
 
 struct FullAttention {
@@ -453,6 +457,7 @@ void Model::Impl::build(const Checkpoint& ck, TensorMap* release, Exec exec, Act
         if (read[ch]) m.stats.stored += K;
       }
       if (la.conv_split) la.qkv.prepare_cut(cut);
+      la.silent = sparse && la.heads.empty();
       m.stats.total_heads += c.linear_num_value_heads;
       m.stats.active_heads += static_cast<int64_t>(la.heads.size());
     }
@@ -1100,11 +1105,13 @@ void Model::Impl::body(State& st, const int64_t* tokens, int64_t T, const std::v
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     const Layer& L = layers[l];
     capture(l);
-    norm(L.input_norm, L.input_reads, L.input_uniform);
-    std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
-    if (L.full) full_attention(L, l, st, T, ws);
-    else linear_attention(L, l, st, T, ws);
-    add_residual();
+    if (L.full || !L.la.silent) {
+      norm(L.input_norm, L.input_reads, L.input_uniform);
+      std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
+      if (L.full) full_attention(L, l, st, T, ws);
+      else linear_attention(L, l, st, T, ws);
+      add_residual();
+    }
     norm(L.post_norm, L.post_reads, L.post_uniform);
     std::fill(ws.y_bits.begin(), ws.y_bits.end(), 0);
     mlp(L, l, T, ws);

@@ -107,6 +107,34 @@ TEST(QwenModel, SparseCircuitLike2bWidths) {
   EXPECT_LT(static_cast<double>(st.stored) / static_cast<double>(st.weights), 0.01);
 }
 
+// A linear-attention layer with no live value head (its in_proj_qkv zero:
+// every key and value channel dead) writes nothing on any token; the sparse
+// executor skips its mixer, norm and residual addition, and gives the dense
+// executor's logits and GDN states bit for bit, step by step and in prefill.
+TEST(QwenModel, SparseSkipsASilentMixer) {
+  Scratch tmp("sparse_silent");
+  const std::string dir = tmp / "ck";
+  python(QWEN_REFERENCE_PY, "make " + dir + " --size 2b --layers 3 --vocab 300 --seed 8 --sparse");
+  Checkpoint ck = Checkpoint::load(dir);
+  torch::Tensor& qkv = ck.tensors.at("layers.0.linear_attn.in_proj_qkv.weight");
+  qkv = torch::zeros_like(qkv);
+  Model dense(ck, Exec::Dense), sparse(ck, Exec::Sparse);
+  EXPECT_EQ(sparse.stats().active_heads, 1);  // the other linear-attention layer's
+  const std::vector<int64_t> tokens = {0, 7, 14, 21, 5, 28, 2, 7};
+  State sd = dense.new_state(), ss = sparse.new_state(), sp = sparse.new_state();
+  const torch::Tensor prefill = sparse.forward(sp, tokens).logits;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const torch::Tensor ld = dense.step(sd, tokens[t]);
+    EXPECT_TRUE(torch::equal(ld, sparse.step(ss, tokens[t]))) << "token " << t;
+    EXPECT_TRUE(torch::equal(ld, prefill[static_cast<int64_t>(t)])) << "token " << t;
+  }
+  for (int l = 0; l < ck.config.num_hidden_layers; ++l) {
+    if (ck.config.is_full_attention(l)) continue;
+    EXPECT_TRUE(torch::equal(dense.recurrent_state(sd, l), sparse.recurrent_state(ss, l))) << "layer " << l;
+    EXPECT_TRUE(torch::equal(dense.recurrent_state(sd, l), sparse.recurrent_state(sp, l))) << "layer " << l;
+  }
+}
+
 // A compact checkpoint loaded with sparse storage holds its large matrices as
 // sparse tensors, and gives the same model as dense storage: the same
 // entries, the same statistics, bit-identical logits with either executor.
